@@ -1,0 +1,199 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// FormatVersion is the version of the persisted layout. A store refuses a
+// file written with a newer version and migrates older ones explicitly.
+const FormatVersion = 1
+
+var (
+	// ErrNotFound: no run, step, intent, cursor or approval with that key.
+	ErrNotFound = errors.New("not found")
+	// ErrExists: CreateRun with an ID that is already taken.
+	ErrExists = errors.New("already exists")
+	// ErrLocked: the state file is held by another process.
+	ErrLocked = errors.New("state file is in use by another process")
+	// ErrCorrupt: the file is not a runbook state file or is damaged.
+	ErrCorrupt = errors.New("state file is corrupt")
+)
+
+// RunStatus is the lifecycle of a run.
+type RunStatus string
+
+const (
+	RunPending   RunStatus = "pending"   // created, not started (queued on a concurrency key)
+	RunRunning   RunStatus = "running"   // a process is executing it
+	RunWaiting   RunStatus = "waiting"   // parked on an approval
+	RunSucceeded RunStatus = "succeeded" //
+	RunFailed    RunStatus = "failed"    //
+	RunCancelled RunStatus = "cancelled" //
+	RunSkipped   RunStatus = "skipped"   // not started: concurrency key busy with on_busy: skip
+)
+
+// Done reports whether the status is final.
+func (s RunStatus) Done() bool {
+	return s == RunSucceeded || s == RunFailed || s == RunCancelled || s == RunSkipped
+}
+
+// StepStatus is the lifecycle of one step (or one for_each item).
+type StepStatus string
+
+const (
+	StepPending   StepStatus = "pending"
+	StepRunning   StepStatus = "running"
+	StepWaiting   StepStatus = "waiting" // approval
+	StepSucceeded StepStatus = "succeeded"
+	StepFailed    StepStatus = "failed"
+	StepSkipped   StepStatus = "skipped" // `if` was false or a needed step did not succeed
+	StepCancelled StepStatus = "cancelled"
+)
+
+// Done reports whether the status is final.
+func (s StepStatus) Done() bool {
+	return s == StepSucceeded || s == StepFailed || s == StepSkipped || s == StepCancelled
+}
+
+// Run is one execution of a playbook.
+type Run struct {
+	ID       string `json:"id"`
+	Playbook string `json:"playbook"`       // playbook name
+	File     string `json:"file,omitempty"` // path it was loaded from
+	// Snapshot is the playbook source the run started with and Hash its
+	// SHA-256 (hex); a resumed run executes the snapshot, not the file.
+	Snapshot []byte         `json:"snapshot,omitempty"`
+	Hash     string         `json:"hash"`
+	Inputs   map[string]any `json:"inputs,omitempty"`
+	Trigger  map[string]any `json:"trigger,omitempty"`
+	Status   RunStatus      `json:"status"`
+	Error    *ErrorRecord   `json:"error,omitempty"`
+	// ParentID/ParentStep link a sub-playbook run to its caller.
+	ParentID       string    `json:"parent_id,omitempty"`
+	ParentStep     string    `json:"parent_step,omitempty"`
+	ConcurrencyKey string    `json:"concurrency_key,omitempty"`
+	Owner          string    `json:"owner,omitempty"` // process executing it
+	CreatedAt      time.Time `json:"created_at"`
+	StartedAt      time.Time `json:"started_at,omitzero"`
+	EndedAt        time.Time `json:"ended_at,omitzero"`
+	// Deadline is the run timeout as an absolute time (zero: none), so a
+	// resumed run keeps its original deadline.
+	Deadline time.Time `json:"deadline,omitzero"`
+}
+
+// ErrorRecord is a persisted, redacted error.
+type ErrorRecord struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Data    map[string]any `json:"data,omitempty"`
+}
+
+// StepRecord is the persisted state of one step or one for_each item.
+type StepRecord struct {
+	RunID string `json:"run_id"`
+	// ID is the step id, with the item index for for_each items: "deploy[3]".
+	ID         string         `json:"id"`
+	Status     StepStatus     `json:"status"`
+	Attempts   int            `json:"attempts"`
+	Outputs    map[string]any `json:"outputs,omitempty"`
+	Error      *ErrorRecord   `json:"error,omitempty"`
+	Checkpoint []byte         `json:"checkpoint,omitempty"` // Host.Checkpoint data
+	StartedAt  time.Time      `json:"started_at,omitzero"`
+	EndedAt    time.Time      `json:"ended_at,omitzero"`
+	// NextAttemptAt is set while waiting between retries, so a resumed run
+	// waits out the remaining delay only.
+	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
+}
+
+// Event is one entry of a run's append-only log.
+type Event struct {
+	Seq     uint64         `json:"seq"` // assigned by the store, per run, from 1
+	Time    time.Time      `json:"time"`
+	Type    string         `json:"type"` // run.started, step.started, step.succeeded, step.retry, log, ...
+	Step    string         `json:"step,omitempty"`
+	Attempt int            `json:"attempt,omitempty"`
+	Level   string         `json:"level,omitempty"` // for log events
+	Message string         `json:"message,omitempty"`
+	Data    map[string]any `json:"data,omitempty"`
+}
+
+// Intent is recorded before a mutating call and resolved after it.
+type Intent struct {
+	RunID     string    `json:"run_id"`
+	Step      string    `json:"step"`
+	Attempt   int       `json:"attempt"`
+	Key       string    `json:"key"` // idempotency key
+	CreatedAt time.Time `json:"created_at"`
+	Data      []byte    `json:"data,omitempty"`
+	Resolved  bool      `json:"resolved"` // the call's outcome was recorded
+}
+
+// Approval is the answer to an approval step, written by whoever answers.
+type Approval struct {
+	RunID    string         `json:"run_id"`
+	Step     string         `json:"step"`
+	Approved bool           `json:"approved"`
+	By       string         `json:"by,omitempty"`
+	Comment  string         `json:"comment,omitempty"`
+	Fields   map[string]any `json:"fields,omitempty"`
+	At       time.Time      `json:"at"`
+}
+
+// Lock is a held concurrency key.
+type Lock struct {
+	Key     string    `json:"key"`
+	Owner   string    `json:"owner"` // run ID holding it
+	Process string    `json:"process,omitempty"`
+	Since   time.Time `json:"since"`
+}
+
+// RunFilter selects runs for ListRuns. Zero fields match everything.
+type RunFilter struct {
+	Status   []RunStatus
+	Playbook string
+	ParentID string
+	Limit    int // 0: no limit
+}
+
+// Store persists everything a run needs to survive a crash. Every method
+// is one atomic transaction: a SaveStep with events writes the record and
+// the events together or not at all.
+type Store interface {
+	CreateRun(ctx context.Context, r *Run, events ...Event) error // ErrExists if taken
+	SaveRun(ctx context.Context, r *Run, events ...Event) error
+	GetRun(ctx context.Context, id string) (*Run, error) // ErrNotFound
+	// ListRuns returns runs newest first.
+	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
+
+	SaveStep(ctx context.Context, s *StepRecord, events ...Event) error
+	GetStep(ctx context.Context, runID, stepID string) (*StepRecord, error) // ErrNotFound
+	// Steps returns a run's step records in the order they were first saved.
+	Steps(ctx context.Context, runID string) ([]*StepRecord, error)
+
+	AppendEvents(ctx context.Context, runID string, events ...Event) error
+	// Events returns events with Seq > after, at most limit (0: all).
+	Events(ctx context.Context, runID string, after uint64, limit int) ([]Event, error)
+
+	PutIntent(ctx context.Context, in Intent) error
+	GetIntent(ctx context.Context, runID, step string) (*Intent, error) // ErrNotFound
+
+	PutApproval(ctx context.Context, a Approval) error
+	GetApproval(ctx context.Context, runID, step string) (*Approval, error) // ErrNotFound
+
+	// AcquireLock takes key for owner if free (or already owner's). It
+	// returns false and the current holder otherwise.
+	AcquireLock(ctx context.Context, l Lock) (ok bool, holder *Lock, err error)
+	ReleaseLock(ctx context.Context, key, owner string) error
+	Locks(ctx context.Context) ([]Lock, error)
+
+	GetCursor(ctx context.Context, key string) ([]byte, error) // ErrNotFound
+	PutCursor(ctx context.Context, key string, val []byte) error
+
+	// Dedup records key and reports whether it was already recorded. Keys
+	// older than ttl (0: forever) are forgotten.
+	Dedup(ctx context.Context, key string, ttl time.Duration) (seen bool, err error)
+
+	Close() error
+}

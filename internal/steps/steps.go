@@ -1,0 +1,241 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Outputs is what a step returns: named values, JSON-compatible.
+type Outputs = map[string]any
+
+// RunFunc performs a step.
+type RunFunc func(ctx context.Context, c *Call) (Outputs, error)
+
+// ReconcileFunc is called on resume for a mutating step whose intent was
+// persisted but whose result was not. It looks for the resource the earlier
+// attempt may have created (by name, idempotency key, ...). found=true adopts
+// out as the step's result; found=false lets the engine run the step again.
+type ReconcileFunc func(ctx context.Context, c *Call, in Intent) (out Outputs, found bool, err error)
+
+// CheckFunc validates relations between params (beyond per-field tags).
+// dynamic holds the JSON names of top-level fields whose values come from
+// expressions and are therefore unknown at load time: a check must skip any
+// rule that involves one of them. At run time dynamic is empty.
+type CheckFunc func(params any, dynamic map[string]bool) []Problem
+
+// PlanFunc describes the API calls a step would make with these params, for
+// `runbook plan`. Steps that call no API leave it nil.
+type PlanFunc func(params any) []PlannedCall
+
+// Output documents one output of a step type.
+type Output struct {
+	Name        string `json:"name"`
+	Type        string `json:"type"` // string, integer, number, boolean, list, map, any
+	Description string `json:"description"`
+}
+
+// Descriptor is everything about one step type. One Register call per type.
+type Descriptor struct {
+	// Type is the name used in `uses:`: family.resource.action, lower case,
+	// dot separated (e.g. "log", "http.request", "nks.cluster.create").
+	Type    string
+	Summary string
+	// Params is a zero value of the params struct (not a pointer), or nil
+	// for a step without params. Field tags (see params.go): json, required,
+	// min, max, minlen, maxlen, enum, pattern, format, default, desc.
+	Params any
+	// Outputs lists the outputs the step always sets.
+	Outputs []Output
+	// OpenOutputs means outputs beyond Outputs exist and are only known at
+	// run time (an expression may reference any name).
+	OpenOutputs bool
+	// OutputsFromWith means the step's outputs are the keys of its `with`
+	// map (the `set` step).
+	OutputsFromWith bool
+	// OpenParams accepts keys in `with` that the params struct does not
+	// declare; they reach the step in Call.Extra.
+	OpenParams bool
+	// Mutating steps get an intent persisted before Run and are reconciled
+	// on resume.
+	Mutating  bool
+	Run       RunFunc
+	Reconcile ReconcileFunc
+	Check     CheckFunc
+	Plan      PlanFunc
+
+	params reflect.Type // struct type of Params, nil if none
+	fields []field      // decoded once from the struct tags
+}
+
+// PlannedCall is one API call a run would make.
+type PlannedCall struct {
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	Body   any    `json:"body,omitempty"`
+	Note   string `json:"note,omitempty"`
+}
+
+// Intent is persisted before a mutating call.
+type Intent struct {
+	RunID          string    `json:"run_id"`
+	Step           string    `json:"step"`
+	Attempt        int       `json:"attempt"`
+	IdempotencyKey string    `json:"idempotency_key"`
+	CreatedAt      time.Time `json:"created_at"`
+	// Data is what the step chose to record with the intent (Call.Checkpoint
+	// before the call), e.g. the name of the resource being created.
+	Data []byte `json:"data,omitempty"`
+}
+
+// Call is what a step receives for one attempt.
+type Call struct {
+	RunID   string
+	StepID  string // includes the item index for for_each items: "upgrade[2]"
+	Attempt int    // 1-based
+	// Params is a pointer to the decoded params struct (nil if none).
+	Params any
+	// Extra holds `with` keys not in the params struct (OpenParams only),
+	// or the whole `with` map for OutputsFromWith steps.
+	Extra map[string]any
+	// IdempotencyKey is stable across attempts and resumes of this step.
+	IdempotencyKey string
+	// Resume is the last checkpoint this step saved (across attempts and
+	// processes), or nil.
+	Resume []byte
+	// Dir is the directory of the playbook file; relative paths resolve
+	// against it.
+	Dir  string
+	Log  *slog.Logger
+	Now  func() time.Time
+	Host Host
+}
+
+// Host is what the engine offers a running step. Interfaces live with their
+// consumer: this one is consumed by steps and implemented by the engine.
+type Host interface {
+	// Checkpoint persists progress (what a wait waits on, its deadline, a
+	// digest identity, ...). The next attempt or a resumed process gets it
+	// back in Call.Resume. The engine redacts secrets before writing.
+	Checkpoint(ctx context.Context, data []byte) error
+	// Cursor and SetCursor read and write a named cursor that outlives runs
+	// (a digest's last seen notice). Keys are chosen by the step.
+	Cursor(ctx context.Context, key string) ([]byte, error)
+	SetCursor(ctx context.Context, key string, val []byte) error
+	// Connection returns the resolved settings of a named connection
+	// (service defaults, config file, playbook override).
+	Connection(name string) (map[string]any, error)
+	// Secret resolves a secret by name (environment or secrets file).
+	Secret(name string) (string, bool)
+	// RunPlaybook runs a sub-playbook (path relative to Call.Dir) as a child
+	// run and returns its outputs. Resuming the parent resumes the child.
+	RunPlaybook(ctx context.Context, path string, inputs map[string]any) (Outputs, error)
+	// AwaitApproval blocks until the approval is answered, it times out, or
+	// ctx ends. A host that cannot wait in-process returns ErrSuspended: the
+	// run is parked durably and continues when answered.
+	AwaitApproval(ctx context.Context, req ApprovalRequest) (ApprovalResponse, error)
+}
+
+// ApprovalRequest describes an approval a run waits for.
+type ApprovalRequest struct {
+	Message   string           `json:"message"`
+	Approvers []string         `json:"approvers,omitempty"`
+	Fields    map[string]Field `json:"fields,omitempty"`
+	Deadline  time.Time        `json:"deadline,omitzero"`
+}
+
+// Field is a typed response field of an approval.
+type Field struct {
+	Type     string `json:"type"` // string, integer, number, boolean
+	Required bool   `json:"required,omitempty"`
+	Default  any    `json:"default,omitempty"`
+}
+
+// ApprovalResponse is the answer to an approval.
+type ApprovalResponse struct {
+	Approved bool           `json:"approved"`
+	By       string         `json:"by,omitempty"`
+	Comment  string         `json:"comment,omitempty"`
+	Fields   map[string]any `json:"fields,omitempty"`
+	At       time.Time      `json:"at"`
+}
+
+// Typed adapts a function over a typed params pointer to a RunFunc.
+func Typed[P any](f func(ctx context.Context, c *Call, p *P) (Outputs, error)) RunFunc {
+	return func(ctx context.Context, c *Call) (Outputs, error) {
+		p, ok := c.Params.(*P)
+		if !ok {
+			return nil, fmt.Errorf("step %s: params are %T, want *%T", c.StepID, c.Params, *new(P))
+		}
+		return f(ctx, c, p)
+	}
+}
+
+var (
+	regMu    sync.RWMutex
+	registry = map[string]*Descriptor{}
+	typeName = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$`)
+)
+
+// Register adds a step type. It panics on an empty, malformed or duplicate
+// name, a missing Run, or a params struct whose tags do not parse.
+func Register(d Descriptor) {
+	if d.Type == "" || !typeName.MatchString(d.Type) {
+		panic(fmt.Sprintf("steps: invalid step type name %q", d.Type))
+	}
+	if d.Run == nil {
+		panic(fmt.Sprintf("steps: %s: Run is nil", d.Type))
+	}
+	if d.Params != nil {
+		t := reflect.TypeOf(d.Params)
+		if t.Kind() != reflect.Struct {
+			panic(fmt.Sprintf("steps: %s: Params must be a struct value, got %s", d.Type, t))
+		}
+		fs, err := fieldsOf(t)
+		if err != nil {
+			panic(fmt.Sprintf("steps: %s: %v", d.Type, err))
+		}
+		d.params, d.fields = t, fs
+	}
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := registry[d.Type]; dup {
+		panic(fmt.Sprintf("steps: duplicate step type %q", d.Type))
+	}
+	registry[d.Type] = &d
+}
+
+// Lookup returns the descriptor of a registered type.
+func Lookup(name string) (*Descriptor, bool) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	d, ok := registry[name]
+	return d, ok
+}
+
+// All returns every registered descriptor sorted by type name.
+func All() []*Descriptor {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	out := make([]*Descriptor, 0, len(registry))
+	for _, d := range registry {
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Type < out[j].Type })
+	return out
+}
+
+// Names returns every registered type name, sorted.
+func Names() []string {
+	all := All()
+	out := make([]string, len(all))
+	for i, d := range all {
+		out[i] = d.Type
+	}
+	return out
+}
