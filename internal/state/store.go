@@ -70,6 +70,8 @@ type Run struct {
 	Trigger  map[string]any `json:"trigger,omitempty"`
 	Status   RunStatus      `json:"status"`
 	Error    *ErrorRecord   `json:"error,omitempty"`
+	// Outputs are the playbook's outputs, set when the run ends.
+	Outputs map[string]any `json:"outputs,omitempty"`
 	// ParentID/ParentStep link a sub-playbook run to its caller.
 	ParentID       string    `json:"parent_id,omitempty"`
 	ParentStep     string    `json:"parent_step,omitempty"`
