@@ -1,0 +1,326 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/steps"
+)
+
+// stepRun is the in-flight state of one step record: it owns the record's
+// writes and buffers the step's events until the next write, so that a
+// step costs one transaction when it does not checkpoint or mutate.
+type stepRun struct {
+	rs  *runState
+	st  *playbook.Step
+	rec *state.StepRecord
+
+	mu      sync.Mutex
+	pending []state.Event
+}
+
+// maxPending is the number of buffered events that forces a write.
+const maxPending = 64
+
+var errStepTimeout = errors.New("step timeout")
+
+// attempt runs one attempt of the step: intent and reconcile for mutating
+// steps, the step's own timeout, classification of its error.
+func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[string]any, it *item) (steps.Outputs, error) {
+	rs, st, rec := sr.rs, sr.st, sr.rec
+	store := rs.e.o.Store
+	sr.mu.Lock()
+	rec.Attempts, rec.Status = n, state.StepRunning
+	if rec.StartedAt.IsZero() {
+		rec.StartedAt = rs.e.o.Clock.Now()
+	}
+	sr.mu.Unlock()
+	call := &steps.Call{
+		RunID: rs.run.ID, StepID: rec.ID, Attempt: n, Params: params, Extra: extra,
+		IdempotencyKey: rs.run.ID + "/" + rec.ID,
+		Resume:         rec.Checkpoint,
+		Dir:            rs.pb.Dir,
+		Now:            rs.e.o.Clock.Now,
+		Host:           &host{sr: sr},
+	}
+	call.Log = slog.New(rs.e.o.Redactor.Handler(&eventHandler{sr: sr, attempt: n}))
+	started := state.Event{Type: "step.started", Step: rec.ID, Attempt: n, Message: "attempt " + fmt.Sprint(n)}
+
+	if st.Desc.Mutating {
+		prev, err := store.GetIntent(ctx, rs.run.ID, rec.ID)
+		switch {
+		case err == nil && !prev.Resolved && st.Desc.Reconcile != nil:
+			in := steps.Intent{RunID: prev.RunID, Step: prev.Step, Attempt: prev.Attempt, IdempotencyKey: prev.Key, CreatedAt: prev.CreatedAt, Data: prev.Data}
+			out, found, err := st.Desc.Reconcile(ctx, call, in)
+			if err != nil {
+				return nil, fmt.Errorf("reconcile %s: %w", rec.ID, err)
+			}
+			if found {
+				sr.queue(state.Event{Type: "step.reconciled", Step: rec.ID, Attempt: n,
+					Message: fmt.Sprintf("adopted the result of attempt %d (made before an interruption)", prev.Attempt)})
+				return out, nil
+			}
+		case err != nil && !errors.Is(err, state.ErrNotFound):
+			return nil, fmt.Errorf("read intent of %s: %w", rec.ID, err)
+		}
+		sr.save(ctx, started)
+		in := state.Intent{RunID: rs.run.ID, Step: rec.ID, Attempt: n, Key: call.IdempotencyKey, CreatedAt: rs.e.o.Clock.Now(), Data: rec.Checkpoint}
+		if err := store.PutIntent(context.WithoutCancel(ctx), in); err != nil {
+			return nil, fmt.Errorf("record intent of %s: %w", rec.ID, err)
+		}
+	} else {
+		sr.queue(started)
+	}
+
+	sctx := ctx
+	if st.Timeout > 0 {
+		var stop context.CancelFunc
+		sctx, stop = context.WithTimeoutCause(ctx, st.Timeout, errStepTimeout)
+		defer stop()
+	}
+	out, err := st.Desc.Run(sctx, call)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(sctx), errStepTimeout) {
+		err = &steps.Error{Code: steps.Timeout, Message: fmt.Sprintf("step timed out after %s", st.Timeout), Err: err}
+	}
+	if err != nil && st.Desc.Mutating && definitive(err) {
+		// The call was refused: nothing to reconcile before the next attempt.
+		in := state.Intent{RunID: rs.run.ID, Step: rec.ID, Attempt: n, Key: call.IdempotencyKey, CreatedAt: rs.e.o.Clock.Now(), Resolved: true}
+		if perr := store.PutIntent(context.WithoutCancel(ctx), in); perr != nil {
+			return nil, fmt.Errorf("resolve intent of %s: %w", rec.ID, perr)
+		}
+	}
+	return out, err
+}
+
+// definitive reports whether an error proves the mutating call had no
+// effect (or a known one), so the next attempt need not reconcile.
+func definitive(err error) bool {
+	switch steps.CodeOf(err) {
+	case steps.Invalid, steps.NotFound, steps.Conflict, steps.Unauthorized, steps.InProgress, steps.Throttled, steps.Failed:
+		return true
+	}
+	return false
+}
+
+// queue buffers an event for the next write and shows it now.
+func (sr *stepRun) queue(ev state.Event) {
+	ev = sr.prepare(ev)
+	sr.mu.Lock()
+	sr.pending = append(sr.pending, ev)
+	flush := len(sr.pending) >= maxPending
+	sr.mu.Unlock()
+	sr.rs.e.observe(sr.rs.run.ID, ev)
+	if flush {
+		sr.save(context.Background())
+	}
+}
+
+func (sr *stepRun) prepare(ev state.Event) state.Event {
+	if ev.Time.IsZero() {
+		ev.Time = sr.rs.e.o.Clock.Now()
+	}
+	ev.Message = sr.rs.e.o.Redactor.String(ev.Message)
+	if ev.Data != nil {
+		ev.Data = sr.rs.e.redactMap(ev.Data)
+	}
+	return ev
+}
+
+// save writes the record with every buffered event and evs, in one
+// transaction. A failed write is logged: the run goes on, and a resume will
+// redo the step.
+func (sr *stepRun) save(ctx context.Context, evs ...state.Event) {
+	for i := range evs {
+		evs[i] = sr.prepare(evs[i])
+	}
+	rs := sr.rs
+	sr.mu.Lock()
+	all := append(sr.pending, evs...)
+	sr.pending = nil
+	rec := *sr.rec
+	sr.mu.Unlock()
+	wctx, stop := context.WithTimeout(context.WithoutCancel(ctx), rs.e.o.StateWrites)
+	defer stop()
+	if err := rs.e.o.Store.SaveStep(wctx, &rec, all...); err != nil {
+		rs.e.o.Logger.Error("save step", "run_id", rs.run.ID, "step", rec.ID, "err", err)
+	}
+	for _, ev := range evs {
+		rs.e.observe(rs.run.ID, ev)
+	}
+}
+
+// host is the steps.Host a step attempt receives.
+type host struct{ sr *stepRun }
+
+func (h *host) Checkpoint(ctx context.Context, data []byte) error {
+	h.sr.mu.Lock()
+	h.sr.rec.Checkpoint = h.sr.rs.e.o.Redactor.Bytes(data)
+	h.sr.mu.Unlock()
+	h.sr.save(ctx)
+	return nil
+}
+
+func (h *host) Cursor(ctx context.Context, key string) ([]byte, error) {
+	b, err := h.sr.rs.e.o.Store.GetCursor(ctx, key)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, nil
+	}
+	return b, err
+}
+
+func (h *host) SetCursor(ctx context.Context, key string, val []byte) error {
+	return h.sr.rs.e.o.Store.PutCursor(context.WithoutCancel(ctx), key, h.sr.rs.e.o.Redactor.Bytes(val))
+}
+
+func (h *host) Connection(name string) (map[string]any, error) {
+	e := h.sr.rs.e
+	if e.o.Connection == nil {
+		return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("connection %q is not configured", name)}
+	}
+	return e.o.Connection(name, h.sr.rs.pb.Connections[name])
+}
+
+func (h *host) Secret(name string) (string, bool) {
+	v, ok := h.sr.rs.e.lookupSecret(name)
+	if ok {
+		h.sr.rs.e.o.Redactor.Add(v)
+	}
+	return v, ok
+}
+
+func (h *host) RunPlaybook(ctx context.Context, path string, inputs map[string]any) (steps.Outputs, error) {
+	return h.sr.rs.runChild(ctx, h.sr.rec.ID, path, inputs)
+}
+
+func (h *host) AwaitApproval(ctx context.Context, req steps.ApprovalRequest) (steps.ApprovalResponse, error) {
+	sr := h.sr
+	rs := sr.rs
+	asked := false
+	for {
+		a, err := rs.e.o.Store.GetApproval(ctx, rs.run.ID, sr.rec.ID)
+		if err == nil {
+			return steps.ApprovalResponse{Approved: a.Approved, By: a.By, Comment: a.Comment, Fields: a.Fields, At: a.At}, nil
+		}
+		if !errors.Is(err, state.ErrNotFound) {
+			return steps.ApprovalResponse{}, fmt.Errorf("read approval: %w", err)
+		}
+		now := rs.e.o.Clock.Now()
+		if !req.Deadline.IsZero() && !now.Before(req.Deadline) {
+			return steps.ApprovalResponse{}, &steps.Error{Code: steps.Timeout, Message: "approval was not answered before " + req.Deadline.UTC().Format(time.RFC3339)}
+		}
+		if !asked {
+			asked = true
+			msg := fmt.Sprintf("waiting for approval: %s (answer with: runbook runs approve %s %s)", req.Message, rs.run.ID, sr.rec.ID)
+			ev := state.Event{Type: "approval.requested", Step: sr.rec.ID, Message: msg}
+			if !req.Deadline.IsZero() {
+				ev.Data = map[string]any{"deadline": req.Deadline.UTC().Format(time.RFC3339)}
+			}
+			if rs.e.o.Approvals == ApprovalPark {
+				sr.queue(ev)
+				return steps.ApprovalResponse{}, steps.ErrSuspended
+			}
+			sr.mu.Lock()
+			sr.rec.Status = state.StepWaiting
+			sr.mu.Unlock()
+			sr.save(ctx, ev)
+		}
+		wait := rs.e.o.ApprovalPoll
+		if !req.Deadline.IsZero() && req.Deadline.Sub(now) < wait {
+			wait = req.Deadline.Sub(now)
+		}
+		if err := rs.e.o.Clock.Sleep(ctx, wait); err != nil {
+			return steps.ApprovalResponse{}, err
+		}
+	}
+}
+
+// eventHandler turns a step's log records into run events.
+type eventHandler struct {
+	sr      *stepRun
+	attempt int
+	attrs   []slog.Attr
+	group   string
+}
+
+func (h *eventHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *eventHandler) Handle(_ context.Context, r slog.Record) error {
+	data := make(map[string]any, len(h.attrs)+r.NumAttrs())
+	for _, a := range h.attrs {
+		addAttr(data, "", a)
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		addAttr(data, h.group, a)
+		return true
+	})
+	if len(data) == 0 {
+		data = nil
+	}
+	t := r.Time
+	if t.IsZero() {
+		t = h.sr.rs.e.o.Clock.Now()
+	}
+	h.sr.queue(state.Event{Time: t, Type: "log", Step: h.sr.rec.ID, Attempt: h.attempt,
+		Level: r.Level.String(), Message: r.Message, Data: data})
+	return nil
+}
+
+func (h *eventHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	c := *h
+	c.attrs = append(append([]slog.Attr(nil), h.attrs...), prefixed(h.group, as)...)
+	return &c
+}
+
+func (h *eventHandler) WithGroup(name string) slog.Handler {
+	c := *h
+	if c.group != "" {
+		name = c.group + "." + name
+	}
+	c.group = name
+	return &c
+}
+
+func prefixed(group string, as []slog.Attr) []slog.Attr {
+	if group == "" {
+		return as
+	}
+	out := make([]slog.Attr, len(as))
+	for i, a := range as {
+		out[i] = slog.Attr{Key: group + "." + a.Key, Value: a.Value}
+	}
+	return out
+}
+
+func addAttr(m map[string]any, group string, a slog.Attr) {
+	key := a.Key
+	if group != "" {
+		key = group + "." + key
+	}
+	v := a.Value.Resolve()
+	if v.Kind() == slog.KindGroup {
+		for _, g := range v.Group() {
+			addAttr(m, key, g)
+		}
+		return
+	}
+	switch v.Kind() {
+	case slog.KindDuration:
+		m[key] = v.Duration().String()
+	case slog.KindTime:
+		m[key] = v.Time().UTC().Format(time.RFC3339Nano)
+	case slog.KindAny:
+		if err, ok := v.Any().(error); ok {
+			m[key] = err.Error()
+			return
+		}
+		m[key] = v.Any()
+	default:
+		m[key] = v.Any()
+	}
+}

@@ -1,0 +1,34 @@
+// Package engine executes playbooks durably.
+//
+// A run is created (Start) with its playbook snapshot, inputs and trigger,
+// then executed (Execute) or resumed after a crash (Resume). Every step
+// transition is written to the state.Store before the engine moves on;
+// what a later process needs to continue — outputs, attempts, checkpoints,
+// intents of mutating calls, approval answers — is in the store, never only
+// in memory.
+//
+// Ordering: a step without `needs` waits for every earlier step of its list
+// (the order of writing); a step with `needs` waits for those only, so
+// independent branches run concurrently, at most MaxParallel at a time.
+// `for_each` items run up to the step's own max_parallel.
+//
+// Conditions: a step without `if` runs when no step has failed so far
+// (success()); status functions in `if` change that. A step whose explicit
+// `needs` did not succeed is skipped unless its `if` uses a status function.
+// continue_on_error records the failure but does not fail the run.
+//
+// Retries: only errors whose code is retryable (steps.Retryable) unless
+// retry.if says otherwise; delays grow by backoff up to max_delay, with
+// optional full jitter, and are waited on the injected Clock.
+//
+// Mutating steps: an intent is persisted before each attempt; a resumed or
+// retried step whose previous intent has no recorded outcome calls the
+// step's Reconcile hook first and adopts what it finds.
+//
+// Secrets: values are registered with the Redactor when the run starts;
+// outputs, errors, checkpoints and log events are redacted before they are
+// written or shown, and the scope later steps see holds the same redacted
+// outputs a resumed run would read back.
+//
+// The engine imports the step contract (internal/steps), never a family.
+package engine

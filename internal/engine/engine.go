@@ -1,0 +1,311 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/steps"
+)
+
+// SecretSource resolves secret names (environment, secrets file).
+type SecretSource interface {
+	Lookup(name string) (string, bool)
+}
+
+// Redactor masks registered secret values in everything the engine writes
+// or shows.
+type Redactor interface {
+	Add(values ...string)
+	String(s string) string
+	Value(v any) any
+	Bytes(b []byte) []byte
+	Handler(h slog.Handler) slog.Handler
+}
+
+// ApprovalMode says what an approval step does while unanswered.
+type ApprovalMode int
+
+const (
+	// ApprovalPark persists the run as waiting and returns; answering the
+	// approval later resumes it (the CLI without a server).
+	ApprovalPark ApprovalMode = iota
+	// ApprovalWait keeps the step waiting in-process, polling the store
+	// (the server).
+	ApprovalWait
+)
+
+// Options configure an Engine. Store is required; the rest have defaults.
+type Options struct {
+	Store    state.Store
+	Logger   *slog.Logger // engine diagnostics; step logs go to events
+	Clock    Clock
+	Secrets  SecretSource
+	Redactor Redactor
+	// Environ is the process environment seen as `env` (default os.Environ()).
+	Environ []string
+	// Connection resolves a named connection: service defaults and config,
+	// overlaid with the playbook's override.
+	Connection func(name string, override map[string]any) (map[string]any, error)
+	// Observer receives every event (already redacted) as it happens.
+	Observer func(runID string, ev state.Event)
+	// Load loads a sub-playbook by path.
+	Load func(path string) (*playbook.Playbook, error)
+	// Parse re-parses a run's snapshot on resume.
+	Parse func(file string, src []byte) (*playbook.Playbook, error)
+	// Approvals selects park or wait; ApprovalPoll is the wait's poll period.
+	Approvals    ApprovalMode
+	ApprovalPoll time.Duration
+	// MaxParallel caps concurrently running steps of one run (default 8).
+	MaxParallel int
+	// Process identifies this process in locks and runs.
+	Process string
+	// StateWrites bounds how long a final write may take after cancellation.
+	StateWrites time.Duration
+}
+
+// Engine runs playbooks.
+type Engine struct {
+	o Options
+
+	mu     sync.Mutex
+	active map[string]context.CancelCauseFunc // running runs of this process
+}
+
+// New returns an engine. It panics without a Store.
+func New(o Options) *Engine {
+	if o.Store == nil {
+		panic("engine: Options.Store is nil")
+	}
+	if o.Clock == nil {
+		o.Clock = realClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Redactor == nil {
+		o.Redactor = nopRedactor{}
+	}
+	if o.Environ == nil {
+		o.Environ = os.Environ()
+	}
+	if o.MaxParallel <= 0 {
+		o.MaxParallel = 8
+	}
+	if o.ApprovalPoll <= 0 {
+		o.ApprovalPoll = time.Second
+	}
+	if o.StateWrites <= 0 {
+		o.StateWrites = 10 * time.Second
+	}
+	if o.Process == "" {
+		host, _ := os.Hostname()
+		o.Process = fmt.Sprintf("%s/%d", host, os.Getpid())
+	}
+	return &Engine{o: o, active: map[string]context.CancelCauseFunc{}}
+}
+
+// StartRequest describes a new run.
+type StartRequest struct {
+	ID         string         // optional; generated when empty
+	Inputs     map[string]any // checked with ResolveInputs
+	Trigger    map[string]any
+	ParentID   string
+	ParentStep string
+}
+
+// ErrBusy is the cause of a run skipped because its concurrency key was held.
+var ErrBusy = errors.New("concurrency key is busy")
+
+// Start validates inputs and creates the run record (pending). Nothing runs
+// yet: call Execute.
+func (e *Engine) Start(ctx context.Context, pb *playbook.Playbook, req StartRequest) (*state.Run, error) {
+	inputs, err := ResolveInputs(pb, req.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	if missing := e.missingSecrets(pb); len(missing) > 0 {
+		return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf(
+			"secret %s not set (set the environment variable or add it to the secrets file)", strings.Join(missing, ", "))}
+	}
+	now := e.o.Clock.Now()
+	id := req.ID
+	if id == "" {
+		id = newRunID(now)
+	}
+	r := &state.Run{
+		ID: id, Playbook: pb.Name, File: pb.Path, Snapshot: pb.Source, Hash: pb.Hash,
+		Inputs: e.redactMap(inputs), Trigger: e.redactMap(req.Trigger),
+		Status: state.RunPending, ParentID: req.ParentID, ParentStep: req.ParentStep,
+		CreatedAt: now,
+	}
+	ev := state.Event{Time: now, Type: "run.created", Message: "run created for playbook " + pb.Name}
+	if err := e.o.Store.CreateRun(ctx, r, ev); err != nil {
+		return nil, fmt.Errorf("create run: %w", err)
+	}
+	e.observe(r.ID, ev)
+	return r, nil
+}
+
+// Run starts and executes a run, returning its final record.
+func (e *Engine) Run(ctx context.Context, pb *playbook.Playbook, req StartRequest) (*state.Run, error) {
+	r, err := e.Start(ctx, pb, req)
+	if err != nil {
+		return nil, err
+	}
+	return e.execute(ctx, pb, r, req.Inputs)
+}
+
+// Resume continues an unfinished run (pending, running, waiting or
+// cancelled) from its snapshot: finished steps are not run again.
+func (e *Engine) Resume(ctx context.Context, runID string) (*state.Run, error) {
+	r, err := e.o.Store.GetRun(ctx, runID)
+	if err != nil {
+		if errors.Is(err, state.ErrNotFound) {
+			return nil, &steps.Error{Code: steps.NotFound, Message: fmt.Sprintf("no run %q", runID)}
+		}
+		return nil, err
+	}
+	switch r.Status {
+	case state.RunSucceeded, state.RunSkipped:
+		return r, &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s already %s; nothing to resume", r.ID, r.Status)}
+	case state.RunFailed:
+		return r, &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s failed; retry it instead of resuming", r.ID)}
+	}
+	if e.o.Parse == nil {
+		return nil, errors.New("engine: Options.Parse is required to resume")
+	}
+	pb, err := e.o.Parse(r.File, r.Snapshot)
+	if err != nil {
+		return nil, fmt.Errorf("resume %s: the playbook snapshot no longer loads: %w", r.ID, err)
+	}
+	if e.missingSecrets(pb) != nil {
+		return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf(
+			"resume %s: secret %s not set", r.ID, strings.Join(e.missingSecrets(pb), ", "))}
+	}
+	return e.execute(ctx, pb, r, nil)
+}
+
+// Cancel cancels a run executing in this process. It reports whether the
+// run was found.
+func (e *Engine) Cancel(runID string, cause error) bool {
+	e.mu.Lock()
+	cancel, ok := e.active[runID]
+	e.mu.Unlock()
+	if ok {
+		if cause == nil {
+			cause = errCancelledByUser
+		}
+		cancel(cause)
+	}
+	return ok
+}
+
+var errCancelledByUser = errors.New("cancelled")
+
+// Approve records the answer to a waiting approval step.
+func (e *Engine) Approve(ctx context.Context, runID, step string, a state.Approval) error {
+	rec, err := e.o.Store.GetStep(ctx, runID, step)
+	if err != nil {
+		if errors.Is(err, state.ErrNotFound) {
+			return &steps.Error{Code: steps.NotFound, Message: fmt.Sprintf("run %s has no step %q waiting", runID, step)}
+		}
+		return err
+	}
+	if rec.Status != state.StepWaiting && rec.Status != state.StepRunning {
+		return &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("step %s of run %s is %s, not waiting for approval", step, runID, rec.Status)}
+	}
+	if _, err := e.o.Store.GetApproval(ctx, runID, step); err == nil {
+		return &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("step %s of run %s is already answered", step, runID)}
+	}
+	a.RunID, a.Step = runID, step
+	if a.At.IsZero() {
+		a.At = e.o.Clock.Now()
+	}
+	a.Comment = e.o.Redactor.String(a.Comment)
+	if err := e.o.Store.PutApproval(ctx, a); err != nil {
+		return err
+	}
+	verdict := "approved"
+	if !a.Approved {
+		verdict = "rejected"
+	}
+	ev := state.Event{Time: a.At, Type: "approval.answered", Step: step, Message: verdict + " by " + a.By}
+	if err := e.o.Store.AppendEvents(ctx, runID, ev); err != nil {
+		return err
+	}
+	e.observe(runID, ev)
+	return nil
+}
+
+// ReleaseStaleLocks releases concurrency locks held by runs that are not
+// executing in this process. Call it when this process is the only writer
+// of the store (it holds the state file), before starting or resuming runs.
+func (e *Engine) ReleaseStaleLocks(ctx context.Context) error {
+	locks, err := e.o.Store.Locks(ctx)
+	if err != nil {
+		return err
+	}
+	for _, l := range locks {
+		e.mu.Lock()
+		_, live := e.active[l.Owner]
+		e.mu.Unlock()
+		if !live {
+			if err := e.o.Store.ReleaseLock(ctx, l.Key, l.Owner); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (e *Engine) missingSecrets(pb *playbook.Playbook) []string {
+	var missing []string
+	for _, name := range pb.Secrets {
+		v, ok := e.lookupSecret(name)
+		if !ok {
+			missing = append(missing, name)
+			continue
+		}
+		e.o.Redactor.Add(v)
+	}
+	return missing
+}
+
+func (e *Engine) lookupSecret(name string) (string, bool) {
+	if e.o.Secrets == nil {
+		return "", false
+	}
+	return e.o.Secrets.Lookup(name)
+}
+
+func (e *Engine) observe(runID string, ev state.Event) {
+	if e.o.Observer != nil {
+		e.o.Observer(runID, ev)
+	}
+}
+
+func (e *Engine) redactMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	if r, ok := e.o.Redactor.Value(m).(map[string]any); ok {
+		return r
+	}
+	return m
+}
+
+type nopRedactor struct{}
+
+func (nopRedactor) Add(...string)                       {}
+func (nopRedactor) String(s string) string              { return s }
+func (nopRedactor) Value(v any) any                     { return v }
+func (nopRedactor) Bytes(b []byte) []byte               { return b }
+func (nopRedactor) Handler(h slog.Handler) slog.Handler { return h }

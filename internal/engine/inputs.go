@@ -1,0 +1,229 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/steps"
+)
+
+// ResolveInputs checks given inputs against the playbook's declarations and
+// returns the complete input map: defaults applied, values converted to the
+// declared type. Strings (from `-i k=v` or a query string) are parsed into
+// the declared type; JSON-typed values must already match it. Every problem
+// is reported, in declaration order, as one Invalid error.
+func ResolveInputs(pb *playbook.Playbook, given map[string]any) (map[string]any, error) {
+	out := make(map[string]any, len(pb.Inputs))
+	var problems []string
+	declared := make(map[string]bool, len(pb.Inputs))
+	for _, in := range pb.Inputs {
+		declared[in.Name] = true
+		v, ok := given[in.Name]
+		if !ok {
+			switch {
+			case in.HasDefault:
+				out[in.Name] = in.Default
+			case in.Required:
+				problems = append(problems, fmt.Sprintf("input %q is required", in.Name))
+			default:
+				out[in.Name] = nil
+			}
+			continue
+		}
+		cv, err := convertInput(in, v)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("input %q: %v", in.Name, err))
+			continue
+		}
+		out[in.Name] = cv
+	}
+	var unknown []string
+	for k := range given {
+		if !declared[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	for _, k := range unknown {
+		names := make([]string, 0, len(pb.Inputs))
+		for _, in := range pb.Inputs {
+			names = append(names, in.Name)
+		}
+		if len(names) == 0 {
+			problems = append(problems, fmt.Sprintf("unknown input %q (the playbook declares no inputs)", k))
+		} else {
+			problems = append(problems, fmt.Sprintf("unknown input %q (inputs: %s)", k, strings.Join(names, ", ")))
+		}
+	}
+	if len(problems) > 0 {
+		return nil, &steps.Error{Code: steps.Invalid, Message: strings.Join(problems, "; ")}
+	}
+	return out, nil
+}
+
+func convertInput(in *playbook.Input, v any) (any, error) {
+	s, isString := v.(string)
+	var out any
+	switch in.Type {
+	case "", "string":
+		if !isString {
+			return nil, fmt.Errorf("must be a string (got %s)", kindOf(v))
+		}
+		out = s
+	case "integer":
+		switch x := v.(type) {
+		case string:
+			n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("must be an integer (got %q)", x)
+			}
+			out = int(n)
+		case int:
+			out = x
+		case int64:
+			out = int(x)
+		case float64:
+			if x != math.Trunc(x) || math.IsInf(x, 0) {
+				return nil, fmt.Errorf("must be an integer (got %v)", x)
+			}
+			out = int(x)
+		default:
+			return nil, fmt.Errorf("must be an integer (got %s)", kindOf(v))
+		}
+	case "number":
+		switch x := v.(type) {
+		case string:
+			f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+				return nil, fmt.Errorf("must be a number (got %q)", x)
+			}
+			out = f
+		case int:
+			out = float64(x)
+		case int64:
+			out = float64(x)
+		case float64:
+			out = x
+		default:
+			return nil, fmt.Errorf("must be a number (got %s)", kindOf(v))
+		}
+	case "boolean":
+		switch x := v.(type) {
+		case string:
+			b, err := strconv.ParseBool(strings.TrimSpace(x))
+			if err != nil {
+				return nil, fmt.Errorf("must be true or false (got %q)", x)
+			}
+			out = b
+		case bool:
+			out = x
+		default:
+			return nil, fmt.Errorf("must be a boolean (got %s)", kindOf(v))
+		}
+	case "list", "map":
+		if isString {
+			var parsed any
+			if err := json.Unmarshal([]byte(s), &parsed); err != nil {
+				if in.Type == "list" {
+					// a,b,c is accepted as a list of strings on the command line
+					parts := strings.Split(s, ",")
+					l := make([]any, len(parts))
+					for i, p := range parts {
+						l[i] = strings.TrimSpace(p)
+					}
+					parsed = l
+				} else {
+					return nil, fmt.Errorf("must be a JSON object (got %q)", s)
+				}
+			}
+			v = parsed
+		}
+		if in.Type == "list" {
+			if _, ok := v.([]any); !ok {
+				return nil, fmt.Errorf("must be a list (got %s)", kindOf(v))
+			}
+		} else if _, ok := v.(map[string]any); !ok {
+			return nil, fmt.Errorf("must be a map (got %s)", kindOf(v))
+		}
+		out = v
+	default:
+		return nil, fmt.Errorf("unsupported input type %q", in.Type)
+	}
+	return out, checkInputConstraints(in, out)
+}
+
+func checkInputConstraints(in *playbook.Input, v any) error {
+	if len(in.Enum) > 0 {
+		ok := false
+		for _, e := range in.Enum {
+			if fmt.Sprint(e) == fmt.Sprint(v) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			opts := make([]string, len(in.Enum))
+			for i, e := range in.Enum {
+				opts[i] = fmt.Sprint(e)
+			}
+			return fmt.Errorf("must be one of %s (got %v)", strings.Join(opts, ", "), v)
+		}
+	}
+	if s, ok := v.(string); ok && in.Pattern != "" {
+		re, err := regexp.Compile(in.Pattern)
+		if err == nil && !re.MatchString(s) {
+			return fmt.Errorf("must match %s (got %q)", in.Pattern, s)
+		}
+	}
+	var size float64
+	var what string
+	switch x := v.(type) {
+	case int:
+		size, what = float64(x), ""
+	case float64:
+		size, what = x, ""
+	case string:
+		size, what = float64(utf8.RuneCountInString(x)), " characters"
+	case []any:
+		size, what = float64(len(x)), " items"
+	default:
+		return nil
+	}
+	if in.Min != nil && size < *in.Min {
+		return fmt.Errorf("must be at least %v%s (got %v)", *in.Min, what, size)
+	}
+	if in.Max != nil && size > *in.Max {
+		return fmt.Errorf("must be at most %v%s (got %v)", *in.Max, what, size)
+	}
+	return nil
+}
+
+func kindOf(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case int, int64:
+		return "integer"
+	case float64:
+		if x == math.Trunc(x) {
+			return "integer"
+		}
+		return "number"
+	case []any:
+		return "list"
+	case map[string]any:
+		return "map"
+	}
+	return fmt.Sprintf("%T", v)
+}

@@ -1,0 +1,449 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/runbook/runbook/internal/expr"
+	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/steps"
+)
+
+// runState is one run being executed by this process.
+type runState struct {
+	e   *Engine
+	pb  *playbook.Playbook
+	run *state.Run
+
+	inputs  map[string]any
+	env     map[string]string
+	secrets map[string]string
+
+	mu        sync.RWMutex // guards the fields below and the maps inside scope
+	scopeStep map[string]*expr.StepState
+	records   map[string]*state.StepRecord
+	failed    bool // a step failed without continue_on_error
+	waiting   bool // a step is parked on an approval
+	status    string
+
+	runMu sync.Mutex // serialises writes of the run record
+}
+
+func (e *Engine) execute(parent context.Context, pb *playbook.Playbook, r *state.Run, inputs map[string]any) (*state.Run, error) {
+	if inputs == nil {
+		inputs = r.Inputs
+	} else if resolved, err := ResolveInputs(pb, inputs); err == nil {
+		inputs = resolved
+	}
+	for _, in := range pb.Inputs {
+		if in.Secret {
+			if s, ok := inputs[in.Name].(string); ok {
+				e.o.Redactor.Add(s)
+			}
+		}
+	}
+	rs := &runState{
+		e: e, pb: pb, run: r, inputs: inputs,
+		scopeStep: map[string]*expr.StepState{},
+		records:   map[string]*state.StepRecord{},
+		status:    "running",
+	}
+	rs.secrets = map[string]string{}
+	for _, name := range pb.Secrets {
+		if v, ok := e.lookupSecret(name); ok {
+			rs.secrets[name] = v
+		}
+	}
+
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	e.mu.Lock()
+	if _, busy := e.active[r.ID]; busy {
+		e.mu.Unlock()
+		return r, &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s is already executing", r.ID)}
+	}
+	e.active[r.ID] = cancel
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.active, r.ID)
+		e.mu.Unlock()
+	}()
+
+	resumed := !r.StartedAt.IsZero()
+	now := e.o.Clock.Now()
+	if !resumed {
+		r.StartedAt = now
+		if pb.Timeout > 0 {
+			r.Deadline = now.Add(pb.Timeout)
+		}
+	}
+	if err := rs.loadRecords(ctx); err != nil {
+		return r, err
+	}
+	if err := rs.buildEnv(); err != nil {
+		return rs.finish(ctx, err)
+	}
+	if !r.Deadline.IsZero() {
+		var stop context.CancelFunc
+		ctx, stop = context.WithDeadlineCause(ctx, r.Deadline, errRunTimeout)
+		defer stop()
+	}
+
+	release, err := rs.acquireConcurrency(ctx)
+	if err != nil {
+		if errors.Is(err, ErrBusy) {
+			return rs.skip(ctx, err)
+		}
+		return rs.finish(ctx, err)
+	}
+	defer release()
+
+	r.Status, r.Owner, r.Error = state.RunRunning, e.o.Process, nil
+	evType, msg := "run.started", "run started"
+	if resumed {
+		evType, msg = "run.resumed", "run resumed"
+	}
+	if err := rs.saveRun(ctx, state.Event{Time: now, Type: evType, Message: msg}); err != nil {
+		return r, err
+	}
+
+	rs.runList(ctx, pb.Steps)
+	rs.mu.RLock()
+	failed, waiting := rs.failed, rs.waiting
+	rs.mu.RUnlock()
+	if waiting {
+		return rs.park(ctx)
+	}
+	cause := runCause(ctx)
+	if failed && cause == nil && len(pb.OnFailure) > 0 {
+		rs.setStatus("failed")
+		rs.runList(ctx, pb.OnFailure)
+	}
+	if len(pb.Finally) > 0 {
+		fctx := ctx
+		if cause != nil {
+			// finally steps still run after a cancellation or timeout, with
+			// a bounded grace period of their own.
+			var stop context.CancelFunc
+			fctx, stop = context.WithTimeout(context.WithoutCancel(ctx), finallyGrace)
+			defer stop()
+		}
+		rs.setStatus(rs.outcome(cause))
+		rs.runList(fctx, pb.Finally)
+	}
+	return rs.finish(ctx, cause)
+}
+
+const finallyGrace = 5 * time.Minute
+
+var errRunTimeout = &steps.Error{Code: steps.Timeout, Message: "run timed out"}
+
+// runCause returns why ctx ended (nil while it runs).
+func runCause(ctx context.Context) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(ctx)
+}
+
+func (rs *runState) outcome(cause error) string {
+	rs.mu.RLock()
+	defer rs.mu.RUnlock()
+	switch {
+	case cause != nil && errors.Is(cause, errRunTimeout):
+		return "failed"
+	case cause != nil:
+		return "cancelled"
+	case rs.failed:
+		return "failed"
+	}
+	return "succeeded"
+}
+
+func (rs *runState) setStatus(s string) {
+	rs.mu.Lock()
+	rs.status = s
+	rs.mu.Unlock()
+}
+
+// loadRecords reads the records an earlier process persisted, so finished
+// steps are not run again and their outputs are in scope.
+func (rs *runState) loadRecords(ctx context.Context) error {
+	recs, err := rs.e.o.Store.Steps(ctx, rs.run.ID)
+	if err != nil {
+		return fmt.Errorf("load steps of run %s: %w", rs.run.ID, err)
+	}
+	failedIDs := map[string]bool{}
+	for _, s := range rs.allSteps() {
+		if !s.ContinueOnError {
+			failedIDs[s.ID] = true
+		}
+	}
+	for _, rec := range recs {
+		rs.records[rec.ID] = rec
+		if strings.Contains(rec.ID, "[") {
+			continue // for_each item; the step's own record carries the outputs
+		}
+		if rec.Status.Done() {
+			rs.scopeStep[rec.ID] = stepState(rec)
+			if rec.Status == state.StepFailed && failedIDs[rec.ID] {
+				rs.failed = true
+			}
+		}
+	}
+	return nil
+}
+
+func (rs *runState) allSteps() []*playbook.Step {
+	all := make([]*playbook.Step, 0, len(rs.pb.Steps)+len(rs.pb.OnFailure)+len(rs.pb.Finally))
+	all = append(all, rs.pb.Steps...)
+	all = append(all, rs.pb.OnFailure...)
+	return append(all, rs.pb.Finally...)
+}
+
+func (rs *runState) buildEnv() error {
+	env := make(map[string]string, len(rs.e.o.Environ)+len(rs.pb.Env))
+	for _, kv := range rs.e.o.Environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	rs.env = env
+	if len(rs.pb.Env) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(rs.pb.Env))
+	for k := range rs.pb.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	sc := rs.scope(nil)
+	for _, k := range keys {
+		v, err := rs.pb.Env[k].Eval(sc)
+		if err != nil {
+			return &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("env.%s: %v", k, err)}
+		}
+		env[k] = stringify(v)
+	}
+	return nil
+}
+
+// scope returns the expression environment for a step (or item).
+func (rs *runState) scope(it *item) *expr.Scope {
+	sc := &expr.Scope{
+		Inputs:  rs.inputs,
+		Steps:   rs.scopeStep,
+		Env:     rs.env,
+		Secrets: rs.secrets,
+		Trigger: rs.run.Trigger,
+		Run: expr.RunInfo{
+			ID: rs.run.ID, Playbook: rs.pb.Name, StartedAt: rs.run.StartedAt, Status: rs.status,
+		},
+		Failed: rs.failed,
+		Now:    rs.e.o.Clock.Now,
+	}
+	if it != nil {
+		sc.Item, sc.Index, sc.HasItem = it.value, it.index, true
+	}
+	return sc
+}
+
+func (rs *runState) acquireConcurrency(ctx context.Context) (release func(), err error) {
+	c := rs.pb.Concurrency
+	nop := func() {}
+	if c == nil || c.Key == nil {
+		return nop, nil
+	}
+	rs.mu.RLock()
+	kv, err := c.Key.Eval(rs.scope(nil))
+	rs.mu.RUnlock()
+	if err != nil {
+		return nop, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("concurrency.key: %v", err)}
+	}
+	key := rs.e.o.Redactor.String(stringify(kv))
+	rs.run.ConcurrencyKey = key
+	st := rs.e.o.Store
+	waitingLogged := false
+	for {
+		ok, holder, err := st.AcquireLock(ctx, state.Lock{Key: key, Owner: rs.run.ID, Process: rs.e.o.Process, Since: rs.e.o.Clock.Now()})
+		if err != nil {
+			return nop, fmt.Errorf("acquire concurrency key %q: %w", key, err)
+		}
+		if ok {
+			return func() {
+				wctx, stop := context.WithTimeout(context.WithoutCancel(ctx), rs.e.o.StateWrites)
+				defer stop()
+				_ = st.ReleaseLock(wctx, key, rs.run.ID)
+			}, nil
+		}
+		switch c.OnBusy {
+		case "skip":
+			return nop, fmt.Errorf("%w: %q is held by run %s", ErrBusy, key, holder.Owner)
+		case "cancel_running":
+			rs.e.Cancel(holder.Owner, fmt.Errorf("cancelled by run %s sharing concurrency key %q", rs.run.ID, key))
+		}
+		if !waitingLogged {
+			waitingLogged = true
+			rs.event(ctx, state.Event{Type: "run.queued", Message: fmt.Sprintf("waiting for concurrency key %q held by run %s", key, holder.Owner)})
+		}
+		if err := rs.e.o.Clock.Sleep(ctx, rs.e.o.ApprovalPoll); err != nil {
+			return nop, context.Cause(ctx)
+		}
+	}
+}
+
+// event appends one event to the run's log now (run-level events).
+func (rs *runState) event(ctx context.Context, ev state.Event) {
+	if ev.Time.IsZero() {
+		ev.Time = rs.e.o.Clock.Now()
+	}
+	ev.Message = rs.e.o.Redactor.String(ev.Message)
+	wctx, stop := context.WithTimeout(context.WithoutCancel(ctx), rs.e.o.StateWrites)
+	defer stop()
+	if err := rs.e.o.Store.AppendEvents(wctx, rs.run.ID, ev); err != nil {
+		rs.e.o.Logger.Error("append event", "run_id", rs.run.ID, "err", err)
+	}
+	rs.e.observe(rs.run.ID, ev)
+}
+
+func (rs *runState) saveRun(ctx context.Context, evs ...state.Event) error {
+	rs.runMu.Lock()
+	defer rs.runMu.Unlock()
+	wctx, stop := context.WithTimeout(context.WithoutCancel(ctx), rs.e.o.StateWrites)
+	defer stop()
+	if err := rs.e.o.Store.SaveRun(wctx, rs.run, evs...); err != nil {
+		return fmt.Errorf("save run %s: %w", rs.run.ID, err)
+	}
+	for _, ev := range evs {
+		rs.e.observe(rs.run.ID, ev)
+	}
+	return nil
+}
+
+func (rs *runState) skip(ctx context.Context, cause error) (*state.Run, error) {
+	now := rs.e.o.Clock.Now()
+	rs.run.Status, rs.run.EndedAt = state.RunSkipped, now
+	rs.run.Error = &state.ErrorRecord{Code: string(steps.Conflict), Message: rs.e.o.Redactor.String(cause.Error())}
+	if err := rs.saveRun(ctx, state.Event{Time: now, Type: "run.skipped", Message: rs.run.Error.Message}); err != nil {
+		return rs.run, err
+	}
+	return rs.run, nil
+}
+
+func (rs *runState) park(ctx context.Context) (*state.Run, error) {
+	now := rs.e.o.Clock.Now()
+	rs.run.Status = state.RunWaiting
+	if err := rs.saveRun(ctx, state.Event{Time: now, Type: "run.waiting", Message: "run is waiting for an approval"}); err != nil {
+		return rs.run, err
+	}
+	return rs.run, nil
+}
+
+// finish computes the final status, evaluates the playbook's outputs and
+// persists the run. cause is why the run's context ended (nil if it did
+// not) or an error that stopped the run before its steps.
+func (rs *runState) finish(ctx context.Context, cause error) (*state.Run, error) {
+	r := rs.run
+	now := rs.e.o.Clock.Now()
+	r.EndedAt = now
+	rs.mu.RLock()
+	failed := rs.failed
+	rs.mu.RUnlock()
+	var runErr error
+	switch {
+	case cause != nil && errors.Is(cause, errRunTimeout):
+		r.Status = state.RunFailed
+		runErr = &steps.Error{Code: steps.Timeout, Message: fmt.Sprintf("run timed out after %s", rs.pb.Timeout)}
+	case cause != nil && (errors.Is(cause, context.Canceled) || errors.Is(cause, errCancelledByUser) || steps.CodeOf(cause) == steps.Cancelled):
+		r.Status = state.RunCancelled
+		runErr = &steps.Error{Code: steps.Cancelled, Message: "run cancelled"}
+	case cause != nil:
+		r.Status = state.RunFailed
+		runErr = cause
+	case failed:
+		r.Status = state.RunFailed
+		runErr = rs.firstFailure()
+	default:
+		r.Status = state.RunSucceeded
+	}
+	if cause != nil && r.Status == state.RunCancelled && !errors.Is(cause, context.Canceled) {
+		runErr = &steps.Error{Code: steps.Cancelled, Message: "run cancelled: " + cause.Error()}
+	}
+	if r.Status == state.RunSucceeded && len(rs.pb.Outputs) > 0 {
+		out, err := rs.evalOutputs()
+		if err != nil {
+			r.Status, runErr = state.RunFailed, err
+		} else {
+			r.Outputs = rs.e.redactMap(out)
+		}
+	}
+	if runErr != nil {
+		r.Error = rs.errorRecord(runErr)
+	}
+	ev := state.Event{Time: now, Type: "run." + string(r.Status), Message: "run " + string(r.Status)}
+	if r.Error != nil {
+		ev.Message += ": " + r.Error.Message
+	}
+	if err := rs.saveRun(ctx, ev); err != nil {
+		return r, err
+	}
+	return r, runErr
+}
+
+func (rs *runState) evalOutputs() (map[string]any, error) {
+	rs.mu.RLock()
+	defer rs.mu.RUnlock()
+	sc := rs.scope(nil)
+	out := make(map[string]any, len(rs.pb.Outputs))
+	for k, v := range rs.pb.Outputs {
+		val, err := v.Eval(sc)
+		if err != nil {
+			return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("outputs.%s: %v", k, err)}
+		}
+		out[k] = val
+	}
+	return out, nil
+}
+
+// firstFailure returns the error of the first failed step, for the run's
+// error (in the order steps are written).
+func (rs *runState) firstFailure() error {
+	rs.mu.RLock()
+	defer rs.mu.RUnlock()
+	for _, s := range rs.allSteps() {
+		if s.ContinueOnError {
+			continue
+		}
+		if rec := rs.records[s.ID]; rec != nil && rec.Status == state.StepFailed && rec.Error != nil {
+			return &steps.Error{Code: steps.Code(rec.Error.Code), Message: fmt.Sprintf("step %s: %s", s.ID, rec.Error.Message), Data: rec.Error.Data}
+		}
+	}
+	return &steps.Error{Code: steps.Failed, Message: "a step failed"}
+}
+
+func (rs *runState) errorRecord(err error) *state.ErrorRecord {
+	var se *steps.Error
+	rec := &state.ErrorRecord{Code: string(steps.CodeOf(err)), Message: rs.e.o.Redactor.String(err.Error())}
+	if errors.As(err, &se) && se.Data != nil {
+		rec.Data = rs.e.redactMap(se.Data)
+	}
+	return rec
+}
+
+func stepState(rec *state.StepRecord) *expr.StepState {
+	ss := &expr.StepState{Outputs: rec.Outputs, Status: string(rec.Status)}
+	if ss.Outputs == nil {
+		ss.Outputs = map[string]any{}
+	}
+	if rec.Error != nil {
+		ss.Error = &expr.ErrorInfo{Code: rec.Error.Code, Message: rec.Error.Message, Data: rec.Error.Data, Attempt: rec.Attempts}
+	}
+	return ss
+}

@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/runbook/runbook/internal/playbook"
+)
+
+// runList runs one list of steps (main, on_failure or finally) to the end:
+// a step starts when its dependencies are done — every earlier step when it
+// has no `needs`, the named ones otherwise — and at most MaxParallel steps
+// (the playbook's max_parallel, else the engine's) run at once.
+func (rs *runState) runList(ctx context.Context, list []*playbook.Step) {
+	n := len(list)
+	if n == 0 {
+		return
+	}
+	limit := rs.e.o.MaxParallel
+	if rs.pb.MaxParallel > 0 {
+		limit = rs.pb.MaxParallel
+	}
+	index := make(map[string]int, n)
+	for i, s := range list {
+		index[s.ID] = i
+	}
+	started := make([]bool, n)
+	done := make([]bool, n)
+	firstNotDone := 0 // every step before it is done
+	finished := make(chan int, n)
+	running := 0
+
+	ready := func(i int) bool {
+		s := list[i]
+		if s.Needs == nil {
+			return firstNotDone >= i
+		}
+		for _, need := range s.Needs {
+			j, ok := index[need]
+			if ok && !done[j] {
+				return false
+			}
+		}
+		return true
+	}
+	for {
+		for i := firstNotDone; i < n && running < limit; i++ {
+			if started[i] || !ready(i) {
+				continue
+			}
+			started[i] = true
+			running++
+			go func(i int) {
+				rs.runStep(ctx, list[i])
+				finished <- i
+			}(i)
+		}
+		if running == 0 {
+			return
+		}
+		i := <-finished
+		running--
+		done[i] = true
+		for firstNotDone < n && done[firstNotDone] {
+			firstNotDone++
+		}
+	}
+}
