@@ -27,4 +27,3 @@ func childRunID(parent, step string) string {
 func itemID(step string, i int) string {
 	return step + "[" + strconv.Itoa(i) + "]"
 }
-
