@@ -161,7 +161,12 @@ type RunFilter struct {
 
 // Store persists everything a run needs to survive a crash. Every method
 // is one atomic transaction: a SaveStep with events writes the record and
-// the events together or not at all.
+// the events together or not at all. Methods that write to or read from a
+// run (SaveRun, SaveStep, Steps, AppendEvents, Events, PutIntent,
+// PutApproval) fail with ErrNotFound when the run was never created. The
+// store assigns event Seq (the caller's is ignored) and sets a zero event
+// Time, run CreatedAt or lock Since to now. The contract suite is
+// internal/state/statetest.
 type Store interface {
 	CreateRun(ctx context.Context, r *Run, events ...Event) error // ErrExists if taken
 	SaveRun(ctx context.Context, r *Run, events ...Event) error
@@ -187,6 +192,8 @@ type Store interface {
 	// AcquireLock takes key for owner if free (or already owner's). It
 	// returns false and the current holder otherwise.
 	AcquireLock(ctx context.Context, l Lock) (ok bool, holder *Lock, err error)
+	// ReleaseLock frees key if owner holds it; a free key is no error, a
+	// key held by another owner stays held and is an error.
 	ReleaseLock(ctx context.Context, key, owner string) error
 	Locks(ctx context.Context) ([]Lock, error)
 

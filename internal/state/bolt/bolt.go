@@ -1,0 +1,306 @@
+package bolt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+var _ state.Store = (*Store)(nil)
+
+// Top-level buckets. Per-run data lives in one nested bucket per run under
+// bucketRunData (see runs.go).
+var (
+	bucketMeta      = []byte("meta")
+	bucketRuns      = []byte("runs")
+	bucketByCreated = []byte("runs_by_created")
+	bucketRunData   = []byte("rundata")
+	bucketLocks     = []byte("locks")
+	bucketCursors   = []byte("cursors")
+	bucketDedup     = []byte("dedup")
+	bucketDedupExp  = []byte("dedup_expiry")
+
+	keyFormatVersion = []byte("format_version")
+
+	topBuckets = [][]byte{
+		bucketMeta, bucketRuns, bucketByCreated, bucketRunData,
+		bucketLocks, bucketCursors, bucketDedup, bucketDedupExp,
+	}
+)
+
+// DefaultTimeout is how long Open waits for another process to release the
+// state file when Options.Timeout is zero.
+const DefaultTimeout = time.Second
+
+// Options configure Open.
+type Options struct {
+	// Timeout bounds the wait for the file lock held by another process
+	// (default DefaultTimeout). Open never waits forever.
+	Timeout time.Duration
+	// ReadOnly opens an existing file with a shared lock; writes fail.
+	ReadOnly bool
+	// NoSync skips fsync on commit. For tests and benchmarks only: a crash
+	// can lose or corrupt committed transactions.
+	NoSync bool
+	// Now is the clock used for deduplication and for defaults (an event or
+	// run without a time). Default time.Now.
+	Now func() time.Time
+	// Verify runs bbolt's full consistency check on an existing file before
+	// using it. It reads every page, so it costs time in proportion to the
+	// file; without it, damage deep in the file is reported as
+	// state.ErrCorrupt by the first method that reads it.
+	Verify bool
+}
+
+// Store is a state.Store backed by one bbolt file.
+type Store struct {
+	db   *bbolt.DB
+	path string
+	now  func() time.Time
+}
+
+// Open opens the state file at path, creating it (mode 0600, parent
+// directory 0700) when it does not exist.
+//
+// Errors wrap state.ErrLocked when another process holds the file past
+// opts.Timeout, and state.ErrCorrupt when the file is not a runbook state
+// file or is damaged. A file that fails to open is never modified.
+func Open(path string, opts Options) (*Store, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if opts.ReadOnly {
+			return nil, fmt.Errorf("open state file %s read-only: %w", path, err)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("create state directory for %s: %w", path, err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("open state file %s: %w", path, err)
+	case info.IsDir():
+		return nil, fmt.Errorf("open state file %s: is a directory; use --state to pick a file", path)
+	case info.Size() > 0:
+		// Check an existing file read-only first, so that a damaged or
+		// foreign file is refused before bbolt's read-write open (which
+		// may write to it) touches it.
+		if err := check(path, opts.Timeout, info.Size(), opts.Verify); err != nil {
+			return nil, err
+		}
+	}
+
+	db, err := openDB(path, &bbolt.Options{
+		Timeout:         opts.Timeout,
+		ReadOnly:        opts.ReadOnly,
+		NoSync:          opts.NoSync,
+		PreLoadFreelist: opts.ReadOnly,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{db: db, path: path, now: opts.Now}
+	if !opts.ReadOnly {
+		if err := s.init(); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// openDB opens path with bbolt, turning a lock timeout into state.ErrLocked
+// and invalid files (including panics while reading them) into
+// state.ErrCorrupt.
+func openDB(path string, o *bbolt.Options) (db *bbolt.DB, err error) {
+	var file *os.File
+	o.OpenFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag, perm)
+		file = f
+		return f, err
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			if file != nil {
+				_ = file.Close() // releases the lock bbolt took
+			}
+			db, err = nil, corrupt(path, fmt.Errorf("reading it failed: %v", p))
+		}
+	}()
+	db, err = bbolt.Open(path, 0o600, o)
+	switch {
+	case err == nil:
+		return db, nil
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, fmt.Errorf("state file %s is in use by another process (a running \"runbook serve\" or \"runbook run\"?); wait for it, or use --state to pick another file: %w", path, state.ErrLocked)
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch),
+		errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrInvalidMapping):
+		return nil, corrupt(path, err)
+	default:
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("open state file: %w", err)
+		}
+		// bbolt reports short files and unreadable pages with ad hoc
+		// errors ("file size too small ...").
+		return nil, corrupt(path, err)
+	}
+}
+
+func corrupt(path string, cause error) error {
+	return fmt.Errorf("%w: %s is not a readable runbook state file (%v); it was left untouched: restore it from a backup, or use --state to pick another file", state.ErrCorrupt, path, cause)
+}
+
+// check opens an existing non-empty file read-only and verifies that it is
+// a complete bbolt file holding a runbook state format this build reads.
+func check(path string, timeout time.Duration, size int64, verify bool) (err error) {
+	db, err := openDB(path, &bbolt.Options{Timeout: timeout, ReadOnly: true, PreLoadFreelist: true})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			err = corrupt(path, fmt.Errorf("reading it failed: %v", p))
+		}
+	}()
+	return db.View(func(tx *bbolt.Tx) error {
+		// A file cut short: pages the metadata refers to are missing
+		// (reading them would fault).
+		if tx.Size() > size {
+			return corrupt(path, fmt.Errorf("file is %d bytes, its metadata needs %d: truncated", size, tx.Size()))
+		}
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			empty := true
+			_ = tx.ForEach(func([]byte, *bbolt.Bucket) error { empty = false; return nil })
+			if empty {
+				return nil // created by bbolt, never initialized: Open finishes it
+			}
+			return corrupt(path, errors.New("a bbolt file without runbook metadata"))
+		}
+		if err := checkVersion(path, meta.Get(keyFormatVersion)); err != nil {
+			return err
+		}
+		if verify {
+			var first error
+			for err := range tx.Check() { // drain: the check runs in its own goroutine
+				if first == nil {
+					first = err
+				}
+			}
+			if first != nil {
+				return corrupt(path, first)
+			}
+		}
+		return nil
+	})
+}
+
+func checkVersion(path string, raw []byte) error {
+	if raw == nil {
+		return corrupt(path, errors.New("no format version"))
+	}
+	v, err := strconv.Atoi(string(raw))
+	if err != nil || v < 1 {
+		return corrupt(path, fmt.Errorf("bad format version %q", raw))
+	}
+	if v > state.FormatVersion {
+		return fmt.Errorf("state file %s has format version %d, written by a newer runbook; this build reads up to version %d: upgrade runbook, or use --state to pick another file", path, v, state.FormatVersion)
+	}
+	return nil
+}
+
+// init creates the buckets and the format version of a new file, and the
+// buckets a file from an earlier build of the same format may lack.
+func (s *Store) init() error {
+	// Write only when something is missing: an Open must not commit to a
+	// file it merely reads (a commit rewrites a meta page).
+	complete := false
+	err := s.view(context.Background(), func(tx *bbolt.Tx) error {
+		complete = true
+		for _, name := range topBuckets {
+			if tx.Bucket(name) == nil {
+				complete = false
+			}
+		}
+		if meta := tx.Bucket(bucketMeta); meta != nil {
+			return checkVersion(s.path, meta.Get(keyFormatVersion))
+		}
+		return nil
+	})
+	if err != nil || complete {
+		return err
+	}
+	return s.update(context.Background(), func(tx *bbolt.Tx) error {
+		if meta := tx.Bucket(bucketMeta); meta != nil {
+			if err := checkVersion(s.path, meta.Get(keyFormatVersion)); err != nil {
+				return err
+			}
+		}
+		for _, name := range topBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if meta.Get(keyFormatVersion) == nil {
+			return meta.Put(keyFormatVersion, []byte(strconv.Itoa(state.FormatVersion)))
+		}
+		return nil
+	})
+}
+
+// Path returns the file the store was opened from.
+func (s *Store) Path() string { return s.path }
+
+// Close releases the file and its lock.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close state file %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// update runs fn in one read-write transaction. A panic from bbolt (a
+// damaged page found mid-way) rolls back and returns state.ErrCorrupt.
+func (s *Store) update(ctx context.Context, fn func(tx *bbolt.Tx) error) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer s.recoverCorrupt(&err)
+	return s.db.Update(fn)
+}
+
+// view runs fn in one read-only transaction.
+func (s *Store) view(ctx context.Context, fn func(tx *bbolt.Tx) error) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer s.recoverCorrupt(&err)
+	return s.db.View(fn)
+}
+
+func (s *Store) recoverCorrupt(err *error) {
+	if p := recover(); p != nil {
+		*err = corrupt(s.path, fmt.Errorf("reading it failed: %v", p))
+	}
+}

@@ -1,0 +1,47 @@
+// Package bolt implements state.Store on a single bbolt file, the default
+// runbook state backend.
+//
+// # Opening
+//
+// Open always sets a lock timeout (Options.Timeout, default one second):
+// when another process (a running "runbook serve" or "runbook run") holds
+// the file, Open fails with an error wrapping state.ErrLocked that names the
+// file. An existing file is first checked read-only; a file that is not a
+// bbolt file, is truncated, lacks runbook metadata or makes bbolt panic is
+// refused with state.ErrCorrupt and left exactly as it was. A file written
+// with a newer state.FormatVersion is refused. New files are created with
+// mode 0600 in a directory created with mode 0700. An empty file (zero
+// bytes, or a bbolt file with no buckets) holds nothing and is initialized.
+//
+// # Layout
+//
+//	meta/format_version            decimal state.FormatVersion
+//	runs/<run id>                  Run JSON
+//	runs_by_created/<t><run id>    {status, playbook, parent} for ListRuns
+//	rundata/<run id>/steps/<step>  StepRecord JSON
+//	rundata/<run id>/steporder/<n> step id, in first-saved order
+//	rundata/<run id>/events/<seq>  Event JSON, seq from 1 per run
+//	rundata/<run id>/intents/<step>, approvals/<step>
+//	locks/<key>                    Lock JSON
+//	cursors/<key>                  raw bytes
+//	dedup/<key>                    first-seen and expiry
+//	dedup_expiry/<t><key>          expiry index for pruning
+//
+// Integers and times in keys are big-endian, so byte order is numeric
+// order (times have their sign bit flipped).
+//
+// # Transactions and cost
+//
+// Every Store method is one bbolt transaction. SaveStep writes one step
+// record, its order entry the first time, and its events: never the run or
+// the other steps, so a run's cost is linear in its steps and events. Each
+// write transaction is fsynced (unless Options.NoSync, for tests only).
+// Methods check ctx before starting; a started write is not interrupted.
+//
+// # Caveats
+//
+// Methods that write to a run (SaveRun, SaveStep, AppendEvents, PutIntent,
+// PutApproval) fail with state.ErrNotFound when the run was never created.
+// A panic inside bbolt while reading a damaged page is recovered and
+// reported as state.ErrCorrupt. The store does not redact: callers do.
+package bolt

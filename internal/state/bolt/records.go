@@ -1,0 +1,157 @@
+package bolt
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+// PutIntent records (or replaces) the intent of a run's step. It fails with
+// state.ErrNotFound when the run does not exist.
+func (s *Store) PutIntent(ctx context.Context, in state.Intent) error {
+	if err := s.putRunRecord(ctx, in.RunID, subIntents, in.Step, in); err != nil {
+		return fmt.Errorf("put intent %s/%s: %w", in.RunID, in.Step, err)
+	}
+	return nil
+}
+
+// GetIntent returns the intent of a run's step or state.ErrNotFound.
+func (s *Store) GetIntent(ctx context.Context, runID, step string) (*state.Intent, error) {
+	in := new(state.Intent)
+	if err := s.getRunRecord(ctx, runID, subIntents, step, in); err != nil {
+		return nil, fmt.Errorf("get intent %s/%s: %w", runID, step, err)
+	}
+	return in, nil
+}
+
+// PutApproval records (or replaces) the answer to a run's approval step.
+// It fails with state.ErrNotFound when the run does not exist.
+func (s *Store) PutApproval(ctx context.Context, a state.Approval) error {
+	if err := s.putRunRecord(ctx, a.RunID, subApprovals, a.Step, a); err != nil {
+		return fmt.Errorf("put approval %s/%s: %w", a.RunID, a.Step, err)
+	}
+	return nil
+}
+
+// GetApproval returns the answer to a run's approval step or
+// state.ErrNotFound.
+func (s *Store) GetApproval(ctx context.Context, runID, step string) (*state.Approval, error) {
+	a := new(state.Approval)
+	if err := s.getRunRecord(ctx, runID, subApprovals, step, a); err != nil {
+		return nil, fmt.Errorf("get approval %s/%s: %w", runID, step, err)
+	}
+	return a, nil
+}
+
+func (s *Store) putRunRecord(ctx context.Context, runID string, sub []byte, key string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	return s.update(ctx, func(tx *bbolt.Tx) error {
+		rb, err := mustRunBucket(tx, runID)
+		if err != nil {
+			return err
+		}
+		return rb.Bucket(sub).Put([]byte(key), data)
+	})
+}
+
+func (s *Store) getRunRecord(ctx context.Context, runID string, sub []byte, key string, v any) error {
+	return s.view(ctx, func(tx *bbolt.Tx) error {
+		rb, err := mustRunBucket(tx, runID)
+		if err != nil {
+			return err
+		}
+		data := rb.Bucket(sub).Get([]byte(key))
+		if data == nil {
+			return state.ErrNotFound
+		}
+		if err := json.Unmarshal(data, v); err != nil {
+			return fmt.Errorf("decode: %w: %w", state.ErrCorrupt, err)
+		}
+		return nil
+	})
+}
+
+// AcquireLock takes l.Key for l.Owner when it is free, or reports true
+// without change when l.Owner already holds it. Otherwise it returns false
+// and the holder. A zero l.Since is set to now.
+func (s *Store) AcquireLock(ctx context.Context, l state.Lock) (ok bool, holder *state.Lock, err error) {
+	if l.Since.IsZero() {
+		l.Since = s.now()
+	}
+	err = s.update(ctx, func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketLocks)
+		key := []byte(l.Key)
+		if data := b.Get(key); data != nil {
+			cur := new(state.Lock)
+			if err := json.Unmarshal(data, cur); err != nil {
+				return fmt.Errorf("decode lock: %w: %w", state.ErrCorrupt, err)
+			}
+			if cur.Owner == l.Owner {
+				ok = true
+				return nil
+			}
+			holder = cur
+			return nil
+		}
+		data, err := json.Marshal(l)
+		if err != nil {
+			return fmt.Errorf("encode lock: %w", err)
+		}
+		ok = true
+		return b.Put(key, data)
+	})
+	if err != nil {
+		return false, nil, fmt.Errorf("acquire lock %s: %w", l.Key, err)
+	}
+	return ok, holder, nil
+}
+
+// ReleaseLock frees key when owner holds it. A free key is not an error;
+// a key held by someone else is left held and reported as an error.
+func (s *Store) ReleaseLock(ctx context.Context, key, owner string) error {
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketLocks)
+		data := b.Get([]byte(key))
+		if data == nil {
+			return nil
+		}
+		var cur state.Lock
+		if err := json.Unmarshal(data, &cur); err != nil {
+			return fmt.Errorf("decode lock: %w: %w", state.ErrCorrupt, err)
+		}
+		if cur.Owner != owner {
+			return fmt.Errorf("held by %s, not %s", cur.Owner, owner)
+		}
+		return b.Delete([]byte(key))
+	})
+	if err != nil {
+		return fmt.Errorf("release lock %s: %w", key, err)
+	}
+	return nil
+}
+
+// Locks returns the held locks ordered by key.
+func (s *Store) Locks(ctx context.Context) ([]state.Lock, error) {
+	var out []state.Lock
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketLocks).ForEach(func(k, v []byte) error {
+			var l state.Lock
+			if err := json.Unmarshal(v, &l); err != nil {
+				return fmt.Errorf("decode lock %s: %w: %w", k, state.ErrCorrupt, err)
+			}
+			out = append(out, l)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list locks: %w", err)
+	}
+	return out, nil
+}

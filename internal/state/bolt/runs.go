@@ -1,0 +1,225 @@
+package bolt
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+// Sub-buckets of a run's bucket under rundata/<run id>.
+var (
+	subSteps     = []byte("steps")     // step id -> StepRecord JSON
+	subStepOrder = []byte("steporder") // big-endian seq -> step id
+	subEvents    = []byte("events")    // big-endian seq -> Event JSON
+	subIntents   = []byte("intents")   // step -> Intent JSON
+	subApprovals = []byte("approvals") // step -> Approval JSON
+
+	runSubBuckets = [][]byte{subSteps, subStepOrder, subEvents, subIntents, subApprovals}
+)
+
+// indexEntry is the value of a runs_by_created key: what ListRuns filters
+// on, so runs that do not match are never decoded.
+type indexEntry struct {
+	Status   state.RunStatus `json:"s"`
+	Playbook string          `json:"p,omitempty"`
+	ParentID string          `json:"pa,omitempty"`
+}
+
+// createdKey orders runs by creation time, then ID. The sign bit is flipped
+// so that times before 1970 sort first too.
+func createdKey(t time.Time, id string) []byte {
+	k := make([]byte, 8, 8+len(id))
+	binary.BigEndian.PutUint64(k, uint64(t.UnixNano())^(1<<63))
+	return append(k, id...)
+}
+
+func seqKey(n uint64) []byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], n)
+	return k[:]
+}
+
+// CreateRun stores a new run and its first events. It fails with
+// state.ErrExists when the ID is taken. A zero CreatedAt is set to now,
+// in r too.
+func (s *Store) CreateRun(ctx context.Context, r *state.Run, events ...state.Event) error {
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = s.now()
+	}
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		runs := tx.Bucket(bucketRuns)
+		id := []byte(r.ID)
+		if runs.Get(id) != nil {
+			return fmt.Errorf("run %s: %w", r.ID, state.ErrExists)
+		}
+		rb, err := tx.Bucket(bucketRunData).CreateBucket(id)
+		if err != nil {
+			return fmt.Errorf("run %s: %w", r.ID, err)
+		}
+		for _, name := range runSubBuckets {
+			if _, err := rb.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+		if err := putRun(tx, r, nil); err != nil {
+			return err
+		}
+		return s.appendEvents(rb, events)
+	})
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// SaveRun replaces a run's record and appends events. It fails with
+// state.ErrNotFound for a run never created. A zero CreatedAt keeps the
+// stored one.
+func (s *Store) SaveRun(ctx context.Context, r *state.Run, events ...state.Event) error {
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		old, err := getRun(tx, r.ID)
+		if err != nil {
+			return err
+		}
+		if err := putRun(tx, r, old); err != nil {
+			return err
+		}
+		return s.appendEvents(runBucket(tx, r.ID), events)
+	})
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// putRun writes r and its index entry; old is the stored record, if any.
+func putRun(tx *bbolt.Tx, r *state.Run, old *state.Run) error {
+	rec := r
+	if old != nil && r.CreatedAt.IsZero() {
+		cp := *r
+		cp.CreatedAt = old.CreatedAt
+		rec = &cp
+	}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encode run: %w", err)
+	}
+	idx := tx.Bucket(bucketByCreated)
+	if old != nil && !old.CreatedAt.Equal(rec.CreatedAt) {
+		if err := idx.Delete(createdKey(old.CreatedAt, old.ID)); err != nil {
+			return err
+		}
+	}
+	entry, err := json.Marshal(indexEntry{Status: rec.Status, Playbook: rec.Playbook, ParentID: rec.ParentID})
+	if err != nil {
+		return fmt.Errorf("encode run index: %w", err)
+	}
+	if err := idx.Put(createdKey(rec.CreatedAt, rec.ID), entry); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketRuns).Put([]byte(rec.ID), data)
+}
+
+func getRun(tx *bbolt.Tx, id string) (*state.Run, error) {
+	data := tx.Bucket(bucketRuns).Get([]byte(id))
+	if data == nil {
+		return nil, fmt.Errorf("run %s: %w", id, state.ErrNotFound)
+	}
+	return decodeRun(id, data)
+}
+
+func decodeRun(id string, data []byte) (*state.Run, error) {
+	r := new(state.Run)
+	if err := json.Unmarshal(data, r); err != nil {
+		return nil, fmt.Errorf("decode run %s: %w: %w", id, state.ErrCorrupt, err)
+	}
+	return r, nil
+}
+
+// runBucket returns the bucket of an existing run, or nil.
+func runBucket(tx *bbolt.Tx, id string) *bbolt.Bucket {
+	return tx.Bucket(bucketRunData).Bucket([]byte(id))
+}
+
+// mustRunBucket returns the bucket of a run, or state.ErrNotFound.
+func mustRunBucket(tx *bbolt.Tx, id string) (*bbolt.Bucket, error) {
+	if rb := runBucket(tx, id); rb != nil {
+		return rb, nil
+	}
+	return nil, fmt.Errorf("run %s: %w", id, state.ErrNotFound)
+}
+
+// GetRun returns a run or state.ErrNotFound.
+func (s *Store) GetRun(ctx context.Context, id string) (*state.Run, error) {
+	var r *state.Run
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		var err error
+		r, err = getRun(tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get run: %w", err)
+	}
+	return r, nil
+}
+
+// ListRuns returns the runs matching f, newest first (by CreatedAt, then
+// ID descending). It walks the creation index backwards and decodes only
+// the runs that match.
+func (s *Store) ListRuns(ctx context.Context, f state.RunFilter) ([]*state.Run, error) {
+	var out []*state.Run
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		runs := tx.Bucket(bucketRuns)
+		c := tx.Bucket(bucketByCreated).Cursor()
+		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			var e indexEntry
+			if err := json.Unmarshal(v, &e); err != nil {
+				return fmt.Errorf("decode run index: %w: %w", state.ErrCorrupt, err)
+			}
+			if !matches(f, e) {
+				continue
+			}
+			id := string(k[8:])
+			data := runs.Get(k[8:])
+			if data == nil {
+				return fmt.Errorf("run %s is indexed but missing: %w", id, state.ErrCorrupt)
+			}
+			r, err := decodeRun(id, data)
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+			if f.Limit > 0 && len(out) >= f.Limit {
+				return nil
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return out, nil
+}
+
+func matches(f state.RunFilter, e indexEntry) bool {
+	if len(f.Status) > 0 && !slices.Contains(f.Status, e.Status) {
+		return false
+	}
+	if f.Playbook != "" && f.Playbook != e.Playbook {
+		return false
+	}
+	if f.ParentID != "" && f.ParentID != e.ParentID {
+		return false
+	}
+	return true
+}

@@ -1,0 +1,183 @@
+package bolt
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+// SaveStep writes one step record and appends events, in one transaction.
+// It writes only that record, its order entry (the first time) and the
+// events: never the run or other steps. It fails with state.ErrNotFound
+// when the run does not exist.
+func (s *Store) SaveStep(ctx context.Context, rec *state.StepRecord, events ...state.Event) error {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("save step %s/%s: encode: %w", rec.RunID, rec.ID, err)
+	}
+	err = s.update(ctx, func(tx *bbolt.Tx) error {
+		rb, err := mustRunBucket(tx, rec.RunID)
+		if err != nil {
+			return err
+		}
+		steps := rb.Bucket(subSteps)
+		id := []byte(rec.ID)
+		if steps.Get(id) == nil {
+			order := rb.Bucket(subStepOrder)
+			n, err := order.NextSequence()
+			if err != nil {
+				return err
+			}
+			if err := order.Put(seqKey(n), id); err != nil {
+				return err
+			}
+		}
+		if err := steps.Put(id, data); err != nil {
+			return err
+		}
+		return s.appendEvents(rb, events)
+	})
+	if err != nil {
+		return fmt.Errorf("save step %s/%s: %w", rec.RunID, rec.ID, err)
+	}
+	return nil
+}
+
+// GetStep returns one step record or state.ErrNotFound.
+func (s *Store) GetStep(ctx context.Context, runID, stepID string) (*state.StepRecord, error) {
+	var rec *state.StepRecord
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		rb, err := mustRunBucket(tx, runID)
+		if err != nil {
+			return err
+		}
+		data := rb.Bucket(subSteps).Get([]byte(stepID))
+		if data == nil {
+			return fmt.Errorf("step %s: %w", stepID, state.ErrNotFound)
+		}
+		rec, err = decodeStep(data)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get step %s/%s: %w", runID, stepID, err)
+	}
+	return rec, nil
+}
+
+// Steps returns a run's step records in the order they were first saved,
+// or state.ErrNotFound when the run does not exist.
+func (s *Store) Steps(ctx context.Context, runID string) ([]*state.StepRecord, error) {
+	var out []*state.StepRecord
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		rb, err := mustRunBucket(tx, runID)
+		if err != nil {
+			return err
+		}
+		steps := rb.Bucket(subSteps)
+		return rb.Bucket(subStepOrder).ForEach(func(_, id []byte) error {
+			data := steps.Get(id)
+			if data == nil {
+				return fmt.Errorf("step %s is ordered but missing: %w", id, state.ErrCorrupt)
+			}
+			rec, err := decodeStep(data)
+			if err != nil {
+				return err
+			}
+			out = append(out, rec)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("steps of run %s: %w", runID, err)
+	}
+	return out, nil
+}
+
+func decodeStep(data []byte) (*state.StepRecord, error) {
+	rec := new(state.StepRecord)
+	if err := json.Unmarshal(data, rec); err != nil {
+		return nil, fmt.Errorf("decode step: %w: %w", state.ErrCorrupt, err)
+	}
+	return rec, nil
+}
+
+// AppendEvents appends events to a run's log, or fails with
+// state.ErrNotFound when the run does not exist.
+func (s *Store) AppendEvents(ctx context.Context, runID string, events ...state.Event) error {
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		rb, err := mustRunBucket(tx, runID)
+		if err != nil {
+			return err
+		}
+		return s.appendEvents(rb, events)
+	})
+	if err != nil {
+		return fmt.Errorf("append events to run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// appendEvents assigns each event the run's next sequence number (from 1)
+// and stores it. The caller's Seq is ignored; a zero Time is set to now.
+func (s *Store) appendEvents(rb *bbolt.Bucket, events []state.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	b := rb.Bucket(subEvents)
+	for _, ev := range events {
+		seq, err := b.NextSequence()
+		if err != nil {
+			return err
+		}
+		ev.Seq = seq
+		if ev.Time.IsZero() {
+			ev.Time = s.now()
+		}
+		data, err := json.Marshal(ev)
+		if err != nil {
+			return fmt.Errorf("encode event %s: %w", ev.Type, err)
+		}
+		if err := b.Put(seqKey(seq), data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Events returns a run's events with Seq > after, at most limit (0: all).
+// It seeks straight to after+1. It fails with state.ErrNotFound when the
+// run does not exist.
+func (s *Store) Events(ctx context.Context, runID string, after uint64, limit int) ([]state.Event, error) {
+	var out []state.Event
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		rb, err := mustRunBucket(tx, runID)
+		if err != nil {
+			return err
+		}
+		if after == math.MaxUint64 {
+			return nil
+		}
+		c := rb.Bucket(subEvents).Cursor()
+		for k, v := c.Seek(seqKey(after + 1)); k != nil; k, v = c.Next() {
+			if limit > 0 && len(out) >= limit {
+				break
+			}
+			var ev state.Event
+			if err := json.Unmarshal(v, &ev); err != nil {
+				return fmt.Errorf("decode event %d: %w: %w", binary.BigEndian.Uint64(k), state.ErrCorrupt, err)
+			}
+			out = append(out, ev)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("events of run %s: %w", runID, err)
+	}
+	return out, nil
+}
