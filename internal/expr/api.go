@@ -1,13 +1,9 @@
 package expr
 
-// PLACEHOLDER bodies: the expr implementation replaces this file. The
-// exported names and signatures are the contract the loader and the engine
-// use.
+// The exported types of this file are the contract the playbook loader and
+// the engine use. Struct tags name the fields as expressions see them.
 
-import (
-	"errors"
-	"time"
-)
+import "time"
 
 // Scope is the run-time environment of an expression.
 type Scope struct {
@@ -35,25 +31,25 @@ type Scope struct {
 
 // StepState is what an expression sees of a step: steps.<id>.outputs|status|error.
 type StepState struct {
-	Outputs map[string]any
-	Status  string // pending, running, succeeded, failed, skipped, cancelled
-	Error   *ErrorInfo
+	Outputs map[string]any `expr:"outputs" json:"outputs"`
+	Status  string         `expr:"status" json:"status"` // pending, running, succeeded, failed, skipped, cancelled
+	Error   *ErrorInfo     `expr:"error" json:"error"`
 }
 
 // ErrorInfo is an error as expressions see it: .code, .message, .data, .attempt.
 type ErrorInfo struct {
-	Code    string
-	Message string
-	Data    map[string]any
-	Attempt int
+	Code    string         `expr:"code" json:"code"`
+	Message string         `expr:"message" json:"message"`
+	Data    map[string]any `expr:"data" json:"data"`
+	Attempt int            `expr:"attempt" json:"attempt"`
 }
 
 // RunInfo is run.id, run.playbook, run.started_at, run.status.
 type RunInfo struct {
-	ID        string
-	Playbook  string
-	StartedAt time.Time
-	Status    string // running until the end; finally steps see the outcome
+	ID        string    `expr:"id" json:"id"`
+	Playbook  string    `expr:"playbook" json:"playbook"`
+	StartedAt time.Time `expr:"started_at" json:"started_at"`
+	Status    string    `expr:"status" json:"status"` // running until the end; finally steps see the outcome
 }
 
 // TypeEnv is what a load-time compile knows, so that a reference to an
@@ -106,35 +102,3 @@ type Value interface {
 	// Refs lists the references of every expression inside.
 	Refs() []Ref
 }
-
-// Program is one compiled expression (an `if:`, `retry.if`, or the inside
-// of a ${{ }}).
-type Program struct{}
-
-// Compile compiles an expression. src may be bare (`inputs.x > 3`) or one
-// whole `${{ ... }}`.
-func Compile(src string, te *TypeEnv) (*Program, error) { return nil, errors.New("not implemented") }
-
-// Eval runs the program.
-func (p *Program) Eval(s *Scope) (any, error) { return nil, errors.New("not implemented") }
-
-// EvalBool runs the program and requires a boolean.
-func (p *Program) EvalBool(s *Scope) (bool, error) { return false, errors.New("not implemented") }
-
-// Refs lists the program's references.
-func (p *Program) Refs() []Ref { return nil }
-
-// UsesStatusFunc reports whether the program calls success(), failure(),
-// always() or cancelled() (an `if` without one gets an implicit success()).
-func (p *Program) UsesStatusFunc() bool { return false }
-
-// CompileTemplate compiles a string that may contain ${{ }} parts. A string
-// without any is a literal Value.
-func CompileTemplate(s string, te *TypeEnv) (Value, error) { return nil, errors.New("not implemented") }
-
-// Literal wraps a plain value (from YAML) as a Value.
-func Literal(v any) Value { return nil }
-
-// Map builds a map Value; List a list Value.
-func Map(keys []string, vals []Value) Value { return nil }
-func List(vals []Value) Value               { return nil }
