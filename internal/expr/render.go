@@ -310,6 +310,9 @@ func norm(v any, budget *int, depth int) (any, error) {
 		}
 		return out, nil
 	case map[string]any:
+		if x == nil {
+			return nil, nil
+		}
 		out := make(map[string]any, len(x))
 		for k, e := range x {
 			*budget -= len(k)
@@ -341,6 +344,9 @@ func norm(v any, budget *int, depth int) (any, error) {
 		}
 		return out, nil
 	case reflect.Map:
+		if rv.IsNil() {
+			return nil, nil
+		}
 		out := make(map[string]any, rv.Len())
 		it := rv.MapRange()
 		for it.Next() {
