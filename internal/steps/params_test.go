@@ -312,6 +312,11 @@ func TestCheckLiteral(t *testing.T) {
 	}
 }
 
+// Inner is embedded to give an outer struct a second field named "a".
+type Inner struct {
+	A string `json:"a"`
+}
+
 func TestRegisterRejectsBadTags(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -344,7 +349,7 @@ func TestRegisterRejectsBadTags(t *testing.T) {
 			A int `json:"a" enum:"a,b"`
 		}{}, "not an integer"},
 		{"a duplicate json name", struct {
-			A string `json:"a"`
+			Inner
 			B string `json:"a"`
 		}{}, "duplicate json name"},
 	}

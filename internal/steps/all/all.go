@@ -1,0 +1,9 @@
+// Package all imports every step family, registering each built-in step
+// type. It is the one list of built-ins: a new family (nks, notice,
+// easymaker, ...) is added here as a blank import, and nothing else in the
+// code base switches on step type names.
+package all
+
+import (
+	_ "github.com/runbook/runbook/internal/steps/core" // log, set, sleep, fail, http.request, shell, approval, playbook
+)

@@ -1,0 +1,29 @@
+package core
+
+import (
+	"context"
+
+	"github.com/runbook/runbook/internal/steps"
+)
+
+type failParams struct {
+	Message string         `json:"message" required:"true" desc:"why the run fails"`
+	Code    string         `json:"code" enum:"invalid,not_found,conflict,in_progress,unauthorized,throttled,unavailable,timeout,failed,cancelled,internal" default:"failed" desc:"error code (decides retries and the exit code)"`
+	Data    map[string]any `json:"data" desc:"details readable as steps.<id>.error.data"`
+}
+
+func init() {
+	steps.Register(steps.Descriptor{
+		Type:    "fail",
+		Summary: "Fail the step with a message, an error code and optional data.",
+		Params:  failParams{},
+		Run:     steps.Typed(runFail),
+	})
+}
+
+func runFail(ctx context.Context, c *steps.Call, p *failParams) (steps.Outputs, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return nil, &steps.Error{Code: steps.Code(p.Code), Message: p.Message, Data: p.Data}
+}

@@ -1,0 +1,61 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/runbook/runbook/internal/steps"
+)
+
+type sleepParams struct {
+	Duration steps.Duration `json:"duration" required:"true" max:"720h" desc:"how long to wait, like 30s or 1h30m"`
+}
+
+// sleepCheckpoint is what sleep persists: the moment it ends.
+type sleepCheckpoint struct {
+	Until time.Time `json:"until"`
+}
+
+// checkpointMin is the shortest sleep worth a checkpoint write; a process
+// that dies during a shorter one simply sleeps it again.
+const checkpointMin = time.Second
+
+func init() {
+	steps.Register(steps.Descriptor{
+		Type:    "sleep",
+		Summary: "Wait for a duration; a resumed run waits only for what is left.",
+		Params:  sleepParams{},
+		Outputs: []steps.Output{{Name: "slept", Type: "string", Description: "the duration waited, like 30s"}},
+		Run:     steps.Typed(runSleep),
+	})
+}
+
+func runSleep(ctx context.Context, c *steps.Call, p *sleepParams) (steps.Outputs, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d := p.Duration.Std()
+	now := c.Now()
+	until := now.Add(d)
+	var cp sleepCheckpoint
+	if c.Resume != nil && json.Unmarshal(c.Resume, &cp) == nil && !cp.Until.IsZero() {
+		until = cp.Until
+	} else if d >= checkpointMin {
+		b, _ := json.Marshal(sleepCheckpoint{Until: until})
+		if err := c.Host.Checkpoint(ctx, b); err != nil {
+			return nil, fmt.Errorf("sleep: checkpoint: %w", err)
+		}
+	}
+	if left := until.Sub(now); left > 0 {
+		t := time.NewTimer(left)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+	return steps.Outputs{"slept": p.Duration.String()}, nil
+}
