@@ -1,0 +1,151 @@
+package expr
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestFunctions(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want any
+	}{
+		{"now() reads the scope clock", `now()`, clock},
+		{"duration parses Go durations", `duration("1h30m")`, 90 * time.Minute},
+		{"parseTime reads RFC 3339", `parseTime("2026-01-02T03:04:05Z")`, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
+		{"parseTime takes a layout", `parseTime("02/01/2026", "02/01/2006")`, time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)},
+		{"formatTime formats with a layout", `formatTime(now(), "2006-01-02")`, "2026-03-14"},
+		{"addDuration adds a duration string", `addDuration(now(), "1h")`, clock.Add(time.Hour)},
+		{"since measures from the scope clock", `since(addDuration(now(), "-2m"))`, 2 * time.Minute},
+		{"unix gives seconds", `unix(parseTime("1970-01-01T00:01:00Z"))`, 60},
+		{"toJSON is compact with sorted keys", `toJSON({"b": [1, 2.5], "a": "<x>"})`, `{"a":"<x>","b":[1,2.5]}`},
+		{"fromJSON parses", `fromJSON("{\"a\": [1]}").a[0]`, 1.0},
+		{"semverCompare orders versions", `[semverCompare("v1.2.3", "1.10.0"), semverCompare("1.2.3", "1.2.3"), semverCompare("2.0.0", "1.9.9")]`, []any{-1, 0, 1}},
+		{"semverCompare puts a prerelease first", `semverCompare("1.0.0-rc.1", "1.0.0")`, -1},
+		{"semverCompare orders prereleases per semver.org", `[semverCompare("1.0.0-alpha", "1.0.0-alpha.1"), semverCompare("1.0.0-alpha.beta", "1.0.0-beta"), semverCompare("1.0.0-beta.2", "1.0.0-beta.11"), semverCompare("1.0.0-rc.1", "1.0.0-beta.11"), semverCompare("1.0.0-1", "1.0.0-alpha")]`, []any{-1, -1, -1, 1, -1}},
+		{"semverSatisfies handles >= and < with a comma", `semverSatisfies("1.5.0", ">=1.2.3, <2")`, true},
+		{"semverSatisfies handles spaces as AND", `semverSatisfies("2.0.0", ">= 1.2.3 <2")`, false},
+		{"semverSatisfies handles tilde", `[semverSatisfies("1.2.9", "~1.2"), semverSatisfies("1.3.0", "~1.2")]`, []any{true, false}},
+		{"semverSatisfies handles caret", `[semverSatisfies("1.9.0", "^1.2.3"), semverSatisfies("2.0.0", "^1.2.3"), semverSatisfies("0.2.9", "^0.2.3"), semverSatisfies("0.3.0", "^0.2.3")]`, []any{true, false, true, false}},
+		{"semverSatisfies handles alternatives", `semverSatisfies("v3.1.0", "^1 || ^3")`, true},
+		{"cidrContains takes an address", `cidrContains("10.0.0.0/8", "10.1.2.3")`, true},
+		{"cidrContains takes a network", `[cidrContains("10.0.0.0/8", "10.1.0.0/16"), cidrContains("10.1.0.0/16", "10.0.0.0/8")]`, []any{true, false}},
+		{"cidrOverlaps compares networks", `[cidrOverlaps("10.0.0.0/16", "10.0.255.0/24"), cidrOverlaps("10.0.0.0/24", "10.0.1.0/24")]`, []any{true, false}},
+		{"cidrPrefix is the prefix length", `cidrPrefix("192.168.0.0/20")`, 20},
+		{"cidrHost counts from the network address", `[cidrHost("10.0.0.0/24", 5), cidrHost("10.0.0.0/24", -1), cidrHost("fd00::/64", 1)]`, []any{"10.0.0.5", "10.0.0.255", "fd00::1"}},
+		{"lower, upper and trim are expr builtins", `[lower("AB"), upper("ab"), trim("  x ")]`, []any{"ab", "AB", "x"}},
+		{"replace replaces every occurrence", `replace("a-b-c", "-", "+")`, "a+b+c"},
+		{"join renders non-strings", `join([1, "a", true], ",")`, "1,a,true"},
+		{"split splits", `split("a,b", ",")`, []any{"a", "b"}},
+		{"format is Sprintf", `format("%s=%d (%.1f)", "n", 3, 2.25)`, "n=3 (2.2)"},
+		{"format renders lists as JSON", `format("%s", [1])`, "[1]"},
+		{"default replaces nil and empty", `[default(nil, "d"), default("", "d"), default("v", "d"), default(0, 1)]`, []any{"d", "d", "v", 0}},
+		{"coalesce takes the first non-empty", `coalesce(nil, "", "x", "y")`, "x"},
+		{"truncate counts runes", `truncate("héllo", 2)`, "hé"},
+		{"slug makes a DNS-safe name", `slug("  Hello, World! 2026 ")`, "hello-world-2026"},
+		{"sha256 is hex", `sha256("abc")`, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+		{"base64 round-trips", `base64Decode(base64Encode("héllo"))`, "héllo"},
+		{"urlEncode escapes a query value", `urlEncode("a b&c")`, "a+b%26c"},
+		{"string renders like interpolation", `string(nil) + string(2.0) + string([1])`, "2[1]"},
+		{"concat joins lists", `concat([1], [2, 3])`, []any{1, 2, 3}},
+		{"flatten flattens", `flatten([1, [2, [3]]])`, []any{1, 2, 3}},
+		{"repeat repeats", `repeat("ab", 3)`, "ababab"},
+		{"keys is still available", `sort(keys({"b": 1, "a": 2}))`, []any{"a", "b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Compile(tt.src, testEnv())
+			require.NoError(t, err)
+			got, err := p.Eval(testScope())
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestFunctionErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want string
+	}{
+		{"a bad version is an error", `semverCompare("1.2", "1.2.3")`, `semverCompare: invalid version "1.2"`},
+		{"a bad CIDR is an error", `cidrPrefix("10.0.0.0")`, `cidrPrefix: invalid CIDR "10.0.0.0"`},
+		{"a host outside the network is an error", `cidrHost("10.0.0.0/30", 4)`, "outside 10.0.0.0/30"},
+		{"format refuses a star width", `format("%*d", 5, 1)`, "unsupported verb %*"},
+		{"format refuses a huge width", `format("%999999d", 1)`, "width"},
+		{"format counts arguments", `format("%s %s", "a")`, "wants 2 arguments, got 1"},
+		{"a wrong argument type is named", `sha256(1)`, "sha256: string must be a string, got integer"},
+		{"toJSON refuses NaN", `toJSON(0.0 / 0.0)`, "cannot render NaN as JSON"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Compile(tt.src, testEnv())
+			require.NoError(t, err)
+			_, err = p.Eval(testScope())
+			assert.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
+func TestBounds(t *testing.T) {
+	compileRefused := []struct {
+		name, src, want string
+	}{
+		{"nested closures over big literal ranges are refused at compile time", `reduce(1..100000, reduce(1..100000, #acc + 1, 0), 0)`, "expression too expensive: about 1e+10 closure iterations"},
+		{"a too long expression is refused", strings.Repeat("1 + ", 1100) + "1", "expression too expensive: expression is"},
+		{"too many nodes are refused", strings.Repeat("1+", 1100) + "1", "node"},
+	}
+	for _, tt := range compileRefused {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			_, err := Compile(tt.src, nil)
+			assert.ErrorContains(t, err, tt.want)
+			assert.Less(t, time.Since(start), 500*time.Millisecond)
+		})
+	}
+	t.Run("a too long template is refused", func(t *testing.T) {
+		_, err := CompileTemplate(strings.Repeat("x", MaxTemplateLen+1), nil)
+		assert.ErrorContains(t, err, "expression too expensive")
+		assert.ErrorContains(t, err, "template is")
+	})
+	t.Run("too many parts are refused", func(t *testing.T) {
+		_, err := CompileTemplate(strings.Repeat("${{ 1 }}", MaxTemplateParts+1), nil)
+		assert.ErrorContains(t, err, "parts")
+	})
+	runAborted := []struct {
+		name, src, want string
+	}{
+		{"nested closures over a bound list stop at run time", `let r = 1..1000; reduce(r, reduce(r, reduce(r, #acc + 1, 0), 0), 0)`, "more than 1000000 closure iterations"},
+		{"closures over an input list stop at run time", `reduce(inputs.tags, reduce(inputs.big, reduce(inputs.big, #acc + 1, 0), 0), 0)`, "more than 1000000 closure iterations"},
+		{"a doubling string stops", `reduce(1..64, #acc + #acc, "x")`, "builds more than"},
+		{"a doubling list stops when rendered", `toJSON(reduce(1..60, [#acc, #acc], 1))`, "renders to more than"},
+		{"a doubling list stops when returned", `reduce(1..60, [#acc, #acc], 1)`, "larger than"},
+		{"flatten of a doubling list stops", `flatten(reduce(1..60, [#acc, #acc], 1))`, "builds more than"},
+		{"a huge repeat stops", `repeat(repeat("x", 1000000), 1000000)`, "expression too expensive"},
+		{"a huge range hits the memory budget", `len(1..100000000)`, "memory budget"},
+		{"join of a repeated big string stops", `join(map(1..1000, repeat("x", 100000)), "")`, "builds more than"},
+	}
+	for _, tt := range runAborted {
+		t.Run(tt.name, func(t *testing.T) {
+			s := testScope()
+			big := make([]any, 1000)
+			for i := range big {
+				big[i] = i
+			}
+			s.Inputs["big"] = big
+			p, err := Compile(tt.src, nil)
+			require.NoError(t, err)
+			start := time.Now()
+			_, err = p.Eval(s)
+			assert.ErrorContains(t, err, tt.want)
+			assert.ErrorIs(t, err, ErrTooExpensive)
+			assert.Less(t, time.Since(start), 500*time.Millisecond)
+		})
+	}
+}
