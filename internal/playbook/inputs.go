@@ -1,0 +1,299 @@
+package playbook
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	yaml "go.yaml.in/yaml/v4"
+)
+
+var inputTypes = []string{"string", "integer", "number", "boolean", "list", "map"}
+
+var inputKeys = []string{"type", "required", "default", "enum", "pattern", "min", "max", "description", "secret"}
+
+// inputs decodes the `inputs:` mapping and returns the declared types by
+// name (the expression type environment).
+func (l *loader) inputs(pb *Playbook, o *object) map[string]string {
+	types := map[string]string{}
+	n := o.get("inputs")
+	if n == nil {
+		return types
+	}
+	m := l.mapping(n, "inputs")
+	if m == nil {
+		return types
+	}
+	for _, p := range m.pairs {
+		path := keyPath("inputs", p.name)
+		if !identRE.MatchString(p.name) {
+			l.errf(p.key, path, "invalid input name %q: use letters, digits and _, not starting with a digit", p.name)
+		}
+		in := &Input{Name: p.name, Type: "string", Pos: l.pos(p.key)}
+		if !isNull(p.val) {
+			l.input(in, p.val, path)
+		}
+		types[in.Name] = in.Type
+		pb.Inputs = append(pb.Inputs, in)
+	}
+	return types
+}
+
+func (l *loader) input(in *Input, n *yaml.Node, path string) {
+	o := l.strict(n, path, inputKeys...)
+	if o == nil {
+		return
+	}
+	if t := o.get("type"); t != nil {
+		if s, ok := l.oneOf(t, joinPath(path, "type"), inputTypes...); ok {
+			in.Type = s
+		}
+	}
+	if v := o.get("required"); v != nil {
+		in.Required, _ = l.boolean(v, joinPath(path, "required"))
+	}
+	if v := o.get("secret"); v != nil {
+		in.Secret, _ = l.boolean(v, joinPath(path, "secret"))
+	}
+	if v := o.get("description"); v != nil {
+		in.Description, _ = l.str(v, joinPath(path, "description"))
+	}
+	if v := o.get("pattern"); v != nil {
+		if s, ok := l.str(v, joinPath(path, "pattern")); ok {
+			if _, err := regexp.Compile(s); err != nil {
+				l.errf(v, joinPath(path, "pattern"), "invalid pattern: %v", err)
+			} else if in.Type != "string" && in.Type != "list" {
+				l.errf(v, joinPath(path, "pattern"), "pattern applies to string inputs, not %s", in.Type)
+			} else {
+				in.Pattern = s
+			}
+		}
+	}
+	for _, k := range []string{"min", "max"} {
+		v := o.get(k)
+		if v == nil {
+			continue
+		}
+		f, ok := l.number(v, joinPath(path, k))
+		if !ok {
+			continue
+		}
+		if in.Type == "boolean" {
+			l.errf(v, joinPath(path, k), "%s does not apply to boolean inputs", k)
+			continue
+		}
+		if k == "min" {
+			in.Min = &f
+		} else {
+			in.Max = &f
+		}
+	}
+	if in.Min != nil && in.Max != nil && *in.Min > *in.Max {
+		l.errf(o.get("max"), joinPath(path, "max"), "max (%s) is below min (%s)", fmtNum(*in.Max), fmtNum(*in.Min))
+	}
+	if v := o.get("enum"); v != nil {
+		if items, ok := l.list(v, joinPath(path, "enum")); ok {
+			for i, it := range items {
+				ip := indexPath(joinPath(path, "enum"), i)
+				x, ok := l.value(it, ip)
+				if !ok {
+					continue
+				}
+				if msg := typeProblem(in.Type, x); msg != "" {
+					l.errf(it, ip, "%s", msg)
+					continue
+				}
+				in.Enum = append(in.Enum, x)
+			}
+		}
+	}
+	if p, ok := o.byKey["default"]; ok {
+		dp := joinPath(path, "default")
+		x, vok := l.value(p.val, dp)
+		if vok {
+			in.Default, in.HasDefault = x, true
+			if x != nil {
+				if err := in.Check(x); err != nil {
+					l.errf(p.val, dp, "%v", err)
+				}
+			}
+		}
+	}
+}
+
+// Check reports whether v (a JSON-like value: string, int, float64, bool,
+// []any, map[string]any) is acceptable for the input: its type, enum,
+// pattern, and min/max (the value for numbers; the length for strings and
+// lists).
+func (in *Input) Check(v any) error {
+	if msg := typeProblem(in.Type, v); msg != "" {
+		return fmt.Errorf("%s", msg)
+	}
+	if len(in.Enum) > 0 {
+		found := false
+		for _, e := range in.Enum {
+			if sameValue(e, v) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			words := make([]string, len(in.Enum))
+			for i, e := range in.Enum {
+				words[i] = describe(e)
+			}
+			return fmt.Errorf("must be one of %s (got %s)", strings.Join(words, ", "), describe(v))
+		}
+	}
+	if in.Pattern != "" {
+		re, err := regexp.Compile(in.Pattern)
+		if err == nil {
+			check := func(s string) error {
+				if !re.MatchString(s) {
+					return fmt.Errorf("%s does not match pattern %s", describe(s), in.Pattern)
+				}
+				return nil
+			}
+			switch x := v.(type) {
+			case string:
+				if err := check(x); err != nil {
+					return err
+				}
+			case []any:
+				for _, e := range x {
+					if s, ok := e.(string); ok {
+						if err := check(s); err != nil {
+							return err
+						}
+					}
+				}
+			}
+		}
+	}
+	var n float64
+	unit := ""
+	switch x := v.(type) {
+	case int:
+		n = float64(x)
+	case float64:
+		n = x
+	case string:
+		n, unit = float64(utf8.RuneCountInString(x)), " characters"
+	case []any:
+		n, unit = float64(len(x)), " items"
+	case map[string]any:
+		n, unit = float64(len(x)), " entries"
+	default:
+		return nil
+	}
+	lo, hi := in.Min, in.Max
+	if (lo != nil && n < *lo) || (hi != nil && n > *hi) {
+		what := "must be"
+		if unit != "" {
+			what = "length must be"
+		}
+		switch {
+		case lo != nil && hi != nil:
+			return fmt.Errorf("%s between %s and %s%s (got %s)", what, fmtNum(*lo), fmtNum(*hi), unit, fmtNum(n))
+		case lo != nil:
+			return fmt.Errorf("%s at least %s%s (got %s)", what, fmtNum(*lo), unit, fmtNum(n))
+		default:
+			return fmt.Errorf("%s at most %s%s (got %s)", what, fmtNum(*hi), unit, fmtNum(n))
+		}
+	}
+	return nil
+}
+
+// typeProblem says why v is not of the input type t ("" when it is).
+func typeProblem(t string, v any) string {
+	ok := false
+	switch t {
+	case "string":
+		_, ok = v.(string)
+	case "integer":
+		switch x := v.(type) {
+		case int:
+			ok = true
+		case float64:
+			ok = x == math.Trunc(x)
+		}
+	case "number":
+		switch v.(type) {
+		case int, float64:
+			ok = true
+		}
+	case "boolean":
+		_, ok = v.(bool)
+	case "list":
+		_, ok = v.([]any)
+	case "map":
+		_, ok = v.(map[string]any)
+	}
+	if ok {
+		return ""
+	}
+	article := "a "
+	if t == "integer" {
+		article = "an "
+	}
+	return fmt.Sprintf("must be %s%s (got %s)", article, t, valueKind(v))
+}
+
+func valueKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "string"
+	case int:
+		return "integer"
+	case float64:
+		return "number"
+	case bool:
+		return "boolean"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a mapping"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func sameValue(a, b any) bool {
+	fa, aNum := toFloat(a)
+	fb, bNum := toFloat(b)
+	if aNum && bNum {
+		return fa == fb
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+func toFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
+}
+
+func describe(v any) string {
+	switch x := v.(type) {
+	case string:
+		return fmt.Sprintf("%q", x)
+	case int:
+		return fmt.Sprint(x)
+	case float64:
+		return fmtNum(x)
+	case nil:
+		return "null"
+	}
+	return fmt.Sprint(v)
+}
+
+func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

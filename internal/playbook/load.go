@@ -1,0 +1,171 @@
+package playbook
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	yaml "go.yaml.in/yaml/v4"
+)
+
+// LoadOptions tunes Load and Parse.
+type LoadOptions struct {
+	// MaxBytes caps the source size (0: DefaultMaxBytes).
+	MaxBytes int
+}
+
+func (o LoadOptions) maxBytes() int {
+	if o.MaxBytes <= 0 {
+		return DefaultMaxBytes
+	}
+	return o.MaxBytes
+}
+
+var (
+	nameRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+	identRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+)
+
+var topKeys = []string{
+	"version", "name", "description", "inputs", "env", "connections", "triggers",
+	"concurrency", "timeout", "max_parallel", "steps", "on_failure", "finally", "outputs",
+}
+
+// Load reads and parses the playbook at path. Positions name the file as
+// path was given. A file that cannot be read is an ordinary error; an
+// invalid playbook is Diagnostics.
+func Load(path string, opts LoadOptions) (*Playbook, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load playbook: %w", err)
+	}
+	defer f.Close()
+	limit := opts.maxBytes()
+	src, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, fmt.Errorf("load playbook %s: %w", path, err)
+	}
+	return Parse(path, src, opts)
+}
+
+// Parse parses and validates a playbook. name is the file name used in
+// positions; Path is set to name and Dir to its absolute directory.
+// Every problem found is returned together as Diagnostics, sorted by
+// position (after a YAML syntax error there is only that one).
+func Parse(name string, src []byte, opts LoadOptions) (*Playbook, error) {
+	l := &loader{file: name, src: src}
+	pb := l.parse(opts)
+	if len(l.diags) > 0 {
+		return nil, sortDiagnostics(l.diags)
+	}
+	pb.Path = name
+	if name != "" {
+		if abs, err := filepath.Abs(filepath.Dir(name)); err == nil {
+			pb.Dir = abs
+		} else {
+			pb.Dir = filepath.Dir(name)
+		}
+	}
+	pb.Source = src
+	sum := sha256.Sum256(src)
+	pb.Hash = hex.EncodeToString(sum[:])
+	return pb, nil
+}
+
+// parse runs every stage; it returns nil when a stage cannot go on.
+func (l *loader) parse(opts LoadOptions) *Playbook {
+	if limit := opts.maxBytes(); len(l.src) > limit {
+		l.errAt(l.pos(nil), "", "playbook is larger than %d bytes", limit)
+		return nil
+	}
+	if strings.TrimSpace(string(l.src)) == "" {
+		l.errAt(l.pos(nil), "", "empty playbook")
+		return nil
+	}
+	l.lines = strings.Split(string(l.src), "\n")
+	doc := l.parseYAML()
+	if doc == nil || !l.measure(doc) {
+		return nil
+	}
+	root := doc
+	if root.Kind == yaml.DocumentNode {
+		if len(root.Content) == 0 {
+			l.errAt(l.pos(nil), "", "empty playbook")
+			return nil
+		}
+		root = root.Content[0]
+	}
+	o := l.strict(root, "", topKeys...)
+	if o == nil {
+		return nil
+	}
+	pb := &Playbook{Pos: l.pos(deref(root))}
+	l.header(pb, o)
+	inputs := l.inputs(pb, o)
+	ss := l.stepLists(pb, o)
+	l.triggers(pb, o, inputs)
+	l.concurrency(pb, o, inputs)
+	l.env(pb, o, inputs)
+	l.connections(pb, o, inputs)
+	if ss != nil {
+		l.resolve(ss)
+		l.compileSteps(pb, ss, inputs)
+		l.playbookOutputs(pb, o, ss, inputs)
+	}
+	pb.Secrets = l.secretList()
+	return pb
+}
+
+// header decodes version, name, description, timeout and max_parallel.
+func (l *loader) header(pb *Playbook, o *object) {
+	if n := o.get("version"); n == nil {
+		l.errf(o.node, "", "version is required (version: 1)")
+	} else if v, ok := l.integer(n, "version"); ok {
+		if v != 1 {
+			l.errf(n, "version", "unsupported version %d; this runbook reads version 1", v)
+		}
+		pb.Version = v
+	}
+	if n := o.get("name"); n == nil {
+		l.errf(o.node, "", "name is required")
+	} else if s, ok := l.str(n, "name"); ok {
+		if !nameRE.MatchString(s) {
+			l.errf(n, "name", "invalid name %q: use 1-63 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit", s)
+		}
+		pb.Name = s
+	}
+	if n := o.get("description"); n != nil {
+		pb.Description, _ = l.str(n, "description")
+	}
+	if n := o.get("timeout"); n != nil {
+		pb.Timeout = l.positiveDuration(n, "timeout")
+	}
+	if n := o.get("max_parallel"); n != nil {
+		pb.MaxParallel = l.atLeastOne(n, "max_parallel")
+	}
+}
+
+// positiveDuration decodes a duration that must be above zero.
+func (l *loader) positiveDuration(n *yaml.Node, path string) time.Duration {
+	d, ok := l.duration(n, path)
+	if ok && d <= 0 {
+		l.errf(n, path, "must be longer than 0s")
+	}
+	return d
+}
+
+// atLeastOne decodes an integer >= 1.
+func (l *loader) atLeastOne(n *yaml.Node, path string) int {
+	v, ok := l.integer(n, path)
+	if ok && v < 1 {
+		l.errf(n, path, "must be at least 1 (got %d)", v)
+		return 0
+	}
+	return v
+}

@@ -1,0 +1,196 @@
+package playbook
+
+import (
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	yaml "go.yaml.in/yaml/v4"
+
+	"github.com/runbook/runbook/internal/expr"
+)
+
+var (
+	scheduleKeys = []string{"cron", "timezone", "overlap", "catchup", "catchup_window", "jitter"}
+	webhookKeys  = []string{"route", "event", "if", "each"}
+	cronParser   = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+)
+
+// triggers decodes `triggers:`.
+func (l *loader) triggers(pb *Playbook, o *object, inputs map[string]string) {
+	n := o.get("triggers")
+	if n == nil {
+		return
+	}
+	items, ok := l.list(n, "triggers")
+	if !ok {
+		return
+	}
+	for i, it := range items {
+		path := indexPath("triggers", i)
+		t := &Trigger{Pos: l.pos(it)}
+		to := l.strict(it, path, "schedule", "webhook", "inputs")
+		if to == nil {
+			continue
+		}
+		s, w := to.get("schedule"), to.get("webhook")
+		switch {
+		case s != nil && w != nil:
+			l.errf(to.keyNode("webhook"), path, "a trigger is either a schedule or a webhook, not both")
+		case s != nil:
+			t.Schedule = l.schedule(s, joinPath(path, "schedule"))
+		case w != nil:
+			t.Webhook = l.webhook(w, joinPath(path, "webhook"))
+		default:
+			l.errf(it, path, "a trigger needs schedule: or webhook:")
+		}
+		if v := to.get("inputs"); v != nil {
+			t.Inputs = l.triggerInputs(v, joinPath(path, "inputs"), inputs)
+		}
+		pb.Triggers = append(pb.Triggers, t)
+	}
+}
+
+func (l *loader) schedule(n *yaml.Node, path string) *Schedule {
+	s := &Schedule{Overlap: "skip", Catchup: "none"}
+	o := l.strict(n, path, scheduleKeys...)
+	if o == nil {
+		return s
+	}
+	if v := o.get("timezone"); v != nil {
+		if tz, ok := l.str(v, joinPath(path, "timezone")); ok {
+			s.Timezone = tz
+			loc, err := time.LoadLocation(tz)
+			if err != nil || tz == "" {
+				l.errf(v, joinPath(path, "timezone"), "unknown time zone %q; use an IANA name like Asia/Seoul or UTC", tz)
+			} else {
+				s.Location = loc
+			}
+		}
+	}
+	if v := o.get("cron"); v == nil {
+		l.errf(n, path, "cron is required")
+	} else if c, ok := l.str(v, joinPath(path, "cron")); ok {
+		s.Cron = c
+		if strings.HasPrefix(c, "CRON_TZ=") || strings.HasPrefix(c, "TZ=") {
+			if s.Timezone != "" {
+				l.errf(v, joinPath(path, "cron"), "time zone given twice: in cron (%s) and in timezone", strings.Fields(c)[0])
+			}
+		}
+		if _, err := cronParser.Parse(c); err != nil {
+			l.errf(v, joinPath(path, "cron"), "invalid cron expression %q: %v", c, err)
+		}
+	}
+	if s.Location == nil {
+		s.Location = time.UTC
+	}
+	if v := o.get("overlap"); v != nil {
+		s.Overlap, _ = l.oneOf(v, joinPath(path, "overlap"), "skip", "queue", "allow", "replace")
+	}
+	if v := o.get("catchup"); v != nil {
+		s.Catchup, _ = l.oneOf(v, joinPath(path, "catchup"), "none", "latest", "all")
+	}
+	if v := o.get("catchup_window"); v != nil {
+		s.CatchupWindow = l.positiveDuration(v, joinPath(path, "catchup_window"))
+	}
+	if v := o.get("jitter"); v != nil {
+		s.Jitter, _ = l.duration(v, joinPath(path, "jitter"))
+	}
+	return s
+}
+
+func (l *loader) webhook(n *yaml.Node, path string) *Webhook {
+	w := &Webhook{}
+	o := l.strict(n, path, webhookKeys...)
+	if o == nil {
+		return w
+	}
+	if v := o.get("route"); v == nil {
+		l.errf(n, path, "route is required (the path segment the webhook is served on)")
+	} else if r, ok := l.str(v, joinPath(path, "route")); ok {
+		if !routeOK(r) {
+			l.errf(v, joinPath(path, "route"), "invalid route %q: use letters, digits, '-', '_', '.' and '/'", r)
+		}
+		w.Route = r
+	}
+	if v := o.get("event"); v != nil {
+		ep := joinPath(path, "event")
+		if v.Kind == yaml.SequenceNode {
+			items, _ := l.list(v, ep)
+			for i, it := range items {
+				if s, ok := l.str(it, indexPath(ep, i)); ok {
+					w.Events = append(w.Events, s)
+				}
+			}
+		} else if s, ok := l.str(v, ep); ok {
+			w.Events = []string{s}
+		}
+	}
+	if v := o.get("each"); v != nil {
+		w.Each, _ = l.oneOf(v, joinPath(path, "each"), "hook")
+	}
+	if v := o.get("if"); v != nil {
+		w.If = l.program(v, joinPath(path, "if"), &expr.TypeEnv{Inputs: map[string]string{}, Steps: map[string]expr.StepType{}, AllSteps: map[string]bool{}})
+	}
+	return w
+}
+
+func routeOK(r string) bool {
+	if r == "" || len(r) > 200 {
+		return false
+	}
+	for _, c := range r {
+		if c != '-' && c != '_' && c != '.' && c != '/' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// triggerInputs decodes the inputs a trigger starts its run with: keys are
+// declared inputs, values templates over `trigger`.
+func (l *loader) triggerInputs(n *yaml.Node, path string, inputs map[string]string) map[string]expr.Value {
+	o := l.mapping(n, path)
+	if o == nil {
+		return nil
+	}
+	te := &expr.TypeEnv{Inputs: map[string]string{}, Steps: map[string]expr.StepType{}, AllSteps: map[string]bool{}}
+	out := map[string]expr.Value{}
+	names := sortedKeys(inputs)
+	for _, p := range o.pairs {
+		kp := keyPath(path, p.name)
+		if _, ok := inputs[p.name]; !ok {
+			l.errf(p.key, kp, "unknown input %q%s", p.name, didYouMean(p.name, names))
+			continue
+		}
+		if v, ok := l.compileValue(p.val, kp, te); ok {
+			out[p.name] = v.val
+		}
+	}
+	return out
+}
+
+// concurrency decodes `concurrency: {key, on_busy}`.
+func (l *loader) concurrency(pb *Playbook, o *object, inputs map[string]string) {
+	n := o.get("concurrency")
+	if n == nil {
+		return
+	}
+	c := &Concurrency{OnBusy: "queue", Pos: l.pos(n)}
+	co := l.strict(n, "concurrency", "key", "on_busy")
+	if co == nil {
+		return
+	}
+	if v := co.get("on_busy"); v != nil {
+		c.OnBusy, _ = l.oneOf(v, "concurrency.on_busy", "queue", "skip", "cancel_running")
+	}
+	if v := co.get("key"); v == nil {
+		l.errf(n, "concurrency", "key is required (runs with the same key do not overlap)")
+	} else if _, ok := l.str(v, "concurrency.key"); ok {
+		te := &expr.TypeEnv{Inputs: inputs, Steps: map[string]expr.StepType{}, AllSteps: map[string]bool{}}
+		if cv, ok := l.compileValue(v, "concurrency.key", te); ok {
+			c.Key = cv.val
+		}
+	}
+	pb.Concurrency = c
+}
