@@ -202,7 +202,11 @@ func convertField(typ string, v any) (any, error) {
 			return n, nil
 		}
 	}
-	return nil, fmt.Errorf("must be a %s (got %s)", typ, describeAnswer(v))
+	article := "a"
+	if typ == "integer" {
+		article = "an"
+	}
+	return nil, fmt.Errorf("must be %s %s (got %s)", article, typ, describeAnswer(v))
 }
 
 func describeAnswer(v any) string {
