@@ -475,7 +475,7 @@ func (dc *decoder) object(path string, m map[string]any, dst reflect.Value, fs [
 	}
 	sort.Strings(unknown)
 	for _, k := range unknown {
-		dc.add(joinPath(path, k), "%s", unknownMessage(k, fs))
+		dc.add(keyPath(path, k), "%s", unknownMessage(k, fs))
 	}
 	return extra
 }

@@ -115,6 +115,8 @@ func TestDecode(t *testing.T) {
 			[]string{`nmae: unknown parameter "nmae"; did you mean "name"?`}},
 		{"an unrelated unknown key lists the known names", map[string]any{"node_count": 1, "zzzzzzzz": 1},
 			[]string{`zzzzzzzz: unknown parameter "zzzzzzzz"; known parameters: node_count, method, name, version, timeout, ratio, labels, headers, items, auth, json, limit, codes, cidr, url, flag, big, level, semver, wait`}},
+		{"an unknown key that is not a plain name is quoted", map[string]any{"node_count": 1, "a.b": 1},
+			[]string{`["a.b"]: unknown parameter "a.b"; known parameters: node_count, method, name, version, timeout, ratio, labels, headers, items, auth, json, limit, codes, cidr, url, flag, big, level, semver, wait`}},
 		{"list elements are checked with their index", map[string]any{"node_count": 1, "labels": []any{"ok", "NO"}},
 			[]string{`labels[1]: must match ^[a-z]+$ (got "NO")`}},
 		{"a list longer than maxlen is reported as items", map[string]any{"node_count": 1, "labels": []any{"a", "b", "c", "d"}},
