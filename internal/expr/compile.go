@@ -36,6 +36,9 @@ const (
 	// closures. Nested closures over literal ranges whose product exceeds
 	// it are refused at compile time.
 	MaxIterations = 1_000_000
+	// MaxClosureTime bounds the time closures of one evaluation may run,
+	// for iterations that are each expensive.
+	MaxClosureTime = 500 * time.Millisecond
 	// MaxOutputBytes bounds the bytes of strings one evaluation may build
 	// (concatenation, join, repeat, toJSON, ...) and the rendered size of
 	// its result.
@@ -152,7 +155,9 @@ func cleanMsg(s string) string {
 		return s
 	}
 	s = strings.ReplaceAll(s, "__rt, ", "")
-	s = strings.ReplaceAll(s, "__", "")
+	for name := range hiddenFuncs {
+		s = strings.ReplaceAll(s, name, name[2:])
+	}
 	return s
 }
 
@@ -278,6 +283,7 @@ type evalEnv struct {
 type evalState struct {
 	scope  *Scope
 	ticks  int
+	start  time.Time
 	bytes  int
 	now    time.Time
 	hasNow bool

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -131,6 +132,7 @@ func init() {
 	sort.Strings(replacedBuiltins)
 	hiddenFuncs["__tick"] = &builtin.Function{Name: "__tick", Func: fnTick}
 	hiddenFuncs["__add"] = &builtin.Function{Name: "__add", Func: fnAdd}
+	hiddenFuncs["__matches"] = &builtin.Function{Name: "__matches", Func: fnMatches}
 	hiddenFuncs["__strget"] = &builtin.Function{Name: "__strget", Func: fnStrGet}
 }
 
@@ -139,6 +141,16 @@ func fnTick(args ...any) (any, error) {
 	rt.ticks++
 	if rt.ticks > MaxIterations {
 		return nil, fmt.Errorf("%w: more than %d closure iterations", ErrTooExpensive, MaxIterations)
+	}
+	// Iterations may each be costly (a regexp or a scan of a long string):
+	// closures also stop after MaxClosureTime.
+	switch {
+	case rt.ticks == 1:
+		rt.start = time.Now()
+	case rt.ticks%256 == 0:
+		if time.Since(rt.start) > MaxClosureTime {
+			return nil, fmt.Errorf("%w: closures ran longer than %v", ErrTooExpensive, MaxClosureTime)
+		}
 	}
 	return nil, nil
 }
@@ -155,6 +167,29 @@ func fnAdd(args ...any) (any, error) {
 		}
 	}
 	return runtime.Add(a, b), nil
+}
+
+func fnMatches(args ...any) (any, error) {
+	rt := args[0].(*evalState)
+	s, ok1 := args[1].(string)
+	pat, ok2 := args[2].(string)
+	if args[1] == nil || args[2] == nil {
+		return false, nil
+	}
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("matches wants strings, got %s and %s", typeName(args[1]), typeName(args[2]))
+	}
+	if len(pat) > 16<<10 {
+		return nil, fmt.Errorf("%w: regular expression longer than 16 KiB", ErrTooExpensive)
+	}
+	if err := rt.grow(16 * len(pat)); err != nil { // compiling costs more than copying
+		return nil, err
+	}
+	re, err := regexp.Compile(pat)
+	if err != nil {
+		return nil, err
+	}
+	return re.MatchString(s), nil
 }
 
 // fnStrGet is env.X / secrets.X: nil when X is missing.

@@ -101,14 +101,27 @@ walk:
 	}
 }
 
-// addPatcher replaces a + b, unless both sides are known numbers, with
+// addPatcher replaces s matches <dynamic pattern> with __matches, which
+// counts the pattern against MaxOutputBytes (compiling a long pattern in
+// a loop would otherwise be unbounded work), and a + b, unless both sides are known numbers, with
 // __add(__rt, a, b), which bounds string concatenation (doubling a string
 // in a reduce would otherwise exhaust memory in a few dozen iterations).
 type addPatcher struct{}
 
 func (addPatcher) Visit(node *ast.Node) {
 	b, ok := (*node).(*ast.BinaryNode)
-	if !ok || b.Operator != "+" {
+	if !ok {
+		return
+	}
+	if b.Operator == "matches" {
+		if _, constant := b.Right.(*ast.StringNode); !constant {
+			call := &ast.CallNode{Callee: ident("__matches", b), Arguments: []ast.Node{ident("__rt", b), b.Left, b.Right}}
+			call.SetLocation(b.Location())
+			*node = call
+		}
+		return
+	}
+	if b.Operator != "+" {
 		return
 	}
 	if isNumber(b.Left.Type()) && isNumber(b.Right.Type()) {

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -280,4 +281,34 @@ func TestEvalErrorsWrap(t *testing.T) {
 	require.NoError(t, err)
 	_, err = p.Eval(&Scope{})
 	assert.True(t, errors.Is(err, ErrTooExpensive), "got %v", err)
+}
+
+func TestConcurrentEval(t *testing.T) {
+	p, err := Compile(`steps.supports.status == "succeeded" && inputs.n > 3 && len(map(inputs.tags, upper(#))) == 2`, testEnv())
+	require.NoError(t, err)
+	tmpl, err := CompileTemplate(`${{ inputs.cluster }}-${{ index }}`, nil)
+	require.NoError(t, err)
+	done := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		go func() {
+			for i := 0; i < 200; i++ {
+				s := testScope()
+				s.Index, s.HasItem = i, true
+				ok, err := p.EvalBool(s)
+				if err != nil || !ok {
+					done <- fmt.Errorf("condition: %v %v", ok, err)
+					return
+				}
+				v, err := tmpl.Eval(s)
+				if err != nil || v != fmt.Sprintf("prod-%d", i) {
+					done <- fmt.Errorf("template: %v %v", v, err)
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for g := 0; g < 8; g++ {
+		require.NoError(t, <-done)
+	}
 }
