@@ -68,10 +68,7 @@ func Compile(src string, te *TypeEnv) (*Program, error) {
 	trimmed := strings.TrimLeft(src, " \t\r\n")
 	lead := len(src) - len(trimmed)
 	trimmed = strings.TrimRight(trimmed, " \t\r\n")
-	if strings.Contains(trimmed, "${{") {
-		if !strings.HasPrefix(trimmed, "${{") {
-			return nil, &CompileError{Offset: lead + strings.Index(trimmed, "${{"), Msg: "an expression must be bare or a single ${{ }}, not text around ${{ }}"}
-		}
+	if strings.HasPrefix(trimmed, "${{") {
 		end := findClose(trimmed, 3)
 		if end < 0 {
 			return nil, &CompileError{Offset: lead, Msg: "unterminated ${{ (no matching }})"}
@@ -81,7 +78,22 @@ func Compile(src string, te *TypeEnv) (*Program, error) {
 		}
 		return compileExpr(trimmed[3:end], lead+3, te)
 	}
-	return compileExpr(src, 0, te)
+	p, err := compileExpr(src, 0, te)
+	if err != nil && strings.Contains(src, "${{") {
+		if ce, ok := err.(*CompileError); ok {
+			for i := strings.Index(src, "${{"); i >= 0 && i <= ce.Offset; {
+				if ce.Offset <= i+3 {
+					return nil, &CompileError{Offset: i, Msg: "an expression must be bare or a single ${{ }}, not text around ${{ }}"}
+				}
+				j := strings.Index(src[i+1:], "${{")
+				if j < 0 {
+					break
+				}
+				i += 1 + j
+			}
+		}
+	}
+	return p, err
 }
 
 // compileExpr compiles src, which sits at byte offset base of the string

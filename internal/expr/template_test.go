@@ -312,3 +312,20 @@ func TestConcurrentEval(t *testing.T) {
 		require.NoError(t, <-done)
 	}
 }
+
+func TestCompileBareWithTemplateText(t *testing.T) {
+	t.Run("a bare expression may compare with a literal ${{", func(t *testing.T) {
+		p, err := Compile(`inputs.cluster != "${{"`, testEnv())
+		require.NoError(t, err)
+		ok, err := p.EvalBool(testScope())
+		require.NoError(t, err)
+		assert.True(t, ok)
+	})
+	t.Run("text before ${{ is refused with a clear message", func(t *testing.T) {
+		_, err := Compile(`inputs.n > ${{ 3 }}`, testEnv())
+		var ce *CompileError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, 11, ce.Offset)
+		assert.Contains(t, ce.Msg, "bare or a single ${{ }}")
+	})
+}
