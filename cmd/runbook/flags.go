@@ -1,0 +1,166 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// command describes one verb (or `runs` sub-verb) for its flag set and usage.
+type command struct {
+	name    string // "run", "runs approve"
+	usage   string // arguments after the name
+	summary string
+	details string // optional paragraph after the summary
+}
+
+// newFlagSet returns a flag set whose -h prints the command's usage to
+// stdout. Parse errors are returned, never printed by the flag package.
+func newFlagSet(a *app, c command) *flag.FlagSet {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		w := a.stdout
+		fmt.Fprintf(w, "Usage: runbook %s %s\n\n%s\n", c.name, c.usage, c.summary)
+		if c.details != "" {
+			fmt.Fprintf(w, "\n%s\n", strings.TrimRight(c.details, "\n"))
+		}
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintln(w, "\nFlags:")
+			fs.SetOutput(w)
+			fs.PrintDefaults()
+			fs.SetOutput(io.Discard)
+		}
+	}
+	return fs
+}
+
+// parseArgs parses flags placed before, between and after positional
+// arguments ("--" ends the flags) and returns the positional ones. -h
+// prints the usage and returns errHelpShown; a bad flag is a usage error.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.Usage()
+				return nil, errHelpShown
+			}
+			return nil, &exitError{code: 2, err: err, hint: "runbook " + fs.Name() + " -h"}
+		}
+		rest := fs.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// wantArgs checks the number of positional arguments.
+func wantArgs(fs *flag.FlagSet, pos []string, lo, hi int, what string) error {
+	switch {
+	case len(pos) < lo:
+		return &exitError{code: 2, err: fmt.Errorf("missing %s", what), hint: "runbook " + fs.Name() + " -h"}
+	case hi >= 0 && len(pos) > hi:
+		return &exitError{code: 2, err: fmt.Errorf("unexpected argument %q", pos[hi]), hint: "runbook " + fs.Name() + " -h"}
+	}
+	return nil
+}
+
+// kvList is a repeatable k=v flag.
+type kvList struct {
+	keys []string
+	vals []string
+}
+
+func (l *kvList) String() string { return "" }
+
+func (l *kvList) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("want key=value, got %q", s)
+	}
+	l.keys = append(l.keys, strings.TrimSpace(k))
+	l.vals = append(l.vals, v)
+	return nil
+}
+
+// strings returns the pairs as a map of strings (the last one wins).
+func (l *kvList) strings() map[string]any {
+	if len(l.keys) == 0 {
+		return nil
+	}
+	m := make(map[string]any, len(l.keys))
+	for i, k := range l.keys {
+		m[k] = l.vals[i]
+	}
+	return m
+}
+
+// outputFlag is --output text|json.
+type outputFlag struct{ json bool }
+
+func (o *outputFlag) String() string {
+	if o.json {
+		return "json"
+	}
+	return "text"
+}
+
+func (o *outputFlag) Set(s string) error {
+	switch s {
+	case "text", "":
+		o.json = false
+	case "json":
+		o.json = true
+	default:
+		return fmt.Errorf("want text or json, got %q", s)
+	}
+	return nil
+}
+
+func addOutputFlag(fs *flag.FlagSet, def string) *outputFlag {
+	o := &outputFlag{json: def == "json"}
+	fs.Var(o, "output", "output format: text or json (default "+def+")")
+	return o
+}
+
+// jsonValue parses a command-line value: JSON when it parses as JSON
+// (numbers, true, null, [..], {..}, "quoted"), otherwise the string itself.
+// "@file" reads the value from a file, with the same rule.
+func jsonValue(s string) (any, error) {
+	if strings.HasPrefix(s, "@") && len(s) > 1 {
+		b, err := os.ReadFile(s[1:])
+		if err != nil {
+			return nil, err
+		}
+		s = string(b)
+	}
+	t := strings.TrimSpace(s)
+	if t == "" {
+		return s, nil
+	}
+	var v any
+	if err := json.Unmarshal([]byte(t), &v); err == nil {
+		return v, nil
+	}
+	return s, nil
+}
+
+// writeJSON writes v as indented JSON with a final newline.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

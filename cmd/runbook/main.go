@@ -1,0 +1,224 @@
+// Command runbook runs durable workflow playbooks: validate and plan them,
+// run them with live progress, answer their approvals, inspect past runs,
+// and call single step types ad hoc.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/runbook/runbook/internal/steps"
+	_ "github.com/runbook/runbook/internal/steps/all" // every built-in step type
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal the run winds down; a second one kills the
+		// process with the default behaviour.
+		<-ctx.Done()
+		stop()
+	}()
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// verb is one `runbook VERB`.
+type verb struct {
+	name    string
+	summary string
+	usage   string // after "runbook NAME "
+	run     func(ctx context.Context, a *app, args []string) error
+}
+
+// verbs lists the implemented verbs in the order `runbook help` shows them.
+var verbs []*verb
+
+func init() {
+	verbs = []*verb{runVerb, validateVerb, planVerb, callVerb, stepsVerb, runsVerb}
+}
+
+func findVerb(name string) *verb {
+	for _, v := range verbs {
+		if v.name == name {
+			return v
+		}
+	}
+	return nil
+}
+
+// app is what every verb gets: the output streams and, once opened, the
+// process-wide redactor.
+type app struct {
+	stdout, stderr io.Writer
+	redactor       redactor
+	verb           *verb
+}
+
+// run executes one command line and returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr, redactor: nopRedactor{}}
+	if len(args) == 0 {
+		printHelp(stderr)
+		return 2
+	}
+	name := args[0]
+	switch name {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && name == "help" {
+			if v := findVerb(args[1]); v != nil {
+				a.verb = v
+				_ = v.run(ctx, a, append([]string{"-h"}, args[2:]...))
+				return 0
+			}
+			return a.report(usageErrorf("help", "unknown command %q", args[1]))
+		}
+		printHelp(stdout)
+		return 0
+	}
+	v := findVerb(name)
+	if v == nil {
+		msg := fmt.Sprintf("unknown command %q", name)
+		if s := suggestWord(name, verbNames()); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		return a.report(&exitError{code: 2, err: errors.New(msg), hint: "runbook help"})
+	}
+	a.verb = v
+	err := v.run(ctx, a, args[1:])
+	if errors.Is(err, errHelpShown) {
+		return 0
+	}
+	return a.report(err)
+}
+
+func verbNames() []string {
+	out := make([]string, len(verbs))
+	for i, v := range verbs {
+		out[i] = v.name
+	}
+	return out
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintln(w, "runbook runs durable workflow playbooks.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: runbook COMMAND [arguments]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	width := 0
+	for _, v := range verbs {
+		width = max(width, len(v.name))
+	}
+	for _, v := range verbs {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, v.name, v.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Exit codes: 0 success, 1 run failed or cancelled, 2 usage or validation error.")
+	fmt.Fprintln(w, "Run 'runbook help COMMAND' or 'runbook COMMAND -h' for details.")
+}
+
+// exitError carries the exit code and the hint of a failed command.
+type exitError struct {
+	code int
+	err  error
+	hint string // a command line to try, without "Try: "
+	// quiet means the error text was already printed (diagnostics).
+	quiet bool
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// errHelpShown is returned after -h printed a verb's usage.
+var errHelpShown = errors.New("help shown")
+
+// errSilent ends a command with code without printing anything more.
+func errSilent(code int) error { return &exitError{code: code, err: errors.New("exit"), quiet: true} }
+
+func usageErrorf(verbName, format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...), hint: "runbook " + verbName + " -h"}
+}
+
+// withHint wraps err with a hint unless it already has one; the exit code
+// comes from the error's classification.
+func withHint(err error, hint string) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return &exitError{code: steps.ExitCode(err), err: err, hint: hint}
+}
+
+// report prints err (redacted) with its hint and returns the exit code.
+func (a *app) report(err error) int {
+	if err == nil {
+		return 0
+	}
+	code := steps.ExitCode(err)
+	hint := ""
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code, hint = ee.code, ee.hint
+		if ee.quiet {
+			if hint != "" {
+				fmt.Fprintln(a.stderr, "Try: "+hint)
+			}
+			return code
+		}
+	}
+	msg := a.redactor.String(err.Error())
+	if strings.Contains(msg, "\n") {
+		fmt.Fprintln(a.stderr, strings.TrimRight(msg, "\n"))
+	} else {
+		fmt.Fprintln(a.stderr, "error: "+msg)
+	}
+	if hint != "" {
+		fmt.Fprintln(a.stderr, "Try: "+hint)
+	}
+	if code == 0 {
+		code = 1
+	}
+	return code
+}
+
+// suggestWord returns the candidate closest to s when it is close enough.
+func suggestWord(s string, candidates []string) string {
+	best, bestD := "", max(1, len(s)/3)+1
+	for _, c := range candidates {
+		if d := editDistance(s, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

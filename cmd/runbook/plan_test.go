@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const secretValue = "s3cr3t-Pa55w0rd-xyz"
+
+const planPlaybook = `version: 1
+name: notify
+inputs:
+  channel: {type: string, required: true}
+  count: {type: integer, default: 2}
+env:
+  AUTH: "Bearer ${{ secrets.API_TOKEN }}"
+steps:
+  - id: build
+    uses: shell
+    with: {command: "echo built"}
+  - id: post
+    uses: http.request
+    needs: [build]
+    if: ${{ inputs.count > 1 }}
+    with:
+      method: POST
+      url: "https://hooks.example.com/${{ inputs.channel }}"
+      headers:
+        Authorization: "${{ env.AUTH }}"
+        X-Token: "${{ secrets.API_TOKEN }}"
+        X-Leak: "${{ env.RAW_TOKEN }}"
+      json:
+        text: "built: ${{ steps.build.outputs.stdout }}"
+  - id: each
+    uses: log
+    for_each: ${{ [1, 2, inputs.count] }}
+    with: {message: "item ${{ item }}"}
+finally:
+  - id: done
+    uses: log
+    with: {message: "done ${{ run.status }} with ${{ secrets.API_TOKEN }}"}
+`
+
+func TestPlanNeverPrintsASecret(t *testing.T) {
+	c := newCLI(t)
+	pb := c.file("notify.yaml", planPlaybook)
+	secrets := c.file("secrets.yaml", "API_TOKEN: "+secretValue+"\n")
+	c.env = append(c.env, "RAW_TOKEN="+secretValue)
+	for _, args := range [][]string{
+		{"plan", pb, "-i", "channel=ops", "--secrets", secrets},
+		{"plan", pb, "-i", "channel=ops", "--secrets", secrets, "--output", "json"},
+	} {
+		r := c.run(args...)
+		require.Equal(t, 0, r.code, r)
+		assert.NotContains(t, r.stdout+r.stderr, secretValue)
+		assert.NotContains(t, r.stdout+r.stderr, "s3cr3t")
+		assert.Contains(t, r.stdout, "***")
+	}
+
+	c.env = append(c.env, "RUNBOOK_SECRET_API_TOKEN="+secretValue)
+	r := c.run("plan", pb, "-i", "channel=ops")
+	require.Equal(t, 0, r.code, r)
+	assert.NotContains(t, r.stdout+r.stderr, secretValue)
+}
+
+func TestPlanShowsResolvedParamsInExecutionOrder(t *testing.T) {
+	c := newCLI(t)
+	pb := c.file("notify.yaml", planPlaybook)
+	c.env = append(c.env, "RUNBOOK_SECRET_API_TOKEN="+secretValue)
+	r := c.run("plan", pb, "-i", "channel=ops", "-i", "count=3")
+	require.Equal(t, 0, r.code, r)
+	out := r.stdout
+	assert.Contains(t, out, "  1. build  (shell)")
+	assert.Contains(t, out, "  2. post  (http.request)")
+	assert.Contains(t, out, "needs: build")
+	assert.Contains(t, out, "if: ${{ inputs.count > 1 }}")
+	assert.Contains(t, out, "url: https://hooks.example.com/ops")
+	assert.Contains(t, out, "<from steps.build.outputs.stdout>")
+	assert.Contains(t, out, "for_each: [1,2,3]")
+	assert.Contains(t, out, "message: <from item>")
+	assert.Contains(t, out, "finally:")
+	assert.Contains(t, out, "Bearer ***")
+
+	r = c.run("plan", pb, "-i", "channel=ops", "--output", "json")
+	require.Equal(t, 0, r.code, r)
+	var doc struct {
+		Lists []struct {
+			Name  string `json:"name"`
+			Steps []struct {
+				ID   string `json:"id"`
+				With []struct {
+					Name  string `json:"name"`
+					Value any    `json:"value"`
+					Known bool   `json:"known"`
+				} `json:"with"`
+			} `json:"steps"`
+		} `json:"lists"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc), r.stdout)
+	require.Len(t, doc.Lists, 2)
+	assert.Equal(t, "steps", doc.Lists[0].Name)
+	assert.Equal(t, "finally", doc.Lists[1].Name)
+	post := doc.Lists[0].Steps[1]
+	assert.Equal(t, "post", post.ID)
+	for _, w := range post.With {
+		if w.Name == "json" {
+			assert.False(t, w.Known)
+		}
+		if w.Name == "method" {
+			assert.True(t, w.Known)
+			assert.Equal(t, "POST", w.Value)
+		}
+	}
+}
+
+func TestPlanWithoutARequiredInputWarnsAndMarksItsUses(t *testing.T) {
+	c := newCLI(t)
+	pb := c.file("notify.yaml", planPlaybook)
+	r := c.run("plan", pb)
+	require.Equal(t, 0, r.code, r)
+	assert.Contains(t, r.stdout, "channel: <not given: required>")
+	assert.Contains(t, r.stdout, "<from inputs.channel (not given)>")
+	assert.Contains(t, r.stdout, "secret API_TOKEN is not set")
+}
+
+func TestPlanRefusesBadInputs(t *testing.T) {
+	c := newCLI(t)
+	pb := c.file("notify.yaml", planPlaybook)
+	r := c.run("plan", pb, "-i", "count=lots")
+	assert.Equal(t, 2, r.code, r)
+	assert.Contains(t, r.stderr, `input "count"`)
+}

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v4"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
+)
+
+var runVerb = &verb{
+	name:    "run",
+	summary: "run a playbook and show its progress",
+	run:     cmdRun,
+}
+
+func cmdRun(ctx context.Context, a *app, args []string) error {
+	fs := newFlagSet(a, command{
+		name:    "run",
+		usage:   "FILE [-i key=value ...] [flags]",
+		summary: "Run a playbook to the end, showing each step as it runs.",
+		details: `A run that stops for an approval is parked in the state file; answer it
+with 'runbook runs approve RUN_ID STEP'. A run interrupted by a crash or
+Ctrl-C continues where it stopped with --resume RUN_ID.`,
+	})
+	var inputs kvList
+	fs.Var(&inputs, "i", "input `key=value` (repeatable)")
+	inputsFile := fs.String("inputs", "", "read inputs from a JSON or YAML `file` (-i overrides)")
+	resume := fs.String("resume", "", "resume the unfinished run `ID` from its snapshot (FILE is optional)")
+	out := addOutputFlag(fs, "text")
+	quiet := fs.Bool("quiet", false, "no progress: print only the outcome")
+	var sf stateFlags
+	sf.addState(fs)
+	sf.addSecrets(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if *resume == "" {
+		err = wantArgs(fs, pos, 1, 1, "the playbook FILE")
+	} else {
+		err = wantArgs(fs, pos, 0, 1, "")
+	}
+	if err != nil {
+		return err
+	}
+
+	src, err := a.loadSecrets(&sf)
+	if err != nil {
+		return err
+	}
+	var pb *playbook.Playbook
+	if len(pos) == 1 {
+		if pb, err = a.load(pos[0]); err != nil {
+			return err
+		}
+	}
+	given, err := readInputs(*inputsFile, &inputs)
+	if err != nil {
+		return err
+	}
+	if *resume != "" && len(given) > 0 {
+		return usageErrorf("run", "inputs cannot change when resuming: run %s keeps the inputs it started with", *resume)
+	}
+
+	store, err := sf.openStore()
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if *resume != "" && pb != nil {
+		a.noteChanged(ctx, store, *resume, pb)
+	}
+	prog := a.newProgress(out, *quiet, *resume)
+	opts := a.engineOptions(store, src)
+	opts.Observer = prog.observe
+	eng := engine.New(opts)
+	if err := eng.ReleaseStaleLocks(ctx); err != nil {
+		prog.close()
+		return withHint(err, "")
+	}
+	var r *state.Run
+	if *resume != "" {
+		r, err = eng.Resume(ctx, *resume)
+	} else {
+		r, err = eng.Run(ctx, pb, engine.StartRequest{Inputs: given})
+	}
+	prog.close()
+	if r == nil {
+		hint := "runbook runs list"
+		if *resume == "" {
+			hint = "runbook plan " + pos[0] + " to see the inputs the playbook takes"
+		}
+		return withHint(err, hint)
+	}
+	return a.finishRun(ctx, store, r, err, out)
+}
+
+// load loads a playbook, printing its diagnostics (exit 2) when invalid.
+func (a *app) load(path string) (*playbook.Playbook, error) {
+	pb, err := loadPlaybook(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, &exitError{code: 2, err: err, hint: "runbook run PATH/TO/playbook.yaml"}
+		}
+		fmt.Fprintln(a.stderr, strings.TrimRight(a.redactor.String(err.Error()), "\n"))
+		return nil, &exitError{code: 2, err: err, quiet: true, hint: "runbook steps TYPE shows the params of a step type; runbook validate " + path + " checks a playbook"}
+	}
+	return pb, nil
+}
+
+// noteChanged warns when the playbook file differs from the snapshot the
+// run is resumed from.
+func (a *app) noteChanged(ctx context.Context, store state.Store, runID string, pb *playbook.Playbook) {
+	r, err := store.GetRun(ctx, runID)
+	if err != nil || r.Hash == "" || r.Hash == pb.Hash {
+		return
+	}
+	fmt.Fprintf(a.stderr, "note: %s changed since run %s started; resuming from the snapshot the run started with\n", pb.Path, runID)
+}
+
+// readInputs merges an inputs file (JSON or YAML object) and -i pairs.
+// -i values are strings; the engine converts them to the declared types.
+func readInputs(file string, kv *kvList) (map[string]any, error) {
+	given := map[string]any{}
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, &exitError{code: 2, err: fmt.Errorf("read inputs: %w", err), hint: "runbook run FILE --inputs inputs.json"}
+		}
+		var m map[string]any
+		switch strings.ToLower(filepath.Ext(file)) {
+		case ".json":
+			err = json.Unmarshal(b, &m)
+		default:
+			err = yaml.Unmarshal(b, &m)
+		}
+		if err != nil {
+			return nil, &exitError{code: 2, err: fmt.Errorf("read inputs from %s: want a JSON or YAML object: %w", file, err), hint: "runbook run FILE --inputs inputs.json"}
+		}
+		for k, v := range m {
+			given[k] = v
+		}
+	}
+	for k, v := range kv.strings() {
+		given[k] = v
+	}
+	return given, nil
+}
+
+// newProgress picks the display: none for JSON or --quiet, a live list on
+// a terminal, plain lines otherwise.
+func (a *app) newProgress(out *outputFlag, quiet bool, root string) progress {
+	if out.json || quiet {
+		return nopProgress{}
+	}
+	if f, ok := a.stdout.(*os.File); ok && isTerminal(f) {
+		return newLiveProgress(f, a.redactor, root)
+	}
+	return newPlainProgress(a.stdout, a.redactor, root)
+}
+
+type nopProgress struct{}
+
+func (nopProgress) observe(string, state.Event) {}
+func (nopProgress) close()                      {}
+
+// runDocument is the --output json document of run and runs show.
+type runDocument struct {
+	Run   *state.Run          `json:"run"`
+	Steps []*state.StepRecord `json:"steps"`
+}
+
+// finishRun reports the outcome of an executed run and returns the error
+// that gives the exit code: 0 succeeded, waiting or skipped; 1 failed or
+// cancelled.
+func (a *app) finishRun(ctx context.Context, store state.Store, r *state.Run, runErr error, out *outputFlag) error {
+	if !r.Status.Done() && r.Status != state.RunWaiting {
+		// the engine stopped without a final status: a store error
+		return withHint(runErr, "runbook run --resume "+r.ID)
+	}
+	if out.json {
+		doc, err := runDoc(ctx, store, r)
+		if err != nil {
+			return withHint(err, "")
+		}
+		if err := writeJSON(a.stdout, doc); err != nil {
+			return err
+		}
+		if r.Status == state.RunFailed || r.Status == state.RunCancelled {
+			return errSilent(1)
+		}
+		return nil
+	}
+	dur := formatDuration(r.EndedAt.Sub(r.StartedAt))
+	switch r.Status {
+	case state.RunSucceeded:
+		fmt.Fprintf(a.stdout, "run %s succeeded in %s\n", r.ID, dur)
+		return nil
+	case state.RunSkipped:
+		fmt.Fprintf(a.stdout, "run %s skipped: %s\n", r.ID, a.redactor.String(errorText(r.Error)))
+		return nil
+	case state.RunWaiting:
+		runID, step := waitingApproval(ctx, store, r.ID)
+		fmt.Fprintf(a.stdout, "run %s is waiting for approval of step %s; answer with: runbook runs approve %s %s\n", r.ID, step, runID, step)
+		return nil
+	case state.RunCancelled:
+		fmt.Fprintf(a.stdout, "run %s cancelled after %s\n", r.ID, dur)
+		return &exitError{code: 1, err: errors.New("cancelled"), quiet: true, hint: "runbook run --resume " + r.ID}
+	}
+	fmt.Fprintf(a.stdout, "run %s failed after %s: %s\n", r.ID, dur, a.redactor.String(errorText(r.Error)))
+	return &exitError{code: 1, err: errors.New("failed"), quiet: true, hint: "runbook runs show " + r.ID}
+}
+
+func errorText(e *state.ErrorRecord) string {
+	if e == nil {
+		return "no error recorded"
+	}
+	return e.Message
+}
+
+// runDoc reads a run and its steps for JSON output, without the playbook
+// snapshot and the steps' internal checkpoints.
+func runDoc(ctx context.Context, store state.Store, r *state.Run) (*runDocument, error) {
+	fresh, err := store.GetRun(ctx, r.ID)
+	if err == nil {
+		r = fresh
+	}
+	recs, err := store.Steps(ctx, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	cp := *r
+	cp.Snapshot = nil
+	for _, rec := range recs {
+		rec.Checkpoint = nil
+	}
+	if recs == nil {
+		recs = []*state.StepRecord{}
+	}
+	return &runDocument{Run: &cp, Steps: recs}, nil
+}
+
+// waitingApproval finds the approval step a waiting run is parked on,
+// following sub-playbook runs: it returns the run that owns the step.
+func waitingApproval(ctx context.Context, store state.Store, runID string) (string, string) {
+	for range 16 { // sub-playbooks nest; bound the walk
+		recs, err := store.Steps(ctx, runID)
+		if err != nil {
+			return runID, "?"
+		}
+		var step string
+		for _, rec := range recs {
+			if rec.Status == state.StepWaiting {
+				step = rec.ID
+				break
+			}
+		}
+		if step == "" {
+			return runID, "?"
+		}
+		children, err := store.ListRuns(ctx, state.RunFilter{ParentID: runID})
+		next := ""
+		if err == nil {
+			for _, c := range children {
+				if c.ParentStep == step && c.Status == state.RunWaiting {
+					next = c.ID
+					break
+				}
+			}
+		}
+		if next == "" {
+			return runID, step
+		}
+		runID = next
+	}
+	return runID, "?"
+}

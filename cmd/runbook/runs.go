@@ -1,0 +1,525 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/steps"
+)
+
+var runsVerb = &verb{
+	name:    "runs",
+	summary: "list, inspect, approve and cancel runs",
+	run:     cmdRuns,
+}
+
+type subVerb struct {
+	name, summary string
+	run           func(ctx context.Context, a *app, args []string) error
+}
+
+func runsSubVerbs() []subVerb {
+	return []subVerb{
+		{"list", "list runs, newest first", cmdRunsList},
+		{"show", "show a run and its steps", cmdRunsShow},
+		{"logs", "print a run's event log", cmdRunsLogs},
+		{"approve", "answer a waiting approval and continue the run", cmdRunsApprove},
+		{"cancel", "cancel an unfinished run", cmdRunsCancel},
+	}
+}
+
+func cmdRuns(ctx context.Context, a *app, args []string) error {
+	subs := runsSubVerbs()
+	usage := func(w io.Writer) {
+		fmt.Fprintln(w, "Usage: runbook runs COMMAND [arguments]")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Runs are read from the state file (--state, $RUNBOOK_STATE, else $XDG_STATE_HOME/runbook/state.db).")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Commands:")
+		for _, s := range subs {
+			fmt.Fprintf(w, "  %-8s %s\n", s.name, s.summary)
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Run 'runbook runs COMMAND -h' for details.")
+	}
+	if len(args) == 0 {
+		usage(a.stderr)
+		return &exitError{code: 2, err: errors.New("missing runs command"), quiet: true}
+	}
+	name := args[0]
+	if name == "-h" || name == "-help" || name == "--help" || name == "help" {
+		if len(args) > 1 {
+			for _, s := range subs {
+				if s.name == args[1] {
+					return s.run(ctx, a, []string{"-h"})
+				}
+			}
+		}
+		usage(a.stdout)
+		return errHelpShown
+	}
+	names := make([]string, len(subs))
+	for i, s := range subs {
+		if s.name == name {
+			return s.run(ctx, a, args[1:])
+		}
+		names[i] = s.name
+	}
+	msg := fmt.Sprintf("unknown runs command %q", name)
+	if s := suggestWord(name, names); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return &exitError{code: 2, err: errors.New(msg), hint: "runbook runs -h"}
+}
+
+// statusList is --status: comma separated, repeatable.
+type statusList []state.RunStatus
+
+func (l *statusList) String() string { return "" }
+
+func (l *statusList) Set(s string) error {
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		switch st := state.RunStatus(p); st {
+		case state.RunPending, state.RunRunning, state.RunWaiting, state.RunSucceeded,
+			state.RunFailed, state.RunCancelled, state.RunSkipped:
+			*l = append(*l, st)
+		default:
+			return fmt.Errorf("unknown status %q (pending, running, waiting, succeeded, failed, cancelled, skipped)", p)
+		}
+	}
+	return nil
+}
+
+func cmdRunsList(ctx context.Context, a *app, args []string) error {
+	fs := newFlagSet(a, command{
+		name: "runs list", usage: "[--status s] [--playbook name] [--limit n] [--output json]",
+		summary: "List runs, newest first.",
+	})
+	var status statusList
+	fs.Var(&status, "status", "only runs with this `status` (comma separated or repeated)")
+	pbName := fs.String("playbook", "", "only runs of this playbook `name`")
+	limit := fs.Int("limit", 20, "at most `n` runs (0: all)")
+	out := addOutputFlag(fs, "text")
+	var sf stateFlags
+	sf.addState(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(fs, pos, 0, 0, ""); err != nil {
+		return err
+	}
+	store, err := sf.openExisting()
+	if err != nil {
+		return err
+	}
+	var runs []*state.Run
+	if store != nil {
+		defer store.Close()
+		runs, err = store.ListRuns(ctx, state.RunFilter{Status: status, Playbook: *pbName, Limit: *limit})
+		if err != nil {
+			return withHint(err, "")
+		}
+	}
+	if out.json {
+		list := make([]*state.Run, len(runs))
+		for i, r := range runs {
+			cp := *r
+			cp.Snapshot = nil
+			list[i] = &cp
+		}
+		return writeJSON(a.stdout, list)
+	}
+	if len(runs) == 0 {
+		fmt.Fprintln(a.stdout, "no runs")
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tPLAYBOOK\tSTATUS\tSTARTED\tDURATION\tERROR")
+	for _, r := range runs {
+		errText := ""
+		if r.Error != nil {
+			errText = oneLine(r.Error.Message, 60)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Playbook, r.Status, formatTime(startOf(r)), runDuration(r), errText)
+	}
+	return tw.Flush()
+}
+
+func startOf(r *state.Run) time.Time {
+	if !r.StartedAt.IsZero() {
+		return r.StartedAt
+	}
+	return r.CreatedAt
+}
+
+func runDuration(r *state.Run) string {
+	switch {
+	case r.StartedAt.IsZero():
+		return "-"
+	case r.EndedAt.IsZero():
+		return formatDuration(time.Since(r.StartedAt)) + "…"
+	}
+	return formatDuration(r.EndedAt.Sub(r.StartedAt))
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// getRun reads a run, with a clear error when it does not exist.
+func getRun(ctx context.Context, store state.Store, id string) (*state.Run, error) {
+	r, err := store.GetRun(ctx, id)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, &exitError{code: 1, err: fmt.Errorf("no run %q", id), hint: "runbook runs list"}
+	}
+	if err != nil {
+		return nil, withHint(err, "")
+	}
+	return r, nil
+}
+
+// openForRun opens the state file that must hold runID.
+func openForRun(sf *stateFlags, runID string) (state.Store, func(), error) {
+	store, err := sf.openExisting()
+	if err != nil {
+		return nil, nil, err
+	}
+	if store == nil {
+		return nil, nil, &exitError{code: 1, err: fmt.Errorf("no run %q: the state file does not exist yet", runID), hint: "runbook runs list --state PATH"}
+	}
+	return store, func() { store.Close() }, nil
+}
+
+func cmdRunsShow(ctx context.Context, a *app, args []string) error {
+	fs := newFlagSet(a, command{
+		name: "runs show", usage: "RUN_ID [--output json]",
+		summary: "Show a run: status, inputs, error, and each step's status, attempts and duration (outputs with --output json).",
+	})
+	out := addOutputFlag(fs, "text")
+	var sf stateFlags
+	sf.addState(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(fs, pos, 1, 1, "the RUN_ID (runbook runs list shows them)"); err != nil {
+		return err
+	}
+	store, done, err := openForRun(&sf, pos[0])
+	if err != nil {
+		return err
+	}
+	defer done()
+	r, err := getRun(ctx, store, pos[0])
+	if err != nil {
+		return err
+	}
+	doc, err := runDoc(ctx, store, r)
+	if err != nil {
+		return withHint(err, "")
+	}
+	if out.json {
+		return writeJSON(a.stdout, doc)
+	}
+	w := a.stdout
+	r = doc.Run
+	fmt.Fprintf(w, "run %s\n", r.ID)
+	pb := r.Playbook
+	if r.File != "" {
+		pb += " (" + r.File + ")"
+	}
+	fmt.Fprintf(w, "  playbook:  %s\n", pb)
+	fmt.Fprintf(w, "  status:    %s\n", r.Status)
+	if r.ParentID != "" {
+		fmt.Fprintf(w, "  parent:    %s (step %s)\n", r.ParentID, r.ParentStep)
+	}
+	fmt.Fprintf(w, "  created:   %s\n", formatTime(r.CreatedAt))
+	if !r.StartedAt.IsZero() {
+		fmt.Fprintf(w, "  started:   %s\n", formatTime(r.StartedAt))
+	}
+	if !r.EndedAt.IsZero() {
+		fmt.Fprintf(w, "  ended:     %s (%s)\n", formatTime(r.EndedAt), runDuration(r))
+	}
+	if len(r.Inputs) > 0 {
+		fmt.Fprintf(w, "  inputs:   %s\n", formatData(r.Inputs))
+	}
+	if len(r.Trigger) > 0 {
+		fmt.Fprintf(w, "  trigger:  %s\n", formatData(r.Trigger))
+	}
+	if r.Error != nil {
+		fmt.Fprintf(w, "  error:     %s (%s)\n", r.Error.Message, r.Error.Code)
+	}
+	if len(r.Outputs) > 0 {
+		fmt.Fprintf(w, "  outputs:  %s\n", formatData(r.Outputs))
+	}
+	if len(doc.Steps) == 0 {
+		fmt.Fprintln(w, "\nno steps have run")
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tSTATUS\tATTEMPTS\tDURATION\tERROR")
+	for _, s := range doc.Steps {
+		dur := "-"
+		if !s.StartedAt.IsZero() && !s.EndedAt.IsZero() {
+			dur = formatDuration(s.EndedAt.Sub(s.StartedAt))
+		} else if !s.StartedAt.IsZero() && !s.Status.Done() {
+			dur = formatDuration(time.Since(s.StartedAt)) + "…"
+		}
+		errText := ""
+		if s.Error != nil {
+			errText = oneLine(s.Error.Message, 80)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.ID, s.Status, s.Attempts, dur, errText)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if r.Status == state.RunWaiting {
+		runID, step := waitingApproval(ctx, store, r.ID)
+		fmt.Fprintf(w, "\nwaiting for approval of step %s; answer with: runbook runs approve %s %s\n", step, runID, step)
+	}
+	return nil
+}
+
+func cmdRunsLogs(ctx context.Context, a *app, args []string) error {
+	fs := newFlagSet(a, command{
+		name: "runs logs", usage: "RUN_ID [--output json]",
+		summary: "Print a run's event log: step transitions, retries, approvals and the steps' log lines.",
+	})
+	out := addOutputFlag(fs, "text")
+	var sf stateFlags
+	sf.addState(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(fs, pos, 1, 1, "the RUN_ID (runbook runs list shows them)"); err != nil {
+		return err
+	}
+	store, done, err := openForRun(&sf, pos[0])
+	if err != nil {
+		return err
+	}
+	defer done()
+	r, err := getRun(ctx, store, pos[0])
+	if err != nil {
+		return err
+	}
+	evs, err := store.Events(ctx, r.ID, 0, 0)
+	if err != nil {
+		return withHint(err, "")
+	}
+	if out.json {
+		if evs == nil {
+			evs = []state.Event{}
+		}
+		return writeJSON(a.stdout, evs)
+	}
+	var b strings.Builder
+	for _, ev := range evs {
+		b.WriteString(formatEvent(ev, "", r.ID))
+		b.WriteByte('\n')
+	}
+	_, err = io.WriteString(a.stdout, b.String())
+	return err
+}
+
+func cmdRunsApprove(ctx context.Context, a *app, args []string) error {
+	fs := newFlagSet(a, command{
+		name: "runs approve", usage: "RUN_ID STEP [--reject] [--comment text] [--by name] [--field key=value ...]",
+		summary: "Answer a waiting approval, then continue the run here with the same progress output as 'runbook run'.",
+		details: `--field values are JSON when they parse as JSON, strings otherwise.
+With --no-resume the answer is only recorded; continue later with
+'runbook run --resume RUN_ID'.`,
+	})
+	reject := fs.Bool("reject", false, "reject instead of approving")
+	comment := fs.String("comment", "", "a `comment` recorded with the answer")
+	by := fs.String("by", os.Getenv("USER"), "who answers (default $USER)")
+	var fields kvList
+	fs.Var(&fields, "field", "response field `key=value` (repeatable)")
+	noResume := fs.Bool("no-resume", false, "record the answer without continuing the run")
+	out := addOutputFlag(fs, "text")
+	quiet := fs.Bool("quiet", false, "no progress: print only the outcome")
+	var sf stateFlags
+	sf.addState(fs)
+	sf.addSecrets(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(fs, pos, 2, 2, "RUN_ID and STEP"); err != nil {
+		return err
+	}
+	runID, step := pos[0], pos[1]
+	answer := state.Approval{Approved: !*reject, By: *by, Comment: *comment}
+	for i, k := range fields.keys {
+		v, err := jsonValue(fields.vals[i])
+		if err != nil {
+			return usageErrorf("runs approve", "--field %s: %v", k, err)
+		}
+		if answer.Fields == nil {
+			answer.Fields = map[string]any{}
+		}
+		answer.Fields[k] = v
+	}
+	src, err := a.loadSecrets(&sf)
+	if err != nil {
+		return err
+	}
+	store, err := sf.openStore()
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	r, err := getRun(ctx, store, runID)
+	if err != nil {
+		return err
+	}
+	root := rootRun(ctx, store, r)
+	prog := nopProgress{}
+	opts := a.engineOptions(store, src)
+	var p progress = prog
+	if !*noResume {
+		p = a.newProgress(out, *quiet, root.ID)
+	}
+	opts.Observer = p.observe
+	eng := engine.New(opts)
+	if err := eng.Approve(ctx, runID, step, answer); err != nil {
+		p.close()
+		return withHint(err, "runbook runs show "+runID)
+	}
+	verdict := "approved"
+	if *reject {
+		verdict = "rejected"
+	}
+	if *noResume {
+		fmt.Fprintf(a.stdout, "step %s of run %s %s; continue with: runbook run --resume %s\n", step, runID, verdict, root.ID)
+		return nil
+	}
+	if err := eng.ReleaseStaleLocks(ctx); err != nil {
+		p.close()
+		return withHint(err, "")
+	}
+	res, err := eng.Resume(ctx, root.ID)
+	p.close()
+	if res == nil {
+		return withHint(err, "runbook run --resume "+root.ID)
+	}
+	return a.finishRun(ctx, store, res, err, out)
+}
+
+// rootRun follows ParentID links to the top-level run: resuming it resumes
+// its sub-playbook runs.
+func rootRun(ctx context.Context, store state.Store, r *state.Run) *state.Run {
+	for range 16 {
+		if r.ParentID == "" {
+			return r
+		}
+		p, err := store.GetRun(ctx, r.ParentID)
+		if err != nil {
+			return r
+		}
+		r = p
+	}
+	return r
+}
+
+func cmdRunsCancel(ctx context.Context, a *app, args []string) error {
+	fs := newFlagSet(a, command{
+		name: "runs cancel", usage: "RUN_ID",
+		summary: "Cancel an unfinished run (and its sub-playbook runs). It can still be resumed with 'runbook run --resume RUN_ID'.",
+	})
+	var sf stateFlags
+	sf.addState(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(fs, pos, 1, 1, "the RUN_ID (runbook runs list shows them)"); err != nil {
+		return err
+	}
+	store, err := sf.openStore()
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	r, err := getRun(ctx, store, pos[0])
+	if err != nil {
+		return err
+	}
+	if r.Status.Done() {
+		return &exitError{code: 1, err: &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s already %s", r.ID, r.Status)}, hint: "runbook runs show " + r.ID}
+	}
+	// This process holds the state file, so no other process executes the
+	// run: marking it cancelled is all there is to do.
+	cancelled, err := cancelRun(ctx, store, r)
+	if err != nil {
+		return withHint(err, "")
+	}
+	locks, err := store.Locks(ctx)
+	if err == nil {
+		for _, l := range locks {
+			if cancelled[l.Owner] {
+				_ = store.ReleaseLock(ctx, l.Key, l.Owner)
+			}
+		}
+	}
+	fmt.Fprintf(a.stdout, "run %s cancelled\n", r.ID)
+	return nil
+}
+
+// cancelRun marks r and its unfinished sub-playbook runs cancelled and
+// returns their IDs.
+func cancelRun(ctx context.Context, store state.Store, r *state.Run) (map[string]bool, error) {
+	done := map[string]bool{}
+	queue := []*state.Run{r}
+	user := os.Getenv("USER")
+	msg := "run cancelled"
+	if user != "" {
+		msg += " by " + user
+	}
+	for len(queue) > 0 && len(done) < 1000 {
+		cur := queue[0]
+		queue = queue[1:]
+		if done[cur.ID] || cur.Status.Done() {
+			continue
+		}
+		now := time.Now()
+		cur.Status, cur.EndedAt, cur.Owner = state.RunCancelled, now, ""
+		cur.Error = &state.ErrorRecord{Code: string(steps.Cancelled), Message: msg}
+		if err := store.SaveRun(ctx, cur, state.Event{Time: now, Type: "run.cancelled", Message: msg}); err != nil {
+			return done, fmt.Errorf("cancel run %s: %w", cur.ID, err)
+		}
+		done[cur.ID] = true
+		children, err := store.ListRuns(ctx, state.RunFilter{ParentID: cur.ID})
+		if err != nil {
+			return done, err
+		}
+		sort.Slice(children, func(i, j int) bool { return children[i].ID < children[j].ID })
+		queue = append(queue, children...)
+	}
+	return done, nil
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/secrets"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/bolt"
+)
+
+// redactor is the engine's Redactor: one per process, used for everything
+// the CLI prints.
+type redactor = engine.Redactor
+
+type nopRedactor struct{}
+
+func (nopRedactor) Add(...string)                       {}
+func (nopRedactor) String(s string) string              { return s }
+func (nopRedactor) Value(v any) any                     { return v }
+func (nopRedactor) Bytes(b []byte) []byte               { return b }
+func (nopRedactor) Handler(h slog.Handler) slog.Handler { return h }
+
+// stateFlags are --state and --secrets, shared by the verbs that need them.
+type stateFlags struct {
+	state   string
+	secrets string
+}
+
+func (sf *stateFlags) addState(fs *flag.FlagSet) {
+	fs.StringVar(&sf.state, "state", "", "state file (default $RUNBOOK_STATE, else $XDG_STATE_HOME/runbook/state.db)")
+}
+
+func (sf *stateFlags) addSecrets(fs *flag.FlagSet) {
+	fs.StringVar(&sf.secrets, "secrets", "", "secrets file (default $RUNBOOK_SECRETS_FILE); the environment is always used too")
+}
+
+// statePath resolves the state file: --state, $RUNBOOK_STATE,
+// $XDG_STATE_HOME/runbook/state.db, ~/.local/state/runbook/state.db.
+func (sf *stateFlags) statePath() (string, error) {
+	if sf.state != "" {
+		return sf.state, nil
+	}
+	if p := os.Getenv("RUNBOOK_STATE"); p != "" {
+		return p, nil
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "runbook", "state.db"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", &exitError{code: 2, err: fmt.Errorf("cannot find the state file: %w", err), hint: "runbook " + "run --state PATH ..."}
+	}
+	return filepath.Join(home, ".local", "state", "runbook", "state.db"), nil
+}
+
+// lockTimeout is how long opening the state file waits for another
+// process to release it.
+const lockTimeout = time.Second
+
+// openStore opens the state file for writing.
+func (sf *stateFlags) openStore() (*bolt.Store, error) {
+	path, err := sf.statePath()
+	if err != nil {
+		return nil, err
+	}
+	st, err := bolt.Open(path, bolt.Options{Timeout: lockTimeout})
+	if err != nil {
+		return nil, storeError(err)
+	}
+	return st, nil
+}
+
+// openExisting opens the state file when it exists (nil, nil when there is
+// none yet: nothing has run).
+func (sf *stateFlags) openExisting() (*bolt.Store, error) {
+	path, err := sf.statePath()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	st, err := bolt.Open(path, bolt.Options{Timeout: lockTimeout})
+	if err != nil {
+		return nil, storeError(err)
+	}
+	return st, nil
+}
+
+// storeError adds the exit code and a hint to a store open error.
+func storeError(err error) error {
+	switch {
+	case errors.Is(err, state.ErrLocked):
+		return &exitError{code: 1, err: err, hint: "wait for the other runbook process to finish, or use --state PATH for a separate state file"}
+	case errors.Is(err, state.ErrCorrupt):
+		return &exitError{code: 1, err: err, hint: "move the file aside and use a fresh one (--state PATH)"}
+	}
+	return &exitError{code: 1, err: err, hint: "runbook run --state PATH FILE"}
+}
+
+// loadSecrets builds the secret source (environment and secrets file) and
+// installs the process redactor.
+func (a *app) loadSecrets(sf *stateFlags) (*secrets.Source, error) {
+	file := sf.secrets
+	if file == "" {
+		file = os.Getenv("RUNBOOK_SECRETS_FILE")
+	}
+	src, err := secrets.NewSource(os.Environ(), file)
+	if err != nil {
+		return nil, &exitError{code: 2, err: err, hint: "check the secrets file given by --secrets or $RUNBOOK_SECRETS_FILE"}
+	}
+	for _, w := range src.Warnings() {
+		fmt.Fprintln(a.stderr, "warning: "+w)
+	}
+	a.redactor = secrets.NewRedactor()
+	return src, nil
+}
+
+// engineOptions returns the options every verb that executes runs uses.
+func (a *app) engineOptions(store state.Store, src *secrets.Source) engine.Options {
+	logger := slog.New(a.redactor.Handler(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	return engine.Options{
+		Store:     store,
+		Logger:    logger,
+		Secrets:   src,
+		Redactor:  a.redactor,
+		Environ:   os.Environ(),
+		Approvals: engine.ApprovalPark,
+		Load:      loadPlaybook,
+		Parse: func(file string, src []byte) (*playbook.Playbook, error) {
+			return playbook.Parse(file, src, playbook.LoadOptions{})
+		},
+	}
+}
+
+func loadPlaybook(path string) (*playbook.Playbook, error) {
+	return playbook.Load(path, playbook.LoadOptions{})
+}

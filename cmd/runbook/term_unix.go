@@ -1,0 +1,19 @@
+//go:build linux || darwin
+
+package main
+
+import (
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// termSize returns the terminal's columns and rows (80x24 when unknown).
+func termSize(f *os.File) (width, height int) {
+	var ws struct{ row, col, x, y uint16 }
+	_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), uintptr(syscall.TIOCGWINSZ), uintptr(unsafe.Pointer(&ws)))
+	if errno != 0 || ws.col == 0 || ws.row == 0 {
+		return envSize()
+	}
+	return int(ws.col), int(ws.row)
+}
