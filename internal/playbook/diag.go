@@ -74,7 +74,7 @@ func sortDiagnostics(ds Diagnostics) Diagnostics {
 func suggest(s string, candidates []string) string {
 	best, bestD := "", 3
 	limit := 2
-	if len(s) <= 3 {
+	if len(s) <= 2 {
 		limit = 1
 	}
 	for _, c := range candidates {

@@ -62,7 +62,11 @@ func Parse(name string, src []byte, opts LoadOptions) (*Playbook, error) {
 	l := &loader{file: name, src: src}
 	pb := l.parse(opts)
 	if len(l.diags) > 0 {
-		return nil, sortDiagnostics(l.diags)
+		ds := sortDiagnostics(l.diags)
+		if len(ds) >= MaxDiagnostics {
+			ds = append(Diagnostics{{Pos: l.pos(nil), Message: fmt.Sprintf("too many problems; stopped after %d", MaxDiagnostics)}}, ds[:MaxDiagnostics]...)
+		}
+		return nil, ds
 	}
 	pb.Path = name
 	if name != "" {

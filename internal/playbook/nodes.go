@@ -24,6 +24,10 @@ const (
 	// MaxSteps is the most steps of a playbook (steps, on_failure and
 	// finally together).
 	MaxSteps = 10_000
+	// MaxDiagnostics is the most diagnostics reported; past it the loader
+	// stops (a hostile file would otherwise cost one did-you-mean search
+	// per broken reference).
+	MaxDiagnostics = 200
 )
 
 // loader holds the state of one Parse: the diagnostics found so far.
@@ -41,6 +45,9 @@ func (l *loader) pos(n *yaml.Node) Pos {
 	}
 	return Pos{File: l.file, Line: n.Line, Col: n.Column}
 }
+
+// full reports whether the diagnostics cap is reached.
+func (l *loader) full() bool { return len(l.diags) >= MaxDiagnostics }
 
 // errf records a diagnostic at node n.
 func (l *loader) errf(n *yaml.Node, path, format string, args ...any) {
@@ -317,6 +324,9 @@ func (l *loader) strict(n *yaml.Node, path string, known ...string) *object {
 		return nil
 	}
 	for _, p := range o.pairs {
+		if path == "" && strings.HasPrefix(p.name, "x-") {
+			continue // top-level extension keys hold anchors for reuse
+		}
 		if !contains(known, p.name) {
 			l.errf(p.key, joinPath(path, p.name), "unknown key %q%s", p.name, didYouMean(p.name, known))
 		}

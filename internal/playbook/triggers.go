@@ -78,7 +78,7 @@ func (l *loader) schedule(n *yaml.Node, path string) *Schedule {
 			}
 		}
 		if _, err := cronParser.Parse(c); err != nil {
-			l.errf(v, joinPath(path, "cron"), "invalid cron expression %q: %v", c, err)
+			l.errf(v, joinPath(path, "cron"), "invalid cron expression %q: %v; use 5 fields (minute hour day-of-month month day-of-week), 6 with seconds first, or a descriptor like @daily", c, err)
 		}
 	}
 	if s.Location == nil {

@@ -67,15 +67,19 @@ func (l *loader) order(ss *stepSet, list []*stepNode) {
 	}
 	g := &graph{l: l, list: list, deps: make([][]int, n), depNode: make([][]int, n), implicit: make([]bool, n),
 		anc: make([]bitset, n), prefix: make([]bitset, n+1), state: make([]uint8, n)}
+	// Steps without needs depend on every earlier step: they share one
+	// backing array (capped slices), so a long list stays linear in memory.
+	var earlier []string
 	for i, sn := range list {
 		st := sn.step
+		if i > 0 && list[i-1].step.ID != "" {
+			earlier = append(earlier, list[i-1].step.ID)
+		}
 		if st.Needs == nil {
 			g.implicit[i] = true
-			st.DependsOn = make([]string, 0, i)
-			for _, e := range list[:i] {
-				if e.step.ID != "" {
-					st.DependsOn = append(st.DependsOn, e.step.ID)
-				}
+			st.DependsOn = earlier[:len(earlier):len(earlier)]
+			if st.DependsOn == nil {
+				st.DependsOn = []string{}
 			}
 			continue
 		}

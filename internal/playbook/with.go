@@ -130,6 +130,9 @@ func identByte(c byte, first bool) bool {
 func (l *loader) compileSteps(pb *Playbook, ss *stepSet, inputs map[string]string) {
 	sc := &scope{inputs: inputs, ss: ss, all: ss.ids, types: map[string]expr.StepType{}}
 	for _, sn := range ss.all {
+		if l.full() {
+			return
+		}
 		if sn.obj == nil {
 			continue
 		}

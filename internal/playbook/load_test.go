@@ -1,0 +1,280 @@
+package playbook
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/expr"
+)
+
+func TestLoadFillsTheModel(t *testing.T) {
+	pb, err := Load("testdata/good/full.yaml", LoadOptions{})
+	require.NoError(t, err)
+
+	assert.Equal(t, "nks-maintenance-upgrade", pb.Name)
+	assert.Equal(t, "testdata/good/full.yaml", pb.Path)
+	abs, _ := filepath.Abs("testdata/good")
+	assert.Equal(t, abs, pb.Dir)
+	sum := sha256.Sum256(pb.Source)
+	assert.Equal(t, hex.EncodeToString(sum[:]), pb.Hash)
+	assert.Equal(t, 36*time.Hour, pb.Timeout)
+	assert.Equal(t, 4, pb.MaxParallel)
+	assert.Equal(t, []string{"nks_token"}, pb.Secrets)
+
+	require.Len(t, pb.Inputs, 9)
+	assert.Equal(t, "cluster", pb.Inputs[0].Name, "inputs keep the written order")
+	assert.True(t, pb.Inputs[0].Required)
+	assert.Equal(t, 3, pb.Inputs[2].Default)
+	assert.Equal(t, []any{"default-worker", "gpu"}, pb.Inputs[5].Default)
+	assert.True(t, pb.Inputs[8].Secret)
+	assert.Equal(t, Pos{File: "testdata/good/full.yaml", Line: 6, Col: 3}, pb.Inputs[0].Pos)
+
+	require.Len(t, pb.Triggers, 3)
+	s := pb.Triggers[0].Schedule
+	assert.Equal(t, "Asia/Seoul", s.Location.String())
+	assert.Equal(t, "latest", s.Catchup)
+	assert.Equal(t, 48*time.Hour, s.CatchupWindow)
+	assert.Equal(t, "skip", pb.Triggers[1].Schedule.Overlap, "overlap defaults to skip")
+	assert.Equal(t, "none", pb.Triggers[1].Schedule.Catchup, "catchup defaults to none")
+	w := pb.Triggers[2].Webhook
+	assert.Equal(t, []string{"notice.created", "notice.updated"}, w.Events)
+	assert.Equal(t, "hook", w.Each)
+	require.NotNil(t, w.If)
+	ok, err := w.If.EvalBool(&expr.Scope{Trigger: map[string]any{"body": map[string]any{"kind": "maintenance"}}})
+	require.NoError(t, err)
+	assert.True(t, ok)
+	v, err := pb.Triggers[0].Inputs["cluster"].Eval(&expr.Scope{})
+	require.NoError(t, err)
+	assert.Equal(t, "prod", v)
+
+	assert.Equal(t, "queue", pb.Concurrency.OnBusy)
+	key, err := pb.Concurrency.Key.Eval(&expr.Scope{Inputs: map[string]any{"cluster": "c1"}})
+	require.NoError(t, err)
+	assert.Equal(t, "nks/c1", key)
+
+	byID := map[string]*Step{}
+	for _, st := range append(append(append([]*Step{}, pb.Steps...), pb.OnFailure...), pb.Finally...) {
+		byID[st.ID] = st
+	}
+	assert.Nil(t, byID["start"].Needs, "no needs: nil")
+	assert.Equal(t, []string{}, byID["literal_loop"].Needs, "needs: [] is kept as an empty list")
+	assert.Empty(t, byID["literal_loop"].DependsOn)
+	assert.Equal(t, []string{"start", "facts", "probe", "per_group", "literal_loop"}, byID["script"].DependsOn)
+	assert.Equal(t, []string{"probe", "facts"}, byID["per_group"].DependsOn)
+	assert.Equal(t, []string{"cleanup"}, byID["bye"].DependsOn)
+	assert.Empty(t, byID["alert"].DependsOn)
+
+	assert.Equal(t, []string{"message", "level", "fields"}, byID["start"].WithKeys)
+	assert.Equal(t, "log", byID["start"].Desc.Type)
+	assert.Equal(t, "Announce", byID["start"].Name)
+
+	r := byID["probe"].Retry
+	require.NotNil(t, r)
+	assert.Equal(t, 3, r.Attempts)
+	assert.Equal(t, 30*time.Second, r.Delay)
+	assert.Equal(t, 2.0, r.Backoff)
+	assert.Equal(t, 5*time.Minute, r.MaxDelay)
+	assert.True(t, r.Jitter)
+	require.NotNil(t, r.If)
+	assert.Equal(t, 2*time.Minute, byID["probe"].Timeout)
+	require.Contains(t, byID["probe"].Outputs, "found")
+
+	pg := byID["per_group"]
+	require.NotNil(t, pg.ForEach)
+	items, err := pg.ForEach.Eval(&expr.Scope{Inputs: map[string]any{"groups": []any{"a", "b"}}})
+	require.NoError(t, err)
+	assert.Equal(t, []any{"a", "b"}, items)
+	assert.Equal(t, 2, pg.MaxParallel)
+	require.NotNil(t, pg.If)
+	assert.False(t, pg.If.UsesStatusFunc())
+	assert.True(t, byID["report"].If.UsesStatusFunc())
+	assert.True(t, byID["script"].ContinueOnError)
+
+	lit, err := byID["literal_loop"].ForEach.Eval(nil)
+	require.NoError(t, err)
+	assert.Equal(t, []any{"a", "b", "c"}, lit)
+
+	assert.Equal(t, map[string]any{"region": "kr1", "token": "${{ secrets.nks_token }}"}, pb.Connections["nks"])
+	assert.Contains(t, pb.Outputs, "target")
+	env, err := pb.Env["RETRIES"].Eval(nil)
+	require.NoError(t, err)
+	assert.Equal(t, "3", env)
+}
+
+func TestRetryDefaults(t *testing.T) {
+	pb := mustParse(t, `
+version: 1
+name: r
+steps:
+  - {id: a, uses: log, with: {message: x}, retry: {}}
+`)
+	assert.Equal(t, &Retry{Attempts: 3, Delay: time.Second, Backoff: 1}, pb.Steps[0].Retry)
+}
+
+func TestNeedsAcceptsOneString(t *testing.T) {
+	pb := mustParse(t, `
+version: 1
+name: r
+steps:
+  - {id: a, uses: log, with: {message: x}}
+  - {id: b, uses: log, with: {message: x}}
+  - {id: c, uses: log, needs: a, with: {message: "${{ steps.a.outputs.message }}"}}
+`)
+	assert.Equal(t, []string{"a"}, pb.Steps[2].Needs)
+	assert.Equal(t, []string{"a"}, pb.Steps[2].DependsOn)
+}
+
+func TestImplicitOrderMakesACycle(t *testing.T) {
+	_, err := Parse("p.yaml", []byte(`
+version: 1
+name: r
+steps:
+  - {id: a, uses: log, needs: [b], with: {message: x}}
+  - {id: b, uses: log, with: {message: x}}
+`), LoadOptions{})
+	require.Error(t, err)
+	assert.Equal(t, `p.yaml:6:5: steps[1]: cycle in needs: a -> b -> a (b has no needs, so it runs after every step written before it)`, err.Error())
+}
+
+func TestHostileInput(t *testing.T) {
+	t.Run("a source over the size cap is refused before parsing", func(t *testing.T) {
+		src := "version: 1\nname: big\n# " + strings.Repeat("x", 2000) + "\n"
+		_, err := Parse("big.yaml", []byte(src), LoadOptions{MaxBytes: 1000})
+		require.Error(t, err)
+		assert.Equal(t, "big.yaml:1:1: playbook is larger than 1000 bytes", err.Error())
+	})
+	t.Run("Load reads no more than the cap", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "big.yaml")
+		require.NoError(t, writeFile(path, strings.Repeat("#", DefaultMaxBytes+10)))
+		_, err := Load(path, LoadOptions{})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), fmt.Sprintf("playbook is larger than %d bytes", DefaultMaxBytes))
+	})
+	t.Run("more than 10000 steps", func(t *testing.T) {
+		var b strings.Builder
+		b.WriteString("version: 1\nname: many\nsteps:\n")
+		for i := 0; i <= MaxSteps; i++ {
+			fmt.Fprintf(&b, "- {id: s%d, uses: log}\n", i)
+		}
+		_, err := Parse("many.yaml", []byte(b.String()), LoadOptions{MaxBytes: 1 << 22})
+		require.Error(t, err)
+		assert.Equal(t, "many.yaml:1:1: playbook has 10001 steps (limit 10000)", err.Error())
+	})
+	t.Run("10000 sequential steps load quickly", func(t *testing.T) {
+		var b strings.Builder
+		b.WriteString("version: 1\nname: many\nsteps:\n- {id: s0, uses: log, with: {message: x}}\n")
+		for i := 1; i < MaxSteps; i++ {
+			fmt.Fprintf(&b, "- {id: s%d, uses: log, with: {message: \"${{ steps.s%d.outputs.message }} ${{ steps.s0.outputs.message }}\"}}\n", i, i-1)
+		}
+		start := time.Now()
+		pb, err := Parse("many.yaml", []byte(b.String()), LoadOptions{MaxBytes: 1 << 22})
+		require.NoError(t, err)
+		assert.Len(t, pb.Steps, MaxSteps)
+		assert.Less(t, time.Since(start), 10*time.Second)
+	})
+	t.Run("10000 broken steps stop at the diagnostics cap", func(t *testing.T) {
+		var b strings.Builder
+		b.WriteString("version: 1\nname: many\nsteps:\n")
+		for i := 0; i < MaxSteps; i++ {
+			fmt.Fprintf(&b, "- {id: s%d, uses: log, with: {message: \"${{ steps.nope.outputs.message }}\"}}\n", i)
+		}
+		start := time.Now()
+		_, err := Parse("many.yaml", []byte(b.String()), LoadOptions{MaxBytes: 1 << 22})
+		var ds Diagnostics
+		require.True(t, errors.As(err, &ds))
+		assert.Equal(t, MaxDiagnostics+1, len(ds))
+		assert.Equal(t, fmt.Sprintf("many.yaml:1:1: too many problems; stopped after %d", MaxDiagnostics), ds[0].String())
+		assert.Less(t, time.Since(start), 10*time.Second)
+	})
+}
+
+func TestDiagnosticsAreSortedAndComplete(t *testing.T) {
+	_, err := Parse("p.yaml", []byte(`
+version: 1
+name: p
+steps:
+  - {id: b, uses: lgo}
+  - {id: a, uses: log, with: {message: x, lvl: 1}, timeout: soon}
+inputs:
+  n: {type: integer, default: x}
+`), LoadOptions{})
+	var ds Diagnostics
+	require.True(t, errors.As(err, &ds))
+	want := []string{
+		`p.yaml:5:19: steps[0].uses: unknown step type "lgo"; did you mean "log"?`,
+		`p.yaml:6:43: steps[1].with.lvl: unknown parameter "lvl"; did you mean "level"?`,
+		`p.yaml:6:61: steps[1].timeout: invalid duration "soon"; use e.g. 30s, 5m, 2h, 1d`,
+		`p.yaml:8:31: inputs.n.default: must be an integer (got string)`,
+	}
+	assert.Equal(t, strings.Join(want, "\n"), err.Error())
+	assert.Equal(t, 4, len(ds))
+}
+
+func TestParseDuration(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+		err  string
+	}{
+		{in: "30s", want: 30 * time.Second},
+		{in: "1h30m", want: 90 * time.Minute},
+		{in: "2d", want: 48 * time.Hour},
+		{in: "1d12h", want: 36 * time.Hour},
+		{in: "0s", want: 0},
+		{in: "5 minutes", err: `invalid duration "5 minutes"; use e.g. 30s, 5m, 2h, 1d`},
+		{in: "-1s", err: `invalid duration "-1s": must not be negative`},
+		{in: "d", err: `invalid duration "d"; use e.g. 30s, 5m, 2h, 1d`},
+		{in: "1.5d", err: `invalid duration "1.5d"; use e.g. 30s, 5m, 2h, 1d`},
+		{in: "99999999d", err: `invalid duration "99999999d"; use e.g. 30s, 5m, 2h, 1d`},
+		{in: "", err: `invalid duration ""; use e.g. 30s, 5m, 2h, 1d`},
+	} {
+		t.Run(c.in, func(t *testing.T) {
+			got, err := ParseDuration(c.in)
+			if c.err != "" {
+				require.Error(t, err)
+				assert.Equal(t, c.err, err.Error())
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c.want, got)
+		})
+	}
+}
+
+func TestExpressionColumns(t *testing.T) {
+	for _, c := range []struct {
+		name, value, want string
+	}{
+		// The error points at "nope" (the expr package reports the member).
+		{"plain", `message: x ${{ inputs.nope }}`, "p.yaml:7:29"},
+		{"double quoted", `message: "x ${{ inputs.nope }}"`, "p.yaml:7:30"},
+		{"single quoted", `message: 'x ${{ inputs.nope }}'`, "p.yaml:7:30"},
+		{"literal block", "message: |\n        line one\n          x ${{ inputs.nope }}", "p.yaml:9:24"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := "version: 1\nname: p\nsteps:\n  - id: a\n    uses: log\n    with:\n      " + c.value + "\n"
+			_, err := Parse("p.yaml", []byte(src), LoadOptions{})
+			require.Error(t, err)
+			assert.True(t, strings.HasPrefix(err.Error(), c.want+": steps[0].with.message: unknown input \"nope\""), err.Error())
+		})
+	}
+}
+
+func mustParse(t *testing.T, src string) *Playbook {
+	t.Helper()
+	pb, err := Parse("test.yaml", []byte(src), LoadOptions{})
+	require.NoError(t, err)
+	return pb
+}
+
+func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }
