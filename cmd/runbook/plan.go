@@ -207,6 +207,14 @@ func makePlan(pb *playbook.Playbook, given map[string]any) (*plan, error) {
 			continue
 		}
 		pl := planList{Name: l.name}
+		// Lists after the main one see the run's outcome: the plan shows
+		// the happy path for finally, a failure for on_failure.
+		switch l.name {
+		case "on_failure":
+			sc.Run.Status = "failed"
+		case "finally":
+			sc.Run.Status = "succeeded"
+		}
 		for _, st := range executionOrder(l.list) {
 			ps := planStepOf(st, sc, missingSet)
 			if len(ps.Problems) > 0 && ps.Note == "" {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/runbook/runbook/internal/steps"
 )
@@ -194,6 +195,17 @@ func paramRows(prefix string, schema map[string]any) []paramInfo {
 		if _, nested := real["properties"]; nested {
 			rows = append(rows, paramRows(prefix+name+".", real)...)
 		}
+		// maps and lists of objects: fields.*.type, items[].name
+		if ap, ok := real["additionalProperties"].(map[string]any); ok {
+			if elem := realSchema(ap); elem["properties"] != nil {
+				rows = append(rows, paramRows(prefix+name+".*.", elem)...)
+			}
+		}
+		if it, ok := real["items"].(map[string]any); ok {
+			if elem := realSchema(it); elem["properties"] != nil {
+				rows = append(rows, paramRows(prefix+name+"[].", elem)...)
+			}
+		}
 	}
 	return rows
 }
@@ -251,20 +263,20 @@ func constraints(s map[string]any) []string {
 	isDuration := schemaType(s) == "duration"
 	lo, hasLo := s["minimum"]
 	hi, hasHi := s["maximum"]
-	unit := ""
+	show := func(v any) string { return fmt.Sprint(v) }
 	if isDuration {
-		unit = "s"
-		if n, ok := lo.(int64); ok && n == 0 && !hasHi {
-			hasLo = false
+		show = secondsText
+		if n, ok := asInt64(lo); ok && n == 0 {
+			hasLo = false // durations are never negative
 		}
 	}
 	switch {
 	case hasLo && hasHi:
-		add("%v%s..%v%s", lo, unit, hi, unit)
+		add("%s..%s", show(lo), show(hi))
 	case hasLo:
-		add(">= %v%s", lo, unit)
+		add(">= %s", show(lo))
 	case hasHi:
-		add("<= %v%s", hi, unit)
+		add("<= %s", show(hi))
 	}
 	for _, k := range [][2]string{{"minLength", "maxLength"}, {"minItems", "maxItems"}, {"minProperties", "maxProperties"}} {
 		lo, hasLo := s[k[0]]
@@ -312,4 +324,32 @@ func compactJSON(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+func asInt64(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	case float64:
+		return int64(n), n == float64(int64(n))
+	}
+	return 0, false
+}
+
+// secondsText renders a bound in seconds as a duration: 90 -> 1m30s, 86400 -> 24h.
+func secondsText(v any) string {
+	n, ok := asInt64(v)
+	if !ok {
+		return fmt.Sprint(v)
+	}
+	s := (time.Duration(n) * time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
