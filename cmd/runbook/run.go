@@ -214,7 +214,7 @@ func (a *app) finishRun(ctx context.Context, store state.Store, r *state.Run, ru
 		return nil
 	case state.RunCancelled:
 		fmt.Fprintf(a.stdout, "run %s cancelled after %s\n", r.ID, dur)
-		return &exitError{code: 1, err: errors.New("cancelled"), quiet: true, hint: "runbook run --resume " + r.ID}
+		return &exitError{code: 1, err: errors.New("cancelled"), quiet: true, hint: "runbook runs show " + r.ID}
 	}
 	fmt.Fprintf(a.stdout, "run %s failed after %s: %s\n", r.ID, dur, a.redactor.String(errorText(r.Error)))
 	return &exitError{code: 1, err: errors.New("failed"), quiet: true, hint: "runbook runs show " + r.ID}
