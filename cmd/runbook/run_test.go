@@ -201,3 +201,33 @@ func TestRunningTheSamePlaybookTwiceKeepsSeparateRuns(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &runs))
 	assert.Len(t, runs, 2)
 }
+
+func TestRunMasksSecretsInEverythingItPrints(t *testing.T) {
+	c := newCLI(t)
+	pb := c.file("secret.yaml", `version: 1
+name: secretive
+steps:
+  - id: use
+    uses: log
+    with: {message: "token is ${{ secrets.TOKEN }}"}
+  - id: echo
+    uses: shell
+    with: {command: "echo $TOKEN_COPY", env: {TOKEN_COPY: "${{ secrets.TOKEN }}"}}
+`)
+	const value = "tok-9f8e7d6c5b4a"
+	c.env = append(c.env, "RUNBOOK_SECRET_TOKEN="+value)
+	r := c.run("run", pb)
+	require.Equal(t, 0, r.code, r)
+	assert.Contains(t, r.stdout, "use: token is ***")
+	id := runIDOf(t, r.stdout)
+	for _, args := range [][]string{{"run", pb, "--output", "json"}, {"runs", "show", id, "--output", "json"}, {"runs", "logs", id}} {
+		r := c.run(args...)
+		require.Equal(t, 0, r.code, r)
+		assert.NotContains(t, r.stdout+r.stderr, value, args)
+	}
+
+	c.env = withoutEnv(c.env, "RUNBOOK_SECRET_TOKEN")
+	r = c.run("run", pb)
+	assert.Equal(t, 2, r.code, r)
+	assert.Contains(t, r.stderr, "secret TOKEN not set")
+}
