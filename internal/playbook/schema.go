@@ -1,0 +1,290 @@
+package playbook
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	yaml "go.yaml.in/yaml/v4"
+
+	"github.com/runbook/runbook/internal/steps"
+)
+
+// SchemaID is the $id of the playbook JSON Schema.
+const SchemaID = "https://runbook.dev/schema/playbook.schema.json"
+
+// durationPattern matches what ParseDuration accepts: Go durations with an
+// optional leading whole number of days.
+const durationPattern = `^([0-9]+d)?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))*$`
+
+// Schema returns the JSON Schema (draft 2020-12) of playbooks for the step
+// types registered now: the top-level structure, inputs, triggers, and a
+// `with` schema per `uses`. The output is deterministic (sorted keys,
+// 2-space indent, trailing newline); schema/playbook.schema.json holds it
+// for the built-in steps.
+func Schema() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(schemaDoc()); err != nil {
+		return nil, fmt.Errorf("encode playbook schema: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+type obj = map[string]any
+
+func ref(name string) obj { return obj{"$ref": "#/$defs/" + name} }
+
+func schemaDoc() obj {
+	ident := `^[a-zA-Z_][a-zA-Z0-9_]*$`
+	str := obj{"type": "string"}
+	defs := obj{
+		"duration":   obj{"type": "string", "pattern": durationPattern, "minLength": 1, "description": "Go duration with an optional days prefix: 30s, 5m, 2h, 1d12h"},
+		"expression": obj{"type": []any{"string", "boolean"}, "description": "an expression, bare or one ${{ }}"},
+		"template":   obj{"description": "a value; strings may hold ${{ }} expressions"},
+		"input":      inputSchema(),
+		"retry":      retrySchema(),
+		"step":       stepSchema(),
+		"steps":      obj{"type": "array", "items": ref("step")},
+		"schedule":   scheduleSchema(),
+		"webhook":    webhookSchema(),
+		"trigger":    triggerSchema(),
+	}
+	return obj{
+		"$schema":     "https://json-schema.org/draft/2020-12/schema",
+		"$id":         SchemaID,
+		"title":       "runbook playbook",
+		"description": "A runbook playbook (version 1). Generated from the step registry: do not edit; run make schema.",
+		"type":        "object",
+		"required":    []any{"version", "name", "steps"},
+		"properties": obj{
+			"version":     obj{"const": 1},
+			"name":        obj{"type": "string", "pattern": nameRE.String()},
+			"description": str,
+			"inputs": obj{
+				"type":                 "object",
+				"propertyNames":        obj{"pattern": ident},
+				"additionalProperties": obj{"anyOf": []any{ref("input"), obj{"type": "null"}}},
+			},
+			"env": obj{
+				"type":                 "object",
+				"propertyNames":        obj{"pattern": ident},
+				"additionalProperties": obj{"type": []any{"string", "number", "boolean"}},
+			},
+			"connections": obj{
+				"type":                 "object",
+				"additionalProperties": obj{"type": []any{"object", "null"}},
+			},
+			"triggers": obj{"type": "array", "items": ref("trigger")},
+			"concurrency": obj{
+				"type":                 "object",
+				"additionalProperties": false,
+				"required":             []any{"key"},
+				"properties": obj{
+					"key":     str,
+					"on_busy": obj{"enum": []any{"queue", "skip", "cancel_running"}, "default": "queue"},
+				},
+			},
+			"timeout":      ref("duration"),
+			"max_parallel": obj{"type": "integer", "minimum": 1},
+			"steps":        obj{"type": "array", "items": ref("step"), "minItems": 1},
+			"on_failure":   ref("steps"),
+			"finally":      ref("steps"),
+			"outputs": obj{
+				"type":                 "object",
+				"propertyNames":        obj{"pattern": ident},
+				"additionalProperties": ref("template"),
+			},
+		},
+		"patternProperties":    obj{"^x-": obj{}},
+		"additionalProperties": false,
+		"$defs":                defs,
+	}
+}
+
+func inputSchema() obj {
+	return obj{
+		"type":                 "object",
+		"additionalProperties": false,
+		"properties": obj{
+			"type":        obj{"enum": stringsAny(inputTypes), "default": "string"},
+			"required":    obj{"type": "boolean"},
+			"default":     obj{},
+			"enum":        obj{"type": "array"},
+			"pattern":     obj{"type": "string", "format": "regex"},
+			"min":         obj{"type": "number"},
+			"max":         obj{"type": "number"},
+			"description": obj{"type": "string"},
+			"secret":      obj{"type": "boolean"},
+		},
+	}
+}
+
+func retrySchema() obj {
+	return obj{
+		"type":                 "object",
+		"additionalProperties": false,
+		"properties": obj{
+			"attempts":  obj{"type": "integer", "minimum": 1, "maximum": 100, "default": 3},
+			"delay":     ref("duration"),
+			"backoff":   obj{"type": "number", "minimum": 1, "maximum": 100, "default": 1},
+			"max_delay": ref("duration"),
+			"jitter":    obj{"type": "boolean"},
+			"if":        ref("expression"),
+		},
+	}
+}
+
+func stepSchema() obj {
+	all := steps.All()
+	names := make([]any, len(all))
+	var rules []any
+	for i, d := range all {
+		names[i] = d.Type
+		with := d.ParamsSchema()
+		then := obj{"properties": obj{"with": with}}
+		if req, ok := with["required"].([]any); ok && len(req) > 0 {
+			then["required"] = []any{"with"}
+		}
+		rules = append(rules, obj{
+			"if":   obj{"properties": obj{"uses": obj{"const": d.Type}}, "required": []any{"uses"}},
+			"then": then,
+		})
+	}
+	s := obj{
+		"type":                 "object",
+		"additionalProperties": false,
+		"required":             []any{"id", "uses"},
+		"properties": obj{
+			"id":                obj{"type": "string", "pattern": identRE.String()},
+			"name":              obj{"type": "string"},
+			"uses":              obj{"type": "string", "enum": names},
+			"with":              obj{"type": "object"},
+			"if":                ref("expression"),
+			"needs":             obj{"anyOf": []any{obj{"type": "string"}, obj{"type": "array", "items": obj{"type": "string"}, "uniqueItems": true}}},
+			"for_each":          obj{"type": []any{"string", "array"}},
+			"max_parallel":      obj{"type": "integer", "minimum": 1},
+			"retry":             ref("retry"),
+			"timeout":           ref("duration"),
+			"continue_on_error": obj{"type": "boolean"},
+			"outputs": obj{
+				"type":                 "object",
+				"propertyNames":        obj{"pattern": identRE.String()},
+				"additionalProperties": ref("template"),
+			},
+		},
+	}
+	if len(rules) > 0 {
+		s["allOf"] = rules
+	}
+	return s
+}
+
+func scheduleSchema() obj {
+	return obj{
+		"type":                 "object",
+		"additionalProperties": false,
+		"required":             []any{"cron"},
+		"properties": obj{
+			"cron":           obj{"type": "string", "description": "5 or 6 fields (seconds first), or @daily-style descriptors; CRON_TZ= prefix allowed"},
+			"timezone":       obj{"type": "string", "description": "IANA time zone, e.g. Asia/Seoul"},
+			"overlap":        obj{"enum": []any{"skip", "queue", "allow", "replace"}, "default": "skip"},
+			"catchup":        obj{"enum": []any{"none", "latest", "all"}, "default": "none"},
+			"catchup_window": ref("duration"),
+			"jitter":         ref("duration"),
+		},
+	}
+}
+
+func webhookSchema() obj {
+	return obj{
+		"type":                 "object",
+		"additionalProperties": false,
+		"required":             []any{"route"},
+		"properties": obj{
+			"route": obj{"type": "string", "pattern": `^[A-Za-z0-9._/-]{1,200}$`},
+			"event": obj{"anyOf": []any{obj{"type": "string"}, obj{"type": "array", "items": obj{"type": "string"}}}},
+			"if":    ref("expression"),
+			"each":  obj{"enum": []any{"hook"}},
+		},
+	}
+}
+
+func triggerSchema() obj {
+	inputs := obj{"type": "object", "additionalProperties": ref("template")}
+	return obj{
+		"oneOf": []any{
+			obj{
+				"type": "object", "additionalProperties": false, "required": []any{"schedule"},
+				"properties": obj{"schedule": ref("schedule"), "inputs": inputs},
+			},
+			obj{
+				"type": "object", "additionalProperties": false, "required": []any{"webhook"},
+				"properties": obj{"webhook": ref("webhook"), "inputs": inputs},
+			},
+		},
+	}
+}
+
+func stringsAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// ValidateSchema checks a playbook source (YAML) against Schema() for the
+// step types registered now (import internal/steps/all first). It is a
+// second opinion for editors and tests; Parse is the authority and its
+// diagnostics are more precise.
+func ValidateSchema(src []byte) error {
+	l := &loader{file: "playbook", src: src, lines: strings.Split(string(src), "\n")}
+	doc := l.parseYAML()
+	if doc == nil || !l.measure(doc) {
+		return sortDiagnostics(l.diags)
+	}
+	root := doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+		root = root.Content[0]
+	}
+	v, _ := l.value(root, "")
+	if len(l.diags) > 0 {
+		return sortDiagnostics(l.diags)
+	}
+	inst, err := jsonRoundTrip(v)
+	if err != nil {
+		return err
+	}
+	raw, err := Schema()
+	if err != nil {
+		return err
+	}
+	sdoc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return fmt.Errorf("read playbook schema: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(SchemaID, sdoc); err != nil {
+		return fmt.Errorf("add playbook schema: %w", err)
+	}
+	sch, err := c.Compile(SchemaID)
+	if err != nil {
+		return fmt.Errorf("compile playbook schema: %w", err)
+	}
+	return sch.Validate(inst)
+}
+
+// jsonRoundTrip converts a YAML-decoded value to what encoding/json would
+// produce, the form the validator expects.
+func jsonRoundTrip(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("convert playbook to JSON: %w", err)
+	}
+	return jsonschema.UnmarshalJSON(bytes.NewReader(b))
+}
