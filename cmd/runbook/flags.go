@@ -49,8 +49,7 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fs.Usage()
-				return nil, errHelpShown
+				return nil, errHelpShown // Parse printed the usage
 			}
 			return nil, &exitError{code: 2, err: err, hint: "runbook " + fs.Name() + " -h"}
 		}
@@ -131,7 +130,11 @@ func (o *outputFlag) Set(s string) error {
 
 func addOutputFlag(fs *flag.FlagSet, def string) *outputFlag {
 	o := &outputFlag{json: def == "json"}
-	fs.Var(o, "output", "output format: text or json (default "+def+")")
+	usage := "output `format`: text or json"
+	if def == "text" {
+		usage += " (default text)" // the flag package shows non-zero defaults only
+	}
+	fs.Var(o, "output", usage)
 	return o
 }
 

@@ -35,11 +35,11 @@ type stateFlags struct {
 }
 
 func (sf *stateFlags) addState(fs *flag.FlagSet) {
-	fs.StringVar(&sf.state, "state", "", "state file (default $RUNBOOK_STATE, else $XDG_STATE_HOME/runbook/state.db)")
+	fs.StringVar(&sf.state, "state", "", "state `file` (default $RUNBOOK_STATE, else $XDG_STATE_HOME/runbook/state.db)")
 }
 
 func (sf *stateFlags) addSecrets(fs *flag.FlagSet) {
-	fs.StringVar(&sf.secrets, "secrets", "", "secrets file (default $RUNBOOK_SECRETS_FILE); the environment is always used too")
+	fs.StringVar(&sf.secrets, "secrets", "", "secrets `file` (default $RUNBOOK_SECRETS_FILE); the environment is always used too")
 }
 
 // statePath resolves the state file: --state, $RUNBOOK_STATE,
