@@ -42,7 +42,7 @@ type verb struct {
 var verbs []*verb
 
 func init() {
-	verbs = []*verb{runVerb, validateVerb, planVerb, callVerb, stepsVerb, runsVerb}
+	verbs = []*verb{runVerb, validateVerb, planVerb, callVerb, stepsVerb, schemaVerb, runsVerb}
 }
 
 func findVerb(name string) *verb {

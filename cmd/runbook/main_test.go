@@ -114,7 +114,7 @@ func TestHelpListsTheImplementedCommands(t *testing.T) {
 	c := newCLI(t)
 	r := c.run("help")
 	require.Equal(t, 0, r.code, r)
-	for _, verb := range []string{"run", "validate", "plan", "call", "steps", "runs"} {
+	for _, verb := range []string{"run", "validate", "plan", "call", "steps", "schema", "runs"} {
 		assert.Regexp(t, `(?m)^  `+verb+` `, r.stdout)
 	}
 	assert.NotContains(t, r.stdout, "serve")
