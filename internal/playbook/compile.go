@@ -79,14 +79,30 @@ func (l *loader) compileValue(n *yaml.Node, path string, te *expr.TypeEnv) (comp
 }
 
 // template compiles a string scalar as a template.
+// A node reached again through an alias under the same environment reuses
+// its compiled value, so aliases cannot multiply compile work.
 func (l *loader) template(n *yaml.Node, path string, te *expr.TypeEnv) (expr.Value, bool) {
+	key := tplKey{n, te}
+	if v, ok := l.tpls[key]; ok {
+		return v, v != nil
+	}
+	if l.tpls == nil {
+		l.tpls = map[tplKey]expr.Value{}
+	}
 	v, err := expr.CompileTemplate(n.Value, te)
 	if err != nil {
+		l.tpls[key] = nil
 		l.exprError(n, path, err)
 		return nil, false
 	}
+	l.tpls[key] = v
 	l.noteRefs(v.Refs())
 	return v, true
+}
+
+type tplKey struct {
+	n  *yaml.Node
+	te *expr.TypeEnv
 }
 
 // program compiles an `if:`-like scalar: bare or one ${{ }}. Booleans are

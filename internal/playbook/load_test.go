@@ -160,6 +160,15 @@ func TestHostileInput(t *testing.T) {
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), fmt.Sprintf("playbook is larger than %d bytes", DefaultMaxBytes))
 	})
+	t.Run("aliases do not multiply compile work", func(t *testing.T) {
+		var b strings.Builder
+		b.WriteString("version: 1\nname: amp\nx-a: &a [" + strings.Repeat(`"${{ inputs.x ?? 1 }}",`, 250) + "1]\n")
+		b.WriteString("inputs: {x: {}}\nsteps:\n  - {id: s, uses: log, with: {message: m, fields: {k: [" + strings.Repeat("*a,", 190) + "1]}}}\n")
+		start := time.Now()
+		_, err := Parse("amp.yaml", []byte(b.String()), LoadOptions{})
+		require.NoError(t, err)
+		assert.Less(t, time.Since(start), time.Second)
+	})
 	t.Run("more than 10000 steps", func(t *testing.T) {
 		var b strings.Builder
 		b.WriteString("version: 1\nname: many\nsteps:\n")

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	yaml "go.yaml.in/yaml/v4"
+
+	"github.com/runbook/runbook/internal/expr"
 )
 
 // Caps on hostile input. See doc.go.
@@ -37,6 +39,7 @@ type loader struct {
 	lines   []string // source lines, for block scalar columns
 	diags   Diagnostics
 	secrets map[string]bool // secret names referenced by expressions
+	tpls    map[tplKey]expr.Value
 }
 
 func (l *loader) pos(n *yaml.Node) Pos {
