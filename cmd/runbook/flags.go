@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"text/tabwriter"
 )
 
 // command describes one verb (or `runs` sub-verb) for its flag set and usage.
@@ -166,4 +167,35 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// table aligns tab-separated cells in columns, without trailing blanks.
+type table struct {
+	w   io.Writer
+	buf strings.Builder
+	tw  *tabwriter.Writer
+}
+
+func newTable(w io.Writer, pad int) *table {
+	t := &table{w: w}
+	t.tw = tabwriter.NewWriter(&t.buf, 0, 0, pad, ' ', 0)
+	return t
+}
+
+func (t *table) row(cells ...string) { fmt.Fprintln(t.tw, strings.Join(cells, "\t")) }
+
+func (t *table) flush() error {
+	if err := t.tw.Flush(); err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(t.buf.String(), "\n") {
+		if line == "" {
+			continue
+		}
+		b.WriteString(strings.TrimRight(line, " \n"))
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(t.w, b.String())
+	return err
 }

@@ -7,8 +7,8 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/runbook/runbook/internal/engine"
@@ -144,16 +144,16 @@ func cmdRunsList(ctx context.Context, a *app, args []string) error {
 		fmt.Fprintln(a.stdout, "no runs")
 		return nil
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tPLAYBOOK\tSTATUS\tSTARTED\tDURATION\tERROR")
+	tw := newTable(a.stdout, 2)
+	tw.row("RUN", "PLAYBOOK", "STATUS", "STARTED", "DURATION", "ERROR")
 	for _, r := range runs {
 		errText := ""
 		if r.Error != nil {
 			errText = oneLine(r.Error.Message, 60)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Playbook, r.Status, formatTime(startOf(r)), runDuration(r), errText)
+		tw.row(r.ID, r.Playbook, string(r.Status), formatTime(startOf(r)), runDuration(r), errText)
 	}
-	return tw.Flush()
+	return tw.flush()
 }
 
 func startOf(r *state.Run) time.Time {
@@ -279,8 +279,8 @@ func cmdRunsShow(ctx context.Context, a *app, args []string) error {
 		return nil
 	}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STEP\tSTATUS\tATTEMPTS\tDURATION\tERROR")
+	tw := newTable(w, 2)
+	tw.row("STEP", "STATUS", "ATTEMPTS", "DURATION", "ERROR")
 	for _, s := range doc.Steps {
 		dur := "-"
 		if !s.StartedAt.IsZero() && !s.EndedAt.IsZero() {
@@ -292,9 +292,9 @@ func cmdRunsShow(ctx context.Context, a *app, args []string) error {
 		if s.Error != nil {
 			errText = oneLine(s.Error.Message, 80)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.ID, s.Status, s.Attempts, dur, errText)
+		tw.row(s.ID, string(s.Status), strconv.Itoa(s.Attempts), dur, errText)
 	}
-	if err := tw.Flush(); err != nil {
+	if err := tw.flush(); err != nil {
 		return err
 	}
 	if r.Status == state.RunWaiting {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/runbook/runbook/internal/steps"
@@ -69,12 +68,12 @@ func (a *app) listSteps(asJSON bool) error {
 		}
 		return writeJSON(a.stdout, list)
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 0, 3, ' ', 0)
-	fmt.Fprintln(tw, "TYPE\tSUMMARY")
+	tw := newTable(a.stdout, 3)
+	tw.row("TYPE", "SUMMARY")
 	for _, d := range all {
-		fmt.Fprintf(tw, "%s\t%s\n", d.Type, d.Summary)
+		tw.row(d.Type, d.Summary)
 	}
-	return tw.Flush()
+	return tw.flush()
 }
 
 // paramInfo is one row of a step's params, read from its JSON Schema.
@@ -120,8 +119,8 @@ func (a *app) describeStep(d *steps.Descriptor, asJSON bool) error {
 	switch {
 	case len(desc.Params) > 0:
 		fmt.Fprintln(w, "Params (with:):")
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  NAME\tTYPE\tREQUIRED\tDEFAULT\tCONSTRAINTS\tDESCRIPTION")
+		tw := newTable(w, 2)
+		tw.row("  NAME", "TYPE", "REQUIRED", "DEFAULT", "CONSTRAINTS", "DESCRIPTION")
 		for _, p := range desc.Params {
 			req := ""
 			if p.Required {
@@ -131,9 +130,11 @@ func (a *app) describeStep(d *steps.Descriptor, asJSON bool) error {
 			if p.Default != nil {
 				def = compactJSON(p.Default)
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.Type, req, def, strings.Join(p.Constraints, ", "), p.Description)
+			tw.row("  "+p.Name, p.Type, req, def, strings.Join(p.Constraints, ", "), p.Description)
 		}
-		tw.Flush()
+		if err := tw.flush(); err != nil {
+			return err
+		}
 		if d.OpenParams {
 			fmt.Fprintln(w, "  (other keys are accepted and passed to the step)")
 		}
@@ -150,11 +151,13 @@ func (a *app) describeStep(d *steps.Descriptor, asJSON bool) error {
 		fmt.Fprintln(w, "Outputs: none")
 	default:
 		fmt.Fprintln(w, "Outputs:")
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		tw := newTable(w, 2)
 		for _, o := range d.Outputs {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", o.Name, o.Type, o.Description)
+			tw.row("  "+o.Name, o.Type, o.Description)
 		}
-		tw.Flush()
+		if err := tw.flush(); err != nil {
+			return err
+		}
 		if d.OpenOutputs {
 			fmt.Fprintln(w, "  (more outputs are known only at run time)")
 		}
