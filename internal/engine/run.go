@@ -114,7 +114,7 @@ func (e *Engine) execute(parent context.Context, pb *playbook.Playbook, r *state
 		return r, err
 	}
 
-	rs.runList(ctx, pb.Steps)
+	rs.runList(ctx, pb.Steps, phaseMain)
 	rs.mu.RLock()
 	failed, waiting := rs.failed, rs.waiting
 	rs.mu.RUnlock()
@@ -124,7 +124,7 @@ func (e *Engine) execute(parent context.Context, pb *playbook.Playbook, r *state
 	cause := runCause(ctx)
 	if failed && cause == nil && len(pb.OnFailure) > 0 {
 		rs.setStatus("failed")
-		rs.runList(ctx, pb.OnFailure)
+		rs.runList(ctx, pb.OnFailure, phaseOnFailure)
 	}
 	if len(pb.Finally) > 0 {
 		fctx := ctx
@@ -136,7 +136,7 @@ func (e *Engine) execute(parent context.Context, pb *playbook.Playbook, r *state
 			defer stop()
 		}
 		rs.setStatus(rs.outcome(cause))
-		rs.runList(fctx, pb.Finally)
+		rs.runList(fctx, pb.Finally, phaseFinally)
 	}
 	return rs.finish(ctx, cause)
 }
@@ -186,12 +186,23 @@ func (rs *runState) loadRecords(ctx context.Context) error {
 			failedIDs[s.ID] = true
 		}
 	}
+	handlers := map[string]bool{}
+	if rs.run.Status == state.RunCancelled {
+		// The handlers of a cancelled attempt run again at the real end.
+		for _, s := range append(append([]*playbook.Step(nil), rs.pb.OnFailure...), rs.pb.Finally...) {
+			handlers[s.ID] = true
+		}
+	}
 	for _, rec := range recs {
+		base, _, _ := strings.Cut(rec.ID, "[")
+		if handlers[base] {
+			continue
+		}
 		rs.records[rec.ID] = rec
 		if strings.Contains(rec.ID, "[") {
 			continue // for_each item; the step's own record carries the outputs
 		}
-		if rec.Status.Done() {
+		if finished(rec) {
 			rs.scopeStep[rec.ID] = stepState(rec)
 			if rec.Status == state.StepFailed && failedIDs[rec.ID] {
 				rs.failed = true
@@ -435,6 +446,12 @@ func (rs *runState) errorRecord(err error) *state.ErrorRecord {
 		rec.Data = rs.e.redactMap(se.Data)
 	}
 	return rec
+}
+
+// finished reports whether a record is final for this run: a cancelled
+// step runs again when the run is resumed.
+func finished(rec *state.StepRecord) bool {
+	return rec != nil && rec.Status.Done() && rec.Status != state.StepCancelled
 }
 
 func stepState(rec *state.StepRecord) *expr.StepState {

@@ -10,7 +10,11 @@ import (
 // a step starts when its dependencies are done — every earlier step when it
 // has no `needs`, the named ones otherwise — and at most MaxParallel steps
 // (the playbook's max_parallel, else the engine's) run at once.
-func (rs *runState) runList(ctx context.Context, list []*playbook.Step) {
+//
+// A step that is not settled — parked on an approval, or not started
+// because the run was cancelled — never releases its dependents: they wait
+// for a resume.
+func (rs *runState) runList(ctx context.Context, list []*playbook.Step, ph phase) {
 	n := len(list)
 	if n == 0 {
 		return
@@ -26,7 +30,11 @@ func (rs *runState) runList(ctx context.Context, list []*playbook.Step) {
 	started := make([]bool, n)
 	done := make([]bool, n)
 	firstNotDone := 0 // every step before it is done
-	finished := make(chan int, n)
+	type result struct {
+		i       int
+		settled bool
+	}
+	finished := make(chan result, n)
 	running := 0
 
 	ready := func(i int) bool {
@@ -50,18 +58,31 @@ func (rs *runState) runList(ctx context.Context, list []*playbook.Step) {
 			started[i] = true
 			running++
 			go func(i int) {
-				rs.runStep(ctx, list[i])
-				finished <- i
+				finished <- result{i, rs.runStep(ctx, list[i], ph)}
 			}(i)
 		}
 		if running == 0 {
 			return
 		}
-		i := <-finished
+		res := <-finished
 		running--
-		done[i] = true
+		if !res.settled {
+			continue
+		}
+		done[res.i] = true
 		for firstNotDone < n && done[firstNotDone] {
 			firstNotDone++
 		}
 	}
 }
+
+// phase is the list a step belongs to; it decides the implicit condition of
+// a step without `if`: main steps run while nothing failed (success()),
+// on_failure and finally steps run regardless (always()).
+type phase int
+
+const (
+	phaseMain phase = iota
+	phaseOnFailure
+	phaseFinally
+)

@@ -28,30 +28,35 @@ type item struct {
 const maxItems = 10000
 
 // runStep runs one step of a list to a final status and publishes it to
-// the scope of later steps.
-func (rs *runState) runStep(ctx context.Context, st *playbook.Step) {
+// the scope of later steps. It reports whether the step is settled (its
+// dependents may start): waiting steps and steps left for a resume are not.
+func (rs *runState) runStep(ctx context.Context, st *playbook.Step, ph phase) bool {
 	rs.mu.RLock()
 	rec := rs.records[st.ID]
 	rs.mu.RUnlock()
-	if rec != nil && rec.Status.Done() {
-		return // finished in an earlier process
+	if finished(rec) {
+		return true // finished in an earlier process
 	}
 	if skip, why := rs.blockedByNeeds(st); skip {
 		rs.finishSkipped(ctx, st.ID, why)
-		return
+		return true
 	}
 	var status state.StepStatus
 	if st.ForEach != nil {
-		status = rs.runForEach(ctx, st)
+		status = rs.runForEach(ctx, st, ph)
 	} else {
-		status = rs.runSingle(ctx, st, st.ID, nil)
+		status = rs.runSingle(ctx, st, st.ID, nil, ph)
 	}
 	if status == state.StepFailed && !st.ContinueOnError {
 		rs.mu.Lock()
 		rs.failed = true
 		rs.mu.Unlock()
 	}
+	return status.Done() && status != state.StepCancelled
 }
+
+// stepPending is the status of a step left unstarted for a resume.
+const stepPending = state.StepPending
 
 // blockedByNeeds reports whether a step with explicit needs must be skipped
 // because one of them did not succeed (unless its `if` uses a status
@@ -91,10 +96,13 @@ func (rs *runState) continues(id string) bool {
 }
 
 // shouldRun evaluates the step's `if` (implicitly success()).
-func (rs *runState) shouldRun(ctx context.Context, st *playbook.Step, it *item) (bool, error) {
+func (rs *runState) shouldRun(ctx context.Context, st *playbook.Step, it *item, ph phase) (bool, error) {
 	rs.mu.RLock()
 	defer rs.mu.RUnlock()
 	if st.If == nil {
+		if ph != phaseMain {
+			return ctx.Err() == nil, nil
+		}
 		return !rs.failed && ctx.Err() == nil, nil
 	}
 	sc := rs.scope(it)
@@ -103,14 +111,17 @@ func (rs *runState) shouldRun(ctx context.Context, st *playbook.Step, it *item) 
 	if err != nil {
 		return false, err
 	}
-	if !st.If.UsesStatusFunc() && (rs.failed || ctx.Err() != nil) {
+	if !st.If.UsesStatusFunc() && ((ph == phaseMain && rs.failed) || ctx.Err() != nil) {
 		return false, nil
 	}
 	return ok, nil
 }
 
-func (rs *runState) runForEach(ctx context.Context, st *playbook.Step) state.StepStatus {
+func (rs *runState) runForEach(ctx context.Context, st *playbook.Step, ph phase) state.StepStatus {
 	rec := rs.record(st.ID)
+	if rec.StartedAt.IsZero() {
+		rec.StartedAt = rs.e.o.Clock.Now()
+	}
 	rs.mu.RLock()
 	v, err := st.ForEach.Eval(rs.scope(nil))
 	rs.mu.RUnlock()
@@ -132,19 +143,20 @@ func (rs *runState) runForEach(ctx context.Context, st *playbook.Step) state.Ste
 	sem := make(chan struct{}, limit)
 	var wg sync.WaitGroup
 	for i, v := range items {
+		sem <- struct{}{}
 		mu.Lock()
 		halt := stop
 		mu.Unlock()
 		if halt {
+			<-sem
 			break
 		}
-		sem <- struct{}{}
 		wg.Add(1)
 		go func(i int, v any) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			id := itemID(st.ID, i)
-			status := rs.runSingle(ctx, st, id, &item{value: v, index: i})
+			status := rs.runSingle(ctx, st, id, &item{value: v, index: i}, ph)
 			rs.mu.RLock()
 			out := rs.records[id].Outputs
 			rs.mu.RUnlock()
@@ -173,7 +185,7 @@ func (rs *runState) runForEach(ctx context.Context, st *playbook.Step) state.Ste
 			if firstErr == nil {
 				firstErr = rs.records[itemID(st.ID, i)].Error
 			}
-		case s == state.StepCancelled:
+		case s == state.StepCancelled || s == stepPending:
 			final = state.StepCancelled
 		case s == state.StepWaiting && final != state.StepFailed && final != state.StepCancelled:
 			final = state.StepWaiting
@@ -248,19 +260,21 @@ func (rs *runState) record(id string) *state.StepRecord {
 }
 
 // runSingle runs one step or one for_each item through its attempts.
-func (rs *runState) runSingle(ctx context.Context, st *playbook.Step, id string, it *item) state.StepStatus {
+func (rs *runState) runSingle(ctx context.Context, st *playbook.Step, id string, it *item, ph phase) state.StepStatus {
 	rec := rs.record(id)
-	if rec.Status.Done() {
+	if finished(rec) {
 		return rec.Status
 	}
-	run, err := rs.shouldRun(ctx, st, it)
+	run, err := rs.shouldRun(ctx, st, it, ph)
 	if err != nil {
 		return rs.finishStep(ctx, rec, nil, &steps.Error{Code: steps.Invalid, Message: "if: " + err.Error()}, nil)
 	}
 	if !run {
 		why := "condition is false"
-		if ctx.Err() != nil {
-			why = "run was cancelled"
+		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errRunTimeout) {
+			return stepPending // not started: a resume runs it
+		} else if ctx.Err() != nil {
+			why = "run timed out"
 		} else if st.If == nil {
 			why = "an earlier step failed"
 		}

@@ -1,0 +1,276 @@
+package engine_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/secrets"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/bolt"
+	"github.com/runbook/runbook/internal/steps"
+	_ "github.com/runbook/runbook/internal/steps/all"
+)
+
+// fakeClock advances instantly on Sleep and records every delay.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	sleeps []time.Duration
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.sleeps = append(c.sleeps, d)
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *fakeClock) Sleeps() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.sleeps...)
+}
+
+// harness is an engine over a real bbolt file.
+type harness struct {
+	t      *testing.T
+	dir    string
+	store  *bolt.Store
+	clock  *fakeClock
+	engine *engine.Engine
+	events []state.Event
+	evMu   sync.Mutex
+}
+
+func newHarness(t *testing.T, opts ...func(*engine.Options)) *harness {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := bolt.Open(filepath.Join(dir, "state.db"), bolt.Options{Timeout: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	h := &harness{t: t, dir: dir, store: st, clock: newFakeClock()}
+	src, err := secrets.NewSource([]string{"RUNBOOK_SECRET_TOKEN=s3cr3t-t0ken-value"}, "")
+	require.NoError(t, err)
+	o := engine.Options{
+		Store:    st,
+		Clock:    h.clock,
+		Secrets:  src,
+		Redactor: secrets.NewRedactor(),
+		Environ:  []string{"HOME=/nowhere", "GREETING=hello"},
+		Observer: func(_ string, ev state.Event) {
+			h.evMu.Lock()
+			h.events = append(h.events, ev)
+			h.evMu.Unlock()
+		},
+		Load: func(path string) (*playbook.Playbook, error) { return playbook.Load(path, playbook.LoadOptions{}) },
+		Parse: func(file string, src []byte) (*playbook.Playbook, error) {
+			return playbook.Parse(file, src, playbook.LoadOptions{})
+		},
+		ApprovalPoll: 10 * time.Millisecond,
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	h.engine = engine.New(o)
+	return h
+}
+
+// load parses a playbook written in the test (in the harness directory, so
+// sub-playbooks resolve next to it).
+func (h *harness) load(src string) *playbook.Playbook {
+	h.t.Helper()
+	path := filepath.Join(h.dir, "playbook.yaml")
+	require.NoError(h.t, os.WriteFile(path, []byte(src), 0o600))
+	pb, err := playbook.Load(path, playbook.LoadOptions{})
+	require.NoError(h.t, err)
+	return pb
+}
+
+func (h *harness) write(name, src string) {
+	h.t.Helper()
+	require.NoError(h.t, os.WriteFile(filepath.Join(h.dir, name), []byte(src), 0o600))
+}
+
+func (h *harness) run(src string, inputs map[string]any) (*state.Run, error) {
+	h.t.Helper()
+	return h.engine.Run(context.Background(), h.load(src), engine.StartRequest{Inputs: inputs})
+}
+
+func (h *harness) steps(runID string) map[string]*state.StepRecord {
+	h.t.Helper()
+	recs, err := h.store.Steps(context.Background(), runID)
+	require.NoError(h.t, err)
+	out := map[string]*state.StepRecord{}
+	for _, r := range recs {
+		out[r.ID] = r
+	}
+	return out
+}
+
+// eventOrder lists "type step" for events of the given types, in order.
+func (h *harness) eventOrder(types ...string) []string {
+	h.evMu.Lock()
+	defer h.evMu.Unlock()
+	var out []string
+	for _, ev := range h.events {
+		for _, t := range types {
+			if ev.Type == t {
+				out = append(out, ev.Type+" "+ev.Step)
+			}
+		}
+	}
+	return out
+}
+
+// --- test step types -------------------------------------------------------
+
+// probe tracks calls and concurrency of the test step types, per key.
+type probe struct {
+	mu       sync.Mutex
+	calls    map[string]int
+	running  int
+	maxSeen  int
+	creates  map[string]int // resources created by test.create, by name
+	released chan struct{}
+}
+
+var testProbe = &probe{calls: map[string]int{}, creates: map[string]int{}}
+
+func (p *probe) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = map[string]int{}
+	p.creates = map[string]int{}
+	p.running, p.maxSeen = 0, 0
+}
+
+func (p *probe) count(key string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls[key]
+}
+
+type blockParams struct {
+	Key     string         `json:"key" required:"true"`
+	Hold    steps.Duration `json:"hold"`
+	UntilCx bool           `json:"until_cancelled"`
+}
+
+type flakyParams struct {
+	Key   string `json:"key" required:"true"`
+	Fails int    `json:"fails"`
+	Code  string `json:"code" default:"unavailable"`
+}
+
+type createParams struct {
+	Name string `json:"name" required:"true"`
+	// Hang makes the attempt block after creating, as if the process died
+	// before the result was recorded.
+	Hang bool `json:"hang"`
+}
+
+var registerOnce sync.Once
+
+func registerTestSteps() {
+	registerOnce.Do(func() {
+		steps.Register(steps.Descriptor{
+			Type:    "test.block",
+			Summary: "counts concurrency; holds for a while or until cancelled",
+			Params:  blockParams{},
+			Outputs: []steps.Output{{Name: "key", Type: "string"}},
+			Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *blockParams) (steps.Outputs, error) {
+				testProbe.mu.Lock()
+				testProbe.calls[p.Key]++
+				testProbe.running++
+				if testProbe.running > testProbe.maxSeen {
+					testProbe.maxSeen = testProbe.running
+				}
+				testProbe.mu.Unlock()
+				defer func() {
+					testProbe.mu.Lock()
+					testProbe.running--
+					testProbe.mu.Unlock()
+				}()
+				if p.UntilCx {
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				select {
+				case <-time.After(time.Duration(p.Hold)):
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				return steps.Outputs{"key": p.Key}, nil
+			}),
+		})
+		steps.Register(steps.Descriptor{
+			Type:    "test.flaky",
+			Summary: "fails the first N calls with a given code",
+			Params:  flakyParams{},
+			Outputs: []steps.Output{{Name: "calls", Type: "integer"}},
+			Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *flakyParams) (steps.Outputs, error) {
+				testProbe.mu.Lock()
+				testProbe.calls[p.Key]++
+				n := testProbe.calls[p.Key]
+				testProbe.mu.Unlock()
+				if n <= p.Fails {
+					return nil, &steps.Error{Code: steps.Code(p.Code), Message: "flaky failure " + p.Key}
+				}
+				return steps.Outputs{"calls": n}, nil
+			}),
+		})
+		steps.Register(steps.Descriptor{
+			Type:     "test.create",
+			Summary:  "creates a named resource once; reconciles by name",
+			Params:   createParams{},
+			Outputs:  []steps.Output{{Name: "name", Type: "string"}, {Name: "adopted", Type: "boolean"}},
+			Mutating: true,
+			Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *createParams) (steps.Outputs, error) {
+				testProbe.mu.Lock()
+				testProbe.creates[p.Name]++
+				testProbe.mu.Unlock()
+				if p.Hang {
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return steps.Outputs{"name": p.Name, "adopted": false}, nil
+			}),
+			Reconcile: func(ctx context.Context, c *steps.Call, in steps.Intent) (steps.Outputs, bool, error) {
+				p := c.Params.(*createParams)
+				testProbe.mu.Lock()
+				defer testProbe.mu.Unlock()
+				if testProbe.creates[p.Name] > 0 {
+					return steps.Outputs{"name": p.Name, "adopted": true}, true, nil
+				}
+				return nil, false, nil
+			},
+		})
+	})
+}
+
+func TestMain(m *testing.M) {
+	registerTestSteps()
+	os.Exit(m.Run())
+}
