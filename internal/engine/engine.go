@@ -164,7 +164,9 @@ func (e *Engine) Run(ctx context.Context, pb *playbook.Playbook, req StartReques
 }
 
 // Resume continues an unfinished run (pending, running, waiting or
-// cancelled) from its snapshot: finished steps are not run again.
+// cancelled) from its snapshot: finished steps are not run again. A run
+// that succeeded or failed is not resumed: the error says why and the
+// returned run is nil.
 func (e *Engine) Resume(ctx context.Context, runID string) (*state.Run, error) {
 	r, err := e.o.Store.GetRun(ctx, runID)
 	if err != nil {
@@ -175,9 +177,9 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*state.Run, error) {
 	}
 	switch r.Status {
 	case state.RunSucceeded, state.RunSkipped:
-		return r, &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s already %s; nothing to resume", r.ID, r.Status)}
+		return nil, &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s already %s; nothing to resume", r.ID, r.Status)}
 	case state.RunFailed:
-		return r, &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s failed; retry it instead of resuming", r.ID)}
+		return nil, &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s failed; retry it instead of resuming", r.ID)}
 	}
 	if e.o.Parse == nil {
 		return nil, errors.New("engine: Options.Parse is required to resume")
