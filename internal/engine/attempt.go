@@ -21,6 +21,10 @@ type stepRun struct {
 	st  *playbook.Step
 	rec *state.StepRecord
 
+	// lazy defers the record's writes to the run's next write (pure steps
+	// and skips, which a resume recomputes identically).
+	lazy bool
+
 	mu      sync.Mutex
 	pending []state.Event
 }
@@ -133,8 +137,8 @@ func (sr *stepRun) prepare(ev state.Event) state.Event {
 }
 
 // save writes the record with every buffered event and evs, in one
-// transaction. A failed write is logged: the run goes on, and a resume will
-// redo the step.
+// transaction (or defers it, for a lazy record). A failed write is logged:
+// the run goes on, and a resume will redo the step.
 func (sr *stepRun) save(ctx context.Context, evs ...state.Event) {
 	for i := range evs {
 		evs[i] = sr.prepare(evs[i])
@@ -145,15 +149,55 @@ func (sr *stepRun) save(ctx context.Context, evs ...state.Event) {
 	sr.pending = nil
 	rec := *sr.rec
 	sr.mu.Unlock()
-	wctx, stop := context.WithTimeout(context.WithoutCancel(ctx), rs.e.o.StateWrites)
-	defer stop()
-	if err := rs.e.o.Store.SaveStep(wctx, &rec, all...); err != nil {
-		rs.e.o.Logger.Error("save step", "run_id", rs.run.ID, "step", rec.ID, "err", err)
+	if sr.lazy {
+		rs.deferWrite(ctx, &rec, all)
+	} else {
+		rs.write(ctx, &rec, all)
 	}
 	for _, ev := range evs {
 		rs.e.observe(rs.run.ID, ev)
 	}
 }
+
+// maxLazy bounds the records a run keeps unwritten.
+const maxLazy = 256
+
+// deferWrite keeps a record of a pure step for the run's next write.
+func (rs *runState) deferWrite(ctx context.Context, rec *state.StepRecord, evs []state.Event) {
+	rs.lazyMu.Lock()
+	rs.lazy = append(rs.lazy, rec)
+	rs.lazyEvents = append(rs.lazyEvents, evs...)
+	full := len(rs.lazy) >= maxLazy
+	rs.lazyMu.Unlock()
+	if full {
+		rs.flushLazy(ctx)
+	}
+}
+
+// write persists rec (nil: only what is deferred) after every deferred
+// record, in one transaction, so the store's event order is the order the
+// events happened in.
+func (rs *runState) write(ctx context.Context, rec *state.StepRecord, evs []state.Event) {
+	rs.lazyMu.Lock()
+	defer rs.lazyMu.Unlock()
+	recs := rs.lazy
+	if rec != nil {
+		recs = append(recs, rec)
+	}
+	evs = append(rs.lazyEvents, evs...)
+	rs.lazy, rs.lazyEvents = nil, nil
+	if len(recs) == 0 {
+		return
+	}
+	wctx, stop := context.WithTimeout(context.WithoutCancel(ctx), rs.e.o.StateWrites)
+	defer stop()
+	if err := rs.e.o.Store.SaveSteps(wctx, recs, evs...); err != nil {
+		rs.e.o.Logger.Error("save steps", "run_id", rs.run.ID, "steps", len(recs), "err", err)
+	}
+}
+
+// flushLazy writes every deferred record now.
+func (rs *runState) flushLazy(ctx context.Context) { rs.write(ctx, nil, nil) }
 
 // host is the steps.Host a step attempt receives.
 type host struct{ sr *stepRun }

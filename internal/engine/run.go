@@ -33,6 +33,10 @@ type runState struct {
 	status    string
 
 	runMu sync.Mutex // serialises writes of the run record
+
+	lazyMu     sync.Mutex // guards the deferred writes of pure steps
+	lazy       []*state.StepRecord
+	lazyEvents []state.Event
 }
 
 func (e *Engine) execute(parent context.Context, pb *playbook.Playbook, r *state.Run, inputs map[string]any) (*state.Run, error) {
@@ -316,6 +320,7 @@ func (rs *runState) event(ctx context.Context, ev state.Event) {
 		ev.Time = rs.e.o.Clock.Now()
 	}
 	ev.Message = rs.e.o.Redactor.String(ev.Message)
+	rs.flushLazy(ctx)
 	wctx, stop := context.WithTimeout(context.WithoutCancel(ctx), rs.e.o.StateWrites)
 	defer stop()
 	if err := rs.e.o.Store.AppendEvents(wctx, rs.run.ID, ev); err != nil {
@@ -325,6 +330,7 @@ func (rs *runState) event(ctx context.Context, ev state.Event) {
 }
 
 func (rs *runState) saveRun(ctx context.Context, evs ...state.Event) error {
+	rs.flushLazy(ctx)
 	rs.runMu.Lock()
 	defer rs.runMu.Unlock()
 	wctx, stop := context.WithTimeout(context.WithoutCancel(ctx), rs.e.o.StateWrites)

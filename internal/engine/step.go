@@ -284,7 +284,7 @@ func (rs *runState) runSingle(ctx context.Context, st *playbook.Step, id string,
 	if err != nil {
 		return rs.finishStep(ctx, rec, nil, err, nil)
 	}
-	sr := &stepRun{rs: rs, st: st, rec: rec}
+	sr := &stepRun{rs: rs, st: st, rec: rec, lazy: st.Desc.Pure}
 	for {
 		attempt := rec.Attempts + 1
 		if wait := rec.NextAttemptAt.Sub(rs.e.o.Clock.Now()); !rec.NextAttemptAt.IsZero() && wait > 0 {
@@ -426,7 +426,7 @@ func (rs *runState) finishSkipped(ctx context.Context, id, why string) state.Ste
 	rec := rs.record(id)
 	rec.Status = state.StepSkipped
 	rec.EndedAt = rs.e.o.Clock.Now()
-	sr := &stepRun{rs: rs, rec: rec}
+	sr := &stepRun{rs: rs, rec: rec, lazy: true}
 	sr.save(ctx, state.Event{Type: "step.skipped", Step: id, Message: why})
 	rs.publish(rec)
 	return state.StepSkipped

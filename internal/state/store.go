@@ -175,6 +175,8 @@ type Store interface {
 	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
 
 	SaveStep(ctx context.Context, s *StepRecord, events ...Event) error
+	// SaveSteps writes several records of one run with events, atomically.
+	SaveSteps(ctx context.Context, recs []*StepRecord, events ...Event) error
 	GetStep(ctx context.Context, runID, stepID string) (*StepRecord, error) // ErrNotFound
 	// Steps returns a run's step records in the order they were first saved.
 	Steps(ctx context.Context, runID string) ([]*StepRecord, error)

@@ -63,7 +63,11 @@ type Descriptor struct {
 	OpenParams bool
 	// Mutating steps get an intent persisted before Run and are reconciled
 	// on resume.
-	Mutating  bool
+	Mutating bool
+	// Pure steps have no effect outside the run (set, log): the engine may
+	// persist their completion lazily, with the next write. A crash before
+	// that write runs them again on resume, which changes nothing.
+	Pure      bool
 	Run       RunFunc
 	Reconcile ReconcileFunc
 	Check     CheckFunc

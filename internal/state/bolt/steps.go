@@ -17,34 +17,56 @@ import (
 // events: never the run or other steps. It fails with state.ErrNotFound
 // when the run does not exist.
 func (s *Store) SaveStep(ctx context.Context, rec *state.StepRecord, events ...state.Event) error {
-	data, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("save step %s/%s: encode: %w", rec.RunID, rec.ID, err)
+	return s.SaveSteps(ctx, []*state.StepRecord{rec}, events...)
+}
+
+// SaveSteps writes several step records of one run and appends events, in
+// one transaction, as SaveStep does for one.
+func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events ...state.Event) error {
+	if len(recs) == 0 {
+		return nil
 	}
-	err = s.update(ctx, func(tx *bbolt.Tx) error {
-		rb, err := mustRunBucket(tx, rec.RunID)
+	runID := recs[0].RunID
+	data := make([][]byte, len(recs))
+	for i, rec := range recs {
+		if rec.RunID != runID {
+			return fmt.Errorf("save steps: records of runs %s and %s in one call", runID, rec.RunID)
+		}
+		b, err := json.Marshal(rec)
+		if err != nil {
+			return fmt.Errorf("save step %s/%s: encode: %w", rec.RunID, rec.ID, err)
+		}
+		data[i] = b
+	}
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		rb, err := mustRunBucket(tx, runID)
 		if err != nil {
 			return err
 		}
 		steps := rb.Bucket(subSteps)
-		id := []byte(rec.ID)
-		if steps.Get(id) == nil {
-			order := rb.Bucket(subStepOrder)
-			n, err := order.NextSequence()
-			if err != nil {
+		for i, rec := range recs {
+			id := []byte(rec.ID)
+			if steps.Get(id) == nil {
+				order := rb.Bucket(subStepOrder)
+				n, err := order.NextSequence()
+				if err != nil {
+					return err
+				}
+				if err := order.Put(seqKey(n), id); err != nil {
+					return err
+				}
+			}
+			if err := steps.Put(id, data[i]); err != nil {
 				return err
 			}
-			if err := order.Put(seqKey(n), id); err != nil {
-				return err
-			}
-		}
-		if err := steps.Put(id, data); err != nil {
-			return err
 		}
 		return s.appendEvents(rb, events)
 	})
 	if err != nil {
-		return fmt.Errorf("save step %s/%s: %w", rec.RunID, rec.ID, err)
+		if len(recs) == 1 {
+			return fmt.Errorf("save step %s/%s: %w", runID, recs[0].ID, err)
+		}
+		return fmt.Errorf("save %d steps of run %s: %w", len(recs), runID, err)
 	}
 	return nil
 }

@@ -38,6 +38,36 @@ func testSteps(t *testing.T, open opener) {
 		same(t, steps[0].Status, state.StepSucceeded)
 	})
 
+	t.Run("several steps save together with their events, in order", func(t *testing.T) {
+		s, _ := open(t)
+		create(t, s, newRun("r1", "pb", at(0)))
+		ok(t, s.SaveStep(ctx, &state.StepRecord{RunID: "r1", ID: "first", Status: state.StepSucceeded}))
+		ok(t, s.SaveSteps(ctx, []*state.StepRecord{
+			{RunID: "r1", ID: "b", Status: state.StepSucceeded},
+			{RunID: "r1", ID: "first", Status: state.StepFailed},
+			{RunID: "r1", ID: "a", Status: state.StepSkipped},
+		}, state.Event{Type: "step.succeeded", Step: "b"}, state.Event{Type: "step.skipped", Step: "a"}))
+		steps, err := s.Steps(ctx, "r1")
+		ok(t, err)
+		same(t, stepIDs(steps), []string{"first", "b", "a"})
+		same(t, steps[0].Status, state.StepFailed)
+		evs, err := s.Events(ctx, "r1", 0, 0)
+		ok(t, err)
+		var got []string
+		for _, ev := range evs {
+			if ev.Step != "" {
+				got = append(got, ev.Type+" "+ev.Step)
+			}
+		}
+		same(t, got, []string{"step.succeeded b", "step.skipped a"})
+	})
+
+	t.Run("saving steps of a run never created writes nothing", func(t *testing.T) {
+		s, _ := open(t)
+		err := s.SaveSteps(ctx, []*state.StepRecord{{RunID: "ghost", ID: "a"}}, state.Event{Type: "x"})
+		errIs(t, err, state.ErrNotFound)
+	})
+
 	t.Run("saving a step again replaces its record", func(t *testing.T) {
 		s, _ := open(t)
 		create(t, s, newRun("r1", "pb", at(0)))

@@ -19,6 +19,7 @@ func init() {
 		Type:    "log",
 		Summary: "Write a line to the run log.",
 		Params:  logParams{},
+		Pure:    true,
 		Outputs: []steps.Output{{Name: "message", Type: "string", Description: "the message logged"}},
 		Run:     steps.Typed(runLog),
 	})

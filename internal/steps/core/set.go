@@ -11,6 +11,7 @@ func init() {
 		Type:            "set",
 		Summary:         "Name values for later steps: every key of `with` becomes an output.",
 		OpenParams:      true,
+		Pure:            true,
 		OutputsFromWith: true,
 		Run:             runSet,
 	})
