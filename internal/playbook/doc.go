@@ -64,5 +64,5 @@
 //
 // Schema generates the JSON Schema of playbooks from the step registry;
 // schema/playbook.schema.json holds it for the built-in steps and a test
-// fails when it is stale. ValidateSchema checks a source against it.
+// fails when it is stale. ValidateSchema (test code only, to keep the validator out of the binary) checks a source against it.
 package playbook

@@ -1,0 +1,35 @@
+package playbook_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/playbook"
+	_ "github.com/runbook/runbook/internal/steps/all"
+)
+
+// Every playbook users copy (playbooks/) and every walkthrough (examples/)
+// loads without a diagnostic and validates against the published schema.
+func TestShippedPlaybooksLoadAndMatchTheSchema(t *testing.T) {
+	var files []string
+	for _, dir := range []string{"../../playbooks", "../../examples"} {
+		for _, pat := range []string{"*.yaml", "*.yml"} {
+			m, err := filepath.Glob(filepath.Join(dir, pat))
+			require.NoError(t, err)
+			files = append(files, m...)
+		}
+	}
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			_, err := playbook.Load(f, playbook.LoadOptions{})
+			require.NoError(t, err)
+			src, err := os.ReadFile(f)
+			require.NoError(t, err)
+			require.NoError(t, playbook.ValidateSchema(src))
+		})
+	}
+}
