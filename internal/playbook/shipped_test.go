@@ -1,8 +1,10 @@
 package playbook_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -31,5 +33,19 @@ func TestShippedPlaybooksLoadAndMatchTheSchema(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, playbook.ValidateSchema(src))
 		})
+	}
+}
+
+// The playbook shown in the README loads as written.
+func TestReadmePlaybookLoads(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	blocks := strings.Split(string(readme), "```yaml\n")
+	require.Greater(t, len(blocks), 1, "the README shows a playbook")
+	for i, b := range blocks[1:] {
+		src, _, ok := strings.Cut(b, "```")
+		require.True(t, ok)
+		_, err := playbook.Parse(fmt.Sprintf("README.md block %d", i+1), []byte(src), playbook.LoadOptions{})
+		require.NoError(t, err)
 	}
 }
