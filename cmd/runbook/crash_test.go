@@ -93,3 +93,30 @@ func TestKillDuringSleepThenResumeRunsEveryStepOnce(t *testing.T) {
 	assert.NotContains(t, r.stdout, "step one started")
 	assert.NotContains(t, r.stdout, "step two started")
 }
+
+func TestSigintCancelsTheRunPersistsItAndRunsFinally(t *testing.T) {
+	c := newCLI(t)
+	pb := c.file("cancel.yaml", `
+version: 1
+name: cancel
+steps:
+  - {id: one, uses: shell, with: {command: "echo one >> steps.txt"}}
+  - {id: nap, uses: sleep, with: {duration: 30s}}
+  - {id: two, uses: shell, with: {command: "echo two >> steps.txt"}}
+finally:
+  - {id: cleanup, uses: shell, with: {command: "echo cleanup >> steps.txt"}}
+`)
+	cmd, id := c.startUntil("step nap started", "run", pb)
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 1, ee.ExitCode())
+
+	r := c.run("runs", "show", id, "--output", "json")
+	require.Equal(t, 0, r.code, r)
+	assert.Contains(t, r.stdout, `"status": "cancelled"`)
+	got, err := os.ReadFile(filepath.Join(c.dir, "steps.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "one\ncleanup\n", string(got), "finally ran after the cancellation")
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -224,6 +225,9 @@ steps:
 		require.Equal(t, 0, r.code, r)
 		assert.NotContains(t, r.stdout+r.stderr, value, args)
 	}
+	raw, err := os.ReadFile(c.state)
+	require.NoError(t, err)
+	assert.False(t, bytes.Contains(raw, []byte(value)), "the secret is in the bytes of the state file")
 
 	c.env = withoutEnv(c.env, "RUNBOOK_SECRET_TOKEN")
 	r = c.run("run", pb)
