@@ -562,7 +562,7 @@ steps:
 	_, err := h.engine.Run(context.Background(), pb, engine.StartRequest{Inputs: map[string]any{"count": "11", "mode": "yolo", "extra": "x"}})
 	require.Error(t, err)
 	assert.Equal(t, steps.Invalid, steps.CodeOf(err))
-	for _, want := range []string{`"count": must be at most 10`, `"mode": must be one of fast, safe`, `unknown input "extra"`} {
+	for _, want := range []string{`"count": must be between 1 and 10 (got 11)`, `"mode": must be one of "fast", "safe"`, `unknown input "extra"`} {
 		assert.Contains(t, err.Error(), want)
 	}
 	runs, err := h.store.ListRuns(context.Background(), state.RunFilter{})

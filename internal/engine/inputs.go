@@ -4,11 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/steps"
@@ -156,53 +154,7 @@ func convertInput(in *playbook.Input, v any) (any, error) {
 	default:
 		return nil, fmt.Errorf("unsupported input type %q", in.Type)
 	}
-	return out, checkInputConstraints(in, out)
-}
-
-func checkInputConstraints(in *playbook.Input, v any) error {
-	if len(in.Enum) > 0 {
-		ok := false
-		for _, e := range in.Enum {
-			if fmt.Sprint(e) == fmt.Sprint(v) {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			opts := make([]string, len(in.Enum))
-			for i, e := range in.Enum {
-				opts[i] = fmt.Sprint(e)
-			}
-			return fmt.Errorf("must be one of %s (got %v)", strings.Join(opts, ", "), v)
-		}
-	}
-	if s, ok := v.(string); ok && in.Pattern != "" {
-		re, err := regexp.Compile(in.Pattern)
-		if err == nil && !re.MatchString(s) {
-			return fmt.Errorf("must match %s (got %q)", in.Pattern, s)
-		}
-	}
-	var size float64
-	var what string
-	switch x := v.(type) {
-	case int:
-		size, what = float64(x), ""
-	case float64:
-		size, what = x, ""
-	case string:
-		size, what = float64(utf8.RuneCountInString(x)), " characters"
-	case []any:
-		size, what = float64(len(x)), " items"
-	default:
-		return nil
-	}
-	if in.Min != nil && size < *in.Min {
-		return fmt.Errorf("must be at least %v%s (got %v)", *in.Min, what, size)
-	}
-	if in.Max != nil && size > *in.Max {
-		return fmt.Errorf("must be at most %v%s (got %v)", *in.Max, what, size)
-	}
-	return nil
+	return out, in.Check(out)
 }
 
 func kindOf(v any) string {
