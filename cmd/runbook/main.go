@@ -15,6 +15,8 @@ import (
 
 	"github.com/runbook/runbook/internal/steps"
 	_ "github.com/runbook/runbook/internal/steps/all" // every built-in step type
+
+	"github.com/runbook/runbook/internal/suggest"
 )
 
 func main() {
@@ -86,7 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	v := findVerb(name)
 	if v == nil {
 		msg := fmt.Sprintf("unknown command %q", name)
-		if s := suggestWord(name, verbNames()); s != "" {
+		if s := suggest.Closest(name, verbNames()); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}
 		return a.report(&exitError{code: 2, err: errors.New(msg), hint: "runbook help"})
@@ -190,35 +192,4 @@ func (a *app) report(err error) int {
 		code = 1
 	}
 	return code
-}
-
-// suggestWord returns the candidate closest to s when it is close enough.
-func suggestWord(s string, candidates []string) string {
-	best, bestD := "", max(1, len(s)/3)+1
-	for _, c := range candidates {
-		if d := editDistance(s, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/steps"
+
+	"github.com/runbook/runbook/internal/suggest"
 )
 
 var runsVerb = &verb{
@@ -75,7 +77,7 @@ func cmdRuns(ctx context.Context, a *app, args []string) error {
 		names[i] = s.name
 	}
 	msg := fmt.Sprintf("unknown runs command %q", name)
-	if s := suggestWord(name, names); s != "" {
+	if s := suggest.Closest(name, names); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return &exitError{code: 2, err: errors.New(msg), hint: "runbook runs -h"}

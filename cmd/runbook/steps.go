@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/steps"
+
+	"github.com/runbook/runbook/internal/suggest"
 )
 
 var stepsVerb = &verb{
@@ -47,7 +49,7 @@ func lookupStep(name string) (*steps.Descriptor, error) {
 		return d, nil
 	}
 	msg := fmt.Sprintf("unknown step type %q", name)
-	if s := suggestWord(name, steps.Names()); s != "" {
+	if s := suggest.Closest(name, steps.Names()); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return nil, &exitError{code: 2, err: fmt.Errorf("%s", msg), hint: "runbook steps"}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/builtin"
+
+	"github.com/runbook/runbook/internal/suggest"
 )
 
 // roots are the names of the environment, in the order suggestions list them.
@@ -102,7 +104,7 @@ func (c *refChecker) function(id *ast.IdentifierNode, call *ast.CallNode) {
 	if _, ok := builtin.Index[name]; ok && !isReplaced(name) {
 		return
 	}
-	c.fail(id, "unknown function %q%s", name, didYouMean(name, functionNames()))
+	c.fail(id, "unknown function %q%s", name, suggest.Hint(name, functionNames()))
 }
 
 // chain checks a member chain like steps.x.outputs.y or steps["x"].outputs.
@@ -167,7 +169,7 @@ func (c *refChecker) path(id *ast.IdentifierNode, props, members []ast.Node) {
 		}
 		if te != nil {
 			if _, known := te.Inputs[x]; !known {
-				c.fail(at(0), "unknown input %q%s", x, didYouMean(x, keys(te.Inputs)))
+				c.fail(at(0), "unknown input %q%s", x, suggest.Hint(x, keys(te.Inputs)))
 				return
 			}
 		}
@@ -205,7 +207,7 @@ func (c *refChecker) path(id *ast.IdentifierNode, props, members []ast.Node) {
 			c.fail(id, "%s is a function; call it as %s(...)", name, name)
 			return
 		}
-		c.fail(id, "unknown name %q%s", name, didYouMean(name, roots))
+		c.fail(id, "unknown name %q%s", name, suggest.Hint(name, roots))
 	}
 }
 
@@ -219,7 +221,7 @@ func (c *refChecker) steps(lit func(int) (string, bool), at func(int) ast.Node) 
 	var st StepType
 	if te != nil {
 		if !te.AllSteps[id] {
-			c.fail(at(0), "unknown step %q%s", id, didYouMean(id, boolKeys(te.AllSteps)))
+			c.fail(at(0), "unknown step %q%s", id, suggest.Hint(id, boolKeys(te.AllSteps)))
 			return
 		}
 		var visible bool
@@ -251,7 +253,7 @@ func (c *refChecker) steps(lit func(int) (string, bool), at func(int) ast.Node) 
 				if len(list) == 0 {
 					c.fail(at(2), "step %q has no output %q (it has no outputs)", id, out)
 				} else {
-					c.fail(at(2), "step %q has no output %q (outputs: %s)%s", id, out, strings.Join(list, ", "), didYouMean(out, list))
+					c.fail(at(2), "step %q has no output %q (outputs: %s)%s", id, out, strings.Join(list, ", "), suggest.Hint(out, list))
 				}
 				return
 			}
@@ -266,7 +268,7 @@ func (c *refChecker) steps(lit func(int) (string, bool), at func(int) ast.Node) 
 		}
 		c.refs = append(c.refs, Ref{Kind: "step", Name: id})
 	default:
-		c.fail(at(1), "step %q has no field %q (fields: %s)%s", id, field, strings.Join(stepFields, ", "), didYouMean(field, stepFields))
+		c.fail(at(1), "step %q has no field %q (fields: %s)%s", id, field, strings.Join(stepFields, ", "), suggest.Hint(field, stepFields))
 	}
 }
 
@@ -359,53 +361,6 @@ func boolKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// didYouMean returns ` (did you mean "x"?)` for the closest candidate by
-// edit distance, or "".
-func didYouMean(name string, candidates []string) string {
-	best, bestD := "", -1
-	for _, c := range candidates {
-		d := editDistance(name, c)
-		if bestD < 0 || d < bestD || (d == bestD && c < best) {
-			best, bestD = c, d
-		}
-	}
-	limit := len(name) / 3
-	if limit < 1 {
-		limit = 1
-	}
-	if limit > 3 {
-		limit = 3
-	}
-	if bestD < 0 || bestD > limit || bestD >= len(name) || best == name {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	if len(ra) > 64 || len(rb) > 64 {
-		return 1 << 30
-	}
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 func dedupRefs(refs []Ref) []Ref {

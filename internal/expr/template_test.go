@@ -160,16 +160,16 @@ func TestCompileErrors(t *testing.T) {
 		offset int
 		msg    string
 	}{
-		{"an unknown step suggests the closest id", "${{ steps.suports.outputs.latest }}", 10, `unknown step "suports" (did you mean "supports"?)`},
+		{"an unknown step suggests the closest id", "${{ steps.suports.outputs.latest }}", 10, `unknown step "suports"; did you mean "supports"?`},
 		{"a later step must be in needs", "${{ steps.upgrade.status }}", 10, `step "upgrade" does not run before this step; add it to needs`},
-		{"an unknown output lists the outputs", "v=${{ steps.supports.outputs.lates }}", 29, `step "supports" has no output "lates" (outputs: latest, versions) (did you mean "latest"?)`},
+		{"an unknown output lists the outputs", "v=${{ steps.supports.outputs.lates }}", 29, `step "supports" has no output "lates" (outputs: latest, versions); did you mean "latest"?`},
 		{"an unknown output of a step without outputs says so", "${{ steps.silent.outputs.x }}", 25, `step "silent" has no output "x" (it has no outputs)`},
 		{"a for_each step has items and count", "${{ steps.nodes.outputs.name }}", 24, `step "nodes" has no output "name" (outputs: count, items)`},
-		{"an unknown step field is refused", "${{ steps.supports.output.latest }}", 19, `step "supports" has no field "output" (fields: outputs, status, error) (did you mean "outputs"?)`},
+		{"an unknown step field is refused", "${{ steps.supports.output.latest }}", 19, `step "supports" has no field "output" (fields: outputs, status, error); did you mean "outputs"?`},
 		{"index syntax is checked too", `${{ steps["supports"].outputs["nope"] }}`, 30, `step "supports" has no output "nope" (outputs: latest, versions)`},
-		{"an unknown input is refused", "a ${{ inputs.clustr }}", 13, `unknown input "clustr" (did you mean "cluster"?)`},
-		{"an unknown root name is refused", "${{ input.cluster }}", 4, `unknown name "input" (did you mean "inputs"?)`},
-		{"an unknown function is refused", "${{ uper(inputs.cluster) }}", 4, `unknown function "uper" (did you mean "upper"?)`},
+		{"an unknown input is refused", "a ${{ inputs.clustr }}", 13, `unknown input "clustr"; did you mean "cluster"?`},
+		{"an unknown root name is refused", "${{ input.cluster }}", 4, `unknown name "input"; did you mean "inputs"?`},
+		{"an unknown function is refused", "${{ uper(inputs.cluster) }}", 4, `unknown function "uper"; did you mean "upper"?`},
 		{"item outside for_each is refused", "${{ item.name }}", 4, "item is only defined inside for_each"},
 		{"result outside outputs is refused", "${{ result }}", 4, "result is only defined in a step's outputs"},
 		{"error outside retry.if is refused", "${{ error.code }}", 4, "error is only defined in retry.if"},

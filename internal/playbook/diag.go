@@ -69,62 +69,6 @@ func sortDiagnostics(ds Diagnostics) Diagnostics {
 	return out
 }
 
-// suggest returns the candidate closest to s when it is near enough to be
-// a likely typo, else "".
-func suggest(s string, candidates []string) string {
-	best, bestD := "", 3
-	limit := 2
-	if len(s) <= 2 {
-		limit = 1
-	}
-	for _, c := range candidates {
-		d := editDistance(s, c)
-		if d < bestD || (d == bestD && c < best) {
-			best, bestD = c, d
-		}
-	}
-	if bestD > limit || best == s {
-		return ""
-	}
-	return best
-}
-
-// didYouMean formats the hint suffix of an unknown-name message.
-func didYouMean(s string, candidates []string) string {
-	if c := suggest(s, candidates); c != "" {
-		return fmt.Sprintf("; did you mean %q?", c)
-	}
-	return ""
-}
-
-// editDistance is the Levenshtein distance of a and b (in bytes; names are
-// ASCII). Strings far apart in length are not compared in full.
-func editDistance(a, b string) int {
-	if d := len(a) - len(b); d > 3 || d < -3 {
-		return 4
-	}
-	if len(a) > 64 || len(b) > 64 {
-		return 4
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
-
 // joinPath appends a field name to a diagnostic path.
 func joinPath(path, name string) string {
 	if path == "" {

@@ -11,6 +11,8 @@ import (
 	yaml "go.yaml.in/yaml/v4"
 
 	"github.com/runbook/runbook/internal/expr"
+
+	"github.com/runbook/runbook/internal/suggest"
 )
 
 // Caps on hostile input. See doc.go.
@@ -331,7 +333,7 @@ func (l *loader) strict(n *yaml.Node, path string, known ...string) *object {
 			continue // top-level extension keys hold anchors for reuse
 		}
 		if !contains(known, p.name) {
-			l.errf(p.key, joinPath(path, p.name), "unknown key %q%s", p.name, didYouMean(p.name, known))
+			l.errf(p.key, joinPath(path, p.name), "unknown key %q%s", p.name, suggest.Hint(p.name, known))
 		}
 	}
 	return o
@@ -422,7 +424,7 @@ func (l *loader) oneOf(n *yaml.Node, path string, values ...string) (string, boo
 		return "", false
 	}
 	if !contains(values, s) {
-		l.errf(n, path, "must be one of %s (got %q)%s", strings.Join(values, ", "), s, didYouMean(s, values))
+		l.errf(n, path, "must be one of %s (got %q)%s", strings.Join(values, ", "), s, suggest.Hint(s, values))
 		return "", false
 	}
 	return s, true

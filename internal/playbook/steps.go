@@ -7,6 +7,8 @@ import (
 	yaml "go.yaml.in/yaml/v4"
 
 	"github.com/runbook/runbook/internal/steps"
+
+	"github.com/runbook/runbook/internal/suggest"
 )
 
 var stepKeys = []string{
@@ -120,7 +122,7 @@ func (l *loader) step(n *yaml.Node, path string) *stepNode {
 		if d, ok := steps.Lookup(s); ok {
 			st.Desc = d
 		} else {
-			l.errf(v, joinPath(path, "uses"), "unknown step type %q%s", s, didYouMean(s, steps.Names()))
+			l.errf(v, joinPath(path, "uses"), "unknown step type %q%s", s, suggest.Hint(s, steps.Names()))
 		}
 	}
 	if v := o.get("with"); v != nil && v.Kind != yaml.MappingNode {

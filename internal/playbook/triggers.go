@@ -8,6 +8,8 @@ import (
 	yaml "go.yaml.in/yaml/v4"
 
 	"github.com/runbook/runbook/internal/expr"
+
+	"github.com/runbook/runbook/internal/suggest"
 )
 
 var (
@@ -160,7 +162,7 @@ func (l *loader) triggerInputs(n *yaml.Node, path string, inputs map[string]stri
 	for _, p := range o.pairs {
 		kp := keyPath(path, p.name)
 		if _, ok := inputs[p.name]; !ok {
-			l.errf(p.key, kp, "unknown input %q%s", p.name, didYouMean(p.name, names))
+			l.errf(p.key, kp, "unknown input %q%s", p.name, suggest.Hint(p.name, names))
 			continue
 		}
 		if v, ok := l.compileValue(p.val, kp, te); ok {

@@ -3,6 +3,8 @@ package playbook
 import (
 	"fmt"
 	"strings"
+
+	"github.com/runbook/runbook/internal/suggest"
 )
 
 // resolve checks step ids and needs, detects cycles, fills DependsOn and
@@ -97,7 +99,7 @@ func (l *loader) order(ss *stepSet, list []*stepNode) {
 			case ss.ids[need]:
 				l.errf(at, path, "step %q is in %s, not %s; needs name steps of the same list", need, ss.byID[need].list, sn.list)
 			default:
-				l.errf(at, path, "unknown step %q%s", need, didYouMean(need, ids))
+				l.errf(at, path, "unknown step %q%s", need, suggest.Hint(need, ids))
 			}
 		}
 	}

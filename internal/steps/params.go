@@ -35,6 +35,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/runbook/runbook/internal/suggest"
 )
 
 // kind is the shape of a params value.
@@ -497,7 +499,7 @@ func unknownMessage(k string, fs []field) string {
 	for i, f := range fs {
 		names[i] = f.name
 	}
-	if s := suggest(k, names); s != "" {
+	if s := suggest.Closest(k, names); s != "" {
 		return fmt.Sprintf("unknown parameter %q; did you mean %q?", k, s)
 	}
 	return fmt.Sprintf("unknown parameter %q; known parameters: %s", k, strings.Join(names, ", "))
@@ -945,45 +947,4 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// suggest returns the name closest to k when it is close enough to be a
-// likely typo, else "".
-func suggest(k string, names []string) string {
-	best, bestD := "", math.MaxInt
-	for _, n := range names {
-		d := levenshtein(strings.ToLower(k), strings.ToLower(n))
-		if d < bestD {
-			best, bestD = n, d
-		}
-	}
-	limit := 2
-	if utf8.RuneCountInString(k) > 6 {
-		limit = 3
-	}
-	if bestD <= limit && bestD < utf8.RuneCountInString(best) {
-		return best
-	}
-	return ""
-}
-
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
