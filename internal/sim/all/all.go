@@ -1,0 +1,3 @@
+// Package all blank-imports every simulated service: the one list of
+// simulators `runbook sim` and `runbook run --sim` start. Add a service here.
+package all
