@@ -40,6 +40,8 @@ Cursors are kept in memory unless --state is given.`,
 	var sf stateFlags
 	sf.addState(fs)
 	sf.addSecrets(fs)
+	var sims simFlags
+	sims.add(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -79,7 +81,12 @@ Cursors are kept in memory unless --state is given.`,
 		}
 	}
 
-	h := &callHost{src: src, red: a.redactor}
+	conns, stopSim, err := sims.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopSim()
+	h := &callHost{src: src, red: a.redactor, conns: conns}
 	if sf.state != "" {
 		store, err := sf.openStore()
 		if err != nil {
@@ -182,6 +189,7 @@ type callHost struct {
 	src   *secrets.Source
 	red   redactor
 	store state.Store // nil: cursors in memory
+	conns *connections
 
 	mu         sync.Mutex
 	checkpoint []byte
@@ -223,7 +231,7 @@ func (h *callHost) SetCursor(ctx context.Context, key string, val []byte) error 
 }
 
 func (h *callHost) Connection(name string) (map[string]any, error) {
-	return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("connection %q is not configured", name)}
+	return h.conns.resolve(name, nil)
 }
 
 func (h *callHost) Secret(name string) (string, bool) {

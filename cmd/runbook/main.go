@@ -44,7 +44,7 @@ type verb struct {
 var verbs []*verb
 
 func init() {
-	verbs = []*verb{runVerb, validateVerb, planVerb, callVerb, stepsVerb, schemaVerb, runsVerb}
+	verbs = []*verb{runVerb, validateVerb, planVerb, callVerb, stepsVerb, schemaVerb, runsVerb, simVerb}
 }
 
 func findVerb(name string) *verb {
@@ -88,9 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	v := findVerb(name)
 	if v == nil {
 		msg := fmt.Sprintf("unknown command %q", name)
-		if s := suggest.Closest(name, verbNames()); s != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", s)
-		}
+		msg += suggest.Hint(name, verbNames())
 		return a.report(&exitError{code: 2, err: errors.New(msg), hint: "runbook help"})
 	}
 	a.verb = v

@@ -40,6 +40,8 @@ Ctrl-C continues where it stopped with --resume RUN_ID.`,
 	var sf stateFlags
 	sf.addState(fs)
 	sf.addSecrets(fs)
+	var sims simFlags
+	sims.add(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -79,8 +81,14 @@ Ctrl-C continues where it stopped with --resume RUN_ID.`,
 	if *resume != "" && pb != nil {
 		a.noteChanged(ctx, store, *resume, pb)
 	}
+	conns, stopSim, err := sims.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopSim()
 	prog := a.newProgress(out, *quiet, *resume)
 	opts := a.engineOptions(store, src)
+	opts.Connection = conns.resolve
 	opts.Observer = prog.observe
 	eng := engine.New(opts)
 	if err := eng.ReleaseStaleLocks(ctx); err != nil {

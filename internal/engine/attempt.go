@@ -223,11 +223,18 @@ func (h *host) SetCursor(ctx context.Context, key string, val []byte) error {
 }
 
 func (h *host) Connection(name string) (map[string]any, error) {
-	e := h.sr.rs.e
-	if e.o.Connection == nil {
-		return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("connection %q is not configured", name)}
+	rs := h.sr.rs
+	override, err := rs.connectionOverride(name)
+	if err != nil {
+		return nil, err
 	}
-	return e.o.Connection(name, h.sr.rs.pb.Connections[name])
+	if rs.e.o.Connection == nil {
+		if len(override) == 0 {
+			return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("connection %q is not configured", name)}
+		}
+		return override, nil
+	}
+	return rs.e.o.Connection(name, override)
 }
 
 func (h *host) Secret(name string) (string, bool) {

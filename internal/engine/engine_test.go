@@ -601,3 +601,27 @@ steps:
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+func TestConnectionSettingsEvaluateExpressionsAtRunTime(t *testing.T) {
+	testProbe.reset()
+	h := newHarness(t)
+	r, err := h.run(`
+version: 1
+name: conn
+inputs:
+  region: {type: string, default: kr2}
+connections:
+  svc: {base_url: "https://api.${{ inputs.region }}.example.com", key: "${{ secrets.TOKEN }}", retries: 3}
+steps:
+  - {id: use, uses: test.conn}
+`, nil)
+	require.NoError(t, err)
+	testProbe.mu.Lock()
+	got := testProbe.conn
+	testProbe.mu.Unlock()
+	assert.Equal(t, "https://api.kr2.example.com", got["base_url"])
+	assert.Equal(t, "s3cr3t-t0ken-value", got["key"], "the step gets the real secret")
+	assert.Equal(t, 3, got["retries"])
+	out := h.steps(r.ID)["use"].Outputs["conn"].(map[string]any)
+	assert.Equal(t, "***", out["key"], "but it is masked in the state")
+}

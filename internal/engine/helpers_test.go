@@ -153,6 +153,7 @@ type probe struct {
 	running  int
 	maxSeen  int
 	creates  map[string]int // resources created by test.create, by name
+	conn     map[string]any // what test.conn last received
 	released chan struct{}
 }
 
@@ -224,6 +225,21 @@ func registerTestSteps() {
 				}
 				return steps.Outputs{"key": p.Key}, nil
 			}),
+		})
+		steps.Register(steps.Descriptor{
+			Type:        "test.conn",
+			Summary:     "returns the connection it is given",
+			OpenOutputs: true,
+			Run: func(ctx context.Context, c *steps.Call) (steps.Outputs, error) {
+				conn, err := c.Host.Connection("svc")
+				if err != nil {
+					return nil, err
+				}
+				testProbe.mu.Lock()
+				testProbe.conn = conn
+				testProbe.mu.Unlock()
+				return steps.Outputs{"conn": conn}, nil
+			},
 		})
 		steps.Register(steps.Descriptor{
 			Type:    "test.flaky",

@@ -470,3 +470,61 @@ func stepState(rec *state.StepRecord) *expr.StepState {
 	}
 	return ss
 }
+
+// connectionOverride returns the playbook's `connections:` settings for
+// name with every ${{ }} evaluated (secrets, env, inputs). The loader
+// checked the expressions; they are compiled here because the model keeps
+// connections as written.
+func (rs *runState) connectionOverride(name string) (map[string]any, error) {
+	raw := rs.pb.Connections[name]
+	if raw == nil {
+		return nil, nil
+	}
+	rs.mu.RLock()
+	defer rs.mu.RUnlock()
+	sc := rs.scope(nil)
+	out := make(map[string]any, len(raw))
+	for k, v := range raw {
+		val, err := evalConnectionValue(v, sc)
+		if err != nil {
+			return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("connections.%s.%s: %v", name, k, err)}
+		}
+		out[k] = val
+	}
+	return out, nil
+}
+
+func evalConnectionValue(v any, sc *expr.Scope) (any, error) {
+	switch x := v.(type) {
+	case string:
+		if !strings.Contains(x, "${{") {
+			return x, nil
+		}
+		t, err := expr.CompileTemplate(x, nil)
+		if err != nil {
+			return nil, err
+		}
+		return t.Eval(sc)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			val, err := evalConnectionValue(e, sc)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = val
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			val, err := evalConnectionValue(e, sc)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = val
+		}
+		return out, nil
+	}
+	return v, nil
+}

@@ -238,11 +238,14 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// admin serves /_sim/journal (GET, ?service=&method=&path=; DELETE resets),
+// admin serves /_sim/connections (GET: the connection settings of every
+// service, what `runbook run --sim-url` reads), /_sim/journal (GET, ?service=&method=&path=; DELETE resets),
 // /_sim/faults (GET lists nothing; POST adds one; DELETE clears) and
 // /_sim/clock (GET; POST {"advance": "1h"}).
 func (s *Server) admin(w http.ResponseWriter, r *http.Request) {
 	switch {
+	case r.URL.Path == "/_sim/connections" && r.Method == http.MethodGet:
+		writeJSON(w, http.StatusOK, s.Connections())
 	case r.URL.Path == "/_sim/journal" && r.Method == http.MethodGet:
 		q := r.URL.Query()
 		writeJSON(w, http.StatusOK, s.Journal.Calls(q.Get("service"), q.Get("method"), q.Get("path")))

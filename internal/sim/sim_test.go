@@ -20,7 +20,9 @@ func (e echo) Handler() http.Handler {
 	})
 }
 
-func (e echo) Connection(base string) map[string]any { return map[string]any{"base_url": base, "token": "t"} }
+func (e echo) Connection(base string) map[string]any {
+	return map[string]any{"base_url": base, "token": "t"}
+}
 
 func init() { Register("echo", func(env *Env) (Service, error) { return echo{env}, nil }) }
 

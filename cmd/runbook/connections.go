@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/runbook/runbook/internal/sim"
+	_ "github.com/runbook/runbook/internal/sim/all"
+	"github.com/runbook/runbook/internal/steps"
+)
+
+// simFlags select the simulator a run talks to: --sim starts every
+// simulator in this process; --sim-url uses a `runbook sim` running
+// elsewhere (which survives this process, so a killed run can be resumed
+// against the same simulated resources).
+type simFlags struct {
+	embedded bool
+	url      string
+	speed    float64
+}
+
+func (f *simFlags) add(fs *flag.FlagSet) {
+	fs.BoolVar(&f.embedded, "sim", false, "start the simulators in this process and point every connection at them")
+	fs.StringVar(&f.url, "sim-url", "", "use the simulators of a running `runbook sim` at `URL` (e.g. http://127.0.0.1:8089)")
+	fs.Float64Var(&f.speed, "sim-speed", 60, "with --sim: simulated seconds per real second")
+}
+
+// connections resolves the settings of named connections: the simulator's
+// when one is used (its address and credentials win), filled in by the
+// playbook's `connections:` block.
+type connections struct {
+	sim map[string]map[string]any
+}
+
+// open starts or reaches the simulator the flags ask for. stop releases it.
+func (f *simFlags) open(ctx context.Context) (c *connections, stop func(), err error) {
+	c, stop = &connections{}, func() {}
+	switch {
+	case f.embedded && f.url != "":
+		return nil, nil, usageErrorf("run", "--sim and --sim-url exclude each other")
+	case f.embedded:
+		srv, err := sim.Start(ctx, sim.Options{Speed: f.speed})
+		if err != nil {
+			return nil, nil, err
+		}
+		c.sim = srv.Connections()
+		return c, srv.Close, nil
+	case f.url != "":
+		c.sim, err = fetchConnections(ctx, f.url)
+		if err != nil {
+			return nil, nil, &exitError{code: 1, err: err, hint: "start one with: runbook sim"}
+		}
+	}
+	return c, stop, nil
+}
+
+func fetchConnections(ctx context.Context, base string) (map[string]map[string]any, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	url := strings.TrimRight(base, "/") + "/_sim/connections"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("simulator URL %q: %w", base, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reach the simulator at %s: %w", base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the simulator at %s answered %s", base, resp.Status)
+	}
+	var out map[string]map[string]any
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&out); err != nil {
+		return nil, fmt.Errorf("read connections from %s: %w", base, err)
+	}
+	return out, nil
+}
+
+// resolve is the engine's Options.Connection.
+func (c *connections) resolve(name string, override map[string]any) (map[string]any, error) {
+	out := map[string]any{}
+	for k, v := range override {
+		out[k] = v
+	}
+	simConn, fromSim := c.sim[name]
+	for k, v := range simConn {
+		out[k] = v
+	}
+	if len(out) == 0 {
+		return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf(
+			"connection %q is not configured: add it under `connections:` in the playbook, or run against the simulator with --sim", name)}
+	}
+	if c.sim != nil && !fromSim {
+		names := make([]string, 0, len(c.sim))
+		for n := range c.sim {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf(
+			"connection %q has no simulator (simulated: %s); a rehearsal never reaches a real service", name, strings.Join(names, ", "))}
+	}
+	return out, nil
+}
