@@ -1,0 +1,131 @@
+package identity
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/runbook/runbook/internal/sim"
+)
+
+func init() { sim.Register("identity", New) }
+
+// Service is the simulated identity endpoint.
+type Service struct {
+	env   *sim.Env
+	store *Store
+}
+
+var _ sim.Service = (*Service)(nil)
+
+// New creates the identity service of env's server.
+func New(env *sim.Env) (sim.Service, error) {
+	return &Service{env: env, store: For(env)}, nil
+}
+
+// Store returns the token store (for in-process tests).
+func (s *Service) Store() *Store { return s.store }
+
+// Connection returns the identity URL and the credentials it accepts.
+func (s *Service) Connection(baseURL string) map[string]any {
+	c := s.store.Credentials()
+	return map[string]any{"identity_url": baseURL, "tenant_id": c.TenantID, "username": c.Username, "password": c.Password}
+}
+
+// Handler serves POST /v2.0/tokens and the admin routes.
+func (s *Service) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v2.0/tokens", s.tokens)
+	mux.HandleFunc("POST /_admin/lifetime", s.adminLifetime)
+	mux.HandleFunc("POST /_admin/revoke", func(w http.ResponseWriter, r *http.Request) {
+		s.store.Revoke()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "Not Found", "The resource could not be found.")
+	})
+	return mux
+}
+
+type tokenRequest struct {
+	Auth struct {
+		TenantID            string `json:"tenantId"`
+		PasswordCredentials struct {
+			Username string `json:"username"`
+			Password string `json:"password"`
+		} `json:"passwordCredentials"`
+	} `json:"auth"`
+}
+
+func (s *Service) tokens(w http.ResponseWriter, r *http.Request) {
+	var req tokenRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "Bad Request", "Malformed request body: "+err.Error())
+		return
+	}
+	a := req.Auth
+	if a.TenantID == "" || a.PasswordCredentials.Username == "" || a.PasswordCredentials.Password == "" {
+		writeError(w, http.StatusBadRequest, "Bad Request",
+			"Expecting to find auth.tenantId, auth.passwordCredentials.username and auth.passwordCredentials.password in the request body.")
+		return
+	}
+	id, expires, ok := s.store.Issue(Credentials{TenantID: a.TenantID, Username: a.PasswordCredentials.Username, Password: a.PasswordCredentials.Password})
+	if !ok {
+		writeError(w, http.StatusUnauthorized, "Unauthorized", "The request you have made requires authentication.")
+		return
+	}
+	now := s.env.Clock.Now().UTC()
+	c := s.store.Credentials()
+	catalog := []map[string]any{}
+	if s.env.URL != nil {
+		if u := s.env.URL("nks"); u != "" {
+			catalog = append(catalog, map[string]any{
+				"type": "container-infra", "name": "nks",
+				"endpoints": []map[string]any{{"region": "KR1", "publicURL": u}},
+			})
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"access": map[string]any{
+		"token": map[string]any{
+			"id":        id,
+			"issued_at": now.Format("2006-01-02T15:04:05.000000Z"),
+			"expires":   expires.Format(time.RFC3339),
+			"tenant":    map[string]any{"id": c.TenantID, "name": c.TenantID, "enabled": true, "description": nil},
+		},
+		"serviceCatalog": catalog,
+		"user": map[string]any{
+			"id": "sim-user", "name": c.Username, "username": c.Username,
+			"roles": []map[string]any{{"name": "_member_"}}, "roles_links": []any{},
+		},
+		"metadata": map[string]any{"is_admin": 0, "roles": []string{}},
+	}})
+}
+
+func (s *Service) adminLifetime(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Lifetime string `json:"lifetime"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&body); err != nil {
+		writeError(w, http.StatusBadRequest, "Bad Request", err.Error())
+		return
+	}
+	d, err := time.ParseDuration(body.Lifetime)
+	if err != nil || d <= 0 {
+		writeError(w, http.StatusBadRequest, "Bad Request", "lifetime must be a positive duration like 30m")
+		return
+	}
+	s.store.SetLifetime(d)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// writeError writes the Keystone error body.
+func writeError(w http.ResponseWriter, status int, title, message string) {
+	writeJSON(w, status, map[string]any{"error": map[string]any{"code": status, "title": title, "message": message}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
