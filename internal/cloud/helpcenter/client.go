@@ -1,0 +1,378 @@
+package helpcenter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runbook/runbook/internal/steps"
+)
+
+// Config configures a Client.
+type Config struct {
+	// BaseURL is the help center's address (https://{domain}.oc.nhncloud.com,
+	// or a simulator's http://127.0.0.1:PORT/helpcenter); paths are appended.
+	BaseURL     string
+	ServiceID   string
+	OrgID       string
+	SecurityKey string
+	// Language is sent when a call names none ("" sends nothing: the help
+	// center's default language).
+	Language   string
+	HTTPClient *http.Client
+	// Now gives the signature timestamp (default time.Now).
+	Now func() time.Time
+	// Location is where display times are read (default Asia/Seoul).
+	Location *time.Location
+	// MaxAttempts bounds the attempts of one call, retries included
+	// (default 4; 1 disables retries).
+	MaxAttempts int
+	// Sleep waits between attempts (default: a timer cut short by ctx).
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Client calls the help-center notice API. It is safe for concurrent use.
+type Client struct {
+	cfg  Config
+	base *url.URL
+}
+
+// Backoff bounds: the first retry waits up to baseBackoff, doubling up to
+// maxBackoff; a Retry-After longer than maxRetryAfter is cut to it.
+const (
+	baseBackoff   = 200 * time.Millisecond
+	maxBackoff    = 5 * time.Second
+	maxRetryAfter = 60 * time.Second
+	maxErrorBody  = 64 << 10
+)
+
+// New checks cfg and returns a client.
+func New(cfg Config) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, steps.Errorf(steps.Invalid, "helpcenter: base URL must be an http(s) URL with a host (got %q)", cfg.BaseURL)
+	}
+	if strings.TrimSpace(cfg.ServiceID) == "" {
+		return nil, steps.Errorf(steps.Invalid, "helpcenter: service ID is empty")
+	}
+	if strings.ContainsAny(cfg.ServiceID, "/?#") {
+		return nil, steps.Errorf(steps.Invalid, "helpcenter: service ID %q must not contain '/', '?' or '#'", cfg.ServiceID)
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 60 * time.Second}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Location == nil {
+		cfg.Location = Seoul
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 4
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
+	u.RawQuery, u.Fragment = "", ""
+	return &Client{cfg: cfg, base: u}, nil
+}
+
+// ConfigFrom reads a runbook connection map: base_url and service_id
+// (required), org_id and security_key (required by the notice list only),
+// language (default "ko").
+func ConfigFrom(conn map[string]any) (Config, error) {
+	var cfg Config
+	get := func(key string) (string, error) {
+		v, ok := conn[key]
+		if !ok || v == nil {
+			return "", nil
+		}
+		switch v := v.(type) {
+		case string:
+			return strings.TrimSpace(v), nil
+		case int, int64, float64, uint64, json.Number:
+			return fmt.Sprint(v), nil
+		}
+		return "", steps.Errorf(steps.Invalid, "helpcenter connection: %s must be a string (got %T)", key, v)
+	}
+	var err error
+	for _, f := range []struct {
+		key      string
+		dst      *string
+		required bool
+	}{
+		{"base_url", &cfg.BaseURL, true},
+		{"service_id", &cfg.ServiceID, true},
+		{"org_id", &cfg.OrgID, false},
+		{"security_key", &cfg.SecurityKey, false},
+		{"language", &cfg.Language, false},
+	} {
+		if *f.dst, err = get(f.key); err != nil {
+			return Config{}, err
+		}
+		if f.required && *f.dst == "" {
+			return Config{}, steps.Errorf(steps.Invalid, "helpcenter connection: %s is missing", f.key)
+		}
+	}
+	if cfg.Language == "" {
+		cfg.Language = "ko"
+	}
+	return cfg, nil
+}
+
+// ServiceID returns the configured service identifier.
+func (c *Client) ServiceID() string { return c.cfg.ServiceID }
+
+// BaseURL returns the configured base address (no trailing slash).
+func (c *Client) BaseURL() string { return c.base.String() }
+
+// APIError is an answer of the API that is not a success: a JSON envelope
+// with header.isSuccessful false, or a non-2xx HTTP status.
+type APIError struct {
+	Op            string // "GET /{serviceId}/api/v2/notice/list.json"
+	HTTPStatus    int
+	ResultCode    int // envelope header.resultCode (0 when no envelope)
+	ResultMessage string
+	RetryAfter    time.Duration // from a Retry-After header
+}
+
+func (e *APIError) Error() string {
+	msg := e.ResultMessage
+	if msg == "" {
+		msg = http.StatusText(e.HTTPStatus)
+	}
+	if e.ResultCode != 0 {
+		return fmt.Sprintf("%s: result code %d: %s (HTTP %d)", e.Op, e.ResultCode, msg, e.HTTPStatus)
+	}
+	return fmt.Sprintf("%s: HTTP %d: %s", e.Op, e.HTTPStatus, msg)
+}
+
+// Code classifies the error for the retry policy and for users. The result
+// code wins over the HTTP status. A 400 is a bad request unless it is about
+// the common authentication (Authorization blank, timestamp not numeric or
+// expired, signature wrong): the API gives those the same code 400, so the
+// message is the only thing that tells them apart.
+func (e *APIError) Code() steps.Code {
+	code := e.ResultCode
+	if code == 0 || code == 200 {
+		code = e.HTTPStatus
+	}
+	switch {
+	case code == 400:
+		if authProblem(e.ResultMessage) {
+			return steps.Unauthorized
+		}
+		return steps.Invalid
+	case code == 401 || code == 403:
+		return steps.Unauthorized
+	case code == 404 || code == 9005 || code == 410:
+		return steps.NotFound
+	case code == 409:
+		return steps.Conflict
+	case code == 429:
+		return steps.Throttled
+	case code >= 500 && code <= 599:
+		return steps.Unavailable
+	case code >= 400 && code <= 499:
+		return steps.Invalid
+	}
+	return steps.Internal
+}
+
+func authProblem(msg string) bool {
+	m := strings.ToLower(msg)
+	for _, w := range []string{"authori", "signature", "timestamp", "x-tc-", "hmac", "access denied"} {
+		if strings.Contains(m, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// classify wraps err as a *steps.Error with its code (and, for an
+// *APIError, its result code in Data).
+func classify(err error) error {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return &steps.Error{Code: ae.Code(), Err: err, Data: map[string]any{
+			"http_status": ae.HTTPStatus, "result_code": ae.ResultCode, "result_message": ae.ResultMessage,
+		}}
+	}
+	return err
+}
+
+type envelope struct {
+	Header struct {
+		ResultCode    int    `json:"resultCode"`
+		ResultMessage string `json:"resultMessage"`
+		IsSuccessful  bool   `json:"isSuccessful"`
+	} `json:"header"`
+	Result json.RawMessage `json:"result"`
+}
+
+// getJSON performs a GET of path (below the base URL) and decodes the
+// envelope's result into out.
+func (c *Client) getJSON(ctx context.Context, path string, q url.Values, out any) error {
+	resp, err := c.get(ctx, path, q)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	op := "GET " + path
+	var env envelope
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w", op, ctx.Err())
+		}
+		return &steps.Error{Code: steps.Unavailable, Message: op + ": reading the response", Err: err}
+	}
+	if out != nil && len(env.Result) > 0 && string(env.Result) != "null" {
+		if err := json.Unmarshal(env.Result, out); err != nil {
+			return &steps.Error{Code: steps.Internal, Message: op + ": decoding the result", Err: err}
+		}
+	}
+	return nil
+}
+
+// get sends a GET with retries and returns a 2xx response whose envelope,
+// if it is JSON, was successful. The caller closes the body.
+func (c *Client) get(ctx context.Context, path string, q url.Values) (*http.Response, error) {
+	op := "GET " + path
+	var last error
+	for attempt := 1; ; attempt++ {
+		resp, err := c.once(ctx, path, q)
+		if err == nil {
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %w", op, ctx.Err())
+		}
+		last = err
+		code := steps.CodeOf(err)
+		if (code != steps.Throttled && code != steps.Unavailable) || attempt >= c.cfg.MaxAttempts {
+			break
+		}
+		wait := backoff(attempt)
+		var ae *APIError
+		if errors.As(err, &ae) && ae.RetryAfter > 0 {
+			wait = min(ae.RetryAfter, maxRetryAfter)
+		}
+		if err := c.cfg.Sleep(ctx, wait); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	if c.cfg.MaxAttempts > 1 && steps.Retryable(last) {
+		var se *steps.Error
+		if errors.As(last, &se) {
+			return nil, &steps.Error{Code: se.Code, Message: fmt.Sprintf("gave up after %d attempts", c.cfg.MaxAttempts), Data: se.Data, Err: se}
+		}
+	}
+	return nil, last
+}
+
+// once sends one GET. JSON answers are checked for an unsuccessful
+// envelope, which is read here and returned as an error; a successful body
+// is handed back unread (buffered).
+func (c *Client) once(ctx context.Context, path string, q url.Values) (*http.Response, error) {
+	op := "GET " + path
+	u := *c.base
+	u.Path = c.base.Path + path
+	u.RawPath = ""
+	u.RawQuery = q.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, &steps.Error{Code: steps.Invalid, Message: op, Err: err}
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.cfg.SecurityKey != "" {
+		ts := c.cfg.Now().UnixMilli()
+		req.Header.Set("Authorization", Sign(c.cfg.SecurityKey, c.cfg.OrgID, req.URL.EscapedPath(), q, ts))
+		req.Header.Set("X-TC-Timestamp", strconv.FormatInt(ts, 10))
+	}
+	resp, err := c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %w", op, ctx.Err())
+		}
+		return nil, &steps.Error{Code: steps.Unavailable, Message: op, Err: err}
+	}
+	isJSON := strings.Contains(strings.ToLower(resp.Header.Get("Content-Type")), "json")
+	if resp.StatusCode/100 == 2 && !isJSON {
+		return resp, nil // a file
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	resp.Body.Close()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %w", op, ctx.Err())
+		}
+		return nil, &steps.Error{Code: steps.Unavailable, Message: op + ": reading the response", Err: err}
+	}
+	ae := &APIError{Op: op, HTTPStatus: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), c.cfg.Now())}
+	var env envelope
+	if isJSON && json.Unmarshal(body, &env) == nil && (env.Header.ResultCode != 0 || env.Header.IsSuccessful) {
+		if env.Header.IsSuccessful && resp.StatusCode/100 == 2 {
+			resp.Body = io.NopCloser(strings.NewReader(string(body)))
+			return resp, nil
+		}
+		ae.ResultCode, ae.ResultMessage = env.Header.ResultCode, env.Header.ResultMessage
+		return nil, classify(ae)
+	}
+	if resp.StatusCode/100 == 2 {
+		return nil, &steps.Error{Code: steps.Internal, Message: op + ": the answer is not a result envelope: " + snippet(body)}
+	}
+	ae.ResultMessage = snippet(body)
+	return nil, classify(ae)
+}
+
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+// backoff returns the wait before retry number attempt (1-based): between
+// half and all of an exponentially growing bound (equal jitter).
+func backoff(attempt int) time.Duration {
+	bound := baseBackoff << (attempt - 1)
+	if bound > maxBackoff || bound <= 0 {
+		bound = maxBackoff
+	}
+	return bound/2 + rand.N(bound/2+1)
+}
+
+// retryAfter reads a Retry-After header: seconds or an HTTP date.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
