@@ -285,4 +285,3 @@ func (c *Client) Attachment(ctx context.Context, attachmentID string, download b
 	}
 	return resp.Body, info, nil
 }
-
