@@ -1,3 +1,5 @@
 // Package all blank-imports every simulated service: the one list of
 // simulators `runbook sim` and `runbook run --sim` start. Add a service here.
 package all
+
+import _ "github.com/runbook/runbook/internal/sim/helpcenter"
