@@ -11,57 +11,67 @@ import (
 	"time"
 )
 
-// watermark is the digest cursor: the newest update time (Unix ms) seen and
-// the IDs of the notices updated at exactly that millisecond, so that two
-// notices sharing a time are neither lost nor repeated. A notice is new
-// when it was updated later, or at the same millisecond with another ID.
-// An edited notice therefore comes back, as an update.
+// lookback is how far below the newest update time the cursor still
+// remembers notice IDs: a notice that shows up late with an older update
+// time (a scheduled notice becoming visible, clock skew) is still caught.
+const lookback = 14 * 24 * time.Hour
+
+// watermark is the digest cursor. Floor is the update time (Unix ms) at and
+// below which every notice counts as seen; Seen holds the update time of
+// each notice seen above it; UpdatedMs is the newest update time seen. A
+// notice is new when it is above Floor and either unseen or updated since
+// it was seen, so list position (pinned notices first) never matters, two
+// notices sharing a millisecond are both caught, and an edited notice comes
+// back as an update.
 type watermark struct {
-	UpdatedMs int64   `json:"updated_ms"`
-	IDs       []int64 `json:"ids,omitempty"`
+	UpdatedMs int64           `json:"updated_ms"`
+	Floor     int64           `json:"floor_ms"`
+	Seen      map[int64]int64 `json:"seen,omitempty"`
 }
 
 // isZero reports a watermark before every notice.
-func (w watermark) isZero() bool { return w.UpdatedMs == 0 && len(w.IDs) == 0 }
+func (w watermark) isZero() bool { return w.UpdatedMs == 0 && w.Floor == 0 && len(w.Seen) == 0 }
 
 // newer reports whether n is past the watermark.
 func (w watermark) newer(n Notice) bool {
 	t := n.stamp()
-	return t > w.UpdatedMs || (t == w.UpdatedMs && !slices.Contains(w.IDs, n.ID))
+	if t <= w.Floor && !w.isZero() {
+		return false
+	}
+	seen, ok := w.Seen[n.ID]
+	return !ok || t > seen
 }
 
-// add moves the watermark over n (never backwards).
+// add records n as seen (the watermark never moves back).
 func (w watermark) add(n Notice) watermark {
-	t := n.stamp()
-	switch {
-	case t > w.UpdatedMs:
-		return watermark{UpdatedMs: t, IDs: []int64{n.ID}}
-	case t == w.UpdatedMs && !slices.Contains(w.IDs, n.ID):
-		ids := append(slices.Clone(w.IDs), n.ID)
-		slices.Sort(ids)
-		return watermark{UpdatedMs: t, IDs: ids}
-	}
-	return w
+	return w.merge(watermark{UpdatedMs: n.stamp(), Floor: w.Floor, Seen: map[int64]int64{n.ID: n.stamp()}})
 }
 
-// merge returns the later of two watermarks (their ID sets joined when the
-// times are equal): a resumed digest never moves a cursor back that
-// another run moved on meanwhile.
+// merge joins two watermarks: a resumed digest never moves a cursor back
+// that another run moved on meanwhile.
 func (w watermark) merge(o watermark) watermark {
-	switch {
-	case o.UpdatedMs > w.UpdatedMs:
-		return o
-	case o.UpdatedMs < w.UpdatedMs:
-		return w
-	}
-	ids := slices.Clone(w.IDs)
-	for _, id := range o.IDs {
-		if !slices.Contains(ids, id) {
-			ids = append(ids, id)
+	out := watermark{UpdatedMs: max(w.UpdatedMs, o.UpdatedMs), Floor: max(w.Floor, o.Floor), Seen: map[int64]int64{}}
+	out.Floor = max(out.Floor, out.UpdatedMs-lookback.Milliseconds())
+	for _, m := range []map[int64]int64{w.Seen, o.Seen} {
+		for id, t := range m {
+			if t > out.Floor && t > out.Seen[id] {
+				out.Seen[id] = t
+			}
 		}
 	}
-	slices.Sort(ids)
-	return watermark{UpdatedMs: w.UpdatedMs, IDs: ids}
+	return out
+}
+
+// ids lists the notices seen at the newest update time.
+func (w watermark) ids() []int64 {
+	var out []int64
+	for id, t := range w.Seen {
+		if t == w.UpdatedMs {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // time returns the watermark's time (zero for a zero watermark).
@@ -74,11 +84,12 @@ func (w watermark) time() time.Time {
 
 // output is the watermark as a step output.
 func (w watermark) output() map[string]any {
-	ids := make([]any, len(w.IDs))
-	for i, id := range w.IDs {
+	newest := w.ids()
+	ids := make([]any, len(newest))
+	for i, id := range newest {
 		ids[i] = id
 	}
-	out := map[string]any{"updated_ms": w.UpdatedMs, "ids": ids, "updated_at": ""}
+	out := map[string]any{"updated_ms": w.UpdatedMs, "ids": ids, "seen": len(w.Seen), "updated_at": ""}
 	if !w.time().IsZero() {
 		out["updated_at"] = w.time().Format(time.RFC3339Nano)
 	}

@@ -12,24 +12,36 @@ import (
 func at(ms int64) time.Time { return time.UnixMilli(ms) }
 
 func TestWatermarkTellsNewFromSeen(t *testing.T) {
+	day := int64(24 * 3600 * 1000)
+	now := 100 * day
 	w := watermark{}
-	a := Notice{ID: 1, UpdatedAt: at(1000)}
-	b := Notice{ID: 2, UpdatedAt: at(1000)}
-	c := Notice{ID: 3, UpdatedAt: at(500)}
-	pinnedOld := Notice{ID: 4, Pinned: true, UpdatedAt: at(100)}
+	a := Notice{ID: 1, UpdatedAt: at(now)}
+	b := Notice{ID: 2, UpdatedAt: at(now)}
+	c := Notice{ID: 3, UpdatedAt: at(now - day)}
+	pinnedOld := Notice{ID: 4, Pinned: true, UpdatedAt: at(now - 30*day)}
 	assert.True(t, w.newer(a))
 	w = w.add(a)
 	assert.False(t, w.newer(a), "a seen notice is not new")
 	assert.True(t, w.newer(b), "another notice at the same millisecond is new")
 	w = w.add(b)
-	assert.Equal(t, watermark{UpdatedMs: 1000, IDs: []int64{1, 2}}, w)
+	assert.Equal(t, []int64{1, 2}, w.ids())
+	assert.True(t, w.newer(c), "a notice that shows up late with an older time is still caught")
+	w = w.add(c)
 	assert.False(t, w.newer(c))
-	assert.False(t, w.newer(pinnedOld), "pinning does not make an old notice new")
-	edited := Notice{ID: 3, UpdatedAt: at(2000)}
+	assert.False(t, w.newer(pinnedOld), "below the floor nothing is new, pinned or not")
+	edited := Notice{ID: 3, UpdatedAt: at(now + 1)}
 	assert.True(t, w.newer(edited), "an edited notice comes back")
-	assert.Equal(t, w, w.add(c), "the watermark never moves back")
-	assert.Equal(t, watermark{UpdatedMs: 2000, IDs: []int64{3}}, w.merge(watermark{UpdatedMs: 2000, IDs: []int64{3}}))
-	assert.Equal(t, w, watermark{UpdatedMs: 10}.merge(w))
+	assert.Equal(t, w.UpdatedMs, w.merge(watermark{UpdatedMs: 10}).UpdatedMs, "the watermark never moves back")
+	later := w.add(Notice{ID: 9, UpdatedAt: at(now + 20*day)})
+	assert.NotContains(t, later.Seen, int64(1), "IDs below the floor are forgotten")
+	assert.False(t, later.newer(a))
+
+	b2, err := json.Marshal(later)
+	require.NoError(t, err)
+	back, ok, err := parseWatermark(b2)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, later, back)
 }
 
 func TestFirstRunParsing(t *testing.T) {

@@ -71,7 +71,7 @@ func init() {
 			{Name: "posted", Type: "boolean", Description: "whether a digest was posted or written"},
 			{Name: "count", Type: "integer", Description: "notices new since the cursor"},
 			{Name: "notice_ids", Type: "list", Description: "their IDs, newest first"},
-			{Name: "cursor", Type: "map", Description: "before and after: {updated_ms, updated_at, ids}"},
+			{Name: "cursor", Type: "map", Description: "key (in the state store), before and after: {updated_ms, updated_at, ids}"},
 			{Name: "digest", Type: "string", Description: "the rendered digest (capped at 64 KiB)"},
 			{Name: "idempotency_key", Type: "string", Description: "the Idempotency-Key sent with the post (\"\" when nothing was posted)"},
 		},
@@ -163,7 +163,8 @@ func runDigest(ctx context.Context, c *steps.Call, p *digestParams) (steps.Outpu
 		return nil, &steps.Error{Code: steps.Internal, Message: key, Err: err}
 	}
 	if !had && mode == "since" {
-		before = watermark{UpdatedMs: c.Now().Add(-since).UnixMilli()}
+		floor := c.Now().Add(-since).UnixMilli()
+		before = watermark{UpdatedMs: floor, Floor: floor}
 	}
 	fresh, err := collect(ctx, cl, p, lang, before, !had && mode == "none")
 	if err != nil {
@@ -317,7 +318,7 @@ func outputs(cp digestCheckpoint, posted bool) steps.Outputs {
 		"posted":          posted,
 		"count":           cp.Count,
 		"notice_ids":      ids,
-		"cursor":          map[string]any{"before": cp.Before.output(), "after": cp.After.output()},
+		"cursor":          map[string]any{"key": cp.CursorKey, "before": cp.Before.output(), "after": cp.After.output()},
 		"digest":          cp.Digest,
 		"idempotency_key": cp.Key,
 	}
@@ -356,13 +357,13 @@ func collect(ctx context.Context, cl *client, p *digestParams, lang string, befo
 			seen[n.ID] = true
 			if before.newer(n) {
 				out = append(out, n)
-			} else if n.stamp() < before.UpdatedMs {
+			} else if n.stamp() <= before.Floor {
 				older = true
 			}
 		}
 		last := len(res.notices) == 0 || page >= res.pages || newestOnly || scanned >= p.MaxScan
-		// Sorted by update time, newest first: once a page reaches below the
-		// watermark, every later page is older still.
+		// Sorted by update time, newest first: once a page reaches the
+		// watermark's floor, every later page is older still.
 		if last || (older && !before.isZero()) {
 			break
 		}
