@@ -399,4 +399,3 @@ func TestDigestRetriesWithTheSameKeyAndAdvancesOnlyAfterSuccess(t *testing.T) {
 	assert.EqualValues(t, 1, out["count"])
 	assert.Contains(t, rcv.got()[2].body["text"], "Arrived in between")
 }
-
