@@ -287,7 +287,9 @@ func TestTheSimulatorRefusesBadAuthenticationAndTheClientSaysWhy(t *testing.T) {
 		{"a wrong security key", "signature is wrong", func(c *helpcenter.Config) { c.SecurityKey = "not-the-key" }},
 		{"a wrong organization", "signature is wrong", func(c *helpcenter.Config) { c.OrgID = "other-org" }},
 		{"a timestamp six minutes old", "X-TC-Timestamp expired",
-			func(c *helpcenter.Config) { c.Now = func() time.Time { return f.srv.Clock.Now().Add(-6 * time.Minute) } }},
+			func(c *helpcenter.Config) {
+				c.Now = func() time.Time { return f.srv.Clock.Now().Add(-6 * time.Minute) }
+			}},
 		{"a timestamp six minutes ahead", "X-TC-Timestamp expired",
 			func(c *helpcenter.Config) { c.Now = func() time.Time { return f.srv.Clock.Now().Add(6 * time.Minute) } }},
 		{"no security key", "Authorization header is blank", func(c *helpcenter.Config) { c.SecurityKey = "" }},
