@@ -1,0 +1,344 @@
+package nks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runbook/runbook/internal/steps"
+)
+
+// TokenSource hands out the token sent as X-Auth-Token.
+// *identity.Source implements it.
+type TokenSource interface {
+	Token(ctx context.Context) (string, error)
+	// Invalidate drops token after the API answered 401 to it.
+	Invalidate(token string)
+}
+
+// Header names and the version value sent on every request. Both version
+// header names are sent: the spec names Platform-API-Version, the public
+// docs and clients send OpenStack-API-Version (spec/FIDELITY.md).
+const (
+	HeaderToken            = "X-Auth-Token"
+	HeaderVersion          = "Platform-API-Version"
+	HeaderOpenStackVersion = "OpenStack-API-Version"
+	APIVersion             = "container-infra latest"
+)
+
+// DefaultRegion is used when a Config names neither a base URL nor a region.
+const DefaultRegion = "kr1"
+
+// Regions lists the regions with a public host (spec/FIDELITY.md).
+var Regions = []string{"kr1", "kr2", "kr3"}
+
+// RegionURL returns the public base URL of region (kr1, kr2, kr3; case
+// is ignored).
+func RegionURL(region string) (string, error) {
+	r := strings.ToLower(strings.TrimSpace(region))
+	for _, known := range Regions {
+		if r == known {
+			return "https://" + r + "-api-kubernetes-infrastructure.nhncloudservice.com", nil
+		}
+	}
+	return "", steps.Errorf(steps.Invalid, "nks: unknown region %q; known regions are %s (or set base_url)", region, strings.Join(Regions, ", "))
+}
+
+// Config configures a Client.
+type Config struct {
+	// BaseURL overrides the region's host (a simulator's
+	// http://127.0.0.1:PORT/nks); paths like /v1/clusters are appended.
+	BaseURL string
+	// Region picks the public host when BaseURL is empty (default kr1).
+	Region     string
+	Tokens     TokenSource
+	HTTPClient *http.Client
+	// Sleep waits between attempts (default: a timer cut short by ctx).
+	Sleep func(ctx context.Context, d time.Duration) error
+	// MaxAttempts bounds the attempts of a GET, retries included
+	// (default 4; 1 disables retries).
+	MaxAttempts int
+	// Now reads Retry-After dates (default time.Now).
+	Now func() time.Time
+}
+
+// Client calls the cluster API. It is safe for concurrent use.
+type Client struct {
+	cfg  Config
+	base *url.URL
+}
+
+// Backoff bounds: the first retry waits up to baseBackoff, doubling up to
+// maxBackoff; a Retry-After longer than maxRetryAfter is cut to it.
+const (
+	baseBackoff   = 500 * time.Millisecond
+	maxBackoff    = 10 * time.Second
+	maxRetryAfter = 60 * time.Second
+	maxBody       = 32 << 20
+)
+
+// New checks cfg and returns a client.
+func New(cfg Config) (*Client, error) {
+	base := strings.TrimRight(strings.TrimSpace(cfg.BaseURL), "/")
+	if base == "" {
+		region := cfg.Region
+		if strings.TrimSpace(region) == "" {
+			region = DefaultRegion
+		}
+		var err error
+		if base, err = RegionURL(region); err != nil {
+			return nil, err
+		}
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, steps.Errorf(steps.Invalid, "nks: base URL must be an http(s) URL with a host (got %q)", cfg.BaseURL)
+	}
+	if cfg.Tokens == nil {
+		return nil, steps.Errorf(steps.Invalid, "nks: no token source; give a token or identity credentials")
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 60 * time.Second}
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 4
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	u.RawQuery, u.Fragment, u.RawPath = "", "", ""
+	return &Client{cfg: cfg, base: u}, nil
+}
+
+// ConfigFrom reads a runbook connection map: base_url (overrides the
+// region's host) and region (kr1, kr2, kr3; default kr1). Credentials are
+// read by identity.ConfigFrom from the same map and passed in as tokens.
+func ConfigFrom(conn map[string]any, tokens TokenSource) (Config, error) {
+	cfg := Config{Tokens: tokens}
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{"base_url", &cfg.BaseURL}, {"region", &cfg.Region}} {
+		v, ok := conn[f.key]
+		if !ok || v == nil {
+			continue
+		}
+		s, ok := v.(string)
+		if !ok {
+			return Config{}, steps.Errorf(steps.Invalid, "nks connection: %s must be a string (got %T)", f.key, v)
+		}
+		*f.dst = strings.TrimSpace(s)
+	}
+	if cfg.BaseURL == "" && cfg.Region != "" {
+		if _, err := RegionURL(cfg.Region); err != nil {
+			return Config{}, err
+		}
+	}
+	return cfg, nil
+}
+
+// BaseURL returns the address calls go to (no trailing slash).
+func (c *Client) BaseURL() string { return c.base.String() }
+
+// Path joins escaped path segments below /v1: Path("clusters", name,
+// "nodegroups") is "/v1/clusters/<name>/nodegroups". Names may hold any
+// character; each segment is escaped.
+func Path(segments ...string) string {
+	var b strings.Builder
+	b.WriteString("/v1")
+	for _, s := range segments {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(s))
+	}
+	return b.String()
+}
+
+func checkID(what, v string) error {
+	if strings.TrimSpace(v) == "" {
+		return steps.Errorf(steps.Invalid, "nks: %s is empty", what)
+	}
+	return nil
+}
+
+// do sends one operation: method and path (escaped, from Path), in as the
+// JSON body (nil: none), out as the decoded 2xx answer (nil: ignored).
+//
+// Retries: a GET is repeated on 429, 5xx and network errors (MaxAttempts
+// in all, exponential backoff with jitter, Retry-After honoured). A
+// mutating call is repeated only when the service provably did not act on
+// it: 429 (rejected by the rate limiter). Any method is repeated once
+// after a 401 with a fresh token.
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	op := method + " " + path
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return &steps.Error{Code: steps.Internal, Message: op + ": encoding the request", Err: err}
+		}
+	}
+	idempotent := method == http.MethodGet
+	reauthed := false
+	for attempt := 1; ; attempt++ {
+		token, err := c.cfg.Tokens.Token(ctx)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		resp, err := c.send(ctx, method, path, token, body)
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("%s: %w", op, ctx.Err())
+			}
+			if idempotent && attempt < c.cfg.MaxAttempts {
+				if err := c.cfg.Sleep(ctx, backoff(attempt)); err != nil {
+					return fmt.Errorf("%s: %w", op, err)
+				}
+				continue
+			}
+			return &steps.Error{Code: steps.Unavailable, Message: op + attemptsNote(attempt), Err: err,
+				Data: map[string]any{"ambiguous": !idempotent}}
+		}
+		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+		resp.Body.Close()
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("%s: %w", op, ctx.Err())
+			}
+			if idempotent && attempt < c.cfg.MaxAttempts {
+				if err := c.cfg.Sleep(ctx, backoff(attempt)); err != nil {
+					return fmt.Errorf("%s: %w", op, err)
+				}
+				continue
+			}
+			return &steps.Error{Code: steps.Unavailable, Message: op + ": reading the answer" + attemptsNote(attempt), Err: err,
+				Data: map[string]any{"ambiguous": !idempotent}}
+		}
+		if resp.StatusCode/100 == 2 {
+			if out == nil || len(bytes.TrimSpace(raw)) == 0 {
+				return nil
+			}
+			if err := json.Unmarshal(raw, out); err != nil {
+				return &steps.Error{Code: steps.Internal, Message: op + ": decoding the answer", Err: err}
+			}
+			return nil
+		}
+		ae := parseAPIError(op, resp.StatusCode, raw)
+		ae.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), c.cfg.Now())
+		if resp.StatusCode == http.StatusUnauthorized && !reauthed {
+			reauthed = true
+			c.cfg.Tokens.Invalidate(token)
+			if fresh, err := c.cfg.Tokens.Token(ctx); err == nil && fresh != token {
+				attempt-- // the rejected request does not count
+				continue
+			}
+		}
+		retry := resp.StatusCode == http.StatusTooManyRequests || (idempotent && resp.StatusCode >= 500)
+		if retry && attempt < c.cfg.MaxAttempts {
+			wait := backoff(attempt)
+			if ae.RetryAfter > 0 {
+				wait = min(ae.RetryAfter, maxRetryAfter)
+			}
+			if err := c.cfg.Sleep(ctx, wait); err != nil {
+				return fmt.Errorf("%s: %w", op, err)
+			}
+			continue
+		}
+		se := ae.stepsError()
+		if retry && attempt > 1 {
+			se.Message = fmt.Sprintf("gave up after %d attempts", attempt)
+		}
+		if !idempotent && resp.StatusCode >= 500 {
+			se.Data["ambiguous"] = true
+		}
+		return se
+	}
+}
+
+func attemptsNote(attempt int) string {
+	if attempt > 1 {
+		return fmt.Sprintf(" (gave up after %d attempts)", attempt)
+	}
+	return ""
+}
+
+func (c *Client) send(ctx context.Context, method, path, token string, body []byte) (*http.Response, error) {
+	u, err := url.Parse(c.base.String() + path)
+	if err != nil {
+		return nil, err
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HeaderVersion, APIVersion)
+	req.Header.Set(HeaderOpenStackVersion, APIVersion)
+	req.Header.Set(HeaderToken, token)
+	return c.cfg.HTTPClient.Do(req)
+}
+
+// backoff returns the wait before retry number attempt (1-based): between
+// half and all of an exponentially growing bound (equal jitter).
+func backoff(attempt int) time.Duration {
+	bound := baseBackoff << (attempt - 1)
+	if bound > maxBackoff || bound <= 0 {
+		bound = maxBackoff
+	}
+	return bound/2 + rand.N(bound/2+1)
+}
+
+// retryAfter reads a Retry-After header: seconds or an HTTP date.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// uuidAnswer is the answer of most mutating calls: the UUID of the cluster
+// or node group acted on (not of the task).
+type uuidAnswer struct {
+	UUID string `json:"uuid"`
+}
+
+func (c *Client) post(ctx context.Context, method, path string, in any) (string, error) {
+	var out uuidAnswer
+	if err := c.do(ctx, method, path, in, &out); err != nil {
+		return "", err
+	}
+	return out.UUID, nil
+}
