@@ -120,7 +120,7 @@ func createBody(name string, change func(body, labels map[string]any)) map[strin
 	}
 	body := map[string]any{
 		"name": name, "keypair": "ops-key", "cluster_template_id": "iaas_console", "node_count": 2,
-		"flavor_id": "1c5b8e4b-4a57-4d51-9c6f-2b9b3f6a7a01",
+		"flavor_id":     "1c5b8e4b-4a57-4d51-9c6f-2b9b3f6a7a01",
 		"fixed_network": "a1b2c3d4-0000-4000-8000-000000000001", "fixed_subnet": "a1b2c3d4-0000-4000-8000-000000000002",
 		"create_timeout": 60, "labels": labels,
 	}
