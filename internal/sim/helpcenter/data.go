@@ -72,12 +72,15 @@ func generate(seed uint64, n int, now time.Time) []*notice {
 			w -= t.weight
 		}
 		p := products[rng.IntN(len(products))]
+		// Dates are anchored to the start of the day (Seoul), not to the
+		// moment the simulator started: every start on the same day
+		// generates the same notices with the same times, so a digest run
+		// against a fresh --sim sees nothing new, as against a real service.
 		var display time.Time
 		if i%40 == 7 { // a few dated today: isNew
-			elapsed := now.Sub(todayStart)
-			display = now.Add(-time.Duration(rng.Int64N(int64(elapsed)/2 + 1)))
+			display = todayStart.Add(time.Duration(rng.IntN(60)) * time.Second)
 		} else {
-			display = now.Add(-time.Duration(rng.Int64N(int64(180 * 24 * time.Hour))))
+			display = todayStart.Add(-time.Duration(rng.Int64N(int64(180 * 24 * time.Hour))))
 		}
 		display = display.Truncate(time.Second)
 		created := display.Add(-time.Duration(1+rng.IntN(72*3600)) * time.Second)
@@ -85,11 +88,16 @@ func generate(seed uint64, n int, now time.Time) []*notice {
 			created = created.Add(-time.Second)
 		}
 		usedCreated[created.Unix()] = true
-		updated := created.Add(time.Duration(rng.IntN(10*24*3600)) * time.Second)
-		if updated.After(now) {
-			updated = now
+		// Never updated after the anchor (or after a notice dated today was
+		// displayed): a notice added later is always the newest.
+		limit := todayStart
+		if display.After(limit) {
+			limit = display
 		}
-		updated = updated.Add(time.Duration(rng.IntN(1000)) * time.Millisecond)
+		updated := created.Add(time.Duration(rng.IntN(10*24*3600))*time.Second + time.Duration(rng.IntN(1000))*time.Millisecond)
+		if updated.After(limit) {
+			updated = limit
+		}
 		start := 1 + rng.IntN(5)
 		vars := strings.NewReplacer(
 			"{product}", p.name,
