@@ -3,3 +3,7 @@
 package all
 
 import _ "github.com/runbook/runbook/internal/sim/helpcenter"
+
+import _ "github.com/runbook/runbook/internal/sim/identity"
+
+import _ "github.com/runbook/runbook/internal/sim/nks"
