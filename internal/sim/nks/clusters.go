@@ -128,7 +128,7 @@ func (s *Service) createCluster(r *http.Request) (int, any, error) {
 		labels: l, createTimeout: req.CreateTimeout.or(60), createdAt: now, updatedAt: now, nextHost: firstHostIdx,
 	}
 	master := &nodegroup{
-		uuid: s.newUUID(), name: masterGroup, role: "master", flavorID: req.FlavorID, imageID: l["node_image"],
+		uuid: s.newUUID(), name: cloud.MasterNodeGroup, role: "master", flavorID: req.FlavorID, imageID: l["node_image"],
 		stackID: c.stackID, status: createInProgress, isDefault: true, createdAt: now, updatedAt: now,
 		labels: map[string]string{"kube_tag": l["kube_tag"], "availability_zone": l["availability_zone"], "node_image": l["node_image"]},
 	}

@@ -3,6 +3,8 @@ package nks
 import (
 	"net/http"
 	"slices"
+
+	cloud "github.com/runbook/runbook/internal/cloud/nks"
 )
 
 // version is one entry of /v1/supports.
@@ -31,26 +33,8 @@ func (s *Service) setVersion(name string, supported bool) {
 	slices.SortFunc(s.versions, func(a, b version) int { return compareVersions(a.name, b.name) })
 }
 
-// supported reports whether the version is listed as valid.
-func (s *Service) supported(name string) bool {
-	for _, v := range s.versions {
-		if v.name == name {
-			return v.supported
-		}
-	}
-	return false
-}
-
 // latest is the newest valid version.
-func (s *Service) latest() string {
-	out := ""
-	for _, v := range s.versions {
-		if v.supported && (out == "" || compareVersions(v.name, out) > 0) {
-			out = v.name
-		}
-	}
-	return out
-}
+func (s *Service) latest() string { return cloud.LatestSupportedVersion(s.supportedMap()) }
 
 var clusterEvents = map[string]string{
 	"CLUSTER_CREATE":              "Create a cluster",

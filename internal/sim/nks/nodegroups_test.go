@@ -204,7 +204,10 @@ func TestAutoscalerUserScriptAndFlavorChanges(t *testing.T) {
 	assert.Equal(t, float64(3), g["min_node_count"])
 	assert.Equal(t, float64(3), g["node_count"], "the autoscaler brings the group to its minimum")
 	assert.Equal(t, "SUCCESS", e.lastEvent(id, "NODEGROUP_SET_CLUSTER_AUTOSCALER")["state"])
-	code, detail := apiError(t, e.do("POST", "/v1/clusters/ops/nodegroups/default-worker/autoscale",
+	code, detail := apiError(t, e.do("POST", "/v1/clusters/ops/actions/resize", map[string]any{"nodegroup": "default-worker", "node_count": 4}))
+	assert.Equal(t, 400, code, "the autoscaler owns the node count")
+	assert.Contains(t, detail, "autoscaler")
+	code, detail = apiError(t, e.do("POST", "/v1/clusters/ops/nodegroups/default-worker/autoscale",
 		map[string]any{"ca_enable": "True", "ca_min_node_count": 5, "ca_max_node_count": 4}))
 	assert.Equal(t, 400, code)
 	assert.Contains(t, detail, "above ca_max_node_count")

@@ -34,7 +34,6 @@ const (
 )
 
 const (
-	masterGroup  = "default-master"
 	workerGroup  = "default-worker"
 	masterNodes  = 3
 	firstHostIdx = 10 // node addresses start at .10 of the fixed subnet

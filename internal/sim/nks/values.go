@@ -109,22 +109,10 @@ func labelString(v any) (string, error) {
 	}
 }
 
-// isFlag reports whether s is a True/False flag (case-insensitive, as the
-// service parses it).
-func isFlag(s string) bool { return strings.EqualFold(s, "true") || strings.EqualFold(s, "false") }
-
-// flagValue normalises a True/False flag.
-func flagValue(s string) string {
-	if strings.EqualFold(s, "true") {
-		return "True"
-	}
-	return "False"
-}
-
 // labelValue turns a stored label string into the typed value the
 // autoscaler read answers: booleans for flags, integers for counts.
 func labelValue(s string) any {
-	if isFlag(s) {
+	if strings.EqualFold(s, "true") || strings.EqualFold(s, "false") {
 		return strings.EqualFold(s, "true")
 	}
 	if i, err := strconv.Atoi(s); err == nil {
