@@ -68,7 +68,7 @@ func For(env *sim.Env) *Store {
 // accepts for a seed.
 func DefaultCredentials(seed uint64) Credentials {
 	return Credentials{
-		TenantID: fmt.Sprintf("%032x", seed*0x9e3779b97f4a7c15)[:32],
+		TenantID: fmt.Sprintf("%016x%016x", seed*0x9e3779b97f4a7c15, (seed+1)*0xbf58476d1ce4e5b9),
 		Username: "sim-user@example.com",
 		Password: "sim-api-password",
 	}
