@@ -24,6 +24,7 @@ const DefaultURL = "https://api-identity-infrastructure.nhncloudservice.com"
 const (
 	RefreshMargin   = 5 * time.Minute
 	DefaultLifetime = 30 * time.Minute
+	refreshTimeout  = 2 * time.Minute
 )
 
 // Config configures a Source.
@@ -149,7 +150,7 @@ func (s *Source) Token(ctx context.Context) (string, error) {
 	if c == nil {
 		c = &call{done: make(chan struct{})}
 		s.inflight = c
-		go s.refresh(context.WithoutCancel(ctx), c)
+		go s.refresh(ctx, c)
 	}
 	s.mu.Unlock()
 	select {
@@ -178,7 +179,11 @@ func (s *Source) Expires() time.Time {
 	return s.expires
 }
 
+// refresh fetches a token for c. It outlives the caller that started it
+// (others may be waiting) but not refreshTimeout.
 func (s *Source) refresh(ctx context.Context, c *call) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout)
+	defer cancel()
 	token, expires, err := s.fetch(ctx)
 	now := s.cfg.Now()
 	s.mu.Lock()

@@ -3,6 +3,7 @@ package nks
 import (
 	"context"
 	"net/http"
+	"strings"
 )
 
 // NodeGroup is a node group as read. The list answers UUID, FlavorID,
@@ -83,16 +84,7 @@ type NodeActionRequest struct {
 }
 
 // JoinNodes builds a node_list from node instance UUIDs.
-func JoinNodes(ids ...string) string {
-	s := ""
-	for i, id := range ids {
-		if i > 0 {
-			s += ":"
-		}
-		s += id
-	}
-	return s
-}
+func JoinNodes(ids ...string) string { return strings.Join(ids, ":") }
 
 // Autoscaler is a node group's autoscaler settings as read. The spec
 // documents strings (flags True/False); samples show booleans and
