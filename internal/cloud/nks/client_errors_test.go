@@ -255,6 +255,11 @@ func TestLatestEventFindsTheTaskOfTheCall(t *testing.T) {
 		require.NoError(t, jsonUnmarshal(events, &list))
 		assert.Equal(t, 3, NewestTask(list.Events, "g1", "", time.Time{}).ID)
 	})
+	t.Run("an empty resource matches any resource", func(t *testing.T) {
+		var list struct{ Events []Task }
+		require.NoError(t, jsonUnmarshal(events, &list))
+		assert.Equal(t, 4, NewestTask(list.Events, "", EventNodeGroupUpgrade, requested).ID)
+	})
 }
 
 func TestBaseURLs(t *testing.T) {

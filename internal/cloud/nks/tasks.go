@@ -150,7 +150,8 @@ func (c *Client) Supports(ctx context.Context) (*Supports, error) {
 // none), so the list is read and filtered here. after is compared at
 // whole-second precision, since the service's times may be truncated to
 // seconds; give the time just before the mutating request was sent.
-// eventType "" matches any type. Ties on created_at go to the larger ID.
+// resourceUUID "" matches any resource and eventType "" any type. Ties on
+// created_at go to the larger ID.
 func (c *Client) LatestEvent(ctx context.Context, clusterUUID, resourceUUID, eventType string, after time.Time) (*Task, error) {
 	tasks, err := c.ListTasks(ctx, clusterUUID)
 	if err != nil {
@@ -166,7 +167,7 @@ func NewestTask(tasks []Task, resourceUUID, eventType string, after time.Time) *
 	var bestAt time.Time
 	for i := range tasks {
 		t := &tasks[i]
-		if t.ResourceUUID != resourceUUID || (eventType != "" && t.Type != eventType) {
+		if (resourceUUID != "" && t.ResourceUUID != resourceUUID) || (eventType != "" && t.Type != eventType) {
 			continue
 		}
 		at := t.Created()
