@@ -122,6 +122,30 @@ func HTTPStatus(err error) int {
 	return 500
 }
 
+// CodeForHTTPStatus classifies an unexpected HTTP status for the retry
+// policy: 429 throttled, 5xx unavailable, 401/403 unauthorized, 404 not
+// found, 409 conflict, 408 timeout, other 4xx invalid, anything else
+// (an unexpected 1xx/2xx/3xx) failed.
+func CodeForHTTPStatus(status int) Code {
+	switch {
+	case status == 429:
+		return Throttled
+	case status >= 500:
+		return Unavailable
+	case status == 401 || status == 403:
+		return Unauthorized
+	case status == 404:
+		return NotFound
+	case status == 409:
+		return Conflict
+	case status == 408:
+		return Timeout
+	case status >= 400:
+		return Invalid
+	}
+	return Failed
+}
+
 // ErrSuspended is returned by Host.AwaitApproval when the run must park and
 // continue later (the CLI without a server). The engine persists the run as
 // waiting; it is not a failure.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/steps"
+
+	"github.com/runbook/runbook/internal/cloud/retry"
 )
 
 // Config configures a Client.
@@ -79,7 +80,7 @@ func New(cfg Config) (*Client, error) {
 		cfg.MaxAttempts = 4
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleep
+		cfg.Sleep = retry.Sleep
 	}
 	u.RawQuery, u.Fragment = "", ""
 	return &Client{cfg: cfg, base: u}, nil
@@ -260,7 +261,7 @@ func (c *Client) get(ctx context.Context, path string, q url.Values) (*http.Resp
 		if (code != steps.Throttled && code != steps.Unavailable) || attempt >= c.cfg.MaxAttempts {
 			break
 		}
-		wait := backoff(attempt)
+		wait := retry.Backoff(attempt, baseBackoff, maxBackoff)
 		var ae *APIError
 		if errors.As(err, &ae) && ae.RetryAfter > 0 {
 			wait = min(ae.RetryAfter, maxRetryAfter)
@@ -316,7 +317,7 @@ func (c *Client) once(ctx context.Context, path string, q url.Values) (*http.Res
 		}
 		return nil, &steps.Error{Code: steps.Unavailable, Message: op + ": reading the response", Err: err}
 	}
-	ae := &APIError{Op: op, HTTPStatus: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), c.cfg.Now())}
+	ae := &APIError{Op: op, HTTPStatus: resp.StatusCode, RetryAfter: retry.After(resp.Header.Get("Retry-After"), c.cfg.Now())}
 	var env envelope
 	if isJSON && json.Unmarshal(body, &env) == nil && (env.Header.ResultCode != 0 || env.Header.IsSuccessful) {
 		if env.Header.IsSuccessful && resp.StatusCode/100 == 2 {
@@ -339,40 +340,4 @@ func snippet(b []byte) string {
 		s = s[:200] + "..."
 	}
 	return s
-}
-
-// backoff returns the wait before retry number attempt (1-based): between
-// half and all of an exponentially growing bound (equal jitter).
-func backoff(attempt int) time.Duration {
-	bound := baseBackoff << (attempt - 1)
-	if bound > maxBackoff || bound <= 0 {
-		bound = maxBackoff
-	}
-	return bound/2 + rand.N(bound/2+1)
-}
-
-// retryAfter reads a Retry-After header: seconds or an HTTP date.
-func retryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -6,14 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/runbook/runbook/internal/steps"
+
+	"github.com/runbook/runbook/internal/cloud/retry"
 )
 
 // TokenSource hands out the token sent as X-Auth-Token.
@@ -109,7 +109,7 @@ func New(cfg Config) (*Client, error) {
 		cfg.HTTPClient = &http.Client{Timeout: 60 * time.Second}
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleep
+		cfg.Sleep = retry.Sleep
 	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 4
@@ -201,7 +201,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 				return fmt.Errorf("%s: %w", op, ctx.Err())
 			}
 			if idempotent && attempt < c.cfg.MaxAttempts {
-				if err := c.cfg.Sleep(ctx, backoff(attempt)); err != nil {
+				if err := c.cfg.Sleep(ctx, retry.Backoff(attempt, baseBackoff, maxBackoff)); err != nil {
 					return fmt.Errorf("%s: %w", op, err)
 				}
 				continue
@@ -216,7 +216,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 				return fmt.Errorf("%s: %w", op, ctx.Err())
 			}
 			if idempotent && attempt < c.cfg.MaxAttempts {
-				if err := c.cfg.Sleep(ctx, backoff(attempt)); err != nil {
+				if err := c.cfg.Sleep(ctx, retry.Backoff(attempt, baseBackoff, maxBackoff)); err != nil {
 					return fmt.Errorf("%s: %w", op, err)
 				}
 				continue
@@ -234,7 +234,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 			return nil
 		}
 		ae := parseAPIError(op, resp.StatusCode, raw)
-		ae.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), c.cfg.Now())
+		ae.RetryAfter = retry.After(resp.Header.Get("Retry-After"), c.cfg.Now())
 		if resp.StatusCode == http.StatusUnauthorized && !reauthed {
 			reauthed = true
 			c.cfg.Tokens.Invalidate(token)
@@ -243,9 +243,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 				continue
 			}
 		}
-		retry := resp.StatusCode == http.StatusTooManyRequests || (idempotent && resp.StatusCode >= 500)
-		if retry && attempt < c.cfg.MaxAttempts {
-			wait := backoff(attempt)
+		retryable := resp.StatusCode == http.StatusTooManyRequests || (idempotent && resp.StatusCode >= 500)
+		if retryable && attempt < c.cfg.MaxAttempts {
+			wait := retry.Backoff(attempt, baseBackoff, maxBackoff)
 			if ae.RetryAfter > 0 {
 				wait = min(ae.RetryAfter, maxRetryAfter)
 			}
@@ -255,7 +255,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 			continue
 		}
 		se := ae.stepsError()
-		if retry && attempt > 1 {
+		if retryable && attempt > 1 {
 			se.Message = fmt.Sprintf("gave up after %d attempts", attempt)
 		}
 		if !idempotent && resp.StatusCode >= 500 {
@@ -291,42 +291,6 @@ func (c *Client) send(ctx context.Context, method, path, token string, body []by
 	req.Header.Set(HeaderOpenStackVersion, APIVersion)
 	req.Header.Set(HeaderToken, token)
 	return c.cfg.HTTPClient.Do(req)
-}
-
-// backoff returns the wait before retry number attempt (1-based): between
-// half and all of an exponentially growing bound (equal jitter).
-func backoff(attempt int) time.Duration {
-	bound := baseBackoff << (attempt - 1)
-	if bound > maxBackoff || bound <= 0 {
-		bound = maxBackoff
-	}
-	return bound/2 + rand.N(bound/2+1)
-}
-
-// retryAfter reads a Retry-After header: seconds or an HTTP date.
-func retryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // uuidAnswer is the answer of most mutating calls: the UUID of the cluster

@@ -271,27 +271,6 @@ func statusExpected(status int, expect []int) bool {
 	return false
 }
 
-// statusCode classifies an unexpected HTTP status for the retry policy.
-func statusCode(status int) steps.Code {
-	switch {
-	case status == http.StatusTooManyRequests:
-		return steps.Throttled
-	case status >= 500:
-		return steps.Unavailable
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return steps.Unauthorized
-	case status == http.StatusNotFound:
-		return steps.NotFound
-	case status == http.StatusConflict:
-		return steps.Conflict
-	case status == http.StatusRequestTimeout:
-		return steps.Timeout
-	case status >= 400:
-		return steps.Invalid
-	}
-	return steps.Failed // 1xx/2xx/3xx outside expect_status
-}
-
 const errorBodyBytes = 1024
 
 func statusError(p *httpParams, resp *http.Response, body []byte) error {
@@ -300,7 +279,7 @@ func statusError(p *httpParams, resp *http.Response, body []byte) error {
 		b = b[:errorBodyBytes]
 	}
 	return &steps.Error{
-		Code:    statusCode(resp.StatusCode),
+		Code:    steps.CodeForHTTPStatus(resp.StatusCode),
 		Message: fmt.Sprintf("%s %s: unexpected status %s", p.Method, redactURL(p.URL), resp.Status),
 		Data:    map[string]any{"status": resp.StatusCode, "body": string(b)},
 	}

@@ -115,31 +115,10 @@ func postURL(ctx context.Context, p *digestParams, body []byte, key string) erro
 		return nil
 	}
 	return &steps.Error{
-		Code:    statusCode(resp.StatusCode),
+		Code:    steps.CodeForHTTPStatus(resp.StatusCode),
 		Message: fmt.Sprintf("post the digest to %s: %s", hostOf(p.URL), resp.Status),
 		Data:    map[string]any{"status": resp.StatusCode, "body": string(snippet)},
 	}
-}
-
-// statusCode classifies an HTTP status for the retry policy.
-func statusCode(status int) steps.Code {
-	switch {
-	case status == http.StatusTooManyRequests:
-		return steps.Throttled
-	case status >= 500:
-		return steps.Unavailable
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return steps.Unauthorized
-	case status == http.StatusNotFound:
-		return steps.NotFound
-	case status == http.StatusConflict:
-		return steps.Conflict
-	case status == http.StatusRequestTimeout:
-		return steps.Timeout
-	case status >= 400:
-		return steps.Invalid
-	}
-	return steps.Failed // 1xx, 3xx
 }
 
 // hostOf shows only scheme and host of a URL: chat webhook URLs carry
