@@ -18,14 +18,24 @@ import (
 // one op is one `set` step of a 1,000-step run on a real, fsynced bbolt
 // file. The target is under 0.3 ms per step.
 func BenchmarkSequentialSetSteps(b *testing.B) {
-	const n = 1000
+	benchSteps(b, 1000, `{id: s%d, uses: set, with: {i: %d, prev: "${{ inputs.x }}"}}`)
+}
+
+// BenchmarkSequentialShellSteps is the same over `shell: true` steps, whose
+// completion is committed before the next starts: per step, one fork/exec
+// of /bin/sh (BenchmarkExecTrue in steps/core is the floor) plus one
+// fsynced commit.
+func BenchmarkSequentialShellSteps(b *testing.B) {
+	benchSteps(b, 100, `{id: s%d, uses: shell, with: {command: "true", env: {I: "%d"}}}`)
+}
+
+func benchSteps(b *testing.B, n int, step string) {
 	var sb strings.Builder
-	sb.WriteString("version: 1\nname: bench\nsteps:\n")
+	sb.WriteString("version: 1\nname: bench\ninputs:\n  x: {type: string, default: v}\nsteps:\n")
 	for i := 0; i < n; i++ {
-		fmt.Fprintf(&sb, "  - {id: s%d, uses: set, with: {i: %d, prev: \"${{ inputs.x }}\"}}\n", i, i)
+		fmt.Fprintf(&sb, "  - "+step+"\n", i, i)
 	}
-	src := "version: 1\nname: bench\ninputs:\n  x: {type: string, default: v}\n" + strings.TrimPrefix(sb.String(), "version: 1\nname: bench\n")
-	pb, err := playbook.Parse("bench.yaml", []byte(src), playbook.LoadOptions{})
+	pb, err := playbook.Parse("bench.yaml", []byte(sb.String()), playbook.LoadOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
