@@ -109,7 +109,7 @@ func groupRequest(name string) nks.CreateNodeGroupRequest {
 type staticTokens string
 
 func (s staticTokens) Token(context.Context) (string, error) { return string(s), nil }
-func (s staticTokens) Invalidate(string)                      {}
+func (s staticTokens) Invalidate(string)                     {}
 
 // lastWait decodes the wait state of the newest checkpoint of nks.task.wait.
 func lastWait(t *testing.T, c *steps.Call) taskWaitCheckpoint {
