@@ -6,5 +6,6 @@ package all
 
 import (
 	_ "github.com/runbook/runbook/internal/steps/core"   // log, set, sleep, fail, http.request, shell, approval, playbook
+	_ "github.com/runbook/runbook/internal/steps/nks"    // nks.cluster.*, nks.nodegroup.*, nks.task.*, nks.supports
 	_ "github.com/runbook/runbook/internal/steps/notice" // notice.categories, .tags, .list, .get, .attachment, .digest
 )

@@ -1,0 +1,558 @@
+package nks
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/runbook/runbook/internal/cloud/nks"
+	"github.com/runbook/runbook/internal/steps"
+)
+
+// Params every cluster step shares.
+
+type connParam struct {
+	Connection string `json:"connection" default:"nks" minlen:"1" desc:"name of the connection to the cluster API"`
+}
+
+type clusterParam struct {
+	Cluster string `json:"cluster" required:"true" maxlen:"255" desc:"cluster name or UUID"`
+}
+
+type waitParams struct {
+	Wait        bool           `json:"wait" default:"false" desc:"wait for the task the call starts to reach SUCCESS (a FAIL task fails the step with its contents)"`
+	WaitTimeout steps.Duration `json:"wait_timeout" default:"2h" min:"1s" max:"72h" desc:"how long wait waits for the task"`
+}
+
+// waitOutputs document what runMutation adds when waiting.
+var waitOutputs = []steps.Output{
+	{Name: "task_uuid", Type: "string", Description: `the task waited on ("" without wait)`},
+	{Name: "task_status", Type: "string", Description: `SUCCESS when waited ("" without wait)`},
+}
+
+func withWaitOutputs(outs ...steps.Output) []steps.Output { return append(outs, waitOutputs...) }
+
+// problems collects rule violations found by the Check funcs.
+type problems []steps.Problem
+
+// add records err (a rules.go sentence) at path; nil is ignored.
+func (ps *problems) add(path string, err error) {
+	if err != nil {
+		*ps = append(*ps, steps.Problem{Path: path, Message: err.Error()})
+	}
+}
+
+// name checks a cluster or node group name or reference unless it is
+// dynamic or empty (required is the tag's business).
+func (ps *problems) name(dyn map[string]bool, field, kind, v string) {
+	if !dyn[field] && v != "" {
+		ps.add(field, nks.CheckName(kind, v))
+	}
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// clusterUUID resolves a cluster name to its UUID (the task history paths
+// take UUIDs only). A UUID is returned as is.
+func clusterUUID(ctx context.Context, cl *nks.Client, ref string) (string, error) {
+	if uuidRE.MatchString(ref) {
+		return ref, nil
+	}
+	c, err := cl.GetCluster(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	return c.UUID, nil
+}
+
+// calledAlready reports whether a resumed step's mutating call was
+// recorded: then nothing needs resolving before runMutation.
+func calledAlready(c *steps.Call) bool {
+	var cp mutationCheckpoint
+	return len(c.Resume) > 0 && json.Unmarshal(c.Resume, &cp) == nil && cp.Phase == phaseCalled
+}
+
+// op describes one mutating step run.
+type op struct {
+	conn    string
+	cluster string // the cluster acted on ("" for a create)
+	wait    waitParams
+	event   string
+	// call sends the request; clusterUUID is the resolved cluster ("" for
+	// a create).
+	call func(ctx context.Context, cl *nks.Client, clusterUUID string) (mutationResult, error)
+}
+
+// mutate runs o through runMutation. With wait it resolves the cluster's
+// UUID first, so the wait can tell the new task from older ones.
+func mutate(ctx context.Context, c *steps.Call, o op) (steps.Outputs, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	before := ""
+	if o.wait.Wait && o.cluster != "" && !calledAlready(c) {
+		cl, err := clientFor(c, o.conn)
+		if err != nil {
+			return nil, err
+		}
+		if before, err = clusterUUID(ctx, cl, o.cluster); err != nil {
+			return nil, err
+		}
+	}
+	out, err := runMutation(ctx, c, mutation{
+		Connection: o.conn, EventType: o.event, Wait: o.wait.Wait, WaitTimeout: o.wait.WaitTimeout.Std(),
+		ClusterBefore: before,
+		Call: func(ctx context.Context, cl *nks.Client) (mutationResult, error) {
+			id := before
+			if id == "" && o.cluster != "" {
+				var err error
+				if id, err = clusterUUID(ctx, cl, o.cluster); err != nil {
+					return mutationResult{}, err
+				}
+			}
+			return o.call(ctx, cl, id)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"task_uuid", "task_status"} {
+		if _, ok := out[k]; !ok {
+			out[k] = ""
+		}
+	}
+	return out, nil
+}
+
+// read runs a read-only call with a client for conn.
+func read(ctx context.Context, c *steps.Call, conn string, f func(cl *nks.Client) (steps.Outputs, error)) (steps.Outputs, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cl, err := clientFor(c, conn)
+	if err != nil {
+		return nil, err
+	}
+	return f(cl)
+}
+
+func flag(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
+}
+
+func strList(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func labelMap(l nks.Labels) map[string]any {
+	out := make(map[string]any, len(l))
+	for k, v := range l {
+		out[k] = v
+	}
+	return out
+}
+
+// clusterView is a cluster as steps output it.
+func clusterView(c *nks.Cluster) map[string]any {
+	return map[string]any{
+		"uuid": c.UUID, "name": c.Name, "status": c.Status, "status_reason": c.StatusReason,
+		"node_count": c.NodeCount, "kube_tag": c.KubeTag(), "flavor_id": c.FlavorID, "keypair": c.Keypair,
+		"stack_id": c.StackID, "api_address": c.APIAddress, "project_id": c.ProjectID,
+		"fixed_network": c.FixedNetwork, "fixed_subnet": c.FixedSubnet, "node_addresses": strList(c.NodeAddresses),
+		"created_at": c.CreatedAt, "updated_at": c.UpdatedAt, "health_status": c.HealthStatus,
+		"labels": labelMap(c.Labels),
+	}
+}
+
+// ---- nks.cluster.list, nks.cluster.get -------------------------------------
+
+type clusterGetParams struct {
+	connParam
+	clusterParam
+}
+
+func init() {
+	steps.Register(steps.Descriptor{
+		Type:    "nks.cluster.list",
+		Summary: "List the clusters (the list fields: uuid, name, flavor_id, keypair, node_count, stack_id, status, labels).",
+		Params:  connParam{},
+		Outputs: []steps.Output{
+			{Name: "clusters", Type: "list", Description: "clusters as maps: uuid, name, status, node_count, kube_tag, flavor_id, keypair, stack_id, labels"},
+			{Name: "count", Type: "integer", Description: "number of clusters"},
+		},
+		Plan: func(any) []steps.PlannedCall {
+			return []steps.PlannedCall{{Method: http.MethodGet, Path: nks.Path("clusters")}}
+		},
+		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *connParam) (steps.Outputs, error) {
+			return read(ctx, c, p.Connection, func(cl *nks.Client) (steps.Outputs, error) {
+				list, err := cl.ListClusters(ctx)
+				if err != nil {
+					return nil, err
+				}
+				out := make([]any, len(list))
+				for i := range list {
+					out[i] = clusterView(&list[i])
+				}
+				return steps.Outputs{"clusters": out, "count": len(list)}, nil
+			})
+		}),
+	})
+	steps.Register(steps.Descriptor{
+		Type:    "nks.cluster.get",
+		Summary: "Read one cluster by name or UUID.",
+		Params:  clusterGetParams{},
+		Outputs: []steps.Output{
+			{Name: "cluster", Type: "map", Description: "the cluster: uuid, name, status, status_reason, node_count, kube_tag, api_address, node_addresses, labels, ..."},
+			{Name: "uuid", Type: "string", Description: "cluster UUID"},
+			{Name: "name", Type: "string", Description: "cluster name"},
+			{Name: "status", Type: "string", Description: "cluster status (CREATE_COMPLETE, UPDATE_IN_PROGRESS, ...)"},
+			{Name: "node_count", Type: "integer", Description: "worker nodes"},
+			{Name: "kube_tag", Type: "string", Description: "the master's version"},
+		},
+		Check: func(params any, dyn map[string]bool) []steps.Problem {
+			var ps problems
+			ps.name(dyn, "cluster", "cluster", params.(*clusterGetParams).Cluster)
+			return ps
+		},
+		Plan: func(params any) []steps.PlannedCall {
+			return []steps.PlannedCall{{Method: http.MethodGet, Path: nks.Path("clusters", params.(*clusterGetParams).Cluster)}}
+		},
+		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *clusterGetParams) (steps.Outputs, error) {
+			return read(ctx, c, p.Connection, func(cl *nks.Client) (steps.Outputs, error) {
+				got, err := cl.GetCluster(ctx, p.Cluster)
+				if err != nil {
+					return nil, err
+				}
+				return steps.Outputs{"cluster": clusterView(got), "uuid": got.UUID, "name": got.Name,
+					"status": got.Status, "node_count": got.NodeCount, "kube_tag": got.KubeTag()}, nil
+			})
+		}),
+	})
+}
+
+// ---- nks.cluster.create ----------------------------------------------------
+
+// caSettings are the optional autoscaler settings shared by the create
+// labels and nks.nodegroup.autoscaler.set.
+type caSettings struct {
+	CAMaxNodeCount           *int     `json:"ca_max_node_count" min:"0" desc:"autoscaler: most nodes"`
+	CAMinNodeCount           *int     `json:"ca_min_node_count" min:"0" desc:"autoscaler: fewest nodes"`
+	CAScaleDownEnable        *bool    `json:"ca_scale_down_enable" desc:"autoscaler: allow scaling down"`
+	CAScaleDownUnneededTime  *int     `json:"ca_scale_down_unneeded_time" min:"0" desc:"autoscaler: minutes a node is unneeded before removal"`
+	CAScaleDownUtilThresh    *float64 `json:"ca_scale_down_util_thresh" min:"0" max:"1" desc:"autoscaler: utilisation below which a node is unneeded"`
+	CAScaleDownDelayAfterAdd *int     `json:"ca_scale_down_delay_after_add" min:"0" desc:"autoscaler: minutes after a scale-up before scaling down"`
+}
+
+func (s caSettings) check(ps *problems, prefix string) {
+	if s.CAMaxNodeCount != nil && s.CAMinNodeCount != nil && *s.CAMinNodeCount > *s.CAMaxNodeCount {
+		*ps = append(*ps, steps.Problem{Path: prefix + "ca_min_node_count",
+			Message: "autoscaler minimum " + strconv.Itoa(*s.CAMinNodeCount) + " is above the maximum " + strconv.Itoa(*s.CAMaxNodeCount)})
+	}
+}
+
+func optInt(p *int) string {
+	if p == nil {
+		return ""
+	}
+	return strconv.Itoa(*p)
+}
+
+func optFlag(p *bool) string {
+	if p == nil {
+		return ""
+	}
+	return flag(*p)
+}
+
+func optFloat(p *float64) string {
+	if p == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*p, 'f', -1, 64)
+}
+
+type createClusterLabels struct {
+	AvailabilityZone     string   `json:"availability_zone" required:"true" desc:"availability zone of the default worker group"`
+	NodeImage            string   `json:"node_image" required:"true" desc:"base image UUID of the default worker group"`
+	BootVolumeType       string   `json:"boot_volume_type" required:"true" desc:"block storage type"`
+	BootVolumeSize       int      `json:"boot_volume_size" required:"true" min:"1" desc:"block storage size in GB"`
+	BootVolumeKeyID      string   `json:"boot_volume_key_id" desc:"symmetric key ID for encrypted block storage"`
+	BootVolumeAppkey     string   `json:"boot_volume_appkey" desc:"appkey of that symmetric key"`
+	ExternalNetworkID    string   `json:"external_network_id" desc:"VPC network attached to the internet gateway"`
+	ExternalSubnetIDList []string `json:"external_subnet_id_list" desc:"subnets attached to the internet gateway (sent colon-separated)"`
+	CAEnable             bool     `json:"ca_enable" default:"false" desc:"enable the autoscaler on the default worker group"`
+	caSettings
+	KubeTag                   string   `json:"kube_tag" required:"true" desc:"orchestrator version, like v1.29.3 (must be supported by /v1/supports)"`
+	UserScript                string   `json:"user_script" desc:"user script (old)"`
+	UserScriptV2              string   `json:"user_script_v2" desc:"user script"`
+	MasterLBFloatingIPEnabled bool     `json:"master_lb_floating_ip_enabled" default:"false" desc:"give the API endpoint a public address"`
+	StrictSGRules             *bool    `json:"strict_sg_rules" desc:"only required security rules in worker security groups"`
+	AdditionalNetworkIDList   []string `json:"additional_network_id_list" desc:"additional VPC networks (sent colon-separated)"`
+	AdditionalSubnetIDList    []string `json:"additional_subnet_id_list" desc:"additional VPC subnets (sent colon-separated)"`
+	ServiceClusterIPRange     string   `json:"service_cluster_ip_range" desc:"service network CIDR"`
+	PodsNetworkCIDR           string   `json:"pods_network_cidr" desc:"pod network CIDR"`
+	PodsNetworkSubnet         int      `json:"pods_network_subnet" desc:"pod subnet size, 20..28 and at least the pod network's prefix + 2"`
+	CNIDriver                 string   `json:"cni_driver" desc:"network driver (calico, calico-ebpf)"`
+	NCRSgw                    string   `json:"ncr_sgw" desc:"service gateway UUID of the registry type"`
+	OBSSgw                    string   `json:"obs_sgw" desc:"service gateway UUID of the object storage type"`
+}
+
+type createClusterParams struct {
+	connParam
+	Name          string              `json:"name" required:"true" desc:"cluster name"`
+	Keypair       string              `json:"keypair" required:"true" desc:"key pair of the default worker group"`
+	NodeCount     int                 `json:"node_count" required:"true" min:"1" desc:"nodes of the default worker group"`
+	FlavorID      string              `json:"flavor_id" required:"true" desc:"flavor UUID of the default workers"`
+	FixedNetwork  string              `json:"fixed_network" required:"true" desc:"VPC network UUID"`
+	FixedSubnet   string              `json:"fixed_subnet" required:"true" desc:"VPC subnet UUID"`
+	CreateTimeout int                 `json:"create_timeout" min:"0" desc:"create timeout in minutes (0: the service's)"`
+	Labels        createClusterLabels `json:"labels" required:"true" desc:"cluster labels"`
+	ExtraLabels   map[string]string   `json:"extra_labels" desc:"labels the spec does not list (clusterautoscale, ...); a listed label wins"`
+	waitParams
+}
+
+// checkCreateCluster applies the spec's rules to literal values. Inside
+// labels a zero value may be an expression (only the whole labels map is
+// marked dynamic), so only non-zero values are checked; at run time the
+// required tags have already refused empty required labels.
+func checkCreateCluster(params any, dyn map[string]bool) []steps.Problem {
+	p := params.(*createClusterParams)
+	var ps problems
+	ps.name(dyn, "name", "cluster", p.Name)
+	if dyn["labels"] {
+		return ps
+	}
+	l := p.Labels
+	if l.KubeTag != "" {
+		ps.add("labels.kube_tag", nks.CheckVersion(l.KubeTag))
+	}
+	var errs []error
+	switch {
+	case l.PodsNetworkSubnet != 0 && l.PodsNetworkCIDR != "":
+		errs = nks.CheckPodSubnet(l.PodsNetworkCIDR, l.PodsNetworkSubnet)
+	case l.PodsNetworkSubnet != 0:
+		errs = []error{nks.CheckPodSubnetSize(l.PodsNetworkSubnet)}
+	}
+	errs = append(errs, nks.CheckClusterNetworks(nks.ClusterNetworks{
+		PodsNetwork: l.PodsNetworkCIDR, ServiceNetwork: l.ServiceClusterIPRange, KubeTag: l.KubeTag,
+	})...)
+	seen := map[string]bool{}
+	for _, err := range errs {
+		if err == nil || seen[err.Error()] {
+			continue
+		}
+		seen[err.Error()] = true
+		ps.add(networkLabel(err.Error()), err)
+	}
+	l.caSettings.check(&ps, "labels.")
+	return ps
+}
+
+// networkLabel names the label a network rule's message is about: the
+// rules' sentences start with their subject.
+func networkLabel(msg string) string {
+	switch {
+	case strings.HasPrefix(msg, "pod subnet"):
+		return "labels.pods_network_subnet"
+	case strings.HasPrefix(msg, "service network"):
+		return "labels.service_cluster_ip_range"
+	}
+	return "labels.pods_network_cidr"
+}
+
+func createClusterRequest(p *createClusterParams) nks.CreateClusterRequest {
+	l := p.Labels
+	return nks.CreateClusterRequest{
+		Name: p.Name, Keypair: p.Keypair, ClusterTemplateID: nks.ClusterTemplateID, NodeCount: p.NodeCount,
+		FlavorID: p.FlavorID, FixedNetwork: p.FixedNetwork, FixedSubnet: p.FixedSubnet, CreateTimeout: p.CreateTimeout,
+		Labels: nks.ClusterLabels{
+			AvailabilityZone: l.AvailabilityZone, NodeImage: l.NodeImage, BootVolumeType: l.BootVolumeType,
+			BootVolumeSize: strconv.Itoa(l.BootVolumeSize), BootVolumeKeyID: l.BootVolumeKeyID, BootVolumeAppkey: l.BootVolumeAppkey,
+			ExternalNetworkID: l.ExternalNetworkID, ExternalSubnetIDList: strings.Join(l.ExternalSubnetIDList, ":"),
+			CertManagerAPI: "True", CAEnable: flag(l.CAEnable),
+			CAMaxNodeCount: optInt(l.CAMaxNodeCount), CAMinNodeCount: optInt(l.CAMinNodeCount),
+			CAScaleDownEnable: optFlag(l.CAScaleDownEnable), CAScaleDownUnneededTime: optInt(l.CAScaleDownUnneededTime),
+			CAScaleDownUtilThresh: optFloat(l.CAScaleDownUtilThresh), CAScaleDownDelayAfterAdd: optInt(l.CAScaleDownDelayAfterAdd),
+			KubeTag: l.KubeTag, UserScript: l.UserScript, UserScriptV2: l.UserScriptV2,
+			MasterLBFloatingIPEnabled: flag(l.MasterLBFloatingIPEnabled), StrictSGRules: optFlag(l.StrictSGRules),
+			AdditionalNetworkIDList: strings.Join(l.AdditionalNetworkIDList, ":"), AdditionalSubnetIDList: strings.Join(l.AdditionalSubnetIDList, ":"),
+			ServiceClusterIPRange: l.ServiceClusterIPRange, PodsNetworkCIDR: l.PodsNetworkCIDR, PodsNetworkSubnet: l.PodsNetworkSubnet,
+			NCRSgw: l.NCRSgw, OBSSgw: l.OBSSgw, Extra: extraLabels(p.ExtraLabels, l.CNIDriver),
+		},
+	}
+}
+
+func extraLabels(extra map[string]string, cni string) map[string]string {
+	out := map[string]string{}
+	for k, v := range extra {
+		out[k] = v
+	}
+	if cni != "" {
+		out["cni_driver"] = cni
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// checkSupported refuses a version that /v1/supports does not mark true.
+func checkSupported(ctx context.Context, cl *nks.Client, version string) error {
+	sup, err := cl.Supports(ctx)
+	if err != nil {
+		return err
+	}
+	if err := nks.CheckSupportedVersion(version, sup.SupportedK8s); err != nil {
+		return steps.Errorf(steps.Invalid, "%w", err)
+	}
+	return nil
+}
+
+func init() {
+	steps.Register(steps.Descriptor{
+		Type: "nks.cluster.create",
+		Summary: "Create a cluster (POST /v1/clusters). The version is checked against /v1/supports first; " +
+			"with wait, the step ends when the CLUSTER_CREATE task succeeds.",
+		Params:   createClusterParams{},
+		Mutating: true,
+		Outputs: withWaitOutputs(
+			steps.Output{Name: "uuid", Type: "string", Description: "the new cluster's UUID"},
+			steps.Output{Name: "name", Type: "string", Description: "the cluster name"},
+		),
+		Check: checkCreateCluster,
+		Plan: func(params any) []steps.PlannedCall {
+			p := params.(*createClusterParams)
+			return []steps.PlannedCall{
+				{Method: http.MethodGet, Path: nks.Path("supports"), Note: "checks that " + p.Labels.KubeTag + " is supported"},
+				{Method: http.MethodPost, Path: nks.Path("clusters"), Body: createClusterRequest(p)},
+			}
+		},
+		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *createClusterParams) (steps.Outputs, error) {
+			return mutate(ctx, c, op{conn: p.Connection, wait: p.waitParams, event: nks.EventClusterCreate,
+				call: func(ctx context.Context, cl *nks.Client, _ string) (mutationResult, error) {
+					if err := checkSupported(ctx, cl, p.Labels.KubeTag); err != nil {
+						return mutationResult{}, err
+					}
+					id, err := cl.CreateCluster(ctx, createClusterRequest(p))
+					if err != nil {
+						return mutationResult{}, err
+					}
+					return mutationResult{ClusterUUID: id, ResourceUUID: id, Outputs: steps.Outputs{"uuid": id, "name": p.Name}}, nil
+				}})
+		}),
+	})
+}
+
+// ---- nks.cluster.delete, nks.cluster.resize ----------------------------------
+
+type deleteClusterParams struct {
+	connParam
+	clusterParam
+	waitParams
+}
+
+type resizeParams struct {
+	connParam
+	clusterParam
+	NodeGroup     string   `json:"nodegroup" required:"true" desc:"worker node group name or UUID"`
+	NodeCount     int      `json:"node_count" required:"true" desc:"new number of nodes, 1..10 (the quota's maximum)"`
+	NodesToRemove []string `json:"nodes_to_remove" desc:"node UUIDs to delete when scaling down (default: chosen at random)"`
+	waitParams
+}
+
+func resizeRequest(p *resizeParams) nks.ResizeRequest {
+	return nks.ResizeRequest{NodeGroup: p.NodeGroup, NodeCount: p.NodeCount, NodesToRemove: p.NodesToRemove}
+}
+
+func init() {
+	steps.Register(steps.Descriptor{
+		Type:     "nks.cluster.delete",
+		Summary:  "Delete a cluster. With wait, the step ends when the cluster is gone.",
+		Params:   deleteClusterParams{},
+		Mutating: true,
+		Outputs: withWaitOutputs(
+			steps.Output{Name: "uuid", Type: "string", Description: "the deleted cluster's UUID"},
+			steps.Output{Name: "name", Type: "string", Description: "its name"},
+		),
+		Check: func(params any, dyn map[string]bool) []steps.Problem {
+			var ps problems
+			ps.name(dyn, "cluster", "cluster", params.(*deleteClusterParams).Cluster)
+			return ps
+		},
+		Plan: func(params any) []steps.PlannedCall {
+			p := params.(*deleteClusterParams)
+			return []steps.PlannedCall{
+				{Method: http.MethodGet, Path: nks.Path("clusters", p.Cluster), Note: "reads the UUID and name"},
+				{Method: http.MethodDelete, Path: nks.Path("clusters", p.Cluster)},
+			}
+		},
+		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *deleteClusterParams) (steps.Outputs, error) {
+			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: p.waitParams, event: nks.EventClusterDelete,
+				call: func(ctx context.Context, cl *nks.Client, _ string) (mutationResult, error) {
+					got, err := cl.GetCluster(ctx, p.Cluster)
+					if err != nil {
+						return mutationResult{}, err
+					}
+					if err := cl.DeleteCluster(ctx, got.UUID); err != nil {
+						return mutationResult{}, err
+					}
+					return mutationResult{ClusterUUID: got.UUID, ResourceUUID: got.UUID,
+						Outputs: steps.Outputs{"uuid": got.UUID, "name": got.Name}}, nil
+				}})
+		}),
+	})
+	steps.Register(steps.Descriptor{
+		Type:     "nks.cluster.resize",
+		Summary:  "Change a worker node group's node count (1..10). With wait, the step ends when the CLUSTER_RESIZE task succeeds.",
+		Params:   resizeParams{},
+		Mutating: true,
+		Outputs: withWaitOutputs(
+			steps.Output{Name: "uuid", Type: "string", Description: "the cluster's UUID"},
+			steps.Output{Name: "nodegroup_uuid", Type: "string", Description: "the resized node group's UUID"},
+			steps.Output{Name: "node_count", Type: "integer", Description: "the requested node count"},
+		),
+		Check: func(params any, dyn map[string]bool) []steps.Problem {
+			p := params.(*resizeParams)
+			var ps problems
+			ps.name(dyn, "cluster", "cluster", p.Cluster)
+			ps.name(dyn, "nodegroup", "node group", p.NodeGroup)
+			if !dyn["node_count"] {
+				ps.add("node_count", nks.CheckResizeNodeCount(p.NodeCount, 0))
+			}
+			return ps
+		},
+		Plan: func(params any) []steps.PlannedCall {
+			p := params.(*resizeParams)
+			return []steps.PlannedCall{
+				{Method: http.MethodGet, Path: nks.Path("clusters", p.Cluster, "nodegroups", p.NodeGroup), Note: "reads the node group's UUID"},
+				{Method: http.MethodPost, Path: nks.Path("clusters", p.Cluster, "actions", "resize"), Body: resizeRequest(p)},
+			}
+		},
+		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *resizeParams) (steps.Outputs, error) {
+			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: p.waitParams, event: nks.EventClusterResize,
+				call: func(ctx context.Context, cl *nks.Client, _ string) (mutationResult, error) {
+					g, err := cl.GetNodeGroup(ctx, p.Cluster, p.NodeGroup)
+					if err != nil {
+						return mutationResult{}, err
+					}
+					id, err := cl.ResizeCluster(ctx, p.Cluster, resizeRequest(p))
+					if err != nil {
+						return mutationResult{}, err
+					}
+					// The call answers the cluster; the task is recorded on the group.
+					return mutationResult{ClusterUUID: id, ResourceUUID: g.UUID,
+						Outputs: steps.Outputs{"uuid": id, "nodegroup_uuid": g.UUID, "node_count": p.NodeCount}}, nil
+				}})
+		}),
+	})
+}

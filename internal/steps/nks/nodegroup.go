@@ -1,0 +1,414 @@
+package nks
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/runbook/runbook/internal/cloud/nks"
+	"github.com/runbook/runbook/internal/steps"
+)
+
+type nodeGroupParam struct {
+	NodeGroup string `json:"nodegroup" required:"true" maxlen:"255" desc:"node group name or UUID"`
+}
+
+type groupRefParams struct {
+	connParam
+	clusterParam
+	nodeGroupParam
+}
+
+// checkGroupRef checks the cluster and node group references.
+func checkGroupRef(ps *problems, dyn map[string]bool, r groupRefParams) {
+	ps.name(dyn, "cluster", "cluster", r.Cluster)
+	ps.name(dyn, "nodegroup", "node group", r.NodeGroup)
+}
+
+func groupPlanPath(r groupRefParams, rest ...string) string {
+	return nks.Path(append([]string{"clusters", r.Cluster, "nodegroups", r.NodeGroup}, rest...)...)
+}
+
+// rolling are the rolling-update bounds of an upgrade and a flavor change.
+type rolling struct {
+	NumBufferNodes         *int `json:"num_buffer_nodes" desc:"extra nodes added during the update (default 1; at most the group maximum minus current nodes)"`
+	NumMaxUnavailableNodes *int `json:"num_max_unavailable_nodes" desc:"nodes updated at once (default 1; at most the current nodes)"`
+}
+
+func (r rolling) check(ps *problems, dyn map[string]bool) {
+	if r.NumBufferNodes != nil && !dyn["num_buffer_nodes"] {
+		ps.add("num_buffer_nodes", nks.CheckBufferNodes(*r.NumBufferNodes, 0, 0))
+	}
+	if r.NumMaxUnavailableNodes != nil && !dyn["num_max_unavailable_nodes"] {
+		ps.add("num_max_unavailable_nodes", nks.CheckMaxUnavailableNodes(*r.NumMaxUnavailableNodes, 0))
+	}
+}
+
+// nodeGroupView is a node group as steps output it.
+func nodeGroupView(g *nks.NodeGroup) map[string]any {
+	opt := func(p *int) any {
+		if p == nil {
+			return nil
+		}
+		return *p
+	}
+	return map[string]any{
+		"uuid": g.UUID, "name": g.Name, "cluster_id": g.ClusterID, "status": g.Status, "status_reason": g.StatusReason,
+		"node_count": g.NodeCount, "min_node_count": opt(g.MinNodeCount), "max_node_count": opt(g.MaxNodeCount),
+		"kube_tag": g.KubeTag(), "flavor_id": g.FlavorID, "image_id": g.ImageID, "role": g.Role,
+		"stack_id": g.StackID, "node_addresses": strList(g.NodeAddresses), "project_id": g.ProjectID,
+		"created_at": g.CreatedAt, "updated_at": g.UpdatedAt, "is_default": g.IsDefault, "labels": labelMap(g.Labels),
+	}
+}
+
+// groupCall is the common shape of a node group mutation answering the
+// group's UUID.
+func groupCall(r groupRefParams, send func(ctx context.Context, cl *nks.Client) (string, error)) func(context.Context, *nks.Client, string) (mutationResult, error) {
+	return func(ctx context.Context, cl *nks.Client, clusterUUID string) (mutationResult, error) {
+		id, err := send(ctx, cl)
+		if err != nil {
+			return mutationResult{}, err
+		}
+		return mutationResult{ClusterUUID: clusterUUID, ResourceUUID: id,
+			Outputs: steps.Outputs{"uuid": id, "cluster_uuid": clusterUUID}}, nil
+	}
+}
+
+var groupOutputs = withWaitOutputs(
+	steps.Output{Name: "uuid", Type: "string", Description: "the node group's UUID"},
+	steps.Output{Name: "cluster_uuid", Type: "string", Description: "the cluster's UUID"},
+)
+
+// ---- nks.nodegroup.list, nks.nodegroup.get -----------------------------------
+
+type listGroupsParams struct {
+	connParam
+	clusterParam
+}
+
+func init() {
+	steps.Register(steps.Descriptor{
+		Type:    "nks.nodegroup.list",
+		Summary: "List a cluster's node groups (uuid, name, flavor_id, image_id, min/max_node_count, node_count, role, stack_id, status).",
+		Params:  listGroupsParams{},
+		Outputs: []steps.Output{
+			{Name: "nodegroups", Type: "list", Description: "node groups as maps (see nks.nodegroup.get)"},
+			{Name: "count", Type: "integer", Description: "number of node groups"},
+		},
+		Check: func(params any, dyn map[string]bool) []steps.Problem {
+			var ps problems
+			ps.name(dyn, "cluster", "cluster", params.(*listGroupsParams).Cluster)
+			return ps
+		},
+		Plan: func(params any) []steps.PlannedCall {
+			return []steps.PlannedCall{{Method: http.MethodGet, Path: nks.Path("clusters", params.(*listGroupsParams).Cluster, "nodegroups")}}
+		},
+		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *listGroupsParams) (steps.Outputs, error) {
+			return read(ctx, c, p.Connection, func(cl *nks.Client) (steps.Outputs, error) {
+				list, err := cl.ListNodeGroups(ctx, p.Cluster)
+				if err != nil {
+					return nil, err
+				}
+				out := make([]any, len(list))
+				for i := range list {
+					out[i] = nodeGroupView(&list[i])
+				}
+				return steps.Outputs{"nodegroups": out, "count": len(list)}, nil
+			})
+		}),
+	})
+	steps.Register(steps.Descriptor{
+		Type:    "nks.nodegroup.get",
+		Summary: "Read one node group by name or UUID (the service refuses default-master).",
+		Params:  groupRefParams{},
+		Outputs: []steps.Output{
+			{Name: "nodegroup", Type: "map", Description: "the node group: uuid, name, cluster_id, status, node_count, kube_tag, node_addresses, labels, ..."},
+			{Name: "uuid", Type: "string", Description: "node group UUID"},
+			{Name: "name", Type: "string", Description: "node group name"},
+			{Name: "status", Type: "string", Description: "node group status"},
+			{Name: "node_count", Type: "integer", Description: "nodes in the group"},
+			{Name: "kube_tag", Type: "string", Description: "the group's version"},
+		},
+		Check: func(params any, dyn map[string]bool) []steps.Problem {
+			var ps problems
+			checkGroupRef(&ps, dyn, *params.(*groupRefParams))
+			return ps
+		},
+		Plan: func(params any) []steps.PlannedCall {
+			return []steps.PlannedCall{{Method: http.MethodGet, Path: groupPlanPath(*params.(*groupRefParams))}}
+		},
+		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *groupRefParams) (steps.Outputs, error) {
+			return read(ctx, c, p.Connection, func(cl *nks.Client) (steps.Outputs, error) {
+				g, err := cl.GetNodeGroup(ctx, p.Cluster, p.NodeGroup)
+				if err != nil {
+					return nil, err
+				}
+				return steps.Outputs{"nodegroup": nodeGroupView(g), "uuid": g.UUID, "name": g.Name,
+					"status": g.Status, "node_count": g.NodeCount, "kube_tag": g.KubeTag()}, nil
+			})
+		}),
+	})
+}
+
+// ---- nks.nodegroup.create, nks.nodegroup.delete ------------------------------
+
+type createGroupLabels struct {
+	AvailabilityZone string `json:"availability_zone" required:"true" desc:"availability zone"`
+	BootVolumeType   string `json:"boot_volume_type" required:"true" desc:"block storage type"`
+	BootVolumeSize   int    `json:"boot_volume_size" required:"true" min:"1" desc:"block storage size in GB"`
+	CAEnable         bool   `json:"ca_enable" default:"false" desc:"enable the autoscaler"`
+	caSettings
+	UserScript              string   `json:"user_script" desc:"user script (old)"`
+	UserScriptV2            string   `json:"user_script_v2" desc:"user script"`
+	AdditionalNetworkIDList []string `json:"additional_network_id_list" desc:"additional VPC networks (sent colon-separated)"`
+	AdditionalSubnetIDList  []string `json:"additional_subnet_id_list" desc:"additional VPC subnets (sent colon-separated)"`
+}
+
+type createGroupParams struct {
+	connParam
+	clusterParam
+	Name        string            `json:"name" required:"true" desc:"node group name"`
+	FlavorID    string            `json:"flavor_id" required:"true" desc:"flavor UUID of the nodes"`
+	ImageID     string            `json:"image_id" required:"true" desc:"base image UUID"`
+	NodeCount   int               `json:"node_count" default:"1" min:"1" desc:"nodes"`
+	Labels      createGroupLabels `json:"labels" required:"true" desc:"node group labels"`
+	ExtraLabels map[string]string `json:"extra_labels" desc:"labels the spec does not list; a listed label wins"`
+	waitParams
+}
+
+func createGroupRequest(p *createGroupParams) nks.CreateNodeGroupRequest {
+	l := p.Labels
+	var extra map[string]string
+	if len(p.ExtraLabels) > 0 {
+		extra = p.ExtraLabels
+	}
+	return nks.CreateNodeGroupRequest{
+		Name: p.Name, FlavorID: p.FlavorID, ImageID: p.ImageID, NodeCount: p.NodeCount,
+		Labels: nks.NodeGroupLabels{
+			AvailabilityZone: l.AvailabilityZone, BootVolumeType: l.BootVolumeType, BootVolumeSize: strconv.Itoa(l.BootVolumeSize),
+			CAEnable: flag(l.CAEnable), CAMaxNodeCount: optInt(l.CAMaxNodeCount), CAMinNodeCount: optInt(l.CAMinNodeCount),
+			CAScaleDownEnable: optFlag(l.CAScaleDownEnable), CAScaleDownUnneededTime: optInt(l.CAScaleDownUnneededTime),
+			CAScaleDownUtilThresh: optFloat(l.CAScaleDownUtilThresh), CAScaleDownDelayAfterAdd: optInt(l.CAScaleDownDelayAfterAdd),
+			UserScript: l.UserScript, UserScriptV2: l.UserScriptV2,
+			AdditionalNetworkIDList: strings.Join(l.AdditionalNetworkIDList, ":"), AdditionalSubnetIDList: strings.Join(l.AdditionalSubnetIDList, ":"),
+			Extra: extra,
+		},
+	}
+}
+
+func init() {
+	steps.Register(steps.Descriptor{
+		Type:     "nks.nodegroup.create",
+		Summary:  "Create a worker node group. With wait, the step ends when the NODEGROUP_CREATE task succeeds.",
+		Params:   createGroupParams{},
+		Mutating: true,
+		Outputs: withWaitOutputs(
+			steps.Output{Name: "uuid", Type: "string", Description: "the new node group's UUID"},
+			steps.Output{Name: "name", Type: "string", Description: "its name"},
+			steps.Output{Name: "cluster_uuid", Type: "string", Description: "the cluster's UUID"},
+		),
+		Check: func(params any, dyn map[string]bool) []steps.Problem {
+			p := params.(*createGroupParams)
+			var ps problems
+			ps.name(dyn, "cluster", "cluster", p.Cluster)
+			ps.name(dyn, "name", "node group", p.Name)
+			if !dyn["labels"] {
+				p.Labels.caSettings.check(&ps, "labels.")
+			}
+			return ps
+		},
+		Plan: func(params any) []steps.PlannedCall {
+			p := params.(*createGroupParams)
+			return []steps.PlannedCall{{Method: http.MethodPost, Path: nks.Path("clusters", p.Cluster, "nodegroups"), Body: createGroupRequest(p)}}
+		},
+		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *createGroupParams) (steps.Outputs, error) {
+			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: p.waitParams, event: nks.EventNodeGroupCreate,
+				call: func(ctx context.Context, cl *nks.Client, clusterUUID string) (mutationResult, error) {
+					g, err := cl.CreateNodeGroup(ctx, p.Cluster, createGroupRequest(p))
+					if err != nil {
+						return mutationResult{}, err
+					}
+					if g.ClusterID != "" {
+						clusterUUID = g.ClusterID
+					}
+					return mutationResult{ClusterUUID: clusterUUID, ResourceUUID: g.UUID,
+						Outputs: steps.Outputs{"uuid": g.UUID, "name": g.Name, "cluster_uuid": clusterUUID}}, nil
+				}})
+		}),
+	})
+
+	type deleteGroupParams struct {
+		groupRefParams
+		waitParams
+	}
+	steps.Register(steps.Descriptor{
+		Type:     "nks.nodegroup.delete",
+		Summary:  "Delete a node group (the service refuses the last one). With wait, the step ends when the NODEGROUP_DELETE task succeeds.",
+		Params:   deleteGroupParams{},
+		Mutating: true,
+		Outputs:  groupOutputs,
+		Check: func(params any, dyn map[string]bool) []steps.Problem {
+			var ps problems
+			checkGroupRef(&ps, dyn, params.(*deleteGroupParams).groupRefParams)
+			return ps
+		},
+		Plan: func(params any) []steps.PlannedCall {
+			r := params.(*deleteGroupParams).groupRefParams
+			return []steps.PlannedCall{
+				{Method: http.MethodGet, Path: groupPlanPath(r), Note: "reads the node group's UUID"},
+				{Method: http.MethodDelete, Path: groupPlanPath(r)},
+			}
+		},
+		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *deleteGroupParams) (steps.Outputs, error) {
+			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: p.waitParams, event: nks.EventNodeGroupDelete,
+				call: groupCall(p.groupRefParams, func(ctx context.Context, cl *nks.Client) (string, error) {
+					g, err := cl.GetNodeGroup(ctx, p.Cluster, p.NodeGroup)
+					if err != nil {
+						return "", err
+					}
+					return g.UUID, cl.DeleteNodeGroup(ctx, p.Cluster, g.UUID)
+				})})
+		}),
+	})
+}
+
+// ---- nks.nodegroup.upgrade, .userscript, .flavor -------------------------------
+
+type upgradeGroupParams struct {
+	groupRefParams
+	Version string `json:"version" required:"true" desc:"target version, like v1.30.3 (must be supported by /v1/supports)"`
+	rolling
+	waitParams
+}
+
+type userScriptParams struct {
+	groupRefParams
+	Contents string `json:"contents" required:"true" desc:"the user script (default-master for the master components)"`
+	waitParams
+}
+
+type flavorParams struct {
+	groupRefParams
+	Type     string `json:"type" default:"flavor_id" desc:"must be flavor_id"`
+	FlavorID string `json:"flavor_id" required:"true" desc:"the new flavor UUID"`
+	rolling
+	waitParams
+}
+
+func upgradeRequest(p *upgradeGroupParams) nks.UpgradeRequest {
+	return nks.UpgradeRequest{Version: p.Version, NumBufferNodes: p.NumBufferNodes, NumMaxUnavailableNodes: p.NumMaxUnavailableNodes}
+}
+
+func flavorRequest(p *flavorParams) nks.FlavorChangeRequest {
+	return nks.FlavorChangeRequest{Type: p.Type, FlavorID: p.FlavorID, NumBufferNodes: p.NumBufferNodes, NumMaxUnavailableNodes: p.NumMaxUnavailableNodes}
+}
+
+// checkMasterFirst refuses a worker upgrade above the master's version
+// (the cluster's kube_tag) before the call.
+func checkMasterFirst(ctx context.Context, cl *nks.Client, clusterUUID, group, version string) error {
+	cluster, err := cl.GetCluster(ctx, clusterUUID)
+	if err != nil {
+		return err
+	}
+	err = nks.CheckUpgrade(nks.UpgradeCheck{NodeGroup: group, Target: version, MasterVersion: cluster.KubeTag()})
+	if err != nil && !errors.Is(err, nks.ErrAlreadyAtVersion) {
+		return steps.Errorf(steps.Invalid, "%w", err)
+	}
+	return nil
+}
+
+func init() {
+	steps.Register(steps.Descriptor{
+		Type: "nks.nodegroup.upgrade",
+		Summary: "Upgrade one node group (default-master for the master components, which go first). " +
+			"The version is checked against /v1/supports and the master's version first. For the ordered " +
+			"whole-cluster upgrade use nks.cluster.upgrade.",
+		Params:   upgradeGroupParams{},
+		Mutating: true,
+		Outputs:  groupOutputs,
+		Check: func(params any, dyn map[string]bool) []steps.Problem {
+			p := params.(*upgradeGroupParams)
+			var ps problems
+			checkGroupRef(&ps, dyn, p.groupRefParams)
+			if !dyn["version"] && p.Version != "" {
+				ps.add("version", nks.CheckVersion(p.Version))
+			}
+			p.rolling.check(&ps, dyn)
+			return ps
+		},
+		Plan: func(params any) []steps.PlannedCall {
+			p := params.(*upgradeGroupParams)
+			return []steps.PlannedCall{
+				{Method: http.MethodGet, Path: nks.Path("supports"), Note: "checks that " + p.Version + " is supported"},
+				{Method: http.MethodGet, Path: nks.Path("clusters", p.Cluster), Note: "reads the master's version"},
+				{Method: http.MethodPost, Path: groupPlanPath(p.groupRefParams, "upgrade"), Body: upgradeRequest(p)},
+			}
+		},
+		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *upgradeGroupParams) (steps.Outputs, error) {
+			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: p.waitParams, event: nks.EventNodeGroupUpgrade,
+				call: func(ctx context.Context, cl *nks.Client, clusterUUID string) (mutationResult, error) {
+					if err := checkSupported(ctx, cl, p.Version); err != nil {
+						return mutationResult{}, err
+					}
+					if err := checkMasterFirst(ctx, cl, clusterUUID, p.NodeGroup, p.Version); err != nil {
+						return mutationResult{}, err
+					}
+					return groupCall(p.groupRefParams, func(ctx context.Context, cl *nks.Client) (string, error) {
+						return cl.UpgradeNodeGroup(ctx, p.Cluster, p.NodeGroup, upgradeRequest(p))
+					})(ctx, cl, clusterUUID)
+				}})
+		}),
+	})
+	steps.Register(steps.Descriptor{
+		Type:     "nks.nodegroup.userscript",
+		Summary:  "Change a node group's user script (default-master for the master components).",
+		Params:   userScriptParams{},
+		Mutating: true,
+		Outputs:  groupOutputs,
+		Check: func(params any, dyn map[string]bool) []steps.Problem {
+			var ps problems
+			checkGroupRef(&ps, dyn, params.(*userScriptParams).groupRefParams)
+			return ps
+		},
+		Plan: func(params any) []steps.PlannedCall {
+			p := params.(*userScriptParams)
+			return []steps.PlannedCall{{Method: http.MethodPost, Path: groupPlanPath(p.groupRefParams, "userscript"),
+				Body: nks.UserScriptRequest{Contents: p.Contents}}}
+		},
+		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *userScriptParams) (steps.Outputs, error) {
+			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: p.waitParams, event: nks.EventNodeGroupUserScript,
+				call: groupCall(p.groupRefParams, func(ctx context.Context, cl *nks.Client) (string, error) {
+					return cl.SetUserScript(ctx, p.Cluster, p.NodeGroup, nks.UserScriptRequest{Contents: p.Contents})
+				})})
+		}),
+	})
+	steps.Register(steps.Descriptor{
+		Type:     "nks.nodegroup.flavor",
+		Summary:  "Change a node group's instance flavor (a rolling update). With wait, the step ends when the NODEGROUP_UPDATE_FLAVOR task succeeds.",
+		Params:   flavorParams{},
+		Mutating: true,
+		Outputs:  groupOutputs,
+		Check: func(params any, dyn map[string]bool) []steps.Problem {
+			p := params.(*flavorParams)
+			var ps problems
+			checkGroupRef(&ps, dyn, p.groupRefParams)
+			if !dyn["type"] {
+				ps.add("type", nks.CheckFlavorChangeType(p.Type))
+			}
+			p.rolling.check(&ps, dyn)
+			return ps
+		},
+		Plan: func(params any) []steps.PlannedCall {
+			p := params.(*flavorParams)
+			return []steps.PlannedCall{{Method: http.MethodPatch, Path: groupPlanPath(p.groupRefParams), Body: flavorRequest(p)}}
+		},
+		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *flavorParams) (steps.Outputs, error) {
+			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: p.waitParams, event: nks.EventNodeGroupUpdateFlavor,
+				call: groupCall(p.groupRefParams, func(ctx context.Context, cl *nks.Client) (string, error) {
+					return cl.ChangeFlavor(ctx, p.Cluster, p.NodeGroup, flavorRequest(p))
+				})})
+		}),
+	})
+}
