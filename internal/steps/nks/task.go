@@ -105,7 +105,7 @@ func newTaskWait(ctx context.Context, cl *nks.Client, p *taskWaitParams) (*waitS
 		Known: append([]string{}, p.Known...)}
 	switch r := p.Resource; {
 	case r == "" || r == cluster.UUID || r == cluster.Name:
-	case looksLikeUUID(r):
+	case uuidRE.MatchString(r):
 		ws.ResourceUUID = r
 	case r == nks.MasterNodeGroup:
 		// The master group cannot be read (403): match its tasks by type.
@@ -135,22 +135,4 @@ func newTaskWait(ctx context.Context, cl *nks.Client, p *taskWaitParams) (*waitS
 		}
 	}
 	return ws, nil
-}
-
-// looksLikeUUID reports whether s has the 8-4-4-4-12 hex form.
-func looksLikeUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i, r := range s {
-		switch {
-		case i == 8 || i == 13 || i == 18 || i == 23:
-			if r != '-' {
-				return false
-			}
-		case !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F'):
-			return false
-		}
-	}
-	return true
 }
