@@ -437,6 +437,7 @@ func init() {
 				{Method: http.MethodPost, Path: nks.Path("clusters"), Body: createClusterRequest(p)},
 			}
 		},
+		Reconcile: reconcileClusterCreate,
 		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *createClusterParams) (steps.Outputs, error) {
 			return mutate(ctx, c, op{conn: p.Connection, wait: p.waitParams, event: nks.EventClusterCreate,
 				call: func(ctx context.Context, cl *nks.Client, _ string) (mutationResult, error) {

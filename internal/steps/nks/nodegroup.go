@@ -209,6 +209,7 @@ func init() {
 			steps.Output{Name: "name", Type: "string", Description: "its name"},
 			steps.Output{Name: "cluster_uuid", Type: "string", Description: "the cluster's UUID"},
 		),
+		Reconcile: reconcileNodeGroupCreate,
 		Check: func(params any, dyn map[string]bool) []steps.Problem {
 			p := params.(*createGroupParams)
 			var ps problems
