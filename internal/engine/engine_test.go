@@ -625,3 +625,23 @@ steps:
 	out := h.steps(r.ID)["use"].Outputs["conn"].(map[string]any)
 	assert.Equal(t, "***", out["key"], "but it is masked in the state")
 }
+
+func TestSecretOutputsAreMaskedEverywhereTheyAreWritten(t *testing.T) {
+	h := newHarness(t)
+	r, err := h.run(`
+version: 1
+name: cred
+steps:
+  - {id: get, uses: test.credential}
+  - {id: echo, uses: set, with: {copy: "${{ steps.get.outputs.token }}"}}
+`, nil)
+	require.NoError(t, err)
+	recs := h.steps(r.ID)
+	assert.Equal(t, "***", recs["get"].Outputs["token"])
+	assert.Equal(t, "issued ***", recs["get"].Outputs["note"], "copies inside other outputs are masked too")
+	assert.Equal(t, "***", recs["echo"].Outputs["copy"], "later steps see the mask")
+	require.NoError(t, h.store.Close())
+	raw, err := os.ReadFile(filepath.Join(h.dir, "state.db"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(raw), "kube-cred-5f0e1d2c")
+}

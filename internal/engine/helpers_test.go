@@ -242,6 +242,15 @@ func registerTestSteps() {
 			},
 		})
 		steps.Register(steps.Descriptor{
+			Type:          "test.credential",
+			Summary:       "returns a credential as a secret output",
+			SecretOutputs: []string{"token"},
+			Outputs:       []steps.Output{{Name: "token", Type: "string"}, {Name: "note", Type: "string"}},
+			Run: func(ctx context.Context, c *steps.Call) (steps.Outputs, error) {
+				return steps.Outputs{"token": "kube-cred-5f0e1d2c", "note": "issued kube-cred-5f0e1d2c"}, nil
+			},
+		})
+		steps.Register(steps.Descriptor{
 			Type:    "test.flaky",
 			Summary: "fails the first N calls with a given code",
 			Params:  flakyParams{},

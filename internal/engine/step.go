@@ -302,6 +302,11 @@ func (rs *runState) runSingle(ctx context.Context, st *playbook.Step, id string,
 			return state.StepWaiting
 		}
 		if err == nil {
+			for _, name := range st.Desc.SecretOutputs {
+				if v, ok := out[name].(string); ok && v != "" {
+					rs.e.o.Redactor.Add(v)
+				}
+			}
 			out, err = rs.stepOutputs(st, it, out)
 			if err == nil {
 				return rs.finishStep(ctx, rec, out, nil, sr)

@@ -55,6 +55,10 @@ type Descriptor struct {
 	// OpenOutputs means outputs beyond Outputs exist and are only known at
 	// run time (an expression may reference any name).
 	OpenOutputs bool
+	// SecretOutputs name outputs that hold credentials (a kubeconfig, a
+	// token): the engine registers their values as secrets, so they are
+	// masked in the state file, logs and output, and later steps see ***.
+	SecretOutputs []string
 	// OutputsFromWith means the step's outputs are the keys of its `with`
 	// map (the `set` step).
 	OutputsFromWith bool

@@ -36,7 +36,8 @@ func init() {
 		Type: "nks.cluster.kubeconfig",
 		Summary: "Read a cluster's kubeconfig. With file, it is saved inside the playbook directory with mode 0600 " +
 			"and only its path is output (the text holds credentials); an existing file is kept unless overwrite is true.",
-		Params: kubeconfigParams{},
+		Params:        kubeconfigParams{},
+		SecretOutputs: []string{"kubeconfig"},
 		Outputs: []steps.Output{
 			{Name: "kubeconfig", Type: "string", Description: `the kubeconfig text ("" when saved to file)`},
 			{Name: "path", Type: "string", Description: `the file written, relative to the playbook directory ("" without file)`},
