@@ -40,6 +40,14 @@ func init() {
 			{Name: "contents", Type: "string", Description: "the task's contents (empty when successful)"},
 			{Name: "type", Type: "string", Description: "the task type"},
 		},
+		Plan: func(params any) []steps.PlannedCall {
+			p := params.(*taskWaitParams)
+			return []steps.PlannedCall{
+				{Method: "GET", Path: nks.Path("clusters", p.Cluster), Note: "resolves the cluster's UUID"},
+				{Method: "GET", Path: nks.Path("clusters", "{cluster uuid}", "events"),
+					Note: "polled with backoff until the " + p.EventType + " task ends (then by its UUID)"},
+			}
+		},
 		Run: steps.Typed(runTaskWait),
 	})
 }

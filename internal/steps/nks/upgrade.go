@@ -100,12 +100,11 @@ func checkClusterUpgrade(params any, dynamic map[string]bool) []steps.Problem {
 
 func planClusterUpgrade(params any) []steps.PlannedCall {
 	p := params.(*clusterUpgradeParams)
-	base := "/v1/clusters/" + p.Cluster
 	calls := []steps.PlannedCall{
-		{Method: "GET", Path: "/v1/supports", Note: "the version must be marked supported"},
-		{Method: "GET", Path: base},
-		{Method: "GET", Path: base + "/nodegroups"},
-		{Method: "POST", Path: base + "/nodegroups/" + nks.MasterNodeGroup + "/upgrade", Body: map[string]any{"version": p.Version},
+		{Method: "GET", Path: nks.Path("supports"), Note: "the version must be marked supported"},
+		{Method: "GET", Path: nks.Path("clusters", p.Cluster)},
+		{Method: "GET", Path: nks.Path("clusters", p.Cluster, "nodegroups")},
+		{Method: "POST", Path: nks.Path("clusters", p.Cluster, "nodegroups", nks.MasterNodeGroup, "upgrade"), Body: map[string]any{"version": p.Version},
 			Note: "unless the master already runs the version; then wait for its NODEGROUP_UPGRADE task"},
 	}
 	body := map[string]any{"version": p.Version}
@@ -123,7 +122,7 @@ func planClusterUpgrade(params any) []steps.PlannedCall {
 		if g == nks.MasterNodeGroup {
 			continue
 		}
-		calls = append(calls, steps.PlannedCall{Method: "POST", Path: base + "/nodegroups/" + g + "/upgrade", Body: body,
+		calls = append(calls, steps.PlannedCall{Method: "POST", Path: nks.Path("clusters", p.Cluster, "nodegroups", g, "upgrade"), Body: body,
 			Note: "after the previous task succeeded, unless the group already runs the version"})
 	}
 	return calls
