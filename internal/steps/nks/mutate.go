@@ -39,7 +39,7 @@ const defaultWaitTimeout = 2 * time.Hour
 // twice after a recorded answer nor loses the task it was waiting for.
 type mutationCheckpoint struct {
 	Phase  string          `json:"phase"` // calling, called
-	Known  []string        `json:"known,omitempty"`
+	Known  []string        `json:"known"` // kept even when empty: nil means "not read yet"
 	Result *mutationResult `json:"result,omitempty"`
 	Wait   *waitState      `json:"wait,omitempty"`
 }
