@@ -95,6 +95,15 @@ Ctrl-C continues where it stopped with --resume RUN_ID.`,
 		prog.close()
 		return withHint(err, "")
 	}
+	if *resume == "" {
+		// Limits only the live service knows (supported versions) are
+		// checked before anything starts, reported like load errors.
+		if err := eng.Preflight(ctx, pb); err != nil {
+			prog.close()
+			fmt.Fprintln(a.stderr, strings.TrimRight(a.redactor.String(err.Error()), "\n"))
+			return &exitError{code: 2, err: err, quiet: true, hint: "the service's own limits are checked before every run; fix the value and run again"}
+		}
+	}
 	var r *state.Run
 	if *resume != "" {
 		r, err = eng.Resume(ctx, *resume)

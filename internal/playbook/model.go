@@ -3,6 +3,8 @@ package playbook
 import (
 	"time"
 
+	yaml "go.yaml.in/yaml/v4"
+
 	"github.com/runbook/runbook/internal/expr"
 	"github.com/runbook/runbook/internal/steps"
 )
@@ -82,6 +84,10 @@ type Step struct {
 	Outputs         map[string]expr.Value
 	Name            string // optional display name
 	Pos             Pos
+	// DiagPath is the step's path in diagnostics ("steps[2]").
+	DiagPath string
+
+	withNode *yaml.Node // for ParamPos
 }
 
 // Retry is a step's retry policy.

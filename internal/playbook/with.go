@@ -189,6 +189,7 @@ func (l *loader) compileWith(sn *stepNode, te *expr.TypeEnv) {
 	path := joinPath(sn.path, "with")
 	check := map[string]any{}
 	w := sn.obj.get("with")
+	st.DiagPath, st.withNode = sn.path, w
 	if w != nil && w.Kind == yaml.MappingNode {
 		o := l.mapping(w, path)
 		if o == nil {
@@ -309,4 +310,27 @@ func splitPath(path string) []pathSeg {
 		}
 	}
 	return out
+}
+
+// ParamPos returns the position of the `with` entry a Problem path names
+// ("node_count", "labels.kube_tag", "items[2]"), for checks made after
+// loading (a preflight against the live API); it falls back to the step.
+func (s *Step) ParamPos(path string) Pos {
+	if n := problemNode(s.withNode, path); n != nil {
+		return Pos{File: s.Pos.File, Line: n.Line, Col: n.Column}
+	}
+	return s.Pos
+}
+
+// ParamDiagnostic is a diagnostic about a `with` entry of the step.
+func (s *Step) ParamDiagnostic(path, message string) Diagnostic {
+	p := joinPath(s.DiagPath, "with")
+	switch {
+	case path == "":
+	case strings.HasPrefix(path, "["):
+		p += path
+	default:
+		p += "." + path
+	}
+	return Diagnostic{Pos: s.ParamPos(path), Path: p, Message: message}
 }

@@ -388,6 +388,15 @@ func (d *Descriptor) CheckLiteral(with map[string]any) []Problem {
 	return dc.problems
 }
 
+// DecodeLiteral decodes `with` as CheckLiteral does: values that are
+// Dynamic are left zero and named in dynamic (top-level fields, with those
+// that have a problem). For checks that run on literal values only.
+func (d *Descriptor) DecodeLiteral(with map[string]any) (params any, dynamic map[string]bool) {
+	dc := decoder{literal: true}
+	p, _, skip := dc.top(d, with)
+	return p, skip
+}
+
 // ParamNames returns the JSON names of the params (for "did you mean").
 func (d *Descriptor) ParamNames() []string {
 	out := make([]string, len(d.fields))

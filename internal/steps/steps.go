@@ -29,6 +29,13 @@ type ReconcileFunc func(ctx context.Context, c *Call, in Intent) (out Outputs, f
 // rule that involves one of them. At run time dynamic is empty.
 type CheckFunc func(params any, dynamic map[string]bool) []Problem
 
+// PreflightFunc checks literal params against the live service before a
+// run starts (a version against the versions the API supports): limits no
+// offline check can know. It may read through host.Connection only.
+// Fields named in dynamic come from expressions and must be skipped; their
+// values are checked again by the step itself before its call.
+type PreflightFunc func(ctx context.Context, host Host, params any, dynamic map[string]bool) []Problem
+
 // PlanFunc describes the API calls a step would make with these params, for
 // `runbook plan`. Steps that call no API leave it nil.
 type PlanFunc func(params any) []PlannedCall
@@ -76,6 +83,7 @@ type Descriptor struct {
 	Reconcile ReconcileFunc
 	Check     CheckFunc
 	Plan      PlanFunc
+	Preflight PreflightFunc
 
 	params reflect.Type // struct type of Params, nil if none
 	fields []field      // decoded once from the struct tags

@@ -420,7 +420,8 @@ func checkSupported(ctx context.Context, cl *nks.Client, version string) error {
 
 func init() {
 	steps.Register(steps.Descriptor{
-		Type: "nks.cluster.create",
+		Type:      "nks.cluster.create",
+		Preflight: preflightClusterCreate,
 		Summary: "Create a cluster (POST /v1/clusters). The version is checked against /v1/supports first; " +
 			"with wait, the step ends when the CLUSTER_CREATE task succeeds.",
 		Params:   createClusterParams{},

@@ -322,7 +322,8 @@ func checkMasterFirst(ctx context.Context, cl *nks.Client, clusterUUID, group, v
 
 func init() {
 	steps.Register(steps.Descriptor{
-		Type: "nks.nodegroup.upgrade",
+		Type:      "nks.nodegroup.upgrade",
+		Preflight: preflightNodeGroupUpgrade,
 		Summary: "Upgrade one node group (default-master for the master components, which go first). " +
 			"The version is checked against /v1/supports and the master's version first. For the ordered " +
 			"whole-cluster upgrade use nks.cluster.upgrade.",

@@ -61,7 +61,8 @@ type upgradeGroup struct {
 
 func init() {
 	steps.Register(steps.Descriptor{
-		Type: "nks.cluster.upgrade",
+		Type:      "nks.cluster.upgrade",
+		Preflight: preflightClusterUpgrade,
 		Summary: "Upgrade a cluster to a supported version: default-master first, then each worker group in turn, " +
 			"each waited until its task succeeds; groups already at the version are skipped. Resumable mid-way.",
 		Params: clusterUpgradeParams{},
