@@ -26,7 +26,7 @@ type waitState struct {
 // pollMin and pollMax bound the interval between two reads of a task
 // (real time); the interval grows by half each poll.
 var (
-	pollMin = time.Second
+	pollMin = 250 * time.Millisecond
 	pollMax = 15 * time.Second
 )
 
