@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -20,28 +19,7 @@ import (
 // in a test, as a real cloud would.
 func (c *cli) startSimAt(speed string, durations map[string]string) string {
 	c.t.Helper()
-	cmd := exec.Command(bin, "sim", "--addr", "127.0.0.1:0", "--speed", speed, "--services", "identity,nks")
-	cmd.Dir, cmd.Env = c.dir, c.env
-	out, err := cmd.StdoutPipe()
-	require.NoError(c.t, err)
-	require.NoError(c.t, cmd.Start())
-	c.t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
-	found := make(chan string, 1)
-	go func() {
-		re := regexp.MustCompile(`simulators on (http://127\.0\.0\.1:\d+)`)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-	}()
-	var url string
-	select {
-	case url = <-found:
-	case <-time.After(10 * time.Second):
-		c.t.Fatal("runbook sim printed no address")
-	}
+	url := c.startSim("--speed", speed, "--services", "identity,nks")
 	body, err := json.Marshal(durations)
 	require.NoError(c.t, err)
 	resp, err := http.Post(url+"/nks/_admin/durations", "application/json", strings.NewReader(string(body)))

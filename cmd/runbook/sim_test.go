@@ -15,10 +15,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// startSim runs `runbook sim` on a free loopback port and returns its URL.
-func (c *cli) startSim() string {
+// startSim runs `runbook sim` on a free loopback port, with extra flags,
+// and returns its URL. It outlives the runs a test kills, as a real cloud
+// would.
+func (c *cli) startSim(flags ...string) string {
 	c.t.Helper()
-	cmd := exec.Command(bin, "sim", "--addr", "127.0.0.1:0")
+	cmd := exec.Command(bin, append([]string{"sim", "--addr", "127.0.0.1:0"}, flags...)...)
 	cmd.Dir, cmd.Env = c.dir, c.env
 	out, err := cmd.StdoutPipe()
 	require.NoError(c.t, err)

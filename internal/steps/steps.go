@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -254,4 +255,26 @@ func Names() []string {
 		out[i] = d.Type
 	}
 	return out
+}
+
+// LoadCheckpoint decodes the step's last checkpoint (Call.Resume, JSON)
+// into v. It reports false, leaving v alone, when there is none.
+func (c *Call) LoadCheckpoint(v any) (bool, error) {
+	if len(c.Resume) == 0 {
+		return false, nil
+	}
+	if err := json.Unmarshal(c.Resume, v); err != nil {
+		return false, fmt.Errorf("%s: read checkpoint: %w", c.StepID, err)
+	}
+	return true, nil
+}
+
+// SaveCheckpoint persists v (as JSON) as the step's checkpoint: the next
+// attempt or a resumed process finds it in Call.Resume.
+func (c *Call) SaveCheckpoint(ctx context.Context, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("%s: encode checkpoint: %w", c.StepID, err)
+	}
+	return c.Host.Checkpoint(ctx, b)
 }

@@ -2,7 +2,6 @@ package nks
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -58,18 +57,10 @@ func runMutation(ctx context.Context, c *steps.Call, m mutation) (steps.Outputs,
 		return nil, err
 	}
 	var cp mutationCheckpoint
-	if len(c.Resume) > 0 {
-		if err := json.Unmarshal(c.Resume, &cp); err != nil {
-			return nil, fmt.Errorf("%s: read checkpoint: %w", c.StepID, err)
-		}
+	if _, err := c.LoadCheckpoint(&cp); err != nil {
+		return nil, err
 	}
-	save := func() error {
-		b, err := json.Marshal(cp)
-		if err != nil {
-			return err
-		}
-		return c.Host.Checkpoint(ctx, b)
-	}
+	save := func() error { return c.SaveCheckpoint(ctx, cp) }
 	if cp.Phase != phaseCalled {
 		if m.Wait && m.ClusterBefore != "" && cp.Known == nil {
 			known, err := knownTasks(ctx, cl, m.ClusterBefore, m.EventType)

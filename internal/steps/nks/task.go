@@ -2,7 +2,6 @@ package nks
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -61,18 +60,10 @@ func runTaskWait(ctx context.Context, c *steps.Call, p *taskWaitParams) (steps.O
 		return nil, err
 	}
 	var cp taskWaitCheckpoint
-	if len(c.Resume) > 0 {
-		if err := json.Unmarshal(c.Resume, &cp); err != nil {
-			return nil, fmt.Errorf("%s: read checkpoint: %w", c.StepID, err)
-		}
+	if _, err := c.LoadCheckpoint(&cp); err != nil {
+		return nil, err
 	}
-	save := func() error {
-		b, err := json.Marshal(cp)
-		if err != nil {
-			return err
-		}
-		return c.Host.Checkpoint(ctx, b)
-	}
+	save := func() error { return c.SaveCheckpoint(ctx, cp) }
 	switch {
 	case cp.Wait == nil:
 		ws, err := newTaskWait(ctx, cl, p)

@@ -2,7 +2,6 @@ package nks
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -146,10 +145,8 @@ func runClusterUpgrade(ctx context.Context, c *steps.Call, p *clusterUpgradePara
 		return nil, err
 	}
 	u := &upgradeRun{c: c, p: p, cl: cl}
-	if len(c.Resume) > 0 {
-		if err := json.Unmarshal(c.Resume, &u.cp); err != nil {
-			return nil, fmt.Errorf("%s: read checkpoint: %w", c.StepID, err)
-		}
+	if _, err := c.LoadCheckpoint(&u.cp); err != nil {
+		return nil, err
 	}
 	if u.cp.Groups == nil || u.cp.Version != p.Version {
 		if err := u.plan(ctx); err != nil {
@@ -199,11 +196,7 @@ func runClusterUpgrade(ctx context.Context, c *steps.Call, p *clusterUpgradePara
 }
 
 func (u *upgradeRun) save(ctx context.Context) error {
-	b, err := json.Marshal(u.cp)
-	if err != nil {
-		return err
-	}
-	return u.c.Host.Checkpoint(ctx, b)
+	return u.c.SaveCheckpoint(ctx, u.cp)
 }
 
 // plan checks the version against /v1/supports and every group against
