@@ -368,6 +368,8 @@ With --no-resume the answer is only recorded; continue later with
 	var sf stateFlags
 	sf.addState(fs)
 	sf.addSecrets(fs)
+	var sims simFlags
+	sims.add(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -401,8 +403,14 @@ With --no-resume the answer is only recorded; continue later with
 		return err
 	}
 	root := rootRun(ctx, store, r)
+	conns, stopSim, err := sims.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopSim()
 	prog := nopProgress{}
 	opts := a.engineOptions(store, src)
+	opts.Connection = conns.resolve
 	var p progress = prog
 	if !*noResume {
 		p = a.newProgress(out, *quiet, root.ID)

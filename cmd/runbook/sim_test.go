@@ -88,3 +88,30 @@ func TestSimUrlThatAnswersNothingIsAClearError(t *testing.T) {
 	assert.Contains(t, r.stderr, "reach the simulator at http://127.0.0.1:1")
 	assert.Contains(t, r.stderr, "runbook sim")
 }
+
+func TestApprovingARehearsalContinuesAgainstTheSameSimulator(t *testing.T) {
+	c := newCLI(t)
+	url := c.startSim("--services", "identity,nks")
+	pb := c.file("gated.yaml", `
+version: 1
+name: gated
+steps:
+  - id: gate
+    uses: approval
+    with: {message: "read the versions?"}
+  - id: supports
+    uses: nks.supports
+  - id: show
+    uses: log
+    with: {message: "newest ${{ steps.supports.outputs.latest }}"}
+`)
+	r := c.run("run", "--sim-url", url, pb)
+	require.Equal(t, 0, r.code, r)
+	id := runIDOf(t, r.stdout)
+	assert.Contains(t, r.stdout, "waiting for approval")
+
+	r = c.run("runs", "approve", id, "gate", "--sim-url", url)
+	require.Equal(t, 0, r.code, r)
+	assert.Regexp(t, `show: newest v\d+\.\d+\.\d+`, r.stdout)
+	assert.Contains(t, r.stdout, "run "+id+" succeeded")
+}
