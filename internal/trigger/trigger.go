@@ -1,0 +1,41 @@
+// Package trigger starts runs from outside: the cron scheduler (schedule
+// triggers) and the webhook intake (webhook triggers). Both hand runs to a
+// Starter, which `runbook serve` implements over the engine; neither
+// imports the engine.
+//
+// Durability: a schedule records each slot it fired (a cursor in the
+// state store) before starting the run, so a restart neither repeats a
+// slot nor drops one silently; a webhook delivery is answered only after
+// its deduplication keys and the runs it starts are committed.
+package trigger
+
+import (
+	"context"
+
+	"github.com/runbook/runbook/internal/playbook"
+)
+
+// Starter starts runs for triggers. `runbook serve` implements it over the
+// engine: Start validates inputs (the same checks as the CLI), commits the
+// run record, and executes it in the background.
+type Starter interface {
+	// Start commits a new run of pb and returns its ID once the record is
+	// durable; the run executes asynchronously.
+	Start(ctx context.Context, req StartRequest) (runID string, err error)
+	// Active lists the runs of the named playbook executing now (for the
+	// overlap policies).
+	Active(playbookName string) []string
+	// Cancel cancels a run executing in this process.
+	Cancel(runID string)
+}
+
+// StartRequest is one run a trigger starts.
+type StartRequest struct {
+	Playbook *playbook.Playbook
+	Inputs   map[string]any
+	// Trigger is what the run sees as `trigger`: for a schedule
+	// {"type": "schedule", "slot": RFC3339 time, "cron": ..., "late_ms": n};
+	// for a webhook {"type": "webhook", "route", "event", "payload",
+	// "hook" (with each: hook), "delivery" (hooksId)}.
+	Trigger map[string]any
+}
