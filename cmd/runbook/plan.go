@@ -321,7 +321,14 @@ func planStepOf(st *playbook.Step, sc *expr.Scope, missing map[string]bool) plan
 	if ps.With == nil {
 		ps.With = []planParam{}
 	}
-	if st.Desc == nil || st.Desc.OutputsFromWith || !allKnown {
+	if st.Desc == nil || st.Desc.OutputsFromWith {
+		return ps
+	}
+	if !allKnown {
+		ps.Calls = partialCalls(st, with, ps.With)
+		if len(ps.Calls) > 0 {
+			ps.Note = "values computed at run time are shown as <from ...> in the calls"
+		}
 		return ps
 	}
 	params, _, problems := st.Desc.Decode(with)
@@ -432,9 +439,12 @@ func (p *plan) print(w io.Writer) {
 			for _, c := range s.Calls {
 				fmt.Fprintf(w, "%s→ %s %s\n", ind, c.Method, c.Path)
 				if c.Body != nil {
-					b, err := json.MarshalIndent(c.Body, ind+"    ", "  ")
-					if err == nil {
-						fmt.Fprintf(w, "%s    %s\n", ind, b)
+					var b strings.Builder
+					enc := json.NewEncoder(&b)
+					enc.SetEscapeHTML(false) // placeholders read <from ...>
+					enc.SetIndent(ind+"    ", "  ")
+					if enc.Encode(c.Body) == nil {
+						fmt.Fprintf(w, "%s    %s\n", ind, strings.TrimSuffix(b.String(), "\n"))
 					}
 				}
 				if c.Note != "" {
@@ -462,4 +472,40 @@ func displayValue(v any) string {
 		return s
 	}
 	return compactJSON(v)
+}
+
+// partialCalls plans the calls of a step whose params are partly computed
+// at run time: known values are decoded as usual, and each unknown string
+// param carries its "<from ...>" placeholder into the planned path or body.
+// Steps whose plan cannot be built from partial params show no calls.
+func partialCalls(st *playbook.Step, known map[string]any, shown []planParam) (calls []steps.PlannedCall) {
+	if st.Desc.Plan == nil {
+		return nil
+	}
+	lit := make(map[string]any, len(shown))
+	for k, v := range known {
+		lit[k] = v
+	}
+	placeholders := map[string]string{}
+	for _, pp := range shown {
+		if !pp.Known {
+			lit[pp.Name] = steps.Dynamic{}
+			if s, ok := pp.Value.(string); ok {
+				placeholders[pp.Name] = s
+			}
+		}
+	}
+	params, _ := st.Desc.DecodeLiteral(lit)
+	if params == nil {
+		return nil
+	}
+	for name, s := range placeholders {
+		st.Desc.SetString(params, name, s)
+	}
+	defer func() {
+		if recover() != nil {
+			calls = nil // a plan that needs every param: nothing to show
+		}
+	}()
+	return st.Desc.Plan(params)
 }

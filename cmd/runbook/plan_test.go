@@ -133,3 +133,23 @@ func TestPlanRefusesBadInputs(t *testing.T) {
 	assert.Equal(t, 2, r.code, r)
 	assert.Contains(t, r.stderr, `input "count"`)
 }
+
+func TestPlanShowsCallsWhoseValuesComeFromEarlierSteps(t *testing.T) {
+	c := newCLI(t)
+	pb := c.file("upgrade.yaml", `
+version: 1
+name: upgrade
+inputs:
+  cluster: {type: string, required: true}
+steps:
+  - {id: supports, uses: nks.supports}
+  - id: upgrade
+    uses: nks.cluster.upgrade
+    with: {cluster: "${{ inputs.cluster }}", version: "${{ steps.supports.outputs.latest }}"}
+`)
+	r := c.run("plan", pb, "-i", "cluster=prod")
+	require.Equal(t, 0, r.code, r)
+	assert.Contains(t, r.stdout, "→ POST /v1/clusters/prod/nodegroups/default-master/upgrade")
+	assert.Contains(t, r.stdout, `"version": "<from steps.supports.outputs.latest>"`)
+	assert.Contains(t, r.stdout, "→ POST /v1/clusters/prod/nodegroups/{worker group}/upgrade")
+}

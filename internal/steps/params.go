@@ -397,6 +397,29 @@ func (d *Descriptor) DecodeLiteral(with map[string]any) (params any, dynamic map
 	return p, skip
 }
 
+// SetString sets the top-level string param named name (its JSON name) in
+// params, a pointer returned by Decode or DecodeLiteral. It reports false
+// when there is no such string param. `runbook plan` uses it to show a
+// value computed at run time as a placeholder in the calls it plans.
+func (d *Descriptor) SetString(params any, name, value string) bool {
+	v := reflect.ValueOf(params)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Type() != d.params {
+		return false
+	}
+	for _, f := range d.fields {
+		if f.name != name {
+			continue
+		}
+		fv, err := v.Elem().FieldByIndexErr(f.index)
+		if err != nil || fv.Kind() != reflect.String || !fv.CanSet() {
+			return false
+		}
+		fv.SetString(value)
+		return true
+	}
+	return false
+}
+
 // ParamNames returns the JSON names of the params (for "did you mean").
 func (d *Descriptor) ParamNames() []string {
 	out := make([]string, len(d.fields))

@@ -114,16 +114,17 @@ func planClusterUpgrade(params any) []steps.PlannedCall {
 	if p.NumMaxUnavailableNodes != nil {
 		body["num_max_unavailable_nodes"] = *p.NumMaxUnavailableNodes
 	}
-	groups := p.NodeGroups
-	if len(groups) == 0 {
-		groups = []string{"{each worker group, by name}"}
+	const note = "after the previous task succeeded, unless the group already runs the version"
+	if len(p.NodeGroups) == 0 {
+		// The worker groups are only known when the run lists them.
+		return append(calls, steps.PlannedCall{Method: "POST", Body: body, Note: "each worker group in name order; " + note,
+			Path: nks.Path("clusters", p.Cluster, "nodegroups") + "/{worker group}/upgrade"})
 	}
-	for _, g := range groups {
+	for _, g := range p.NodeGroups {
 		if g == nks.MasterNodeGroup {
 			continue
 		}
-		calls = append(calls, steps.PlannedCall{Method: "POST", Path: nks.Path("clusters", p.Cluster, "nodegroups", g, "upgrade"), Body: body,
-			Note: "after the previous task succeeded, unless the group already runs the version"})
+		calls = append(calls, steps.PlannedCall{Method: "POST", Path: nks.Path("clusters", p.Cluster, "nodegroups", g, "upgrade"), Body: body, Note: note})
 	}
 	return calls
 }
