@@ -1,0 +1,199 @@
+package trigger
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"time"
+
+	"github.com/runbook/runbook/internal/expr"
+)
+
+// tick fires every due slot and returns how long to sleep before the next
+// one (at most MaxSleep; at most PollInterval while a slot is queued).
+func (s *Scheduler) tick(ctx context.Context) time.Duration {
+	now := s.opts.Clock.Now()
+	wait := s.opts.MaxSleep
+	keys := make([]string, 0, len(s.entries))
+	for k := range s.entries {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		e := s.entries[k]
+		if !e.next.IsZero() && !now.Before(e.next.Add(s.jitter(e, e.next))) {
+			// The awaited slot is due. Slots that passed after it (the
+			// process was suspended, the clock jumped forward) are missed
+			// and follow the catch-up policy.
+			slot := e.next
+			e.queue = append(e.queue, queued{slot: slot})
+			e.next = e.sched.Next(now.In(e.loc))
+			s.catchUp(e, slot, now)
+		}
+		if !e.pending.IsZero() && len(s.opts.Starter.Active(e.pb.Name)) == 0 {
+			slot := e.pending
+			e.pending = time.Time{}
+			s.start(ctx, e, queued{slot: slot})
+		}
+		for len(e.queue) > 0 {
+			q := e.queue[0]
+			e.queue = e.queue[1:]
+			s.fire(ctx, e, q)
+		}
+		if !e.next.IsZero() {
+			wait = min(wait, e.next.Add(s.jitter(e, e.next)).Sub(now))
+		}
+		if !e.pending.IsZero() {
+			wait = min(wait, s.opts.PollInterval)
+		}
+	}
+	return max(wait, 0)
+}
+
+// fire applies the overlap policy to one due slot.
+func (s *Scheduler) fire(ctx context.Context, e *entry, q queued) {
+	if !q.slot.After(e.last) {
+		// Only after the clock stepped backwards: the slot is already
+		// recorded as handled.
+		s.log.Warn("schedule slot already handled", "playbook", e.pb.Name, "trigger", e.index, "slot", q.slot, "last", e.last)
+		return
+	}
+	if active := s.opts.Starter.Active(e.pb.Name); len(active) > 0 {
+		switch e.trig.Schedule.Overlap {
+		case "allow":
+		case "replace":
+			for _, id := range active {
+				s.opts.Starter.Cancel(id)
+			}
+			s.log.Info("schedule cancels active runs", "playbook", e.pb.Name, "trigger", e.index, "runs", active)
+		case "queue":
+			if old := e.pending; !old.IsZero() {
+				// At most one queued slot: the newer one replaces it.
+				s.handled(ctx, e, old)
+				s.report(e, Firing{Slot: old, Outcome: Skipped})
+			}
+			e.pending = q.slot
+			s.report(e, Firing{Slot: q.slot, Outcome: Queued, Catchup: q.catchup})
+			return
+		default: // skip
+			s.handled(ctx, e, q.slot)
+			s.report(e, Firing{Slot: q.slot, Outcome: Skipped, Catchup: q.catchup})
+			return
+		}
+	}
+	s.start(ctx, e, q)
+}
+
+// handled records slot as the trigger's last handled slot, without a run.
+func (s *Scheduler) handled(ctx context.Context, e *entry, slot time.Time) {
+	if err := s.putCursor(ctx, e, slot); err != nil {
+		s.log.Error("schedule cursor not saved", "playbook", e.pb.Name, "trigger", e.index, "err", err)
+	}
+	e.last = slot
+}
+
+// start records the slot, then starts the run: a crash in between drops
+// the slot instead of firing it twice.
+func (s *Scheduler) start(ctx context.Context, e *entry, q queued) {
+	if err := s.putCursor(ctx, e, q.slot); err != nil {
+		s.report(e, Firing{Slot: q.slot, Outcome: Failed, Catchup: q.catchup, Err: err})
+		return
+	}
+	e.last = q.slot
+	now := s.opts.Clock.Now()
+	trig := map[string]any{
+		"type":    "schedule",
+		"slot":    q.slot.In(e.loc).Format(time.RFC3339),
+		"cron":    e.trig.Schedule.Cron,
+		"late_ms": now.Sub(q.slot).Milliseconds(),
+	}
+	inputs, err := triggerInputs(e, trig, s.opts.Clock.Now)
+	if err != nil {
+		s.report(e, Firing{Slot: q.slot, Outcome: Failed, Catchup: q.catchup, Err: err})
+		return
+	}
+	runID, err := s.opts.Starter.Start(ctx, StartRequest{Playbook: e.pb, Inputs: inputs, Trigger: trig})
+	if err != nil {
+		s.report(e, Firing{Slot: q.slot, Outcome: Failed, Catchup: q.catchup, Err: fmt.Errorf("start run: %w", err)})
+		return
+	}
+	f := Firing{Slot: q.slot, Outcome: Started, RunID: runID, Catchup: q.catchup}
+	if !q.catchup {
+		f.Late = now.Sub(q.slot.Add(s.jitter(e, q.slot)))
+	}
+	s.report(e, f)
+}
+
+// triggerInputs evaluates the trigger's `inputs:` templates over trigger.
+func triggerInputs(e *entry, trig map[string]any, now func() time.Time) (map[string]any, error) {
+	if len(e.trig.Inputs) == 0 {
+		return nil, nil
+	}
+	scope := &expr.Scope{Trigger: trig, Now: now}
+	out := make(map[string]any, len(e.trig.Inputs))
+	for name, v := range e.trig.Inputs {
+		val, err := v.Eval(scope)
+		if err != nil {
+			return nil, fmt.Errorf("trigger input %s: %w", name, err)
+		}
+		out[name] = val
+	}
+	return out, nil
+}
+
+func (s *Scheduler) putCursor(ctx context.Context, e *entry, slot time.Time) error {
+	if err := s.opts.Store.PutCursor(ctx, e.key, []byte(slot.UTC().Format(time.RFC3339Nano))); err != nil {
+		return fmt.Errorf("put cursor %s: %w", e.key, err)
+	}
+	return nil
+}
+
+// jitter is the slot's delay: a hash of the seed, the trigger and the slot,
+// uniform in [0, jitter).
+func (s *Scheduler) jitter(e *entry, slot time.Time) time.Duration {
+	j := e.trig.Schedule.Jitter
+	if j <= 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:8], s.opts.JitterSeed)
+	binary.LittleEndian.PutUint64(b[8:], uint64(slot.UnixNano()))
+	h.Write(b[:])
+	h.Write([]byte(e.key))
+	return time.Duration(h.Sum64() % uint64(j))
+}
+
+// report counts, logs and publishes one handled slot.
+func (s *Scheduler) report(e *entry, f Firing) {
+	f.Playbook, f.Trigger = e.pb.Name, e.index
+	s.mu.Lock()
+	switch f.Outcome {
+	case Started:
+		s.stats.Started++
+		s.stats.MaxLate = max(s.stats.MaxLate, f.Late)
+	case Skipped:
+		s.stats.Skipped++
+	case Queued:
+		s.stats.Queued++
+	case Dropped:
+		s.stats.Dropped++
+	case Failed:
+		s.stats.Failed++
+	}
+	s.mu.Unlock()
+	attrs := []any{"playbook", f.Playbook, "trigger", f.Trigger, "slot", f.Slot, "outcome", string(f.Outcome)}
+	switch {
+	case f.Err != nil:
+		s.log.Error("schedule slot failed", append(attrs, "err", f.Err)...)
+	case f.Outcome == Started:
+		s.log.Info("schedule slot started", append(attrs, "run_id", f.RunID, "late", f.Late, "catchup", f.Catchup)...)
+	default:
+		s.log.Info("schedule slot "+string(f.Outcome), attrs...)
+	}
+	if s.opts.OnFire != nil {
+		s.opts.OnFire(f)
+	}
+}
