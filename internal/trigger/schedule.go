@@ -133,15 +133,15 @@ type Scheduler struct {
 
 // entry is one schedule trigger of one playbook.
 type entry struct {
-	key   string
-	pb    *playbook.Playbook
-	index int
-	trig  *playbook.Trigger
-	sched cron.Schedule
-	loc   *time.Location
-	last  time.Time   // newest slot handled (the persisted cursor)
-	next  time.Time   // the slot awaited
-	queue []queued    // slots to fire now, in order (the awaited one, catch-up)
+	key     string
+	pb      *playbook.Playbook
+	index   int
+	trig    *playbook.Trigger
+	sched   cron.Schedule
+	loc     *time.Location
+	last    time.Time // newest slot handled (the persisted cursor)
+	next    time.Time // the slot awaited
+	queue   []queued  // slots to fire now, in order (the awaited one, catch-up)
 	pending time.Time // overlap: queue — the slot waiting for an idle playbook
 }
 
