@@ -317,44 +317,44 @@ func TestScheduleAcrossDaylightSavingChanges(t *testing.T) {
 
 func TestScheduleOverlapPolicies(t *testing.T) {
 	t0 := utc("2026-01-01T00:00:30Z")
-	min := func(m int) time.Time { return utc("2026-01-01T00:00:00Z").Add(time.Duration(m) * time.Minute) }
-	slot := func(m int) string { return min(m).Format(time.RFC3339) }
+	minute := func(m int) time.Time { return utc("2026-01-01T00:00:00Z").Add(time.Duration(m) * time.Minute) }
+	slot := func(m int) string { return minute(m).Format(time.RFC3339) }
 	newOverlap := func(t *testing.T, policy string) *rig {
 		r := newRig(t, t0)
 		r.starter.hold = true
 		r.start(SchedulerOptions{PollInterval: time.Second}, book(t, "job", fmt.Sprintf(`{cron: "* * * * *", overlap: %s}`, policy)))
-		r.clock.runUntil(t, min(1))
+		r.clock.runUntil(t, minute(1))
 		require.Equal(t, []string{slot(1)}, r.starter.slots(), "the first slot starts")
 		return r
 	}
 	t.Run("skip drops a slot while a run is active", func(t *testing.T) {
 		r := newOverlap(t, "skip")
-		r.clock.runUntil(t, min(2))
+		r.clock.runUntil(t, minute(2))
 		assert.Equal(t, []string{slot(1)}, r.starter.slots())
 		r.starter.finish("job")
-		r.clock.runUntil(t, min(3))
+		r.clock.runUntil(t, minute(3))
 		assert.Equal(t, []string{slot(1), slot(3)}, r.starter.slots())
 		assert.Equal(t, Stats{Started: 2, Skipped: 1}, r.sched.Stats())
 	})
 	t.Run("allow starts alongside the active run", func(t *testing.T) {
 		r := newOverlap(t, "allow")
-		r.clock.runUntil(t, min(2))
+		r.clock.runUntil(t, minute(2))
 		assert.Equal(t, []string{slot(1), slot(2)}, r.starter.slots())
 		assert.Empty(t, r.starter.cancelled)
 	})
 	t.Run("replace cancels the active run and starts", func(t *testing.T) {
 		r := newOverlap(t, "replace")
-		r.clock.runUntil(t, min(2))
+		r.clock.runUntil(t, minute(2))
 		assert.Equal(t, []string{slot(1), slot(2)}, r.starter.slots())
 		assert.Equal(t, []string{"run-1"}, r.starter.cancelled)
 		assert.Equal(t, []string{"run-2"}, r.starter.Active("job"))
 	})
 	t.Run("queue keeps the newest slot and starts it once the playbook is idle", func(t *testing.T) {
 		r := newOverlap(t, "queue")
-		r.clock.runUntil(t, min(3).Add(10*time.Second))
+		r.clock.runUntil(t, minute(3).Add(10*time.Second))
 		assert.Equal(t, []string{slot(1)}, r.starter.slots(), "slots 2 and 3 wait")
 		r.starter.finish("job")
-		r.clock.runUntil(t, min(3).Add(12*time.Second))
+		r.clock.runUntil(t, minute(3).Add(12*time.Second))
 		assert.Equal(t, []string{slot(1), slot(3)}, r.starter.slots(), "the newer slot replaced the queued one")
 		assert.Equal(t, int64(11000), r.starter.starts[1].Trigger["late_ms"], "started at the first poll after the run ended")
 		assert.Equal(t, Stats{Started: 2, Queued: 2, Skipped: 1, MaxLate: 11 * time.Second}, r.sched.Stats())
@@ -362,7 +362,7 @@ func TestScheduleOverlapPolicies(t *testing.T) {
 }
 
 func TestScheduleCatchupAfterDowntime(t *testing.T) {
-	hour := func(h int, m ...int) time.Time {
+	hour := func(h int) time.Time {
 		return utc("2026-05-01T00:00:00Z").Add(time.Duration(h) * time.Hour)
 	}
 	slot := func(h int) string { return hour(h).Format(time.RFC3339) }
