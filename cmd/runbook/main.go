@@ -44,7 +44,7 @@ type verb struct {
 var verbs []*verb
 
 func init() {
-	verbs = []*verb{runVerb, validateVerb, planVerb, callVerb, stepsVerb, schemaVerb, runsVerb, simVerb}
+	verbs = []*verb{runVerb, validateVerb, planVerb, callVerb, stepsVerb, schemaVerb, runsVerb, scheduleVerb, simVerb}
 }
 
 func findVerb(name string) *verb {

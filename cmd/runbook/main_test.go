@@ -114,7 +114,7 @@ func TestHelpListsTheImplementedCommands(t *testing.T) {
 	c := newCLI(t)
 	r := c.run("help")
 	require.Equal(t, 0, r.code, r)
-	for _, verb := range []string{"run", "validate", "plan", "call", "steps", "schema", "runs", "sim"} {
+	for _, verb := range []string{"run", "validate", "plan", "call", "steps", "schema", "runs", "schedule", "sim"} {
 		assert.Regexp(t, `(?m)^  `+verb+` `, r.stdout)
 	}
 	assert.NotRegexp(t, `(?m)^  serve `, r.stdout, "serve is not implemented yet")
