@@ -117,7 +117,27 @@ type Stats struct {
 // than firing it twice on restart; the drop is the chosen side of the
 // tradeoff (a maintenance job fired twice does more harm than one missed
 // and logged). A trigger seen for the first time records the current time
-// as its cursor, so downtime after that is caught up per its policy.
+// as its cursor, so downtime after that is caught up per its policy. A
+// slot whose Starter.Start fails is logged and counted (Failed), not
+// retried.
+//
+// Slots: the awaited slot fires when due (plus its jitter), however late.
+// Slots that passed without being awaited (downtime before Run, or a
+// suspended process or forward clock jump while running) are missed and
+// follow the catch-up policy (none, latest, all), bounded by the window
+// and MaxCatchupSlots. Catch-up slots fire at once, without jitter, and go
+// through the overlap policy like any other.
+//
+// Overlap: skip records the slot as handled without a run; allow starts
+// alongside; replace cancels the active runs, then starts; queue keeps at
+// most one slot per trigger (a newer one replaces it, the older counted as
+// skipped) and starts it at the first check, every PollInterval, that
+// finds the playbook idle. A queued slot is recorded only when it starts,
+// so one still waiting at shutdown is a missed slot after the restart.
+//
+// Clock steps: a slot is fired only if it is after the last handled one,
+// so a clock stepping backwards delays the schedule (the awaited slot
+// stays the one after the recorded slot) but never repeats a slot.
 type Scheduler struct {
 	opts SchedulerOptions
 	log  *slog.Logger

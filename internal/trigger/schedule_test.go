@@ -520,3 +520,47 @@ func TestNextSlotsAreInTheTriggersZone(t *testing.T) {
 	assert.Equal(t, "2026-03-09 02:30:00 EDT -0400", got[0].Format("2006-01-02 15:04:05 MST -0700"))
 	assert.Equal(t, ny, got[0].Location())
 }
+
+// failingStarter fails every start.
+type failingStarter struct{ fakeStarter }
+
+func (f *failingStarter) Start(context.Context, StartRequest) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.at = append(f.at, f.clock.Now())
+	return "", fmt.Errorf("engine unavailable")
+}
+
+func TestScheduleRecordsTheSlotBeforeStarting(t *testing.T) {
+	r := newRig(t, utc("2026-01-01T00:30:00Z"))
+	pb := book(t, "flaky", `{cron: "@hourly", catchup: all}`)
+	failing := &failingStarter{fakeStarter{clock: r.clock}}
+	st, err := bolt.Open(r.path, bolt.Options{})
+	require.NoError(t, err)
+	var firings []Firing
+	s := NewScheduler(SchedulerOptions{Store: st, Starter: failing, Clock: r.clock, MaxSleep: time.Hour,
+		OnFire: func(f Firing) { firings = append(firings, f) }})
+	s.Set([]*playbook.Playbook{pb})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	r.clock.idleAfter(t, 0)
+	r.clock.runUntil(t, utc("2026-01-01T01:00:00Z"))
+	cancel()
+	<-done
+	require.NoError(t, st.Close())
+	require.Len(t, failing.at, 1, "the start was attempted")
+	assert.Equal(t, Stats{Failed: 1}, s.Stats())
+	require.Len(t, firings, 1)
+	assert.ErrorContains(t, firings[0].Err, "engine unavailable")
+
+	// As after a crash between the cursor write and the run commit: the
+	// restart does not fire the slot again, even with catchup: all.
+	r.clock.mu.Lock()
+	r.clock.ch = nil
+	r.clock.mu.Unlock()
+	r.clock.now = utc("2026-01-01T01:10:00Z")
+	r.start(SchedulerOptions{}, pb)
+	r.clock.runUntil(t, utc("2026-01-01T02:00:00Z"))
+	assert.Equal(t, []string{"2026-01-01T02:00:00Z"}, r.starter.slots())
+}
