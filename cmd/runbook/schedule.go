@@ -121,7 +121,7 @@ skipped, and one in the repeated hour of the fall-back day fires twice.`,
 		return err
 	}
 	res := scheduleNext{Playbook: pb.Name, File: pos[0], From: from.Format(time.RFC3339), Triggers: []scheduleNextTrig{}}
-	if *only >= len(pb.Triggers) || (*only >= 0 && pb.Triggers[*only].Schedule == nil) {
+	if *only < -1 || *only >= len(pb.Triggers) || (*only >= 0 && pb.Triggers[*only].Schedule == nil) {
 		return usageErrorf(fs.Name(), "%s has no schedule trigger at index %d", pos[0], *only)
 	}
 	var shown [][]time.Time
