@@ -1,0 +1,246 @@
+package trigger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/runbook/runbook/internal/expr"
+	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
+)
+
+// Deduplication protocol. A delivery is identified by (route, hooksId); a
+// run it may start (a "unit") by (playbook, trigger index, hook key) with
+// each: hook, else by (playbook, trigger index, hooksId).
+//
+//  1. Within the process, concurrent requests for one delivery are
+//     serialised: a redelivery waits for the request handling it.
+//  2. Claim: Store.Dedup("webhook/<route>/<hooksId>"). The claim is
+//     recorded BEFORE any run starts, so two processes (or a restart
+//     racing a late request) never both start the delivery's runs.
+//  3. Per-hook units also claim "webhook/<route>/unit/<playbook>/<i>/<hook
+//     key>", so a hook repeated under a new hooksId starts nothing.
+//  4. Each unit is started through the Starter (durable when it returns);
+//     its trigger carries "key" (the unit's identity).
+//  5. Done: the run IDs are stored under cursor "webhook/done/<route>/<hooksId>",
+//     then the 200 is sent.
+//
+// A redelivery whose claim is seen and whose done record exists is a
+// duplicate: it starts nothing and answers 200 with the first runs. A claim
+// without a done record means an earlier attempt crashed or failed between
+// 2 and 5; the redelivery then recovers: for each unit it looks for a run
+// whose trigger.key is the unit's (Store.ListRuns of that playbook: the
+// Starter must commit runs to the same Store, as `runbook serve` does) and
+// starts only the missing ones. So every delivery answered 200 has all its
+// runs, and no unit ever has two, whatever the crash point; the price of a
+// crash is one scan of a playbook's runs on redelivery.
+//
+// Claims expire after DedupTTL; done records are cursors and are kept (the
+// Store has no expiring values yet): about 100 bytes per delivery.
+
+// doneRecord is stored under a delivery's done cursor.
+type doneRecord struct {
+	Runs []string `json:"runs"`
+}
+
+// unit is one run a delivery asks for.
+type unit struct {
+	pb      *playbook.Playbook
+	trig    map[string]any
+	inputs  map[string]any
+	key     string // identity, stored in trig["key"]
+	perHook bool
+}
+
+func (in *Intake) deliver(ctx context.Context, route string, d *Delivery) (*Answer, error) {
+	claim := "webhook/" + route + "/" + d.HooksID
+	if err := in.waitTurn(ctx, claim); err != nil {
+		return nil, err
+	}
+	defer in.endTurn(claim)
+	ctx = context.WithoutCancel(ctx) // commits finish even if the sender hangs up
+
+	seen, err := in.opts.Store.Dedup(ctx, claim, in.opts.DedupTTL)
+	if err != nil {
+		return nil, fmt.Errorf("claim delivery: %w", err)
+	}
+	doneKey := "webhook/done/" + route + "/" + d.HooksID
+	recovering := false
+	if seen {
+		b, err := in.opts.Store.GetCursor(ctx, doneKey)
+		switch {
+		case err == nil:
+			var rec doneRecord
+			_ = json.Unmarshal(b, &rec)
+			return &Answer{Status: "duplicate", Runs: nonNil(rec.Runs)}, nil
+		case !errors.Is(err, state.ErrNotFound):
+			return nil, fmt.Errorf("read delivery record: %w", err)
+		}
+		recovering = true
+		in.opts.Logger.Warn("webhook delivery was claimed but never completed; recovering", "route", route, "delivery", d.HooksID)
+	}
+
+	units, skipped := in.match(route, d)
+	ans := &Answer{Status: "accepted", Runs: []string{}, Skipped: skipped}
+	for _, u := range units {
+		if u.perHook {
+			hseen, err := in.opts.Store.Dedup(ctx, "webhook/"+route+"/unit/"+u.key, in.opts.DedupTTL)
+			if err != nil {
+				return nil, fmt.Errorf("claim hook: %w", err)
+			}
+			if hseen && !recovering {
+				continue // delivered before under another hooksId
+			}
+		}
+		if recovering {
+			id, err := in.findRun(ctx, u)
+			if err != nil {
+				return nil, err
+			}
+			if id != "" {
+				ans.Runs = append(ans.Runs, id)
+				continue
+			}
+		}
+		id, err := in.opts.Starter.Start(ctx, StartRequest{Playbook: u.pb, Inputs: u.inputs, Trigger: u.trig})
+		if err != nil {
+			return nil, fmt.Errorf("start %s: %w", u.pb.Name, err)
+		}
+		in.opts.Logger.Info("webhook started a run", "route", route, "delivery", d.HooksID, "playbook", u.pb.Name, "run_id", id)
+		ans.Runs = append(ans.Runs, id)
+	}
+	b, _ := json.Marshal(doneRecord{Runs: ans.Runs})
+	if err := in.opts.Store.PutCursor(ctx, doneKey, b); err != nil {
+		return nil, fmt.Errorf("record delivery: %w", err)
+	}
+	return ans, nil
+}
+
+// waitTurn serialises the requests of one delivery within the process.
+func (in *Intake) waitTurn(ctx context.Context, key string) error {
+	for {
+		in.mu.Lock()
+		ch, busy := in.inflight[key]
+		if !busy {
+			in.inflight[key] = make(chan struct{})
+			in.mu.Unlock()
+			return nil
+		}
+		in.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the same delivery in flight: %w", ctx.Err())
+		}
+	}
+}
+
+func (in *Intake) endTurn(key string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	close(in.inflight[key])
+	delete(in.inflight, key)
+}
+
+// match lists the units of d: for every playbook whose webhook trigger
+// names the route and the event (no events: any), one unit per delivery,
+// or with each: hook one per hook; `if` is evaluated per unit (so with
+// each: hook it sees trigger.hook). Playbooks whose `if` or inputs fail to
+// evaluate are logged and returned as skipped.
+func (in *Intake) match(route string, d *Delivery) (units []unit, skipped []string) {
+	payload := d.Payload()
+	for _, pb := range in.opts.Playbooks() {
+		for ti, t := range pb.Triggers {
+			w := t.Webhook
+			if w == nil || w.Route != route || (len(w.Events) > 0 && !slices.Contains(w.Events, d.Event)) {
+				continue
+			}
+			base := pb.Name + "/" + strconv.Itoa(ti) + "/"
+			if w.Each == "hook" {
+				for i, h := range d.Hooks {
+					key := base + d.HookKey(i)
+					trig := webhookTrigger(route, d, payload, key)
+					trig["hook"] = h
+					if u, ok := in.unit(pb, t, trig, key, true); ok {
+						units = append(units, u)
+					} else if u.pb != nil {
+						skipped = append(skipped, pb.Name)
+					}
+				}
+				continue
+			}
+			key := base + "delivery:" + d.HooksID
+			if u, ok := in.unit(pb, t, webhookTrigger(route, d, payload, key), key, false); ok {
+				units = append(units, u)
+			} else if u.pb != nil {
+				skipped = append(skipped, pb.Name)
+			}
+		}
+	}
+	return units, skipped
+}
+
+// unit evaluates t's `if` and inputs over trig. ok false with u.pb set
+// means an evaluation error (logged); with u.pb nil, `if` was false.
+func (in *Intake) unit(pb *playbook.Playbook, t *playbook.Trigger, trig map[string]any, key string, perHook bool) (u unit, ok bool) {
+	scope := &expr.Scope{Trigger: trig, Now: in.opts.Now}
+	fail := func(what string, err error) (unit, bool) {
+		in.opts.Logger.Error("webhook trigger "+what+" failed", "playbook", pb.Name, "err", err)
+		return unit{pb: pb}, false
+	}
+	if t.Webhook.If != nil {
+		pass, err := t.Webhook.If.EvalBool(scope)
+		if err != nil {
+			return fail("if", err)
+		}
+		if !pass {
+			return unit{}, false
+		}
+	}
+	var inputs map[string]any
+	if len(t.Inputs) > 0 {
+		inputs = make(map[string]any, len(t.Inputs))
+		for name, v := range t.Inputs {
+			val, err := v.Eval(scope)
+			if err != nil {
+				return fail("input "+name, err)
+			}
+			inputs[name] = val
+		}
+	}
+	return unit{pb: pb, trig: trig, inputs: inputs, key: key, perHook: perHook}, true
+}
+
+// webhookTrigger is what a run sees as `trigger` (see StartRequest), plus
+// "key", the unit's identity used to find its run after a crash.
+func webhookTrigger(route string, d *Delivery, payload map[string]any, key string) map[string]any {
+	return map[string]any{
+		"type": "webhook", "route": route, "event": d.Event, "payload": payload,
+		"delivery": d.HooksID, "key": key,
+	}
+}
+
+// findRun returns the ID of the run started for u, or "".
+func (in *Intake) findRun(ctx context.Context, u unit) (string, error) {
+	runs, err := in.opts.Store.ListRuns(ctx, state.RunFilter{Playbook: u.pb.Name})
+	if err != nil {
+		return "", fmt.Errorf("look for runs of %s: %w", u.pb.Name, err)
+	}
+	for _, r := range runs {
+		if k, _ := r.Trigger["key"].(string); k == u.key && r.Trigger["route"] == u.trig["route"] {
+			return r.ID, nil
+		}
+	}
+	return "", nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

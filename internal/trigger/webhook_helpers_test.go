@@ -1,0 +1,171 @@
+package trigger
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/bolt"
+)
+
+// hookStarter is the Starter of the webhook tests: it commits a run record
+// to the intake's store (as the engine does) and records the request.
+type hookStarter struct {
+	store state.Store
+	mu    sync.Mutex
+	reqs  []StartRequest
+	ids   []string
+	// failAt makes the nth Start (1-based) fail once, to simulate a crash
+	// in the middle of a delivery.
+	failAt int
+	calls  int
+}
+
+func (s *hookStarter) Start(ctx context.Context, req StartRequest) (string, error) {
+	s.mu.Lock()
+	s.calls++
+	if s.calls == s.failAt {
+		s.mu.Unlock()
+		return "", fmt.Errorf("engine unavailable")
+	}
+	id := fmt.Sprintf("run-%04d", len(s.ids)+1)
+	s.ids = append(s.ids, id)
+	s.reqs = append(s.reqs, req)
+	s.mu.Unlock()
+	if s.store != nil {
+		if err := s.store.CreateRun(ctx, &state.Run{ID: id, Playbook: req.Playbook.Name, Inputs: req.Inputs, Trigger: req.Trigger, Status: state.RunRunning}); err != nil {
+			return "", err
+		}
+	}
+	return id, nil
+}
+
+func (s *hookStarter) Active(string) []string { return nil }
+func (s *hookStarter) Cancel(string)          {}
+
+func (s *hookStarter) started() []StartRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]StartRequest(nil), s.reqs...)
+}
+
+// hookEnv is an intake over a real bbolt file behind a loopback server.
+type hookEnv struct {
+	intake  *Intake
+	srv     *httptest.Server
+	starter *hookStarter
+	store   *bolt.Store
+}
+
+const testSecret = "s3cret-entered-at-setup"
+
+func newHookEnv(t testing.TB, maxBody int64, playbooks ...string) *hookEnv {
+	t.Helper()
+	store, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	var pbs []*playbook.Playbook
+	for i, src := range playbooks {
+		pb, err := playbook.Parse(fmt.Sprintf("pb%d.yaml", i), []byte(src), playbook.LoadOptions{})
+		require.NoError(t, err)
+		pbs = append(pbs, pb)
+	}
+	st := &hookStarter{store: store}
+	in, err := NewIntake(IntakeOptions{
+		Routes:    map[string]Route{"sms": {Secret: testSecret}, "mail/eu": {Secret: "other"}},
+		Store:     store,
+		Starter:   st,
+		Playbooks: func() []*playbook.Playbook { return pbs },
+		MaxBody:   maxBody,
+	})
+	require.NoError(t, err)
+	srv := httptest.NewServer(in)
+	t.Cleanup(srv.Close)
+	return &hookEnv{intake: in, srv: srv, starter: st, store: store}
+}
+
+// answer is a decoded response.
+type answer struct {
+	status int
+	body   map[string]any
+	raw    string
+}
+
+func (e *hookEnv) post(path string, header map[string]string, body []byte) answer {
+	req, err := http.NewRequest(http.MethodPost, e.srv.URL+path, bytes.NewReader(body))
+	if err != nil {
+		panic(err)
+	}
+	req.Header.Set("Content-Type", "application/json;charset=UTF-8")
+	req.Header.Set("X-Cloud-Webhook-Signature", testSecret)
+	for k, v := range header {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	a := answer{status: resp.StatusCode, raw: string(raw)}
+	_ = json.Unmarshal(raw, &a.body)
+	return a
+}
+
+// unsubscribe builds an UNSUBSCRIBE delivery with one hook per number.
+func unsubscribe(hooksID string, numbers ...string) []byte {
+	hooks := make([]map[string]any, len(numbers))
+	for i, n := range numbers {
+		hooks[i] = map[string]any{
+			"hookId": hooksID + "-h" + fmt.Sprint(i), "recipientNo": n, "unsubscribeNo": "0808885555",
+			"enterpriseName": "런북 주식회사", "createdDateTime": "2026-03-07T09:30:00.000+09:00",
+		}
+	}
+	return envelopeJSON(hooksID, "UNSUBSCRIBE", hooks)
+}
+
+func envelopeJSON(hooksID, event string, hooks any) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"hooksId": hooksID, "webhookConfigId": "cfg-1", "productName": "SMS",
+		"appKey": "appkey-1", "event": event, "hooks": hooks,
+	})
+	return b
+}
+
+const perHookPlaybook = `version: 1
+name: suppress
+inputs:
+  number: {type: string}
+triggers:
+  - webhook: {route: sms, event: UNSUBSCRIBE, each: hook}
+    inputs: {number: "${{ trigger.hook.recipientNo }}"}
+steps:
+  - id: a
+    uses: log
+    with: {message: hi}
+`
+
+const perDeliveryPlaybook = `version: 1
+name: audit
+triggers:
+  - webhook: {route: sms}
+steps:
+  - id: a
+    uses: log
+    with: {message: hi}
+`
