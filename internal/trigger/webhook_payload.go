@@ -153,27 +153,41 @@ func decodeObject(raw json.RawMessage) (map[string]any, error) {
 	if !ok {
 		return nil, errors.New("want an object")
 	}
-	return normalizeNumbers(m).(map[string]any), nil
+	n, err := normalizeNumbers(m)
+	if err != nil {
+		return nil, err
+	}
+	return n.(map[string]any), nil
 }
 
-func normalizeNumbers(v any) any {
+// normalizeNumbers turns json.Numbers into int64 or float64, refusing
+// numbers out of float64's range (they could not be stored again).
+func normalizeNumbers(v any) (any, error) {
+	var err error
 	switch x := v.(type) {
 	case json.Number:
 		if i, err := x.Int64(); err == nil {
-			return i
+			return i, nil
 		}
-		f, _ := x.Float64()
-		return f
+		f, err := x.Float64()
+		if err != nil {
+			return nil, fmt.Errorf("number %s is out of range", x)
+		}
+		return f, nil
 	case map[string]any:
 		for k, e := range x {
-			x[k] = normalizeNumbers(e)
+			if x[k], err = normalizeNumbers(e); err != nil {
+				return nil, err
+			}
 		}
 	case []any:
 		for i, e := range x {
-			x[i] = normalizeNumbers(e)
+			if x[i], err = normalizeNumbers(e); err != nil {
+				return nil, err
+			}
 		}
 	}
-	return v
+	return v, nil
 }
 
 // fieldRule is one hook field's check.
