@@ -1,0 +1,112 @@
+package webhook_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/sim/webhook"
+	"github.com/runbook/runbook/internal/state/bolt"
+	_ "github.com/runbook/runbook/internal/steps/all" // the log step
+	"github.com/runbook/runbook/internal/trigger"
+)
+
+// countStarter counts the runs started per trigger key.
+type countStarter struct {
+	mu   sync.Mutex
+	keys map[string]int
+}
+
+func (s *countStarter) Start(_ context.Context, req trigger.StartRequest) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keys[req.Trigger["key"].(string)]++
+	return "r", nil
+}
+func (s *countStarter) Active(string) []string { return nil }
+func (s *countStarter) Cancel(string)          {}
+
+const suppress = `version: 1
+name: suppress
+triggers:
+  - webhook: {route: sms, each: hook}
+steps:
+  - id: a
+    uses: log
+    with: {message: hi}
+`
+
+func TestSenderAgainstTheIntake(t *testing.T) {
+	store, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
+	require.NoError(t, err)
+	defer store.Close()
+	pb, err := playbook.Parse("suppress.yaml", []byte(suppress), playbook.LoadOptions{})
+	require.NoError(t, err)
+	st := &countStarter{keys: map[string]int{}}
+	in, err := trigger.NewIntake(trigger.IntakeOptions{
+		Routes: map[string]trigger.Route{"sms": {Secret: "s"}}, Store: store, Starter: st,
+		Playbooks: func() []*playbook.Playbook { return []*playbook.Playbook{pb} },
+	})
+	require.NoError(t, err)
+	srv := httptest.NewServer(in)
+	defer srv.Close()
+
+	for _, event := range webhook.Events {
+		t.Run(event+" deliveries are accepted once each, duplicates answered as such", func(t *testing.T) {
+			before := len(st.keys)
+			rep, err := webhook.Send(context.Background(), webhook.Options{
+				To: srv.URL + "/hooks/sms", Event: event, Count: 60, DuplicateRate: 0.5,
+				Secret: "s", Header: "X-Toast-Webhook-Signature", Concurrency: 8, Seed: 7,
+			})
+			require.NoError(t, err)
+			assert.Equal(t, 60, rep.Deliveries)
+			assert.Greater(t, rep.Duplicates, 10)
+			assert.Equal(t, map[string]int{"200": rep.Requests}, rep.ByStatus, rep.String())
+			assert.Equal(t, map[string]int{"accepted": 60, "duplicate": rep.Duplicates}, rep.ByAnswer)
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			assert.Len(t, st.keys, before+rep.Hooks, "one run per hook")
+			for k, n := range st.keys {
+				require.Equal(t, 1, n, k)
+			}
+			assert.Positive(t, rep.P99)
+		})
+	}
+	t.Run("a wrong secret is counted as 401", func(t *testing.T) {
+		rep, err := webhook.Send(context.Background(), webhook.Options{To: srv.URL + "/hooks/sms", Count: 3, Secret: "nope"})
+		require.NoError(t, err)
+		assert.Equal(t, map[string]int{"401": 3}, rep.ByStatus)
+		assert.Contains(t, rep.String(), "status 401=3")
+	})
+}
+
+func TestDeliveriesAreValidAndRepeatable(t *testing.T) {
+	now := time.Date(2026, 3, 7, 0, 30, 0, 0, time.UTC)
+	for _, event := range webhook.Events {
+		a, n := webhook.Delivery(rand.New(rand.NewPCG(1, 2)), event, 2, 5, now)
+		b, _ := webhook.Delivery(rand.New(rand.NewPCG(1, 2)), event, 2, 5, now)
+		assert.Equal(t, a, b, "same seed, same delivery")
+		d, err := trigger.ParseDelivery(a)
+		require.NoError(t, err, "%s: %s", event, a)
+		assert.Len(t, d.Hooks, n)
+		if event == "UNSUBSCRIBE" {
+			assert.Regexp(t, `^010\d{8}$`, d.Hooks[0]["recipientNo"])
+			assert.Regexp(t, `^2026-03-07T09:\d\d:\d\d\.\d{3}\+09:00$`, d.Hooks[0]["createdDateTime"])
+		}
+	}
+}
+
+func TestSendRefusesBadOptions(t *testing.T) {
+	_, err := webhook.Send(context.Background(), webhook.Options{To: "http://x", Event: "NOPE"})
+	assert.ErrorContains(t, err, `unknown event "NOPE"`)
+	_, err = webhook.Send(context.Background(), webhook.Options{To: "http://x", DuplicateRate: 2})
+	assert.ErrorContains(t, err, "between 0 and 1")
+}
