@@ -18,6 +18,9 @@ var simVerb = &verb{
 }
 
 func cmdSim(ctx context.Context, a *app, args []string) error {
+	if len(args) > 0 && args[0] == "webhook" {
+		return cmdSimWebhook(ctx, a, args[1:])
+	}
 	fs := newFlagSet(a, command{
 		name:  "sim",
 		usage: "[--addr 127.0.0.1:8089] [--speed N] [--services a,b] [--seed N]",
