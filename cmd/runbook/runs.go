@@ -40,22 +40,31 @@ func runsSubVerbs() []subVerb {
 }
 
 func cmdRuns(ctx context.Context, a *app, args []string) error {
-	subs := runsSubVerbs()
+	return dispatchSub(ctx, a, "runs",
+		"Runs are read from the state file (--state, $RUNBOOK_STATE, else $XDG_STATE_HOME/runbook/state.db).",
+		runsSubVerbs(), args)
+}
+
+// dispatchSub runs the subcommand args[0] of `runbook group`, printing the
+// group's usage (with intro, if any) for -h or when none is given.
+func dispatchSub(ctx context.Context, a *app, group, intro string, subs []subVerb, args []string) error {
 	usage := func(w io.Writer) {
-		fmt.Fprintln(w, "Usage: runbook runs COMMAND [arguments]")
+		fmt.Fprintf(w, "Usage: runbook %s COMMAND [arguments]\n", group)
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Runs are read from the state file (--state, $RUNBOOK_STATE, else $XDG_STATE_HOME/runbook/state.db).")
-		fmt.Fprintln(w)
+		if intro != "" {
+			fmt.Fprintln(w, intro)
+			fmt.Fprintln(w)
+		}
 		fmt.Fprintln(w, "Commands:")
 		for _, s := range subs {
 			fmt.Fprintf(w, "  %-8s %s\n", s.name, s.summary)
 		}
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Run 'runbook runs COMMAND -h' for details.")
+		fmt.Fprintf(w, "Run 'runbook %s COMMAND -h' for details.\n", group)
 	}
 	if len(args) == 0 {
 		usage(a.stderr)
-		return &exitError{code: 2, err: errors.New("missing runs command"), quiet: true}
+		return &exitError{code: 2, err: fmt.Errorf("missing %s command", group), quiet: true}
 	}
 	name := args[0]
 	if name == "-h" || name == "-help" || name == "--help" || name == "help" {
@@ -76,11 +85,8 @@ func cmdRuns(ctx context.Context, a *app, args []string) error {
 		}
 		names[i] = s.name
 	}
-	msg := fmt.Sprintf("unknown runs command %q", name)
-	if s := suggest.Closest(name, names); s != "" {
-		msg += fmt.Sprintf(" (did you mean %q?)", s)
-	}
-	return &exitError{code: 2, err: errors.New(msg), hint: "runbook runs -h"}
+	msg := fmt.Sprintf("unknown %s command %q", group, name) + suggest.Hint(name, names)
+	return &exitError{code: 2, err: errors.New(msg), hint: "runbook " + group + " -h"}
 }
 
 // statusList is --status: comma separated, repeatable.

@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"time"
 
-	"github.com/runbook/runbook/internal/suggest"
 	"github.com/runbook/runbook/internal/trigger"
 )
 
@@ -24,45 +21,7 @@ func scheduleSubVerbs() []subVerb {
 }
 
 func cmdSchedule(ctx context.Context, a *app, args []string) error {
-	subs := scheduleSubVerbs()
-	usage := func(w io.Writer) {
-		fmt.Fprintln(w, "Usage: runbook schedule COMMAND [arguments]")
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Commands:")
-		for _, s := range subs {
-			fmt.Fprintf(w, "  %-8s %s\n", s.name, s.summary)
-		}
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Run 'runbook schedule COMMAND -h' for details.")
-	}
-	if len(args) == 0 {
-		usage(a.stderr)
-		return &exitError{code: 2, err: errors.New("missing schedule command"), quiet: true}
-	}
-	name := args[0]
-	if name == "-h" || name == "-help" || name == "--help" || name == "help" {
-		if len(args) > 1 {
-			for _, s := range subs {
-				if s.name == args[1] {
-					return s.run(ctx, a, []string{"-h"})
-				}
-			}
-		}
-		usage(a.stdout)
-		return errHelpShown
-	}
-	names := make([]string, len(subs))
-	for i, s := range subs {
-		if s.name == name {
-			return s.run(ctx, a, args[1:])
-		}
-		names[i] = s.name
-	}
-	msg := fmt.Sprintf("unknown schedule command %q", name)
-	if s := suggest.Closest(name, names); s != "" {
-		msg += fmt.Sprintf("; did you mean %q?", s)
-	}
-	return &exitError{code: 2, err: errors.New(msg), hint: "runbook schedule -h"}
+	return dispatchSub(ctx, a, "schedule", "", scheduleSubVerbs(), args)
 }
 
 // slotLayout shows a fire time with its zone abbreviation and offset, so a
