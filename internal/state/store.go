@@ -73,8 +73,13 @@ type Run struct {
 	// Outputs are the playbook's outputs, set when the run ends.
 	Outputs map[string]any `json:"outputs,omitempty"`
 	// ParentID/ParentStep link a sub-playbook run to its caller.
-	ParentID       string    `json:"parent_id,omitempty"`
-	ParentStep     string    `json:"parent_step,omitempty"`
+	ParentID   string `json:"parent_id,omitempty"`
+	ParentStep string `json:"parent_step,omitempty"`
+	// RetryOf/RetryFrom mark a retry: a new run of a failed run's snapshot
+	// that starts at step RetryFrom and reuses the outputs of the steps
+	// before it (copied from run RetryOf).
+	RetryOf        string    `json:"retry_of,omitempty"`
+	RetryFrom      string    `json:"retry_from,omitempty"`
 	ConcurrencyKey string    `json:"concurrency_key,omitempty"`
 	Owner          string    `json:"owner,omitempty"` // process executing it
 	CreatedAt      time.Time `json:"created_at"`
