@@ -38,7 +38,9 @@ const (
 	// approval later resumes it (the CLI without a server).
 	ApprovalPark ApprovalMode = iota
 	// ApprovalWait keeps the step waiting in-process, polling the store
-	// (the server).
+	// every ApprovalPoll (the server). Approve in the same process wakes
+	// the step at once, so the poll only matters for answers written by
+	// another process; it can be long.
 	ApprovalWait
 )
 
@@ -58,7 +60,9 @@ type Options struct {
 	Observer func(runID string, ev state.Event)
 	// Load loads a sub-playbook by path.
 	Load func(path string) (*playbook.Playbook, error)
-	// Parse re-parses a run's snapshot on resume.
+	// Parse re-parses a run's snapshot on resume and retry. Its result may
+	// be shared by every run of the same snapshot (a server caches it by
+	// hash): the engine only reads a *playbook.Playbook, never changes it.
 	Parse func(file string, src []byte) (*playbook.Playbook, error)
 	// Approvals selects park or wait; ApprovalPoll is the wait's poll period.
 	Approvals    ApprovalMode
@@ -75,8 +79,9 @@ type Options struct {
 type Engine struct {
 	o Options
 
-	mu     sync.Mutex
-	active map[string]context.CancelCauseFunc // running runs of this process
+	mu      sync.Mutex
+	active  map[string]context.CancelCauseFunc // running runs of this process
+	waiters map[approvalKey]context.CancelFunc // approval steps polling here
 }
 
 // New returns an engine. It panics without a Store.
@@ -109,7 +114,7 @@ func New(o Options) *Engine {
 		host, _ := os.Hostname()
 		o.Process = fmt.Sprintf("%s/%d", host, os.Getpid())
 	}
-	return &Engine{o: o, active: map[string]context.CancelCauseFunc{}}
+	return &Engine{o: o, active: map[string]context.CancelCauseFunc{}, waiters: map[approvalKey]context.CancelFunc{}}
 }
 
 // StartRequest describes a new run.
@@ -161,6 +166,19 @@ func (e *Engine) Run(ctx context.Context, pb *playbook.Playbook, req StartReques
 		return nil, err
 	}
 	return e.execute(ctx, pb, r, req.Inputs)
+}
+
+// Execute executes a run that Start committed (pending) with its
+// already-parsed playbook, returning the final record (or the waiting one,
+// when an approval parks it). It is Run after Start: a server calls Start
+// to answer a request, then Execute in a goroutine. The run's inputs are
+// the ones Start recorded. It also executes a run created by Retry, with
+// the playbook Retry returned.
+//
+// pb may be shared with other runs (a cache of parsed snapshots): the
+// engine never mutates a *playbook.Playbook.
+func (e *Engine) Execute(ctx context.Context, pb *playbook.Playbook, r *state.Run) (*state.Run, error) {
+	return e.execute(ctx, pb, r, nil)
 }
 
 // Resume continues an unfinished run (pending, running, waiting or
@@ -244,6 +262,7 @@ func (e *Engine) Approve(ctx context.Context, runID, step string, a state.Approv
 		return err
 	}
 	e.observe(runID, ev)
+	e.wakeApproval(runID, step)
 	return nil
 }
 

@@ -1,0 +1,109 @@
+package engine_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/steps"
+)
+
+// realTimeWait is a harness on the real clock with ApprovalWait and a poll
+// period far longer than any test: only an in-process wake can end a wait.
+func realTimeWait(t *testing.T) *harness {
+	return newHarness(t, func(o *engine.Options) {
+		o.Clock = nil // real time: the fake clock would skip the hour
+		o.Approvals = engine.ApprovalWait
+		o.ApprovalPoll = time.Hour
+	})
+}
+
+const gatePlaybook = `
+version: 1
+name: gate
+steps:
+  - {id: gate, uses: approval, with: {message: "go?"}}
+  - {id: after, uses: set, with: {by: "${{ steps.gate.outputs.by }}"}}
+`
+
+// executeAsync starts a run and executes it in a goroutine, as the server does.
+func executeAsync(t *testing.T, h *harness, ctx context.Context, src string) (string, <-chan *state.Run) {
+	t.Helper()
+	pb := h.load(src)
+	r, err := h.engine.Start(ctx, pb, engine.StartRequest{})
+	require.NoError(t, err)
+	done := make(chan *state.Run, 1)
+	go func() {
+		got, _ := h.engine.Execute(ctx, pb, r)
+		done <- got
+	}()
+	require.Eventually(t, func() bool {
+		rec, err := h.store.GetStep(context.Background(), r.ID, "gate")
+		return err == nil && rec.Status == state.StepWaiting
+	}, 5*time.Second, time.Millisecond)
+	return r.ID, done
+}
+
+func TestApproveWakesAWaitingStepAtOnce(t *testing.T) {
+	h := realTimeWait(t)
+	runID, done := executeAsync(t, h, context.Background(), gatePlaybook)
+
+	start := time.Now()
+	go func() {
+		_ = h.engine.Approve(context.Background(), runID, "gate", state.Approval{Approved: true, By: "dana"})
+	}()
+	select {
+	case r := <-done:
+		require.Equal(t, state.RunSucceeded, r.Status)
+		assert.Less(t, time.Since(start), 2*time.Second, "the approval took effect at once, not at the next hourly poll")
+		assert.Equal(t, "dana", h.steps(runID)["after"].Outputs["by"])
+	case <-time.After(5 * time.Second):
+		t.Fatal("the run did not continue after the approval (it waits for the hourly poll)")
+	}
+}
+
+func TestCancellingAWaitingRunEndsItsWait(t *testing.T) {
+	h := realTimeWait(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runID, done := executeAsync(t, h, ctx, gatePlaybook)
+
+	assert.True(t, h.engine.Cancel(runID, nil))
+	select {
+	case r := <-done:
+		assert.Equal(t, state.RunCancelled, r.Status)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the cancelled run kept waiting")
+	}
+}
+
+func TestApprovalDeadlineEndsAWaitLongerThanThePoll(t *testing.T) {
+	h := realTimeWait(t)
+	_, done := executeAsync(t, h, context.Background(), `
+version: 1
+name: gate
+steps:
+  - {id: gate, uses: approval, with: {message: "go?", timeout: 300ms}}
+`)
+	select {
+	case r := <-done:
+		require.Equal(t, state.RunFailed, r.Status)
+		assert.Equal(t, "timeout", r.Error.Code)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the approval's deadline was not honoured")
+	}
+}
+
+func TestApproveOfAnAnsweredStepIsAConflict(t *testing.T) {
+	h := realTimeWait(t)
+	runID, done := executeAsync(t, h, context.Background(), gatePlaybook)
+	require.NoError(t, h.engine.Approve(context.Background(), runID, "gate", state.Approval{Approved: true, By: "dana"}))
+	<-done
+	err := h.engine.Approve(context.Background(), runID, "gate", state.Approval{Approved: true, By: "erin"})
+	assert.Equal(t, steps.Conflict, steps.CodeOf(err))
+}
