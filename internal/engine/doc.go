@@ -25,6 +25,18 @@
 // retried step whose previous intent has no recorded outcome calls the
 // step's Reconcile hook first and adopts what it finds.
 //
+// Retry: Retry creates a new run of a failed or cancelled run's snapshot
+// that starts at a chosen step and reuses the records of the steps before
+// it (unless they depend on it through needs, or did not finish). The
+// records are copied lazily and idempotently: executing or resuming a run
+// with RetryOf set copies whatever is missing first.
+//
+// Approvals: in ApprovalWait mode a waiting step polls the store every
+// ApprovalPoll; Approve in the same process wakes it at once.
+//
+// Sharing: Options.Parse results may be cached and shared by many runs; the
+// engine never mutates a *playbook.Playbook.
+//
 // Secrets: values are registered with the Redactor when the run starts;
 // outputs, errors, checkpoints and log events are redacted before they are
 // written or shown, and the scope later steps see holds the same redacted

@@ -184,6 +184,15 @@ func (rs *runState) loadRecords(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load steps of run %s: %w", rs.run.ID, err)
 	}
+	if rs.run.RetryOf != "" {
+		// A crash may have come between the retry's creation and the
+		// copy of the records it reuses: copy what is missing first.
+		copied, err := rs.e.copyReused(ctx, rs.pb, rs.run, recordsByID(recs))
+		if err != nil {
+			return err
+		}
+		recs = append(recs, copied...)
+	}
 	failedIDs := map[string]bool{}
 	for _, s := range rs.allSteps() {
 		if !s.ContinueOnError {
