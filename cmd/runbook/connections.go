@@ -37,6 +37,9 @@ func (f *simFlags) add(fs *flag.FlagSet) {
 // playbook's `connections:` block.
 type connections struct {
 	sim map[string]map[string]any
+	// defaults are the config file's connections (serve), under the
+	// playbook's own values.
+	defaults map[string]map[string]any
 }
 
 // open starts or reaches the simulator the flags ask for. stop releases it.
@@ -87,6 +90,9 @@ func fetchConnections(ctx context.Context, base string) (map[string]map[string]a
 // resolve is the engine's Options.Connection.
 func (c *connections) resolve(name string, override map[string]any) (map[string]any, error) {
 	out := map[string]any{}
+	for k, v := range c.defaults[name] {
+		out[k] = v
+	}
 	for k, v := range override {
 		out[k] = v
 	}

@@ -1,0 +1,651 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/suggest"
+)
+
+// maxAPIBody caps a JSON request body of the API.
+const maxAPIBody = 1 << 20
+
+// routes builds the handler: the API under /api/v1 (bearer token),
+// webhooks under /hooks/ (their own signature), /healthz and /metrics.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/hooks/", s.countDeliveries(s.intake))
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /metrics", s.serveMetrics)
+
+	api := http.NewServeMux()
+	api.HandleFunc("GET /api/v1/playbooks", s.listPlaybooks)
+	api.HandleFunc("GET /api/v1/playbooks/{name}", s.showPlaybook)
+	api.HandleFunc("POST /api/v1/playbooks/{name}/runs", s.startRun)
+	api.HandleFunc("GET /api/v1/runs", s.listRuns)
+	api.HandleFunc("GET /api/v1/runs/{id}", s.showRun)
+	api.HandleFunc("GET /api/v1/runs/{id}/events", s.runEvents)
+	api.HandleFunc("GET /api/v1/runs/{id}/logs", s.streamLogs)
+	api.HandleFunc("POST /api/v1/runs/{id}/cancel", s.cancelRun)
+	api.HandleFunc("POST /api/v1/runs/{id}/approve", s.approveRun)
+	api.HandleFunc("POST /api/v1/runs/{id}/retry", s.retryRun)
+	api.HandleFunc("POST /api/v1/reload", s.reload)
+	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, steps.NotFound, fmt.Sprintf("no API route %s %s (see docs/api.md)", r.Method, r.URL.Path))
+	})
+	mux.Handle("/api/", s.authenticate(api))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, steps.NotFound, fmt.Sprintf("no route %s (the API is under /api/v1, webhooks under /hooks/)", r.URL.Path))
+	})
+	return mux
+}
+
+// errorBody is the body of every error answer of the API, the same shape
+// as the webhook intake's.
+type errorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+	// Problems lists diagnostics (invalid inputs, playbook problems).
+	Problems []string `json:"problems,omitempty"`
+}
+
+func writeError(w http.ResponseWriter, status int, code steps.Code, msg string, problems ...string) {
+	writeJSON(w, status, errorBody{Error: msg, Code: string(code), Problems: problems})
+}
+
+// writeErr answers err with the status of its code.
+func writeErr(w http.ResponseWriter, err error) {
+	code := steps.CodeOf(err)
+	if code == "" {
+		code = steps.Internal
+	}
+	writeError(w, steps.HTTPStatus(err), code, err.Error())
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"encoding the answer failed","code":"internal"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// authenticate checks the bearer token in constant time.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	want := sha256.Sum256([]byte(s.o.Token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.o.Token == "" {
+			writeError(w, http.StatusServiceUnavailable, steps.Unavailable, "the API is disabled: the server has no API token (set the secret named by server.token_secret, RUNBOOK_API_TOKEN by default)")
+			return
+		}
+		auth := r.Header.Get("Authorization")
+		token, ok := strings.CutPrefix(auth, "Bearer ")
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="runbook"`)
+			writeError(w, http.StatusUnauthorized, steps.Unauthorized, "missing bearer token: send Authorization: Bearer TOKEN")
+			return
+		}
+		got := sha256.Sum256([]byte(strings.TrimSpace(token)))
+		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="runbook", error="invalid_token"`)
+			writeError(w, http.StatusUnauthorized, steps.Unauthorized, "invalid bearer token")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// decodeBody reads a JSON request body into v. An empty body leaves v
+// unchanged.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	if r.ContentLength == 0 && r.Header.Get("Content-Type") == "" {
+		return true
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" {
+			writeError(w, http.StatusUnsupportedMediaType, steps.Invalid, fmt.Sprintf("Content-Type %q is not application/json", ct))
+			return false
+		}
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxAPIBody+1))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, steps.Invalid, "reading the body failed: "+err.Error())
+		return false
+	}
+	if len(body) > maxAPIBody {
+		writeError(w, http.StatusRequestEntityTooLarge, steps.Invalid, fmt.Sprintf("body is larger than %d bytes", maxAPIBody))
+		return false
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return true
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, steps.Invalid, "malformed JSON body: "+err.Error())
+		return false
+	}
+	if dec.More() {
+		writeError(w, http.StatusBadRequest, steps.Invalid, "malformed JSON body: more than one value")
+		return false
+	}
+	return true
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	loadedAt, failed := s.cat.status()
+	body := map[string]any{"status": "ok", "playbooks": len(s.cat.all()), "runs_executing": s.runs.count(), "loaded_at": loadedAt.UTC().Format(time.RFC3339)}
+	if failed != nil {
+		body["reload_problems"] = len(failed.Problems)
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+func (s *Server) serveMetrics(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	s.metrics.write(w, s.runs.count(), len(s.cat.all()))
+}
+
+// countDeliveries records each webhook answer in the metrics.
+func (s *Server) countDeliveries(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		route := strings.TrimPrefix(r.URL.Path, "/hooks/")
+		outcome := strconv.Itoa(rec.status)
+		if rec.status == http.StatusOK {
+			outcome = "accepted"
+			if strings.Contains(string(rec.head), `"status":"duplicate"`) {
+				outcome = "duplicate"
+			}
+		}
+		if rec.status == http.StatusNotFound {
+			route = "" // unknown routes must not grow the label set
+		}
+		s.metrics.delivery(route, outcome)
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	head   []byte // first bytes of the body
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if len(r.head) < 64 {
+		r.head = append(r.head, b[:min(len(b), 64-len(r.head))]...)
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// --- playbooks ---
+
+// playbookView is a playbook as the API shows it.
+type playbookView struct {
+	Name        string        `json:"name"`
+	Description string        `json:"description,omitempty"`
+	File        string        `json:"file"`
+	Hash        string        `json:"hash"`
+	Inputs      []inputView   `json:"inputs"`
+	Triggers    []triggerView `json:"triggers"`
+	Steps       []stepView    `json:"steps,omitempty"`
+	Active      []string      `json:"active_runs"`
+}
+
+type inputView struct {
+	Name        string `json:"name"`
+	Type        string `json:"type"`
+	Required    bool   `json:"required"`
+	Default     any    `json:"default,omitempty"`
+	Enum        []any  `json:"enum,omitempty"`
+	Description string `json:"description,omitempty"`
+	Secret      bool   `json:"secret,omitempty"`
+}
+
+type triggerView struct {
+	Type     string   `json:"type"` // schedule or webhook
+	Cron     string   `json:"cron,omitempty"`
+	Timezone string   `json:"timezone,omitempty"`
+	Overlap  string   `json:"overlap,omitempty"`
+	Next     []string `json:"next,omitempty"`
+	Route    string   `json:"route,omitempty"`
+	Events   []string `json:"events,omitempty"`
+	Each     string   `json:"each,omitempty"`
+}
+
+type stepView struct {
+	ID   string `json:"id"`
+	Uses string `json:"uses"`
+	Name string `json:"name,omitempty"`
+}
+
+func (s *Server) viewPlaybook(pb *playbook.Playbook, detail bool) playbookView {
+	v := playbookView{Name: pb.Name, Description: pb.Description, File: pb.Path, Hash: pb.Hash,
+		Inputs: []inputView{}, Triggers: []triggerView{}, Active: s.runs.Active(pb.Name)}
+	if v.Active == nil {
+		v.Active = []string{}
+	}
+	for _, in := range pb.Inputs {
+		iv := inputView{Name: in.Name, Type: in.Type, Required: in.Required, Enum: in.Enum, Description: in.Description, Secret: in.Secret}
+		if in.HasDefault && !in.Secret {
+			iv.Default = in.Default
+		}
+		v.Inputs = append(v.Inputs, iv)
+	}
+	for _, t := range pb.Triggers {
+		switch {
+		case t.Schedule != nil:
+			tv := triggerView{Type: "schedule", Cron: t.Schedule.Cron, Timezone: t.Schedule.Timezone, Overlap: t.Schedule.Overlap}
+			if detail {
+				if next, err := nextSlots(t.Schedule, 3); err == nil {
+					tv.Next = next
+				}
+			}
+			v.Triggers = append(v.Triggers, tv)
+		case t.Webhook != nil:
+			v.Triggers = append(v.Triggers, triggerView{Type: "webhook", Route: t.Webhook.Route, Events: t.Webhook.Events, Each: t.Webhook.Each})
+		}
+	}
+	if detail {
+		for _, st := range pb.Steps {
+			v.Steps = append(v.Steps, stepView{ID: st.ID, Uses: st.Uses, Name: st.Name})
+		}
+	}
+	return v
+}
+
+func (s *Server) listPlaybooks(w http.ResponseWriter, _ *http.Request) {
+	out := struct {
+		Playbooks []playbookView `json:"playbooks"`
+		LoadedAt  time.Time      `json:"loaded_at"`
+		// ReloadProblems are the diagnostics of the last reload attempt
+		// when it was refused (the playbooks above stay in use).
+		ReloadProblems []string `json:"reload_problems,omitempty"`
+	}{Playbooks: []playbookView{}}
+	for _, pb := range s.cat.all() {
+		out.Playbooks = append(out.Playbooks, s.viewPlaybook(pb, false))
+	}
+	loadedAt, failed := s.cat.status()
+	out.LoadedAt = loadedAt.UTC()
+	if failed != nil {
+		out.ReloadProblems = failed.Problems
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) playbookOr404(w http.ResponseWriter, name string) *playbook.Playbook {
+	pb := s.findPlaybook(name)
+	if pb == nil {
+		msg := fmt.Sprintf("no playbook %q", name)
+		if hint := suggest.Hint(name, s.cat.names()); hint != "" {
+			msg += "; " + hint
+		}
+		writeError(w, http.StatusNotFound, steps.NotFound, msg)
+	}
+	return pb
+}
+
+func (s *Server) showPlaybook(w http.ResponseWriter, r *http.Request) {
+	pb := s.playbookOr404(w, r.PathValue("name"))
+	if pb == nil {
+		return
+	}
+	writeJSON(w, http.StatusOK, s.viewPlaybook(pb, true))
+}
+
+func (s *Server) reload(w http.ResponseWriter, _ *http.Request) {
+	if err := s.Reload(); err != nil {
+		var le *loadError
+		if errors.As(err, &le) {
+			writeError(w, http.StatusUnprocessableEntity, steps.Invalid, "reload refused: the playbooks in use are kept", le.Problems...)
+			return
+		}
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "playbooks": len(s.cat.all())})
+}
+
+// --- runs ---
+
+// runView is a run as the API shows it (no snapshot).
+type runView struct {
+	*state.Run
+	Snapshot  any        `json:"snapshot,omitempty"` // hides the embedded field
+	Executing bool       `json:"executing"`
+	Steps     []stepRec  `json:"steps,omitempty"`
+	Approval  *waitingOn `json:"waiting_for,omitempty"`
+}
+
+type stepRec struct {
+	*state.StepRecord
+	Checkpoint any `json:"checkpoint,omitempty"` // internal; hidden
+}
+
+type waitingOn struct {
+	Step string `json:"step"`
+}
+
+func (s *Server) viewRun(r *state.Run) runView {
+	return runView{Run: r, Executing: s.runs.isActive(r.ID)}
+}
+
+type startBody struct {
+	Inputs map[string]any `json:"inputs"`
+}
+
+func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
+	pb := s.playbookOr404(w, r.PathValue("name"))
+	if pb == nil {
+		return
+	}
+	var body startBody
+	if !decodeBody(w, r, &body) {
+		return
+	}
+	inputs := normalizeNumbers(body.Inputs)
+	m, _ := inputs.(map[string]any)
+	run, err := s.runs.start(r.Context(), pb, engine.StartRequest{Inputs: m, Trigger: map[string]any{"type": "api"}})
+	if err != nil {
+		if errors.Is(err, errShuttingDown) {
+			writeError(w, http.StatusServiceUnavailable, steps.Unavailable, err.Error())
+			return
+		}
+		writeErr(w, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/runs/"+run.ID)
+	writeJSON(w, http.StatusCreated, s.viewRun(run))
+}
+
+// normalizeNumbers turns json.Number into int64 when integral, else
+// float64, so inputs see the same types as from YAML.
+func normalizeNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = normalizeNumbers(e)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = normalizeNumbers(e)
+		}
+		return x
+	}
+	return v
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := state.RunFilter{Playbook: q.Get("playbook"), Limit: 100}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			writeError(w, http.StatusBadRequest, steps.Invalid, "limit must be an integer in 1..10000")
+			return
+		}
+		f.Limit = n
+	}
+	for _, st := range q["status"] {
+		for _, one := range strings.Split(st, ",") {
+			rs := state.RunStatus(strings.TrimSpace(one))
+			if !validStatus(rs) {
+				writeError(w, http.StatusBadRequest, steps.Invalid, fmt.Sprintf("unknown status %q (pending, running, waiting, succeeded, failed, cancelled, skipped)", one))
+				return
+			}
+			f.Status = append(f.Status, rs)
+		}
+	}
+	includeChildren := q.Get("children") == "true"
+	if !includeChildren && f.Limit > 0 {
+		f.Limit *= 4 // room for the sub-playbook runs filtered out below
+	}
+	runs, err := s.store.ListRuns(r.Context(), f)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	out := struct {
+		Runs []runView `json:"runs"`
+	}{Runs: []runView{}}
+	limit := f.Limit
+	if !includeChildren {
+		limit /= 4
+	}
+	for _, run := range runs {
+		if run.ParentID != "" && !includeChildren {
+			continue
+		}
+		if len(out.Runs) >= limit {
+			break
+		}
+		out.Runs = append(out.Runs, s.viewRun(run))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func validStatus(s state.RunStatus) bool {
+	switch s {
+	case state.RunPending, state.RunRunning, state.RunWaiting, state.RunSucceeded, state.RunFailed, state.RunCancelled, state.RunSkipped:
+		return true
+	}
+	return false
+}
+
+func (s *Server) runOr404(w http.ResponseWriter, r *http.Request) *state.Run {
+	id := r.PathValue("id")
+	run, err := s.store.GetRun(r.Context(), id)
+	if errors.Is(err, state.ErrNotFound) {
+		writeError(w, http.StatusNotFound, steps.NotFound, fmt.Sprintf("no run %q", id))
+		return nil
+	}
+	if err != nil {
+		writeErr(w, err)
+		return nil
+	}
+	return run
+}
+
+func (s *Server) showRun(w http.ResponseWriter, r *http.Request) {
+	run := s.runOr404(w, r)
+	if run == nil {
+		return
+	}
+	recs, err := s.store.Steps(r.Context(), run.ID)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	v := s.viewRun(run)
+	v.Steps = []stepRec{}
+	for _, rec := range recs {
+		v.Steps = append(v.Steps, stepRec{StepRecord: rec})
+		if rec.Status == state.StepWaiting && v.Approval == nil {
+			v.Approval = &waitingOn{Step: rec.ID}
+		}
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
+	run := s.runOr404(w, r)
+	if run == nil {
+		return
+	}
+	after, limit, ok := pageParams(w, r)
+	if !ok {
+		return
+	}
+	evs, err := s.store.Events(r.Context(), run.ID, after, limit)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if evs == nil {
+		evs = []state.Event{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": evs, "status": run.Status})
+}
+
+func pageParams(w http.ResponseWriter, r *http.Request) (after uint64, limit int, ok bool) {
+	q := r.URL.Query()
+	limit = 1000
+	if v := q.Get("after"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, steps.Invalid, "after must be an event sequence number")
+			return 0, 0, false
+		}
+		after = n
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			writeError(w, http.StatusBadRequest, steps.Invalid, "limit must be an integer in 1..10000")
+			return 0, 0, false
+		}
+		limit = n
+	}
+	return after, limit, true
+}
+
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
+	run := s.runOr404(w, r)
+	if run == nil {
+		return
+	}
+	if run.Status.Done() {
+		writeError(w, http.StatusConflict, steps.Conflict, fmt.Sprintf("run %s is already %s", run.ID, run.Status))
+		return
+	}
+	if !s.eng.Cancel(run.ID, nil) {
+		// Not executing here (pending behind a queue that has not started
+		// it, or its snapshot failed to load): record the cancellation.
+		run.Status, run.EndedAt = state.RunCancelled, time.Now()
+		run.Error = &state.ErrorRecord{Code: string(steps.Cancelled), Message: "run cancelled"}
+		ev := state.Event{Type: "run.cancelled", Message: "run cancelled through the API"}
+		if err := s.store.SaveRun(r.Context(), run, ev); err != nil {
+			writeErr(w, err)
+			return
+		}
+		s.metrics.observe(run.ID, ev)
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"id": run.ID, "status": "cancelling"})
+}
+
+type approveBody struct {
+	Step    string         `json:"step"`
+	Approve *bool          `json:"approve"`
+	By      string         `json:"by"`
+	Comment string         `json:"comment"`
+	Fields  map[string]any `json:"fields"`
+}
+
+func (s *Server) approveRun(w http.ResponseWriter, r *http.Request) {
+	run := s.runOr404(w, r)
+	if run == nil {
+		return
+	}
+	var body approveBody
+	if !decodeBody(w, r, &body) {
+		return
+	}
+	if body.Approve == nil {
+		writeError(w, http.StatusBadRequest, steps.Invalid, `"approve" (true or false) is required`)
+		return
+	}
+	if body.Step == "" {
+		step, err := s.waitingStep(r.Context(), run.ID)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		body.Step = step
+	}
+	if body.By == "" {
+		body.By = "api"
+	}
+	fields, _ := normalizeNumbers(body.Fields).(map[string]any)
+	a := state.Approval{Approved: *body.Approve, By: body.By, Comment: body.Comment, Fields: fields}
+	if err := s.eng.Approve(r.Context(), run.ID, body.Step, a); err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": run.ID, "step": body.Step, "approved": *body.Approve})
+}
+
+// waitingStep finds the one approval step a run waits on.
+func (s *Server) waitingStep(ctx context.Context, runID string) (string, error) {
+	recs, err := s.store.Steps(ctx, runID)
+	if err != nil {
+		return "", err
+	}
+	var waiting []string
+	for _, rec := range recs {
+		if rec.Status == state.StepWaiting {
+			waiting = append(waiting, rec.ID)
+		}
+	}
+	switch len(waiting) {
+	case 0:
+		return "", &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s is not waiting for an approval", runID)}
+	case 1:
+		return waiting[0], nil
+	}
+	return "", &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("run %s waits on several approvals (%s); name one with \"step\"", runID, strings.Join(waiting, ", "))}
+}
+
+type retryBody struct {
+	From string `json:"from"`
+}
+
+func (s *Server) retryRun(w http.ResponseWriter, r *http.Request) {
+	run := s.runOr404(w, r)
+	if run == nil {
+		return
+	}
+	var body retryBody
+	if !decodeBody(w, r, &body) {
+		return
+	}
+	next, err := s.runs.retry(r.Context(), run.ID, body.From)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/runs/"+next.ID)
+	writeJSON(w, http.StatusCreated, s.viewRun(next))
+}

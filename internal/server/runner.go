@@ -1,0 +1,169 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/trigger"
+)
+
+// runner executes runs in the background for the scheduler, the webhook
+// intake and the API (it is their trigger.Starter). Every run it launches
+// is committed first, so a crash at any point leaves a run the next start
+// resumes.
+type runner struct {
+	s *Server
+
+	base context.Context // parent of every run; cancelled with errShutdown
+	stop context.CancelCauseFunc
+	wg   sync.WaitGroup
+
+	mu     sync.Mutex
+	active map[string]string // run ID -> playbook name
+}
+
+func newRunner(s *Server) *runner {
+	base, stop := context.WithCancelCause(context.Background())
+	return &runner{s: s, base: base, stop: stop, active: map[string]string{}}
+}
+
+// Start implements trigger.Starter: validate and commit the run, then
+// execute it in the background.
+func (r *runner) Start(ctx context.Context, req trigger.StartRequest) (string, error) {
+	run, err := r.start(ctx, req.Playbook, engine.StartRequest{Inputs: req.Inputs, Trigger: req.Trigger})
+	if err != nil {
+		return "", err
+	}
+	return run.ID, nil
+}
+
+func (r *runner) start(ctx context.Context, pb *playbook.Playbook, req engine.StartRequest) (*state.Run, error) {
+	if err := r.base.Err(); err != nil {
+		return nil, errShuttingDown
+	}
+	run, err := r.s.eng.Start(ctx, pb, req)
+	if err != nil {
+		return nil, err
+	}
+	r.launch(run.ID, pb, req.Inputs)
+	return run, nil
+}
+
+var errShuttingDown = errors.New("the server is shutting down")
+
+// Active implements trigger.Starter.
+func (r *runner) Active(playbookName string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ids []string
+	for id, name := range r.active {
+		if name == playbookName {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// Cancel implements trigger.Starter.
+func (r *runner) Cancel(runID string) { r.s.eng.Cancel(runID, nil) }
+
+func (r *runner) isActive(runID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.active[runID]
+	return ok
+}
+
+func (r *runner) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.active)
+}
+
+// launch executes a committed run in the background. inputs are the
+// caller's raw inputs (nil on resume: the run record's are used).
+func (r *runner) launch(runID string, pb *playbook.Playbook, inputs map[string]any) {
+	r.mu.Lock()
+	if _, dup := r.active[runID]; dup {
+		r.mu.Unlock()
+		return
+	}
+	r.active[runID] = pb.Name
+	r.mu.Unlock()
+	r.wg.Go(func() {
+		defer func() {
+			r.mu.Lock()
+			delete(r.active, runID)
+			r.mu.Unlock()
+		}()
+		_, err := r.s.eng.Resume(r.base, runID)
+		if err != nil && !errors.Is(context.Cause(r.base), errSuspend) {
+			r.s.log.Debug("run ended with an error", "run_id", runID, "err", err)
+		}
+	})
+}
+
+// resumeAll launches every unfinished top-level run (pending, running or
+// waiting; sub-playbook runs are resumed by their parent's step). A run
+// whose snapshot no longer parses is marked failed rather than left
+// running forever.
+func (r *runner) resumeAll(ctx context.Context) (int, error) {
+	runs, err := r.s.store.ListRuns(ctx, state.RunFilter{})
+	if err != nil {
+		return 0, fmt.Errorf("list runs to resume: %w", err)
+	}
+	r.s.metrics.seed(runs)
+	n := 0
+	for _, run := range runs {
+		if run.ParentID != "" || run.Status.Done() {
+			continue
+		}
+		pb, err := r.s.cache.parse(run.File, run.Snapshot)
+		if err != nil {
+			r.s.log.Error("cannot resume run: its playbook snapshot no longer loads", "run_id", run.ID, "err", err)
+			continue
+		}
+		r.launch(run.ID, pb, nil)
+		n++
+	}
+	return n, nil
+}
+
+// suspendAll stops every executing run with its state persisted, so the
+// next start resumes it: the engine leaves suspended runs unfinished
+// (steps interrupted mid-way are redone, mutating ones reconcile first).
+func (r *runner) suspendAll(grace time.Duration) {
+	r.stop(errSuspend)
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		r.s.log.Warn("runs still stopping after the grace period; they resume at the next start", "runs", r.count())
+	}
+}
+
+// retry starts a retry of a failed or cancelled run from step from (empty:
+// the first step that did not succeed), reusing the outputs of the steps
+// before it.
+func (r *runner) retry(ctx context.Context, runID, from string) (*state.Run, error) {
+	if err := r.base.Err(); err != nil {
+		return nil, errShuttingDown
+	}
+	run, pb, err := r.s.eng.Retry(ctx, runID, from)
+	if err != nil {
+		return nil, err
+	}
+	r.s.cache.put(pb)
+	r.launch(run.ID, pb, nil)
+	return run, nil
+}
+
+// errSuspend is the cause the runs are stopped with at shutdown.
+var errSuspend = errors.New("TODO suspend")

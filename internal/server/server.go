@@ -1,0 +1,317 @@
+// Package server is `runbook serve`: it loads a directory of playbooks,
+// fires their schedules, receives their webhooks, resumes every unfinished
+// run at start, and serves the HTTP API (docs/api.md), /healthz and
+// /metrics. It owns the state file while it runs; the CLI's `runs` verbs
+// then go through the API.
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/trigger"
+)
+
+// Options configure a Server. Store, Engine.Store and Playbooks are
+// required.
+type Options struct {
+	// Engine is the engine configuration (store, secrets, redactor,
+	// connections). The server sets Approvals (wait in-process), Parse (a
+	// shared cache) and wraps Observer.
+	Engine engine.Options
+	// Playbooks is the playbook directory.
+	Playbooks string
+	// Listen is the address of the HTTP server (default 127.0.0.1:8088).
+	Listen string
+	// Token is the API bearer token; empty disables the API (webhooks,
+	// /healthz and /metrics still answer).
+	Token string
+	// Routes are the webhook routes, by name.
+	Routes   map[string]trigger.Route
+	MaxBody  int64
+	DedupTTL time.Duration
+	// Schedules enables the scheduler.
+	Schedules bool
+	// Reload polls the playbook directory every ReloadInterval.
+	Reload         bool
+	ReloadInterval time.Duration
+	// ShutdownGrace bounds a graceful shutdown.
+	ShutdownGrace time.Duration
+	// StateFile is the path of the state file; the server writes its
+	// address next to it (StateFile + ".server") for the CLI.
+	StateFile string
+	Logger    *slog.Logger
+	// SchedulerClock is for tests (default: the system clock).
+	SchedulerClock trigger.Clock
+}
+
+// DefaultListen is the address the server binds unless configured.
+const DefaultListen = "127.0.0.1:8088"
+
+// Server is a running `runbook serve`.
+type Server struct {
+	o       Options
+	log     *slog.Logger
+	store   state.Store
+	eng     *engine.Engine
+	cat     *catalog
+	cache   *parseCache
+	metrics *metrics
+	events  *broker
+	runs    *runner
+	sched   *trigger.Scheduler
+	intake  *trigger.Intake
+	handler http.Handler
+	ready   chan struct{}
+	addr    string
+
+	reloadMu sync.Mutex
+}
+
+// New loads the playbook directory and builds the server. An invalid
+// playbook makes New fail with every problem (a *LoadError).
+func New(o Options) (*Server, error) {
+	if o.Engine.Store == nil {
+		return nil, errors.New("server: Options.Engine.Store is required")
+	}
+	if o.Playbooks == "" {
+		return nil, errors.New("server: Options.Playbooks is required")
+	}
+	if o.Listen == "" {
+		o.Listen = DefaultListen
+	}
+	if o.ReloadInterval <= 0 {
+		o.ReloadInterval = 2 * time.Second
+	}
+	if o.ShutdownGrace <= 0 {
+		o.ShutdownGrace = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		o: o, log: o.Logger, store: o.Engine.Store, cat: newCatalog(o.Playbooks), cache: &parseCache{},
+		metrics: newMetrics(), events: newBroker(), ready: make(chan struct{}),
+	}
+	if _, err := s.cat.load(); err != nil {
+		return nil, err
+	}
+	for _, pb := range s.cat.all() {
+		s.cache.put(pb)
+	}
+
+	eo := o.Engine
+	eo.Approvals = engine.ApprovalWait
+	if eo.ApprovalPoll <= 0 {
+		eo.ApprovalPoll = 30 * time.Second
+	}
+	eo.Parse = s.cache.parse
+	if eo.Logger == nil {
+		eo.Logger = o.Logger
+	}
+	observer := eo.Observer
+	eo.Observer = func(runID string, ev state.Event) {
+		s.metrics.observe(runID, ev)
+		s.events.publish(runID, ev)
+		if observer != nil {
+			observer(runID, ev)
+		}
+	}
+	s.eng = engine.New(eo)
+	s.runs = newRunner(s)
+
+	s.sched = trigger.NewScheduler(trigger.SchedulerOptions{
+		Store: s.store, Starter: s.runs, Clock: o.SchedulerClock, Logger: o.Logger,
+		OnFire: func(f trigger.Firing) {
+			s.metrics.firing(string(f.Outcome), f.Late, f.Outcome == trigger.Started && !f.Catchup)
+		},
+	})
+	intake, err := trigger.NewIntake(trigger.IntakeOptions{
+		Routes: o.Routes, Store: s.store, Starter: s.runs, Playbooks: s.cat.all,
+		Logger: o.Logger, MaxBody: o.MaxBody, DedupTTL: o.DedupTTL,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.intake = intake
+	s.handler = s.routes()
+	return s, nil
+}
+
+// LoadError is every problem of the playbook directory.
+type LoadError = loadError
+
+// Handler is the server's HTTP handler (API, webhooks, health, metrics).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Engine is the server's engine.
+func (s *Server) Engine() *engine.Engine { return s.eng }
+
+// Addr is the address the server listens on, once Ready is closed.
+func (s *Server) Addr() string { <-s.ready; return s.addr }
+
+// Ready is closed when the server listens and has resumed its runs.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Reload reloads the playbook directory. Problems keep the current set
+// and are returned (and shown by the API).
+func (s *Server) Reload() error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	changed, err := s.cat.load()
+	s.metrics.reload(err == nil)
+	if err != nil {
+		s.log.Error("reload refused: the playbooks in use are kept", "dir", s.o.Playbooks, "err", err)
+		return err
+	}
+	if changed {
+		for _, pb := range s.cat.all() {
+			s.cache.put(pb)
+		}
+		if s.o.Schedules {
+			s.sched.Set(s.cat.all())
+		}
+		s.log.Info("playbooks reloaded", "dir", s.o.Playbooks, "playbooks", len(s.cat.all()))
+	}
+	return nil
+}
+
+// Run listens, resumes unfinished runs, and serves until ctx ends; then it
+// shuts down gracefully: stop taking webhooks and API requests, stop the
+// scheduler, suspend executing runs with their state persisted (they
+// resume at the next start), and return.
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.o.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.o.Listen, err)
+	}
+	s.addr = ln.Addr().String()
+
+	// This process holds the state file: locks of earlier processes are
+	// stale, and every unfinished run is resumed now.
+	if err := s.eng.ReleaseStaleLocks(ctx); err != nil {
+		ln.Close()
+		return fmt.Errorf("release stale locks: %w", err)
+	}
+	resumed, err := s.runs.resumeAll(ctx)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	if resumed > 0 {
+		s.log.Info("resumed unfinished runs", "runs", resumed)
+	}
+	if err := s.writeDiscovery(); err != nil {
+		s.log.Warn("cannot write the server address file; the CLI will not find this server", "err", err)
+	}
+	defer s.removeDiscovery()
+
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	if s.o.Schedules {
+		s.sched.Set(s.cat.all())
+		wg.Go(func() { _ = s.sched.Run(bg) })
+	}
+	if s.o.Reload {
+		wg.Go(func() { s.watch(bg) })
+	}
+	s.log.Info("runbook serve is ready", "addr", s.addr, "playbooks", len(s.cat.all()), "api", s.o.Token != "")
+	close(s.ready)
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		stopBG()
+		wg.Wait()
+		s.runs.suspendAll(s.o.ShutdownGrace)
+		return fmt.Errorf("http server: %w", err)
+	}
+
+	s.log.Info("shutting down")
+	grace, cancel := context.WithTimeout(context.Background(), s.o.ShutdownGrace)
+	defer cancel()
+	// Webhooks first: every request being handled is answered (its
+	// delivery committed); new ones get 503.
+	if err := s.intake.Shutdown(grace); err != nil {
+		s.log.Warn("webhook intake did not drain", "err", err)
+	}
+	stopBG()
+	wg.Wait()
+	s.events.close()
+	if err := srv.Shutdown(grace); err != nil {
+		s.log.Warn("http server did not drain", "err", err)
+		_ = srv.Close()
+	}
+	s.runs.suspendAll(s.o.ShutdownGrace)
+	s.log.Info("stopped")
+	return nil
+}
+
+// watch reloads the playbook directory when it changes.
+func (s *Server) watch(ctx context.Context) {
+	t := time.NewTicker(s.o.ReloadInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if s.cat.stale() {
+				_ = s.Reload()
+			}
+		}
+	}
+}
+
+// Discovery is the content of the address file the server writes next to
+// the state file: how the CLI finds the process that holds the file.
+type Discovery struct {
+	URL string `json:"url"`
+	PID int    `json:"pid"`
+}
+
+// DiscoveryFile is where a server using stateFile writes its address.
+func DiscoveryFile(stateFile string) string { return stateFile + ".server" }
+
+func (s *Server) writeDiscovery() error {
+	if s.o.StateFile == "" {
+		return nil
+	}
+	b, _ := json.Marshal(Discovery{URL: "http://" + s.addr, PID: os.Getpid()})
+	tmp := DiscoveryFile(s.o.StateFile) + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, DiscoveryFile(s.o.StateFile))
+}
+
+func (s *Server) removeDiscovery() {
+	if s.o.StateFile != "" {
+		_ = os.Remove(DiscoveryFile(s.o.StateFile))
+	}
+}
+
+func hashOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// findPlaybook returns the loaded playbook named name.
+func (s *Server) findPlaybook(name string) *playbook.Playbook { return s.cat.get(name) }
