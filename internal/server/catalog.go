@@ -113,7 +113,9 @@ func loadDir(dir string) ([]*playbook.Playbook, string, error) {
 	return set, sig, nil
 }
 
-func newCatalog(dir string) *catalog { return &catalog{dir: dir, byName: map[string]*playbook.Playbook{}} }
+func newCatalog(dir string) *catalog {
+	return &catalog{dir: dir, byName: map[string]*playbook.Playbook{}}
+}
 
 // load (re)loads the directory. It reports whether the set changed; on
 // error the set is kept.
