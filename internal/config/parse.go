@@ -1,0 +1,229 @@
+package config
+
+import (
+	"net"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v4"
+
+	"github.com/runbook/runbook/internal/suggest"
+)
+
+var (
+	topKeys     = []string{"playbooks", "state", "secrets_file", "server", "webhooks", "connections", "schedules"}
+	serverKeys  = []string{"listen", "token_secret", "shutdown_grace", "max_body", "reload", "reload_interval"}
+	webhookKeys = []string{"dedup_ttl", "routes"}
+	routeKeys   = []string{"secret"}
+
+	secretNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	routeNameRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+	secretRefRE  = regexp.MustCompile(`^\$\{\{\s*secrets\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$`)
+	hostnameRE   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
+)
+
+// secretRef returns NAME when s is exactly `${{ secrets.NAME }}`.
+func secretRef(s string) (string, bool) {
+	m := secretRefRE.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+// parse decodes the source into c, which holds the defaults.
+func (l *loader) parse(c *Config) {
+	if len(l.src) > MaxBytes {
+		l.errf(nil, "", "config is larger than %d bytes", MaxBytes)
+		return
+	}
+	root := l.parseYAML()
+	if root == nil {
+		return
+	}
+	o := l.strict(root, "", topKeys...)
+	if o == nil {
+		return
+	}
+	if n := o.get("playbooks"); n != nil {
+		if s, ok := l.nonEmpty(n, "playbooks"); ok {
+			c.Playbooks = c.resolve(s)
+		}
+	}
+	if n := o.get("state"); n != nil {
+		if s, ok := l.nonEmpty(n, "state"); ok {
+			c.State = c.resolve(s)
+		}
+	}
+	if n := o.get("secrets_file"); n != nil {
+		if s, ok := l.nonEmpty(n, "secrets_file"); ok {
+			c.SecretsFile = c.resolve(s)
+		}
+	}
+	if n := o.get("server"); n != nil {
+		l.server(&c.Server, n)
+	}
+	if n := o.get("webhooks"); n != nil {
+		l.webhooks(&c.Webhooks, n)
+	}
+	if n := o.get("connections"); n != nil {
+		l.connections(c, n)
+	}
+	if n := o.get("schedules"); n != nil {
+		if b, ok := l.boolean(n, "schedules"); ok {
+			c.Schedules = b
+		}
+	}
+}
+
+func (l *loader) server(s *Server, n *yaml.Node) {
+	o := l.strict(n, "server", serverKeys...)
+	if o == nil {
+		return
+	}
+	if n := o.get("listen"); n != nil {
+		if v, ok := l.str(n, "server.listen"); ok {
+			if msg := checkListen(v); msg != "" {
+				l.errf(n, "server.listen", "%s", msg)
+			} else {
+				s.Listen = v
+			}
+		}
+	}
+	if n := o.get("token_secret"); n != nil {
+		if v, ok := l.secretName(n, "server.token_secret"); ok {
+			s.TokenSecret = v
+		}
+	}
+	if n := o.get("shutdown_grace"); n != nil {
+		if d, ok := l.duration(n, "server.shutdown_grace", 0); ok {
+			s.ShutdownGrace = d
+		}
+	}
+	if n := o.get("max_body"); n != nil {
+		if v, ok := l.size(n, "server.max_body", 1, MaxBodyLimit); ok {
+			s.MaxBody = v
+		}
+	}
+	if n := o.get("reload"); n != nil {
+		if b, ok := l.boolean(n, "server.reload"); ok {
+			s.Reload = b
+		}
+	}
+	if n := o.get("reload_interval"); n != nil {
+		if d, ok := l.duration(n, "server.reload_interval", MinReloadInterval); ok {
+			s.ReloadInterval = d
+		}
+	}
+}
+
+// checkListen returns why addr is not a usable host:port, or "".
+func checkListen(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "invalid address " + strconv.Quote(addr) + ": want host:port, e.g. 127.0.0.1:8088 (0.0.0.0:8088 listens on every interface)"
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 || strings.TrimSpace(port) != port {
+		return "invalid port " + strconv.Quote(port) + ": must be a number between 0 and 65535"
+	}
+	if host == "" {
+		return ""
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return ""
+	}
+	if !hostnameRE.MatchString(host) || len(host) > 253 {
+		return "invalid host " + strconv.Quote(host) + ": want an IP address or a host name"
+	}
+	return ""
+}
+
+// secretName decodes the name of a secret.
+func (l *loader) secretName(n *yaml.Node, path string) (string, bool) {
+	s, ok := l.str(n, path)
+	if !ok {
+		return "", false
+	}
+	if name, isRef := secretRef(s); isRef {
+		l.errf(n, path, "give the secret's name, not a reference: %s", name)
+		return "", false
+	}
+	if !secretNameRE.MatchString(s) {
+		l.errf(n, path, "invalid secret name %q: use letters, digits and '_', not starting with a digit", s)
+		return "", false
+	}
+	return s, true
+}
+
+func (l *loader) webhooks(w *Webhooks, n *yaml.Node) {
+	o := l.strict(n, "webhooks", webhookKeys...)
+	if o == nil {
+		return
+	}
+	if n := o.get("dedup_ttl"); n != nil {
+		if d, ok := l.duration(n, "webhooks.dedup_ttl", MinDedupTTL); ok {
+			w.DedupTTL = d
+		}
+	}
+	rn := o.get("routes")
+	if rn == nil {
+		return
+	}
+	routes := l.mapping(rn, "webhooks.routes")
+	if routes == nil {
+		return
+	}
+	for _, p := range routes.pairs {
+		path := keyPath("webhooks.routes", p.name)
+		if !routeNameRE.MatchString(p.name) {
+			l.errf(p.key, path, "invalid route name %q: use 1-64 lower-case letters, digits, '_' or '-', starting with a letter or digit", p.name)
+		}
+		if isNull(p.val) {
+			l.errf(p.key, path, "secret is required (the name of the secret holding the webhook signature)")
+			continue
+		}
+		ro := l.strict(p.val, path, routeKeys...)
+		if ro == nil {
+			continue
+		}
+		sn := ro.get("secret")
+		if sn == nil {
+			l.errf(ro.node, path, "secret is required (the name of the secret holding the webhook signature)")
+			continue
+		}
+		if s, ok := l.secretName(sn, path+".secret"); ok {
+			w.Routes[p.name] = Route{Secret: s}
+		}
+	}
+}
+
+func (l *loader) connections(c *Config, n *yaml.Node) {
+	m := l.mapping(n, "connections")
+	if m == nil {
+		return
+	}
+	for _, p := range m.pairs {
+		path := keyPath("connections", p.name)
+		if !contains(Services, p.name) {
+			hint := suggest.Hint(p.name, Services)
+			if hint == "" {
+				hint = "; known: " + strings.Join(Services, ", ")
+			}
+			l.errf(p.key, path, "unknown connection %q%s", p.name, hint)
+		}
+		if isNull(p.val) {
+			c.Connections[p.name] = map[string]any{}
+			continue
+		}
+		if deref(p.val).Kind != yaml.MappingNode {
+			l.errf(p.val, path, "must be a mapping of settings (got %s)", kindWord(p.val))
+			continue
+		}
+		v, ok := l.value(p.val, path, 1)
+		if ok {
+			c.Connections[p.name] = v.(map[string]any)
+		}
+	}
+}
