@@ -1,0 +1,482 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/server"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/bolt"
+	_ "github.com/runbook/runbook/internal/steps/all"
+	"github.com/runbook/runbook/internal/trigger"
+)
+
+const token = "test-token-1234"
+
+// env is a server on loopback over a real bbolt file.
+type env struct {
+	t     *testing.T
+	dir   string // playbook directory
+	state string
+	srv   *server.Server
+	url   string
+	stop  func()
+}
+
+type envOption func(*server.Options)
+
+// start starts a server over dir and the state file, with the playbooks
+// given (file name -> source) written first.
+func start(t *testing.T, dir, statePath string, playbooks map[string]string, opts ...envOption) *env {
+	t.Helper()
+	for name, src := range playbooks {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(src), 0o600))
+	}
+	store, err := bolt.Open(statePath, bolt.Options{Timeout: time.Second, NoSync: true})
+	require.NoError(t, err)
+	o := server.Options{
+		Engine:    engine.Options{Store: store, Environ: []string{}},
+		Playbooks: dir, Listen: "127.0.0.1:0", Token: token,
+		Routes:    map[string]trigger.Route{"sms": {Secret: "hook-secret"}},
+		Schedules: true, StateFile: statePath, ShutdownGrace: 5 * time.Second,
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	srv, err := server.New(o)
+	if err != nil {
+		store.Close()
+		require.NoError(t, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	select {
+	case <-srv.Ready():
+	case err := <-done:
+		cancel()
+		store.Close()
+		t.Fatalf("server stopped at start: %v", err)
+	}
+	e := &env{t: t, dir: dir, state: statePath, srv: srv, url: "http://" + srv.Addr()}
+	stopped := false
+	e.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(15 * time.Second):
+			t.Error("server did not stop")
+		}
+		require.NoError(t, store.Close())
+	}
+	t.Cleanup(e.stop)
+	return e
+}
+
+func newEnv(t *testing.T, playbooks map[string]string, opts ...envOption) *env {
+	dir := t.TempDir()
+	return start(t, dir, filepath.Join(t.TempDir(), "state.db"), playbooks, opts...)
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r reply) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(r.body, &m), "body: %s", r.body)
+	return m
+}
+
+func (e *env) do(method, path, tok string, body any) reply {
+	e.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		require.NoError(e.t, err)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, e.url+path, rd)
+	require.NoError(e.t, err)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(e.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(e.t, err)
+	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func (e *env) api(method, path string, body any) reply {
+	e.t.Helper()
+	return e.do(method, path, token, body)
+}
+
+// waitStatus polls a run until its status is one of want.
+func (e *env) waitStatus(id string, want ...state.RunStatus) map[string]any {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := e.api("GET", "/api/v1/runs/"+id, nil)
+		require.Equal(e.t, 200, r.status, "%s", r.body)
+		m := r.json(e.t)
+		for _, w := range want {
+			if m["status"] == string(w) {
+				return m
+			}
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("run %s is %v, want %v: %s", id, m["status"], want, r.body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitStep polls until a step of run id has status want.
+func (e *env) waitStep(id, step string, want state.StepStatus) {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		m := e.api("GET", "/api/v1/runs/"+id, nil).json(e.t)
+		steps, _ := m["steps"].([]any)
+		for _, s := range steps {
+			sm := s.(map[string]any)
+			if sm["id"] == step && sm["status"] == string(want) {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	e.t.Fatalf("step %s of run %s never became %s", step, id, want)
+}
+
+const approvalPlaybook = `version: 1
+name: gate
+inputs:
+  who: {type: string, default: world}
+steps:
+  - id: greet
+    uses: set
+    with: {values: {msg: "hello ${{ inputs.who }}"}}
+  - id: ok
+    uses: approval
+    with: {message: "go on?"}
+  - id: after
+    uses: log
+    with: {message: "${{ steps.greet.outputs.values.msg }}"}
+`
+
+func TestAuth(t *testing.T) {
+	e := newEnv(t, map[string]string{"gate.yaml": approvalPlaybook})
+	for _, tc := range []struct{ name, tok string }{{"missing", ""}, {"wrong", "nope"}, {"prefix", token[:5]}} {
+		r := e.do("GET", "/api/v1/runs", tc.tok, nil)
+		assert.Equal(t, 401, r.status, tc.name)
+		assert.Equal(t, "unauthorized", r.json(t)["code"], tc.name)
+		assert.Contains(t, r.header.Get("WWW-Authenticate"), "Bearer", tc.name)
+	}
+	// Every API route is behind the token, the unknown ones too.
+	for _, p := range []string{"/api/v1/playbooks", "/api/v1/playbooks/gate", "/api/v1/runs/x", "/api/v1/runs/x/logs", "/api/v1/nothing"} {
+		assert.Equal(t, 401, e.do("GET", p, "", nil).status, p)
+	}
+	assert.Equal(t, 401, e.do("POST", "/api/v1/playbooks/gate/runs", "", map[string]any{}).status)
+	// Health and metrics are open (the server binds loopback by default).
+	assert.Equal(t, 200, e.do("GET", "/healthz", "", nil).status)
+	assert.Equal(t, 200, e.do("GET", "/metrics", "", nil).status)
+}
+
+func TestAPIDisabledWithoutToken(t *testing.T) {
+	e := newEnv(t, map[string]string{"gate.yaml": approvalPlaybook}, func(o *server.Options) { o.Token = "" })
+	r := e.do("GET", "/api/v1/runs", "anything", nil)
+	assert.Equal(t, 503, r.status)
+	assert.Contains(t, r.json(t)["error"], "RUNBOOK_API_TOKEN")
+}
+
+func TestPlaybooksRoutes(t *testing.T) {
+	e := newEnv(t, map[string]string{"gate.yaml": approvalPlaybook, "tick.yml": tickPlaybook})
+	r := e.api("GET", "/api/v1/playbooks", nil)
+	require.Equal(t, 200, r.status)
+	m := r.json(t)
+	pbs := m["playbooks"].([]any)
+	require.Len(t, pbs, 2)
+	assert.Equal(t, "gate", pbs[0].(map[string]any)["name"])
+	assert.Equal(t, "tick", pbs[1].(map[string]any)["name"])
+
+	r = e.api("GET", "/api/v1/playbooks/tick", nil)
+	require.Equal(t, 200, r.status)
+	m = r.json(t)
+	trig := m["triggers"].([]any)[0].(map[string]any)
+	assert.Equal(t, "schedule", trig["type"])
+	assert.Len(t, trig["next"], 3)
+	assert.Equal(t, "beat", m["steps"].([]any)[0].(map[string]any)["id"])
+
+	r = e.api("GET", "/api/v1/playbooks/gat", nil)
+	assert.Equal(t, 404, r.status)
+	assert.Contains(t, r.json(t)["error"], `did you mean "gate"`)
+}
+
+const tickPlaybook = `version: 1
+name: tick
+triggers:
+  - schedule: {cron: "0 0 1 1 *", timezone: Asia/Seoul}
+steps:
+  - id: beat
+    uses: log
+    with: {message: tick}
+`
+
+func TestStartApproveAndShow(t *testing.T) {
+	e := newEnv(t, map[string]string{"gate.yaml": approvalPlaybook})
+	// Invalid inputs: the same checks as the CLI.
+	r := e.api("POST", "/api/v1/playbooks/gate/runs", map[string]any{"inputs": map[string]any{"who": 3}})
+	assert.Equal(t, 400, r.status, "%s", r.body)
+	assert.Equal(t, "invalid", r.json(t)["code"])
+	r = e.api("POST", "/api/v1/playbooks/gate/runs", map[string]any{"inputs": map[string]any{"nope": 1}})
+	assert.Equal(t, 400, r.status, "%s", r.body)
+	r = e.api("POST", "/api/v1/playbooks/gate/runs", map[string]any{"bogus": 1})
+	assert.Equal(t, 400, r.status, "unknown body fields are refused: %s", r.body)
+	r = e.api("POST", "/api/v1/playbooks/missing/runs", map[string]any{})
+	assert.Equal(t, 404, r.status)
+
+	r = e.api("POST", "/api/v1/playbooks/gate/runs", map[string]any{"inputs": map[string]any{"who": "ops"}})
+	require.Equal(t, 201, r.status, "%s", r.body)
+	id := r.json(t)["id"].(string)
+	assert.Equal(t, "/api/v1/runs/"+id, r.header.Get("Location"))
+	assert.NotContains(t, string(r.body), "snapshot")
+
+	e.waitStep(id, "ok", state.StepWaiting)
+	m := e.api("GET", "/api/v1/runs/"+id, nil).json(t)
+	assert.Equal(t, map[string]any{"step": "ok"}, m["waiting_for"])
+	assert.Equal(t, true, m["executing"])
+
+	// Approve: a missing verdict is refused, then the answer goes through
+	// and the run finishes at once (no poll period).
+	assert.Equal(t, 400, e.api("POST", "/api/v1/runs/"+id+"/approve", map[string]any{}).status)
+	r = e.api("POST", "/api/v1/runs/"+id+"/approve", map[string]any{"approve": true, "by": "alice"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	assert.Equal(t, "ok", r.json(t)["step"])
+	m = e.waitStatus(id, state.RunSucceeded)
+	steps := m["steps"].([]any)
+	assert.Len(t, steps, 3)
+	// A second answer conflicts.
+	r = e.api("POST", "/api/v1/runs/"+id+"/approve", map[string]any{"approve": true, "step": "ok"})
+	assert.Equal(t, 409, r.status, "%s", r.body)
+
+	// List with filters.
+	r = e.api("GET", "/api/v1/runs?status=succeeded&playbook=gate", nil)
+	require.Equal(t, 200, r.status)
+	assert.Len(t, r.json(t)["runs"], 1)
+	r = e.api("GET", "/api/v1/runs?status=failed", nil)
+	assert.Len(t, r.json(t)["runs"], 0)
+	assert.Equal(t, 400, e.api("GET", "/api/v1/runs?status=weird", nil).status)
+	assert.Equal(t, 400, e.api("GET", "/api/v1/runs?limit=0", nil).status)
+	assert.Equal(t, 404, e.api("GET", "/api/v1/runs/nope", nil).status)
+
+	// Events page.
+	r = e.api("GET", "/api/v1/runs/"+id+"/events?after=2&limit=3", nil)
+	require.Equal(t, 200, r.status)
+	evs := r.json(t)["events"].([]any)
+	require.Len(t, evs, 3)
+	assert.EqualValues(t, 3, evs[0].(map[string]any)["seq"])
+}
+
+func TestRejectFailsTheRun(t *testing.T) {
+	e := newEnv(t, map[string]string{"gate.yaml": approvalPlaybook})
+	id := e.api("POST", "/api/v1/playbooks/gate/runs", nil).json(t)["id"].(string)
+	e.waitStep(id, "ok", state.StepWaiting)
+	r := e.api("POST", "/api/v1/runs/"+id+"/approve", map[string]any{"approve": false, "comment": "not today"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	e.waitStatus(id, state.RunFailed)
+}
+
+func TestCancel(t *testing.T) {
+	e := newEnv(t, map[string]string{"gate.yaml": approvalPlaybook})
+	id := e.api("POST", "/api/v1/playbooks/gate/runs", nil).json(t)["id"].(string)
+	e.waitStep(id, "ok", state.StepWaiting)
+	r := e.api("POST", "/api/v1/runs/"+id+"/cancel", nil)
+	require.Equal(t, 202, r.status, "%s", r.body)
+	e.waitStatus(id, state.RunCancelled)
+	r = e.api("POST", "/api/v1/runs/"+id+"/cancel", nil)
+	assert.Equal(t, 409, r.status)
+	assert.Equal(t, 404, e.api("POST", "/api/v1/runs/nope/cancel", nil).status)
+}
+
+// flaky fails at step c while the marker file is absent; a and b count
+// their executions in files.
+const flakyPlaybook = `version: 1
+name: flaky
+inputs:
+  dir: {type: string}
+steps:
+  - id: a
+    uses: shell
+    with: {command: "echo x >> ${{ inputs.dir }}/a.count; echo '{\"n\": 1}'", parse_json: true}
+  - id: b
+    uses: shell
+    with: {command: "echo x >> ${{ inputs.dir }}/b.count; echo '{\"word\": \"kept\"}'", parse_json: true}
+  - id: c
+    uses: shell
+    with: {command: "test -f ${{ inputs.dir }}/marker && echo ${{ steps.b.outputs.json.word }} > ${{ inputs.dir }}/c.out"}
+`
+
+func count(t *testing.T, file string) int {
+	b, err := os.ReadFile(file)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	require.NoError(t, err)
+	return strings.Count(string(b), "x")
+}
+
+func TestRetryFromStep(t *testing.T) {
+	e := newEnv(t, map[string]string{"flaky.yaml": flakyPlaybook})
+	work := t.TempDir()
+	r := e.api("POST", "/api/v1/playbooks/flaky/runs", map[string]any{"inputs": map[string]any{"dir": work}})
+	require.Equal(t, 201, r.status, "%s", r.body)
+	id := r.json(t)["id"].(string)
+	e.waitStatus(id, state.RunFailed)
+	assert.Equal(t, 1, count(t, filepath.Join(work, "a.count")))
+	assert.Equal(t, 1, count(t, filepath.Join(work, "b.count")))
+
+	// Retrying a run that has not failed, from an unknown step, or an
+	// unknown run is refused.
+	assert.Equal(t, 404, e.api("POST", "/api/v1/runs/nope/retry", map[string]any{"from": "c"}).status)
+	r = e.api("POST", "/api/v1/runs/"+id+"/retry", map[string]any{"from": "zz"})
+	assert.Equal(t, 400, r.status, "%s", r.body)
+
+	require.NoError(t, os.WriteFile(filepath.Join(work, "marker"), nil, 0o600))
+	r = e.api("POST", "/api/v1/runs/"+id+"/retry", map[string]any{"from": "c"})
+	require.Equal(t, 201, r.status, "%s", r.body)
+	m := r.json(t)
+	retry := m["id"].(string)
+	assert.Equal(t, id, m["retry_of"])
+	assert.Equal(t, "c", m["retry_from"])
+	e.waitStatus(retry, state.RunSucceeded)
+	// Upstream steps were not run again; their outputs were reused.
+	assert.Equal(t, 1, count(t, filepath.Join(work, "a.count")))
+	assert.Equal(t, 1, count(t, filepath.Join(work, "b.count")))
+	out, err := os.ReadFile(filepath.Join(work, "c.out"))
+	require.NoError(t, err)
+	assert.Equal(t, "kept\n", string(out))
+
+	r = e.api("POST", "/api/v1/runs/"+retry+"/retry", nil)
+	assert.Equal(t, 409, r.status, "a succeeded run is not retried: %s", r.body)
+
+	// Retry from b re-runs b and c, not a.
+	require.NoError(t, os.Remove(filepath.Join(work, "marker")))
+	id2 := e.api("POST", "/api/v1/playbooks/flaky/runs", map[string]any{"inputs": map[string]any{"dir": work}}).json(t)["id"].(string)
+	e.waitStatus(id2, state.RunFailed)
+	require.NoError(t, os.WriteFile(filepath.Join(work, "marker"), nil, 0o600))
+	r = e.api("POST", "/api/v1/runs/"+id2+"/retry", map[string]any{"from": "b"})
+	require.Equal(t, 201, r.status, "%s", r.body)
+	e.waitStatus(r.json(t)["id"].(string), state.RunSucceeded)
+	assert.Equal(t, 2, count(t, filepath.Join(work, "a.count")))
+	assert.Equal(t, 3, count(t, filepath.Join(work, "b.count")))
+}
+
+func TestLogsStream(t *testing.T) {
+	e := newEnv(t, map[string]string{"gate.yaml": approvalPlaybook})
+	id := e.api("POST", "/api/v1/playbooks/gate/runs", nil).json(t)["id"].(string)
+	e.waitStep(id, "ok", state.StepWaiting)
+
+	req, _ := http.NewRequest("GET", e.url+"/api/v1/runs/"+id+"/logs", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		e.api("POST", "/api/v1/runs/"+id+"/approve", map[string]any{"approve": true})
+	}()
+	body, err := io.ReadAll(resp.Body) // ends with the run
+	require.NoError(t, err)
+	s := string(body)
+	assert.Contains(t, s, "event: run.created")
+	assert.Contains(t, s, "event: approval.answered")
+	assert.Contains(t, s, "event: run.succeeded")
+	assert.True(t, strings.HasSuffix(s, "event: end\ndata: {\"status\":\"succeeded\"}\n\n"), s)
+
+	// Resuming from an event ID sends only what follows.
+	req, _ = http.NewRequest("GET", e.url+"/api/v1/runs/"+id+"/logs", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Last-Event-ID", "3")
+	resp2, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp2.Body.Close()
+	body, _ = io.ReadAll(resp2.Body)
+	assert.NotContains(t, string(body), "id: 3\n")
+	assert.Contains(t, string(body), "id: 4\n")
+}
+
+func TestMetrics(t *testing.T) {
+	e := newEnv(t, map[string]string{"gate.yaml": approvalPlaybook, "hook.yaml": hookPlaybook})
+	id := e.api("POST", "/api/v1/playbooks/gate/runs", nil).json(t)["id"].(string)
+	e.waitStep(id, "ok", state.StepWaiting)
+	post := func(sig string) int {
+		req, _ := http.NewRequest("POST", e.url+"/hooks/sms", strings.NewReader(unsubscribeBody))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Cloud-Webhook-Signature", sig)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, 200, post("hook-secret"))
+	assert.Equal(t, 200, post("hook-secret"))
+	assert.Equal(t, 401, post("wrong"))
+
+	r := e.do("GET", "/metrics", "", nil)
+	require.Equal(t, 200, r.status)
+	assert.Contains(t, r.header.Get("Content-Type"), "text/plain; version=0.0.4")
+	s := string(r.body)
+	for _, want := range []string{
+		`runbook_runs{status="running"} 1`,
+		`runbook_webhook_deliveries_total{route="sms",outcome="accepted"} 1`,
+		`runbook_webhook_deliveries_total{route="sms",outcome="duplicate"} 1`,
+		`runbook_webhook_deliveries_total{route="sms",outcome="401"} 1`,
+		`# TYPE runbook_step_duration_seconds histogram`,
+		`runbook_step_duration_seconds_count{outcome="succeeded"}`,
+		`# TYPE runbook_schedule_lateness_seconds histogram`,
+		`runbook_playbooks 2`,
+	} {
+		assert.Contains(t, s, want)
+	}
+}
+
+const hookPlaybook = `version: 1
+name: unsub
+triggers:
+  - webhook: {route: sms, event: UNSUBSCRIBE, each: hook}
+steps:
+  - id: note
+    uses: log
+    with: {message: "unsubscribe ${{ trigger.hook.recipientNo }}"}
+`
+
+const unsubscribeBody = `{"hooksId":"h-1","webhookConfigId":"cfg","productName":"SMS","appKey":"app","event":"UNSUBSCRIBE",
+"hooks":[{"hookId":"k-1","recipientNo":"01012345678","unsubscribeNo":"0808885555","enterpriseName":"runbook","createdDateTime":"2026-11-22T09:00:00.000+09:00"}]}`
