@@ -44,7 +44,7 @@ type verb struct {
 var verbs []*verb
 
 func init() {
-	verbs = []*verb{runVerb, validateVerb, planVerb, callVerb, stepsVerb, schemaVerb, runsVerb, scheduleVerb, simVerb, serveVerb}
+	verbs = []*verb{runVerb, validateVerb, planVerb, callVerb, stepsVerb, schemaVerb, runsVerb, scheduleVerb, simVerb, serveVerb, configVerb}
 }
 
 func findVerb(name string) *verb {
