@@ -91,6 +91,11 @@ are suspended with their state saved and resume at the next start.`,
 	var missing []string
 	for name, r := range cfg.Webhooks.Routes {
 		v, ok := src.Lookup(r.Secret)
+		if (!ok || v == "") && (sims.embedded || sims.url != "") {
+			// A rehearsal may leave a route out; a real server may not.
+			fmt.Fprintf(a.stderr, "warning: webhook route %s is disabled: secret %s is not set\n", name, r.Secret)
+			continue
+		}
 		if !ok || v == "" {
 			missing = append(missing, fmt.Sprintf("webhooks.routes.%s.secret: secret %s is not set", name, r.Secret))
 			continue
