@@ -152,11 +152,31 @@ func (e *Engine) Start(ctx context.Context, pb *playbook.Playbook, req StartRequ
 		CreatedAt: now,
 	}
 	ev := state.Event{Time: now, Type: "run.created", Message: "run created for playbook " + pb.Name}
-	if err := e.o.Store.CreateRun(ctx, r, ev); err != nil {
-		return nil, fmt.Errorf("create run: %w", err)
+	if err := e.createRun(ctx, r, req.ID == "", ev); err != nil {
+		return nil, err
 	}
 	e.observe(r.ID, ev)
 	return r, nil
+}
+
+// idAttempts bounds the draws of a generated run ID: six random hex
+// digits per second collide (a few times in 10,000 starts in one second),
+// so a taken ID is drawn again.
+const idAttempts = 8
+
+// createRun commits r. When its ID was generated and is taken, it draws
+// another.
+func (e *Engine) createRun(ctx context.Context, r *state.Run, generated bool, ev state.Event) error {
+	for i := 0; ; i++ {
+		err := e.o.Store.CreateRun(ctx, r, ev)
+		if err == nil {
+			return nil
+		}
+		if !generated || !errors.Is(err, state.ErrExists) || i+1 >= idAttempts {
+			return fmt.Errorf("create run: %w", err)
+		}
+		r.ID = newRunID(r.CreatedAt)
+	}
 }
 
 // Run starts and executes a run, returning its final record.

@@ -73,8 +73,8 @@ func (e *Engine) Retry(ctx context.Context, runID, from string) (*state.Run, *pl
 	ev := state.Event{Time: now, Type: "run.created",
 		Message: fmt.Sprintf("run created for playbook %s: retries run %s from step %s", old.Playbook, old.ID, from),
 		Data:    map[string]any{"retry_of": old.ID, "retry_from": from}}
-	if err := e.o.Store.CreateRun(ctx, r, ev); err != nil {
-		return nil, nil, fmt.Errorf("create run: %w", err)
+	if err := e.createRun(ctx, r, true, ev); err != nil {
+		return nil, nil, err
 	}
 	e.observe(r.ID, ev)
 	if _, err := e.copyReused(ctx, pb, r, nil); err != nil {

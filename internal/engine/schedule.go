@@ -50,22 +50,35 @@ func (rs *runState) runList(ctx context.Context, list []*playbook.Step, ph phase
 		}
 		return true
 	}
+	var next []int
 	for {
-		for i := firstNotDone; i < n && running < limit; i++ {
-			if started[i] || !ready(i) {
-				continue
+		next = next[:0]
+		for i := firstNotDone; i < n && running+len(next) < limit; i++ {
+			if !started[i] && ready(i) {
+				next = append(next, i)
 			}
-			started[i] = true
-			running++
-			go func(i int) {
-				finished <- result{i, rs.runStep(ctx, list[i], ph)}
-			}(i)
 		}
-		if running == 0 {
+		var res result
+		switch {
+		case running == 0 && len(next) == 0:
 			return
+		case running == 0 && len(next) == 1:
+			// The only step that can run: run it on this goroutine, so a
+			// sequential run (and a waiting one) costs no extra goroutine.
+			i := next[0]
+			started[i] = true
+			res = result{i, rs.runStep(ctx, list[i], ph)}
+		default:
+			for _, i := range next {
+				started[i] = true
+				running++
+				go func(i int) {
+					finished <- result{i, rs.runStep(ctx, list[i], ph)}
+				}(i)
+			}
+			res = <-finished
+			running--
 		}
-		res := <-finished
-		running--
 		if !res.settled {
 			continue
 		}
