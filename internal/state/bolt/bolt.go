@@ -67,6 +67,7 @@ type Store struct {
 	db   *bbolt.DB
 	path string
 	now  func() time.Time
+	w    *committer // nil for a read-only store
 }
 
 // Open opens the state file at path, creating it (mode 0600, parent
@@ -115,7 +116,9 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	s := &Store{db: db, path: path, now: opts.Now}
 	if !opts.ReadOnly {
+		s.w = startCommitter(s)
 		if err := s.init(); err != nil {
+			s.w.close()
 			_ = db.Close()
 			return nil, err
 		}
@@ -270,23 +273,31 @@ func (s *Store) init() error {
 // Path returns the file the store was opened from.
 func (s *Store) Path() string { return s.path }
 
-// Close releases the file and its lock.
+// Close answers the writes already queued, then releases the file and its
+// lock. Calls after (or racing) Close fail; none hangs.
 func (s *Store) Close() error {
+	if s.w != nil {
+		s.w.close()
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close state file %s: %w", s.path, err)
 	}
 	return nil
 }
 
-// update runs fn in one read-write transaction. A panic from bbolt (a
+// update runs fn in a read-write transaction, possibly shared with other
+// callers' functions (see committer): fn must be safe to run more than once
+// and must reset at its start whatever outer variables it sets. fn's error
+// is returned and none of its writes are kept; a panic from bbolt (a
 // damaged page found mid-way) rolls back and returns state.ErrCorrupt.
-func (s *Store) update(ctx context.Context, fn func(tx *bbolt.Tx) error) (err error) {
+func (s *Store) update(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer s.recoverCorrupt(&err)
-	return s.db.Update(fn)
+	if s.w == nil {
+		return fmt.Errorf("state file %s: %w", s.path, berrors.ErrDatabaseReadOnly)
+	}
+	return s.w.do(ctx, fn)
 }
 
 // view runs fn in one read-only transaction.

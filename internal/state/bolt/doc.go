@@ -32,11 +32,22 @@
 //
 // # Transactions and cost
 //
-// Every Store method is one bbolt transaction. SaveStep writes one step
-// record, its order entry the first time, and its events: never the run or
-// the other steps, so a run's cost is linear in its steps and events. Each
-// write transaction is fsynced (unless Options.NoSync, for tests only).
-// Methods check ctx before starting; a started write is not interrupted.
+// Every Store method is atomic: its writes are kept together or not at
+// all. SaveStep writes one step record, its order entry the first time, and
+// its events: never the run or the other steps, so a run's cost is linear
+// in its steps and events. Each write transaction is fsynced (unless
+// Options.NoSync, for tests only).
+//
+// Writes are group-committed: one writer goroutine per store takes the
+// oldest queued write and every other one queued by then (up to 256), runs
+// them in one bbolt transaction and answers each, so concurrent writers
+// share an fsync and a lone writer waits for nothing but its own commit. A
+// write whose function fails is rolled back and answered with its error;
+// the others of its group run again in the next transaction, which is why
+// every update function must be safe to run more than once. Methods check
+// ctx before starting; a write whose ctx ends while it is still queued is
+// dropped with ctx's error, a started write is not interrupted. Close
+// commits the writes already queued; later writes fail.
 //
 // # Caveats
 //

@@ -1,8 +1,32 @@
 package bolt
 
+import (
+	"context"
+
+	bbolt "go.etcd.io/bbolt"
+)
+
 // AllocatedBytes returns the page bytes the store's transactions have
 // allocated so far (bbolt's TxStats.PageAlloc), for cost tests.
 func AllocatedBytes(s *Store) int64 {
 	st := s.db.Stats()
 	return st.TxStats.GetPageAlloc()
+}
+
+// Update runs fn through the store's group committer, as its methods do.
+func Update(ctx context.Context, s *Store, fn func(tx *bbolt.Tx) error) error {
+	return s.update(ctx, fn)
+}
+
+// Queued returns how many update functions wait for the writer.
+func Queued(s *Store) int {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	n := 0
+	for _, r := range s.w.queue {
+		if !r.abandoned {
+			n++
+		}
+	}
+	return n
 }

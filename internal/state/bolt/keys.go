@@ -35,10 +35,10 @@ func (s *Store) GetCursor(ctx context.Context, key string) ([]byte, error) {
 
 // PutCursor stores val under key, replacing any previous value.
 func (s *Store) PutCursor(ctx context.Context, key string, val []byte) error {
+	if val == nil {
+		val = []byte{}
+	}
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
-		if val == nil {
-			val = []byte{}
-		}
 		return tx.Bucket(bucketCursors).Put([]byte(key), val)
 	})
 	if err != nil {
@@ -57,6 +57,7 @@ func (s *Store) PutCursor(ctx context.Context, key string, val []byte) error {
 func (s *Store) Dedup(ctx context.Context, key string, ttl time.Duration) (seen bool, err error) {
 	now := s.now()
 	err = s.update(ctx, func(tx *bbolt.Tx) error {
+		seen = false // the function may run again (see update)
 		b := tx.Bucket(bucketDedup)
 		exp := tx.Bucket(bucketDedupExp)
 		if err := pruneDedup(b, exp, now); err != nil {

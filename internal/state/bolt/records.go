@@ -86,6 +86,7 @@ func (s *Store) AcquireLock(ctx context.Context, l state.Lock) (ok bool, holder 
 		l.Since = s.now()
 	}
 	err = s.update(ctx, func(tx *bbolt.Tx) error {
+		ok, holder = false, nil // the function may run again (see update)
 		b := tx.Bucket(bucketLocks)
 		key := []byte(l.Key)
 		if data := b.Get(key); data != nil {

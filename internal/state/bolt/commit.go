@@ -1,0 +1,175 @@
+package bolt
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+
+	bbolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// maxGroup bounds how many update functions share one transaction.
+const maxGroup = 256
+
+// committer is a Store's single writer: callers queue update functions and
+// wait; the writer takes the oldest one and whatever else is queued (up to
+// maxGroup), runs them in one bbolt transaction and answers each, so
+// concurrent writers share one commit (one fsync). It never waits for more
+// work to arrive: a lone caller commits as soon as the writer takes it.
+//
+// When a function returns an error the transaction is rolled back, its
+// caller gets the error and the others run again in the next transaction;
+// update functions must therefore be safe to run more than once. A panic
+// (bbolt reading a damaged page) fails the whole group with
+// state.ErrCorrupt.
+type committer struct {
+	s *Store
+
+	mu     sync.Mutex
+	queue  []*writeReq
+	closed bool
+	wake   chan struct{} // capacity 1: work queued or closing
+	done   chan struct{} // closed when the writer has exited
+}
+
+// writeReq is one queued update. taken and abandoned are guarded by
+// committer.mu: a request is either taken by the writer (and then answered
+// on errc) or abandoned by its caller first (and then never run).
+type writeReq struct {
+	fn        func(tx *bbolt.Tx) error
+	errc      chan error // capacity 1
+	taken     bool
+	abandoned bool
+}
+
+func startCommitter(s *Store) *committer {
+	c := &committer{s: s, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go c.loop()
+	return c
+}
+
+// do queues fn and waits for its outcome. A ctx that ends before the
+// writer takes fn returns ctx.Err() and fn never runs; once taken, fn's
+// outcome is awaited whatever ctx does.
+func (c *committer) do(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
+	r := &writeReq{fn: fn, errc: make(chan error, 1)}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return fmt.Errorf("state file %s: %w", c.s.path, berrors.ErrDatabaseNotOpen)
+	}
+	c.queue = append(c.queue, r)
+	c.mu.Unlock()
+	c.signal()
+	select {
+	case err := <-r.errc:
+		return err
+	case <-ctx.Done():
+	}
+	c.mu.Lock()
+	if !r.taken {
+		r.abandoned = true
+		c.mu.Unlock()
+		return ctx.Err()
+	}
+	c.mu.Unlock()
+	return <-r.errc
+}
+
+func (c *committer) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close makes later calls fail, lets the writer answer everything already
+// queued, and waits for it to exit. It is safe to call more than once.
+func (c *committer) close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.signal()
+	<-c.done
+}
+
+func (c *committer) loop() {
+	defer close(c.done)
+	for {
+		group, closed := c.take()
+		if len(group) > 0 {
+			c.commit(group)
+			continue
+		}
+		if closed {
+			return
+		}
+		<-c.wake
+	}
+}
+
+// take removes up to maxGroup live requests from the queue and marks them
+// taken; closed reports whether the committer is closing.
+func (c *committer) take() (group []*writeReq, closed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for n < len(c.queue) && len(group) < maxGroup {
+		r := c.queue[n]
+		n++
+		if r.abandoned {
+			continue
+		}
+		r.taken = true
+		group = append(group, r)
+	}
+	clear(c.queue[:n])
+	c.queue = c.queue[n:]
+	if len(c.queue) == 0 {
+		c.queue = nil // let a large backing array go
+	}
+	return group, c.closed
+}
+
+// commit runs group in one transaction, dropping (and answering) each
+// request whose function fails and running the rest again, until one
+// transaction commits or fails as a whole.
+func (c *committer) commit(group []*writeReq) {
+	for len(group) > 0 {
+		failed, err := c.run(group)
+		if failed >= 0 {
+			group[failed].errc <- err
+			group = append(group[:failed], group[failed+1:]...)
+			continue
+		}
+		for _, r := range group {
+			r.errc <- err
+		}
+		return
+	}
+}
+
+// run executes group in one read-write transaction. failed is the index of
+// the function that returned err (the transaction was rolled back), or -1
+// when err is the outcome of the whole group (nil: committed).
+func (c *committer) run(group []*writeReq) (failed int, err error) {
+	failed = -1
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			failed, err = -1, corrupt(c.s.path, fmt.Errorf("reading it failed: %v", p))
+		}
+	}()
+	err = c.s.db.Update(func(tx *bbolt.Tx) error {
+		for i, r := range group {
+			if err := r.fn(tx); err != nil {
+				failed = i
+				return err
+			}
+		}
+		return nil
+	})
+	return failed, err
+}
