@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const serveToken = "serve-test-token"
+
+// server is a `runbook serve` process of a test.
+type serveProc struct {
+	cmd    *exec.Cmd
+	url    string
+	stderr *bytes.Buffer
+	done   chan struct{}
+}
+
+var listeningRe = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
+
+// serve starts `runbook serve args...` on a free loopback port with the API
+// token set and returns once it listens.
+func (c *cli) serve(args ...string) *serveProc {
+	c.t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Dir = c.dir
+	cmd.Env = append(append([]string{}, c.env...), "RUNBOOK_API_TOKEN="+serveToken)
+	out, err := cmd.StdoutPipe()
+	require.NoError(c.t, err)
+	s := &serveProc{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan struct{})}
+	cmd.Stderr = &lockedWriter{w: s.stderr}
+	require.NoError(c.t, cmd.Start())
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	c.t.Cleanup(func() { s.kill() })
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if m := listeningRe.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case found <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case s.url = <-found:
+	case <-s.done:
+		c.t.Fatalf("runbook serve exited at start:\n%s", s.stderr.String())
+	case <-time.After(15 * time.Second):
+		c.t.Fatalf("runbook serve did not listen within 15s:\n%s", s.stderr.String())
+	}
+	return s
+}
+
+func (s *serveProc) kill() {
+	if s.cmd.Process != nil {
+		_ = s.cmd.Process.Kill()
+	}
+	<-s.done
+}
+
+// stop sends SIGTERM and waits for a graceful exit.
+func (s *serveProc) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-s.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("runbook serve did not stop within 20s of SIGTERM")
+	}
+	assert.Equal(t, 0, s.cmd.ProcessState.ExitCode(), s.stderr.String())
+}
+
+// api calls the API and decodes the JSON answer.
+func (s *serveProc) api(t *testing.T, method, path string, body any) (int, map[string]any) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, s.url+path, rd)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+serveToken)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var m map[string]any
+	b, _ := io.ReadAll(resp.Body)
+	require.NoError(t, json.Unmarshal(b, &m), "%s", b)
+	return resp.StatusCode, m
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func TestServeRefusesInvalidPlaybooksPrintingEveryProblem(t *testing.T) {
+	c := newCLI(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	c.file("playbooks/a.yaml", "version: 1\nname: a\nsteps:\n  - {id: x, uses: lgo}\n")
+	c.file("playbooks/b.yaml", "version: 1\nname: b\nsteps:\n  - {id: x, uses: log, with: {mesage: hi}}\n")
+	c.file("playbooks/ok.yaml", "version: 1\nname: ok\nsteps:\n  - {id: x, uses: log, with: {message: hi}}\n")
+	r := c.run("serve", "--listen", "127.0.0.1:0")
+	assert.Equal(t, 2, r.code, r)
+	assert.Contains(t, r.stderr, "playbooks/a.yaml:4:")
+	assert.Contains(t, r.stderr, `did you mean "log"`)
+	assert.Contains(t, r.stderr, "playbooks/b.yaml:4:")
+	assert.Contains(t, r.stderr, `did you mean "message"`)
+	assert.Empty(t, r.stdout)
+}
+
+func TestServeDefaultsToLoopback(t *testing.T) {
+	c := newCLI(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	s := c.serve()
+	assert.True(t, strings.HasPrefix(s.url, "http://127.0.0.1:"), s.url)
+	resp, err := http.Get(s.url + "/healthz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode)
+	// The CLI finds the server through the address file next to the state.
+	b, err := os.ReadFile(c.state + ".server")
+	require.NoError(t, err)
+	assert.Contains(t, string(b), s.url)
+	s.stop(t)
+	_, err = os.Stat(c.state + ".server")
+	assert.True(t, os.IsNotExist(err), "the address file is removed at a graceful exit")
+}
+
+func TestServeReloadsOnSIGHUPAndKeepsTheSetWhenInvalid(t *testing.T) {
+	c := newCLI(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	c.file("playbooks/one.yaml", "version: 1\nname: one\nsteps:\n  - {id: x, uses: log, with: {message: hi}}\n")
+	c.file("runbook.yaml", "server: {reload: false}\n")
+	s := c.serve()
+	names := func() []string {
+		_, m := s.api(t, "GET", "/api/v1/playbooks", nil)
+		var out []string
+		for _, p := range m["playbooks"].([]any) {
+			out = append(out, p.(map[string]any)["name"].(string))
+		}
+		return out
+	}
+	assert.Equal(t, []string{"one"}, names())
+
+	c.file("playbooks/two.yaml", "version: 1\nname: two\nsteps:\n  - {id: x, uses: log, with: {message: hi}}\n")
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGHUP))
+	require.Eventually(t, func() bool { return len(names()) == 2 }, 5*time.Second, 20*time.Millisecond)
+
+	// An invalid file: the reload is refused, the set stays, the API shows why.
+	c.file("playbooks/bad.yaml", "version: 1\nname: bad\nsteps:\n  - {id: x, uses: nope}\n")
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGHUP))
+	require.Eventually(t, func() bool {
+		_, m := s.api(t, "GET", "/api/v1/playbooks", nil)
+		return m["reload_problems"] != nil
+	}, 5*time.Second, 20*time.Millisecond)
+	assert.Equal(t, []string{"one", "two"}, names())
+	_, m := s.api(t, "GET", "/api/v1/playbooks", nil)
+	assert.Contains(t, fmt.Sprint(m["reload_problems"]), "bad.yaml:4:")
+	s.stop(t)
+}
+
+func TestServeReloadsWhenAFileChanges(t *testing.T) {
+	c := newCLI(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	c.file("runbook.yaml", "server: {reload_interval: 100ms}\n")
+	s := c.serve()
+	c.file("playbooks/late.yaml", "version: 1\nname: late\nsteps:\n  - {id: x, uses: log, with: {message: hi}}\n")
+	require.Eventually(t, func() bool {
+		code, _ := s.api(t, "GET", "/api/v1/playbooks/late", nil)
+		return code == 200
+	}, 5*time.Second, 50*time.Millisecond)
+	s.stop(t)
+}
