@@ -210,6 +210,14 @@ type Store interface {
 	// Dedup records key and reports whether it was already recorded. Keys
 	// older than ttl (0: forever) are forgotten.
 	Dedup(ctx context.Context, key string, ttl time.Duration) (seen bool, err error)
+	// DedupGet returns the value attached to a live (unexpired) dedup key;
+	// ErrNotFound when the key is absent, expired or has no value.
+	DedupGet(ctx context.Context, key string) ([]byte, error)
+	// DedupSet attaches val to a live dedup key, replacing any value
+	// (ErrNotFound when there is none). The value is forgotten with the
+	// key: it expires when the key does, and a key recorded again after
+	// expiry starts without a value.
+	DedupSet(ctx context.Context, key string, val []byte) error
 
 	Close() error
 }

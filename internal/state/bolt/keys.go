@@ -53,7 +53,10 @@ func (s *Store) PutCursor(ctx context.Context, key string, val []byte) error {
 // are deleted a few at a time by later calls.
 //
 // A dedup entry is 16 bytes: first-seen and expiry (0: never) as big-endian
-// unix nanoseconds; dedup_expiry indexes entries by expiry for pruning.
+// unix nanoseconds, then, when DedupSet attached a value, the byte
+// dedupHasValue and the value (entries written before values existed are
+// exactly 16 bytes: no value). dedup_expiry indexes entries by expiry for
+// pruning.
 func (s *Store) Dedup(ctx context.Context, key string, ttl time.Duration) (seen bool, err error) {
 	now := s.now()
 	err = s.update(ctx, func(tx *bbolt.Tx) error {
@@ -64,7 +67,7 @@ func (s *Store) Dedup(ctx context.Context, key string, ttl time.Duration) (seen 
 			return err
 		}
 		k := []byte(key)
-		if v := b.Get(k); len(v) == 16 {
+		if v := b.Get(k); len(v) >= dedupHeader {
 			first := time.Unix(0, int64(binary.BigEndian.Uint64(v)))
 			if ttl <= 0 || now.Sub(first) < ttl {
 				seen = true
@@ -91,6 +94,65 @@ func (s *Store) Dedup(ctx context.Context, key string, ttl time.Duration) (seen 
 		return false, fmt.Errorf("dedup %s: %w", key, err)
 	}
 	return seen, nil
+}
+
+// dedupHeader is the size of a dedup entry without a value; dedupHasValue
+// follows it when a value does.
+const (
+	dedupHeader   = 16
+	dedupHasValue = 1
+)
+
+// liveDedup reports whether entry v (nil: absent) is a key recorded and not
+// expired at now.
+func liveDedup(v []byte, now time.Time) bool {
+	if len(v) < dedupHeader {
+		return false
+	}
+	exp := int64(binary.BigEndian.Uint64(v[8:16]))
+	return exp == 0 || now.UnixNano() < exp
+}
+
+// DedupGet returns the value DedupSet attached to key while key is live, or
+// state.ErrNotFound when key is absent, expired or has no value.
+func (s *Store) DedupGet(ctx context.Context, key string) ([]byte, error) {
+	now := s.now()
+	var out []byte
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		v := tx.Bucket(bucketDedup).Get([]byte(key))
+		if !liveDedup(v, now) || len(v) <= dedupHeader || v[dedupHeader] != dedupHasValue {
+			return state.ErrNotFound
+		}
+		out = append([]byte{}, v[dedupHeader+1:]...) // v is only valid inside the transaction
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dedup get %s: %w", key, err)
+	}
+	return out, nil
+}
+
+// DedupSet attaches val to key, replacing any value, while key is live; it
+// fails with state.ErrNotFound when key is absent or expired. The value is
+// stored in key's entry, so it is deleted with it.
+func (s *Store) DedupSet(ctx context.Context, key string, val []byte) error {
+	now := s.now()
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketDedup)
+		k := []byte(key)
+		v := b.Get(k)
+		if !liveDedup(v, now) {
+			return state.ErrNotFound
+		}
+		entry := make([]byte, 0, dedupHeader+1+len(val))
+		entry = append(entry, v[:dedupHeader]...)
+		entry = append(entry, dedupHasValue)
+		return b.Put(k, append(entry, val...))
+	})
+	if err != nil {
+		return fmt.Errorf("dedup set %s: %w", key, err)
+	}
+	return nil
 }
 
 func expiryKey(at int64, key []byte) []byte {

@@ -17,8 +17,9 @@
 // ErrNotFound and ErrExists through errors.Is, newest-first ListRuns with
 // filters and limits, first-saved step order, per-run event sequence
 // numbers from 1 with after/limit paging, atomic step-plus-events writes,
-// lock ownership, cursor round trips, deduplication expiry, refusal of
-// cancelled contexts and concurrent writers. Writes to a run that was
+// lock ownership, cursor round trips, deduplication expiry and values
+// that expire with their keys, refusal of cancelled contexts and
+// concurrent writers. Writes to a run that was
 // never created must fail with ErrNotFound.
 //
 // Times in the suite are UTC so records compare equal after encoding.

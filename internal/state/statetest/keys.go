@@ -256,6 +256,85 @@ func testDedup(t *testing.T, open opener) {
 	})
 }
 
+func testDedupValues(t *testing.T, open opener) {
+	t.Run("a value attached to a key reads back and is replaced", func(t *testing.T) {
+		s, _ := open(t)
+		_, err := s.Dedup(ctx, "k", time.Hour)
+		ok(t, err)
+		_, err = s.DedupGet(ctx, "k")
+		errIs(t, err, state.ErrNotFound)
+		ok(t, s.DedupSet(ctx, "k", []byte(`{"runs":["r1"]}`)))
+		got, err := s.DedupGet(ctx, "k")
+		ok(t, err)
+		same(t, string(got), `{"runs":["r1"]}`)
+		ok(t, s.DedupSet(ctx, "k", []byte("v2")))
+		seen, err := s.Dedup(ctx, "k", time.Hour)
+		ok(t, err)
+		same(t, seen, true)
+		got, err = s.DedupGet(ctx, "k")
+		ok(t, err)
+		same(t, string(got), "v2")
+	})
+
+	t.Run("an unknown key has no value and takes none", func(t *testing.T) {
+		s, _ := open(t)
+		_, err := s.DedupGet(ctx, "nope")
+		errIs(t, err, state.ErrNotFound)
+		errIs(t, s.DedupSet(ctx, "nope", []byte("v")), state.ErrNotFound)
+		seen, err := s.Dedup(ctx, "nope", time.Hour)
+		ok(t, err)
+		same(t, seen, false)
+	})
+
+	t.Run("an empty value is stored, not missing", func(t *testing.T) {
+		s, _ := open(t)
+		_, err := s.Dedup(ctx, "k", 0)
+		ok(t, err)
+		ok(t, s.DedupSet(ctx, "k", nil))
+		got, err := s.DedupGet(ctx, "k")
+		ok(t, err)
+		same(t, len(got), 0)
+	})
+
+	t.Run("a returned value is the caller's to keep", func(t *testing.T) {
+		s, _ := open(t)
+		_, err := s.Dedup(ctx, "k", time.Hour)
+		ok(t, err)
+		ok(t, s.DedupSet(ctx, "k", []byte("abc")))
+		got, err := s.DedupGet(ctx, "k")
+		ok(t, err)
+		got[0] = 'X'
+		again, err := s.DedupGet(ctx, "k")
+		ok(t, err)
+		same(t, string(again), "abc")
+	})
+
+	t.Run("a value expires with its key", func(t *testing.T) {
+		s, clock := open(t)
+		if clock == nil {
+			t.Skip("needs a clock the suite controls")
+		}
+		_, err := s.Dedup(ctx, "k", time.Minute)
+		ok(t, err)
+		ok(t, s.DedupSet(ctx, "k", []byte("v")))
+		_, err = s.Dedup(ctx, "other", time.Hour)
+		ok(t, err)
+		ok(t, s.DedupSet(ctx, "other", []byte("kept")))
+		clock.Advance(2 * time.Minute)
+		_, err = s.DedupGet(ctx, "k")
+		errIs(t, err, state.ErrNotFound)
+		errIs(t, s.DedupSet(ctx, "k", []byte("late")), state.ErrNotFound)
+		seen, err := s.Dedup(ctx, "k", time.Minute)
+		ok(t, err)
+		same(t, seen, false)
+		_, err = s.DedupGet(ctx, "k")
+		errIs(t, err, state.ErrNotFound) // recorded anew, without the old value
+		got, err := s.DedupGet(ctx, "other")
+		ok(t, err)
+		same(t, string(got), "kept")
+	})
+}
+
 func testCancelled(t *testing.T, open opener) {
 	s, _ := open(t)
 	create(t, s, newRun("r1", "pb", at(0)))
@@ -274,6 +353,8 @@ func testCancelled(t *testing.T, open opener) {
 		{"Events", func() error { _, err := s.Events(cctx, "r1", 0, 0); return err }},
 		{"PutCursor", func() error { return s.PutCursor(cctx, "k", []byte("v")) }},
 		{"Dedup", func() error { _, err := s.Dedup(cctx, "k", 0); return err }},
+		{"DedupGet", func() error { _, err := s.DedupGet(cctx, "k"); return err }},
+		{"DedupSet", func() error { return s.DedupSet(cctx, "k", []byte("v")) }},
 		{"AcquireLock", func() error { _, _, err := s.AcquireLock(cctx, state.Lock{Key: "k", Owner: "r1"}); return err }},
 	}
 	for _, c := range calls {

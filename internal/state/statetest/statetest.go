@@ -48,6 +48,7 @@ func run(t *testing.T, open opener) {
 		{"locks", testLocks},
 		{"cursors", testCursors},
 		{"dedup", testDedup},
+		{"dedup values", testDedupValues},
 		{"cancelled contexts", testCancelled},
 		{"concurrent writers", testConcurrent},
 	}
