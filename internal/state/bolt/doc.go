@@ -24,7 +24,7 @@
 //	rundata/<run id>/intents/<step>, approvals/<step>
 //	locks/<key>                    Lock JSON
 //	cursors/<key>                  raw bytes
-//	dedup/<key>                    first-seen and expiry
+//	dedup/<key>                    first-seen, expiry, value (DedupSet)
 //	dedup_expiry/<t><key>          expiry index for pruning
 //
 // Integers and times in keys are big-endian, so byte order is numeric
