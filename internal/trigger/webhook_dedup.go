@@ -19,30 +19,34 @@ import (
 //
 //  1. Within the process, concurrent requests for one delivery are
 //     serialised: a redelivery waits for the request handling it.
-//  2. Claim: Store.Dedup("webhook/<route>/<hooksId>"). The claim is
+//  2. Done check: a claim "webhook/<route>/<hooksId>" carrying a done
+//     record (Store.DedupGet) is a duplicate: it starts nothing and answers
+//     200 with the first runs. One read, no commit.
+//  3. Claim: Store.Dedup("webhook/<route>/<hooksId>"). The claim is
 //     recorded BEFORE any run starts, so two processes (or a restart
 //     racing a late request) never both start the delivery's runs.
-//  3. Per-hook units also claim "webhook/<route>/unit/<playbook>/<i>/<hook
+//  4. Per-hook units also claim "webhook/<route>/unit/<playbook>/<i>/<hook
 //     key>", so a hook repeated under a new hooksId starts nothing.
-//  4. Each unit is started through the Starter (durable when it returns);
+//  5. Each unit is started through the Starter (durable when it returns);
 //     its trigger carries "key" (the unit's identity).
-//  5. Done: the run IDs are stored under cursor "webhook/done/<route>/<hooksId>",
-//     then the 200 is sent.
+//  6. Done: the run IDs are attached to the claim (Store.DedupSet), then
+//     the 200 is sent.
 //
-// A redelivery whose claim is seen and whose done record exists is a
-// duplicate: it starts nothing and answers 200 with the first runs. A claim
-// without a done record means an earlier attempt crashed or failed between
-// 2 and 5; the redelivery then recovers: for each unit it looks for a run
-// whose trigger.key is the unit's (Store.ListRuns of that playbook: the
-// Starter must commit runs to the same Store, as `runbook serve` does) and
-// starts only the missing ones. So every delivery answered 200 has all its
-// runs, and no unit ever has two, whatever the crash point; the price of a
-// crash is one scan of a playbook's runs on redelivery.
+// A claim already seen at 3 is read again for its done record (another
+// process may have completed the delivery between 2 and 3): with one, the
+// delivery is a duplicate. A claim without a done record means an earlier
+// attempt crashed or failed between 3 and 6; the redelivery then recovers:
+// for each unit it looks for a run whose trigger.key is the unit's
+// (Store.ListRuns of that playbook: the Starter must commit runs to the
+// same Store, as `runbook serve` does) and starts only the missing ones. So
+// every delivery answered 200 has all its runs, and no unit ever has two,
+// whatever the crash point; the price of a crash is one scan of a
+// playbook's runs on redelivery. The done record only spares that scan.
 //
-// Claims expire after DedupTTL; done records are cursors and are kept (the
-// Store has no expiring values yet): about 100 bytes per delivery.
+// Claims expire after DedupTTL and their done records with them (a
+// redelivery after that is a new delivery).
 
-// doneRecord is stored under a delivery's done cursor.
+// doneRecord is attached to a delivery's claim once its runs are committed.
 type doneRecord struct {
 	Runs []string `json:"runs"`
 }
@@ -64,21 +68,19 @@ func (in *Intake) deliver(ctx context.Context, route string, d *Delivery) (*Answ
 	defer in.endTurn(claim)
 	ctx = context.WithoutCancel(ctx) // commits finish even if the sender hangs up
 
+	if ans, err := in.duplicate(ctx, claim); ans != nil || err != nil {
+		return ans, err
+	}
 	seen, err := in.opts.Store.Dedup(ctx, claim, in.opts.DedupTTL)
 	if err != nil {
 		return nil, fmt.Errorf("claim delivery: %w", err)
 	}
-	doneKey := "webhook/done/" + route + "/" + d.HooksID
 	recovering := false
 	if seen {
-		b, err := in.opts.Store.GetCursor(ctx, doneKey)
-		switch {
-		case err == nil:
-			var rec doneRecord
-			_ = json.Unmarshal(b, &rec)
-			return &Answer{Status: "duplicate", Runs: nonNil(rec.Runs)}, nil
-		case !errors.Is(err, state.ErrNotFound):
-			return nil, fmt.Errorf("read delivery record: %w", err)
+		// Claimed before: completed by another process meanwhile, or an
+		// attempt that never finished.
+		if ans, err := in.duplicate(ctx, claim); ans != nil || err != nil {
+			return ans, err
 		}
 		recovering = true
 		in.opts.Logger.Warn("webhook delivery was claimed but never completed; recovering", "route", route, "delivery", d.HooksID)
@@ -114,10 +116,25 @@ func (in *Intake) deliver(ctx context.Context, route string, d *Delivery) (*Answ
 		ans.Runs = append(ans.Runs, id)
 	}
 	b, _ := json.Marshal(doneRecord{Runs: ans.Runs})
-	if err := in.opts.Store.PutCursor(ctx, doneKey, b); err != nil {
+	if err := in.opts.Store.DedupSet(ctx, claim, b); err != nil {
 		return nil, fmt.Errorf("record delivery: %w", err)
 	}
 	return ans, nil
+}
+
+// duplicate returns the answer to a delivery whose claim carries a done
+// record, or nil when it has none.
+func (in *Intake) duplicate(ctx context.Context, claim string) (*Answer, error) {
+	b, err := in.opts.Store.DedupGet(ctx, claim)
+	switch {
+	case errors.Is(err, state.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read delivery record: %w", err)
+	}
+	var rec doneRecord
+	_ = json.Unmarshal(b, &rec)
+	return &Answer{Status: "duplicate", Runs: nonNil(rec.Runs)}, nil
 }
 
 // waitTurn serialises the requests of one delivery within the process.

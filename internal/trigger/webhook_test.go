@@ -2,14 +2,23 @@ package trigger
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/bolt"
+	"github.com/runbook/runbook/internal/state/statetest"
 )
 
 func TestIntakeRefusesBadRequests(t *testing.T) {
@@ -229,11 +238,46 @@ func TestIntakeDeduplicates(t *testing.T) {
 		assert.Equal(t, "duplicate", a.body["status"])
 		assert.Len(t, e.starter.started(), n+3)
 	})
+	t.Run("the done record is attached to the delivery's claim", func(t *testing.T) {
+		b, err := e.store.DedupGet(context.Background(), "webhook/sms/dup-1")
+		require.NoError(t, err)
+		var rec doneRecord
+		require.NoError(t, json.Unmarshal(b, &rec))
+		assert.Len(t, rec.Runs, 3)
+	})
 	t.Run("a delivery key survives reopening the store", func(t *testing.T) {
 		seen, err := e.store.Dedup(context.Background(), "webhook/sms/dup-1", 0)
 		require.NoError(t, err)
 		assert.True(t, seen)
 	})
+}
+
+func TestIntakeDoneRecordsExpire(t *testing.T) {
+	clock := statetest.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	store, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true, Now: clock.Now})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	pb, err := playbook.Parse("audit.yaml", []byte(perDeliveryPlaybook), playbook.LoadOptions{})
+	require.NoError(t, err)
+	st := &hookStarter{store: store}
+	in, err := NewIntake(IntakeOptions{
+		Routes: map[string]Route{"sms": {Secret: testSecret}}, Store: store, Starter: st,
+		Playbooks: func() []*playbook.Playbook { return []*playbook.Playbook{pb} }, DedupTTL: time.Hour,
+	})
+	require.NoError(t, err)
+	srv := httptest.NewServer(in)
+	t.Cleanup(srv.Close)
+	e := &hookEnv{intake: in, srv: srv, starter: st, store: store}
+	body := unsubscribe("exp-1", "01012345678")
+
+	require.Equal(t, "accepted", e.post("/hooks/sms", nil, body).body["status"])
+	require.Equal(t, "duplicate", e.post("/hooks/sms", nil, body).body["status"])
+	clock.Advance(time.Hour + time.Second)
+	_, err = store.DedupGet(context.Background(), "webhook/sms/exp-1")
+	require.ErrorIs(t, err, state.ErrNotFound, "the done record expired with the claim")
+	a := e.post("/hooks/sms", nil, body)
+	assert.Equal(t, "accepted", a.body["status"], "after DedupTTL a redelivery is a new delivery")
+	assert.Len(t, st.started(), 2)
 }
 
 func TestIntakeShutdown(t *testing.T) {
