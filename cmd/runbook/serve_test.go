@@ -200,3 +200,142 @@ func TestServeReloadsWhenAFileChanges(t *testing.T) {
 	}, 5*time.Second, 50*time.Millisecond)
 	s.stop(t)
 }
+
+// delivery is one UNSUBSCRIBE webhook delivery of the crash test.
+type delivery struct {
+	id    string
+	hooks []string // hook IDs
+	body  []byte
+}
+
+func makeDeliveries(n int) []delivery {
+	out := make([]delivery, n)
+	for i := range out {
+		d := delivery{id: fmt.Sprintf("crash-%04d", i)}
+		var hooks []map[string]any
+		for h := range 1 + i%3 {
+			hid := fmt.Sprintf("%s-h%d", d.id, h)
+			d.hooks = append(d.hooks, hid)
+			hooks = append(hooks, map[string]any{
+				"hookId": hid, "recipientNo": fmt.Sprintf("010%04d%04d", i, h), "unsubscribeNo": "0801234567",
+				"enterpriseName": "runbook", "createdDateTime": "2026-11-22T09:00:00.000+09:00",
+			})
+		}
+		d.body, _ = json.Marshal(map[string]any{
+			"hooksId": d.id, "webhookConfigId": "cfg-1", "productName": "SMS", "appKey": "app-1",
+			"event": "UNSUBSCRIBE", "hooks": hooks,
+		})
+		out[i] = d
+	}
+	return out
+}
+
+// post delivers d; it reports the status (0 when the connection failed).
+func (s *serveProc) post(client *http.Client, d delivery, secret string) int {
+	req, _ := http.NewRequest("POST", s.url+"/hooks/sms", bytes.NewReader(d.body))
+	req.Header.Set("Content-Type", "application/json;charset=UTF-8")
+	req.Header.Set("X-Cloud-Webhook-Signature", secret)
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestServeKill9WhileWebhooksArrive kills the server while senders post
+// deliveries, restarts it and redelivers everything: every delivery that
+// got a 2xx has its runs (one per hook), no hook has two, and the
+// suppression file lists each number once.
+func TestServeKill9WhileWebhooksArrive(t *testing.T) {
+	c := newCLI(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	src, err := os.ReadFile(filepath.Join("..", "..", "playbooks", "sms-unsubscribe.yaml"))
+	require.NoError(t, err)
+	c.file("playbooks/sms-unsubscribe.yaml", string(src))
+	c.file("runbook.yaml", "webhooks:\n  routes:\n    sms: {secret: SMS_WEBHOOK_SECRET}\n")
+	supp := filepath.Join(c.dir, "suppression.txt")
+	c.env = append(c.env, "SMS_WEBHOOK_SECRET=hook-secret", "SMS_SUPPRESSION_FILE="+supp)
+
+	deliveries := makeDeliveries(200)
+	s := c.serve()
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	next := make(chan delivery)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for d := range next {
+				code := s.post(client, d, "hook-secret")
+				if code/100 == 2 {
+					mu.Lock()
+					acked[d.id] = true
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	killed := false
+	for i, d := range deliveries {
+		next <- d
+		if i == 80 && !killed {
+			require.NoError(t, s.cmd.Process.Signal(syscall.SIGKILL))
+			killed = true
+		}
+	}
+	close(next)
+	wg.Wait()
+	<-s.done
+	require.NotEmpty(t, acked)
+	require.Less(t, len(acked), len(deliveries), "the kill came while deliveries were arriving")
+
+	t.Logf("%d of %d deliveries acknowledged before the kill", len(acked), len(deliveries))
+
+	// Restart and redeliver everything, as a sender retrying would.
+	t0 := time.Now()
+	s = c.serve()
+	t.Logf("restarted in %s", time.Since(t0))
+	for _, d := range deliveries {
+		code := s.post(client, d, "hook-secret")
+		require.Equal(t, 200, code, "redelivery of %s", d.id)
+	}
+	// Every run ends (those interrupted by the kill are resumed).
+	var runs []any
+	require.Eventually(t, func() bool {
+		_, m := s.api(t, "GET", "/api/v1/runs?limit=10000", nil)
+		runs = m["runs"].([]any)
+		for _, r := range runs {
+			if r.(map[string]any)["status"] != "succeeded" {
+				return false
+			}
+		}
+		return true
+	}, 60*time.Second, 100*time.Millisecond)
+	t.Logf("every run ended %s after the restart", time.Since(t0))
+
+	perHook := map[string]int{}
+	for _, r := range runs {
+		trig := r.(map[string]any)["trigger"].(map[string]any)
+		perHook[trig["hook"].(map[string]any)["hookId"].(string)]++
+	}
+	total := 0
+	for _, d := range deliveries {
+		for _, h := range d.hooks {
+			total++
+			assert.Equal(t, 1, perHook[h], "runs of hook %s (delivery acked before the kill: %v)", h, acked[d.id])
+		}
+	}
+	assert.Len(t, runs, total)
+	b, err := os.ReadFile(supp)
+	require.NoError(t, err)
+	lines := strings.Fields(string(b))
+	seen := map[string]bool{}
+	for _, l := range lines {
+		assert.False(t, seen[l], "number %s suppressed twice", l)
+		seen[l] = true
+	}
+	assert.Len(t, seen, total)
+	s.stop(t)
+}
