@@ -24,9 +24,19 @@ type stepRun struct {
 	// lazy defers the record's writes to the run's next write (pure steps
 	// and skips, which a resume recomputes identically).
 	lazy bool
+	// continuing: this attempt goes on with a suspended one (a waiting
+	// approval): same attempt number, no new step.started.
+	continuing bool
 
 	mu      sync.Mutex
 	pending []state.Event
+}
+
+// hasPending reports whether events wait for the next write.
+func (sr *stepRun) hasPending() bool {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	return len(sr.pending) > 0
 }
 
 // maxPending is the number of buffered events that forces a write.
@@ -73,12 +83,16 @@ func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[str
 		case err != nil && !errors.Is(err, state.ErrNotFound):
 			return nil, fmt.Errorf("read intent of %s: %w", rec.ID, err)
 		}
-		sr.save(ctx, started)
+		if sr.continuing {
+			sr.save(ctx)
+		} else {
+			sr.save(ctx, started)
+		}
 		in := state.Intent{RunID: rs.run.ID, Step: rec.ID, Attempt: n, Key: call.IdempotencyKey, CreatedAt: rs.e.o.Clock.Now(), Data: rec.Checkpoint}
 		if err := store.PutIntent(context.WithoutCancel(ctx), in); err != nil {
 			return nil, fmt.Errorf("record intent of %s: %w", rec.ID, err)
 		}
-	} else {
+	} else if !sr.continuing {
 		sr.queue(started)
 	}
 
@@ -249,96 +263,39 @@ func (h *host) RunPlaybook(ctx context.Context, path string, inputs map[string]a
 	return h.sr.rs.runChild(ctx, h.sr.rec.ID, path, inputs)
 }
 
+// AwaitApproval returns the answer when there is one. Otherwise it records
+// the request (once per process), notes the approval's deadline for the
+// run's wait, and suspends the step: the run parks (ApprovalPark) or waits
+// in waitApprovals and runs the step again (ApprovalWait).
 func (h *host) AwaitApproval(ctx context.Context, req steps.ApprovalRequest) (steps.ApprovalResponse, error) {
-	sr := h.sr
-	rs := sr.rs
-	asked := false
-	for {
-		// Register the wake before reading the store: an Approve that
-		// commits after this read finds the waiter and ends its sleep.
-		wctx, done := rs.e.approvalWaiter(ctx, rs.run.ID, sr.rec.ID)
-		resp, wait, err := h.pollApproval(ctx, req, &asked)
-		if err != nil || wait == 0 {
-			done()
-			return resp, err
-		}
-		_ = rs.e.o.Clock.Sleep(wctx, wait) // ends early when Approve wakes it
-		done()
-		if err := ctx.Err(); err != nil {
-			return steps.ApprovalResponse{}, err
-		}
-	}
-}
-
-// pollApproval reads the answer once. Without one it records the request
-// (the first time), and returns how long to wait before reading again, or
-// ErrSuspended when the run parks instead.
-func (h *host) pollApproval(ctx context.Context, req steps.ApprovalRequest, asked *bool) (steps.ApprovalResponse, time.Duration, error) {
 	sr := h.sr
 	rs := sr.rs
 	a, err := rs.e.o.Store.GetApproval(ctx, rs.run.ID, sr.rec.ID)
 	if err == nil {
-		return steps.ApprovalResponse{Approved: a.Approved, By: a.By, Comment: a.Comment, Fields: a.Fields, At: a.At}, 0, nil
+		return steps.ApprovalResponse{Approved: a.Approved, By: a.By, Comment: a.Comment, Fields: a.Fields, At: a.At}, nil
 	}
 	if !errors.Is(err, state.ErrNotFound) {
-		return steps.ApprovalResponse{}, 0, fmt.Errorf("read approval: %w", err)
+		return steps.ApprovalResponse{}, fmt.Errorf("read approval: %w", err)
 	}
-	now := rs.e.o.Clock.Now()
-	if !req.Deadline.IsZero() && !now.Before(req.Deadline) {
-		return steps.ApprovalResponse{}, 0, &steps.Error{Code: steps.Timeout, Message: "approval was not answered before " + req.Deadline.UTC().Format(time.RFC3339)}
+	if !req.Deadline.IsZero() && !rs.e.o.Clock.Now().Before(req.Deadline) {
+		return steps.ApprovalResponse{}, &steps.Error{Code: steps.Timeout, Message: "approval was not answered before " + req.Deadline.UTC().Format(time.RFC3339)}
 	}
-	if !*asked {
-		*asked = true
+	rs.mu.Lock()
+	asked := rs.asked[sr.rec.ID]
+	rs.asked[sr.rec.ID] = true
+	if !req.Deadline.IsZero() && (rs.wakeBy.IsZero() || req.Deadline.Before(rs.wakeBy)) {
+		rs.wakeBy = req.Deadline
+	}
+	rs.mu.Unlock()
+	if !asked {
 		msg := fmt.Sprintf("waiting for approval: %s (answer with: runbook runs approve %s %s)", req.Message, rs.run.ID, sr.rec.ID)
 		ev := state.Event{Type: "approval.requested", Step: sr.rec.ID, Message: msg}
 		if !req.Deadline.IsZero() {
 			ev.Data = map[string]any{"deadline": req.Deadline.UTC().Format(time.RFC3339)}
 		}
-		if rs.e.o.Approvals == ApprovalPark {
-			sr.queue(ev)
-			return steps.ApprovalResponse{}, 0, steps.ErrSuspended
-		}
-		sr.mu.Lock()
-		sr.rec.Status = state.StepWaiting
-		sr.mu.Unlock()
-		sr.save(ctx, ev)
+		sr.queue(ev)
 	}
-	wait := rs.e.o.ApprovalPoll
-	if !req.Deadline.IsZero() && req.Deadline.Sub(now) < wait {
-		wait = req.Deadline.Sub(now)
-	}
-	return steps.ApprovalResponse{}, wait, nil
-}
-
-// approvalKey names one approval step waiting in this process.
-type approvalKey struct{ run, step string }
-
-// approvalWaiter returns a context that Approve of step of runID in this
-// process cancels, so the waiting step reads the answer at once instead of
-// at its next poll. done unregisters it. The wake is a cancel func in a
-// map: no goroutine or channel per waiting step.
-func (e *Engine) approvalWaiter(ctx context.Context, runID, step string) (context.Context, func()) {
-	wctx, wake := context.WithCancel(ctx)
-	k := approvalKey{runID, step}
-	e.mu.Lock()
-	e.waiters[k] = wake
-	e.mu.Unlock()
-	return wctx, func() {
-		e.mu.Lock()
-		delete(e.waiters, k)
-		e.mu.Unlock()
-		wake()
-	}
-}
-
-// wakeApproval wakes step of runID if it waits in this process.
-func (e *Engine) wakeApproval(runID, step string) {
-	e.mu.Lock()
-	wake := e.waiters[approvalKey{runID, step}]
-	e.mu.Unlock()
-	if wake != nil {
-		wake()
-	}
+	return steps.ApprovalResponse{}, steps.ErrSuspended
 }
 
 // eventHandler turns a step's log records into run events.

@@ -31,8 +31,12 @@
 // records are copied lazily and idempotently: executing or resuming a run
 // with RetryOf set copies whatever is missing first.
 //
-// Approvals: in ApprovalWait mode a waiting step polls the store every
-// ApprovalPoll; Approve in the same process wakes it at once.
+// Approvals: an unanswered approval suspends its step. With ApprovalPark
+// the run is saved as waiting and returns; with ApprovalWait it waits at
+// the top of its goroutine (wait.go) until Approve in this process wakes
+// it, ApprovalPoll or a deadline passes, or it is cancelled, then runs its
+// list again: finished steps are kept, the suspended step continues the
+// same attempt.
 //
 // Sharing: Options.Parse results may be cached and shared by many runs; the
 // engine never mutates a *playbook.Playbook.

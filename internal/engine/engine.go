@@ -37,10 +37,12 @@ const (
 	// ApprovalPark persists the run as waiting and returns; answering the
 	// approval later resumes it (the CLI without a server).
 	ApprovalPark ApprovalMode = iota
-	// ApprovalWait keeps the step waiting in-process, polling the store
-	// every ApprovalPoll (the server). Approve in the same process wakes
-	// the step at once, so the poll only matters for answers written by
-	// another process; it can be long.
+	// ApprovalWait keeps the run waiting in-process (the server): it reads
+	// the answer again every ApprovalPoll and at the approval's deadline.
+	// Approve in the same process wakes it at once, so the poll only
+	// matters for answers written by another process; it can be long. A
+	// waiting run holds one goroutine (the caller's, with a small stack)
+	// and one timer.
 	ApprovalWait
 )
 
@@ -81,7 +83,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	active  map[string]context.CancelCauseFunc // running runs of this process
-	waiters map[approvalKey]context.CancelFunc // approval steps polling here
+	waiters map[string]context.CancelFunc      // runs waiting for an approval here
 }
 
 // New returns an engine. It panics without a Store.
@@ -114,7 +116,7 @@ func New(o Options) *Engine {
 		host, _ := os.Hostname()
 		o.Process = fmt.Sprintf("%s/%d", host, os.Getpid())
 	}
-	return &Engine{o: o, active: map[string]context.CancelCauseFunc{}, waiters: map[approvalKey]context.CancelFunc{}}
+	return &Engine{o: o, active: map[string]context.CancelCauseFunc{}, waiters: map[string]context.CancelFunc{}}
 }
 
 // StartRequest describes a new run.
@@ -226,6 +228,11 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*state.Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: the playbook snapshot no longer loads: %w", r.ID, err)
 	}
+	if pb.Hash == r.Hash && len(pb.Source) == len(r.Snapshot) {
+		// Share the (cached) playbook's bytes: many waiting runs of one
+		// playbook hold one copy of the snapshot, not one each.
+		r.Snapshot = pb.Source
+	}
 	if e.missingSecrets(pb) != nil {
 		return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf(
 			"resume %s: secret %s not set", r.ID, strings.Join(e.missingSecrets(pb), ", "))}
@@ -282,7 +289,7 @@ func (e *Engine) Approve(ctx context.Context, runID, step string, a state.Approv
 		return err
 	}
 	e.observe(runID, ev)
-	e.wakeApproval(runID, step)
+	e.wake(runID)
 	return nil
 }
 

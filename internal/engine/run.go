@@ -31,6 +31,8 @@ type runState struct {
 	failed    bool // a step failed without continue_on_error
 	waiting   bool // a step is parked on an approval
 	status    string
+	asked     map[string]bool // approvals requested by this process
+	wakeBy    time.Time       // earliest deadline of a waiting approval
 
 	runMu sync.Mutex // serialises writes of the run record
 
@@ -56,6 +58,7 @@ func (e *Engine) execute(parent context.Context, pb *playbook.Playbook, r *state
 		e: e, pb: pb, run: r, inputs: inputs,
 		scopeStep: map[string]*expr.StepState{},
 		records:   map[string]*state.StepRecord{},
+		asked:     map[string]bool{},
 		status:    "running",
 	}
 	rs.secrets = map[string]string{}
@@ -118,13 +121,12 @@ func (e *Engine) execute(parent context.Context, pb *playbook.Playbook, r *state
 		return r, err
 	}
 
-	rs.runList(ctx, pb.Steps, phaseMain)
-	rs.mu.RLock()
-	failed, waiting := rs.failed, rs.waiting
-	rs.mu.RUnlock()
-	if waiting {
+	if park := rs.runMain(ctx); park {
 		return rs.park(ctx)
 	}
+	rs.mu.RLock()
+	failed := rs.failed
+	rs.mu.RUnlock()
 	cause := runCause(ctx)
 	if failed && cause == nil && len(pb.OnFailure) > 0 {
 		rs.setStatus("failed")

@@ -285,20 +285,31 @@ func (rs *runState) runSingle(ctx context.Context, st *playbook.Step, id string,
 		return rs.finishStep(ctx, rec, nil, err, nil)
 	}
 	sr := &stepRun{rs: rs, st: st, rec: rec, lazy: st.Desc.Pure}
+	sr.continuing = rec.Status == state.StepWaiting && rec.Attempts > 0
 	for {
 		attempt := rec.Attempts + 1
+		if sr.continuing {
+			attempt = rec.Attempts
+		}
 		if wait := rec.NextAttemptAt.Sub(rs.e.o.Clock.Now()); !rec.NextAttemptAt.IsZero() && wait > 0 {
 			if err := rs.e.o.Clock.Sleep(ctx, wait); err != nil {
 				return rs.finishStep(ctx, rec, nil, err, sr)
 			}
 		}
 		out, err := sr.attempt(ctx, attempt, params, extra, it)
+		continuing := sr.continuing
+		sr.continuing = false
 		if errors.Is(err, steps.ErrSuspended) {
 			rs.mu.Lock()
 			rs.waiting = true
 			rs.mu.Unlock()
 			rec.Status = state.StepWaiting
-			sr.save(ctx, state.Event{Type: "step.waiting", Step: id, Attempt: attempt, Message: "waiting for approval"})
+			switch {
+			case !continuing:
+				sr.save(ctx, state.Event{Type: "step.waiting", Step: id, Attempt: attempt, Message: "waiting for approval"})
+			case sr.hasPending():
+				sr.save(ctx)
+			}
 			return state.StepWaiting
 		}
 		if err == nil {

@@ -77,6 +77,7 @@ func TestCancellingAWaitingRunEndsItsWait(t *testing.T) {
 	select {
 	case r := <-done:
 		assert.Equal(t, state.RunCancelled, r.Status)
+		assert.Equal(t, state.StepCancelled, h.steps(runID)["gate"].Status)
 	case <-time.After(5 * time.Second):
 		t.Fatal("the cancelled run kept waiting")
 	}
@@ -106,4 +107,70 @@ func TestApproveOfAnAnsweredStepIsAConflict(t *testing.T) {
 	<-done
 	err := h.engine.Approve(context.Background(), runID, "gate", state.Approval{Approved: true, By: "erin"})
 	assert.Equal(t, steps.Conflict, steps.CodeOf(err))
+}
+
+func TestWaitingForEachItemsContinueWhenApproved(t *testing.T) {
+	h := realTimeWait(t)
+	pb := h.load(`
+version: 1
+name: fan
+steps:
+  - {id: gate, uses: approval, for_each: [x, y], max_parallel: 2, with: {message: "go ${{ item }}?"}}
+  - {id: after, uses: set, with: {n: "${{ steps.gate.outputs.count }}"}}
+`)
+	r, err := h.engine.Start(context.Background(), pb, engine.StartRequest{})
+	require.NoError(t, err)
+	done := make(chan *state.Run, 1)
+	go func() {
+		got, _ := h.engine.Execute(context.Background(), pb, r)
+		done <- got
+	}()
+	for _, id := range []string{"gate[0]", "gate[1]"} {
+		require.Eventually(t, func() bool {
+			rec, err := h.store.GetStep(context.Background(), r.ID, id)
+			return err == nil && rec.Status == state.StepWaiting
+		}, 5*time.Second, time.Millisecond)
+		require.NoError(t, h.engine.Approve(context.Background(), r.ID, id, state.Approval{Approved: true, By: "dana"}))
+	}
+	select {
+	case got := <-done:
+		require.Equal(t, state.RunSucceeded, got.Status)
+		recs := h.steps(r.ID)
+		assert.Equal(t, 1, recs["gate[0]"].Attempts, "the wait goes on in the same attempt")
+		assert.Equal(t, int64(2), toInt(recs["after"].Outputs["n"]))
+	case <-time.After(5 * time.Second):
+		t.Fatal("the run did not continue after both approvals")
+	}
+	assert.Equal(t, 2, countEvents(h, r.ID, "approval.requested"), "each item asked once")
+	assert.Equal(t, 2, countEvents(h, r.ID, "step.waiting"))
+}
+
+func countEvents(h *harness, runID, typ string) int {
+	evs, err := h.store.Events(context.Background(), runID, 0, 0)
+	require.NoError(h.t, err)
+	n := 0
+	for _, ev := range evs {
+		if ev.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+func toInt(v any) int64 {
+	switch x := v.(type) {
+	case int:
+		return int64(x)
+	case int64:
+		return x
+	case float64:
+		return int64(x)
+	case string:
+		var n int64
+		for _, c := range x {
+			n = n*10 + int64(c-'0')
+		}
+		return n
+	}
+	return -1
 }

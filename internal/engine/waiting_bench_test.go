@@ -189,8 +189,11 @@ func cachingParse() func(string, []byte) (*playbook.Playbook, error) {
 
 func goroutines() int { return runtime.NumGoroutine() }
 
-// memory returns Go's heap in use and the process's resident set, in MB.
+// memory returns Go's heap in use and the process's resident set, in MB,
+// after two collections (each may halve a goroutine stack that is mostly
+// unused; a server collects many times while its runs wait).
 func memory() (heap, rss float64) {
+	runtime.GC()
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)

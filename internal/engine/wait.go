@@ -1,0 +1,95 @@
+package engine
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+// runMain runs the main steps and reports whether the run must park.
+//
+// A step waiting for an approval suspends (AwaitApproval returns
+// ErrSuspended) and its dependents do not start. With ApprovalPark the run
+// then parks. With ApprovalWait the run waits here — at the bottom of its
+// goroutine's stack, not deep inside the step, so that a waiting run costs
+// a small stack and one timer — until Approve wakes it, the poll period or
+// the earliest approval deadline passes, or ctx ends; then it runs the list
+// again (finished steps are not re-run, suspended ones continue the same
+// attempt). When ctx ends, the waiting steps end cancelled (or failed, on
+// the run's timeout).
+func (rs *runState) runMain(ctx context.Context) bool {
+	e := rs.e
+	for {
+		// Register the wake before the steps read their approvals: an
+		// Approve that commits after a read ends the sleep below.
+		wctx, done := e.waiter(ctx, rs.run.ID)
+		rs.runList(ctx, rs.pb.Steps, phaseMain)
+		rs.mu.Lock()
+		waiting, until := rs.waiting, rs.wakeBy
+		if e.o.Approvals == ApprovalWait {
+			rs.waiting, rs.wakeBy = false, time.Time{}
+		}
+		rs.mu.Unlock()
+		if !waiting || e.o.Approvals == ApprovalPark {
+			done()
+			return waiting
+		}
+		wait := e.o.ApprovalPoll
+		if !until.IsZero() {
+			wait = min(wait, until.Sub(e.o.Clock.Now()))
+		}
+		_ = e.o.Clock.Sleep(wctx, wait) // ends early when Approve wakes it
+		done()
+		if ctx.Err() != nil {
+			rs.endWaiting(ctx)
+			return false
+		}
+	}
+}
+
+// endWaiting finishes the steps still waiting when the run's ctx ended.
+func (rs *runState) endWaiting(ctx context.Context) {
+	rs.mu.RLock()
+	var waiting []*state.StepRecord
+	for _, rec := range rs.records {
+		if rec.Status == state.StepWaiting {
+			waiting = append(waiting, rec)
+		}
+	}
+	rs.mu.RUnlock()
+	sort.Slice(waiting, func(i, j int) bool { return waiting[i].ID < waiting[j].ID })
+	for _, rec := range waiting {
+		rs.finishStep(ctx, rec, nil, context.Cause(ctx), nil)
+	}
+}
+
+// waiter returns a context that Approve of a step of runID in this process
+// cancels; done unregisters it. The wake is a cancel func in a map: no
+// goroutine or channel per waiting run.
+func (e *Engine) waiter(ctx context.Context, runID string) (context.Context, func()) {
+	if e.o.Approvals != ApprovalWait {
+		return ctx, func() {}
+	}
+	wctx, wake := context.WithCancel(ctx)
+	e.mu.Lock()
+	e.waiters[runID] = wake
+	e.mu.Unlock()
+	return wctx, func() {
+		e.mu.Lock()
+		delete(e.waiters, runID)
+		e.mu.Unlock()
+		wake()
+	}
+}
+
+// wake ends the approval wait of run runID, if it waits in this process.
+func (e *Engine) wake(runID string) {
+	e.mu.Lock()
+	wake := e.waiters[runID]
+	e.mu.Unlock()
+	if wake != nil {
+		wake()
+	}
+}
