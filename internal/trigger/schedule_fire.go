@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/runbook/runbook/internal/expr"
@@ -21,6 +22,7 @@ func (s *Scheduler) tick(ctx context.Context) time.Duration {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	var due []*entry
 	for _, k := range keys {
 		e := s.entries[k]
 		if !e.next.IsZero() && !now.Before(e.next.Add(s.jitter(e, e.next))) {
@@ -32,16 +34,30 @@ func (s *Scheduler) tick(ctx context.Context) time.Duration {
 			e.next = e.sched.Next(now.In(e.loc))
 			s.catchUp(e, slot, now)
 		}
-		if !e.pending.IsZero() && len(s.opts.Starter.Active(e.pb.Name)) == 0 {
-			slot := e.pending
-			e.pending = time.Time{}
-			s.start(ctx, e, queued{slot: slot})
+		if len(e.queue) > 0 || !e.pending.IsZero() {
+			due = append(due, e)
 		}
-		for len(e.queue) > 0 {
-			q := e.queue[0]
-			e.queue = e.queue[1:]
-			s.fire(ctx, e, q)
+	}
+	// Triggers due together fire together: each one's cursor write and run
+	// commit would otherwise wait for all the ones sorted before it, and
+	// the store groups concurrent commits into one.
+	if len(due) == 1 {
+		s.work(ctx, due[0])
+	} else {
+		var wg sync.WaitGroup
+		for _, e := range due {
+			wg.Go(func() { s.work(ctx, e) })
 		}
+		wg.Wait()
+	}
+	// The wait counts from now, not from the tick's start: firing took
+	// time, and sleeping the whole gap again would make the next slot late
+	// by that much.
+	if len(due) > 0 {
+		now = s.opts.Clock.Now()
+	}
+	for _, k := range keys {
+		e := s.entries[k]
 		if !e.next.IsZero() {
 			wait = min(wait, e.next.Add(s.jitter(e, e.next)).Sub(now))
 		}
@@ -50,6 +66,21 @@ func (s *Scheduler) tick(ctx context.Context) time.Duration {
 		}
 	}
 	return max(wait, 0)
+}
+
+// work starts a trigger's queued slot once its playbook is idle and fires
+// its due slots. It touches only e, so triggers work concurrently.
+func (s *Scheduler) work(ctx context.Context, e *entry) {
+	if !e.pending.IsZero() && len(s.opts.Starter.Active(e.pb.Name)) == 0 {
+		slot := e.pending
+		e.pending = time.Time{}
+		s.start(ctx, e, queued{slot: slot})
+	}
+	for len(e.queue) > 0 {
+		q := e.queue[0]
+		e.queue = e.queue[1:]
+		s.fire(ctx, e, q)
+	}
 }
 
 // fire applies the overlap policy to one due slot.

@@ -106,6 +106,8 @@ type fakeStarter struct {
 	at        []time.Time
 	active    map[string][]string
 	cancelled []string
+	// advance moves the clock forward during each Start (a slow commit).
+	advance time.Duration
 }
 
 func (f *fakeStarter) Start(_ context.Context, req StartRequest) (string, error) {
@@ -113,6 +115,11 @@ func (f *fakeStarter) Start(_ context.Context, req StartRequest) (string, error)
 	defer f.mu.Unlock()
 	f.starts = append(f.starts, req)
 	f.at = append(f.at, f.clock.Now())
+	if f.advance > 0 {
+		f.clock.mu.Lock()
+		f.clock.now = f.clock.now.Add(f.advance)
+		f.clock.mu.Unlock()
+	}
 	id := fmt.Sprintf("run-%d", len(f.starts))
 	if f.hold {
 		if f.active == nil {
@@ -563,4 +570,18 @@ func TestScheduleRecordsTheSlotBeforeStarting(t *testing.T) {
 	r.start(SchedulerOptions{}, pb)
 	r.clock.runUntil(t, utc("2026-01-01T02:00:00Z"))
 	assert.Equal(t, []string{"2026-01-01T02:00:00Z"}, r.starter.slots())
+}
+
+// A firing that takes time must not push the next slot back by as much:
+// the scheduler sleeps until the next slot counted from after the firing.
+func TestScheduleSleepsFromTheEndOfAFiring(t *testing.T) {
+	r := newRig(t, utc("2026-11-22T00:00:00.5Z"))
+	r.starter.advance = 300 * time.Millisecond
+	r.start(SchedulerOptions{}, book(t, "tick", `{cron: "* * * * * *"}`))
+	r.clock.wakeAt(t, utc("2026-11-22T00:00:01Z"))
+	require.Len(t, r.starter.slots(), 1)
+	r.clock.mu.Lock()
+	at := r.clock.at
+	r.clock.mu.Unlock()
+	assert.Equal(t, utc("2026-11-22T00:00:02Z"), at, "the next wake-up is the next slot, not the slot plus the firing's duration")
 }
