@@ -48,12 +48,21 @@ func seqKey(n uint64) []byte {
 
 // CreateRun stores a new run and its first events. It fails with
 // state.ErrExists when the ID is taken. A zero CreatedAt is set to now,
-// in r too.
+// in r too. Everything is encoded before the transaction, so the shared
+// writer spends its time on bbolt only.
 func (s *Store) CreateRun(ctx context.Context, r *state.Run, events ...state.Event) error {
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = s.now()
 	}
-	err := s.update(ctx, func(tx *bbolt.Tx) error {
+	enc, err := encodeRun(r)
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	evs, err := s.encodeEvents(1, events) // a new run's events start at 1
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	err = s.update(ctx, func(tx *bbolt.Tx) error {
 		runs := tx.Bucket(bucketRuns)
 		id := []byte(r.ID)
 		if runs.Get(id) != nil {
@@ -68,10 +77,19 @@ func (s *Store) CreateRun(ctx context.Context, r *state.Run, events ...state.Eve
 				return err
 			}
 		}
-		if err := putRun(tx, r, nil); err != nil {
+		if err := enc.write(tx); err != nil {
 			return err
 		}
-		return s.appendEvents(rb, events)
+		if len(evs) == 0 {
+			return nil
+		}
+		b := rb.Bucket(subEvents)
+		for i, data := range evs {
+			if err := b.Put(seqKey(uint64(i+1)), data); err != nil {
+				return err
+			}
+		}
+		return b.SetSequence(uint64(len(evs)))
 	})
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
@@ -107,24 +125,40 @@ func putRun(tx *bbolt.Tx, r *state.Run, old *state.Run) error {
 		cp.CreatedAt = old.CreatedAt
 		rec = &cp
 	}
-	data, err := json.Marshal(rec)
+	enc, err := encodeRun(rec)
 	if err != nil {
-		return fmt.Errorf("encode run: %w", err)
+		return err
 	}
-	idx := tx.Bucket(bucketByCreated)
 	if old != nil && !old.CreatedAt.Equal(rec.CreatedAt) {
-		if err := idx.Delete(createdKey(old.CreatedAt, old.ID)); err != nil {
+		if err := tx.Bucket(bucketByCreated).Delete(createdKey(old.CreatedAt, old.ID)); err != nil {
 			return err
 		}
 	}
-	entry, err := json.Marshal(indexEntry{Status: rec.Status, Playbook: rec.Playbook, ParentID: rec.ParentID})
+	return enc.write(tx)
+}
+
+// encodedRun is a run record and its index entry, ready to write.
+type encodedRun struct {
+	id, data, idxKey, entry []byte
+}
+
+func encodeRun(r *state.Run) (*encodedRun, error) {
+	data, err := json.Marshal(r)
 	if err != nil {
-		return fmt.Errorf("encode run index: %w", err)
+		return nil, fmt.Errorf("encode run: %w", err)
 	}
-	if err := idx.Put(createdKey(rec.CreatedAt, rec.ID), entry); err != nil {
+	entry, err := json.Marshal(indexEntry{Status: r.Status, Playbook: r.Playbook, ParentID: r.ParentID})
+	if err != nil {
+		return nil, fmt.Errorf("encode run index: %w", err)
+	}
+	return &encodedRun{id: []byte(r.ID), data: data, idxKey: createdKey(r.CreatedAt, r.ID), entry: entry}, nil
+}
+
+func (e *encodedRun) write(tx *bbolt.Tx) error {
+	if err := tx.Bucket(bucketByCreated).Put(e.idxKey, e.entry); err != nil {
 		return err
 	}
-	return tx.Bucket(bucketRuns).Put([]byte(rec.ID), data)
+	return tx.Bucket(bucketRuns).Put(e.id, e.data)
 }
 
 func getRun(tx *bbolt.Tx, id string) (*state.Run, error) {

@@ -172,6 +172,24 @@ func (s *Store) appendEvents(rb *bbolt.Bucket, events []state.Event) error {
 	return nil
 }
 
+// encodeEvents encodes events with sequence numbers from first, as
+// appendEvents would assign them; a zero Time is set to now.
+func (s *Store) encodeEvents(first uint64, events []state.Event) ([][]byte, error) {
+	out := make([][]byte, len(events))
+	for i, ev := range events {
+		ev.Seq = first + uint64(i)
+		if ev.Time.IsZero() {
+			ev.Time = s.now()
+		}
+		data, err := json.Marshal(ev)
+		if err != nil {
+			return nil, fmt.Errorf("encode event %s: %w", ev.Type, err)
+		}
+		out[i] = data
+	}
+	return out, nil
+}
+
 // Events returns a run's events with Seq > after, at most limit (0: all).
 // It seeks straight to after+1. It fails with state.ErrNotFound when the
 // run does not exist.
