@@ -120,6 +120,14 @@ func (in *Intake) enter() bool {
 	return true
 }
 
+// track registers work a request leaves behind (its done record), so
+// that Shutdown waits for it; leave ends it.
+func (in *Intake) track() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.active++
+}
+
 func (in *Intake) leave() {
 	in.mu.Lock()
 	defer in.mu.Unlock()

@@ -29,19 +29,22 @@ import (
 //     key>", so a hook repeated under a new hooksId starts nothing.
 //  5. Each unit is started through the Starter (durable when it returns);
 //     its trigger carries "key" (the unit's identity).
-//  6. Done: the run IDs are attached to the claim (Store.DedupSet), then
-//     the 200 is sent.
+//  6. Answer: the 200 is sent once every run is committed.
+//  7. Done: the run IDs are attached to the claim (Store.DedupSet) after
+//     the answer but before the delivery's turn (1) ends, so a redelivery
+//     to this process always finds them.
 //
 // A claim already seen at 3 is read again for its done record (another
 // process may have completed the delivery between 2 and 3): with one, the
 // delivery is a duplicate. A claim without a done record means an earlier
-// attempt crashed or failed between 3 and 6; the redelivery then recovers:
+// attempt crashed or failed between 3 and 7; the redelivery then recovers:
 // for each unit it looks for a run whose trigger.key is the unit's
 // (Store.ListRuns of that playbook: the Starter must commit runs to the
 // same Store, as `runbook serve` does) and starts only the missing ones. So
 // every delivery answered 200 has all its runs, and no unit ever has two,
 // whatever the crash point; the price of a crash is one scan of a
-// playbook's runs on redelivery. The done record only spares that scan.
+// playbook's runs on redelivery. The done record only spares that scan,
+// which is why the answer does not wait for its commit.
 //
 // Claims expire after DedupTTL and their done records with them (a
 // redelivery after that is a new delivery).
@@ -60,39 +63,62 @@ type unit struct {
 	perHook bool
 }
 
+// deliver handles one delivery and returns its answer once the claims and
+// runs are committed. The done record is written after the answer: it
+// only spares a redelivery the recovery scan. The delivery's turn is held
+// until it is written, so a redelivery to this process finds it, and
+// Shutdown waits for it.
 func (in *Intake) deliver(ctx context.Context, route string, d *Delivery) (*Answer, error) {
 	claim := "webhook/" + route + "/" + d.HooksID
 	if err := in.waitTurn(ctx, claim); err != nil {
 		return nil, err
 	}
-	defer in.endTurn(claim)
 	ctx = context.WithoutCancel(ctx) // commits finish even if the sender hangs up
-
-	if ans, err := in.duplicate(ctx, claim); ans != nil || err != nil {
+	ans, done, err := in.startRuns(ctx, route, d, claim)
+	if done == nil {
+		in.endTurn(claim)
 		return ans, err
+	}
+	in.track()
+	go func() {
+		defer in.leave()
+		defer in.endTurn(claim)
+		if err := in.opts.Store.DedupSet(ctx, claim, done); err != nil {
+			in.opts.Logger.Warn("webhook delivery record not written; a redelivery will look for its runs",
+				"route", route, "delivery", d.HooksID, "err", err)
+		}
+	}()
+	return ans, nil
+}
+
+// startRuns claims the delivery and starts its missing runs. done is the
+// record to attach to the claim, nil for a duplicate or an error.
+func (in *Intake) startRuns(ctx context.Context, route string, d *Delivery, claim string) (ans *Answer, done []byte, err error) {
+	if ans, err := in.duplicate(ctx, claim); ans != nil || err != nil {
+		return ans, nil, err
 	}
 	seen, err := in.opts.Store.Dedup(ctx, claim, in.opts.DedupTTL)
 	if err != nil {
-		return nil, fmt.Errorf("claim delivery: %w", err)
+		return nil, nil, fmt.Errorf("claim delivery: %w", err)
 	}
 	recovering := false
 	if seen {
 		// Claimed before: completed by another process meanwhile, or an
 		// attempt that never finished.
 		if ans, err := in.duplicate(ctx, claim); ans != nil || err != nil {
-			return ans, err
+			return ans, nil, err
 		}
 		recovering = true
 		in.opts.Logger.Warn("webhook delivery was claimed but never completed; recovering", "route", route, "delivery", d.HooksID)
 	}
 
 	units, skipped := in.match(route, d)
-	ans := &Answer{Status: "accepted", Runs: []string{}, Skipped: skipped}
+	ans = &Answer{Status: "accepted", Runs: []string{}, Skipped: skipped}
 	for _, u := range units {
 		if u.perHook {
 			hseen, err := in.opts.Store.Dedup(ctx, "webhook/"+route+"/unit/"+u.key, in.opts.DedupTTL)
 			if err != nil {
-				return nil, fmt.Errorf("claim hook: %w", err)
+				return nil, nil, fmt.Errorf("claim hook: %w", err)
 			}
 			if hseen && !recovering {
 				continue // delivered before under another hooksId
@@ -101,7 +127,7 @@ func (in *Intake) deliver(ctx context.Context, route string, d *Delivery) (*Answ
 		if recovering {
 			id, err := in.findRun(ctx, u)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if id != "" {
 				ans.Runs = append(ans.Runs, id)
@@ -110,16 +136,13 @@ func (in *Intake) deliver(ctx context.Context, route string, d *Delivery) (*Answ
 		}
 		id, err := in.opts.Starter.Start(ctx, StartRequest{Playbook: u.pb, Inputs: u.inputs, Trigger: u.trig})
 		if err != nil {
-			return nil, fmt.Errorf("start %s: %w", u.pb.Name, err)
+			return nil, nil, fmt.Errorf("start %s: %w", u.pb.Name, err)
 		}
 		in.opts.Logger.Info("webhook started a run", "route", route, "delivery", d.HooksID, "playbook", u.pb.Name, "run_id", id)
 		ans.Runs = append(ans.Runs, id)
 	}
-	b, _ := json.Marshal(doneRecord{Runs: ans.Runs})
-	if err := in.opts.Store.DedupSet(ctx, claim, b); err != nil {
-		return nil, fmt.Errorf("record delivery: %w", err)
-	}
-	return ans, nil
+	done, _ = json.Marshal(doneRecord{Runs: ans.Runs})
+	return ans, done, nil
 }
 
 // duplicate returns the answer to a delivery whose claim carries a done

@@ -284,6 +284,8 @@ func TestIntakeShutdown(t *testing.T) {
 	e := newHookEnv(t, 0, perDeliveryPlaybook)
 	require.Equal(t, 200, e.post("/hooks/sms", nil, unsubscribe("s-1", "01012345678")).status)
 	require.NoError(t, e.intake.Shutdown(context.Background()))
+	_, err := e.store.DedupGet(context.Background(), "webhook/sms/s-1")
+	require.NoError(t, err, "Shutdown waited for the done record written after the answer")
 	a := e.post("/hooks/sms", nil, unsubscribe("s-2", "01012345678"))
 	assert.Equal(t, 503, a.status)
 	assert.Equal(t, "unavailable", a.body["code"])
