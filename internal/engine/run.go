@@ -132,7 +132,7 @@ func (e *Engine) execute(parent context.Context, pb *playbook.Playbook, r *state
 		rs.setStatus("failed")
 		rs.runList(ctx, pb.OnFailure, phaseOnFailure)
 	}
-	if len(pb.Finally) > 0 {
+	if len(pb.Finally) > 0 && !errors.Is(cause, ErrSuspend) {
 		fctx := ctx
 		if cause != nil {
 			// finally steps still run after a cancellation or timeout, with
@@ -365,6 +365,24 @@ func (rs *runState) skip(ctx context.Context, cause error) (*state.Run, error) {
 	return rs.run, nil
 }
 
+// ErrSuspend, as the cause a run's context is cancelled with, stops the
+// run without ending it: interrupted steps are recorded as cancelled (a
+// resume runs them again; mutating ones reconcile first), on_failure and
+// finally do not run, and the run stays "running" so that the next
+// process resumes it. `runbook serve` suspends its runs this way at a
+// graceful shutdown. Execute and Resume return it.
+var ErrSuspend = errors.New("run suspended")
+
+func (rs *runState) suspend(ctx context.Context) (*state.Run, error) {
+	now := rs.e.o.Clock.Now()
+	rs.run.Status, rs.run.Owner = state.RunRunning, ""
+	ev := state.Event{Time: now, Type: "run.suspended", Message: "run suspended: this process is stopping; it resumes where it stopped at the next start"}
+	if err := rs.saveRun(ctx, ev); err != nil {
+		return rs.run, err
+	}
+	return rs.run, ErrSuspend
+}
+
 func (rs *runState) park(ctx context.Context) (*state.Run, error) {
 	now := rs.e.o.Clock.Now()
 	rs.run.Status = state.RunWaiting
@@ -378,6 +396,9 @@ func (rs *runState) park(ctx context.Context) (*state.Run, error) {
 // persists the run. cause is why the run's context ended (nil if it did
 // not) or an error that stopped the run before its steps.
 func (rs *runState) finish(ctx context.Context, cause error) (*state.Run, error) {
+	if cause != nil && errors.Is(cause, ErrSuspend) {
+		return rs.suspend(ctx)
+	}
 	r := rs.run
 	now := rs.e.o.Clock.Now()
 	r.EndedAt = now

@@ -166,4 +166,4 @@ func (r *runner) retry(ctx context.Context, runID, from string) (*state.Run, err
 }
 
 // errSuspend is the cause the runs are stopped with at shutdown.
-var errSuspend = errors.New("TODO suspend")
+var errSuspend = engine.ErrSuspend
