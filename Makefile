@@ -23,6 +23,7 @@ schema: ## regenerate schema/playbook.schema.json from the step registry
 
 bench: ## print the performance figures the issues ask for
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/engine ./internal/expr ./internal/state/...
+	$(GO) test -run '^$$' -bench Intake -benchtime 20000x ./internal/trigger
 	$(GO) run ./tools/benchrun
 
 fuzz: ## fuzz the playbook loader and templates (FUZZTIME=5m)
