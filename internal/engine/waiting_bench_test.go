@@ -4,10 +4,11 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,15 +24,17 @@ import (
 
 // BenchmarkWaitingRuns holds N one-step runs waiting at once in one
 // process, over a real, fsynced bbolt file, as the server does: Start and
-// Execute each, measure memory once all wait, cancel them all, open the
-// file again with a new engine and Resume every run, measuring the time
-// until all wait again and the memory then. The targets are 10,000 runs
-// under 300 MB RSS, all waiting again within 5 s of the restart.
+// Execute each (ApprovalWait, a one-hour poll, a caching Parse), measure
+// memory once all wait, cancel them all; then a new process of this test
+// binary (TestWaitingRunsResumeChild) opens the file and Resumes every
+// run, measuring the time until all wait again and its memory then. The
+// targets are 10,000 runs under 300 MB RSS, all waiting again within 5 s
+// of the restart. "sleep" is the same with a one-hour sleep step.
 //
 // One op is the whole scenario (use -benchtime=1x). N is 10,000, or
-// RUNBOOK_BENCH_WAITING_RUNS. Metrics: heap_MB and rss_MB while waiting
-// (Go's HeapInuse and /proc/self/status VmRSS), start_s, resume_s and
-// resumed_heap_MB, goroutines/run.
+// RUNBOOK_BENCH_WAITING_RUNS. Memory is read after two collections: Go's
+// HeapInuse (heap_MB), goroutine stacks (stack_MB), /proc/self/status
+// VmRSS (rss_MB, which includes the bbolt file's mapped pages) and RssAnon.
 //
 //	go test ./internal/engine -run '^$' -bench WaitingRuns -benchtime=1x
 func BenchmarkWaitingRuns(b *testing.B) {
@@ -94,28 +97,9 @@ func benchWaiting(b *testing.B, step, waitingEvent string) {
 			b.Fatal(err)
 		}
 
-		// Phase 2: a new engine over the same file resumes every run.
-		runtime.GC()
-		debug.FreeOSMemory()
-		st, waiting, e = openWaiting(b, path, parse, waitingEvent)
-		ctx, cancel = context.WithCancel(context.Background())
-		t0 = time.Now()
-		for _, id := range ids {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if _, err := e.Resume(ctx, id); err != nil && ctx.Err() == nil {
-					b.Log(err)
-					failed.Add(1)
-				}
-			}()
-		}
-		waiting.wait(b, n, &failed, 120*time.Second)
-		resume := time.Since(t0)
-		rheap, rrss := memory()
-		cancel()
-		wg.Wait()
-		_ = st.Close()
+		// Phase 2: a new process (as after a restart) opens the same file
+		// and resumes every run.
+		res := resumeInChild(b, path, waitingEvent, ids)
 
 		b.ReportMetric(float64(n), "runs")
 		b.ReportMetric(heap, "heap_MB")
@@ -124,10 +108,78 @@ func benchWaiting(b *testing.B, step, waitingEvent string) {
 		b.ReportMetric(stack, "stack_MB")
 		b.ReportMetric(anon, "rss_anon_MB")
 		b.ReportMetric(start.Seconds(), "start_s")
-		b.ReportMetric(resume.Seconds(), "resume_s")
-		b.ReportMetric(rheap, "resumed_heap_MB")
-		b.ReportMetric(rrss, "resumed_rss_MB")
+		b.ReportMetric(res["resume_s"], "resume_s")
+		b.ReportMetric(res["heap_MB"], "resumed_heap_MB")
+		b.ReportMetric(res["rss_MB"], "resumed_rss_MB")
+		b.ReportMetric(res["stack_MB"], "resumed_stack_MB")
+		b.ReportMetric(res["rss_anon_MB"], "resumed_rss_anon_MB")
 	}
+}
+
+// resumeInChild runs TestWaitingRunsResumeChild in a new process of this
+// test binary and returns the figures it prints.
+func resumeInChild(b *testing.B, path, event string, ids []string) map[string]float64 {
+	b.Helper()
+	idFile := path + ".ids"
+	if err := os.WriteFile(idFile, []byte(strings.Join(ids, "\n")), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWaitingRunsResumeChild$", "-test.v")
+	cmd.Env = append(os.Environ(), "RUNBOOK_BENCH_RESUME_DB="+path, "RUNBOOK_BENCH_RESUME_IDS="+idFile, "RUNBOOK_BENCH_RESUME_EVENT="+event)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		b.Fatalf("resume process: %v\n%s", err, out)
+	}
+	res := map[string]float64{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "resumed:"); ok {
+			for _, kv := range strings.Fields(rest) {
+				k, v, _ := strings.Cut(kv, "=")
+				res[k], _ = strconv.ParseFloat(v, 64)
+			}
+		}
+	}
+	if len(res) == 0 {
+		b.Fatalf("resume process printed no figures:\n%s", out)
+	}
+	return res
+}
+
+// TestWaitingRunsResumeChild is the restarted process of
+// BenchmarkWaitingRuns; it skips unless the benchmark runs it.
+func TestWaitingRunsResumeChild(t *testing.T) {
+	path := os.Getenv("RUNBOOK_BENCH_RESUME_DB")
+	if path == "" {
+		t.Skip("run by BenchmarkWaitingRuns in a fresh process")
+	}
+	raw, err := os.ReadFile(os.Getenv("RUNBOOK_BENCH_RESUME_IDS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := strings.Split(string(raw), "\n")
+	st, waiting, e := openWaiting(t, path, cachingParse(), os.Getenv("RUNBOOK_BENCH_RESUME_EVENT"))
+	defer st.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	t0 := time.Now()
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := e.Resume(ctx, id); err != nil && ctx.Err() == nil {
+				t.Log(err)
+				failed.Add(1)
+			}
+		}()
+	}
+	waiting.wait(t, len(ids), &failed, 120*time.Second)
+	resume := time.Since(t0)
+	heap, rss := memory()
+	fmt.Printf("resumed: resume_s=%.3f heap_MB=%.1f rss_MB=%.1f stack_MB=%.1f rss_anon_MB=%.1f rss_file_MB=%.1f\n",
+		resume.Seconds(), heap, rss, stackMB(), statusMB("RssAnon:"), statusMB("RssFile:"))
+	cancel()
+	wg.Wait()
 }
 
 // waitCounter counts runs that reached their waiting event.
@@ -136,7 +188,7 @@ type waitCounter struct {
 	n     atomic.Int64
 }
 
-func (w *waitCounter) wait(b *testing.B, n int, failed *atomic.Int64, limit time.Duration) {
+func (w *waitCounter) wait(b testing.TB, n int, failed *atomic.Int64, limit time.Duration) {
 	b.Helper()
 	deadline := time.Now().Add(limit)
 	for int(w.n.Load()) < n {
@@ -150,7 +202,7 @@ func (w *waitCounter) wait(b *testing.B, n int, failed *atomic.Int64, limit time
 	}
 }
 
-func openWaiting(b *testing.B, path string, parse func(string, []byte) (*playbook.Playbook, error), event string) (*bolt.Store, *waitCounter, *engine.Engine) {
+func openWaiting(b testing.TB, path string, parse func(string, []byte) (*playbook.Playbook, error), event string) (*bolt.Store, *waitCounter, *engine.Engine) {
 	b.Helper()
 	st, err := bolt.Open(path, bolt.Options{Timeout: time.Second})
 	if err != nil {
