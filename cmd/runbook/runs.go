@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,7 +22,7 @@ import (
 
 var runsVerb = &verb{
 	name:    "runs",
-	summary: "list, inspect, approve and cancel runs",
+	summary: "list, inspect, approve, cancel and retry runs",
 	run:     cmdRuns,
 }
 
@@ -36,12 +38,16 @@ func runsSubVerbs() []subVerb {
 		{"logs", "print a run's event log", cmdRunsLogs},
 		{"approve", "answer a waiting approval and continue the run", cmdRunsApprove},
 		{"cancel", "cancel an unfinished run", cmdRunsCancel},
+		{"retry", "run a failed or cancelled run again from a step", cmdRunsRetry},
 	}
 }
 
 func cmdRuns(ctx context.Context, a *app, args []string) error {
 	return dispatchSub(ctx, a, "runs",
-		"Runs are read from the state file (--state, $RUNBOOK_STATE, else $XDG_STATE_HOME/runbook/state.db).",
+		`Runs are read from the state file (--state, $RUNBOOK_STATE, else $XDG_STATE_HOME/runbook/state.db).
+When runbook serve holds that file, every command goes through its API instead,
+with the same output; --server URL (or $RUNBOOK_SERVER) names a server. The API
+token is the secret RUNBOOK_API_TOKEN (environment or --secrets file).`,
 		runsSubVerbs(), args)
 }
 
@@ -118,8 +124,7 @@ func cmdRunsList(ctx context.Context, a *app, args []string) error {
 	pbName := fs.String("playbook", "", "only runs of this playbook `name`")
 	limit := fs.Int("limit", 20, "at most `n` runs (0: all)")
 	out := addOutputFlag(fs, "text")
-	var sf stateFlags
-	sf.addState(fs)
+	o := newRunsOpener(a, fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -127,14 +132,14 @@ func cmdRunsList(ctx context.Context, a *app, args []string) error {
 	if err := wantArgs(fs, pos, 0, 0, ""); err != nil {
 		return err
 	}
-	store, err := sf.openExisting()
+	b, err := o.open(ctx)
 	if err != nil {
 		return err
 	}
 	var runs []*state.Run
-	if store != nil {
-		defer store.Close()
-		runs, err = store.ListRuns(ctx, state.RunFilter{Status: status, Playbook: *pbName, Limit: *limit})
+	if b != nil {
+		defer b.close()
+		runs, err = b.list(ctx, state.RunFilter{Status: status, Playbook: *pbName, Limit: *limit})
 		if err != nil {
 			return withHint(err, "")
 		}
@@ -208,16 +213,26 @@ func getRun(ctx context.Context, store state.Store, id string) (*state.Run, erro
 	return r, nil
 }
 
-// openForRun opens the state file that must hold runID.
-func openForRun(sf *stateFlags, runID string) (state.Store, func(), error) {
-	store, err := sf.openExisting()
+// newRunsOpener adds --state, --secrets and --server to fs and returns
+// what opens the runs verb's backend once the flags are parsed.
+func newRunsOpener(a *app, fs *flag.FlagSet) *runsOpener {
+	o := &runsOpener{a: a, sf: &stateFlags{}, srv: &serverFlags{}}
+	o.sf.addState(fs)
+	o.sf.addSecrets(fs)
+	o.srv.add(fs)
+	return o
+}
+
+// openForRun opens the backend that must hold runID.
+func (o *runsOpener) openForRun(ctx context.Context, runID string) (runsBackend, error) {
+	b, err := o.open(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if store == nil {
-		return nil, nil, &exitError{code: 1, err: fmt.Errorf("no run %q: the state file does not exist yet", runID), hint: "runbook runs list --state PATH"}
+	if b == nil {
+		return nil, &exitError{code: 1, err: fmt.Errorf("no run %q: the state file does not exist yet", runID), hint: "runbook runs list --state PATH"}
 	}
-	return store, func() { store.Close() }, nil
+	return b, nil
 }
 
 func cmdRunsShow(ctx context.Context, a *app, args []string) error {
@@ -226,8 +241,7 @@ func cmdRunsShow(ctx context.Context, a *app, args []string) error {
 		summary: "Show a run: status, inputs, error, and each step's status, attempts and duration (outputs with --output json).",
 	})
 	out := addOutputFlag(fs, "text")
-	var sf stateFlags
-	sf.addState(fs)
+	o := newRunsOpener(a, fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -235,24 +249,20 @@ func cmdRunsShow(ctx context.Context, a *app, args []string) error {
 	if err := wantArgs(fs, pos, 1, 1, "the RUN_ID (runbook runs list shows them)"); err != nil {
 		return err
 	}
-	store, done, err := openForRun(&sf, pos[0])
+	b, err := o.openForRun(ctx, pos[0])
 	if err != nil {
 		return err
 	}
-	defer done()
-	r, err := getRun(ctx, store, pos[0])
+	defer b.close()
+	doc, err := docOf(ctx, b, pos[0])
 	if err != nil {
 		return err
-	}
-	doc, err := runDoc(ctx, store, r)
-	if err != nil {
-		return withHint(err, "")
 	}
 	if out.json {
 		return writeJSON(a.stdout, doc)
 	}
 	w := a.stdout
-	r = doc.Run
+	r := doc.Run
 	fmt.Fprintf(w, "run %s\n", r.ID)
 	pb := r.Playbook
 	if r.File != "" {
@@ -262,6 +272,9 @@ func cmdRunsShow(ctx context.Context, a *app, args []string) error {
 	fmt.Fprintf(w, "  status:    %s\n", r.Status)
 	if r.ParentID != "" {
 		fmt.Fprintf(w, "  parent:    %s (step %s)\n", r.ParentID, r.ParentStep)
+	}
+	if r.RetryOf != "" {
+		fmt.Fprintf(w, "  retries:   %s (from step %s)\n", r.RetryOf, r.RetryFrom)
 	}
 	fmt.Fprintf(w, "  created:   %s\n", formatTime(r.CreatedAt))
 	if !r.StartedAt.IsZero() {
@@ -289,6 +302,7 @@ func cmdRunsShow(ctx context.Context, a *app, args []string) error {
 	fmt.Fprintln(w)
 	tw := newTable(w, 2)
 	tw.row("STEP", "STATUS", "ATTEMPTS", "DURATION", "ERROR")
+	waiting := false
 	for _, s := range doc.Steps {
 		dur := "-"
 		if !s.StartedAt.IsZero() && !s.EndedAt.IsZero() {
@@ -301,25 +315,90 @@ func cmdRunsShow(ctx context.Context, a *app, args []string) error {
 			errText = oneLine(s.Error.Message, 80)
 		}
 		tw.row(s.ID, string(s.Status), strconv.Itoa(s.Attempts), dur, errText)
+		waiting = waiting || s.Status == state.StepWaiting
 	}
 	if err := tw.flush(); err != nil {
 		return err
 	}
-	if r.Status == state.RunWaiting {
-		runID, step := waitingApproval(ctx, store, r.ID)
+	// A parked run is waiting; under runbook serve the run stays running
+	// while its approval step waits.
+	if r.Status == state.RunWaiting || waiting && !r.Status.Done() {
+		runID, step := waitingOn(ctx, b, r.ID)
 		fmt.Fprintf(w, "\nwaiting for approval of step %s; answer with: runbook runs approve %s %s\n", step, runID, step)
 	}
 	return nil
 }
 
+// docOf reads a run and its steps, without the playbook snapshot and the
+// steps' internal checkpoints: the document of runs show --output json.
+func docOf(ctx context.Context, b runsBackend, id string) (*runDocument, error) {
+	r, err := b.get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := b.steps(ctx, id)
+	if err != nil {
+		return nil, withHint(err, "")
+	}
+	cp := *r
+	cp.Snapshot = nil
+	for _, rec := range recs {
+		rec.Checkpoint = nil
+	}
+	if recs == nil {
+		recs = []*state.StepRecord{}
+	}
+	return &runDocument{Run: &cp, Steps: recs}, nil
+}
+
+// waitingOn finds the approval step a run waits on, following
+// sub-playbook runs: it returns the run that owns the step.
+func waitingOn(ctx context.Context, b runsBackend, runID string) (string, string) {
+	for range 16 { // sub-playbooks nest; bound the walk
+		recs, err := b.steps(ctx, runID)
+		if err != nil {
+			return runID, "?"
+		}
+		var step string
+		for _, rec := range recs {
+			if rec.Status == state.StepWaiting {
+				step = rec.ID
+				break
+			}
+		}
+		if step == "" {
+			return runID, "?"
+		}
+		children, err := b.children(ctx, runID)
+		next := ""
+		if err == nil {
+			for _, c := range children {
+				if c.ParentStep == step && !c.Status.Done() {
+					next = c.ID
+					break
+				}
+			}
+		}
+		if next == "" {
+			return runID, step
+		}
+		runID = next
+	}
+	return runID, "?"
+}
+
 func cmdRunsLogs(ctx context.Context, a *app, args []string) error {
 	fs := newFlagSet(a, command{
-		name: "runs logs", usage: "RUN_ID [--output json]",
+		name: "runs logs", usage: "RUN_ID [-f] [--output json]",
 		summary: "Print a run's event log: step transitions, retries, approvals and the steps' log lines.",
+		details: `With -f and a runbook serve holding the state file, new events print as
+they happen until the run ends. Without a server nothing executes the
+run, so -f prints the log and returns. With --output json, -f prints one
+event per line instead of an array.`,
 	})
+	follow := fs.Bool("f", false, "follow: print new events until the run ends")
 	out := addOutputFlag(fs, "text")
-	var sf stateFlags
-	sf.addState(fs)
+	o := newRunsOpener(a, fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -327,16 +406,19 @@ func cmdRunsLogs(ctx context.Context, a *app, args []string) error {
 	if err := wantArgs(fs, pos, 1, 1, "the RUN_ID (runbook runs list shows them)"); err != nil {
 		return err
 	}
-	store, done, err := openForRun(&sf, pos[0])
+	b, err := o.openForRun(ctx, pos[0])
 	if err != nil {
 		return err
 	}
-	defer done()
-	r, err := getRun(ctx, store, pos[0])
+	defer b.close()
+	r, err := b.get(ctx, pos[0])
 	if err != nil {
 		return err
 	}
-	evs, err := store.Events(ctx, r.ID, 0, 0)
+	if *follow {
+		return a.followLogs(ctx, b, r, out)
+	}
+	evs, err := b.events(ctx, r.ID, 0)
 	if err != nil {
 		return withHint(err, "")
 	}
@@ -346,13 +428,44 @@ func cmdRunsLogs(ctx context.Context, a *app, args []string) error {
 		}
 		return writeJSON(a.stdout, evs)
 	}
-	var b strings.Builder
+	var sb strings.Builder
 	for _, ev := range evs {
-		b.WriteString(formatEvent(ev, "", r.ID))
-		b.WriteByte('\n')
+		sb.WriteString(formatEvent(ev, "", r.ID))
+		sb.WriteByte('\n')
 	}
-	_, err = io.WriteString(a.stdout, b.String())
+	_, err = io.WriteString(a.stdout, sb.String())
 	return err
+}
+
+// followLogs prints a run's events one per line, then, through a server,
+// every new one until the run ends.
+func (a *app) followLogs(ctx context.Context, b runsBackend, r *state.Run, out *outputFlag) error {
+	var werr error
+	emit := func(ev state.Event) bool {
+		if out.json {
+			werr = json.NewEncoder(a.stdout).Encode(ev)
+		} else {
+			_, werr = io.WriteString(a.stdout, formatEvent(ev, "", r.ID)+"\n")
+		}
+		return werr == nil
+	}
+	api, ok := b.(*apiBackend)
+	if !ok {
+		evs, err := b.events(ctx, r.ID, 0)
+		if err != nil {
+			return withHint(err, "")
+		}
+		for _, ev := range evs {
+			if !emit(ev) {
+				break
+			}
+		}
+		return werr
+	}
+	if _, err := api.follow(ctx, r.ID, 0, emit); err != nil && ctx.Err() == nil {
+		return withHint(err, "runbook runs logs "+r.ID)
+	}
+	return werr
 }
 
 func cmdRunsApprove(ctx context.Context, a *app, args []string) error {
@@ -361,19 +474,19 @@ func cmdRunsApprove(ctx context.Context, a *app, args []string) error {
 		summary: "Answer a waiting approval, then continue the run here with the same progress output as 'runbook run'.",
 		details: `--field values are JSON when they parse as JSON, strings otherwise.
 With --no-resume the answer is only recorded; continue later with
-'runbook run --resume RUN_ID'.`,
+'runbook run --resume RUN_ID'. When runbook serve holds the state file the
+answer goes through its API and the server continues the run; the progress
+shown is the server's, until the run ends or waits again.`,
 	})
 	reject := fs.Bool("reject", false, "reject instead of approving")
 	comment := fs.String("comment", "", "a `comment` recorded with the answer")
 	by := fs.String("by", os.Getenv("USER"), "who answers (default $USER)")
 	var fields kvList
 	fs.Var(&fields, "field", "response field `key=value` (repeatable)")
-	noResume := fs.Bool("no-resume", false, "record the answer without continuing the run")
+	noResume := fs.Bool("no-resume", false, "record the answer without continuing the run (with a server: do not wait for it)")
 	out := addOutputFlag(fs, "text")
 	quiet := fs.Bool("quiet", false, "no progress: print only the outcome")
-	var sf stateFlags
-	sf.addState(fs)
-	sf.addSecrets(fs)
+	o := newRunsOpener(a, fs)
 	var sims simFlags
 	sims.add(fs)
 	pos, err := parseArgs(fs, args)
@@ -395,16 +508,24 @@ With --no-resume the answer is only recorded; continue later with
 		}
 		answer.Fields[k] = v
 	}
-	src, err := a.loadSecrets(&sf)
+	verdict := "approved"
+	if *reject {
+		verdict = "rejected"
+	}
+	b, err := o.openForRun(ctx, runID)
 	if err != nil {
 		return err
 	}
-	store, err := sf.openStore()
+	defer b.close()
+	r, err := b.get(ctx, runID)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	r, err := getRun(ctx, store, runID)
+	if api, ok := b.(*apiBackend); ok {
+		return a.approveRemote(ctx, api, r, step, answer, verdict, *noResume, out, *quiet)
+	}
+	store := b.(*storeBackend).store
+	src, err := o.secrets()
 	if err != nil {
 		return err
 	}
@@ -426,10 +547,6 @@ With --no-resume the answer is only recorded; continue later with
 	if err := eng.Approve(ctx, runID, step, answer); err != nil {
 		p.close()
 		return withHint(err, "runbook runs show "+runID)
-	}
-	verdict := "approved"
-	if *reject {
-		verdict = "rejected"
 	}
 	if *noResume {
 		fmt.Fprintf(a.stdout, "step %s of run %s %s; continue with: runbook run --resume %s\n", step, runID, verdict, root.ID)
@@ -468,8 +585,7 @@ func cmdRunsCancel(ctx context.Context, a *app, args []string) error {
 		name: "runs cancel", usage: "RUN_ID",
 		summary: "Cancel an unfinished run (and its sub-playbook runs). It can still be resumed with 'runbook run --resume RUN_ID'.",
 	})
-	var sf stateFlags
-	sf.addState(fs)
+	o := newRunsOpener(a, fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -477,18 +593,44 @@ func cmdRunsCancel(ctx context.Context, a *app, args []string) error {
 	if err := wantArgs(fs, pos, 1, 1, "the RUN_ID (runbook runs list shows them)"); err != nil {
 		return err
 	}
-	store, err := sf.openStore()
+	b, err := o.openForRun(ctx, pos[0])
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	r, err := getRun(ctx, store, pos[0])
+	defer b.close()
+	r, err := b.get(ctx, pos[0])
 	if err != nil {
 		return err
 	}
 	if r.Status.Done() {
 		return &exitError{code: 1, err: &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s already %s", r.ID, r.Status)}, hint: "runbook runs show " + r.ID}
 	}
+	if api, ok := b.(*apiBackend); ok {
+		if err := api.cancel(ctx, r.ID); err != nil {
+			return withHint(err, "runbook runs show "+r.ID)
+		}
+		// The server stops the run's steps; wait for the run to end so the
+		// next command sees it cancelled.
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			cur, err := api.get(ctx, r.ID)
+			if err != nil {
+				return err
+			}
+			if cur.Status.Done() {
+				fmt.Fprintf(a.stdout, "run %s %s\n", r.ID, cur.Status)
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		fmt.Fprintf(a.stdout, "run %s is cancelling; runbook runs show %s tells when it ended\n", r.ID, r.ID)
+		return nil
+	}
+	store := b.(*storeBackend).store
 	// This process holds the state file, so no other process executes the
 	// run: marking it cancelled is all there is to do.
 	cancelled, err := cancelRun(ctx, store, r)
@@ -538,4 +680,91 @@ func cancelRun(ctx context.Context, store state.Store, r *state.Run) (map[string
 		queue = append(queue, children...)
 	}
 	return done, nil
+}
+
+func cmdRunsRetry(ctx context.Context, a *app, args []string) error {
+	fs := newFlagSet(a, command{
+		name: "runs retry", usage: "RUN_ID [--from STEP] [flags]",
+		summary: "Run a failed or cancelled run again as a new run, from a step, keeping the outputs of the steps before it.",
+		details: `Without --from the retry starts at the first step that did not succeed.
+Steps before it that succeeded (and do not need the step retried from) are
+reused as they are; the others run again. The new run executes here with
+the same progress and exit code as 'runbook run' (0 succeeded, 1 failed
+or cancelled, 2 usage); through runbook serve the server executes it and
+its progress is shown until it ends or waits for an approval (--detach:
+print the new run's ID and return).`,
+	})
+	from := fs.String("from", "", "retry from this `step` (default: the first step that did not succeed)")
+	detach := fs.Bool("detach", false, "through runbook serve: print the new run's ID without following it")
+	out := addOutputFlag(fs, "text")
+	quiet := fs.Bool("quiet", false, "no progress: print only the outcome")
+	o := newRunsOpener(a, fs)
+	var sims simFlags
+	sims.add(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(fs, pos, 1, 1, "the RUN_ID (runbook runs list --status failed shows them)"); err != nil {
+		return err
+	}
+	runID := pos[0]
+	b, err := o.openForRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	if api, ok := b.(*apiBackend); ok {
+		r, err := api.retry(ctx, runID, *from)
+		if err != nil {
+			return withHint(err, "runbook runs show "+runID)
+		}
+		if *detach {
+			if out.json {
+				return writeJSON(a.stdout, map[string]string{"id": r.ID, "retry_of": r.RetryOf, "retry_from": r.RetryFrom})
+			}
+			fmt.Fprintf(a.stdout, "run %s retries run %s from step %s; follow it with: runbook runs logs -f %s\n", r.ID, runID, r.RetryFrom, r.ID)
+			return nil
+		}
+		p := a.newProgress(out, *quiet, r.ID)
+		err = a.watchRemote(ctx, api, []string{r.ID}, []uint64{0}, p)
+		p.close()
+		if err != nil {
+			return err
+		}
+		return a.finishRemote(ctx, api, r.ID, out)
+	}
+	if *detach {
+		return usageErrorf("runs retry", "--detach needs runbook serve: without a server the retry runs in this process")
+	}
+	store := b.(*storeBackend).store
+	src, err := o.secrets()
+	if err != nil {
+		return err
+	}
+	conns, stopSim, err := sims.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopSim()
+	prog := a.newProgress(out, *quiet, "")
+	opts := a.engineOptions(store, src)
+	opts.Connection = conns.resolve
+	opts.Observer = prog.observe
+	eng := engine.New(opts)
+	if err := eng.ReleaseStaleLocks(ctx); err != nil {
+		prog.close()
+		return withHint(err, "")
+	}
+	r, pb, err := eng.Retry(ctx, runID, *from)
+	if err != nil {
+		prog.close()
+		return withHint(err, "runbook runs show "+runID)
+	}
+	res, err := eng.Execute(ctx, pb, r)
+	prog.close()
+	if res == nil {
+		return withHint(err, "runbook run --resume "+r.ID)
+	}
+	return a.finishRun(ctx, store, res, err, out)
 }

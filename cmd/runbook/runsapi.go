@@ -1,0 +1,587 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runbook/runbook/internal/secrets"
+	"github.com/runbook/runbook/internal/server"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/bolt"
+	"github.com/runbook/runbook/internal/steps"
+)
+
+// runsBackend is where the runs verbs read runs: the state file itself,
+// or the API of the `runbook serve` that holds it. Both give the same
+// records, so the verbs print the same output either way.
+type runsBackend interface {
+	list(ctx context.Context, f state.RunFilter) ([]*state.Run, error)
+	// get fails with an exitError naming the run when it does not exist.
+	get(ctx context.Context, id string) (*state.Run, error)
+	steps(ctx context.Context, id string) ([]*state.StepRecord, error)
+	// children lists the sub-playbook runs of run id.
+	children(ctx context.Context, id string) ([]*state.Run, error)
+	// events returns the events after sequence number after, all of them.
+	events(ctx context.Context, id string, after uint64) ([]state.Event, error)
+	close()
+}
+
+var (
+	_ runsBackend = (*storeBackend)(nil)
+	_ runsBackend = (*apiBackend)(nil)
+)
+
+// storeBackend reads the state file directly: no server holds it.
+type storeBackend struct{ store *bolt.Store }
+
+func (b *storeBackend) list(ctx context.Context, f state.RunFilter) ([]*state.Run, error) {
+	return b.store.ListRuns(ctx, f)
+}
+
+func (b *storeBackend) get(ctx context.Context, id string) (*state.Run, error) {
+	return getRun(ctx, b.store, id)
+}
+
+func (b *storeBackend) steps(ctx context.Context, id string) ([]*state.StepRecord, error) {
+	return b.store.Steps(ctx, id)
+}
+
+func (b *storeBackend) children(ctx context.Context, id string) ([]*state.Run, error) {
+	return b.store.ListRuns(ctx, state.RunFilter{ParentID: id})
+}
+
+func (b *storeBackend) events(ctx context.Context, id string, after uint64) ([]state.Event, error) {
+	return b.store.Events(ctx, id, after, 0)
+}
+
+func (b *storeBackend) close() { b.store.Close() }
+
+// apiTokenSecret is the secret holding the API's bearer token, as `runbook
+// serve` reads it by default.
+const apiTokenSecret = "RUNBOOK_API_TOKEN"
+
+// serverFlags is --server, shared by the runs verbs.
+type serverFlags struct{ url string }
+
+func (f *serverFlags) add(fs *flag.FlagSet) {
+	fs.StringVar(&f.url, "server", "", "use the API of the runbook serve at `URL` (default $RUNBOOK_SERVER; else the server holding the state file, when one runs)")
+}
+
+// runsOpener opens the backend of a runs verb: the API when --server or
+// $RUNBOOK_SERVER names a server or when a running server holds the state
+// file, the state file otherwise.
+type runsOpener struct {
+	a   *app
+	sf  *stateFlags
+	srv *serverFlags
+	src *secrets.Source // loaded once
+}
+
+func (o *runsOpener) secrets() (*secrets.Source, error) {
+	if o.src != nil {
+		return o.src, nil
+	}
+	src, err := o.a.loadSecrets(o.sf)
+	if err != nil {
+		return nil, err
+	}
+	o.src = src
+	return src, nil
+}
+
+// open returns the backend, or nil (and no error) when the state file does
+// not exist yet and no server was named: there are no runs.
+func (o *runsOpener) open(ctx context.Context) (runsBackend, error) {
+	u := o.srv.url
+	if u == "" {
+		u = os.Getenv("RUNBOOK_SERVER")
+	}
+	if u != "" {
+		return o.api(strings.TrimRight(u, "/"))
+	}
+	path, err := o.sf.statePath()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	timeout := lockTimeout
+	disc, hasDisc := readDiscovery(path)
+	if hasDisc {
+		// A server probably holds the file: do not wait for it.
+		timeout = 50 * time.Millisecond
+	}
+	st, err := bolt.Open(path, bolt.Options{Timeout: timeout})
+	if err == nil {
+		return &storeBackend{store: st}, nil
+	}
+	if !errors.Is(err, state.ErrLocked) {
+		return nil, storeError(err)
+	}
+	if hasDisc && healthy(ctx, disc.URL) {
+		return o.api(disc.URL)
+	}
+	hint := "wait for the other runbook process to finish, or use --state PATH for a separate state file"
+	if hasDisc {
+		hint = fmt.Sprintf("the runbook serve recorded in %s (pid %d) does not answer at %s; check it, or pass --server URL", server.DiscoveryFile(path), disc.PID, disc.URL)
+	}
+	return nil, &exitError{code: 1, err: err, hint: hint}
+}
+
+func (o *runsOpener) api(base string) (*apiBackend, error) {
+	if _, err := url.Parse(base); err != nil || !strings.HasPrefix(base, "http") {
+		return nil, &exitError{code: 2, err: fmt.Errorf("--server %q: want an http:// or https:// URL", base), hint: "runbook runs list --server http://127.0.0.1:8088"}
+	}
+	src, err := o.secrets()
+	if err != nil {
+		return nil, err
+	}
+	token, ok := src.Lookup(apiTokenSecret)
+	if !ok {
+		return nil, &exitError{code: 1, err: fmt.Errorf("runbook serve at %s holds the runs, and its API needs a token: the secret %s is not set", base, apiTokenSecret),
+			hint: "export " + apiTokenSecret + "=TOKEN (or RUNBOOK_SECRET_" + apiTokenSecret + ", or put it in the secrets file)"}
+	}
+	o.a.redactor.Add(token)
+	return &apiBackend{base: base, token: token, hc: &http.Client{}}, nil
+}
+
+// readDiscovery reads the address file a server writes beside the state
+// file.
+func readDiscovery(statePath string) (server.Discovery, bool) {
+	var d server.Discovery
+	b, err := os.ReadFile(server.DiscoveryFile(statePath))
+	if err != nil || json.Unmarshal(b, &d) != nil || d.URL == "" {
+		return d, false
+	}
+	return d, true
+}
+
+// healthy reports whether a server answers GET /healthz at base.
+func healthy(ctx context.Context, base string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// apiBackend talks to the HTTP API of `runbook serve` (docs/api.md).
+type apiBackend struct {
+	base  string
+	token string
+	hc    *http.Client
+}
+
+// apiRun is a run as the API shows it.
+type apiRun struct {
+	state.Run
+	Steps []*state.StepRecord `json:"steps"`
+}
+
+func (b *apiBackend) close() {}
+
+// do sends a request and decodes a 2xx answer into out (when not nil). An
+// error answer becomes a *steps.Error with the API's code and message.
+func (b *apiBackend) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, b.base+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		return &exitError{code: 1, err: &steps.Error{Code: steps.Unavailable, Message: fmt.Sprintf("runbook serve at %s: %v", b.base, err)},
+			hint: "check that runbook serve runs (or pass --server URL)"}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return b.answerError(resp)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("decode the answer of %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// answerError turns an error answer of the API into an error with the
+// API's code.
+func (b *apiBackend) answerError(resp *http.Response) error {
+	var e struct {
+		Error    string   `json:"error"`
+		Code     string   `json:"code"`
+		Problems []string `json:"problems"`
+	}
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if json.Unmarshal(data, &e) != nil || e.Error == "" {
+		e.Error = fmt.Sprintf("%s: %s", resp.Status, oneLine(string(data), 200))
+		e.Code = string(steps.CodeForHTTPStatus(resp.StatusCode))
+	}
+	msg := e.Error
+	if len(e.Problems) > 0 {
+		msg += ":\n  " + strings.Join(e.Problems, "\n  ")
+	}
+	err := &steps.Error{Code: steps.Code(e.Code), Message: msg}
+	if resp.StatusCode == http.StatusUnauthorized {
+		return &exitError{code: 1, err: fmt.Errorf("runbook serve at %s refused the API token: %w", b.base, err),
+			hint: "set " + apiTokenSecret + " to the token the server was started with"}
+	}
+	return err
+}
+
+func (b *apiBackend) list(ctx context.Context, f state.RunFilter) ([]*state.Run, error) {
+	q := url.Values{"children": {"true"}}
+	if len(f.Status) > 0 {
+		ss := make([]string, len(f.Status))
+		for i, s := range f.Status {
+			ss[i] = string(s)
+		}
+		q.Set("status", strings.Join(ss, ","))
+	}
+	if f.Playbook != "" {
+		q.Set("playbook", f.Playbook)
+	}
+	limit := f.Limit
+	if limit <= 0 || limit > 10000 {
+		limit = 10000
+	}
+	q.Set("limit", strconv.Itoa(limit))
+	var out struct {
+		Runs []*state.Run `json:"runs"`
+	}
+	if err := b.do(ctx, http.MethodGet, "/api/v1/runs?"+q.Encode(), nil, &out); err != nil {
+		return nil, err
+	}
+	if f.ParentID == "" {
+		return out.Runs, nil
+	}
+	var kids []*state.Run
+	for _, r := range out.Runs {
+		if r.ParentID == f.ParentID {
+			kids = append(kids, r)
+		}
+	}
+	return kids, nil
+}
+
+func (b *apiBackend) show(ctx context.Context, id string) (*apiRun, error) {
+	var r apiRun
+	err := b.do(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(id), nil, &r)
+	if steps.CodeOf(err) == steps.NotFound {
+		return nil, &exitError{code: 1, err: fmt.Errorf("no run %q", id), hint: "runbook runs list"}
+	}
+	if err != nil {
+		return nil, withHint(err, "")
+	}
+	return &r, nil
+}
+
+func (b *apiBackend) get(ctx context.Context, id string) (*state.Run, error) {
+	r, err := b.show(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &r.Run, nil
+}
+
+func (b *apiBackend) steps(ctx context.Context, id string) ([]*state.StepRecord, error) {
+	r, err := b.show(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return r.Steps, nil
+}
+
+func (b *apiBackend) children(ctx context.Context, id string) ([]*state.Run, error) {
+	return b.list(ctx, state.RunFilter{ParentID: id})
+}
+
+func (b *apiBackend) events(ctx context.Context, id string, after uint64) ([]state.Event, error) {
+	const page = 10000
+	var all []state.Event
+	for {
+		var out struct {
+			Events []state.Event `json:"events"`
+		}
+		path := fmt.Sprintf("/api/v1/runs/%s/events?after=%d&limit=%d", url.PathEscape(id), after, page)
+		if err := b.do(ctx, http.MethodGet, path, nil, &out); err != nil {
+			return nil, err
+		}
+		all = append(all, out.Events...)
+		if len(out.Events) < page {
+			return all, nil
+		}
+		after = out.Events[len(out.Events)-1].Seq
+	}
+}
+
+func (b *apiBackend) cancel(ctx context.Context, id string) error {
+	return b.do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/cancel", nil, nil)
+}
+
+func (b *apiBackend) approve(ctx context.Context, id, step string, ans state.Approval) error {
+	body := map[string]any{"step": step, "approve": ans.Approved, "by": ans.By, "comment": ans.Comment}
+	if ans.Fields != nil {
+		body["fields"] = ans.Fields
+	}
+	return b.do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/approve", body, nil)
+}
+
+func (b *apiBackend) retry(ctx context.Context, id, from string) (*state.Run, error) {
+	var r apiRun
+	err := b.do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/retry", map[string]string{"from": from}, &r)
+	if err != nil {
+		return nil, err
+	}
+	return &r.Run, nil
+}
+
+// sseEnd is what the stream's final "end" event carries.
+type sseEnd struct {
+	Status state.RunStatus `json:"status"`
+}
+
+// follow streams the events of run id after sequence number after through
+// the API's Server-Sent Events, calling each for every event, until the
+// run ends (it returns the final status), each returns false (it returns
+// ""), or ctx ends. A stream cut short is resumed where it stopped.
+func (b *apiBackend) follow(ctx context.Context, id string, after uint64, each func(state.Event) bool) (state.RunStatus, error) {
+	failures := 0
+	for {
+		status, stop, err := b.stream(ctx, id, &after, each)
+		switch {
+		case stop:
+			return status, nil
+		case ctx.Err() != nil:
+			return "", ctx.Err()
+		case err != nil:
+			failures++
+			if failures >= 5 {
+				return "", err
+			}
+		default:
+			failures = 0
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(time.Duration(failures) * 300 * time.Millisecond):
+		}
+	}
+}
+
+// stream reads one SSE connection. stop reports that the run ended or each
+// asked to stop; otherwise the caller reconnects.
+func (b *apiBackend) stream(ctx context.Context, id string, after *uint64, each func(state.Event) bool) (status state.RunStatus, stop bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/api/v1/runs/%s/logs?after=%d", b.base, url.PathEscape(id), *after), nil)
+	if err != nil {
+		return "", false, err
+	}
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		return "", false, &steps.Error{Code: steps.Unavailable, Message: fmt.Sprintf("runbook serve at %s: %v", b.base, err)}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		err := b.answerError(resp)
+		return "", steps.CodeOf(err) != steps.Unavailable, err // only a restart is worth waiting for
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	var typ string
+	var data strings.Builder
+	for sc.Scan() {
+		line := sc.Text()
+		if line != "" {
+			field, value, _ := strings.Cut(line, ":")
+			value = strings.TrimPrefix(value, " ")
+			switch field {
+			case "event":
+				typ = value
+			case "data":
+				if data.Len() > 0 {
+					data.WriteByte('\n')
+				}
+				data.WriteString(value)
+			}
+			continue
+		}
+		// A blank line dispatches the event.
+		payload := data.String()
+		data.Reset()
+		t := typ
+		typ = ""
+		if payload == "" {
+			continue
+		}
+		if t == "end" {
+			var e sseEnd
+			_ = json.Unmarshal([]byte(payload), &e)
+			return e.Status, true, nil
+		}
+		var ev state.Event
+		if err := json.Unmarshal([]byte(payload), &ev); err != nil {
+			return "", false, fmt.Errorf("decode an event of run %s: %w", id, err)
+		}
+		if ev.Seq <= *after {
+			continue
+		}
+		*after = ev.Seq
+		if !each(ev) {
+			return "", true, nil
+		}
+	}
+	return "", false, sc.Err()
+}
+
+// approveRemote answers an approval through the server, which continues
+// the run, and shows the run's progress as the server reports it.
+func (a *app) approveRemote(ctx context.Context, b *apiBackend, r *state.Run, step string, answer state.Approval, verdict string, noWait bool, out *outputFlag, quiet bool) error {
+	root := r
+	for range 16 {
+		if root.ParentID == "" {
+			break
+		}
+		p, err := b.get(ctx, root.ParentID)
+		if err != nil {
+			break
+		}
+		root = p
+	}
+	if noWait {
+		if err := b.approve(ctx, r.ID, step, answer); err != nil {
+			return withHint(err, "runbook runs show "+r.ID)
+		}
+		fmt.Fprintf(a.stdout, "step %s of run %s %s; runbook serve continues the run: runbook runs logs -f %s\n", step, r.ID, verdict, root.ID)
+		return nil
+	}
+	// Show only what the answer causes: start the streams after the events
+	// written so far.
+	ids := []string{root.ID}
+	if r.ID != root.ID {
+		ids = append(ids, r.ID)
+	}
+	after := make([]uint64, len(ids))
+	for i, id := range ids {
+		evs, err := b.events(ctx, id, 0)
+		if err != nil {
+			return withHint(err, "")
+		}
+		if n := len(evs); n > 0 {
+			after[i] = evs[n-1].Seq
+		}
+	}
+	if err := b.approve(ctx, r.ID, step, answer); err != nil {
+		return withHint(err, "runbook runs show "+r.ID)
+	}
+	p := a.newProgress(out, quiet, root.ID)
+	err := a.watchRemote(ctx, b, ids, after, p)
+	p.close()
+	if err != nil {
+		return err
+	}
+	return a.finishRemote(ctx, b, root.ID, out)
+}
+
+// watchRemote shows the events of runs ids (the first is the root) until
+// the root run ends or a step starts waiting for an approval.
+func (a *app) watchRemote(ctx context.Context, b *apiBackend, ids []string, after []uint64, p progress) error {
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	errs := make(chan error, len(ids))
+	for i, id := range ids {
+		go func() {
+			_, err := b.follow(wctx, id, after[i], func(ev state.Event) bool {
+				p.observe(id, ev)
+				if ev.Type == "step.waiting" {
+					stop()
+					return false
+				}
+				return true
+			})
+			if i == 0 {
+				stop() // the root ended: its sub-playbook runs did too
+			}
+			if wctx.Err() != nil {
+				err = nil
+			}
+			errs <- err
+		}()
+	}
+	var first error
+	for range ids {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			stop()
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return withHint(first, "runbook runs show "+ids[0])
+}
+
+// finishRemote reports the outcome of a run the server executes, as
+// finishRun does for a run executed here.
+func (a *app) finishRemote(ctx context.Context, b runsBackend, id string, out *outputFlag) error {
+	doc, err := docOf(ctx, b, id)
+	if err != nil {
+		return err
+	}
+	r := doc.Run
+	if out.json {
+		if err := writeJSON(a.stdout, doc); err != nil {
+			return err
+		}
+		if r.Status == state.RunFailed || r.Status == state.RunCancelled {
+			return errSilent(1)
+		}
+		return nil
+	}
+	if r.Status.Done() {
+		// finishRun reads the store only for waiting runs and JSON.
+		return a.finishRun(ctx, nil, r, nil, out)
+	}
+	runID, step := waitingOn(ctx, b, r.ID)
+	if step == "?" {
+		fmt.Fprintf(a.stdout, "run %s is %s; follow it with: runbook runs logs -f %s\n", r.ID, r.Status, r.ID)
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "run %s is waiting for approval of step %s; answer with: runbook runs approve %s %s\n", r.ID, step, runID, step)
+	return nil
+}
