@@ -339,3 +339,57 @@ func TestServeKill9WhileWebhooksArrive(t *testing.T) {
 	assert.Len(t, seen, total)
 	s.stop(t)
 }
+
+// SIGTERM suspends the runs in flight with their state saved (not
+// cancelled, no finally); the next start resumes them at once, and a
+// sleep sleeps only what was left.
+func TestServeSIGTERMSuspendsRunsAndTheNextStartResumesThem(t *testing.T) {
+	c := newCLI(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	c.file("playbooks/nap.yaml", `version: 1
+name: nap
+steps:
+  - {id: before, uses: shell, with: {command: "echo x >> before.txt"}}
+  - {id: nap, uses: sleep, with: {duration: 3s}}
+  - {id: after, uses: shell, with: {command: "echo x >> after.txt"}}
+finally:
+  - {id: cleanup, uses: shell, with: {command: "echo x >> finally.txt"}}
+`)
+	s := c.serve()
+	code, m := s.api(t, "POST", "/api/v1/playbooks/nap/runs", map[string]any{})
+	require.Equal(t, 201, code, m)
+	id := m["id"].(string)
+	require.Eventually(t, func() bool {
+		_, m := s.api(t, "GET", "/api/v1/runs/"+id, nil)
+		sts, _ := m["steps"].([]any)
+		for _, st := range sts {
+			if st.(map[string]any)["id"] == "nap" {
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, 10*time.Millisecond)
+	stopped := time.Now()
+	s.stop(t)
+
+	r := c.run("runs", "show", id)
+	require.Equal(t, 0, r.code, r)
+	assert.Contains(t, r.stdout, "running", "a suspended run is not ended")
+	// Shell steps run in the playbook's directory.
+	_, err := os.Stat(filepath.Join(c.dir, "playbooks", "finally.txt"))
+	assert.True(t, os.IsNotExist(err), "finally waits for the real end")
+
+	s = c.serve()
+	var final map[string]any
+	require.Eventually(t, func() bool {
+		_, final = s.api(t, "GET", "/api/v1/runs/"+id, nil)
+		return final["status"] == "succeeded"
+	}, 10*time.Second, 20*time.Millisecond)
+	assert.Less(t, time.Since(stopped), 6*time.Second, "the sleep resumed with what was left")
+	for _, f := range []string{"before.txt", "after.txt", "finally.txt"} {
+		b, err := os.ReadFile(filepath.Join(c.dir, "playbooks", f))
+		require.NoError(t, err, f)
+		assert.Equal(t, "x\n", string(b), "%s: each step ran once", f)
+	}
+	s.stop(t)
+}
