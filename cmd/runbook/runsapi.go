@@ -452,6 +452,18 @@ func (b *apiBackend) stream(ctx context.Context, id string, after *uint64, each 
 		if t == "end" {
 			var e sseEnd
 			_ = json.Unmarshal([]byte(payload), &e)
+			// The server may end the stream before sending the events
+			// committed with the final status: read what is left.
+			rest, err := b.events(ctx, id, *after)
+			if err != nil {
+				return "", false, err
+			}
+			for _, ev := range rest {
+				*after = ev.Seq
+				if !each(ev) {
+					break
+				}
+			}
 			return e.Status, true, nil
 		}
 		var ev state.Event
