@@ -208,25 +208,34 @@ func (e *Engine) Execute(ctx context.Context, pb *playbook.Playbook, r *state.Ru
 // that succeeded or failed is not resumed: the error says why and the
 // returned run is nil.
 func (e *Engine) Resume(ctx context.Context, runID string) (*state.Run, error) {
+	pb, r, err := e.resumable(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	return e.execute(ctx, pb, r, nil)
+}
+
+// resumable reads run runID and parses its snapshot, if it can resume.
+func (e *Engine) resumable(ctx context.Context, runID string) (*playbook.Playbook, *state.Run, error) {
 	r, err := e.o.Store.GetRun(ctx, runID)
 	if err != nil {
 		if errors.Is(err, state.ErrNotFound) {
-			return nil, &steps.Error{Code: steps.NotFound, Message: fmt.Sprintf("no run %q", runID)}
+			return nil, nil, &steps.Error{Code: steps.NotFound, Message: fmt.Sprintf("no run %q", runID)}
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	switch r.Status {
 	case state.RunSucceeded, state.RunSkipped:
-		return nil, &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s already %s; nothing to resume", r.ID, r.Status)}
+		return nil, nil, &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s already %s; nothing to resume", r.ID, r.Status)}
 	case state.RunFailed:
-		return nil, &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s failed; retry it instead of resuming", r.ID)}
+		return nil, nil, &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s failed; retry it instead of resuming", r.ID)}
 	}
 	if e.o.Parse == nil {
-		return nil, errors.New("engine: Options.Parse is required to resume")
+		return nil, nil, errors.New("engine: Options.Parse is required to resume")
 	}
 	pb, err := e.o.Parse(r.File, r.Snapshot)
 	if err != nil {
-		return nil, fmt.Errorf("resume %s: the playbook snapshot no longer loads: %w", r.ID, err)
+		return nil, nil, fmt.Errorf("resume %s: the playbook snapshot no longer loads: %w", r.ID, err)
 	}
 	if pb.Hash == r.Hash && len(pb.Source) == len(r.Snapshot) {
 		// Share the (cached) playbook's bytes: many waiting runs of one
@@ -234,10 +243,10 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*state.Run, error) {
 		r.Snapshot = pb.Source
 	}
 	if e.missingSecrets(pb) != nil {
-		return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf(
+		return nil, nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf(
 			"resume %s: secret %s not set", r.ID, strings.Join(e.missingSecrets(pb), ", "))}
 	}
-	return e.execute(ctx, pb, r, nil)
+	return pb, r, nil
 }
 
 // Cancel cancels a run executing in this process. It reports whether the

@@ -41,7 +41,30 @@ type runState struct {
 	lazyEvents []state.Event
 }
 
+// execute runs r to its end (or until it parks or is suspended). It is
+// kept small: a run waiting for an approval waits in runMain, right below
+// it, so what a waiting run holds on its goroutine's stack is this frame
+// and runMain's (see wait.go).
 func (e *Engine) execute(parent context.Context, pb *playbook.Playbook, r *state.Run, inputs map[string]any) (*state.Run, error) {
+	rs := e.newRunState(pb, r, inputs)
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	if err := e.activate(r.ID, cancel); err != nil {
+		return r, err
+	}
+	defer e.deactivate(r.ID)
+	ctx, stop, out, err := rs.begin(ctx)
+	defer stop()
+	if out != nil || err != nil {
+		return out, err
+	}
+	if park := rs.runMain(ctx); park {
+		return rs.park(ctx)
+	}
+	return rs.end(ctx)
+}
+
+func (e *Engine) newRunState(pb *playbook.Playbook, r *state.Run, inputs map[string]any) *runState {
 	if inputs == nil {
 		inputs = r.Inputs
 	} else if resolved, err := ResolveInputs(pb, inputs); err == nil {
@@ -67,50 +90,69 @@ func (e *Engine) execute(parent context.Context, pb *playbook.Playbook, r *state
 			rs.secrets[name] = v
 		}
 	}
+	return rs
+}
 
-	ctx, cancel := context.WithCancelCause(parent)
-	defer cancel(nil)
+// activate marks run id as executing in this process (cancel cancels it).
+func (e *Engine) activate(id string, cancel context.CancelCauseFunc) error {
 	e.mu.Lock()
-	if _, busy := e.active[r.ID]; busy {
-		e.mu.Unlock()
-		return r, &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s is already executing", r.ID)}
+	defer e.mu.Unlock()
+	if _, busy := e.active[id]; busy {
+		return &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s is already executing", id)}
 	}
-	e.active[r.ID] = cancel
-	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		delete(e.active, r.ID)
-		e.mu.Unlock()
-	}()
+	e.active[id] = cancel
+	return nil
+}
 
+func (e *Engine) deactivate(id string) {
+	e.mu.Lock()
+	delete(e.active, id)
+	e.mu.Unlock()
+}
+
+// begin loads what earlier processes recorded, takes the run's deadline
+// and concurrency key and records the run as running. It returns the
+// run's context and what to release at its end; out or err are set when
+// the run ends (or stops) before its steps.
+func (rs *runState) begin(ctx context.Context) (_ context.Context, stop func(), out *state.Run, err error) {
+	e, r := rs.e, rs.run
+	stops := []func(){}
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
 	resumed := !r.StartedAt.IsZero()
 	now := e.o.Clock.Now()
 	if !resumed {
 		r.StartedAt = now
-		if pb.Timeout > 0 {
-			r.Deadline = now.Add(pb.Timeout)
+		if rs.pb.Timeout > 0 {
+			r.Deadline = now.Add(rs.pb.Timeout)
 		}
 	}
 	if err := rs.loadRecords(ctx); err != nil {
-		return r, err
+		return ctx, stop, r, err
 	}
 	if err := rs.buildEnv(); err != nil {
-		return rs.finish(ctx, err)
+		out, err = rs.finish(ctx, err)
+		return ctx, stop, out, err
 	}
 	if !r.Deadline.IsZero() {
-		var stop context.CancelFunc
-		ctx, stop = context.WithDeadlineCause(ctx, r.Deadline, errRunTimeout)
-		defer stop()
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadlineCause(ctx, r.Deadline, errRunTimeout)
+		stops = append(stops, cancel)
 	}
 
 	release, err := rs.acquireConcurrency(ctx)
 	if err != nil {
 		if errors.Is(err, ErrBusy) {
-			return rs.skip(ctx, err)
+			out, err = rs.skip(ctx, err)
+		} else {
+			out, err = rs.finish(ctx, err)
 		}
-		return rs.finish(ctx, err)
+		return ctx, stop, out, err
 	}
-	defer release()
+	stops = append(stops, release)
 
 	r.Status, r.Owner, r.Error = state.RunRunning, e.o.Process, nil
 	evType, msg := "run.started", "run started"
@@ -118,12 +160,15 @@ func (e *Engine) execute(parent context.Context, pb *playbook.Playbook, r *state
 		evType, msg = "run.resumed", "run resumed"
 	}
 	if err := rs.saveRun(ctx, state.Event{Time: now, Type: evType, Message: msg}); err != nil {
-		return r, err
+		return ctx, stop, r, err
 	}
+	return ctx, stop, nil, nil
+}
 
-	if park := rs.runMain(ctx); park {
-		return rs.park(ctx)
-	}
+// end runs on_failure and finally as the outcome requires and finishes
+// the run.
+func (rs *runState) end(ctx context.Context) (*state.Run, error) {
+	pb := rs.pb
 	rs.mu.RLock()
 	failed := rs.failed
 	rs.mu.RUnlock()
