@@ -266,7 +266,9 @@ func (e *Engine) Cancel(runID string, cause error) bool {
 
 var errCancelledByUser = errors.New("cancelled")
 
-// Approve records the answer to a waiting approval step.
+// Approve records the answer to a waiting approval step. A run waiting
+// for it in this process (ApprovalWait) continues at once; elsewhere, at
+// its next poll (or, parked, when resumed).
 func (e *Engine) Approve(ctx context.Context, runID, step string, a state.Approval) error {
 	rec, err := e.o.Store.GetStep(ctx, runID, step)
 	if err != nil {
