@@ -410,7 +410,7 @@ func normalizeNumbers(v any) any {
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := state.RunFilter{Playbook: q.Get("playbook"), Limit: 100}
+	f := state.RunFilter{Playbook: q.Get("playbook"), ParentID: q.Get("parent"), Limit: 100}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 10000 {
@@ -429,7 +429,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 			f.Status = append(f.Status, rs)
 		}
 	}
-	includeChildren := q.Get("children") == "true"
+	includeChildren := q.Get("children") == "true" || f.ParentID != ""
 	if !includeChildren && f.Limit > 0 {
 		f.Limit *= 4 // room for the sub-playbook runs filtered out below
 	}
@@ -551,12 +551,16 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, steps.Conflict, fmt.Sprintf("run %s is already %s", run.ID, run.Status))
 		return
 	}
-	if !s.eng.Cancel(run.ID, nil) {
+	by := "api"
+	if v := r.URL.Query().Get("by"); v != "" {
+		by = v
+	}
+	if !s.eng.Cancel(run.ID, fmt.Errorf("cancelled by %s", by)) {
 		// Not executing here (pending behind a queue that has not started
 		// it, or its snapshot failed to load): record the cancellation.
 		run.Status, run.EndedAt = state.RunCancelled, time.Now()
 		run.Error = &state.ErrorRecord{Code: string(steps.Cancelled), Message: "run cancelled"}
-		ev := state.Event{Type: "run.cancelled", Message: "run cancelled through the API"}
+		ev := state.Event{Type: "run.cancelled", Message: "run cancelled by " + by}
 		if err := s.store.SaveRun(r.Context(), run, ev); err != nil {
 			writeErr(w, err)
 			return

@@ -84,7 +84,22 @@ func (s *Server) streamLogs(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return false, err
 		}
-		return cur.Status.Done(), nil
+		if !cur.Status.Done() {
+			return false, nil
+		}
+		// The run ended between the events read above and the run read:
+		// its final events were written with the final status, so read
+		// once more before the end.
+		evs, err := s.store.Events(r.Context(), run.ID, after, 0)
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range evs {
+			send(ev)
+			after = ev.Seq
+		}
+		flusher.Flush()
+		return true, nil
 	}
 	end := func(status string) {
 		fmt.Fprintf(w, "event: end\ndata: {\"status\":%q}\n\n", status)
