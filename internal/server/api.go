@@ -555,7 +555,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("by"); v != "" {
 		by = v
 	}
-	if !s.eng.Cancel(run.ID, fmt.Errorf("cancelled by %s", by)) {
+	if !s.eng.Cancel(run.ID, &steps.Error{Code: steps.Cancelled, Message: "cancelled by " + by}) {
 		// Not executing here (pending behind a queue that has not started
 		// it, or its snapshot failed to load): record the cancellation.
 		run.Status, run.EndedAt = state.RunCancelled, time.Now()
