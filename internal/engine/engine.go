@@ -138,6 +138,7 @@ func (e *Engine) Start(ctx context.Context, pb *playbook.Playbook, req StartRequ
 	if err != nil {
 		return nil, err
 	}
+	e.registerSecretInputs(pb, inputs)
 	if missing := e.missingSecrets(pb); len(missing) > 0 {
 		return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf(
 			"secret %s not set (set the environment variable or add it to the secrets file)", strings.Join(missing, ", "))}
@@ -159,6 +160,25 @@ func (e *Engine) Start(ctx context.Context, pb *playbook.Playbook, req StartRequ
 	}
 	e.observe(r.ID, ev)
 	return r, nil
+}
+
+// registerSecretInputs makes the redactor mask the values of secret
+// inputs, before the run record (or anything else) is written.
+func (e *Engine) registerSecretInputs(pb *playbook.Playbook, inputs map[string]any) {
+	for _, in := range pb.Inputs {
+		if !in.Secret {
+			continue
+		}
+		switch v := inputs[in.Name].(type) {
+		case nil:
+		case string:
+			if v != "" {
+				e.o.Redactor.Add(v)
+			}
+		default:
+			e.o.Redactor.Add(fmt.Sprint(v))
+		}
+	}
 }
 
 // idAttempts bounds the draws of a generated run ID: six random hex
@@ -201,6 +221,14 @@ func (e *Engine) Run(ctx context.Context, pb *playbook.Playbook, req StartReques
 // engine never mutates a *playbook.Playbook.
 func (e *Engine) Execute(ctx context.Context, pb *playbook.Playbook, r *state.Run) (*state.Run, error) {
 	return e.execute(ctx, pb, r, nil)
+}
+
+// ExecuteInputs is Execute with the raw inputs the caller gave Start. A
+// secret input is masked in the run record, so the first execution of a
+// run started with one needs it from the caller; a later resume (another
+// process) sees it masked, as every resume does.
+func (e *Engine) ExecuteInputs(ctx context.Context, pb *playbook.Playbook, r *state.Run, inputs map[string]any) (*state.Run, error) {
+	return e.execute(ctx, pb, r, inputs)
 }
 
 // Resume continues an unfinished run (pending, running, waiting or

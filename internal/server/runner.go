@@ -51,7 +51,7 @@ func (r *runner) start(ctx context.Context, pb *playbook.Playbook, req engine.St
 	if err != nil {
 		return nil, err
 	}
-	r.launch(run.ID, pb, req.Inputs)
+	r.launch(run, pb, req.Inputs, true)
 	return run, nil
 }
 
@@ -86,9 +86,10 @@ func (r *runner) count() int {
 	return len(r.active)
 }
 
-// launch executes a committed run in the background. inputs are the
-// caller's raw inputs (nil on resume: the run record's are used).
-func (r *runner) launch(runID string, pb *playbook.Playbook, inputs map[string]any) {
+// launch executes a committed run in the background: a new one (fresh,
+// with the caller's raw inputs, which secret inputs need) or one to resume.
+func (r *runner) launch(run *state.Run, pb *playbook.Playbook, inputs map[string]any, fresh bool) {
+	runID := run.ID
 	r.mu.Lock()
 	if _, dup := r.active[runID]; dup {
 		r.mu.Unlock()
@@ -102,7 +103,12 @@ func (r *runner) launch(runID string, pb *playbook.Playbook, inputs map[string]a
 			delete(r.active, runID)
 			r.mu.Unlock()
 		}()
-		_, err := r.s.eng.Resume(r.base, runID)
+		var err error
+		if fresh {
+			_, err = r.s.eng.ExecuteInputs(r.base, pb, run, inputs)
+		} else {
+			_, err = r.s.eng.Resume(r.base, runID)
+		}
 		if err != nil && !errors.Is(context.Cause(r.base), errSuspend) {
 			r.s.log.Debug("run ended with an error", "run_id", runID, "err", err)
 		}
@@ -129,7 +135,7 @@ func (r *runner) resumeAll(ctx context.Context) (int, error) {
 			r.s.log.Error("cannot resume run: its playbook snapshot no longer loads", "run_id", run.ID, "err", err)
 			continue
 		}
-		r.launch(run.ID, pb, nil)
+		r.launch(run, pb, nil, false)
 		n++
 	}
 	return n, nil
@@ -161,7 +167,7 @@ func (r *runner) retry(ctx context.Context, runID, from string) (*state.Run, err
 		return nil, err
 	}
 	r.s.cache.put(pb)
-	r.launch(run.ID, pb, nil)
+	r.launch(run, pb, nil, true)
 	return run, nil
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/trigger"
 )
@@ -119,6 +120,9 @@ func New(o Options) (*Server, error) {
 		eo.ApprovalPoll = 30 * time.Second
 	}
 	eo.Parse = s.cache.parse
+	if eo.Redactor == nil {
+		eo.Redactor = secrets.NewRedactor()
+	}
 	if eo.Logger == nil {
 		eo.Logger = o.Logger
 	}

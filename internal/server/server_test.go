@@ -480,3 +480,29 @@ steps:
 
 const unsubscribeBody = `{"hooksId":"h-1","webhookConfigId":"cfg","productName":"SMS","appKey":"app","event":"UNSUBSCRIBE",
 "hooks":[{"hookId":"k-1","recipientNo":"01012345678","unsubscribeNo":"0808885555","enterpriseName":"runbook","createdDateTime":"2026-11-22T09:00:00.000+09:00"}]}`
+
+// A secret input reaches the steps with its value but is masked in
+// everything the API answers.
+func TestSecretInputsReachStepsAndStayMasked(t *testing.T) {
+	work := t.TempDir()
+	e := newEnv(t, map[string]string{"secret.yaml": `version: 1
+name: secret
+inputs:
+  password: {type: string, secret: true}
+steps:
+  - id: use
+    uses: shell
+    with: {command: "printf %s \"$PW\" > ` + work + `/pw.txt; echo using $PW", env: {PW: "${{ inputs.password }}"}}
+`})
+	r := e.api("POST", "/api/v1/playbooks/secret/runs", map[string]any{"inputs": map[string]any{"password": "hunter2-very-secret"}})
+	require.Equal(t, 201, r.status, "%s", r.body)
+	assert.NotContains(t, string(r.body), "hunter2")
+	id := r.json(t)["id"].(string)
+	e.waitStatus(id, state.RunSucceeded)
+	b, err := os.ReadFile(filepath.Join(work, "pw.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "hunter2-very-secret", string(b))
+	for _, p := range []string{"/api/v1/runs/" + id, "/api/v1/runs/" + id + "/events", "/api/v1/runs"} {
+		assert.NotContains(t, string(e.api("GET", p, nil).body), "hunter2", p)
+	}
+}
