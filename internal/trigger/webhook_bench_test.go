@@ -98,7 +98,9 @@ type benchStarter struct {
 
 func (s *benchStarter) Start(ctx context.Context, req StartRequest) (string, error) {
 	pb := req.Playbook
-	id := fmt.Sprintf("bench-run-%d", s.n.Add(1))
+	// Shaped like the engine's IDs (UTC second, then a suffix), so that
+	// new runs land at the end of the store's run indexes as they do there.
+	id := fmt.Sprintf("%s-%06d", time.Now().UTC().Format("20060102T150405"), s.n.Add(1))
 	r := &state.Run{
 		ID: id, Playbook: pb.Name, File: pb.Path, Snapshot: pb.Source, Hash: pb.Hash,
 		Inputs: req.Inputs, Trigger: req.Trigger, Status: state.RunPending,
