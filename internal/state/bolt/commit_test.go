@@ -123,6 +123,28 @@ func TestGroupCommit(t *testing.T) {
 		}
 	})
 
+	t.Run("a panic fails its group with ErrCorrupt and the writer goes on", func(t *testing.T) {
+		s, _ := openTemp(t, bolt.Options{NoSync: true})
+		release := holdWriter(t, s)
+		errc := make(chan error, 2)
+		go func() { errc <- s.PutCursor(ctx, "a", []byte("v")) }()
+		waitQueued(t, s, 1)
+		go func() {
+			errc <- bolt.Update(ctx, s, func(*bbolt.Tx) error { panic("unexpected fault address") })
+		}()
+		waitQueued(t, s, 2)
+		release()
+		for range 2 {
+			if err := <-errc; !errors.Is(err, state.ErrCorrupt) {
+				t.Errorf("error = %v, want ErrCorrupt", err)
+			}
+		}
+		if _, err := s.GetCursor(ctx, "a"); !errors.Is(err, state.ErrNotFound) {
+			t.Errorf("a write of the failed group was kept: GetCursor error = %v", err)
+		}
+		must(t, s.PutCursor(ctx, "b", []byte("v")))
+	})
+
 	t.Run("a write whose context ends while queued never runs", func(t *testing.T) {
 		s, _ := openTemp(t, bolt.Options{NoSync: true})
 		release := holdWriter(t, s)
