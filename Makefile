@@ -22,12 +22,17 @@ schema: ## regenerate schema/playbook.schema.json from the step registry
 	$(GO) run ./cmd/runbook schema > schema/playbook.schema.json
 
 bench: ## print the performance figures the issues ask for
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/engine ./internal/expr ./internal/state/...
+	$(GO) test -run '^$$' -bench . -skip WaitingRuns -benchmem ./internal/engine ./internal/expr ./internal/state/...
+	# 10,000 waiting runs (approvals, sleeps) and their resume in a fresh process, with the soft memory limit runbook serve sets
+	GOMEMLIMIT=160MiB $(GO) test -run '^$$' -bench WaitingRuns -benchtime 1x ./internal/engine
 	$(GO) test -run '^$$' -bench Intake -benchtime 20000x ./internal/trigger
+	# schedule lateness of a server firing 20 playbooks every second for 6 s
+	$(GO) test -run '^$$' -bench ScheduleLateness -benchtime 1x ./internal/server
 	$(GO) run ./tools/benchrun
 
-fuzz: ## fuzz the playbook loader and templates (FUZZTIME=5m)
+fuzz: ## fuzz the playbook loader, templates and the webhook intake (FUZZTIME=5m)
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime $${FUZZTIME:-5m} ./internal/playbook
 	$(GO) test -run '^$$' -fuzz FuzzTemplate -fuzztime $${FUZZTIME:-5m} ./internal/expr
+	$(GO) test -run '^$$' -fuzz FuzzIntake -fuzztime $${FUZZTIME:-5m} ./internal/trigger
 
 ci: fmt-check vet test ## what .ci/run does
