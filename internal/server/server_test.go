@@ -506,3 +506,24 @@ steps:
 		assert.NotContains(t, string(e.api("GET", p, nil).body), "hunter2", p)
 	}
 }
+
+func TestReloadRoute(t *testing.T) {
+	e := newEnv(t, map[string]string{"gate.yaml": approvalPlaybook}, func(o *server.Options) { o.Reload = false })
+	require.NoError(t, os.WriteFile(filepath.Join(e.dir, "tick.yaml"), []byte(tickPlaybook), 0o600))
+	r := e.api("POST", "/api/v1/reload", nil)
+	require.Equal(t, 200, r.status, "%s", r.body)
+	assert.EqualValues(t, 2, r.json(t)["playbooks"])
+
+	// A broken file: 422 with every problem; the playbooks in use stay.
+	require.NoError(t, os.WriteFile(filepath.Join(e.dir, "bad.yaml"), []byte("version: 1\nname: bad\nsteps:\n  - {id: a, uses: nope}\n  - {id: b, uses: log, with: {mesage: x}}\n"), 0o600))
+	r = e.api("POST", "/api/v1/reload", nil)
+	require.Equal(t, 422, r.status, "%s", r.body)
+	problems := r.json(t)["problems"].([]any)
+	assert.Len(t, problems, 3) // unknown type; message required; mesage unknown
+	assert.Contains(t, problems[0], "bad.yaml:4:")
+	assert.Contains(t, problems[2], `did you mean "message"`)
+	m := e.api("GET", "/api/v1/playbooks", nil).json(t)
+	assert.Len(t, m["playbooks"], 2)
+	assert.Len(t, m["reload_problems"], 3)
+	assert.EqualValues(t, 3, e.do("GET", "/healthz", "", nil).json(t)["reload_problems"])
+}
