@@ -527,3 +527,24 @@ func TestReloadRoute(t *testing.T) {
 	assert.Len(t, m["reload_problems"], 3)
 	assert.EqualValues(t, 3, e.do("GET", "/healthz", "", nil).json(t)["reload_problems"])
 }
+
+// Schedules fire through the engine: a playbook due every second gets
+// runs whose trigger carries the slot.
+func TestScheduledRunsExecute(t *testing.T) {
+	e := newEnv(t, map[string]string{"every.yaml": `version: 1
+name: every
+triggers:
+  - schedule: {cron: "* * * * * *", overlap: skip}
+steps:
+  - {id: a, uses: log, with: {message: "slot ${{ trigger.slot }}"}}
+`})
+	require.Eventually(t, func() bool {
+		r := e.api("GET", "/api/v1/runs?playbook=every&status=succeeded", nil)
+		return len(r.json(t)["runs"].([]any)) > 0
+	}, 5*time.Second, 50*time.Millisecond)
+	run := e.api("GET", "/api/v1/runs?playbook=every&status=succeeded", nil).json(t)["runs"].([]any)[0].(map[string]any)
+	trig := run["trigger"].(map[string]any)
+	assert.Equal(t, "schedule", trig["type"])
+	assert.NotEmpty(t, trig["slot"])
+	assert.Contains(t, string(e.do("GET", "/metrics", "", nil).body), `runbook_schedule_firings_total{outcome="started"}`)
+}
