@@ -219,5 +219,42 @@ type Store interface {
 	// expiry starts without a value.
 	DedupSet(ctx context.Context, key string, val []byte) error
 
+	// CommitDelivery commits a webhook delivery in one transaction: its
+	// claim, the claims of its units and the runs they start, all or
+	// nothing. See Delivery.
+	CommitDelivery(ctx context.Context, d Delivery) (DeliveryResult, error)
+
 	Close() error
+}
+
+// Delivery is what CommitDelivery commits. When Key is a live dedup key
+// nothing is written and the result is Duplicate with the key's value (nil
+// when it has none). Otherwise, for each unit in order: a unit whose Claim
+// is a live dedup key is skipped; any other unit claims Claim (when not
+// empty) and creates Run with Events, as CreateRun does (a taken run ID
+// fails the whole delivery with ErrExists). Last, Key is claimed and given
+// the value Done returns for the IDs of the runs created. Claims are
+// recorded with TTL, as Dedup records them.
+type Delivery struct {
+	Key   string
+	TTL   time.Duration
+	Units []DeliveryUnit
+	// Done returns the value attached to Key. It is called inside the
+	// transaction, possibly more than once (the store may run a
+	// transaction again); it must be quick and have no side effects.
+	Done func(created []string) []byte
+}
+
+// DeliveryUnit is one run a delivery may start.
+type DeliveryUnit struct {
+	Claim  string // dedup key of the unit; empty: none
+	Run    *Run
+	Events []Event
+}
+
+// DeliveryResult is the outcome of CommitDelivery.
+type DeliveryResult struct {
+	Duplicate bool     // Key was live: nothing was written
+	Value     []byte   // a duplicate's value (nil: none)
+	Created   []string // IDs of the runs created, in unit order
 }

@@ -66,34 +66,49 @@ func (s *Store) Dedup(ctx context.Context, key string, ttl time.Duration) (seen 
 		if err := pruneDedup(b, exp, now); err != nil {
 			return err
 		}
-		k := []byte(key)
-		if v := b.Get(k); len(v) >= dedupHeader {
-			first := time.Unix(0, int64(binary.BigEndian.Uint64(v)))
-			if ttl <= 0 || now.Sub(first) < ttl {
-				seen = true
-				return nil
-			}
-			if old := int64(binary.BigEndian.Uint64(v[8:])); old != 0 {
-				if err := exp.Delete(expiryKey(old, k)); err != nil {
-					return err
-				}
-			}
-		}
-		var v [16]byte
-		binary.BigEndian.PutUint64(v[:8], uint64(now.UnixNano()))
-		if ttl > 0 {
-			at := now.Add(ttl).UnixNano()
-			binary.BigEndian.PutUint64(v[8:], uint64(at))
-			if err := exp.Put(expiryKey(at, k), nil); err != nil {
-				return err
-			}
-		}
-		return b.Put(k, v[:])
+		var err error
+		seen, err = claim(b, exp, []byte(key), now, ttl)
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("dedup %s: %w", key, err)
 	}
 	return seen, nil
+}
+
+// claim records dedup key k at now unless it is live (recorded less than
+// ttl ago; ttl 0: ever), and reports whether it was.
+func claim(b, exp *bbolt.Bucket, k []byte, now time.Time, ttl time.Duration) (seen bool, err error) {
+	if v := b.Get(k); len(v) >= dedupHeader {
+		if seenWithin(v, now, ttl) {
+			return true, nil
+		}
+		if old := int64(binary.BigEndian.Uint64(v[8:])); old != 0 {
+			if err := exp.Delete(expiryKey(old, k)); err != nil {
+				return false, err
+			}
+		}
+	}
+	var v [16]byte
+	binary.BigEndian.PutUint64(v[:8], uint64(now.UnixNano()))
+	if ttl > 0 {
+		at := now.Add(ttl).UnixNano()
+		binary.BigEndian.PutUint64(v[8:], uint64(at))
+		if err := exp.Put(expiryKey(at, k), nil); err != nil {
+			return false, err
+		}
+	}
+	return false, b.Put(k, v[:])
+}
+
+// seenWithin reports whether dedup entry v (nil: absent) was first
+// recorded less than ttl before now (ttl 0: ever), as Dedup decides.
+func seenWithin(v []byte, now time.Time, ttl time.Duration) bool {
+	if len(v) < dedupHeader {
+		return false
+	}
+	first := time.Unix(0, int64(binary.BigEndian.Uint64(v)))
+	return ttl <= 0 || now.Sub(first) < ttl
 }
 
 // dedupHeader is the size of a dedup entry without a value; dedupHasValue

@@ -62,39 +62,41 @@ func (s *Store) CreateRun(ctx context.Context, r *state.Run, events ...state.Eve
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
-	err = s.update(ctx, func(tx *bbolt.Tx) error {
-		runs := tx.Bucket(bucketRuns)
-		id := []byte(r.ID)
-		if runs.Get(id) != nil {
-			return fmt.Errorf("run %s: %w", r.ID, state.ErrExists)
-		}
-		rb, err := tx.Bucket(bucketRunData).CreateBucket(id)
-		if err != nil {
-			return fmt.Errorf("run %s: %w", r.ID, err)
-		}
-		for _, name := range runSubBuckets {
-			if _, err := rb.CreateBucket(name); err != nil {
-				return err
-			}
-		}
-		if err := enc.write(tx); err != nil {
-			return err
-		}
-		if len(evs) == 0 {
-			return nil
-		}
-		b := rb.Bucket(subEvents)
-		for i, data := range evs {
-			if err := b.Put(seqKey(uint64(i+1)), data); err != nil {
-				return err
-			}
-		}
-		return b.SetSequence(uint64(len(evs)))
-	})
+	err = s.update(ctx, func(tx *bbolt.Tx) error { return createRun(tx, r.ID, enc, evs) })
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
 	return nil
+}
+
+// createRun writes a new run, encoded, with its first events; it fails
+// with state.ErrExists when the ID is taken.
+func createRun(tx *bbolt.Tx, id string, enc *encodedRun, evs [][]byte) error {
+	if tx.Bucket(bucketRuns).Get([]byte(id)) != nil {
+		return fmt.Errorf("run %s: %w", id, state.ErrExists)
+	}
+	rb, err := tx.Bucket(bucketRunData).CreateBucket([]byte(id))
+	if err != nil {
+		return fmt.Errorf("run %s: %w", id, err)
+	}
+	for _, name := range runSubBuckets {
+		if _, err := rb.CreateBucket(name); err != nil {
+			return err
+		}
+	}
+	if err := enc.write(tx); err != nil {
+		return err
+	}
+	if len(evs) == 0 {
+		return nil
+	}
+	b := rb.Bucket(subEvents)
+	for i, data := range evs {
+		if err := b.Put(seqKey(uint64(i+1)), data); err != nil {
+			return err
+		}
+	}
+	return b.SetSequence(uint64(len(evs)))
 }
 
 // SaveRun replaces a run's record and appends events. It fails with

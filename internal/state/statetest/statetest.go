@@ -49,6 +49,7 @@ func run(t *testing.T, open opener) {
 		{"cursors", testCursors},
 		{"dedup", testDedup},
 		{"dedup values", testDedupValues},
+		{"deliveries", testDeliveries},
 		{"cancelled contexts", testCancelled},
 		{"concurrent writers", testConcurrent},
 	}
