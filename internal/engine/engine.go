@@ -134,13 +134,31 @@ var ErrBusy = errors.New("concurrency key is busy")
 // Start validates inputs and creates the run record (pending). Nothing runs
 // yet: call Execute.
 func (e *Engine) Start(ctx context.Context, pb *playbook.Playbook, req StartRequest) (*state.Run, error) {
-	inputs, err := ResolveInputs(pb, req.Inputs)
+	r, ev, err := e.Prepare(pb, req)
 	if err != nil {
 		return nil, err
 	}
+	if err := e.createRun(ctx, r, req.ID == "", ev); err != nil {
+		return nil, err
+	}
+	e.observe(r.ID, ev)
+	return r, nil
+}
+
+// Prepare is Start without the commit: it validates inputs, checks the
+// playbook's secrets, registers secret inputs with the redactor and
+// returns the run record (pending, with redacted inputs and trigger) and
+// its first event, for the caller to commit with others in one transaction
+// (state.Store.CommitDelivery). A generated ID is unique within the
+// process. Once the record is committed, call Committed; then Execute.
+func (e *Engine) Prepare(pb *playbook.Playbook, req StartRequest) (*state.Run, state.Event, error) {
+	inputs, err := ResolveInputs(pb, req.Inputs)
+	if err != nil {
+		return nil, state.Event{}, err
+	}
 	e.registerSecretInputs(pb, inputs)
 	if missing := e.missingSecrets(pb); len(missing) > 0 {
-		return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf(
+		return nil, state.Event{}, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf(
 			"secret %s not set (set the environment variable or add it to the secrets file)", strings.Join(missing, ", "))}
 	}
 	now := e.o.Clock.Now()
@@ -155,11 +173,13 @@ func (e *Engine) Start(ctx context.Context, pb *playbook.Playbook, req StartRequ
 		CreatedAt: now,
 	}
 	ev := state.Event{Time: now, Type: "run.created", Message: "run created for playbook " + pb.Name}
-	if err := e.createRun(ctx, r, req.ID == "", ev); err != nil {
-		return nil, err
-	}
+	return r, ev, nil
+}
+
+// Committed reports the first event of a run Prepare returned, once the
+// caller committed it, to the Observer (as Start does after its commit).
+func (e *Engine) Committed(r *state.Run, ev state.Event) {
 	e.observe(r.ID, ev)
-	return r, nil
 }
 
 // registerSecretInputs makes the redactor mask the values of secret
@@ -181,9 +201,10 @@ func (e *Engine) registerSecretInputs(pb *playbook.Playbook, inputs map[string]a
 	}
 }
 
-// idAttempts bounds the draws of a generated run ID: six random hex
-// digits per second collide (a few times in 10,000 starts in one second),
-// so a taken ID is drawn again.
+// idAttempts bounds the draws of a generated run ID. Generated IDs are
+// unique within a process, but another process (or this one before a
+// restart) may have taken one in the same second, so a taken ID is drawn
+// again.
 const idAttempts = 8
 
 // createRun commits r. When its ID was generated and is taken, it draws
