@@ -1,0 +1,24 @@
+// Package objectstorage simulates the object storage behind obs:// URIs:
+// OpenStack Swift, reached with an identity token (spec/FIDELITY.md).
+//
+// Store holds the objects of one simulator server; For(env) returns it, so
+// the HTTP service and in-process simulators (the ML service reading
+// datasets, writing models) see the same objects. Accounts are
+// "AUTH_<tenant>"; the Go API accepts a tenant ID with or without that
+// prefix.
+//
+// The HTTP API, below the service prefix:
+//
+//	PUT    /v1/AUTH_{tenant}/{container}             create a container (201, 202 when it exists)
+//	GET    /v1/AUTH_{tenant}/{container}             list (?prefix=&delimiter=&marker=&end_marker=&limit=&format=json)
+//	HEAD   /v1/AUTH_{tenant}/{container}             container metadata
+//	DELETE /v1/AUTH_{tenant}/{container}             delete an empty container (409 otherwise)
+//	PUT    /v1/AUTH_{tenant}/{container}/{object}    store (201, ETag = MD5; 422 on an ETag mismatch)
+//	GET    /v1/AUTH_{tenant}/{container}/{object}    read (ETag, Content-Length, Last-Modified)
+//	HEAD   /v1/AUTH_{tenant}/{container}/{object}    metadata
+//	DELETE /v1/AUTH_{tenant}/{container}/{object}    remove (204)
+//
+// Every call needs X-Auth-Token holding a valid token of the identity
+// simulator (401 otherwise) for the token's own tenant (403 for another
+// account). Listing pages at 10000 names as Swift does.
+package objectstorage
