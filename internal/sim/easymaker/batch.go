@@ -9,11 +9,12 @@ import (
 	"path"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	em "github.com/runbook/runbook/internal/cloud/easymaker"
+	obsuri "github.com/runbook/runbook/internal/cloud/objectstorage"
 	"github.com/runbook/runbook/internal/sim"
+	"github.com/runbook/runbook/internal/sim/objectstorage"
 )
 
 // ObjectStore is what batch inference needs of object storage. The
@@ -24,65 +25,17 @@ type ObjectStore interface {
 	List(account, container, prefix string) []string
 }
 
-// defaultObjectStore is the store batch inference reads and writes until
-// the service is pointed at the object-storage simulator of the same
-// server (SetObjectStore).
-func defaultObjectStore(*sim.Env) ObjectStore { return newMemStore() }
-
-type memStore struct {
-	mu      sync.Mutex
-	objects map[string][]byte
-}
-
-func newMemStore() *memStore { return &memStore{objects: map[string][]byte{}} }
-
-func (m *memStore) key(account, container, object string) string {
-	return account + "\x00" + container + "\x00" + object
-}
-
-func (m *memStore) Get(account, container, object string) ([]byte, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	b, ok := m.objects[m.key(account, container, object)]
-	return b, ok
-}
-
-func (m *memStore) Put(account, container, object string, data []byte, _ string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.objects[m.key(account, container, object)] = append([]byte(nil), data...)
-}
-
-func (m *memStore) List(account, container, prefix string) []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []string
-	p := m.key(account, container, prefix)
-	for k := range m.objects {
-		if strings.HasPrefix(k, p) {
-			out = append(out, k[len(m.key(account, container, "")):])
-		}
-	}
-	sort.Strings(out)
-	return out
-}
+// defaultObjectStore is the object-storage simulator's store of the same
+// server: objects a playbook uploads there are the batch input, and the
+// output can be downloaded from there.
+func defaultObjectStore(env *sim.Env) ObjectStore { return objectstorage.For(env) }
 
 // parseOBS reads obs://{host}/v1/AUTH_{tenant}/{container}/{object} into
 // the account (AUTH_{tenant}), container and object (may be empty or a
 // prefix).
 func parseOBS(uri string) (account, container, object string, err error) {
-	rest, ok := strings.CutPrefix(uri, "obs://")
-	if !ok {
-		return "", "", "", fmt.Errorf("%q is not an object storage path (obs://{host}/v1/AUTH_{tenant}/{container}/{path})", uri)
-	}
-	parts := strings.SplitN(rest, "/", 5)
-	if len(parts) < 4 || parts[1] != "v1" || !strings.HasPrefix(parts[2], "AUTH_") || parts[3] == "" {
-		return "", "", "", fmt.Errorf("%q is not an object storage path (obs://{host}/v1/AUTH_{tenant}/{container}/{path})", uri)
-	}
-	if len(parts) == 5 {
-		object = parts[4]
-	}
-	return parts[2], parts[3], object, nil
+	_, account, container, object, err = obsuri.ParseURI(uri)
+	return account, container, object, err
 }
 
 // FailBatchTrigger in a batch inference's name makes it end in

@@ -140,9 +140,9 @@
 // {"instances": [...]}). Each input file {rel} yields {output}/{rel}.out
 // with {"predictions": [...]} (one line per input line for JSONL);
 // outputFileList, inputFileCount and inferenceCount appear at COMPLETE.
-// Objects are read from and written to an ObjectStore: by default one
-// private to this service; SetObjectStore points it at the object-storage
-// simulator of the same server. NAS paths are accepted at create and fail
+// Objects are read from and written to the object-storage simulator's
+// store of the same server (objectstorage.For), whether or not its HTTP
+// service runs; SetObjectStore replaces it. NAS paths are accepted at create and fail
 // the run (the simulator has no NAS).
 //
 // The service is safe for concurrent use: one mutex guards it.

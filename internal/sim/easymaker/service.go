@@ -83,8 +83,14 @@ func New(env *sim.Env) (sim.Service, error) {
 func (s *Service) AppKey() string                 { return s.appKey }
 func (s *Service) SecretKey() string              { return s.secretKey }
 func (s *Service) AccessKey() (id, secret string) { return s.accessID, s.accessKey }
-func (s *Service) SetObjectStore(o ObjectStore)   { s.mu.Lock(); s.objects = o; s.mu.Unlock() }
-func (s *Service) now() time.Time                 { return s.env.Clock.Now() }
+
+// SetObjectStore replaces the store batch inference reads and writes.
+func (s *Service) SetObjectStore(o ObjectStore) { s.mu.Lock(); s.objects = o; s.mu.Unlock() }
+
+// Objects returns the store batch inference reads and writes.
+func (s *Service) Objects() ObjectStore { s.mu.Lock(); defer s.mu.Unlock(); return s.objects }
+
+func (s *Service) now() time.Time { return s.env.Clock.Now() }
 
 // Connection returns base_url, region, appkey, secret_key, the access key
 // pair and token_url (the token endpoint this simulator serves), so both
