@@ -1,0 +1,117 @@
+package easymaker
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/runbook/runbook/internal/cloud/easymaker"
+	"github.com/runbook/runbook/internal/steps"
+)
+
+// ---- easymaker.experiment.create --------------------------------------------
+
+type experimentCreateParams struct {
+	connParam
+	ExperimentName        string `json:"experiment_name" required:"true" maxlen:"50" desc:"experiment name, up to 50 characters; an existing experiment of the name is adopted (its ID returned), as the SDK does"`
+	ExperimentDescription string `json:"experiment_description" maxlen:"255" desc:"up to 255 characters"`
+	TagList               []Tag  `json:"tag_list" maxlen:"10" desc:"up to 10 tags"`
+	waitParams
+}
+
+func experimentRequest(p *experimentCreateParams) easymaker.CreateExperimentRequest {
+	return easymaker.CreateExperimentRequest{ExperimentName: p.ExperimentName, ExperimentDescription: p.ExperimentDescription, TagList: tags(p.TagList)}
+}
+
+func experimentSnapshot(e *easymaker.Experiment) snapshot {
+	return snapshot{Status: e.ExperimentStatusCode, Reason: e.StatusReason, Outputs: steps.Outputs{
+		"experiment_id": e.ExperimentID, "experiment_name": e.ExperimentName, "status": e.ExperimentStatusCode}}
+}
+
+func readExperiment(ctx context.Context, cl *easymaker.Client, id string) (snapshot, error) {
+	e, err := cl.GetExperiment(ctx, id)
+	if err != nil {
+		return snapshot{}, err
+	}
+	return experimentSnapshot(e), nil
+}
+
+func findExperiment(ctx context.Context, cl *easymaker.Client, p *experimentCreateParams) (*adoption, error) {
+	e, err := cl.FindExperimentByName(ctx, p.ExperimentName)
+	if err != nil || e == nil {
+		return nil, err
+	}
+	return &adoption{id: e.ExperimentID, snap: experimentSnapshot(e)}, nil
+}
+
+func experimentCreation(c *steps.Call, p *experimentCreateParams) creation {
+	return creation{what: "experiment", conn: p.Connection, wait: p.waitParams, read: readExperiment,
+		create: func(ctx context.Context, cl *easymaker.Client) (string, snapshot, error) {
+			e, err := cl.CreateExperiment(ctx, experimentRequest(p))
+			if err != nil {
+				return "", snapshot{}, err
+			}
+			return e.ExperimentID, experimentSnapshot(e), nil
+		}}
+}
+
+// ---- easymaker.experiment.delete --------------------------------------------
+
+type experimentDeleteParams struct {
+	connParam
+	ExperimentID string `json:"experiment_id" required:"true" maxlen:"36" desc:"ID of the experiment to delete"`
+}
+
+func init() {
+	steps.Register(steps.Descriptor{
+		Type: "easymaker.experiment.create",
+		Summary: "Create an experiment (Experiment().create; POST /experiments). An experiment of the same name is adopted " +
+			"instead of creating another; with wait, the step ends when it is ACTIVE.",
+		Params:   experimentCreateParams{},
+		Mutating: true,
+		Outputs: []steps.Output{
+			{Name: "experiment_id", Type: "string", Description: "the experiment's ID"},
+			{Name: "experiment_name", Type: "string", Description: "its name"},
+			{Name: "status", Type: "string", Description: "its status (ACTIVE when waited)"},
+			adoptedOutput,
+		},
+		Plan: func(params any) []steps.PlannedCall {
+			p := params.(*experimentCreateParams)
+			return []steps.PlannedCall{
+				{Method: http.MethodGet, Path: apiPath("experiments"), Note: "looks for an experiment named " + p.ExperimentName + " (adopted if it exists)"},
+				{Method: http.MethodPost, Path: apiPath("experiments"), Body: experimentRequest(p), Note: waitNote(p.waitParams, "ACTIVE")},
+			}
+		},
+		Reconcile: reconcileBy(experimentCreation, findExperiment),
+		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *experimentCreateParams) (steps.Outputs, error) {
+			k := experimentCreation(c, p)
+			if !calledAlready(c) {
+				cl, err := clientFor(c, p.Connection)
+				if err != nil {
+					return nil, err
+				}
+				a, err := findExperiment(ctx, cl, p)
+				if err != nil {
+					return nil, err
+				}
+				if a != nil {
+					c.Log.Info("adopting the existing experiment of the name", "experiment", p.ExperimentName, "id", a.id)
+					k.adopted = a
+				}
+			}
+			return runCreate(ctx, c, k)
+		}),
+	})
+	steps.Register(steps.Descriptor{
+		Type:     "easymaker.experiment.delete",
+		Summary:  "Delete an experiment (Experiment().delete; DELETE /experiments/{id}). An experiment already gone counts as deleted.",
+		Params:   experimentDeleteParams{},
+		Mutating: true,
+		Outputs:  deleteOutputs,
+		Plan: func(params any) []steps.PlannedCall {
+			return []steps.PlannedCall{{Method: http.MethodDelete, Path: apiPath("experiments", params.(*experimentDeleteParams).ExperimentID)}}
+		},
+		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *experimentDeleteParams) (steps.Outputs, error) {
+			return deleteResult(ctx, c, p.Connection, "experiment", p.ExperimentID, (*easymaker.Client).DeleteExperiment)
+		}),
+	})
+}

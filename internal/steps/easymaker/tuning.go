@@ -1,0 +1,282 @@
+package easymaker
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+
+	"github.com/runbook/runbook/internal/cloud/easymaker"
+	"github.com/runbook/runbook/internal/steps"
+)
+
+// defaultMetricRegex is the SDK's metric_regex, used with an own algorithm
+// when none is given.
+const defaultMetricRegex = `([\w\ -]+)\s*=\s([+-]?\d(.\d+)?([Ee][+-]?\d+)?)`
+
+// HyperparameterSpec is one element of hyperparameter_spec_list.
+type HyperparameterSpec struct {
+	HyperparameterName            string   `json:"hyperparameterName" maxlen:"255" desc:"hyperparameter name, up to 255 characters"`
+	HyperparameterTypeCode        string   `json:"hyperparameterTypeCode" enum:"INT,DOUBLE,DISCRETE,CATEGORICAL" desc:"INT, DOUBLE, DISCRETE or CATEGORICAL"`
+	HyperparameterMinValue        *float64 `json:"hyperparameterMinValue" desc:"lower bound; required for INT and DOUBLE"`
+	HyperparameterMaxValue        *float64 `json:"hyperparameterMaxValue" desc:"upper bound (not below the lower); required for INT and DOUBLE"`
+	HyperparameterStep            *float64 `json:"hyperparameterStep" desc:"step of change; required for INT and DOUBLE with the GRID strategy"`
+	HyperparameterSpecifiedValues string   `json:"hyperparameterSpecifiedValues" maxlen:"3000" desc:"values separated by commas, up to 3000 characters; required for DISCRETE and CATEGORICAL"`
+}
+
+// ---- easymaker.tuning.run ---------------------------------------------------
+
+type tuningRunParams struct {
+	connParam
+	ExperimentID                    string               `json:"experiment_id" required:"true" maxlen:"36" desc:"ID of the experiment the tuning belongs to"`
+	HyperparameterTuningName        string               `json:"hyperparameter_tuning_name" required:"true" maxlen:"50" desc:"tuning name, up to 50 characters"`
+	HyperparameterTuningDescription string               `json:"hyperparameter_tuning_description" maxlen:"255" desc:"up to 255 characters"`
+	ImageName                       string               `json:"image_name" required:"true" desc:"image name (easymaker.list what: images)"`
+	InstanceName                    string               `json:"instance_name" required:"true" desc:"instance type name (easymaker.list what: instances)"`
+	DistributedNodeCount            int                  `json:"distributed_node_count" default:"1" min:"1" max:"10" desc:"nodes per trial, 1 to 10; times parallel_trial_count at most 10"`
+	ParallelTrialCount              int                  `json:"parallel_trial_count" default:"1" min:"1" max:"10" desc:"trials run at once, 1 to 10; times distributed_node_count at most 10"`
+	HyperparameterSpecList          []HyperparameterSpec `json:"hyperparameter_spec_list" maxlen:"100" desc:"up to 100 hyperparameters to search"`
+	MetricList                      []string             `json:"metric_list" maxlen:"10" desc:"own algorithm (required there): up to 10 metric names collected from the training logs"`
+	MetricRegex                     string               `json:"metric_regex" maxlen:"255" desc:"own algorithm: regular expression that reads metrics from the logs, up to 255 characters (default the SDK's ([\\w\\ -]+)\\s*=\\s([+-]?\\d(.\\d+)?([Ee][+-]?\\d+)?))"`
+	ObjectiveMetricName             string               `json:"objective_metric_name" maxlen:"36" desc:"own algorithm (required there): the metric to optimise, one of metric_list, up to 36 characters"`
+	ObjectiveTypeCode               string               `json:"objective_type_code" enum:"MINIMIZE,MAXIMIZE" desc:"own algorithm (required there): MINIMIZE or MAXIMIZE"`
+	ObjectiveGoal                   *float64             `json:"objective_goal" desc:"the tuning ends when the objective metric reaches it"`
+	MaxFailedTrialCount             int                  `json:"max_failed_trial_count" min:"1" desc:"the tuning fails when this many trainings failed"`
+	MaxTrialCount                   int                  `json:"max_trial_count" min:"1" desc:"the tuning runs until this many trainings ran"`
+	TuningStrategyName              string               `json:"tuning_strategy_name" required:"true" enum:"BAYESIAN_OPTIMIZATION,GRID,RANDOM" desc:"search strategy: BAYESIAN_OPTIMIZATION, GRID or RANDOM (the spec names Bayesian and a grid strategy; RANDOM is the service's third)"`
+	TuningStrategyRandomState       *int                 `json:"tuning_strategy_random_state" desc:"a fixed value gives reproducible results"`
+	EarlyStoppingAlgorithm          string               `json:"early_stopping_algorithm" required:"true" enum:"MEDIAN" desc:"early stopping algorithm: MEDIAN"`
+	EarlyStoppingMinTrialCount      int                  `json:"early_stopping_min_trial_count" default:"3" min:"1" desc:"trainings whose metric values feed the median"`
+	EarlyStoppingStartStep          int                  `json:"early_stopping_start_step" default:"4" min:"1" desc:"training step from which early stopping applies"`
+	algorithmParams
+	waitParams
+}
+
+func (p *tuningRunParams) own() bool { return p.SourceDirURI != "" || p.EntryPoint != "" }
+
+func checkTuningRun(params any, dyn map[string]bool) []steps.Problem {
+	p := params.(*tuningRunParams)
+	var ps problems
+	p.algorithmParams.check(&ps, dyn)
+	if !dyn["distributed_node_count"] && !dyn["parallel_trial_count"] {
+		if n := p.DistributedNodeCount * p.ParallelTrialCount; n > 10 {
+			ps.add("parallel_trial_count", "distributed_node_count x parallel_trial_count must be at most 10 (got %d x %d = %d)",
+				p.DistributedNodeCount, p.ParallelTrialCount, n)
+		}
+	}
+	ownKnown := !dyn["source_dir_uri"] && !dyn["entry_point"] && !dyn["algorithm_name"]
+	if ownKnown && p.own() {
+		if !dyn["metric_list"] && len(p.MetricList) == 0 {
+			ps.add("metric_list", "is required with an own algorithm (source_dir_uri and entry_point): the metric names the training logs")
+		}
+		if !dyn["objective_metric_name"] && p.ObjectiveMetricName == "" {
+			ps.add("objective_metric_name", "is required with an own algorithm: one of metric_list")
+		}
+		if !dyn["objective_type_code"] && p.ObjectiveTypeCode == "" {
+			ps.add("objective_type_code", "is required with an own algorithm: MINIMIZE or MAXIMIZE")
+		}
+	}
+	if !dyn["metric_list"] && !dyn["objective_metric_name"] && p.ObjectiveMetricName != "" && len(p.MetricList) > 0 {
+		found := false
+		for _, m := range p.MetricList {
+			found = found || m == p.ObjectiveMetricName
+		}
+		if !found {
+			ps.add("objective_metric_name", "must be one of metric_list (%s; got %q)", strings.Join(p.MetricList, ", "), p.ObjectiveMetricName)
+		}
+	}
+	if !dyn["metric_list"] {
+		for i, m := range p.MetricList {
+			if strings.TrimSpace(m) == "" {
+				ps.add(fmt.Sprintf("metric_list[%d]", i), "is empty")
+			}
+		}
+	}
+	if !dyn["hyperparameter_spec_list"] {
+		grid := !dyn["tuning_strategy_name"] && p.TuningStrategyName == easymaker.StrategyGrid
+		for i, s := range p.HyperparameterSpecList {
+			checkSpec(&ps, fmt.Sprintf("hyperparameter_spec_list[%d].", i), s, grid)
+		}
+	}
+	return ps
+}
+
+// checkSpec applies the hyperparameter_spec_list rules to one element.
+func checkSpec(ps *problems, at string, s HyperparameterSpec, grid bool) {
+	switch s.HyperparameterTypeCode {
+	case easymaker.HyperparameterTypeInt, easymaker.HyperparameterTypeFloat:
+		t := s.HyperparameterTypeCode
+		if s.HyperparameterMinValue == nil {
+			ps.add(at+"hyperparameterMinValue", "is required for type %s", t)
+		}
+		if s.HyperparameterMaxValue == nil {
+			ps.add(at+"hyperparameterMaxValue", "is required for type %s", t)
+		}
+		if s.HyperparameterMinValue != nil && s.HyperparameterMaxValue != nil && *s.HyperparameterMinValue > *s.HyperparameterMaxValue {
+			ps.add(at+"hyperparameterMaxValue", "must not be below hyperparameterMinValue (got min %g, max %g)", *s.HyperparameterMinValue, *s.HyperparameterMaxValue)
+		}
+		switch {
+		case grid && s.HyperparameterStep == nil:
+			ps.add(at+"hyperparameterStep", "is required for type %s with the GRID strategy", t)
+		case s.HyperparameterStep != nil && *s.HyperparameterStep <= 0:
+			ps.add(at+"hyperparameterStep", "must be positive (got %g)", *s.HyperparameterStep)
+		}
+		if t == easymaker.HyperparameterTypeInt {
+			for name, v := range map[string]*float64{"hyperparameterMinValue": s.HyperparameterMinValue,
+				"hyperparameterMaxValue": s.HyperparameterMaxValue, "hyperparameterStep": s.HyperparameterStep} {
+				if v != nil && *v != math.Trunc(*v) {
+					ps.add(at+name, "must be a whole number for type INT (got %g)", *v)
+				}
+			}
+		}
+		if s.HyperparameterSpecifiedValues != "" {
+			ps.add(at+"hyperparameterSpecifiedValues", "is for DISCRETE and CATEGORICAL; type %s takes min and max values", t)
+		}
+	case easymaker.HyperparameterTypeDisc, easymaker.HyperparameterTypeCat:
+		if strings.TrimSpace(s.HyperparameterSpecifiedValues) == "" {
+			ps.add(at+"hyperparameterSpecifiedValues", "is required for type %s: values separated by commas", s.HyperparameterTypeCode)
+		}
+	}
+}
+
+func specs(ss []HyperparameterSpec) []easymaker.HyperparameterSpec {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make([]easymaker.HyperparameterSpec, len(ss))
+	for i, s := range ss {
+		out[i] = easymaker.HyperparameterSpec{HyperparameterName: s.HyperparameterName, HyperparameterTypeCode: s.HyperparameterTypeCode,
+			HyperparameterMinValue: s.HyperparameterMinValue, HyperparameterMaxValue: s.HyperparameterMaxValue,
+			HyperparameterStep: s.HyperparameterStep, HyperparameterSpecifiedValues: s.HyperparameterSpecifiedValues}
+	}
+	return out
+}
+
+func tuningRequest(p *tuningRunParams, r resolved) easymaker.CreateTuningRequest {
+	regex := p.MetricRegex
+	if regex == "" && p.own() {
+		regex = defaultMetricRegex
+	}
+	return easymaker.CreateTuningRequest{
+		ExperimentID: p.ExperimentID, HyperparameterTuningName: p.HyperparameterTuningName,
+		HyperparameterTuningDescription: p.HyperparameterTuningDescription,
+		ImageID:                         r.image, FlavorID: r.flavor, AlgorithmID: r.algorithm,
+		DistributedNodeCount: p.DistributedNodeCount, ParallelTrialCount: p.ParallelTrialCount,
+		UseTorchrun: p.UseTorchrun, NprocPerNode: p.nproc(), DataStorageSize: p.DataStorageSize,
+		SourceDirURI: p.SourceDirURI, EntryPoint: p.EntryPoint, ModelUploadURI: p.ModelUploadURI,
+		CheckPointInputURI: p.CheckPointInputURI, CheckPointUploadURI: p.CheckPointUploadURI,
+		TimeoutHours: p.TimeoutHours, HyperparameterSpecList: specs(p.HyperparameterSpecList),
+		DatasetList: datasets(p.DatasetList), MetricList: p.MetricList, MetricRegex: regex,
+		ObjectiveMetricName: p.ObjectiveMetricName, ObjectiveTypeCode: p.ObjectiveTypeCode, ObjectiveGoal: p.ObjectiveGoal,
+		MaxFailedTrialCount: p.MaxFailedTrialCount, MaxTrialCount: p.MaxTrialCount,
+		TuningStrategyName: p.TuningStrategyName, TuningStrategyRandomState: p.TuningStrategyRandomState,
+		EarlyStoppingAlgorithm: p.EarlyStoppingAlgorithm, EarlyStoppingMinTrialCount: p.EarlyStoppingMinTrialCount,
+		EarlyStoppingStartStep: p.EarlyStoppingStartStep, TagList: tags(p.TagList), UseLog: p.UseLog,
+	}
+}
+
+func tuningSnapshot(t *easymaker.HyperparameterTuning) snapshot {
+	best := map[string]any{}
+	for _, h := range t.BestHyperparameterList {
+		best[h.HyperparameterKey] = h.HyperparameterValue
+	}
+	var objective any
+	if t.BestObjectiveMetricValue != nil {
+		objective = *t.BestObjectiveMetricValue
+	}
+	return snapshot{Status: t.HyperparameterTuningStatusCode, Reason: t.StatusReason, Outputs: steps.Outputs{
+		"hyperparameter_tuning_id": t.HyperparameterTuningID, "hyperparameter_tuning_name": t.HyperparameterTuningName,
+		"experiment_id": t.ExperimentID, "status": t.HyperparameterTuningStatusCode, "status_reason": t.StatusReason,
+		"best_training_id": t.BestTrainingID, "best_metrics": metricMap(t.BestMetricList),
+		"best_hyperparameters": best, "best_objective_metric_value": objective,
+		"completed_trial_count": t.CompletedTrialCount, "failed_trial_count": t.FailedTrialCount,
+		"early_stopped_trial_count": t.EarlyStoppedTrialCount}}
+}
+
+func readTuning(ctx context.Context, cl *easymaker.Client, id string) (snapshot, error) {
+	t, err := cl.GetTuning(ctx, id)
+	if err != nil {
+		return snapshot{}, err
+	}
+	return tuningSnapshot(t), nil
+}
+
+func tuningCreation(c *steps.Call, p *tuningRunParams) creation {
+	return creation{what: "hyperparameter tuning", conn: p.Connection, wait: p.waitParams, timeoutHours: p.TimeoutHours, read: readTuning,
+		create: func(ctx context.Context, cl *easymaker.Client) (string, snapshot, error) {
+			r, err := resolveNames(ctx, cl, "image_name", p.ImageName, "instance_name", p.InstanceName, p.AlgorithmName)
+			if err != nil {
+				return "", snapshot{}, err
+			}
+			t, err := cl.CreateTuning(ctx, tuningRequest(p, r))
+			if err != nil {
+				return "", snapshot{}, err
+			}
+			return t.HyperparameterTuningID, tuningSnapshot(t), nil
+		}}
+}
+
+func findTuning(ctx context.Context, cl *easymaker.Client, p *tuningRunParams) (*adoption, error) {
+	t, err := cl.FindTuningByName(ctx, p.ExperimentID, p.HyperparameterTuningName)
+	if err != nil || t == nil {
+		return nil, err
+	}
+	return &adoption{id: t.HyperparameterTuningID, snap: tuningSnapshot(t)}, nil
+}
+
+// ---- easymaker.tuning.delete ------------------------------------------------
+
+type tuningDeleteParams struct {
+	connParam
+	HyperparameterTuningID string `json:"hyperparameter_tuning_id" required:"true" maxlen:"36" desc:"ID of the tuning to delete"`
+}
+
+func init() {
+	steps.Register(steps.Descriptor{
+		Type: "easymaker.tuning.run",
+		Summary: "Run a hyperparameter tuning (HyperparameterTuning().run; POST /hyperparameter-tunings). With wait, the step ends " +
+			"when the tuning is COMPLETE and gives its best training and that training's metrics.",
+		Params:   tuningRunParams{},
+		Mutating: true,
+		Outputs: []steps.Output{
+			{Name: "hyperparameter_tuning_id", Type: "string", Description: "the tuning's ID"},
+			{Name: "hyperparameter_tuning_name", Type: "string", Description: "its name"},
+			{Name: "experiment_id", Type: "string", Description: "its experiment"},
+			{Name: "status", Type: "string", Description: "its status (COMPLETE when waited)"},
+			{Name: "status_reason", Type: "string", Description: "the service's reason for the status, if any"},
+			{Name: "best_training_id", Type: "string", Description: "ID of the best training (once COMPLETE)"},
+			{Name: "best_metrics", Type: "map", Description: "the best training's metric values by name"},
+			{Name: "best_hyperparameters", Type: "map", Description: "the best training's hyperparameters by name"},
+			{Name: "best_objective_metric_value", Type: "any", Description: "the best value of the objective metric (null before COMPLETE)"},
+			{Name: "completed_trial_count", Type: "integer", Description: "trainings that completed"},
+			{Name: "failed_trial_count", Type: "integer", Description: "trainings that failed"},
+			{Name: "early_stopped_trial_count", Type: "integer", Description: "trainings stopped early"},
+			adoptedOutput,
+		},
+		Check: checkTuningRun,
+		Plan: func(params any) []steps.PlannedCall {
+			p := params.(*tuningRunParams)
+			calls, r := planNames(p.ImageName, p.InstanceName, p.AlgorithmName)
+			return append(calls, steps.PlannedCall{Method: http.MethodPost, Path: apiPath("hyperparameter-tunings"),
+				Body: tuningRequest(p, r), Note: waitNote(p.waitParams, "COMPLETE")})
+		},
+		Reconcile: reconcileBy(tuningCreation, findTuning),
+		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *tuningRunParams) (steps.Outputs, error) {
+			return runCreate(ctx, c, tuningCreation(c, p))
+		}),
+	})
+	steps.Register(steps.Descriptor{
+		Type:     "easymaker.tuning.delete",
+		Summary:  "Delete a hyperparameter tuning (HyperparameterTuning().delete). A tuning already gone counts as deleted.",
+		Params:   tuningDeleteParams{},
+		Mutating: true,
+		Outputs:  deleteOutputs,
+		Plan: func(params any) []steps.PlannedCall {
+			return []steps.PlannedCall{{Method: http.MethodDelete, Path: apiPath("hyperparameter-tunings", params.(*tuningDeleteParams).HyperparameterTuningID)}}
+		},
+		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *tuningDeleteParams) (steps.Outputs, error) {
+			return deleteResult(ctx, c, p.Connection, "hyperparameter tuning", p.HyperparameterTuningID, (*easymaker.Client).DeleteTuning)
+		}),
+	})
+}
