@@ -313,7 +313,8 @@ func (c *Client) send(ctx context.Context, method, target string, body []byte) (
 	return c.cfg.HTTPClient.Do(req)
 }
 
-// get decodes the resource under key of a GET answer into out.
+// call sends one operation and decodes the resource under key of the
+// answer into out (nil: ignored).
 func (c *Client) call(ctx context.Context, method, path string, in any, key string, out any) error {
 	raw, err := c.do(ctx, method, path, in)
 	if err != nil {

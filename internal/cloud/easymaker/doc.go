@@ -17,6 +17,15 @@
 // apigwStageUrl + apigwResourceUri with no auth header. Nothing here
 // waits; StatusDone is the SDK's wait rule for the steps to poll with.
 //
+// # Rules
+//
+// rules.go holds the spec's limits as Problems methods on every create
+// request (names 50, descriptions 255, URIs 255, tag and dataset lists
+// 10, hyperparameter lists 100, timeout_hours 1..720, data_storage_size
+// 300..10000, node and trial counts, pod counts, batch sizes...). Problem
+// paths use the SDK's parameter names. The simulator answers 400 with the
+// same findings; the steps may check before calling.
+//
 // # Requests
 //
 // Paths are /v1.0/appkeys/{appkey}/... below the base URL

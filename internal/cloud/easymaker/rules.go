@@ -167,7 +167,7 @@ func (r *CreateTrainingRequest) Problems() []steps.Problem {
 	c.str("image_id", r.ImageID, true, MaxIDLen)
 	c.str("flavor_id", r.FlavorID, true, MaxIDLen)
 	c.between("distributed_node_count", r.DistributedNodeCount, 1, 10)
-	if r.UseTorchrun && r.NprocPerNode < 0 || !r.UseTorchrun && r.NprocPerNode != 0 && r.NprocPerNode < 1 {
+	if r.NprocPerNode < 0 {
 		c.add("nproc_per_node", "must be at least 1 (got %d)", r.NprocPerNode)
 	}
 	c.storage("data_storage_size", r.DataStorageSize, false)

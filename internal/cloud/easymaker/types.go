@@ -74,11 +74,21 @@ type Tag struct {
 }
 
 // Dataset is one element of dataset_list. The spec's tables call the path
-// datasetUri and its samples dataUri: it is sent as dataUri and read from
+// datasetUri and its samples dataUri: it is sent under both and read from
 // either.
 type Dataset struct {
 	DatasetName string `json:"datasetName"`
 	DataURI     string `json:"dataUri"`
+}
+
+// MarshalJSON sends the path under both names, dataUri and datasetUri
+// (FIDELITY: where sources differ, send both).
+func (d Dataset) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		DatasetName string `json:"datasetName"`
+		DataURI     string `json:"dataUri"`
+		DatasetURI  string `json:"datasetUri"`
+	}{d.DatasetName, d.DataURI, d.DataURI})
 }
 
 // UnmarshalJSON accepts dataUri and datasetUri.
