@@ -6,13 +6,15 @@
 // Durability: a schedule records each slot it fired (a cursor in the
 // state store) before starting the run, so a restart neither repeats a
 // slot nor drops one silently; a webhook delivery is answered only after
-// its deduplication keys and the runs it starts are committed.
+// its deduplication keys and the runs it starts are committed (with a
+// Preparer, in one transaction).
 package trigger
 
 import (
 	"context"
 
 	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
 )
 
 // Starter starts runs for triggers. `runbook serve` implements it over the
@@ -27,6 +29,21 @@ type Starter interface {
 	Active(playbookName string) []string
 	// Cancel cancels a run executing in this process.
 	Cancel(runID string)
+}
+
+// Preparer is implemented by a Starter that lets the caller commit the
+// runs it starts: the webhook intake then commits a delivery's claims, runs and done record in one
+// transaction (state.Store.CommitDelivery, on the Store the Preparer's
+// runs belong to) instead of one commit each.
+type Preparer interface {
+	// Prepare validates req as Start does and returns the run record and
+	// first events to commit; nothing is committed or executed. A run
+	// prepared but never launched (its delivery was a duplicate, or the
+	// commit failed) must cost the Preparer nothing lasting.
+	Prepare(ctx context.Context, req StartRequest) (*state.Run, []state.Event, error)
+	// Launch executes runs that were prepared and then committed, in the
+	// background.
+	Launch(runs ...*state.Run)
 }
 
 // StartRequest is one run a trigger starts.

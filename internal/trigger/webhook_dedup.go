@@ -47,9 +47,18 @@ import (
 // playbook's runs on redelivery. The done record only spares that scan,
 // which is why the answer does not wait for its commit.
 //
-// Claims expire after DedupTTL and their done records with them (a
-// redelivery after that is a new delivery).
-
+// With a Starter that is a Preparer, steps 3 to 7 are one transaction
+// (Store.CommitDelivery): every unit is prepared, then the claim, the
+// per-hook claims, the runs of the units not claimed before and the done
+// record commit together or not at all; the runs are launched and the 200
+// sent after that commit. A delivery is thus either absent (a failed
+// commit leaves nothing: the redelivery starts afresh) or done: there is
+// no claimed-but-not-done state to recover, and the commit settles races
+// between processes (the loser finds a live claim with its done record: a
+// duplicate). Only a claim left by the protocol above (an earlier build,
+// or a crash of a process without a Preparer) lacks a done record; that
+// delivery goes through the recovery above.
+//
 // doneRecord is attached to a delivery's claim once its runs are committed.
 type doneRecord struct {
 	Runs []string `json:"runs"`
@@ -65,7 +74,8 @@ type unit struct {
 }
 
 // deliver handles one delivery and returns its answer once the claims and
-// runs are committed. The done record is written after the answer: it
+// runs are committed. With a Preparer that is one commit (commitDelivery).
+// Otherwise the done record is written after the answer: it
 // only spares a redelivery the recovery scan. The delivery's turn is held
 // until it is written, so a redelivery to this process finds it, and
 // Shutdown waits for it.
@@ -75,6 +85,14 @@ func (in *Intake) deliver(ctx context.Context, route string, d *Delivery) (*Answ
 		return nil, err
 	}
 	ctx = context.WithoutCancel(ctx) // commits finish even if the sender hangs up
+	if p, ok := in.opts.Starter.(Preparer); ok {
+		ans, err := in.commitDelivery(ctx, p, route, d, claim)
+		if ans != nil || err != nil {
+			in.endTurn(claim)
+			return ans, err
+		}
+		// Claimed without a done record: recover as below.
+	}
 	ans, done, err := in.startRuns(ctx, route, d, claim)
 	if done == nil {
 		in.endTurn(claim)
@@ -147,6 +165,62 @@ func (in *Intake) startRuns(ctx context.Context, route string, d *Delivery, clai
 	}
 	done, _ = json.Marshal(doneRecord{Runs: ans.Runs})
 	return ans, done, nil
+}
+
+// commitAttempts bounds how often a delivery is prepared again when a
+// generated run ID was taken (by another process in the same second).
+const commitAttempts = 3
+
+// commitDelivery prepares d's units and commits them with the claims and
+// the done record in one transaction, then launches the runs created. It
+// returns nil and no error when the delivery is claimed without a done
+// record (see the protocol above): the caller recovers it.
+func (in *Intake) commitDelivery(ctx context.Context, p Preparer, route string, d *Delivery, claim string) (*Answer, error) {
+	if ans, err := in.duplicate(ctx, claim); ans != nil || err != nil {
+		return ans, err
+	}
+	units, skipped := in.match(route, d)
+	done := func(created []string) []byte {
+		b, _ := json.Marshal(doneRecord{Runs: nonNil(created)})
+		return b
+	}
+	for attempt := 1; ; attempt++ {
+		du := make([]state.DeliveryUnit, len(units))
+		for i, u := range units {
+			run, evs, err := p.Prepare(ctx, StartRequest{Playbook: u.pb, Inputs: u.inputs, Trigger: u.trig})
+			if err != nil {
+				return nil, fmt.Errorf("start %s: %w", u.pb.Name, err)
+			}
+			du[i] = state.DeliveryUnit{Run: run, Events: evs}
+			if u.perHook {
+				du[i].Claim = "webhook/" + route + "/unit/" + u.key
+			}
+		}
+		res, err := in.opts.Store.CommitDelivery(ctx, state.Delivery{Key: claim, TTL: in.opts.DedupTTL, Units: du, Done: done})
+		if errors.Is(err, state.ErrExists) && attempt < commitAttempts {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("commit delivery: %w", err)
+		}
+		if res.Duplicate {
+			if res.Value == nil {
+				return nil, nil
+			}
+			var rec doneRecord
+			_ = json.Unmarshal(res.Value, &rec)
+			return &Answer{Status: "duplicate", Runs: nonNil(rec.Runs)}, nil
+		}
+		runs := make([]*state.Run, 0, len(res.Created))
+		for i, u := range du {
+			if len(runs) < len(res.Created) && u.Run.ID == res.Created[len(runs)] {
+				runs = append(runs, u.Run)
+				in.opts.Logger.Info("webhook started a run", "route", route, "delivery", d.HooksID, "playbook", units[i].pb.Name, "run_id", u.Run.ID)
+			}
+		}
+		p.Launch(runs...)
+		return &Answer{Status: "accepted", Runs: nonNil(res.Created), Skipped: skipped}, nil
+	}
 }
 
 // duplicate returns the answer to a delivery whose claim carries a done

@@ -30,6 +30,45 @@ type hookStarter struct {
 	// in the middle of a delivery.
 	failAt int
 	calls  int
+	seq    int                     // run IDs drawn
+	ready  map[string]StartRequest // prepared, not launched (Preparer)
+}
+
+// prepStarter is a hookStarter that is also a Preparer: its runs are
+// committed by the intake and recorded when launched. Its failAt makes the
+// nth Prepare (1-based) return a run without an ID, which fails the
+// delivery's commit midway through its transaction.
+type prepStarter struct{ *hookStarter }
+
+func (s prepStarter) Prepare(_ context.Context, req StartRequest) (*state.Run, []state.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	s.seq++
+	id := fmt.Sprintf("run-%04d", s.seq)
+	if s.calls == s.failAt {
+		id = ""
+	}
+	if s.ready == nil {
+		s.ready = map[string]StartRequest{}
+	}
+	s.ready[id] = req
+	r := &state.Run{ID: id, Playbook: req.Playbook.Name, Inputs: req.Inputs, Trigger: req.Trigger, Status: state.RunRunning}
+	return r, []state.Event{{Type: "run.created"}}, nil
+}
+
+func (s prepStarter) Launch(runs ...*state.Run) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range runs {
+		req, ok := s.ready[r.ID]
+		if !ok {
+			panic("launched a run never prepared: " + r.ID)
+		}
+		delete(s.ready, r.ID)
+		s.ids = append(s.ids, r.ID)
+		s.reqs = append(s.reqs, req)
+	}
 }
 
 func (s *hookStarter) Start(ctx context.Context, req StartRequest) (string, error) {
@@ -39,7 +78,8 @@ func (s *hookStarter) Start(ctx context.Context, req StartRequest) (string, erro
 		s.mu.Unlock()
 		return "", fmt.Errorf("engine unavailable")
 	}
-	id := fmt.Sprintf("run-%04d", len(s.ids)+1)
+	s.seq++
+	id := fmt.Sprintf("run-%04d", s.seq)
 	s.ids = append(s.ids, id)
 	s.reqs = append(s.reqs, req)
 	s.mu.Unlock()
@@ -72,6 +112,17 @@ const testSecret = "s3cret-entered-at-setup"
 
 func newHookEnv(t testing.TB, maxBody int64, playbooks ...string) *hookEnv {
 	t.Helper()
+	return newEnv(t, maxBody, false, playbooks...)
+}
+
+// newPrepEnv is newHookEnv with a Starter that is a Preparer.
+func newPrepEnv(t testing.TB, maxBody int64, playbooks ...string) *hookEnv {
+	t.Helper()
+	return newEnv(t, maxBody, true, playbooks...)
+}
+
+func newEnv(t testing.TB, maxBody int64, prepare bool, playbooks ...string) *hookEnv {
+	t.Helper()
 	store, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
@@ -82,10 +133,14 @@ func newHookEnv(t testing.TB, maxBody int64, playbooks ...string) *hookEnv {
 		pbs = append(pbs, pb)
 	}
 	st := &hookStarter{store: store}
+	var starter Starter = st
+	if prepare {
+		starter = prepStarter{st}
+	}
 	in, err := NewIntake(IntakeOptions{
 		Routes:    map[string]Route{"sms": {Secret: testSecret}, "mail/eu": {Secret: "other"}},
 		Store:     store,
-		Starter:   st,
+		Starter:   starter,
 		Playbooks: func() []*playbook.Playbook { return pbs },
 		MaxBody:   maxBody,
 	})
