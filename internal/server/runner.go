@@ -26,11 +26,92 @@ type runner struct {
 
 	mu     sync.Mutex
 	active map[string]string // run ID -> playbook name
+	// prepared holds what Launch needs of the runs Prepare returned, in two
+	// generations: entries launched are deleted, the rest (runs of
+	// duplicate deliveries, failed commits) are dropped with their
+	// generation, between preparedTTL and twice that after Prepare.
+	prepared, preparedOld map[string]preparedRun
+	rotated               time.Time // when prepared became the current generation
 }
+
+// preparedRun is a prepared run's playbook, raw inputs and first event.
+type preparedRun struct {
+	pb     *playbook.Playbook
+	inputs map[string]any
+	ev     state.Event
+}
+
+// preparedTTL is how long a prepared run is kept at least: far longer
+// than a commit takes. A run launched later still runs (resumed from its
+// record, as after a restart).
+const preparedTTL = time.Minute
+
+var _ trigger.Preparer = (*runner)(nil)
 
 func newRunner(s *Server) *runner {
 	base, stop := context.WithCancelCause(context.Background())
-	return &runner{s: s, base: base, stop: stop, active: map[string]string{}}
+	return &runner{s: s, base: base, stop: stop, active: map[string]string{}, prepared: map[string]preparedRun{}, rotated: time.Now()}
+}
+
+// Prepare implements trigger.Preparer: validate the run as Start does and
+// return its record for the webhook intake to commit with the delivery;
+// Launch executes it once committed.
+func (r *runner) Prepare(_ context.Context, req trigger.StartRequest) (*state.Run, []state.Event, error) {
+	if err := r.base.Err(); err != nil {
+		return nil, nil, errShuttingDown
+	}
+	run, ev, err := r.s.eng.Prepare(req.Playbook, engine.StartRequest{Inputs: req.Inputs, Trigger: req.Trigger})
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	r.mu.Lock()
+	if now.Sub(r.rotated) >= preparedTTL {
+		r.preparedOld, r.prepared, r.rotated = r.prepared, make(map[string]preparedRun, len(r.prepared)), now
+	}
+	r.prepared[run.ID] = preparedRun{pb: req.Playbook, inputs: req.Inputs, ev: ev}
+	r.mu.Unlock()
+	return run, []state.Event{ev}, nil
+}
+
+// Launch implements trigger.Preparer: execute committed runs that Prepare
+// returned in the background.
+func (r *runner) Launch(runs ...*state.Run) {
+	for _, run := range runs {
+		r.mu.Lock()
+		p, ok := r.prepared[run.ID]
+		if ok {
+			delete(r.prepared, run.ID)
+		} else if p, ok = r.preparedOld[run.ID]; ok {
+			delete(r.preparedOld, run.ID)
+		}
+		r.mu.Unlock()
+		if !ok {
+			r.launchLate(run)
+			continue
+		}
+		r.s.eng.Committed(run, p.ev)
+		r.launch(run, p.pb, p.inputs, true)
+	}
+}
+
+// launchLate resumes a committed run whose preparation was dropped: it
+// runs from its record, with secret inputs masked as on any resume.
+func (r *runner) launchLate(run *state.Run) {
+	pb, err := r.s.cache.parse(run.File, run.Snapshot)
+	if err != nil {
+		r.s.log.Error("cannot launch run: its playbook snapshot no longer loads", "run_id", run.ID, "err", err)
+		return
+	}
+	r.s.log.Warn("run launched long after it was prepared; resuming it from its record", "run_id", run.ID)
+	r.launch(run, pb, nil, false)
+}
+
+// preparedCount is the number of prepared runs not launched yet.
+func (r *runner) preparedCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.prepared) + len(r.preparedOld)
 }
 
 // Start implements trigger.Starter: validate and commit the run, then

@@ -548,3 +548,31 @@ steps:
 	assert.NotEmpty(t, trig["slot"])
 	assert.Contains(t, string(e.do("GET", "/metrics", "", nil).body), `runbook_schedule_firings_total{outcome="started"}`)
 }
+
+// A webhook delivery's runs are committed with it and then execute; a
+// redelivery names the same runs and starts none.
+func TestWebhookRunsExecute(t *testing.T) {
+	e := newEnv(t, map[string]string{"hook.yaml": hookPlaybook})
+	post := func() map[string]any {
+		req, _ := http.NewRequest("POST", e.url+"/hooks/sms", strings.NewReader(unsubscribeBody))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Cloud-Webhook-Signature", "hook-secret")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, 200, resp.StatusCode)
+		var m map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&m))
+		return m
+	}
+	first := post()
+	assert.Equal(t, "accepted", first["status"])
+	require.Len(t, first["runs"], 1)
+	id := first["runs"].([]any)[0].(string)
+	run := e.waitStatus(id, state.RunSucceeded)
+	assert.Equal(t, "h-1", run["trigger"].(map[string]any)["delivery"])
+	again := post()
+	assert.Equal(t, "duplicate", again["status"])
+	assert.Equal(t, first["runs"], again["runs"])
+	assert.Contains(t, string(e.do("GET", "/metrics", "", nil).body), `runbook_runs{status="succeeded"} 1`)
+}

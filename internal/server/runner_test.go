@@ -1,0 +1,115 @@
+package server
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/bolt"
+	_ "github.com/runbook/runbook/internal/steps/all"
+	"github.com/runbook/runbook/internal/trigger"
+)
+
+const notePlaybook = `version: 1
+name: note
+inputs:
+  who: {type: string, secret: true}
+steps:
+  - id: a
+    uses: log
+    with: {message: "hi ${{ inputs.who }}"}
+`
+
+// newTestRunner is a server's runner over a real bbolt file, not serving.
+func newTestRunner(t *testing.T) (*runner, state.Store) {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "note.yaml"), []byte(notePlaybook), 0o600))
+	store, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
+	require.NoError(t, err)
+	s, err := New(Options{Engine: engine.Options{Store: store, Environ: []string{}}, Playbooks: dir})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		s.runs.suspendAll(5 * time.Second)
+		_ = store.Close()
+	})
+	return s.runs, store
+}
+
+func waitRun(t *testing.T, store state.Store, id string, want state.RunStatus) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		r, err := store.GetRun(context.Background(), id)
+		return err == nil && r.Status == want
+	}, 5*time.Second, 5*time.Millisecond, "run %s never %s", id, want)
+}
+
+func TestRunnerPreparesAndLaunches(t *testing.T) {
+	ctx := context.Background()
+	r, store := newTestRunner(t)
+	pb := r.s.cat.all()[0]
+	req := trigger.StartRequest{Playbook: pb, Inputs: map[string]any{"who": "zebra-unique-79"}, Trigger: map[string]any{"type": "webhook"}}
+	commit := func(run *state.Run, evs []state.Event) {
+		t.Helper()
+		_, err := store.CommitDelivery(ctx, state.Delivery{Key: "d-" + run.ID, Units: []state.DeliveryUnit{{Run: run, Events: evs}}})
+		require.NoError(t, err)
+	}
+
+	t.Run("a prepared run, once committed, is launched and executes", func(t *testing.T) {
+		run, evs, err := r.Prepare(ctx, req)
+		require.NoError(t, err)
+		assert.Equal(t, "***", run.Inputs["who"])
+		commit(run, evs)
+		r.Launch(run)
+		waitRun(t, store, run.ID, state.RunSucceeded)
+		got, err := store.Events(ctx, run.ID, 0, 0)
+		require.NoError(t, err)
+		assert.Equal(t, "run.created", got[0].Type)
+		assert.Zero(t, r.preparedCount())
+	})
+
+	t.Run("runs prepared but never launched are dropped after two generations", func(t *testing.T) {
+		var runs []*state.Run
+		for range 3 {
+			run, _, err := r.Prepare(ctx, req)
+			require.NoError(t, err)
+			runs = append(runs, run)
+		}
+		assert.Equal(t, 3, r.preparedCount())
+		age := func() {
+			r.mu.Lock()
+			r.rotated = r.rotated.Add(-preparedTTL)
+			r.mu.Unlock()
+		}
+		age()
+		late, evs, err := r.Prepare(ctx, req) // rotates: the three are now the old generation
+		require.NoError(t, err)
+		assert.Equal(t, 4, r.preparedCount())
+		age()
+		_, _, err = r.Prepare(ctx, req) // rotates again: the three are dropped
+		require.NoError(t, err)
+		assert.Equal(t, 2, r.preparedCount())
+
+		commit(late, evs)
+		r.Launch(late) // from the old generation
+		waitRun(t, store, late.ID, state.RunSucceeded)
+		assert.Equal(t, 1, r.preparedCount())
+
+		commit(runs[0], []state.Event{{Type: "run.created"}})
+		r.Launch(runs[0]) // dropped: resumed from its record
+		waitRun(t, store, runs[0].ID, state.RunSucceeded)
+	})
+
+	t.Run("Prepare refuses once the server is shutting down", func(t *testing.T) {
+		r.suspendAll(5 * time.Second)
+		_, _, err := r.Prepare(ctx, req)
+		assert.ErrorIs(t, err, errShuttingDown)
+	})
+}
