@@ -18,7 +18,12 @@
 //	HEAD   /v1/AUTH_{tenant}/{container}/{object}    metadata
 //	DELETE /v1/AUTH_{tenant}/{container}/{object}    remove (204)
 //
-// Every call needs X-Auth-Token holding a valid token of the identity
-// simulator (401 otherwise) for the token's own tenant (403 for another
-// account). Listing pages at 10000 names as Swift does.
+// Every call needs X-Auth-Token (or X-Storage-Token) holding a valid token
+// of the identity simulator, or the service's static token (401
+// otherwise). Unlike Swift, any AUTH_ account is served with a valid token,
+// so obs:// URIs written for a real tenant run against the simulator
+// unchanged. Listing pages at 10000 names as Swift does (412 for a larger
+// limit). Objects are kept in memory; the simulator framework journals at
+// most 32 MiB of a request body, so larger objects are refused (408, the
+// body came short).
 package objectstorage
