@@ -7,3 +7,7 @@ import _ "github.com/runbook/runbook/internal/sim/helpcenter"
 import _ "github.com/runbook/runbook/internal/sim/identity"
 
 import _ "github.com/runbook/runbook/internal/sim/nks"
+
+import _ "github.com/runbook/runbook/internal/sim/easymaker"
+
+import _ "github.com/runbook/runbook/internal/sim/objectstorage"
