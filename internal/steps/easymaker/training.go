@@ -12,20 +12,19 @@ import (
 // algorithmParams choose a provided algorithm or an own one, with the
 // storage and runtime options trainings and tunings share.
 type algorithmParams struct {
-	DistributedNodeCount int       `json:"distributed_node_count" required:"true" min:"1" max:"10" desc:"number of nodes of distributed training, 1 to 10"`
-	UseTorchrun          bool      `json:"use_torchrun" default:"false" desc:"run with torchrun (PyTorch images only)"`
-	NprocPerNode         int       `json:"nproc_per_node" min:"1" desc:"processes per node, 1 to the number of CPUs or GPUs; only with use_torchrun (default 1 there)"`
-	DataStorageSize      int       `json:"data_storage_size" min:"300" max:"10000" desc:"GB of storage for the data, 300 to 10000; required when a dataset, source_dir_uri or check_point_input_uri is in object storage (obs://), not needed with NAS (nas://)"`
-	AlgorithmName        string    `json:"algorithm_name" maxlen:"64" desc:"a provided algorithm (easymaker.list what: algorithms); or give source_dir_uri and entry_point"`
-	SourceDirURI         string    `json:"source_dir_uri" maxlen:"255" pattern:"^(obs|nas)://\\S+$" desc:"own algorithm: obs:// or nas:// directory with the training files, up to 255 characters"`
-	EntryPoint           string    `json:"entry_point" maxlen:"255" desc:"own algorithm: the first Python file run in source_dir_uri, up to 255 characters"`
-	ModelUploadURI       string    `json:"model_upload_uri" required:"true" maxlen:"255" pattern:"^(obs|nas)://\\S+$" desc:"obs:// or nas:// path the trained model is uploaded to, up to 255 characters"`
-	CheckPointInputURI   string    `json:"check_point_input_uri" maxlen:"255" pattern:"^(obs|nas)://\\S+$" desc:"obs:// or nas:// path of a checkpoint to start from"`
-	CheckPointUploadURI  string    `json:"check_point_upload_uri" maxlen:"255" pattern:"^(obs|nas)://\\S+$" desc:"obs:// or nas:// path checkpoints are uploaded to"`
-	TimeoutHours         int       `json:"timeout_hours" default:"720" min:"1" max:"720" desc:"the service stops the run after this many hours, 1 to 720"`
-	DatasetList          []Dataset `json:"dataset_list" maxlen:"10" desc:"up to 10 datasets: datasetName (up to 36) and dataUri (obs:// or nas://, up to 255)"`
-	TagList              []Tag     `json:"tag_list" maxlen:"10" desc:"up to 10 tags"`
-	UseLog               bool      `json:"use_log" default:"false" desc:"leave the logs in the log search service"`
+	UseTorchrun         bool      `json:"use_torchrun" default:"false" desc:"run with torchrun (PyTorch images only)"`
+	NprocPerNode        int       `json:"nproc_per_node" min:"1" desc:"processes per node, 1 to the number of CPUs or GPUs; only with use_torchrun (default 1 there)"`
+	DataStorageSize     int       `json:"data_storage_size" min:"300" max:"10000" desc:"GB of storage for the data, 300 to 10000; required when a dataset, source_dir_uri or check_point_input_uri is in object storage (obs://), not needed with NAS (nas://)"`
+	AlgorithmName       string    `json:"algorithm_name" maxlen:"64" desc:"a provided algorithm (easymaker.list what: algorithms); or give source_dir_uri and entry_point"`
+	SourceDirURI        string    `json:"source_dir_uri" maxlen:"255" pattern:"^(obs|nas)://\\S+$" desc:"own algorithm: obs:// or nas:// directory with the training files, up to 255 characters"`
+	EntryPoint          string    `json:"entry_point" maxlen:"255" desc:"own algorithm: the first Python file run in source_dir_uri, up to 255 characters"`
+	ModelUploadURI      string    `json:"model_upload_uri" required:"true" maxlen:"255" pattern:"^(obs|nas)://\\S+$" desc:"obs:// or nas:// path the trained model is uploaded to, up to 255 characters"`
+	CheckPointInputURI  string    `json:"check_point_input_uri" maxlen:"255" pattern:"^(obs|nas)://\\S+$" desc:"obs:// or nas:// path of a checkpoint to start from"`
+	CheckPointUploadURI string    `json:"check_point_upload_uri" maxlen:"255" pattern:"^(obs|nas)://\\S+$" desc:"obs:// or nas:// path checkpoints are uploaded to"`
+	TimeoutHours        int       `json:"timeout_hours" default:"720" min:"1" max:"720" desc:"the service stops the run after this many hours, 1 to 720"`
+	DatasetList         []Dataset `json:"dataset_list" maxlen:"10" desc:"up to 10 datasets: datasetName (up to 36) and dataUri (obs:// or nas://, up to 255)"`
+	TagList             []Tag     `json:"tag_list" maxlen:"10" desc:"up to 10 tags"`
+	UseLog              bool      `json:"use_log" default:"false" desc:"leave the logs in the log search service"`
 }
 
 // check runs the cross-field rules trainings and tunings share.
