@@ -1,0 +1,90 @@
+package logncrash_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/sim"
+	simlnc "github.com/runbook/runbook/internal/sim/logncrash"
+	"github.com/runbook/runbook/internal/steps"
+	_ "github.com/runbook/runbook/internal/steps/logncrash"
+	"github.com/runbook/runbook/internal/steps/stepstest"
+)
+
+func desc(t *testing.T) *steps.Descriptor {
+	t.Helper()
+	d, ok := steps.Lookup("logncrash.send")
+	require.True(t, ok)
+	return d
+}
+
+func TestSendPassesTheContract(t *testing.T) {
+	stepstest.Contract(t, desc(t), map[string]any{"message": "training done", "level": "ERROR", "project_version": "2.0.0",
+		"fields": map[string]any{"run": "r-1", "accuracy": 0.93}})
+	assert.False(t, desc(t).Mutating)
+	assert.Contains(t, desc(t).Summary, "duplicate log line is acceptable")
+}
+
+func TestLoadTimeChecks(t *testing.T) {
+	cases := []struct {
+		name string
+		with map[string]any
+		want string
+	}{
+		{"a missing message", map[string]any{}, "message"},
+		{"an unknown level", map[string]any{"message": "m", "level": "TRACE"}, "level"},
+		{"a reserved field name", map[string]any{"message": "m", "fields": map[string]any{"body": "x"}}, `fields.body: field name "body" is reserved`},
+		{"a field name with a dot", map[string]any{"message": "m", "fields": map[string]any{"a.b": 1}}, "letters, digits and _"},
+	}
+	for _, c := range cases {
+		t.Run(c.name+" is refused", func(t *testing.T) {
+			ps := desc(t).CheckLiteral(c.with)
+			require.NotEmpty(t, ps)
+			assert.Contains(t, fmt.Sprint(ps), c.want)
+		})
+	}
+}
+
+func TestSendRecordsTheLogInTheSimulator(t *testing.T) {
+	srv, err := sim.Start(context.Background(), sim.Options{Services: []string{"logncrash"}})
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	svc := srv.Service("logncrash").(*simlnc.Service)
+
+	d := desc(t)
+	with := map[string]any{"message": "deployed", "fields": map[string]any{"endpoint": "ep-1", "replicas": int64(2)}}
+	require.Empty(t, d.CheckLiteral(with))
+	c := stepstest.NewCall(t, d, with)
+	stepstest.HostOf(c).Connections["logncrash"] = srv.Connections()["logncrash"]
+	out, err := d.Run(context.Background(), c)
+	require.NoError(t, err)
+	assert.Equal(t, steps.Outputs{"sent": true}, out)
+
+	logs := svc.Logs()
+	require.Len(t, logs, 1)
+	l := logs[0].Log
+	assert.Equal(t, "deployed", l["body"])
+	assert.Equal(t, "INFO", l["logLevel"])
+	assert.Equal(t, "1.0.0", l["projectVersion"])
+	assert.Equal(t, "ep-1", l["endpoint"])
+	assert.Equal(t, json.Number("2"), l["replicas"])
+
+	t.Run("cancelling while the collector is slow returns promptly", func(t *testing.T) {
+		srv.Faults.Add(sim.Fault{Service: "logncrash", Latency: 10 * time.Second})
+		t.Cleanup(srv.Faults.Clear)
+		c := stepstest.NewCall(t, d, with)
+		stepstest.HostOf(c).Connections["logncrash"] = srv.Connections()["logncrash"]
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { time.Sleep(200 * time.Millisecond); cancel() }()
+		start := time.Now()
+		_, err := d.Run(ctx, c)
+		assert.Less(t, time.Since(start), stepstest.Prompt)
+		assert.Equal(t, steps.Cancelled, steps.CodeOf(err), "%v", err)
+	})
+}
