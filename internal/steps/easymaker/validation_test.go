@@ -117,7 +117,9 @@ var limitCases = []struct {
 	{"objective_type_code MINIMIZE or MAXIMIZE", "easymaker.tuning.run", set(tuningOK, "objective_type_code", "LOWEST"), "objective_type_code", "must be one of MINIMIZE, MAXIMIZE"},
 	{"tuning strategy enum", "easymaker.tuning.run", set(tuningOK, "tuning_strategy_name", "HYPERBAND"), "tuning_strategy_name", "must be one of BAYESIAN_OPTIMIZATION, GRID, RANDOM"},
 	{"early stopping MEDIAN", "easymaker.tuning.run", set(tuningOK, "early_stopping_algorithm", "MEAN"), "early_stopping_algorithm", "must be one of MEDIAN"},
-	{"hyperparameter_spec_list up to 100", "easymaker.tuning.run", set(tuningOK, "hyperparameter_spec_list", many(101, func(int) any { return spec("hyperparameterTypeCode", "CATEGORICAL", "hyperparameterSpecifiedValues", "a")[0] })), "hyperparameter_spec_list", "at most 100"},
+	{"hyperparameter_spec_list up to 100", "easymaker.tuning.run", set(tuningOK, "hyperparameter_spec_list", many(101, func(int) any {
+		return spec("hyperparameterTypeCode", "CATEGORICAL", "hyperparameterSpecifiedValues", "a")[0]
+	})), "hyperparameter_spec_list", "at most 100"},
 	{"INT needs a max", "easymaker.tuning.run", set(tuningOK, "hyperparameter_spec_list", spec("hyperparameterTypeCode", "INT", "hyperparameterMinValue", 1)), "hyperparameter_spec_list[0].hyperparameterMaxValue", "is required for type INT"},
 	{"DOUBLE min not above max", "easymaker.tuning.run", set(tuningOK, "hyperparameter_spec_list", spec("hyperparameterTypeCode", "DOUBLE", "hyperparameterMinValue", 0.5, "hyperparameterMaxValue", 0.1)), "hyperparameter_spec_list[0].hyperparameterMaxValue", "must not be below"},
 	{"GRID needs a step", "easymaker.tuning.run", set(tuningOK, "tuning_strategy_name", "GRID", "hyperparameter_spec_list", spec("hyperparameterTypeCode", "INT", "hyperparameterMinValue", 1, "hyperparameterMaxValue", 5)), "hyperparameter_spec_list[0].hyperparameterStep", "GRID strategy"},
