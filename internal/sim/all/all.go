@@ -11,3 +11,5 @@ import _ "github.com/runbook/runbook/internal/sim/nks"
 import _ "github.com/runbook/runbook/internal/sim/easymaker"
 
 import _ "github.com/runbook/runbook/internal/sim/objectstorage"
+
+import _ "github.com/runbook/runbook/internal/sim/logncrash"

@@ -9,3 +9,9 @@ import (
 	_ "github.com/runbook/runbook/internal/steps/nks"    // nks.cluster.*, nks.nodegroup.*, nks.task.*, nks.supports
 	_ "github.com/runbook/runbook/internal/steps/notice" // notice.categories, .tags, .list, .get, .attachment, .digest
 )
+
+import _ "github.com/runbook/runbook/internal/steps/objectstorage"
+
+import _ "github.com/runbook/runbook/internal/steps/logncrash"
+
+import _ "github.com/runbook/runbook/internal/steps/easymaker"
