@@ -193,19 +193,30 @@ func (ps *problems) checkTorchrun(dyn map[string]bool, use bool, nproc int) {
 	}
 }
 
-// checkDatasets: each element names its path once.
+// checkDatasets: each element names its path once (not both keys).
 func (ps *problems) checkDatasets(dyn map[string]bool, ds []Dataset) {
 	if dyn["dataset_list"] {
 		return
 	}
 	for i, d := range ds {
-		switch {
-		case d.DataURI != "" && d.DatasetURI != "":
+		if d.DataURI != "" && d.DatasetURI != "" {
 			ps.add(fmt.Sprintf("dataset_list[%d].datasetUri", i), "give the path once, as dataUri or datasetUri")
-		case d.DataURI == "" && d.DatasetURI == "":
+		}
+	}
+}
+
+// datasetPaths requires each dataset's path. It runs before the call, not
+// at load time: a path computed by an expression inside a literal element
+// looks absent to a load-time check (Check sees only top-level fields as
+// dynamic), and a computed dataUri is the usual case.
+func datasetPaths(ds []Dataset) []steps.Problem {
+	var ps problems
+	for i, d := range ds {
+		if d.DataURI == "" && d.DatasetURI == "" {
 			ps.add(fmt.Sprintf("dataset_list[%d].dataUri", i), "is required (the dataset's obs:// or nas:// path)")
 		}
 	}
+	return ps
 }
 
 // checkResources: apigwResourceUri values are distinct in one list.

@@ -134,6 +134,7 @@ func readTraining(ctx context.Context, cl *easymaker.Client, id string) (snapsho
 
 func trainingCreation(c *steps.Call, p *trainingRunParams) creation {
 	return creation{what: "training", conn: p.Connection, wait: p.waitParams, timeoutHours: p.TimeoutHours, read: readTraining,
+		precheck: func() []steps.Problem { return datasetPaths(p.DatasetList) },
 		create: func(ctx context.Context, cl *easymaker.Client) (string, snapshot, error) {
 			r, err := resolveNames(ctx, cl, "train_image_name", p.TrainImageName, "train_instance_name", p.TrainInstanceName, p.AlgorithmName)
 			if err != nil {

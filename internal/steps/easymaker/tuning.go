@@ -204,6 +204,7 @@ func readTuning(ctx context.Context, cl *easymaker.Client, id string) (snapshot,
 
 func tuningCreation(c *steps.Call, p *tuningRunParams) creation {
 	return creation{what: "hyperparameter tuning", conn: p.Connection, wait: p.waitParams, timeoutHours: p.TimeoutHours, read: readTuning,
+		precheck: func() []steps.Problem { return datasetPaths(p.DatasetList) },
 		create: func(ctx context.Context, cl *easymaker.Client) (string, snapshot, error) {
 			r, err := resolveNames(ctx, cl, "image_name", p.ImageName, "instance_name", p.InstanceName, p.AlgorithmName)
 			if err != nil {

@@ -99,7 +99,6 @@ var limitCases = []struct {
 	{"dataset_list up to 10", "easymaker.training.run", set(trainingOK, "data_storage_size", 300, "dataset_list", many(11, func(int) any { return nasData[0] })), "dataset_list", "at most 10"},
 	{"datasetName up to 36", "easymaker.training.run", set(trainingOK, "dataset_list", []any{map[string]any{"datasetName": strings.Repeat("d", 37), "dataUri": "nas://x"}}), "dataset_list[0].datasetName", "at most 36"},
 	{"dataUri up to 255", "easymaker.training.run", set(trainingOK, "dataset_list", []any{map[string]any{"datasetName": "d", "dataUri": "nas://" + long256}}), "dataset_list[0].dataUri", "at most 255"},
-	{"a dataset needs its path", "easymaker.training.run", set(trainingOK, "dataset_list", []any{map[string]any{"datasetName": "d"}}), "dataset_list[0].dataUri", "is required"},
 	{"hyperparameter_list up to 100", "easymaker.training.run", set(trainingOK, "hyperparameter_list", many(101, func(int) any { return map[string]any{"hyperparameterKey": "k", "hyperparameterValue": "1"} })), "hyperparameter_list", "at most 100"},
 	{"hyperparameterKey up to 255", "easymaker.training.run", set(trainingOK, "hyperparameter_list", []any{map[string]any{"hyperparameterKey": long256}}), "hyperparameter_list[0].hyperparameterKey", "at most 255"},
 	{"hyperparameterValue up to 1000", "easymaker.training.run", set(trainingOK, "hyperparameter_list", []any{map[string]any{"hyperparameterKey": "k", "hyperparameterValue": strings.Repeat("v", 1001)}}), "hyperparameter_list[0].hyperparameterValue", "at most 1000"},
