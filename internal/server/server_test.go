@@ -449,6 +449,10 @@ func TestMetrics(t *testing.T) {
 	assert.Equal(t, 200, post("hook-secret"))
 	assert.Equal(t, 200, post("hook-secret"))
 	assert.Equal(t, 401, post("wrong"))
+	// The webhook's run executes in the background: wait until it ended.
+	require.Eventually(t, func() bool {
+		return strings.Contains(string(e.do("GET", "/metrics", "", nil).body), `runbook_runs{status="succeeded"} 1`)
+	}, 10*time.Second, 5*time.Millisecond)
 
 	r := e.do("GET", "/metrics", "", nil)
 	require.Equal(t, 200, r.status)
