@@ -2,6 +2,7 @@ package easymaker
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 
 	"github.com/runbook/runbook/internal/cloud/easymaker"
@@ -83,6 +84,9 @@ func init() {
 		},
 		Reconcile: reconcileBy(experimentCreation, findExperiment),
 		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *experimentCreateParams) (steps.Outputs, error) {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("%s: %w", c.StepID, err)
+			}
 			k := experimentCreation(c, p)
 			if !calledAlready(c) {
 				cl, err := clientFor(c, p.Connection)

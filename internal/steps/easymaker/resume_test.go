@@ -164,3 +164,23 @@ func TestReconcileAdoptsModelsEndpointsAndStagesByName(t *testing.T) {
 	assert.Equal(t, st["endpoint_stage_id"], got["endpoint_stage_id"])
 	assert.Equal(t, 1, s.posts("/endpoint-stages"))
 }
+
+func TestCancellingAWaitReturnsPromptly(t *testing.T) {
+	s := startSim(t)
+	exp := s.experiment("e")
+	d, c := s.call("easymaker.tuning.run", with(tuningWith(exp, "long"), map[string]any{"max_trial_count": 50, "parallel_trial_count": 1, "poll_interval": "10s"}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := d.Run(ctx, c); done <- err }()
+	time.Sleep(300 * time.Millisecond)
+	at := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		assert.Less(t, time.Since(at), stepstest.Prompt)
+		assert.Equal(t, steps.Cancelled, steps.CodeOf(err), "error: %v", err)
+	case <-time.After(stepstest.Prompt + time.Second):
+		t.Fatal("the wait did not end on cancel")
+	}
+	assert.Equal(t, "called", lastCheckpoint(t, c).Phase, "the tuning's ID stays persisted for the next attempt")
+}
