@@ -1,7 +1,10 @@
 // Package engine executes playbooks durably.
 //
 // A run is created (Start) with its playbook snapshot, inputs and trigger,
-// then executed (Execute) or resumed after a crash (Resume). Every step
+// then executed (Execute) or resumed after a crash (Resume). Prepare builds
+// the record Start would create without committing it, for a caller that
+// commits it with other writes (a webhook delivery, see
+// state.Store.CommitDelivery). Every step
 // transition is written to the state.Store before the engine moves on;
 // what a later process needs to continue — outputs, attempts, checkpoints,
 // intents of mutating calls, approval answers — is in the store, never only

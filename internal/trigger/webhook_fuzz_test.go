@@ -21,25 +21,30 @@ func FuzzIntake(f *testing.F) {
 	f.Add("application/json", "X-Cloud-Webhook-Signature", testSecret, `{"hooksId":"a","hooks":[[[[[[[[[[]]]]]]]]]]}`)
 	f.Add("application/json", "X-Cloud-Webhook-Signature", testSecret, strings.Repeat("[", 5000))
 	f.Add("application/vnd.api+json", "X-Cloud-Webhook-Signature", testSecret, `{"hooksId":"\u0000","webhookConfigId":"c","productName":"SMS","appKey":"k","event":"X","hooks":[{"n":1e400}]}`)
-	e := newHookEnv(f, 4096, perHookPlaybook, perDeliveryPlaybook)
+	envs := []*hookEnv{
+		newHookEnv(f, 4096, perHookPlaybook, perDeliveryPlaybook),
+		newPrepEnv(f, 4096, perHookPlaybook, perDeliveryPlaybook), // one commit per delivery
+	}
 	allowed := map[int]bool{200: true, 400: true, 401: true, 413: true, 415: true}
 	f.Fuzz(func(t *testing.T, contentType, sigName, sig, body string) {
-		req := httptest.NewRequest(http.MethodPost, "/hooks/sms", strings.NewReader(body))
-		req.Header.Set("Content-Type", contentType)
-		if sigName != "" && httpHeaderNameOK(sigName) {
-			req.Header.Set(sigName, sig)
-		}
-		n := len(e.starter.started())
-		w := httptest.NewRecorder()
-		e.intake.ServeHTTP(w, req)
-		if !allowed[w.Code] {
-			t.Fatalf("status %d is not documented: %s", w.Code, w.Body)
-		}
-		if !strings.HasPrefix(w.Body.String(), "{") || w.Header().Get("Content-Type") != "application/json" {
-			t.Fatalf("answer is not JSON: %q", w.Body)
-		}
-		if w.Code != 200 && len(e.starter.started()) != n {
-			t.Fatalf("a %d started runs", w.Code)
+		for _, e := range envs {
+			req := httptest.NewRequest(http.MethodPost, "/hooks/sms", strings.NewReader(body))
+			req.Header.Set("Content-Type", contentType)
+			if sigName != "" && httpHeaderNameOK(sigName) {
+				req.Header.Set(sigName, sig)
+			}
+			n := len(e.starter.started())
+			w := httptest.NewRecorder()
+			e.intake.ServeHTTP(w, req)
+			if !allowed[w.Code] {
+				t.Fatalf("status %d is not documented: %s", w.Code, w.Body)
+			}
+			if !strings.HasPrefix(w.Body.String(), "{") || w.Header().Get("Content-Type") != "application/json" {
+				t.Fatalf("answer is not JSON: %q", w.Body)
+			}
+			if w.Code != 200 && len(e.starter.started()) != n {
+				t.Fatalf("a %d started runs", w.Code)
+			}
 		}
 	})
 }

@@ -35,8 +35,9 @@
 // Every Store method is atomic: its writes are kept together or not at
 // all. SaveStep writes one step record, its order entry the first time, and
 // its events: never the run or the other steps, so a run's cost is linear
-// in its steps and events. Each write transaction is fsynced (unless
-// Options.NoSync, for tests only).
+// in its steps and events. CommitDelivery is one write however many claims
+// and runs a webhook delivery has. Each write transaction is fsynced
+// (unless Options.NoSync, for tests only).
 //
 // Writes are group-committed: one writer goroutine per store takes the
 // oldest queued write and every other one queued by then (up to 256), runs
