@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,43 +13,24 @@ import (
 	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/secrets"
+	"github.com/runbook/runbook/internal/sim"
+	_ "github.com/runbook/runbook/internal/sim/logncrash"
+	_ "github.com/runbook/runbook/internal/sim/objectstorage"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/state/bolt"
 	"github.com/runbook/runbook/internal/steps"
 	_ "github.com/runbook/runbook/internal/steps/core"
+	_ "github.com/runbook/runbook/internal/steps/logncrash"
+	_ "github.com/runbook/runbook/internal/steps/objectstorage"
 )
-
-// otherFamilies are the steps of the tune-and-deploy playbook that belong
-// to other families (object storage upload, log sending). When this test
-// binary does not have them, a stand-in that records its params is
-// registered, so the playbook loads and the easymaker part runs for real.
-var (
-	standInMu    sync.Mutex
-	standInCalls = map[string][]map[string]any{}
-)
-
-func init() {
-	for _, typ := range []string{"objectstorage.upload", "logncrash.send"} {
-		if _, ok := steps.Lookup(typ); ok {
-			continue
-		}
-		typ := typ
-		steps.Register(steps.Descriptor{Type: typ, Summary: "test stand-in", OpenParams: true, OpenOutputs: true,
-			Run: func(ctx context.Context, c *steps.Call) (steps.Outputs, error) {
-				standInMu.Lock()
-				defer standInMu.Unlock()
-				standInCalls[typ] = append(standInCalls[typ], c.Extra)
-				return steps.Outputs{}, nil
-			}})
-	}
-}
 
 type testEngine struct {
 	*engine.Engine
 	store *bolt.Store
 }
 
-func newEngine(t *testing.T, conn map[string]any) *testEngine {
+// newEngine runs playbooks with the simulator's connections.
+func newEngine(t *testing.T, srv *sim.Server) *testEngine {
 	t.Helper()
 	st, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{Timeout: time.Second})
 	require.NoError(t, err)
@@ -60,7 +40,8 @@ func newEngine(t *testing.T, conn map[string]any) *testEngine {
 	e := engine.New(engine.Options{
 		Store: st, Secrets: src, Redactor: secrets.NewRedactor(), Environ: []string{},
 		Connection: func(name string, _ map[string]any) (map[string]any, error) {
-			if name != "easymaker" {
+			conn, ok := srv.Connections()[name]
+			if !ok {
 				return nil, &steps.Error{Code: steps.Invalid, Message: "no connection " + name}
 			}
 			return conn, nil
@@ -95,8 +76,11 @@ func loadBook(t *testing.T, path string) *playbook.Playbook {
 }
 
 func TestTheTuneAndDeployExampleRunsOnTheSimulator(t *testing.T) {
-	s := startSim(t)
-	e := newEngine(t, s.conn)
+	srv, err := sim.Start(context.Background(), sim.Options{Services: []string{"identity", "easymaker", "objectstorage", "logncrash"}, Speed: simSpeed})
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	s := &mlSim{t: t, srv: srv, conn: srv.Connections()["easymaker"]}
+	e := newEngine(t, srv)
 	pb := loadBook(t, filepath.Join("..", "..", "..", "examples", "ml-tune-and-deploy.yaml"))
 
 	run, err := e.Run(context.Background(), pb, engine.StartRequest{})
@@ -118,11 +102,9 @@ func TestTheTuneAndDeployExampleRunsOnTheSimulator(t *testing.T) {
 	tune := e.step(t, run.ID, "tune")
 	assert.Equal(t, "COMPLETE", tune.Outputs["status"])
 
-	standInMu.Lock()
-	defer standInMu.Unlock()
-	if calls := standInCalls["objectstorage.upload"]; calls != nil {
-		assert.Equal(t, "data/churn-train.csv", calls[len(calls)-1]["local_path"])
-	}
+	assert.Equal(t, "succeeded", string(e.step(t, run.ID, "upload").Status), "the dataset was uploaded")
+	assert.Equal(t, "succeeded", string(e.step(t, run.ID, "notify").Status), "the log line was sent")
+	assert.Len(t, srv.Journal.Calls("logncrash", "POST", ""), 1)
 }
 
 func TestTheTuneAndDeployPlaybookLoads(t *testing.T) {
@@ -199,7 +181,7 @@ steps:
 
 func TestComputedValuesBreakingALimitFailTheStepBeforeAnyCall(t *testing.T) {
 	s := startSim(t)
-	e := newEngine(t, s.conn)
+	e := newEngine(t, s.srv)
 	pb, err := playbook.Parse("computed.yaml", []byte(computedBook), playbook.LoadOptions{})
 	require.NoError(t, err, "values from expressions are not judged at load time")
 	cases := []struct {
