@@ -144,7 +144,7 @@ func init() {
 				{Method: http.MethodGet, Path: apiPath("flavors"), Note: fmt.Sprintf("resolves instance type %q to its ID", p.InstanceName)},
 				{Method: http.MethodGet, Path: apiPath("models"), Note: fmt.Sprintf("resolves model %q to its ID", p.ModelName)},
 				{Method: http.MethodPost, Path: apiPath("batch-inferences"),
-					Body: batchRequest(p, "{id of instance type "+p.InstanceName+"}", "{id of model "+p.ModelName+"}"), Note: waitNote(p.waitParams, "COMPLETE")},
+					Body: batchRequest(p, "{id of instance type "+p.InstanceName+"}", "{id of model "+p.ModelName+"}"), Note: waitNote(p.waitParams, p.TimeoutHours, "COMPLETE")},
 			}
 		},
 		Reconcile: reconcileBy(batchCreation, findBatch),

@@ -194,9 +194,11 @@ func calledAlready(c *steps.Call) bool {
 }
 
 // waitNote says in a plan what the step waits for.
-func waitNote(w waitParams, until string) string {
+// timeoutHours bounds the wait as at run time (0: none).
+func waitNote(w waitParams, timeoutHours int, until string) string {
 	if !w.Wait {
 		return "returns the ID at once (wait: false)"
 	}
-	return "then re-reads it every " + w.PollInterval.String() + " until " + until + " (timeout " + w.Timeout.String() + ")"
+	return "then re-reads it every " + w.PollInterval.String() + " until " + until +
+		" (timeout " + steps.Duration(waitTimeout(w, timeoutHours)).String() + ")"
 }

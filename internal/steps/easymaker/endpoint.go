@@ -300,7 +300,7 @@ func init() {
 			return []steps.PlannedCall{
 				{Method: http.MethodGet, Path: apiPath("flavors"), Note: fmt.Sprintf("resolves instance type %q to its ID", p.EndpointInstanceName)},
 				{Method: http.MethodPost, Path: apiPath("endpoints"), Body: endpointRequest(p, "{id of instance type "+p.EndpointInstanceName+"}"),
-					Note: waitNote(p.waitParams, "it and its default stage are ACTIVE")},
+					Note: waitNote(p.waitParams, 0, "it and its default stage are ACTIVE")},
 			}
 		},
 		Reconcile: reconcileBy(endpointCreation, findEndpoint),
@@ -323,7 +323,7 @@ func init() {
 			return []steps.PlannedCall{
 				{Method: http.MethodGet, Path: apiPath("flavors"), Note: fmt.Sprintf("resolves instance type %q to its ID", p.EndpointInstanceName)},
 				{Method: http.MethodPost, Path: apiPath("endpoint-stages"), Body: stageRequest(p, "{id of instance type "+p.EndpointInstanceName+"}"),
-					Note: waitNote(p.waitParams, "ACTIVE")},
+					Note: waitNote(p.waitParams, 0, "ACTIVE")},
 			}
 		},
 		Reconcile: reconcileBy(stageCreation, findStage),

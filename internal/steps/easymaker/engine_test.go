@@ -76,6 +76,7 @@ func loadBook(t *testing.T, path string) *playbook.Playbook {
 }
 
 func TestTheTuneAndDeployExampleRunsOnTheSimulator(t *testing.T) {
+	t.Parallel()
 	srv, err := sim.Start(context.Background(), sim.Options{Services: []string{"identity", "easymaker", "objectstorage", "logncrash"}, Speed: simSpeed})
 	require.NoError(t, err)
 	t.Cleanup(srv.Close)
@@ -180,6 +181,7 @@ steps:
 `
 
 func TestComputedValuesBreakingALimitFailTheStepBeforeAnyCall(t *testing.T) {
+	t.Parallel()
 	s := startSim(t)
 	e := newEngine(t, s.srv)
 	pb, err := playbook.Parse("computed.yaml", []byte(computedBook), playbook.LoadOptions{})

@@ -79,7 +79,7 @@ func init() {
 			p := params.(*experimentCreateParams)
 			return []steps.PlannedCall{
 				{Method: http.MethodGet, Path: apiPath("experiments"), Note: "looks for an experiment named " + p.ExperimentName + " (adopted if it exists)"},
-				{Method: http.MethodPost, Path: apiPath("experiments"), Body: experimentRequest(p), Note: waitNote(p.waitParams, "ACTIVE")},
+				{Method: http.MethodPost, Path: apiPath("experiments"), Body: experimentRequest(p), Note: waitNote(p.waitParams, 0, "ACTIVE")},
 			}
 		},
 		Reconcile: reconcileBy(experimentCreation, findExperiment),

@@ -123,7 +123,7 @@ func init() {
 		Check:    checkModelCreate,
 		Plan: func(params any) []steps.PlannedCall {
 			p := params.(*modelCreateParams)
-			return []steps.PlannedCall{{Method: http.MethodPost, Path: apiPath("models"), Body: modelRequest(p), Note: waitNote(p.waitParams, "ACTIVE")}}
+			return []steps.PlannedCall{{Method: http.MethodPost, Path: apiPath("models"), Body: modelRequest(p), Note: waitNote(p.waitParams, 0, "ACTIVE")}}
 		},
 		Reconcile: reconcileBy(func(_ *steps.Call, p *modelCreateParams) creation {
 			return modelCreation(p.Connection, p.waitParams, modelRequest(p))
@@ -143,7 +143,7 @@ func init() {
 		Outputs:  modelOutputs,
 		Plan: func(params any) []steps.PlannedCall {
 			p := params.(*modelFromURIParams)
-			return []steps.PlannedCall{{Method: http.MethodPost, Path: apiPath("models"), Body: modelFromURIRequest(p), Note: waitNote(p.waitParams, "ACTIVE")}}
+			return []steps.PlannedCall{{Method: http.MethodPost, Path: apiPath("models"), Body: modelFromURIRequest(p), Note: waitNote(p.waitParams, 0, "ACTIVE")}}
 		},
 		Reconcile: reconcileBy(func(_ *steps.Call, p *modelFromURIParams) creation {
 			return modelCreation(p.Connection, p.waitParams, modelFromURIRequest(p))

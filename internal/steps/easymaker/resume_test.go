@@ -28,6 +28,7 @@ func lastCheckpoint(t *testing.T, c *steps.Call) checkpoint {
 }
 
 func TestAnInterruptedWaitResumesOnTheSameResourceUntilTheSameDeadline(t *testing.T) {
+	t.Parallel()
 	s := startSim(t)
 	exp := s.experiment("e")
 	w := with(trainingWith(exp, "resumed"), map[string]any{"poll_interval": "5s", "timeout": "1h"})
@@ -67,6 +68,7 @@ func TestAnInterruptedWaitResumesOnTheSameResourceUntilTheSameDeadline(t *testin
 }
 
 func TestAWaitThatOutlivesItsTimeoutFailsWithTimeout(t *testing.T) {
+	t.Parallel()
 	s := startSim(t)
 	exp := s.experiment("e")
 	// 50 trials one at a time take hours of simulated time (a second here);
@@ -87,6 +89,7 @@ func TestAWaitThatOutlivesItsTimeoutFailsWithTimeout(t *testing.T) {
 }
 
 func TestReconcileAdoptsWhatAnInterruptedCreateMade(t *testing.T) {
+	t.Parallel()
 	s := startSim(t)
 	exp := s.experiment("e")
 
@@ -131,6 +134,7 @@ func TestReconcileAdoptsWhatAnInterruptedCreateMade(t *testing.T) {
 }
 
 func TestReconcileAdoptsModelsEndpointsAndStagesByName(t *testing.T) {
+	t.Parallel()
 	s := startSim(t)
 	exp := s.experiment("e")
 	trn := s.run("easymaker.training.run", trainingWith(exp, "t"))
@@ -166,6 +170,7 @@ func TestReconcileAdoptsModelsEndpointsAndStagesByName(t *testing.T) {
 }
 
 func TestCancellingAWaitReturnsPromptly(t *testing.T) {
+	t.Parallel()
 	s := startSim(t)
 	exp := s.experiment("e")
 	d, c := s.call("easymaker.tuning.run", with(tuningWith(exp, "long"), map[string]any{"max_trial_count": 50, "parallel_trial_count": 1, "poll_interval": "10s"}))

@@ -10,6 +10,7 @@ import (
 )
 
 func TestTuneRegisterDeployAndPredictAgainstTheSimulator(t *testing.T) {
+	t.Parallel()
 	s := startSim(t)
 
 	exp := s.experiment("churn")
@@ -80,6 +81,7 @@ func TestTuneRegisterDeployAndPredictAgainstTheSimulator(t *testing.T) {
 }
 
 func TestAnExperimentOfAnExistingNameIsAdopted(t *testing.T) {
+	t.Parallel()
 	s := startSim(t)
 	first := s.run("easymaker.experiment.create", with(fast, map[string]any{"experiment_name": "shared"}))
 	second := s.run("easymaker.experiment.create", with(fast, map[string]any{"experiment_name": "shared"}))
@@ -90,6 +92,7 @@ func TestAnExperimentOfAnExistingNameIsAdopted(t *testing.T) {
 }
 
 func TestATrainingRunsToCompleteWithItsMetrics(t *testing.T) {
+	t.Parallel()
 	s := startSim(t)
 	exp := s.experiment("e")
 	out := s.run("easymaker.training.run", trainingWith(exp, "t1"))
@@ -103,6 +106,7 @@ func TestATrainingRunsToCompleteWithItsMetrics(t *testing.T) {
 }
 
 func TestAWaitFailsAtOnceWithTheStatusAndReason(t *testing.T) {
+	t.Parallel()
 	s := startSim(t)
 	exp := s.experiment("e")
 	_, err := s.try("easymaker.training.run", trainingWith(exp, "fail-train-1"))
@@ -116,6 +120,7 @@ func TestAWaitFailsAtOnceWithTheStatusAndReason(t *testing.T) {
 }
 
 func TestABatchInferenceWithoutInputFails(t *testing.T) {
+	t.Parallel()
 	s := startSim(t)
 	exp := s.experiment("e")
 	trn := s.run("easymaker.training.run", trainingWith(exp, "t"))
@@ -131,6 +136,7 @@ func TestABatchInferenceWithoutInputFails(t *testing.T) {
 }
 
 func TestUnknownNamesAreRefusedWithTheChoices(t *testing.T) {
+	t.Parallel()
 	s := startSim(t)
 	exp := s.experiment("e")
 	_, err := s.try("easymaker.training.run", with(trainingWith(exp, "t"), map[string]any{"train_instance_name": "huge"}))

@@ -184,7 +184,7 @@ func init() {
 			p := params.(*trainingRunParams)
 			calls, r := planNames(p.TrainImageName, p.TrainInstanceName, p.AlgorithmName)
 			return append(calls, steps.PlannedCall{Method: http.MethodPost, Path: apiPath("trainings"),
-				Body: trainingRequest(p, r), Note: waitNote(p.waitParams, "COMPLETE")})
+				Body: trainingRequest(p, r), Note: waitNote(p.waitParams, p.TimeoutHours, "COMPLETE")})
 		},
 		Reconcile: reconcileBy(trainingCreation, findTraining),
 		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *trainingRunParams) (steps.Outputs, error) {

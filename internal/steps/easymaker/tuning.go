@@ -260,7 +260,7 @@ func init() {
 			p := params.(*tuningRunParams)
 			calls, r := planNames(p.ImageName, p.InstanceName, p.AlgorithmName)
 			return append(calls, steps.PlannedCall{Method: http.MethodPost, Path: apiPath("hyperparameter-tunings"),
-				Body: tuningRequest(p, r), Note: waitNote(p.waitParams, "COMPLETE")})
+				Body: tuningRequest(p, r), Note: waitNote(p.waitParams, p.TimeoutHours, "COMPLETE")})
 		},
 		Reconcile: reconcileBy(tuningCreation, findTuning),
 		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *tuningRunParams) (steps.Outputs, error) {
