@@ -101,22 +101,60 @@ func createRun(tx *bbolt.Tx, id string, enc *encodedRun, evs [][]byte) error {
 
 // SaveRun replaces a run's record and appends events. It fails with
 // state.ErrNotFound for a run never created. A zero CreatedAt keeps the
-// stored one.
+// stored one. The record and events are encoded before the transaction
+// (unless CreatedAt is zero: the stored one is read first), so the shared
+// writer spends its time on bbolt only.
 func (s *Store) SaveRun(ctx context.Context, r *state.Run, events ...state.Event) error {
-	err := s.update(ctx, func(tx *bbolt.Tx) error {
-		old, err := getRun(tx, r.ID)
-		if err != nil {
+	var enc *encodedRun
+	if !r.CreatedAt.IsZero() {
+		var err error
+		if enc, err = encodeRun(r); err != nil {
+			return fmt.Errorf("save run %s: %w", r.ID, err)
+		}
+	}
+	evs, err := s.encodeAppend(events)
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", r.ID, err)
+	}
+	err = s.update(ctx, func(tx *bbolt.Tx) error {
+		if enc == nil {
+			old, err := getRun(tx, r.ID)
+			if err != nil {
+				return err
+			}
+			if err := putRun(tx, r, old); err != nil {
+				return err
+			}
+		} else if err := replaceRun(tx, enc); err != nil {
 			return err
 		}
-		if err := putRun(tx, r, old); err != nil {
-			return err
-		}
-		return s.appendEvents(runBucket(tx, r.ID), events)
+		return appendEvents(runBucket(tx, r.ID), evs)
 	})
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", r.ID, err)
 	}
 	return nil
+}
+
+// replaceRun writes an encoded run over the stored one. The stored record
+// is decoded only when its creation time differs (its index entry is not
+// the new one), to delete its old index entry.
+func replaceRun(tx *bbolt.Tx, enc *encodedRun) error {
+	data := tx.Bucket(bucketRuns).Get(enc.id)
+	if data == nil {
+		return fmt.Errorf("run %s: %w", enc.id, state.ErrNotFound)
+	}
+	byCreated := tx.Bucket(bucketByCreated)
+	if byCreated.Get(enc.idxKey) == nil {
+		old, err := decodeRun(string(enc.id), data)
+		if err != nil {
+			return err
+		}
+		if err := byCreated.Delete(createdKey(old.CreatedAt, old.ID)); err != nil {
+			return err
+		}
+	}
+	return enc.write(tx)
 }
 
 // putRun writes r and its index entry; old is the stored record, if any.

@@ -1,11 +1,13 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -38,7 +40,11 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 		}
 		data[i] = b
 	}
-	err := s.update(ctx, func(tx *bbolt.Tx) error {
+	evs, err := s.encodeAppend(events)
+	if err != nil {
+		return fmt.Errorf("save steps of run %s: %w", runID, err)
+	}
+	err = s.update(ctx, func(tx *bbolt.Tx) error {
 		rb, err := mustRunBucket(tx, runID)
 		if err != nil {
 			return err
@@ -60,7 +66,7 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 				return err
 			}
 		}
-		return s.appendEvents(rb, events)
+		return appendEvents(rb, evs)
 	})
 	if err != nil {
 		if len(recs) == 1 {
@@ -132,12 +138,16 @@ func decodeStep(data []byte) (*state.StepRecord, error) {
 // AppendEvents appends events to a run's log, or fails with
 // state.ErrNotFound when the run does not exist.
 func (s *Store) AppendEvents(ctx context.Context, runID string, events ...state.Event) error {
-	err := s.update(ctx, func(tx *bbolt.Tx) error {
+	evs, err := s.encodeAppend(events)
+	if err != nil {
+		return fmt.Errorf("append events to run %s: %w", runID, err)
+	}
+	err = s.update(ctx, func(tx *bbolt.Tx) error {
 		rb, err := mustRunBucket(tx, runID)
 		if err != nil {
 			return err
 		}
-		return s.appendEvents(rb, events)
+		return appendEvents(rb, evs)
 	})
 	if err != nil {
 		return fmt.Errorf("append events to run %s: %w", runID, err)
@@ -145,39 +155,57 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, events ...state.
 	return nil
 }
 
-// appendEvents assigns each event the run's next sequence number (from 1)
-// and stores it. The caller's Seq is ignored; a zero Time is set to now.
-func (s *Store) appendEvents(rb *bbolt.Bucket, events []state.Event) error {
+// appendEvents appends events encoded by encodeAppend, assigning each
+// the run's next sequence number (from 1): the number is spliced into the
+// encoded event, so the shared writer does no JSON work.
+func appendEvents(rb *bbolt.Bucket, events [][]byte) error {
 	if len(events) == 0 {
 		return nil
 	}
 	b := rb.Bucket(subEvents)
-	for _, ev := range events {
+	for _, data := range events {
 		seq, err := b.NextSequence()
 		if err != nil {
 			return err
 		}
-		ev.Seq = seq
-		if ev.Time.IsZero() {
-			ev.Time = s.now()
-		}
-		data, err := json.Marshal(ev)
-		if err != nil {
-			return fmt.Errorf("encode event %s: %w", ev.Type, err)
-		}
-		if err := b.Put(seqKey(seq), data); err != nil {
+		out := make([]byte, 0, len(data)+20)
+		out = append(out, seqPrefix...)
+		out = strconv.AppendUint(out, seq, 10)
+		out = append(out, data[len(seqPrefix)+1:]...) // after the placeholder 0
+		if err := b.Put(seqKey(seq), out); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// encodeEvents encodes events with sequence numbers from first, as
-// appendEvents would assign them; a zero Time is set to now.
+// seqPrefix starts every encoded event: Seq is state.Event's first field.
+const seqPrefix = `{"seq":`
+
+// encodeAppend encodes events to append with the placeholder Seq 0, which
+// appendEvents replaces; a zero Time is set to now.
+func (s *Store) encodeAppend(events []state.Event) ([][]byte, error) {
+	out, err := s.encodeEvents(0, events)
+	if err != nil {
+		return nil, err
+	}
+	for i, data := range out {
+		if !bytes.HasPrefix(data, []byte(seqPrefix+"0")) {
+			return nil, fmt.Errorf("encode event %s: does not start with its seq: %.20s", events[i].Type, data)
+		}
+	}
+	return out, nil
+}
+
+// encodeEvents encodes events with sequence numbers from first (0: all
+// 0, the placeholder of encodeAppend); a zero Time is set to now.
 func (s *Store) encodeEvents(first uint64, events []state.Event) ([][]byte, error) {
 	out := make([][]byte, len(events))
 	for i, ev := range events {
-		ev.Seq = first + uint64(i)
+		ev.Seq = 0
+		if first > 0 {
+			ev.Seq = first + uint64(i)
+		}
 		if ev.Time.IsZero() {
 			ev.Time = s.now()
 		}

@@ -1,6 +1,7 @@
 package statetest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -69,6 +70,48 @@ func testRuns(t *testing.T, open opener) {
 		ok(t, err)
 		same(t, seqs(evs), []uint64{1, 2})
 		same(t, evs[1].Type, "run.succeeded")
+	})
+
+	t.Run("saving a run with another creation time lists it once, at the new time", func(t *testing.T) {
+		s, _ := open(t)
+		create(t, s, newRun("r1", "pb", at(0)))
+		create(t, s, newRun("r2", "pb", at(time.Minute)))
+		ok(t, s.SaveRun(ctx, newRun("r1", "pb", at(2*time.Minute))))
+		runs, err := s.ListRuns(ctx, state.RunFilter{})
+		ok(t, err)
+		same(t, runIDs(runs), []string{"r1", "r2"})
+		same(t, runs[0].CreatedAt, at(2*time.Minute))
+	})
+
+	t.Run("saving a run without a creation time keeps the stored one", func(t *testing.T) {
+		s, _ := open(t)
+		create(t, s, newRun("r1", "pb", at(time.Minute)))
+		r := newRun("r1", "pb", time.Time{})
+		r.Status = state.RunRunning
+		ok(t, s.SaveRun(ctx, r))
+		got, err := s.GetRun(ctx, "r1")
+		ok(t, err)
+		same(t, got.CreatedAt, at(time.Minute))
+		same(t, got.Status, state.RunRunning)
+		runs, err := s.ListRuns(ctx, state.RunFilter{})
+		ok(t, err)
+		same(t, runIDs(runs), []string{"r1"})
+	})
+
+	t.Run("events saved with a run keep their fields past nine", func(t *testing.T) {
+		s, _ := open(t)
+		r := newRun("r1", "pb", at(0))
+		create(t, s, r, state.Event{Type: "run.created", Time: at(0)})
+		var batch []state.Event
+		for i := range 11 {
+			batch = append(batch, state.Event{Seq: 99, Type: "log", Message: fmt.Sprint("m", i), Time: at(time.Second)})
+		}
+		ok(t, s.SaveRun(ctx, r, batch...))
+		evs, err := s.Events(ctx, "r1", 9, 0)
+		ok(t, err)
+		same(t, seqs(evs), []uint64{10, 11, 12})
+		same(t, evs[2].Message, "m10")
+		same(t, evs[2].Time, at(time.Second))
 	})
 
 	t.Run("saving a run that was never created is ErrNotFound", func(t *testing.T) {
