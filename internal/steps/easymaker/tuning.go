@@ -94,50 +94,70 @@ func checkTuningRun(params any, dyn map[string]bool) []steps.Problem {
 		}
 	}
 	if !dyn["hyperparameter_spec_list"] {
-		grid := !dyn["tuning_strategy_name"] && p.TuningStrategyName == easymaker.StrategyGrid
 		for i, s := range p.HyperparameterSpecList {
-			checkSpec(&ps, fmt.Sprintf("hyperparameter_spec_list[%d].", i), s, grid)
+			checkSpec(&ps, fmt.Sprintf("hyperparameter_spec_list[%d].", i), s)
 		}
 	}
 	return ps
 }
 
-// checkSpec applies the hyperparameter_spec_list rules to one element.
-func checkSpec(ps *problems, at string, s HyperparameterSpec, grid bool) {
-	switch s.HyperparameterTypeCode {
+// checkSpec applies the rules of hyperparameter_spec_list that judge the
+// values given: min not above max, whole numbers for INT, a positive step,
+// no value list on a numeric type. What must be present (specPresence) is
+// checked before the call instead.
+func checkSpec(ps *problems, at string, s HyperparameterSpec) {
+	switch t := s.HyperparameterTypeCode; t {
 	case easymaker.HyperparameterTypeInt, easymaker.HyperparameterTypeFloat:
-		t := s.HyperparameterTypeCode
-		if s.HyperparameterMinValue == nil {
-			ps.add(at+"hyperparameterMinValue", "is required for type %s", t)
-		}
-		if s.HyperparameterMaxValue == nil {
-			ps.add(at+"hyperparameterMaxValue", "is required for type %s", t)
-		}
 		if s.HyperparameterMinValue != nil && s.HyperparameterMaxValue != nil && *s.HyperparameterMinValue > *s.HyperparameterMaxValue {
 			ps.add(at+"hyperparameterMaxValue", "must not be below hyperparameterMinValue (got min %g, max %g)", *s.HyperparameterMinValue, *s.HyperparameterMaxValue)
 		}
-		switch {
-		case grid && s.HyperparameterStep == nil:
-			ps.add(at+"hyperparameterStep", "is required for type %s with the GRID strategy", t)
-		case s.HyperparameterStep != nil && *s.HyperparameterStep <= 0:
+		if s.HyperparameterStep != nil && *s.HyperparameterStep <= 0 {
 			ps.add(at+"hyperparameterStep", "must be positive (got %g)", *s.HyperparameterStep)
 		}
 		if t == easymaker.HyperparameterTypeInt {
-			for name, v := range map[string]*float64{"hyperparameterMinValue": s.HyperparameterMinValue,
-				"hyperparameterMaxValue": s.HyperparameterMaxValue, "hyperparameterStep": s.HyperparameterStep} {
-				if v != nil && *v != math.Trunc(*v) {
-					ps.add(at+name, "must be a whole number for type INT (got %g)", *v)
+			for _, f := range []struct {
+				name string
+				v    *float64
+			}{{"hyperparameterMinValue", s.HyperparameterMinValue}, {"hyperparameterMaxValue", s.HyperparameterMaxValue}, {"hyperparameterStep", s.HyperparameterStep}} {
+				if f.v != nil && *f.v != math.Trunc(*f.v) {
+					ps.add(at+f.name, "must be a whole number for type INT (got %g)", *f.v)
 				}
 			}
 		}
 		if s.HyperparameterSpecifiedValues != "" {
 			ps.add(at+"hyperparameterSpecifiedValues", "is for DISCRETE and CATEGORICAL; type %s takes min and max values", t)
 		}
-	case easymaker.HyperparameterTypeDisc, easymaker.HyperparameterTypeCat:
-		if strings.TrimSpace(s.HyperparameterSpecifiedValues) == "" {
-			ps.add(at+"hyperparameterSpecifiedValues", "is required for type %s: values separated by commas", s.HyperparameterTypeCode)
+	}
+}
+
+// specPresence requires what each hyperparameter_spec_list element's type
+// needs: min and max for INT and DOUBLE (and a step with the GRID
+// strategy), the values for DISCRETE and CATEGORICAL. It runs before the
+// call, not at load time: a value computed by an expression inside a
+// literal element looks absent to a load-time check (Check sees only
+// top-level fields as dynamic).
+func specPresence(ss []HyperparameterSpec, strategy string) []steps.Problem {
+	var ps problems
+	for i, s := range ss {
+		at := fmt.Sprintf("hyperparameter_spec_list[%d].", i)
+		switch t := s.HyperparameterTypeCode; t {
+		case easymaker.HyperparameterTypeInt, easymaker.HyperparameterTypeFloat:
+			if s.HyperparameterMinValue == nil {
+				ps.add(at+"hyperparameterMinValue", "is required for type %s", t)
+			}
+			if s.HyperparameterMaxValue == nil {
+				ps.add(at+"hyperparameterMaxValue", "is required for type %s", t)
+			}
+			if strategy == easymaker.StrategyGrid && s.HyperparameterStep == nil {
+				ps.add(at+"hyperparameterStep", "is required for type %s with the GRID strategy", t)
+			}
+		case easymaker.HyperparameterTypeDisc, easymaker.HyperparameterTypeCat:
+			if strings.TrimSpace(s.HyperparameterSpecifiedValues) == "" {
+				ps.add(at+"hyperparameterSpecifiedValues", "is required for type %s: values separated by commas", t)
+			}
 		}
 	}
+	return ps
 }
 
 func specs(ss []HyperparameterSpec) []easymaker.HyperparameterSpec {
@@ -204,7 +224,9 @@ func readTuning(ctx context.Context, cl *easymaker.Client, id string) (snapshot,
 
 func tuningCreation(c *steps.Call, p *tuningRunParams) creation {
 	return creation{what: "hyperparameter tuning", conn: p.Connection, wait: p.waitParams, timeoutHours: p.TimeoutHours, read: readTuning,
-		precheck: func() []steps.Problem { return datasetPaths(p.DatasetList) },
+		precheck: func() []steps.Problem {
+			return append(datasetPaths(p.DatasetList), specPresence(p.HyperparameterSpecList, p.TuningStrategyName)...)
+		},
 		create: func(ctx context.Context, cl *easymaker.Client) (string, snapshot, error) {
 			r, err := resolveNames(ctx, cl, "image_name", p.ImageName, "instance_name", p.InstanceName, p.AlgorithmName)
 			if err != nil {

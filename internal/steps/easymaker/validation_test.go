@@ -119,11 +119,8 @@ var limitCases = []struct {
 	{"hyperparameter_spec_list up to 100", "easymaker.tuning.run", set(tuningOK, "hyperparameter_spec_list", many(101, func(int) any {
 		return spec("hyperparameterTypeCode", "CATEGORICAL", "hyperparameterSpecifiedValues", "a")[0]
 	})), "hyperparameter_spec_list", "at most 100"},
-	{"INT needs a max", "easymaker.tuning.run", set(tuningOK, "hyperparameter_spec_list", spec("hyperparameterTypeCode", "INT", "hyperparameterMinValue", 1)), "hyperparameter_spec_list[0].hyperparameterMaxValue", "is required for type INT"},
 	{"DOUBLE min not above max", "easymaker.tuning.run", set(tuningOK, "hyperparameter_spec_list", spec("hyperparameterTypeCode", "DOUBLE", "hyperparameterMinValue", 0.5, "hyperparameterMaxValue", 0.1)), "hyperparameter_spec_list[0].hyperparameterMaxValue", "must not be below"},
-	{"GRID needs a step", "easymaker.tuning.run", set(tuningOK, "tuning_strategy_name", "GRID", "hyperparameter_spec_list", spec("hyperparameterTypeCode", "INT", "hyperparameterMinValue", 1, "hyperparameterMaxValue", 5)), "hyperparameter_spec_list[0].hyperparameterStep", "GRID strategy"},
 	{"INT bounds are whole", "easymaker.tuning.run", set(tuningOK, "hyperparameter_spec_list", spec("hyperparameterTypeCode", "INT", "hyperparameterMinValue", 1.5, "hyperparameterMaxValue", 5)), "hyperparameter_spec_list[0].hyperparameterMinValue", "whole number"},
-	{"DISCRETE needs values", "easymaker.tuning.run", set(tuningOK, "hyperparameter_spec_list", spec("hyperparameterTypeCode", "DISCRETE")), "hyperparameter_spec_list[0].hyperparameterSpecifiedValues", "is required for type DISCRETE"},
 	{"specified values up to 3000", "easymaker.tuning.run", set(tuningOK, "hyperparameter_spec_list", spec("hyperparameterTypeCode", "CATEGORICAL", "hyperparameterSpecifiedValues", strings.Repeat("a,", 1501))), "hyperparameter_spec_list[0].hyperparameterSpecifiedValues", "at most 3000"},
 	{"hyperparameter type enum", "easymaker.tuning.run", set(tuningOK, "hyperparameter_spec_list", spec("hyperparameterTypeCode", "FLOAT")), "hyperparameter_spec_list[0].hyperparameterTypeCode", "must be one of INT, DOUBLE, DISCRETE, CATEGORICAL"},
 
@@ -242,4 +239,62 @@ func TestRulesSkipValuesFromExpressions(t *testing.T) {
 	for _, tc := range cases {
 		assert.Empty(t, desc(t, tc.typ).CheckLiteral(tc.with), "%s %v", tc.typ, tc.with)
 	}
+}
+
+// Rules on what a list element must hold run before the call: at load time
+// a value computed inside a literal element cannot be told from an absent
+// one.
+func TestWhatAListElementMustHoldIsCheckedBeforeAnyCall(t *testing.T) {
+	t.Parallel()
+	s := startSim(t)
+	cases := []struct {
+		name string
+		with map[string]any
+		want string
+	}{
+		{"INT needs a max", set(tuningOK, "hyperparameter_spec_list", spec("hyperparameterTypeCode", "INT", "hyperparameterMinValue", 1)),
+			"hyperparameter_spec_list[0].hyperparameterMaxValue: is required for type INT"},
+		{"GRID needs a step", set(tuningOK, "tuning_strategy_name", "GRID", "hyperparameter_spec_list", spec("hyperparameterTypeCode", "INT", "hyperparameterMinValue", 1, "hyperparameterMaxValue", 5)),
+			"hyperparameter_spec_list[0].hyperparameterStep: is required for type INT with the GRID strategy"},
+		{"DISCRETE needs values", set(tuningOK, "hyperparameter_spec_list", spec("hyperparameterTypeCode", "DISCRETE")),
+			"hyperparameter_spec_list[0].hyperparameterSpecifiedValues: is required for type DISCRETE"},
+		{"a dataset needs its path", set(tuningOK, "dataset_list", []any{map[string]any{"datasetName": "d"}}),
+			"dataset_list[0].dataUri: is required"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := s.try("easymaker.tuning.run", tc.with)
+			require.Error(t, err)
+			assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+	assert.Empty(t, s.srv.Journal.Calls("easymaker", "", ""), "no call reached the service")
+}
+
+func TestAValueComputedInsideAListElementLoads(t *testing.T) {
+	src := `version: 1
+name: nested
+inputs:
+  lo: {type: number, default: 0.01}
+  data: {type: string, default: "nas://share/data"}
+steps:
+  - id: t
+    uses: easymaker.tuning.run
+    with:
+      experiment_id: e
+      hyperparameter_tuning_name: t
+      image_name: i
+      instance_name: f
+      algorithm_name: Image Classification
+      model_upload_uri: nas://m
+      tuning_strategy_name: GRID
+      early_stopping_algorithm: MEDIAN
+      dataset_list:
+        - {datasetName: train, dataUri: "${{ inputs.data }}"}
+      hyperparameter_spec_list:
+        - {hyperparameterName: lr, hyperparameterTypeCode: DOUBLE, hyperparameterMinValue: "${{ inputs.lo }}", hyperparameterMaxValue: 0.1, hyperparameterStep: "${{ inputs.lo }}"}
+`
+	_, err := playbook.Parse("nested.yaml", []byte(src), playbook.LoadOptions{})
+	assert.NoError(t, err)
 }
