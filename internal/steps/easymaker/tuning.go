@@ -78,19 +78,14 @@ func checkTuningRun(params any, dyn map[string]bool) []steps.Problem {
 		}
 	}
 	if !dyn["metric_list"] && !dyn["objective_metric_name"] && p.ObjectiveMetricName != "" && len(p.MetricList) > 0 {
+		// An element computed by an expression reads "" at load time: it
+		// may be the objective, so only a list of known names is judged.
 		found := false
 		for _, m := range p.MetricList {
-			found = found || m == p.ObjectiveMetricName
+			found = found || m == p.ObjectiveMetricName || m == ""
 		}
 		if !found {
 			ps.add("objective_metric_name", "must be one of metric_list (%s; got %q)", strings.Join(p.MetricList, ", "), p.ObjectiveMetricName)
-		}
-	}
-	if !dyn["metric_list"] {
-		for i, m := range p.MetricList {
-			if strings.TrimSpace(m) == "" {
-				ps.add(fmt.Sprintf("metric_list[%d]", i), "is empty")
-			}
 		}
 	}
 	if !dyn["hyperparameter_spec_list"] {

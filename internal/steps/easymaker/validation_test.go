@@ -231,6 +231,7 @@ func TestRulesSkipValuesFromExpressions(t *testing.T) {
 	}{
 		{"easymaker.tuning.run", set(tuningOK, "distributed_node_count", 5, "parallel_trial_count", steps.Dynamic{})},
 		{"easymaker.tuning.run", set(tuningOK, "metric_list", steps.Dynamic{})},
+		{"easymaker.tuning.run", set(tuningOK, "metric_list", []any{"val_loss", steps.Dynamic{}}, "objective_metric_name", "f1")},
 		{"easymaker.training.run", set(ownTraining, "data_storage_size", nil, "source_dir_uri", steps.Dynamic{})},
 		{"easymaker.training.run", set(trainingOK, "algorithm_name", steps.Dynamic{}, "source_dir_uri", obsPrefix, "data_storage_size", 300)},
 		{"easymaker.model.create", set(modelOK, "hyperparameter_tuning_id", steps.Dynamic{})},
