@@ -84,6 +84,9 @@ type Engine struct {
 	mu      sync.Mutex
 	active  map[string]context.CancelCauseFunc // running runs of this process
 	waiters map[string]context.CancelFunc      // runs waiting for an approval here
+	// freed is closed (and replaced) when this process releases a
+	// concurrency key, so runs queued on a key try again at once.
+	freed chan struct{}
 }
 
 // New returns an engine. It panics without a Store.

@@ -352,6 +352,7 @@ func (rs *runState) acquireConcurrency(ctx context.Context) (release func(), err
 				wctx, stop := context.WithTimeout(context.WithoutCancel(ctx), rs.e.o.StateWrites)
 				defer stop()
 				_ = st.ReleaseLock(wctx, key, rs.run.ID)
+				rs.e.lockFreed()
 			}, nil
 		}
 		switch c.OnBusy {
@@ -364,9 +365,43 @@ func (rs *runState) acquireConcurrency(ctx context.Context) (release func(), err
 			waitingLogged = true
 			rs.event(ctx, state.Event{Type: "run.queued", Message: fmt.Sprintf("waiting for concurrency key %q held by run %s", key, holder.Owner)})
 		}
-		if err := rs.e.o.Clock.Sleep(ctx, rs.e.o.ApprovalPoll); err != nil {
+		// Wait for a key released in this process, or poll (a key held
+		// by another process, or released by a restart).
+		freed := rs.e.lockFreedChan()
+		wctx, stop := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-freed:
+				stop()
+			case <-wctx.Done():
+			}
+		}()
+		_ = rs.e.o.Clock.Sleep(wctx, rs.e.o.ApprovalPoll) // an error: woken by a release, or ctx ended
+		stop()
+		if ctx.Err() != nil {
 			return nop, context.Cause(ctx)
 		}
+	}
+}
+
+// lockFreedChan returns the channel closed at the next release of a
+// concurrency key in this process.
+func (e *Engine) lockFreedChan() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.freed == nil {
+		e.freed = make(chan struct{})
+	}
+	return e.freed
+}
+
+// lockFreed wakes the runs queued on a concurrency key.
+func (e *Engine) lockFreed() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.freed != nil {
+		close(e.freed)
+		e.freed = nil
 	}
 }
 
