@@ -91,6 +91,7 @@ func (c *checker) datasets(ds []Dataset) {
 		p := fmt.Sprintf("dataset_list[%d].", i)
 		c.str(p+"datasetName", d.DatasetName, true, 36)
 		c.str(p+"dataUri", d.DataURI, true, MaxURILen)
+		c.path(p+"dataUri", d.DataURI)
 	}
 }
 
@@ -112,16 +113,63 @@ func (c *checker) storage(path string, v int, required bool) {
 	c.between(path, v, MinStorageGB, MaxStorageGB)
 }
 
+// path checks a storage path: object storage (obs://) or NAS (nas://).
+func (c *checker) path(path, v string) {
+	if v != "" && !strings.HasPrefix(v, "obs://") && !strings.HasPrefix(v, "nas://") {
+		c.add(path, "must be an object storage (obs://) or NAS (nas://) path (got %q)", v)
+	}
+}
+
+// dataStorage requires data_storage_size when an input of a training is
+// in object storage: the service copies it to a volume of that size. With
+// NAS inputs only it is not needed (but still bounded when given).
+func (c *checker) dataStorage(size int, sourceDir, checkpointIn string, ds []Dataset) {
+	inputs := []struct{ name, uri string }{{"source_dir_uri", sourceDir}, {"check_point_input_uri", checkpointIn}}
+	for i, d := range ds {
+		inputs = append(inputs, struct{ name, uri string }{fmt.Sprintf("dataset_list[%d].dataUri", i), d.DataURI})
+	}
+	for _, in := range inputs {
+		if size == 0 && strings.HasPrefix(in.uri, "obs://") {
+			c.add("data_storage_size", "is required (%d to %d GB) when data comes from object storage (%s is %s); it is not needed with NAS paths",
+				MinStorageGB, MaxStorageGB, in.name, in.uri)
+			return
+		}
+	}
+	c.storage("data_storage_size", size, false)
+}
+
+// torchrun: nproc_per_node is only taken with use_torchrun.
+func (c *checker) torchrun(use bool, nproc int) {
+	switch {
+	case nproc < 0:
+		c.add("nproc_per_node", "must be at least 1 (got %d)", nproc)
+	case nproc != 0 && !use:
+		c.add("nproc_per_node", "is only taken with use_torchrun (got %d without it)", nproc)
+	}
+}
+
+// uris checks the length and form of storage paths, by name.
+func (c *checker) uris(required bool, kv ...string) {
+	for i := 0; i+1 < len(kv); i += 2 {
+		c.str(kv[i], kv[i+1], required, MaxURILen)
+		c.path(kv[i], kv[i+1])
+	}
+}
+
 // algorithm checks the choice between a provided algorithm and an own one.
 func (c *checker) algorithm(algorithmID, sourceDir, entryPoint string) {
 	c.str("algorithm_id", algorithmID, false, MaxIDLen)
-	c.str("source_dir_uri", sourceDir, false, MaxURILen)
+	c.uris(false, "source_dir_uri", sourceDir)
 	c.str("entry_point", entryPoint, false, MaxURILen)
 	switch {
 	case algorithmID != "" && (sourceDir != "" || entryPoint != ""):
-		c.add("algorithm_name", "give either a provided algorithm or source_dir_uri and entry_point, not both")
-	case algorithmID == "" && (sourceDir == "" || entryPoint == ""):
-		c.add("source_dir_uri", "give a provided algorithm (algorithm_name) or both source_dir_uri and entry_point")
+		c.add("algorithm_id", "give either a provided algorithm or source_dir_uri and entry_point, not both")
+	case algorithmID == "" && sourceDir == "" && entryPoint == "":
+		c.add("algorithm_id", "is required unless an own algorithm is given (source_dir_uri and entry_point)")
+	case algorithmID == "" && sourceDir == "":
+		c.add("source_dir_uri", "is required with entry_point (an own algorithm needs both)")
+	case algorithmID == "" && entryPoint == "":
+		c.add("entry_point", "is required with source_dir_uri (an own algorithm needs both)")
 	}
 }
 
@@ -167,14 +215,11 @@ func (r *CreateTrainingRequest) Problems() []steps.Problem {
 	c.str("image_id", r.ImageID, true, MaxIDLen)
 	c.str("flavor_id", r.FlavorID, true, MaxIDLen)
 	c.between("distributed_node_count", r.DistributedNodeCount, 1, 10)
-	if r.NprocPerNode < 0 {
-		c.add("nproc_per_node", "must be at least 1 (got %d)", r.NprocPerNode)
-	}
-	c.storage("data_storage_size", r.DataStorageSize, false)
+	c.torchrun(r.UseTorchrun, r.NprocPerNode)
+	c.dataStorage(r.DataStorageSize, r.SourceDirURI, r.CheckPointInputURI, r.DatasetList)
 	c.algorithm(r.AlgorithmID, r.SourceDirURI, r.EntryPoint)
-	c.str("model_upload_uri", r.ModelUploadURI, true, MaxURILen)
-	c.str("check_point_input_uri", r.CheckPointInputURI, false, MaxURILen)
-	c.str("check_point_upload_uri", r.CheckPointUploadURI, false, MaxURILen)
+	c.uris(true, "model_upload_uri", r.ModelUploadURI)
+	c.uris(false, "check_point_input_uri", r.CheckPointInputURI, "check_point_upload_uri", r.CheckPointUploadURI)
 	c.optBetween("timeout_hours", r.TimeoutHours, 1, MaxTimeoutHours)
 	c.hyperparams(r.HyperparameterList)
 	c.datasets(r.DatasetList)
@@ -196,22 +241,19 @@ func (r *CreateTuningRequest) Problems() []steps.Problem {
 		c.add("parallel_trial_count", "distributed_node_count x parallel_trial_count must be at most %d (got %d x %d = %d)",
 			MaxNodesTimesTrials, r.DistributedNodeCount, r.ParallelTrialCount, p)
 	}
-	if r.NprocPerNode < 0 {
-		c.add("nproc_per_node", "must be at least 1 (got %d)", r.NprocPerNode)
-	}
-	c.storage("data_storage_size", r.DataStorageSize, false)
+	c.torchrun(r.UseTorchrun, r.NprocPerNode)
+	c.dataStorage(r.DataStorageSize, r.SourceDirURI, r.CheckPointInputURI, r.DatasetList)
 	c.algorithm(r.AlgorithmID, r.SourceDirURI, r.EntryPoint)
-	c.str("model_upload_uri", r.ModelUploadURI, true, MaxURILen)
-	c.str("check_point_input_uri", r.CheckPointInputURI, false, MaxURILen)
-	c.str("check_point_upload_uri", r.CheckPointUploadURI, false, MaxURILen)
+	c.uris(true, "model_upload_uri", r.ModelUploadURI)
+	c.uris(false, "check_point_input_uri", r.CheckPointInputURI, "check_point_upload_uri", r.CheckPointUploadURI)
 	c.optBetween("timeout_hours", r.TimeoutHours, 1, MaxTimeoutHours)
 	if len(r.HyperparameterSpecList) > MaxHyperparams {
 		c.add("hyperparameter_spec_list", "must have at most %d elements (got %d)", MaxHyperparams, len(r.HyperparameterSpecList))
 	}
 	for i, s := range r.HyperparameterSpecList {
 		p := fmt.Sprintf("hyperparameter_spec_list[%d].", i)
-		c.str(p+"hyperparameterName", s.HyperparameterName, true, 255)
-		c.oneOf(p+"hyperparameterTypeCode", s.HyperparameterTypeCode, true,
+		c.str(p+"hyperparameterName", s.HyperparameterName, false, 255)
+		c.oneOf(p+"hyperparameterTypeCode", s.HyperparameterTypeCode, false,
 			HyperparameterTypeInt, HyperparameterTypeFloat, HyperparameterTypeDisc, HyperparameterTypeCat)
 		switch s.HyperparameterTypeCode {
 		case HyperparameterTypeInt, HyperparameterTypeFloat:
@@ -267,7 +309,7 @@ func (r *CreateModelRequest) Problems() []steps.Problem {
 	c.str("model_description", r.ModelDescription, false, MaxDescriptionLen)
 	c.str("training_id", r.TrainingID, false, MaxIDLen)
 	c.str("hyperparameter_tuning_id", r.HyperparameterTuningID, false, MaxIDLen)
-	c.str("model_uri", r.ModelURI, false, MaxURILen)
+	c.uris(false, "model_uri", r.ModelURI)
 	n := 0
 	for _, v := range []string{r.TrainingID, r.HyperparameterTuningID, r.ModelURI} {
 		if v != "" {
@@ -321,11 +363,11 @@ func (r *CreateBatchInferenceRequest) Problems() []steps.Problem {
 	c.between("pod_count", r.PodCount, 1, 100)
 	c.between("batch_size", r.BatchSize, 1, 1000)
 	c.between("inference_timeout_seconds", r.InferenceTimeoutSeconds, 1, 1200)
-	c.str("input_data_uri", r.InputDataURI, true, MaxURILen)
+	c.uris(true, "input_data_uri", r.InputDataURI)
 	c.oneOf("input_data_type", r.InputDataType, true, InputDataTypeJSON, InputDataTypeJSONL)
 	c.str("include_glob_pattern", r.IncludeGlobPattern, false, MaxURILen)
 	c.str("exclude_glob_pattern", r.ExcludeGlobPattern, false, MaxURILen)
-	c.str("output_upload_uri", r.OutputUploadURI, true, MaxURILen)
+	c.uris(true, "output_upload_uri", r.OutputUploadURI)
 	c.storage("data_storage_size", r.DataStorageSize, true)
 	c.tags(r.TagList)
 	return c.ps

@@ -177,7 +177,13 @@ func TestLimitsAreChecked(t *testing.T) {
 		{"storage under 300", "/trainings", training(func(m map[string]any) { m["dataStorageSize"] = 299 }), "data_storage_size: must be between 300 and 10000"},
 		{"timeout over 720", "/trainings", training(func(m map[string]any) { m["timeoutHours"] = 721 }), "timeout_hours: must be between 1 and 720"},
 		{"model upload URI over 255", "/trainings", training(func(m map[string]any) { m["modelUploadUri"] = long(256) }), "model_upload_uri"},
-		{"no algorithm", "/trainings", training(func(m map[string]any) { delete(m, "algorithmId") }), "source_dir_uri"},
+		{"no algorithm", "/trainings", training(func(m map[string]any) { delete(m, "algorithmId") }), "algorithm_id: is required unless an own algorithm"},
+		{"an entry point without its directory", "/trainings", training(func(m map[string]any) { delete(m, "algorithmId"); m["entryPoint"] = "main.py" }), "source_dir_uri: is required with entry_point"},
+		{"object storage data without a data size", "/trainings", training(func(m map[string]any) {
+			m["datasetList"] = []map[string]any{{"datasetName": "d", "dataUri": "obs://host/v1/AUTH_t/c/data"}}
+		}), "data_storage_size: is required (300 to 10000 GB) when data comes from object storage (dataset_list[0].dataUri"},
+		{"nproc_per_node without torchrun", "/trainings", training(func(m map[string]any) { m["nprocPerNode"] = 2 }), "nproc_per_node: is only taken with use_torchrun"},
+		{"a path neither obs:// nor nas://", "/trainings", training(func(m map[string]any) { m["checkPointUploadUri"] = "s3://bucket/ckpt" }), "check_point_upload_uri: must be an object storage (obs://) or NAS (nas://) path"},
 		{"more than 10 datasets", "/trainings", training(func(m map[string]any) {
 			ds := make([]map[string]any, 11)
 			for i := range ds {
@@ -226,6 +232,22 @@ func TestLimitsAreChecked(t *testing.T) {
 			assert.Contains(t, r.header()["resultMessage"], tt.field)
 		})
 	}
+}
+
+// TestNASDataNeedsNoStorageSize: data_storage_size is required only when
+// data comes from object storage; NAS inputs go without it.
+func TestNASDataNeedsNoStorageSize(t *testing.T) {
+	e := start(t)
+	exp := e.experiment("nas")
+	body := map[string]any{"experimentId": exp, "trainingName": "t", "imageId": imageID, "flavorId": flavorID,
+		"sourceDirUri": "nas://share/src", "entryPoint": "main.py", "distributedNodeCount": 1, "modelUploadUri": modelURI,
+		"datasetList": []map[string]any{{"datasetName": "d", "dataUri": "nas://share/data"}}}
+	r := e.do("POST", "/trainings", body)
+	require.Equal(t, http.StatusCreated, r.status, r.raw)
+	body["trainingName"], body["sourceDirUri"] = "t2", "obs://host/v1/AUTH_t/c/src"
+	r = e.do("POST", "/trainings", body)
+	require.Equal(t, http.StatusBadRequest, r.status, r.raw)
+	assert.Contains(t, r.header()["resultMessage"], "data_storage_size: is required")
 }
 
 func TestDuplicateNamesConflict(t *testing.T) {
