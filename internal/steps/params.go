@@ -377,8 +377,9 @@ func (d *Descriptor) Decode(with map[string]any) (params any, extra map[string]a
 
 // CheckLiteral validates `with` at load time. Values that are Dynamic (at
 // any depth) are skipped for type and constraint checks but count as
-// present for `required`; Check runs with the dynamic top-level fields
-// (and those that already have a problem) on a best-effort decoded struct.
+// present for `required`; Check runs on a best-effort decoded struct with
+// the dynamic top-level fields (and those that already have a problem) and
+// the paths of dynamic values nested in literal ones.
 func (d *Descriptor) CheckLiteral(with map[string]any) []Problem {
 	dc := decoder{literal: true}
 	p, _, skip := dc.top(d, with)
@@ -390,7 +391,8 @@ func (d *Descriptor) CheckLiteral(with map[string]any) []Problem {
 
 // DecodeLiteral decodes `with` as CheckLiteral does: values that are
 // Dynamic are left zero and named in dynamic (top-level fields, with those
-// that have a problem). For checks that run on literal values only.
+// that have a problem, and nested paths). For checks that run on literal
+// values only.
 func (d *Descriptor) DecodeLiteral(with map[string]any) (params any, dynamic map[string]bool) {
 	dc := decoder{literal: true}
 	p, _, skip := dc.top(d, with)
@@ -434,6 +436,15 @@ func (d *Descriptor) ParamNames() []string {
 type decoder struct {
 	literal  bool
 	problems []Problem
+	dynamic  map[string]bool // paths of Dynamic values below the top level
+}
+
+// markDynamic records the path of a Dynamic value met in literal mode.
+func (dc *decoder) markDynamic(path string) {
+	if dc.dynamic == nil {
+		dc.dynamic = map[string]bool{}
+	}
+	dc.dynamic[path] = true
 }
 
 func (dc *decoder) add(path, format string, args ...any) {
@@ -441,7 +452,9 @@ func (dc *decoder) add(path, format string, args ...any) {
 }
 
 // top decodes the whole `with` map. skip holds the top-level names that are
-// dynamic or have a problem; Check must not reason about them.
+// dynamic or have a problem, and the paths of dynamic values inside them
+// ("tag_list[0].tagValue", "dataset_list[1]"); Check must not reason about
+// them.
 func (dc *decoder) top(d *Descriptor, with map[string]any) (params any, extra map[string]any, skip map[string]bool) {
 	var dst reflect.Value
 	if d.params != nil {
@@ -450,6 +463,9 @@ func (dc *decoder) top(d *Descriptor, with map[string]any) (params any, extra ma
 	}
 	skip = map[string]bool{}
 	extra = dc.object("", with, dst, d.fields, d.OpenParams, skip)
+	for p := range dc.dynamic {
+		skip[p] = true
+	}
 	if len(skip) == 0 {
 		skip = nil
 	}
@@ -478,6 +494,8 @@ func (dc *decoder) object(path string, m map[string]any, dst reflect.Value, fs [
 		if _, dyn := v.(Dynamic); dyn && dc.literal {
 			if skip != nil {
 				skip[f.name] = true
+			} else {
+				dc.markDynamic(p)
 			}
 			continue
 		}
@@ -556,6 +574,8 @@ func (dc *decoder) value(path string, v any, dst reflect.Value, s *shape, r *rul
 	if _, dyn := v.(Dynamic); dyn {
 		if !dc.literal {
 			dc.add(path, "is an unevaluated expression")
+		} else {
+			dc.markDynamic(path)
 		}
 		return
 	}

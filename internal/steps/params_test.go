@@ -314,6 +314,26 @@ func TestCheckLiteral(t *testing.T) {
 	}
 }
 
+// TestDecodeLiteralNamesNestedDynamicPaths: Check learns which values
+// inside literal lists and objects are computed, so it can judge the rest.
+func TestDecodeLiteralNamesNestedDynamicPaths(t *testing.T) {
+	d := register(t, steps.Descriptor{Params: testParams{}})
+	_, dyn := d.DecodeLiteral(map[string]any{
+		"node_count": steps.Dynamic{},
+		"labels":     []any{"a", steps.Dynamic{}},
+		"items":      []any{map[string]any{"name": "x", "size": steps.Dynamic{}}, steps.Dynamic{}},
+		"auth":       map[string]any{"username": steps.Dynamic{}},
+		"headers":    map[string]any{"X-Id": steps.Dynamic{}},
+		"name":       "plain",
+	})
+	assert.Equal(t, map[string]bool{
+		"node_count": true, "labels[1]": true, "items[0].size": true, "items[1]": true,
+		"auth.username": true, "headers.X-Id": true,
+	}, dyn)
+	_, dyn = d.DecodeLiteral(map[string]any{"node_count": 1, "labels": []any{"a"}})
+	assert.Nil(t, dyn, "nothing computed")
+}
+
 // Inner is embedded to give an outer struct a second field named "a".
 type Inner struct {
 	A string `json:"a"`

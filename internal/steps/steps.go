@@ -26,8 +26,10 @@ type ReconcileFunc func(ctx context.Context, c *Call, in Intent) (out Outputs, f
 
 // CheckFunc validates relations between params (beyond per-field tags).
 // dynamic holds the JSON names of top-level fields whose values come from
-// expressions and are therefore unknown at load time: a check must skip any
-// rule that involves one of them. At run time dynamic is empty.
+// expressions and are therefore unknown at load time, and the paths of such
+// values nested in literal lists and objects ("dataset_list[0].dataUri",
+// "metric_list[2]", "tag_list[1]" for a whole element): a check must skip
+// any rule that involves one of them. At run time dynamic is empty.
 type CheckFunc func(params any, dynamic map[string]bool) []Problem
 
 // PreflightFunc checks literal params against the live service before a

@@ -205,18 +205,22 @@ func (ps *problems) checkDatasets(dyn map[string]bool, ds []Dataset) {
 	}
 }
 
-// datasetPaths requires each dataset's path. It runs before the call, not
-// at load time: a path computed by an expression inside a literal element
-// looks absent to a load-time check (Check sees only top-level fields as
-// dynamic), and a computed dataUri is the usual case.
-func datasetPaths(ds []Dataset) []steps.Problem {
-	var ps problems
+// checkDatasetPaths requires each dataset's path. An element, or a path in
+// it, computed by an expression is not judged at load time; at run time
+// its value is.
+func (ps *problems) checkDatasetPaths(dyn map[string]bool, ds []Dataset) {
+	if dyn["dataset_list"] {
+		return
+	}
 	for i, d := range ds {
+		at := fmt.Sprintf("dataset_list[%d]", i)
+		if dyn[at] || dyn[at+".dataUri"] || dyn[at+".datasetUri"] {
+			continue
+		}
 		if d.DataURI == "" && d.DatasetURI == "" {
-			ps.add(fmt.Sprintf("dataset_list[%d].dataUri", i), "is required (the dataset's obs:// or nas:// path)")
+			ps.add(at+".dataUri", "is required (the dataset's obs:// or nas:// path)")
 		}
 	}
-	return ps
 }
 
 // checkResources: apigwResourceUri values are distinct in one list.

@@ -42,9 +42,6 @@ type creation struct {
 	// adopted is set by reconcile: the resource exists already; no request
 	// is sent.
 	adopted *adoption
-	// precheck finds problems only the run-time values can show; they fail
-	// the step (invalid) before any call.
-	precheck func() []steps.Problem
 }
 
 // adoption is a resource found by name.
@@ -59,11 +56,6 @@ type adoption struct {
 func runCreate(ctx context.Context, c *steps.Call, k creation) (steps.Outputs, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", c.StepID, err)
-	}
-	if k.precheck != nil && k.adopted == nil {
-		if err := steps.ProblemsError(c.StepID, k.precheck()); err != nil {
-			return nil, err
-		}
 	}
 	cl, err := clientFor(c, k.conn)
 	if err != nil {

@@ -9,7 +9,9 @@
 // defaults, plus `connection` (default "easymaker"). Every range of the
 // spec's tables is a struct tag or a Check rule, so literal values are
 // refused when the playbook loads (with their position) and computed ones
-// by Decode before any call. Image, instance and algorithm names are
+// by Decode before any call; a value computed inside a literal list
+// element (a dataUri, a hyperparameter bound) is skipped at load time,
+// where Check learns its path from the dynamic set, and judged then. Image, instance and algorithm names are
 // resolved to IDs through the client's Resolve* calls.
 //
 // # Waits

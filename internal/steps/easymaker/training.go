@@ -32,6 +32,7 @@ func (a *algorithmParams) check(ps *problems, dyn map[string]bool) {
 	ps.checkAlgorithm(dyn, a.AlgorithmName, a.SourceDirURI, a.EntryPoint)
 	ps.checkTorchrun(dyn, a.UseTorchrun, a.NprocPerNode)
 	ps.checkDatasets(dyn, a.DatasetList)
+	ps.checkDatasetPaths(dyn, a.DatasetList)
 	paths := map[string]string{"source_dir_uri": a.SourceDirURI, "check_point_input_uri": a.CheckPointInputURI}
 	for i, d := range a.DatasetList {
 		paths[fmt.Sprintf("dataset_list[%d]", i)] = d.uri()
@@ -134,7 +135,6 @@ func readTraining(ctx context.Context, cl *easymaker.Client, id string) (snapsho
 
 func trainingCreation(c *steps.Call, p *trainingRunParams) creation {
 	return creation{what: "training", conn: p.Connection, wait: p.waitParams, timeoutHours: p.TimeoutHours, read: readTraining,
-		precheck: func() []steps.Problem { return datasetPaths(p.DatasetList) },
 		create: func(ctx context.Context, cl *easymaker.Client) (string, snapshot, error) {
 			r, err := resolveNames(ctx, cl, "train_image_name", p.TrainImageName, "train_instance_name", p.TrainInstanceName, p.AlgorithmName)
 			if err != nil {

@@ -77,20 +77,33 @@ func checkTuningRun(params any, dyn map[string]bool) []steps.Problem {
 			ps.add("objective_type_code", "is required with an own algorithm: MINIMIZE or MAXIMIZE")
 		}
 	}
+	if !dyn["metric_list"] {
+		for i, m := range p.MetricList {
+			if at := fmt.Sprintf("metric_list[%d]", i); !dyn[at] && strings.TrimSpace(m) == "" {
+				ps.add(at, "is empty: a metric name is required")
+			}
+		}
+	}
 	if !dyn["metric_list"] && !dyn["objective_metric_name"] && p.ObjectiveMetricName != "" && len(p.MetricList) > 0 {
-		// An element computed by an expression reads "" at load time: it
-		// may be the objective, so only a list of known names is judged.
+		// A name computed by an expression may be the objective: only a
+		// list of known names is judged.
 		found := false
-		for _, m := range p.MetricList {
-			found = found || m == p.ObjectiveMetricName || m == ""
+		for i, m := range p.MetricList {
+			found = found || m == p.ObjectiveMetricName || dyn[fmt.Sprintf("metric_list[%d]", i)]
 		}
 		if !found {
 			ps.add("objective_metric_name", "must be one of metric_list (%s; got %q)", strings.Join(p.MetricList, ", "), p.ObjectiveMetricName)
 		}
 	}
 	if !dyn["hyperparameter_spec_list"] {
+		grid := p.TuningStrategyName == easymaker.StrategyGrid && !dyn["tuning_strategy_name"]
 		for i, s := range p.HyperparameterSpecList {
-			checkSpec(&ps, fmt.Sprintf("hyperparameter_spec_list[%d].", i), s)
+			at := fmt.Sprintf("hyperparameter_spec_list[%d]", i)
+			if dyn[at] {
+				continue
+			}
+			checkSpec(&ps, at+".", s)
+			checkSpecPresence(&ps, dyn, at+".", s, grid)
 		}
 	}
 	return ps
@@ -98,8 +111,7 @@ func checkTuningRun(params any, dyn map[string]bool) []steps.Problem {
 
 // checkSpec applies the rules of hyperparameter_spec_list that judge the
 // values given: min not above max, whole numbers for INT, a positive step,
-// no value list on a numeric type. What must be present (specPresence) is
-// checked before the call instead.
+// no value list on a numeric type.
 func checkSpec(ps *problems, at string, s HyperparameterSpec) {
 	switch t := s.HyperparameterTypeCode; t {
 	case easymaker.HyperparameterTypeInt, easymaker.HyperparameterTypeFloat:
@@ -125,34 +137,28 @@ func checkSpec(ps *problems, at string, s HyperparameterSpec) {
 	}
 }
 
-// specPresence requires what each hyperparameter_spec_list element's type
-// needs: min and max for INT and DOUBLE (and a step with the GRID
-// strategy), the values for DISCRETE and CATEGORICAL. It runs before the
-// call, not at load time: a value computed by an expression inside a
-// literal element looks absent to a load-time check (Check sees only
-// top-level fields as dynamic).
-func specPresence(ss []HyperparameterSpec, strategy string) []steps.Problem {
-	var ps problems
-	for i, s := range ss {
-		at := fmt.Sprintf("hyperparameter_spec_list[%d].", i)
-		switch t := s.HyperparameterTypeCode; t {
-		case easymaker.HyperparameterTypeInt, easymaker.HyperparameterTypeFloat:
-			if s.HyperparameterMinValue == nil {
-				ps.add(at+"hyperparameterMinValue", "is required for type %s", t)
-			}
-			if s.HyperparameterMaxValue == nil {
-				ps.add(at+"hyperparameterMaxValue", "is required for type %s", t)
-			}
-			if strategy == easymaker.StrategyGrid && s.HyperparameterStep == nil {
-				ps.add(at+"hyperparameterStep", "is required for type %s with the GRID strategy", t)
-			}
-		case easymaker.HyperparameterTypeDisc, easymaker.HyperparameterTypeCat:
-			if strings.TrimSpace(s.HyperparameterSpecifiedValues) == "" {
-				ps.add(at+"hyperparameterSpecifiedValues", "is required for type %s: values separated by commas", t)
-			}
+// checkSpecPresence requires what a hyperparameter_spec_list element's
+// type needs: min and max for INT and DOUBLE (and a step with the GRID
+// strategy), the values for DISCRETE and CATEGORICAL. A value computed by
+// an expression (at, a path ending in ".", names it in dyn) counts as
+// given at load time; at run time its value is judged.
+func checkSpecPresence(ps *problems, dyn map[string]bool, at string, s HyperparameterSpec, grid bool) {
+	need := func(field string, given bool, format string, args ...any) {
+		if !given && !dyn[at+field] {
+			ps.add(at+field, format, args...)
 		}
 	}
-	return ps
+	switch t := s.HyperparameterTypeCode; t {
+	case easymaker.HyperparameterTypeInt, easymaker.HyperparameterTypeFloat:
+		need("hyperparameterMinValue", s.HyperparameterMinValue != nil, "is required for type %s", t)
+		need("hyperparameterMaxValue", s.HyperparameterMaxValue != nil, "is required for type %s", t)
+		if grid {
+			need("hyperparameterStep", s.HyperparameterStep != nil, "is required for type %s with the GRID strategy", t)
+		}
+	case easymaker.HyperparameterTypeDisc, easymaker.HyperparameterTypeCat:
+		need("hyperparameterSpecifiedValues", strings.TrimSpace(s.HyperparameterSpecifiedValues) != "",
+			"is required for type %s: values separated by commas", t)
+	}
 }
 
 func specs(ss []HyperparameterSpec) []easymaker.HyperparameterSpec {
@@ -219,9 +225,6 @@ func readTuning(ctx context.Context, cl *easymaker.Client, id string) (snapshot,
 
 func tuningCreation(c *steps.Call, p *tuningRunParams) creation {
 	return creation{what: "hyperparameter tuning", conn: p.Connection, wait: p.waitParams, timeoutHours: p.TimeoutHours, read: readTuning,
-		precheck: func() []steps.Problem {
-			return append(datasetPaths(p.DatasetList), specPresence(p.HyperparameterSpecList, p.TuningStrategyName)...)
-		},
 		create: func(ctx context.Context, cl *easymaker.Client) (string, snapshot, error) {
 			r, err := resolveNames(ctx, cl, "image_name", p.ImageName, "instance_name", p.InstanceName, p.AlgorithmName)
 			if err != nil {

@@ -120,6 +120,11 @@ var limitCases = []struct {
 		return spec("hyperparameterTypeCode", "CATEGORICAL", "hyperparameterSpecifiedValues", "a")[0]
 	})), "hyperparameter_spec_list", "at most 100"},
 	{"DOUBLE min not above max", "easymaker.tuning.run", set(tuningOK, "hyperparameter_spec_list", spec("hyperparameterTypeCode", "DOUBLE", "hyperparameterMinValue", 0.5, "hyperparameterMaxValue", 0.1)), "hyperparameter_spec_list[0].hyperparameterMaxValue", "must not be below"},
+	{"INT needs a max", "easymaker.tuning.run", set(tuningOK, "hyperparameter_spec_list", spec("hyperparameterTypeCode", "INT", "hyperparameterMinValue", 1)), "hyperparameter_spec_list[0].hyperparameterMaxValue", "is required for type INT"},
+	{"GRID needs a step", "easymaker.tuning.run", set(tuningOK, "tuning_strategy_name", "GRID", "hyperparameter_spec_list", spec("hyperparameterTypeCode", "INT", "hyperparameterMinValue", 1, "hyperparameterMaxValue", 5)), "hyperparameter_spec_list[0].hyperparameterStep", "GRID strategy"},
+	{"DISCRETE needs values", "easymaker.tuning.run", set(tuningOK, "hyperparameter_spec_list", spec("hyperparameterTypeCode", "DISCRETE")), "hyperparameter_spec_list[0].hyperparameterSpecifiedValues", "is required for type DISCRETE"},
+	{"a dataset needs its path", "easymaker.tuning.run", set(tuningOK, "dataset_list", []any{map[string]any{"datasetName": "d"}}), "dataset_list[0].dataUri", "is required"},
+	{"a metric name is not empty", "easymaker.tuning.run", set(tuningOK, "metric_list", []any{"val_loss", ""}, "objective_metric_name", "val_loss"), "metric_list[1]", "is empty"},
 	{"INT bounds are whole", "easymaker.tuning.run", set(tuningOK, "hyperparameter_spec_list", spec("hyperparameterTypeCode", "INT", "hyperparameterMinValue", 1.5, "hyperparameterMaxValue", 5)), "hyperparameter_spec_list[0].hyperparameterMinValue", "whole number"},
 	{"specified values up to 3000", "easymaker.tuning.run", set(tuningOK, "hyperparameter_spec_list", spec("hyperparameterTypeCode", "CATEGORICAL", "hyperparameterSpecifiedValues", strings.Repeat("a,", 1501))), "hyperparameter_spec_list[0].hyperparameterSpecifiedValues", "at most 3000"},
 	{"hyperparameter type enum", "easymaker.tuning.run", set(tuningOK, "hyperparameter_spec_list", spec("hyperparameterTypeCode", "FLOAT")), "hyperparameter_spec_list[0].hyperparameterTypeCode", "must be one of INT, DOUBLE, DISCRETE, CATEGORICAL"},
@@ -242,43 +247,15 @@ func TestRulesSkipValuesFromExpressions(t *testing.T) {
 	}
 }
 
-// Rules on what a list element must hold run before the call: at load time
-// a value computed inside a literal element cannot be told from an absent
-// one.
-func TestWhatAListElementMustHoldIsCheckedBeforeAnyCall(t *testing.T) {
-	t.Parallel()
-	s := startSim(t)
-	cases := []struct {
-		name string
-		with map[string]any
-		want string
-	}{
-		{"INT needs a max", set(tuningOK, "hyperparameter_spec_list", spec("hyperparameterTypeCode", "INT", "hyperparameterMinValue", 1)),
-			"hyperparameter_spec_list[0].hyperparameterMaxValue: is required for type INT"},
-		{"GRID needs a step", set(tuningOK, "tuning_strategy_name", "GRID", "hyperparameter_spec_list", spec("hyperparameterTypeCode", "INT", "hyperparameterMinValue", 1, "hyperparameterMaxValue", 5)),
-			"hyperparameter_spec_list[0].hyperparameterStep: is required for type INT with the GRID strategy"},
-		{"DISCRETE needs values", set(tuningOK, "hyperparameter_spec_list", spec("hyperparameterTypeCode", "DISCRETE")),
-			"hyperparameter_spec_list[0].hyperparameterSpecifiedValues: is required for type DISCRETE"},
-		{"a dataset needs its path", set(tuningOK, "dataset_list", []any{map[string]any{"datasetName": "d"}}),
-			"dataset_list[0].dataUri: is required"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := s.try("easymaker.tuning.run", tc.with)
-			require.Error(t, err)
-			assert.Equal(t, steps.Invalid, steps.CodeOf(err))
-			assert.Contains(t, err.Error(), tc.want)
-		})
-	}
-	assert.Empty(t, s.srv.Journal.Calls("easymaker", "", ""), "no call reached the service")
-}
-
 func TestAValueComputedInsideAListElementLoads(t *testing.T) {
 	src := `version: 1
 name: nested
 inputs:
   lo: {type: number, default: 0.01}
   data: {type: string, default: "nas://share/data"}
+  values: {type: string, default: "adam,sgd"}
+  spec: {type: map, default: {hyperparameterName: epochs, hyperparameterTypeCode: INT, hyperparameterMinValue: 1, hyperparameterMaxValue: 9, hyperparameterStep: 1}}
+  metric: {type: string, default: f1}
 steps:
   - id: t
     uses: easymaker.tuning.run
@@ -293,8 +270,12 @@ steps:
       early_stopping_algorithm: MEDIAN
       dataset_list:
         - {datasetName: train, dataUri: "${{ inputs.data }}"}
+      metric_list: [val_loss, "${{ inputs.metric }}"]
+      objective_metric_name: f1
       hyperparameter_spec_list:
         - {hyperparameterName: lr, hyperparameterTypeCode: DOUBLE, hyperparameterMinValue: "${{ inputs.lo }}", hyperparameterMaxValue: 0.1, hyperparameterStep: "${{ inputs.lo }}"}
+        - {hyperparameterName: optimizer, hyperparameterTypeCode: CATEGORICAL, hyperparameterSpecifiedValues: "${{ inputs.values }}"}
+        - "${{ inputs.spec }}"
 `
 	_, err := playbook.Parse("nested.yaml", []byte(src), playbook.LoadOptions{})
 	assert.NoError(t, err)
