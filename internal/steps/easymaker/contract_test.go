@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/sim"
 	"github.com/runbook/runbook/internal/steps"
 	"github.com/runbook/runbook/internal/steps/stepstest"
 )
@@ -35,7 +37,15 @@ var validWith = map[string]map[string]any{
 	"easymaker.list":                   {"what": "instances"},
 }
 
+// TestEveryStepTypePassesTheContract runs the contract against a simulator
+// whose every answer an injected latency holds for 5 s: each step type is
+// cancelled in the middle of its first call and must return at once.
 func TestEveryStepTypePassesTheContract(t *testing.T) {
+	s := startSim(t)
+	s.srv.Faults.Add(sim.Fault{Service: "easymaker", Latency: 5 * time.Second})
+	opts := stepstest.ContractOptions{Slow: true, Prepare: func(c *steps.Call) {
+		stepstest.HostOf(c).Connections["easymaker"] = s.conn
+	}}
 	var types []string
 	for _, name := range steps.Names() {
 		if strings.HasPrefix(name, "easymaker.") {
@@ -48,7 +58,7 @@ func TestEveryStepTypePassesTheContract(t *testing.T) {
 			w, ok := validWith[typ]
 			require.True(t, ok)
 			d := desc(t, typ)
-			stepstest.Contract(t, d, w)
+			stepstest.ContractWith(t, d, w, opts)
 			assert.NotNil(t, d.Plan, "%s shows its calls in a plan", typ)
 			if d.Mutating && (strings.HasSuffix(typ, ".create") || strings.HasSuffix(typ, ".run") || strings.HasSuffix(typ, "create_stage") || strings.HasSuffix(typ, "create_from_uri")) {
 				assert.NotNil(t, d.Reconcile, "%s adopts what an interrupted attempt created", typ)

@@ -33,7 +33,33 @@ const Prompt = 2 * time.Second
 // Contract must not run in parallel with other tests: it counts goroutines.
 func Contract(t *testing.T, d *steps.Descriptor, validWith map[string]any) {
 	t.Helper()
+	ContractWith(t, d, validWith, ContractOptions{})
+}
+
+// ContractOptions adapt the contract to steps that call a service.
+type ContractOptions struct {
+	// Prepare is applied to every call the contract builds, after its
+	// params are decoded: it gives a step its connections (a simulator
+	// whose answers an injected latency delays, so that the step is
+	// cancelled in the middle of a call).
+	Prepare func(*steps.Call)
+	// Slow says the step still runs 200ms after it starts: cancelling
+	// mid-run must then catch it running, and a step that finished
+	// earlier fails the contract instead of skipping that check.
+	Slow bool
+}
+
+// ContractWith is Contract with options; see ContractOptions.
+func ContractWith(t *testing.T, d *steps.Descriptor, validWith map[string]any, o ContractOptions) {
+	t.Helper()
 	baseline := settledGoroutines(0)
+	newCall := func(t *testing.T) *steps.Call {
+		c := NewCall(t, d, validWith)
+		if o.Prepare != nil {
+			o.Prepare(c)
+		}
+		return c
+	}
 
 	t.Run("the params schema compiles as JSON Schema", func(t *testing.T) {
 		compile(t, d.ParamsSchema())
@@ -51,7 +77,7 @@ func Contract(t *testing.T, d *steps.Descriptor, validWith map[string]any) {
 		assert.NoError(t, sch.Validate(jsonValue(t, validWith)))
 	})
 	t.Run("an already cancelled context stops the step at once", func(t *testing.T) {
-		c := NewCall(t, d, validWith)
+		c := newCall(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		start := time.Now()
@@ -61,7 +87,7 @@ func Contract(t *testing.T, d *steps.Descriptor, validWith map[string]any) {
 		assert.Equal(t, steps.Cancelled, steps.CodeOf(err), "error: %v", err)
 	})
 	t.Run("cancelling mid-run returns promptly", func(t *testing.T) {
-		c := NewCall(t, d, validWith)
+		c := newCall(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		type result struct {
@@ -77,6 +103,9 @@ func Contract(t *testing.T, d *steps.Descriptor, validWith map[string]any) {
 		defer timer.Stop()
 		select {
 		case r := <-done:
+			if o.Slow {
+				t.Fatalf("%s finished within 200ms though it should still run (err=%v)", d.Type, r.err)
+			}
 			t.Logf("%s finished before it could be cancelled (err=%v)", d.Type, r.err)
 			return
 		case <-timer.C:
