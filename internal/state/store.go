@@ -8,7 +8,10 @@ import (
 
 // FormatVersion is the version of the persisted layout. A store refuses a
 // file written with a newer version and migrates older ones explicitly.
-const FormatVersion = 1
+// Version 2 keeps each playbook snapshot once, by hash, instead of in
+// every run record; version 1 files are read as they are and marked 2 at
+// the first open for writing.
+const FormatVersion = 2
 
 var (
 	// ErrNotFound: no run, step, intent, cursor or approval with that key.

@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,12 +30,13 @@ var (
 	bucketCursors   = []byte("cursors")
 	bucketDedup     = []byte("dedup")
 	bucketDedupExp  = []byte("dedup_expiry")
+	bucketSnapshots = []byte("snapshots")
 
 	keyFormatVersion = []byte("format_version")
 
 	topBuckets = [][]byte{
 		bucketMeta, bucketRuns, bucketByCreated, bucketRunData,
-		bucketLocks, bucketCursors, bucketDedup, bucketDedupExp,
+		bucketLocks, bucketCursors, bucketDedup, bucketDedupExp, bucketSnapshots,
 	}
 )
 
@@ -244,7 +246,9 @@ func (s *Store) init() error {
 			}
 		}
 		if meta := tx.Bucket(bucketMeta); meta != nil {
-			return checkVersion(s.path, meta.Get(keyFormatVersion))
+			raw := meta.Get(keyFormatVersion)
+			complete = complete && string(raw) == strconv.Itoa(state.FormatVersion)
+			return checkVersion(s.path, raw)
 		}
 		return nil
 	})
@@ -262,9 +266,11 @@ func (s *Store) init() error {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
 		}
+		// Earlier versions are read as they are: marking the file current
+		// is the whole migration (see state.FormatVersion).
 		meta := tx.Bucket(bucketMeta)
-		if meta.Get(keyFormatVersion) == nil {
-			return meta.Put(keyFormatVersion, []byte(strconv.Itoa(state.FormatVersion)))
+		if v := []byte(strconv.Itoa(state.FormatVersion)); !bytes.Equal(meta.Get(keyFormatVersion), v) {
+			return meta.Put(keyFormatVersion, v)
 		}
 		return nil
 	})

@@ -141,7 +141,7 @@ func TestCreate(t *testing.T) {
 		must(t, err)
 		defer db.Close()
 		must(t, db.View(func(tx *bbolt.Tx) error {
-			if v := tx.Bucket([]byte("meta")).Get([]byte("format_version")); string(v) != "1" {
+			if v := tx.Bucket([]byte("meta")).Get([]byte("format_version")); string(v) != "2" {
 				t.Errorf("format_version = %q", v)
 			}
 			return nil

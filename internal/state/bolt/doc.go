@@ -16,7 +16,8 @@
 // # Layout
 //
 //	meta/format_version            decimal state.FormatVersion
-//	runs/<run id>                  Run JSON
+//	runs/<run id>                  Run JSON, without the snapshot when it has a hash
+//	snapshots/<hash>               playbook source, once per hash (format 2)
 //	runs_by_created/<t><run id>    {status, playbook, parent} for ListRuns
 //	rundata/<run id>/steps/<step>  StepRecord JSON
 //	rundata/<run id>/steporder/<n> step id, in first-saved order

@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -177,13 +178,25 @@ func putRun(tx *bbolt.Tx, r *state.Run, old *state.Run) error {
 	return enc.write(tx)
 }
 
-// encodedRun is a run record and its index entry, ready to write.
+// encodedRun is a run record and its index entry, ready to write, with
+// the playbook snapshot the record leaves out (stored once per hash).
 type encodedRun struct {
 	id, data, idxKey, entry []byte
+	hash, snapshot          []byte
+	full                    func() ([]byte, error) // the record with its snapshot
 }
 
+// encodeRun encodes r without its snapshot when it has a hash: the
+// snapshot goes to snapshots/<hash>, shared by every run of that source,
+// so that a run record stays small (most runs of a playbook share one).
 func encodeRun(r *state.Run) (*encodedRun, error) {
-	data, err := json.Marshal(r)
+	rec := r
+	if r.Hash != "" && len(r.Snapshot) > 0 {
+		cp := *r
+		cp.Snapshot = nil
+		rec = &cp
+	}
+	data, err := json.Marshal(rec)
 	if err != nil {
 		return nil, fmt.Errorf("encode run: %w", err)
 	}
@@ -191,14 +204,36 @@ func encodeRun(r *state.Run) (*encodedRun, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode run index: %w", err)
 	}
-	return &encodedRun{id: []byte(r.ID), data: data, idxKey: createdKey(r.CreatedAt, r.ID), entry: entry}, nil
+	enc := &encodedRun{id: []byte(r.ID), data: data, idxKey: createdKey(r.CreatedAt, r.ID), entry: entry}
+	if rec != r {
+		enc.hash, enc.snapshot = []byte(r.Hash), r.Snapshot
+		enc.full = func() ([]byte, error) { return json.Marshal(r) }
+	}
+	return enc, nil
 }
 
 func (e *encodedRun) write(tx *bbolt.Tx) error {
+	data := e.data
+	if e.hash != nil {
+		snaps := tx.Bucket(bucketSnapshots)
+		switch old := snaps.Get(e.hash); {
+		case old == nil:
+			if err := snaps.Put(e.hash, e.snapshot); err != nil {
+				return err
+			}
+		case !bytes.Equal(old, e.snapshot):
+			// Not the source this hash was first stored with: keep the
+			// snapshot in the record rather than trust the hash.
+			var err error
+			if data, err = e.full(); err != nil {
+				return fmt.Errorf("encode run: %w", err)
+			}
+		}
+	}
 	if err := tx.Bucket(bucketByCreated).Put(e.idxKey, e.entry); err != nil {
 		return err
 	}
-	return tx.Bucket(bucketRuns).Put(e.id, e.data)
+	return tx.Bucket(bucketRuns).Put(e.id, data)
 }
 
 func getRun(tx *bbolt.Tx, id string) (*state.Run, error) {
@@ -206,7 +241,26 @@ func getRun(tx *bbolt.Tx, id string) (*state.Run, error) {
 	if data == nil {
 		return nil, fmt.Errorf("run %s: %w", id, state.ErrNotFound)
 	}
-	return decodeRun(id, data)
+	r, err := decodeRun(id, data)
+	if err != nil {
+		return nil, err
+	}
+	return withSnapshot(tx, r), nil
+}
+
+// withSnapshot fills in the snapshot a record left to snapshots/<hash>.
+// A record with its snapshot inline (format version 1, or a hash stored
+// with another source) keeps it.
+func withSnapshot(tx *bbolt.Tx, r *state.Run) *state.Run {
+	if len(r.Snapshot) > 0 || r.Hash == "" {
+		return r
+	}
+	if snaps := tx.Bucket(bucketSnapshots); snaps != nil { // nil: a version 1 file opened read-only
+		if s := snaps.Get([]byte(r.Hash)); s != nil {
+			r.Snapshot = bytes.Clone(s)
+		}
+	}
+	return r
 }
 
 func decodeRun(id string, data []byte) (*state.Run, error) {
@@ -272,6 +326,7 @@ func (s *Store) ListRuns(ctx context.Context, f state.RunFilter) ([]*state.Run, 
 			if err != nil {
 				return err
 			}
+			r = withSnapshot(tx, r)
 			out = append(out, r)
 			if f.Limit > 0 && len(out) >= f.Limit {
 				return nil

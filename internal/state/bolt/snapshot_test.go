@@ -1,0 +1,144 @@
+package bolt_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/bolt"
+)
+
+func snapRun(id, hash, source string) *state.Run {
+	return &state.Run{ID: id, Playbook: "p", File: "p.yaml", Snapshot: []byte(source), Hash: hash,
+		Status: state.RunPending, CreatedAt: time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)}
+}
+
+// rawRecord returns the stored record of a run and the stored snapshots.
+func rawRecord(t *testing.T, path, id string) (record map[string]any, snapshots int) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
+	must(t, err)
+	defer db.Close()
+	must(t, db.View(func(tx *bbolt.Tx) error {
+		if err := json.Unmarshal(tx.Bucket([]byte("runs")).Get([]byte(id)), &record); err != nil {
+			return err
+		}
+		if b := tx.Bucket([]byte("snapshots")); b != nil {
+			snapshots = b.Stats().KeyN
+		}
+		return nil
+	}))
+	return record, snapshots
+}
+
+// TestSnapshotsAreStoredOncePerHash: runs of one source share a stored
+// snapshot, and every read gives each run its own.
+func TestSnapshotsAreStoredOncePerHash(t *testing.T) {
+	s, path := openTemp(t, bolt.Options{})
+	must(t, s.CreateRun(ctx, snapRun("r1", "h1", "steps: [one]")))
+	must(t, s.CreateRun(ctx, snapRun("r2", "h1", "steps: [one]")))
+	must(t, s.CreateRun(ctx, snapRun("r3", "h2", "steps: [two]")))
+	must(t, s.SaveRun(ctx, snapRun("r2", "h1", "steps: [one]")))
+	for id, want := range map[string]string{"r1": "steps: [one]", "r2": "steps: [one]", "r3": "steps: [two]"} {
+		r, err := s.GetRun(ctx, id)
+		must(t, err)
+		if string(r.Snapshot) != want {
+			t.Errorf("run %s snapshot = %q, want %q", id, r.Snapshot, want)
+		}
+	}
+	runs, err := s.ListRuns(ctx, state.RunFilter{})
+	must(t, err)
+	for _, r := range runs {
+		if len(r.Snapshot) == 0 {
+			t.Errorf("listed run %s has no snapshot", r.ID)
+		}
+	}
+	r1, _ := s.GetRun(ctx, "r1")
+	r1.Snapshot[0] = 'X' // a caller's copy: the next read is unchanged
+	if again, _ := s.GetRun(ctx, "r1"); again.Snapshot[0] != 's' {
+		t.Error("a read shares its snapshot bytes with the store")
+	}
+	must(t, s.Close())
+	rec, n := rawRecord(t, path, "r1")
+	if _, inline := rec["snapshot"]; inline {
+		t.Error("the run record still holds its snapshot")
+	}
+	if n != 2 {
+		t.Errorf("%d snapshots stored, want 2 (one per hash)", n)
+	}
+}
+
+// TestASnapshotWhoseHashHoldsAnotherSourceStaysInline: the store does not
+// trust a hash over the bytes.
+func TestASnapshotWhoseHashHoldsAnotherSourceStaysInline(t *testing.T) {
+	s, path := openTemp(t, bolt.Options{})
+	must(t, s.CreateRun(ctx, snapRun("r1", "h", "first")))
+	must(t, s.CreateRun(ctx, snapRun("r2", "h", "second")))
+	for id, want := range map[string]string{"r1": "first", "r2": "second"} {
+		r, err := s.GetRun(ctx, id)
+		must(t, err)
+		if string(r.Snapshot) != want {
+			t.Errorf("run %s snapshot = %q, want %q", id, r.Snapshot, want)
+		}
+	}
+	must(t, s.Close())
+	if rec, _ := rawRecord(t, path, "r2"); rec["snapshot"] == nil {
+		t.Error("the second source is not kept in its record")
+	}
+}
+
+// TestAVersion1FileIsReadAndMarkedCurrent: a file written before
+// snapshots moved out of the records (format 1, snapshots inline, no
+// snapshots bucket) is read as it is, read-only too, and marked format 2
+// at the first open for writing.
+func TestAVersion1FileIsReadAndMarkedCurrent(t *testing.T) {
+	s, path := openTemp(t, bolt.Options{})
+	must(t, s.Close())
+	old := snapRun("old", "h1", "steps: [old]")
+	data, err := json.Marshal(old)
+	must(t, err)
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
+	must(t, err)
+	must(t, db.Update(func(tx *bbolt.Tx) error {
+		if err := tx.DeleteBucket([]byte("snapshots")); err != nil {
+			return err
+		}
+		if err := tx.Bucket([]byte("meta")).Put([]byte("format_version"), []byte("1")); err != nil {
+			return err
+		}
+		return tx.Bucket([]byte("runs")).Put([]byte("old"), data)
+	}))
+	must(t, db.Close())
+
+	ro, err := bolt.Open(path, bolt.Options{ReadOnly: true})
+	must(t, err)
+	r, err := ro.GetRun(ctx, "old")
+	must(t, err)
+	if string(r.Snapshot) != "steps: [old]" {
+		t.Errorf("read-only: snapshot = %q", r.Snapshot)
+	}
+	must(t, ro.Close())
+
+	rw, err := bolt.Open(path, bolt.Options{})
+	must(t, err)
+	r, err = rw.GetRun(ctx, "old")
+	must(t, err)
+	if !bytes.Equal(r.Snapshot, []byte("steps: [old]")) {
+		t.Errorf("snapshot = %q", r.Snapshot)
+	}
+	must(t, rw.CreateRun(ctx, snapRun("new", "h1", "steps: [old]")))
+	must(t, rw.Close())
+	db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
+	must(t, err)
+	defer db.Close()
+	must(t, db.View(func(tx *bbolt.Tx) error {
+		if v := tx.Bucket([]byte("meta")).Get([]byte("format_version")); string(v) != "2" {
+			t.Errorf("format_version = %q after an open for writing, want 2", v)
+		}
+		return nil
+	}))
+}
