@@ -2,6 +2,7 @@ package easymaker_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -109,7 +110,12 @@ func TestAWaitFailsAtOnceWithTheStatusAndReason(t *testing.T) {
 	t.Parallel()
 	s := startSim(t)
 	exp := s.experiment("e")
+	start := time.Now()
 	_, err := s.try("easymaker.training.run", trainingWith(exp, "fail-train-1"))
+	// The simulated training fails 2 m after it starts running: 20 ms of
+	// real time at 6000x. A wait that missed the FAIL status would poll on
+	// until its 2 m timeout.
+	assert.Less(t, time.Since(start), 5*time.Second, "the wait stops at the first FAIL status")
 	require.Error(t, err)
 	assert.Equal(t, steps.Failed, steps.CodeOf(err))
 	assert.Contains(t, err.Error(), "FAIL_TRAIN")
