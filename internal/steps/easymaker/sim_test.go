@@ -1,12 +1,14 @@
 package easymaker_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	simem "github.com/runbook/runbook/internal/sim/easymaker"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -151,4 +153,47 @@ func TestUnknownNamesAreRefusedWithTheChoices(t *testing.T) {
 	assert.Contains(t, err.Error(), "train_instance_name")
 	assert.Contains(t, err.Error(), cpuFlavor, "the error lists the valid choices")
 	assert.Zero(t, s.posts("/trainings"))
+}
+
+// TestModelFromURIBatchInferenceAndDeletes runs the steps the deploy test
+// leaves out over real HTTP: a model from a URI, a batch inference that
+// reads JSONL from (simulated) object storage and writes its predictions
+// there, and the deletes of resources that exist.
+func TestModelFromURIBatchInferenceAndDeletes(t *testing.T) {
+	t.Parallel()
+	s := startSim(t)
+	objects := s.srv.Service("easymaker").(*simem.Service).Objects()
+	objects.Put("AUTH_tenant", "ml", "batch/in/rows.jsonl", []byte("[0.5, 1.0]\n[2.0, 0.0]\n[1.0, 1.0]\n"), "")
+
+	model := s.run("easymaker.model.create_from_uri", with(fast, map[string]any{
+		"framework_code": "PYTORCH", "model_uri": obsPrefix + "/models/external", "model_name": "external"}))
+	assert.Equal(t, "ACTIVE", model["status"])
+
+	batch := s.run("easymaker.batch_inference.run", with(fast, map[string]any{
+		"batch_inference_name": "nightly", "instance_count": 1, "instance_name": cpuFlavor, "model_name": "external",
+		"pod_count": 1, "batch_size": 10, "inference_timeout_seconds": 60,
+		"input_data_uri": obsPrefix + "/batch/in/", "input_data_type": "JSONL",
+		"output_upload_uri": obsPrefix + "/batch/out/", "data_storage_size": 300}))
+	assert.Equal(t, "COMPLETE", batch["status"])
+	assert.Equal(t, model["model_id"], batch["model_id"], "model_name resolved to the model's ID")
+	assert.EqualValues(t, 1, batch["input_file_count"])
+	assert.EqualValues(t, 3, batch["inference_count"])
+	out, ok := objects.Get("AUTH_tenant", "ml", "batch/out/rows.jsonl.out")
+	require.True(t, ok, "the predictions are written under output_upload_uri: %v", batch["output_files"])
+	assert.Len(t, strings.Split(strings.TrimSpace(string(out)), "\n"), 3, "one line per input line")
+
+	exp := s.experiment("scratch")
+	trn := s.run("easymaker.training.run", trainingWith(exp, "once"))
+	for typ, with := range map[string]map[string]any{
+		"easymaker.batch_inference.delete": {"batch_inference_id": batch["batch_inference_id"]},
+		"easymaker.training.delete":        {"training_id": trn["training_id"]},
+		"easymaker.model.delete":           {"model_id": model["model_id"]},
+	} {
+		assert.Equal(t, true, s.run(typ, with)["deleted"], typ)
+	}
+	assert.Equal(t, true, s.run("easymaker.experiment.delete", map[string]any{"experiment_id": exp})["deleted"],
+		"an experiment whose trainings are deleted can go")
+	assert.Equal(t, false, s.run("easymaker.experiment.delete", map[string]any{"experiment_id": exp})["deleted"])
+	list := s.run("easymaker.list", map[string]any{"what": "experiments"})
+	assert.NotContains(t, list["names"], "scratch")
 }
