@@ -211,30 +211,44 @@ func (s *Server) middleware(service string, next http.Handler) http.Handler {
 				return
 			}
 		}
-		rec := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		// The call is journaled as its status is written, before any byte
+		// of the answer leaves: a client that has its answer finds the call
+		// in the journal.
+		rec := &statusWriter{ResponseWriter: w, onStatus: func(status int) {
+			if !admin {
+				call.Status = status
+				s.Journal.add(call)
+			}
+		}}
 		next.ServeHTTP(rec, r)
-		if !admin {
-			call.Status = rec.status
-			s.Journal.add(call)
+		if !rec.wrote {
+			rec.WriteHeader(http.StatusOK)
 		}
 	})
 }
 
+// statusWriter reports the status of an answer once, before writing it.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
-	wrote  bool
+	onStatus func(status int)
+	wrote    bool
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if !w.wrote {
-		w.status, w.wrote = code, true
+		w.wrote = true
+		w.onStatus(code)
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController reach the connection (Flush).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 func (w *statusWriter) Write(b []byte) (int, error) {
-	w.wrote = true
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
 	return w.ResponseWriter.Write(b)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,14 @@ type echo struct{ env *Env }
 
 func (e echo) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow-end" { // the whole answer is out before the handler returns
+			body := `{"pad":"` + strings.Repeat("x", 8<<10) + `"}`
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			_, _ = io.WriteString(w, body)
+			_ = http.NewResponseController(w).Flush()
+			time.Sleep(50 * time.Millisecond)
+			return
+		}
 		writeJSON(w, http.StatusOK, map[string]any{"path": r.URL.Path, "now": e.env.Clock.Now()})
 	})
 }
@@ -53,6 +62,18 @@ func TestServicesAreMountedUnderTheirNameOnLoopback(t *testing.T) {
 	require.Len(t, calls, 1)
 	assert.Equal(t, "x=1", calls[0].Query)
 	assert.Equal(t, s.URL("echo"), s.Connections()["echo"]["base_url"])
+}
+
+// TestACallIsJournaledBeforeItsAnswerArrives: a client that has read an
+// answer finds its call in the journal, even
+// when the handler is still running after its answer went out.
+func TestACallIsJournaledBeforeItsAnswerArrives(t *testing.T) {
+	s := start(t)
+	for i := range 3 {
+		code, _ := get(t, s.URL("echo")+"/slow-end")
+		require.Equal(t, http.StatusOK, code)
+		require.Len(t, s.Journal.Calls("echo", "GET", "/slow-end"), i+1, "call %d", i+1)
+	}
 }
 
 func TestInjectedFaultsAnswerBeforeTheServiceAndRunOut(t *testing.T) {
