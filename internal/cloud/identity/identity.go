@@ -56,9 +56,11 @@ type Source struct {
 }
 
 type call struct {
-	done  chan struct{}
-	token string
-	err   error
+	done    chan struct{}
+	token   string
+	err     error
+	waiters int                // callers waiting on done; guarded by Source.mu
+	cancel  context.CancelFunc // abandons the fetch when the last waiter leaves
 }
 
 // New checks cfg and returns a Source.
@@ -148,16 +150,34 @@ func (s *Source) Token(ctx context.Context) (string, error) {
 	}
 	c := s.inflight
 	if c == nil {
-		c = &call{done: make(chan struct{})}
+		var fetchCtx context.Context
+		fetchCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout)
+		c = &call{done: make(chan struct{}), cancel: cancel}
 		s.inflight = c
-		go s.refresh(ctx, c)
+		go s.refresh(fetchCtx, c)
 	}
+	c.waiters++
 	s.mu.Unlock()
 	select {
 	case <-c.done:
 		return c.token, c.err
 	case <-ctx.Done():
+		s.leave(c)
 		return "", fmt.Errorf("identity: waiting for a token: %w", ctx.Err())
+	}
+}
+
+// leave drops a waiter of c that gave up; the last one to leave abandons
+// the fetch, so that no request outlives every caller that wanted it.
+func (s *Source) leave(c *call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.waiters--
+	if c.waiters == 0 {
+		c.cancel()
+		if s.inflight == c {
+			s.inflight = nil // the next caller starts a fetch of its own
+		}
 	}
 }
 
@@ -180,10 +200,10 @@ func (s *Source) Expires() time.Time {
 }
 
 // refresh fetches a token for c. It outlives the caller that started it
-// (others may be waiting) but not refreshTimeout.
+// while others wait, but not refreshTimeout nor the last waiter (ctx ends
+// then).
 func (s *Source) refresh(ctx context.Context, c *call) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout)
-	defer cancel()
+	defer c.cancel()
 	token, expires, err := s.fetch(ctx)
 	now := s.cfg.Now()
 	s.mu.Lock()
@@ -193,7 +213,9 @@ func (s *Source) refresh(ctx context.Context, c *call) {
 		}
 		s.token, s.expires, s.refreshAt = token, expires, refreshAt(now, expires)
 	}
-	s.inflight = nil
+	if s.inflight == c {
+		s.inflight = nil
+	}
 	s.mu.Unlock()
 	c.token, c.err = token, err
 	close(c.done)

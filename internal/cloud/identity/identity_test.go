@@ -23,18 +23,25 @@ import (
 // fakeIdentity answers POST /v2.0/tokens with token-N that expires
 // lifetime after now().
 type fakeIdentity struct {
-	t        *testing.T
-	calls    atomic.Int32
-	lifetime time.Duration
-	now      func() time.Time
-	status   int           // non-zero: answer this status with a Keystone error body
-	gate     chan struct{} // non-nil: wait for it before answering
+	t         *testing.T
+	calls     atomic.Int32
+	lifetime  time.Duration
+	now       func() time.Time
+	status    int           // non-zero: answer this status with a Keystone error body
+	gate      chan struct{} // non-nil: wait for it before answering
+	abandoned atomic.Int32  // requests whose client went away while gated
 }
 
 func (f *fakeIdentity) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := f.calls.Add(1)
 	if f.gate != nil {
-		<-f.gate
+		_, _ = io.Copy(io.Discard, r.Body) // so that the server notices a client going away
+		select {
+		case <-f.gate:
+		case <-r.Context().Done():
+			f.abandoned.Add(1)
+			return
+		}
 	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v2.0/tokens" {
 		http.NotFound(w, r)
@@ -169,7 +176,28 @@ func TestConcurrentCallersShareOneRefresh(t *testing.T) {
 	}
 }
 
-func TestAWaiterGivesUpWithItsContextWhileTheRefreshGoesOn(t *testing.T) {
+func TestAWaiterGivesUpWithItsContextWhileTheRefreshGoesOnForOthers(t *testing.T) {
+	f, _, _, src := setup(t, time.Hour)
+	f.gate = make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := src.Token(ctx); done <- err }()
+	other := make(chan string, 1)
+	go func() { tok, _ := src.Token(context.Background()); other <- tok }()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	err := <-done
+	require.ErrorIs(t, err, context.Canceled)
+	close(f.gate)
+	assert.Equal(t, "token-1", <-other, "the refresh the cancelled caller started still served the other waiter")
+	tok, err := src.Token(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "token-1", tok, "and its token is cached")
+	assert.EqualValues(t, 1, f.calls.Load())
+	assert.Zero(t, f.abandoned.Load())
+}
+
+func TestTheLastWaiterGivingUpAbandonsTheFetch(t *testing.T) {
 	f, _, _, src := setup(t, time.Hour)
 	f.gate = make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -177,13 +205,13 @@ func TestAWaiterGivesUpWithItsContextWhileTheRefreshGoesOn(t *testing.T) {
 	go func() { _, err := src.Token(ctx); done <- err }()
 	time.Sleep(10 * time.Millisecond)
 	cancel()
-	err := <-done
-	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, <-done, context.Canceled)
+	require.Eventually(t, func() bool { return f.abandoned.Load() == 1 }, 2*time.Second, 5*time.Millisecond,
+		"the token request is cancelled once nobody waits for it")
 	close(f.gate)
 	tok, err := src.Token(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, "token-1", tok, "the refresh started by the cancelled caller still completed")
-	assert.EqualValues(t, 1, f.calls.Load())
+	assert.Equal(t, "token-2", tok, "the next caller fetches anew")
 }
 
 func TestInvalidateRefreshesOnceOnlyForTheCurrentToken(t *testing.T) {
