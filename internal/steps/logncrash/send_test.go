@@ -24,9 +24,19 @@ func desc(t *testing.T) *steps.Descriptor {
 	return d
 }
 
+// TestSendPassesTheContract runs the contract against the log collector
+// simulator holding every answer back 5 s: the send is cancelled in the
+// middle of its call.
 func TestSendPassesTheContract(t *testing.T) {
-	stepstest.Contract(t, desc(t), map[string]any{"message": "training done", "level": "ERROR", "project_version": "2.0.0",
-		"fields": map[string]any{"run": "r-1", "accuracy": 0.93}})
+	srv, err := sim.Start(context.Background(), sim.Options{Services: []string{"logncrash"}})
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	srv.Faults.Add(sim.Fault{Latency: 5 * time.Second})
+	opts := stepstest.ContractOptions{Slow: true, Prepare: func(c *steps.Call) {
+		stepstest.HostOf(c).Connections["logncrash"] = srv.Connections()["logncrash"]
+	}}
+	stepstest.ContractWith(t, desc(t), map[string]any{"message": "training done", "level": "ERROR", "project_version": "2.0.0",
+		"fields": map[string]any{"run": "r-1", "accuracy": 0.93}}, opts)
 	assert.False(t, desc(t).Mutating)
 	assert.Contains(t, desc(t).Summary, "duplicate log line is acceptable")
 }

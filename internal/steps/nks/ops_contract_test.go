@@ -1,7 +1,9 @@
 package nks_test
 
 import (
+	"github.com/runbook/runbook/internal/sim"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -54,14 +56,30 @@ var contractWith = map[string]map[string]any{
 	"nks.supports":                 {},
 }
 
+// TestEveryOperationStepPassesTheContract runs the contract against the
+// simulator with every answer held back 5 s, so each operation is
+// cancelled in the middle of its first call.
 func TestEveryOperationStepPassesTheContract(t *testing.T) {
 	require.Len(t, ownTypes, 23)
+	opts := slowSimContract(t)
 	for _, name := range ownTypes {
 		t.Run(name, func(t *testing.T) {
 			require.Contains(t, contractWith, name)
-			stepstest.Contract(t, desc(t, name), contractWith[name])
+			stepstest.ContractWith(t, desc(t, name), contractWith[name], opts)
 		})
 	}
+}
+
+// slowSimContract starts the simulator with a 5 s latency on every call
+// and returns contract options that connect the calls to it.
+func slowSimContract(t *testing.T) stepstest.ContractOptions {
+	t.Helper()
+	s := startOpsSim(t)
+	s.srv.Faults.Add(sim.Fault{Latency: 5 * time.Second})
+	return stepstest.ContractOptions{Slow: true, Prepare: func(c *steps.Call) {
+		stepstest.HostOf(c).Connections["nks"] = s.conn
+		stepstest.HostOf(c).Connections["nks-kr2"] = s.conn // nks.cluster.ipacl.get names its connection
+	}}
 }
 
 func TestMutatingOperationsAreMarkedAndReadsAreNotPure(t *testing.T) {

@@ -1,7 +1,9 @@
 package notice_test
 
 import (
+	"github.com/runbook/runbook/internal/sim"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,10 +38,17 @@ func TestEveryNoticeStepPassesTheContract(t *testing.T) {
 		}
 	}
 	require.Len(t, names, len(validWith), "every notice step type has contract params")
+	// Every answer of the simulator is held back 5 s: each step is
+	// cancelled in the middle of its first call.
+	h := startHelpCenter(t)
+	h.srv.Faults.Add(sim.Fault{Latency: 5 * time.Second})
+	opts := stepstest.ContractOptions{Slow: true, Prepare: func(c *steps.Call) {
+		stepstest.HostOf(c).Connections["helpcenter"] = h.conn
+	}}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			require.Contains(t, validWith, name)
-			stepstest.Contract(t, desc(t, name), validWith[name])
+			stepstest.ContractWith(t, desc(t, name), validWith[name], opts)
 		})
 	}
 }

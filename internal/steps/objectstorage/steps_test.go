@@ -29,11 +29,22 @@ func desc(t *testing.T, name string) *steps.Descriptor {
 
 const host = "kr1-api-object-storage.nhncloudservice.com"
 
+// TestTheStepsPassTheContract runs the contract against the simulators
+// with every answer (the identity token's too) held back 5 s, so each step
+// is cancelled in the middle of its first call.
 func TestTheStepsPassTheContract(t *testing.T) {
-	stepstest.Contract(t, desc(t, "objectstorage.upload"), map[string]any{
-		"uri": "obs://" + host + "/v1/AUTH_t/c/models/", "path": "out/model", "overwrite": false, "max_files": 10})
-	stepstest.Contract(t, desc(t, "objectstorage.download"), map[string]any{
-		"uri": "obs://" + host + "/v1/AUTH_t/c/data/", "dir": "data", "overwrite": true, "max_bytes": 1 << 20})
+	e := start(t)
+	e.srv.Faults.Add(sim.Fault{Latency: 5 * time.Second})
+	opts := stepstest.ContractOptions{Slow: true, Prepare: func(c *steps.Call) {
+		stepstest.HostOf(c).Connections["objectstorage"] = e.conn
+		must := func(err error) { require.NoError(t, err) }
+		must(os.MkdirAll(filepath.Join(c.Dir, "out", "model"), 0o755))
+		must(os.WriteFile(filepath.Join(c.Dir, "out", "model", "weights.bin"), []byte("w"), 0o644))
+	}}
+	stepstest.ContractWith(t, desc(t, "objectstorage.upload"), map[string]any{
+		"uri": "obs://" + host + "/v1/AUTH_t/c/models/", "path": "out/model", "overwrite": false, "max_files": 10}, opts)
+	stepstest.ContractWith(t, desc(t, "objectstorage.download"), map[string]any{
+		"uri": "obs://" + host + "/v1/AUTH_t/c/data/", "dir": "data", "overwrite": true, "max_bytes": 1 << 20}, opts)
 }
 
 func TestUploadIsMutatingAndDownloadIsNot(t *testing.T) {
