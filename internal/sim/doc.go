@@ -14,6 +14,8 @@
 //   - Faults: latency, 429, 5xx on chosen calls, read by the middleware
 //     before a service sees the request (services add domain faults, such as
 //     tasks that end in FAIL, through their own admin routes).
+//   - request bodies up to MaxRequestBody (32 MiB), held in memory; a
+//     larger one is answered 413 and never reaches the service.
 //
 // Admin routes live under /_sim/ (journal, faults, clock) and under each
 // service's /<name>/_admin/ prefix. The server binds 127.0.0.1 unless told

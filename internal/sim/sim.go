@@ -181,12 +181,25 @@ func (s *Server) Close() {
 	<-s.done
 }
 
+// MaxRequestBody is the largest request body a simulator accepts (413
+// above): they hold what they receive in memory.
+const MaxRequestBody = 32 << 20
+
 // middleware journals every call and applies injected faults.
 func (s *Server) middleware(service string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 32<<20))
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBody+1))
 		call := Call{Time: s.Clock.Now(), Service: service, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery}
+		if err == nil && len(body) > MaxRequestBody {
+			// The simulators keep everything in memory: a larger body is
+			// refused whole rather than cut.
+			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{
+				"error": fmt.Sprintf("request body over the simulator's %d MiB limit", MaxRequestBody>>20)})
+			call.Status, call.Body = http.StatusRequestEntityTooLarge, string(body[:maxJournalBody])
+			s.Journal.add(call)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		if len(body) > maxJournalBody {
 			body = body[:maxJournalBody]
 		}

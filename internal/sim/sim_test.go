@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -74,6 +75,19 @@ func TestACallIsJournaledBeforeItsAnswerArrives(t *testing.T) {
 		require.Equal(t, http.StatusOK, code)
 		require.Len(t, s.Journal.Calls("echo", "GET", "/slow-end"), i+1, "call %d", i+1)
 	}
+}
+
+func TestABodyOverTheLimitIsRefusedWhole(t *testing.T) {
+	s := start(t)
+	resp, err := http.Post(s.URL("echo")+"/upload", "application/octet-stream", bytes.NewReader(make([]byte, MaxRequestBody+1)))
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	assert.Contains(t, string(b), "32 MiB")
+	calls := s.Journal.Calls("echo", "POST", "/upload")
+	require.Len(t, calls, 1)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, calls[0].Status)
 }
 
 func TestInjectedFaultsAnswerBeforeTheServiceAndRunOut(t *testing.T) {
