@@ -76,7 +76,8 @@ type Route struct {
 	Secret string // name of the secret holding the signature value
 }
 
-// Services lists the connection names the config accepts.
+// Services lists the connection names the config accepts, each also with
+// a suffix after - or _ (a second nks connection: nks-kr2).
 var Services = []string{"easymaker", "helpcenter", "identity", "logncrash", "nks", "objectstorage"}
 
 // Default returns the config used when there is no file, with relative

@@ -72,6 +72,7 @@ connections:
     verify: true
     nested: {password: "${{secrets.PW}}"}
   helpcenter:
+  nks-kr2: {region: kr2}
 schedules: false
 `)
 		assert.Equal(t, "/srv/rb", c.Dir)
@@ -92,6 +93,7 @@ schedules: false
 				"nested": map[string]any{"password": "${{secrets.PW}}"},
 			},
 			"helpcenter": {},
+			"nks-kr2":    {"region": "kr2"},
 		}, c.Connections)
 		assert.False(t, c.Schedules)
 	})
@@ -194,10 +196,11 @@ webhooks:
 		},
 		{
 			name: "unknown connections get a hint or the list of known ones",
-			src:  "connections:\n  nsk: {}\n  github: {}\n",
+			src:  "connections:\n  nsk: {}\n  github: {}\n  nks-: {}\n",
 			want: []string{
 				`rb.yaml:2:3: connections.nsk: unknown connection "nsk"; did you mean "nks"?`,
-				`rb.yaml:3:3: connections.github: unknown connection "github"; known: easymaker, helpcenter, identity, logncrash, nks, objectstorage`,
+				`rb.yaml:3:3: connections.github: unknown connection "github"; known: easymaker, helpcenter, identity, logncrash, nks, objectstorage, or one of them with a suffix (nks-kr2)`,
+				`rb.yaml:4:3: connections.nks-: unknown connection "nks-"; did you mean "nks"?`,
 			},
 		},
 		{

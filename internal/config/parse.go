@@ -199,6 +199,18 @@ func (l *loader) webhooks(w *Webhooks, n *yaml.Node) {
 	}
 }
 
+// knownConnection reports whether name is a service's connection or a
+// named variant of one ("nks-kr2", "easymaker_prod"), as steps name theirs
+// with a `connection` param.
+func knownConnection(name string) bool {
+	for _, svc := range Services {
+		if name == svc || (strings.HasPrefix(name, svc) && len(name) > len(svc)+1 && strings.ContainsRune("-_", rune(name[len(svc)]))) {
+			return true
+		}
+	}
+	return false
+}
+
 func (l *loader) connections(c *Config, n *yaml.Node) {
 	m := l.mapping(n, "connections")
 	if m == nil {
@@ -206,10 +218,10 @@ func (l *loader) connections(c *Config, n *yaml.Node) {
 	}
 	for _, p := range m.pairs {
 		path := keyPath("connections", p.name)
-		if !contains(Services, p.name) {
+		if !knownConnection(p.name) {
 			hint := suggest.Hint(p.name, Services)
 			if hint == "" {
-				hint = "; known: " + strings.Join(Services, ", ")
+				hint = "; known: " + strings.Join(Services, ", ") + ", or one of them with a suffix (nks-kr2)"
 			}
 			l.errf(p.key, path, "unknown connection %q%s", p.name, hint)
 		}
