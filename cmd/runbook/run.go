@@ -29,7 +29,9 @@ func cmdRun(ctx context.Context, a *app, args []string) error {
 		summary: "Run a playbook to the end, showing each step as it runs.",
 		details: `A run that stops for an approval is parked in the state file; answer it
 with 'runbook runs approve RUN_ID STEP'. A run interrupted by a crash or
-Ctrl-C continues where it stopped with --resume RUN_ID.`,
+Ctrl-C continues where it stopped with --resume RUN_ID. The state file
+never keeps a secret input: resume a run started with one by giving it
+again (--resume RUN_ID -i NAME=VALUE); other inputs cannot change.`,
 	})
 	var inputs kvList
 	fs.Var(&inputs, "i", "input `key=value` (repeatable)")
@@ -69,10 +71,6 @@ Ctrl-C continues where it stopped with --resume RUN_ID.`,
 	if err != nil {
 		return err
 	}
-	if *resume != "" && len(given) > 0 {
-		return usageErrorf("run", "inputs cannot change when resuming: run %s keeps the inputs it started with", *resume)
-	}
-
 	store, err := sf.openStore()
 	if err != nil {
 		return err
@@ -105,9 +103,13 @@ Ctrl-C continues where it stopped with --resume RUN_ID.`,
 		}
 	}
 	var r *state.Run
-	if *resume != "" {
+	switch {
+	case *resume != "" && len(given) > 0:
+		// Only secret inputs, which the state file does not keep.
+		r, err = eng.ResumeInputs(ctx, *resume, given)
+	case *resume != "":
 		r, err = eng.Resume(ctx, *resume)
-	} else {
+	default:
 		r, err = eng.Run(ctx, pb, engine.StartRequest{Inputs: given})
 	}
 	prog.close()

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -265,6 +267,32 @@ func (e *Engine) Resume(ctx context.Context, runID string) (*state.Run, error) {
 		return nil, err
 	}
 	return e.execute(ctx, pb, r, nil)
+}
+
+// ResumeInputs is Resume with values for the run's secret inputs, which
+// the state file keeps masked: a run started with one cannot continue
+// without it (see execute). given may name secret inputs only.
+func (e *Engine) ResumeInputs(ctx context.Context, runID string, given map[string]any) (*state.Run, error) {
+	pb, r, err := e.resumable(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	secret := map[string]bool{}
+	for _, in := range pb.Inputs {
+		secret[in.Name] = in.Secret
+	}
+	inputs := maps.Clone(r.Inputs)
+	if inputs == nil {
+		inputs = map[string]any{}
+	}
+	for _, name := range slices.Sorted(maps.Keys(given)) {
+		if !secret[name] {
+			return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf(
+				"inputs.%s: only secret inputs can be given when resuming; run %s keeps the inputs it started with", name, runID)}
+		}
+		inputs[name] = given[name]
+	}
+	return e.execute(ctx, pb, r, inputs)
 }
 
 // resumable reads run runID and parses its snapshot, if it can resume.

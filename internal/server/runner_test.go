@@ -103,8 +103,11 @@ func TestRunnerPreparesAndLaunches(t *testing.T) {
 		assert.Equal(t, 1, r.preparedCount())
 
 		commit(runs[0], []state.Event{{Type: "run.created"}})
-		r.Launch(runs[0]) // dropped: resumed from its record
-		waitRun(t, store, runs[0].ID, state.RunSucceeded)
+		r.Launch(runs[0]) // dropped: executed from its record, which masks the secret input
+		waitRun(t, store, runs[0].ID, state.RunCancelled)
+		got, err := store.GetRun(ctx, runs[0].ID)
+		require.NoError(t, err)
+		assert.Contains(t, got.Error.Message, "secret input who", "cancelled, not run with the mask for a value")
 	})
 
 	t.Run("Prepare refuses once the server is shutting down", func(t *testing.T) {
