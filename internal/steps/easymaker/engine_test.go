@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -228,4 +230,59 @@ func inputsFor(kase string, value any) map[string]any {
 		in["list"] = v
 	}
 	return in
+}
+
+// TestEveryLimitOfTheSpecFailsAComputedValueBeforeAnyCall runs each limit
+// case of the load-time test with the offending param computed by an
+// expression (an input of the value's type, or nil for a missing one):
+// the playbook loads, and the step fails invalid with the same finding
+// before any call reaches the service.
+func TestEveryLimitOfTheSpecFailsAComputedValueBeforeAnyCall(t *testing.T) {
+	t.Parallel()
+	s := startSim(t)
+	e := newEngine(t, s.srv)
+	for _, tc := range limitCases {
+		t.Run(tc.name, func(t *testing.T) {
+			top := regexp.MustCompile(`^[a-z_]+`).FindString(tc.path)
+			w, inputs := with(tc.with), map[string]any{}
+			inputType := ""
+			if v, ok := w[top]; ok {
+				switch v.(type) {
+				case string:
+					inputType = "string"
+				case int:
+					inputType = "integer"
+				case float64:
+					inputType = "number"
+				case bool:
+					inputType = "boolean"
+				case []any:
+					inputType = "list"
+				case map[string]any:
+					inputType = "map"
+				default:
+					t.Fatalf("no input type for %T", v)
+				}
+				w[top], inputs["v"] = "${{ inputs.v }}", v
+			} else {
+				w[top] = "${{ nil }}"
+			}
+			src := bookOf(t, tc.typ, w)
+			if inputType != "" {
+				src = strings.Replace(src, "name: limits\n", "name: limits\ninputs:\n  v: {type: "+inputType+"}\n", 1)
+			}
+			pb, err := playbook.Parse("computed.yaml", []byte(src), playbook.LoadOptions{})
+			require.NoError(t, err, "a computed value is not judged at load time:\n%s", src)
+			before := len(s.srv.Journal.Calls("easymaker", "", ""))
+			run, err := e.Run(context.Background(), pb, engine.StartRequest{Inputs: inputs})
+			require.Error(t, err)
+			require.NotNil(t, run)
+			rec := e.step(t, run.ID, "s")
+			require.NotNil(t, rec.Error)
+			assert.Equal(t, string(steps.Invalid), rec.Error.Code)
+			assert.Contains(t, rec.Error.Message, tc.path+": ")
+			assert.Contains(t, rec.Error.Message, tc.want)
+			assert.Len(t, s.srv.Journal.Calls("easymaker", "", ""), before, "no call reached the service")
+		})
+	}
 }
