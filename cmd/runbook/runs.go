@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/steps"
 
@@ -684,7 +685,7 @@ func cancelRun(ctx context.Context, store state.Store, r *state.Run) (map[string
 
 func cmdRunsRetry(ctx context.Context, a *app, args []string) error {
 	fs := newFlagSet(a, command{
-		name: "runs retry", usage: "RUN_ID [--from STEP] [flags]",
+		name: "runs retry", usage: "RUN_ID [--from STEP] [-i SECRET=VALUE ...] [flags]",
 		summary: "Run a failed or cancelled run again as a new run, from a step, keeping the outputs of the steps before it.",
 		details: `Without --from the retry starts at the first step that did not succeed.
 Steps before it that succeeded (and do not need the step retried from) are
@@ -692,9 +693,12 @@ reused as they are; the others run again. The new run executes here with
 the same progress and exit code as 'runbook run' (0 succeeded, 1 failed
 or cancelled, 2 usage); through runbook serve the server executes it and
 its progress is shown until it ends or waits for an approval (--detach:
-print the new run's ID and return).`,
+print the new run's ID and return). The state file never keeps a secret
+input: give the run's secret inputs again with -i (other inputs are kept).`,
 	})
 	from := fs.String("from", "", "retry from this `step` (default: the first step that did not succeed)")
+	var secretInputs kvList
+	fs.Var(&secretInputs, "i", "a secret input `name=value` of the run, given again (repeatable)")
 	detach := fs.Bool("detach", false, "through runbook serve: print the new run's ID without following it")
 	out := addOutputFlag(fs, "text")
 	quiet := fs.Bool("quiet", false, "no progress: print only the outcome")
@@ -709,13 +713,17 @@ print the new run's ID and return).`,
 		return err
 	}
 	runID := pos[0]
+	given, err := readInputs("", &secretInputs)
+	if err != nil {
+		return err
+	}
 	b, err := o.openForRun(ctx, runID)
 	if err != nil {
 		return err
 	}
 	defer b.close()
 	if api, ok := b.(*apiBackend); ok {
-		r, err := api.retry(ctx, runID, *from)
+		r, err := api.retry(ctx, runID, *from, given)
 		if err != nil {
 			return withHint(err, "runbook runs show "+runID)
 		}
@@ -756,12 +764,30 @@ print the new run's ID and return).`,
 		prog.close()
 		return withHint(err, "")
 	}
+	if len(given) > 0 { // refused before a new run is created
+		old, err := store.GetRun(ctx, runID)
+		if err == nil {
+			var pb *playbook.Playbook
+			if pb, err = playbook.Parse(old.File, old.Snapshot, playbook.LoadOptions{}); err == nil {
+				_, err = engine.WithSecretInputs(pb, old, given)
+			}
+		}
+		if err != nil {
+			prog.close()
+			return withHint(err, "runbook runs show "+runID)
+		}
+	}
 	r, pb, err := eng.Retry(ctx, runID, *from)
 	if err != nil {
 		prog.close()
 		return withHint(err, "runbook runs show "+runID)
 	}
-	res, err := eng.Execute(ctx, pb, r)
+	inputs, err := engine.WithSecretInputs(pb, r, given)
+	if err != nil {
+		prog.close()
+		return withHint(err, "runbook runs show "+runID)
+	}
+	res, err := eng.ExecuteInputs(ctx, pb, r, inputs)
 	prog.close()
 	if res == nil {
 		return withHint(err, "runbook run --resume "+r.ID)

@@ -246,3 +246,41 @@ func TestAStaleServerAddressFallsBackToTheFile(t *testing.T) {
 	require.Equal(t, 0, r.code, r)
 	assert.Contains(t, r.stdout, ok)
 }
+
+// TestSecretInputsAreGivenAgainToResumeAndRetry: the state file never
+// keeps a secret input, so a run continued from its record is cancelled
+// with the command to use, and -i gives the value again.
+func TestSecretInputsAreGivenAgainToResumeAndRetry(t *testing.T) {
+	c := newCLI(t)
+	pb := c.file("guarded.yaml", `version: 1
+name: guarded
+inputs:
+  pw: {type: string, secret: true}
+steps:
+  - {id: gate, uses: approval, with: {message: "go?"}}
+  - {id: check, uses: shell, with: {command: 'test -f marker && test "${{ inputs.pw }}" = zebra-unique-83'}}
+`)
+	r := c.run("run", pb, "-i", "pw=zebra-unique-83")
+	require.Equal(t, 0, r.code, r)
+	id := runIDOf(t, r.stdout)
+	r = c.run("runs", "approve", id, "gate") // and continues the run here, from its record
+	assert.Equal(t, 1, r.code, r)
+	assert.Contains(t, r.stdout, "run "+id+" cancelled: run "+id+" was started with secret input pw")
+	assert.Contains(t, r.stdout, "runbook run --resume "+id+" -i pw=VALUE")
+	r = c.run("run", "--resume", id)
+	assert.Equal(t, 1, r.code, r)
+	assert.Contains(t, r.stdout, "secret input pw")
+	r = c.run("run", "--resume", id, "-i", "other=1")
+	assert.NotEqual(t, 0, r.code, r)
+	assert.Contains(t, r.stderr, "inputs.other: only secret inputs can be given again")
+
+	r = c.run("run", "--resume", id, "-i", "pw=zebra-unique-83")
+	assert.Equal(t, 1, r.code, "the check fails without the marker: %s", r)
+	assert.Contains(t, r.stdout, "step check failed")
+	assert.NotContains(t, r.stdout+r.stderr, "zebra-unique-83")
+
+	c.file("marker", "")
+	r = c.run("runs", "retry", id, "-i", "pw=zebra-unique-83")
+	require.Equal(t, 0, r.code, r)
+	assert.NotContains(t, r.stdout+r.stderr, "zebra-unique-83")
+}

@@ -360,9 +360,13 @@ func (b *apiBackend) approve(ctx context.Context, id, step string, ans state.App
 	return b.do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/approve", body, nil)
 }
 
-func (b *apiBackend) retry(ctx context.Context, id, from string) (*state.Run, error) {
+func (b *apiBackend) retry(ctx context.Context, id, from string, secretInputs map[string]any) (*state.Run, error) {
 	var r apiRun
-	err := b.do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/retry", map[string]string{"from": from}, &r)
+	body := map[string]any{"from": from}
+	if len(secretInputs) > 0 {
+		body["inputs"] = secretInputs
+	}
+	err := b.do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/retry", body, &r)
 	if err != nil {
 		return nil, err
 	}

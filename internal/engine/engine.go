@@ -277,6 +277,18 @@ func (e *Engine) ResumeInputs(ctx context.Context, runID string, given map[strin
 	if err != nil {
 		return nil, err
 	}
+	inputs, err := WithSecretInputs(pb, r, given)
+	if err != nil {
+		return nil, err
+	}
+	return e.execute(ctx, pb, r, inputs)
+}
+
+// WithSecretInputs returns the inputs of run r (a run of pb) with the
+// values given for its secret inputs, which its record masks; given may
+// name secret inputs only. ResumeInputs uses it, and the callers of
+// Retry pass its result to ExecuteInputs.
+func WithSecretInputs(pb *playbook.Playbook, r *state.Run, given map[string]any) (map[string]any, error) {
 	secret := map[string]bool{}
 	for _, in := range pb.Inputs {
 		secret[in.Name] = in.Secret
@@ -288,11 +300,11 @@ func (e *Engine) ResumeInputs(ctx context.Context, runID string, given map[strin
 	for _, name := range slices.Sorted(maps.Keys(given)) {
 		if !secret[name] {
 			return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf(
-				"inputs.%s: only secret inputs can be given when resuming; run %s keeps the inputs it started with", name, runID)}
+				"inputs.%s: only secret inputs can be given again; run %s keeps the inputs it started with", name, r.ID)}
 		}
 		inputs[name] = given[name]
 	}
-	return e.execute(ctx, pb, r, inputs)
+	return inputs, nil
 }
 
 // resumable reads run runID and parses its snapshot, if it can resume.

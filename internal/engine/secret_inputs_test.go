@@ -62,7 +62,7 @@ steps:
 
 	_, err = h.engine.ResumeInputs(context.Background(), r.ID, map[string]any{"region": "kr2"})
 	require.Error(t, err, "only secret inputs can be given again")
-	assert.Contains(t, err.Error(), "inputs.region: only secret inputs")
+	assert.Contains(t, err.Error(), "inputs.region: only secret inputs can be given again")
 
 	r, err = h.engine.ResumeInputs(context.Background(), r.ID, map[string]any{"pw": "zebra-unique-77"})
 	require.NoError(t, err)

@@ -633,7 +633,8 @@ func (s *Server) waitingStep(ctx context.Context, runID string) (string, error) 
 }
 
 type retryBody struct {
-	From string `json:"from"`
+	From   string         `json:"from"`
+	Inputs map[string]any `json:"inputs"` // secret inputs, which the state file does not keep
 }
 
 func (s *Server) retryRun(w http.ResponseWriter, r *http.Request) {
@@ -645,7 +646,7 @@ func (s *Server) retryRun(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	next, err := s.runs.retry(r.Context(), run.ID, body.From)
+	next, err := s.runs.retry(r.Context(), run.ID, body.From, body.Inputs)
 	if err != nil {
 		writeErr(w, err)
 		return

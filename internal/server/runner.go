@@ -239,16 +239,37 @@ func (r *runner) suspendAll(grace time.Duration) {
 // retry starts a retry of a failed or cancelled run from step from (empty:
 // the first step that did not succeed), reusing the outputs of the steps
 // before it.
-func (r *runner) retry(ctx context.Context, runID, from string) (*state.Run, error) {
+// The values given for secret inputs (its record masks them) are checked
+// before the new run is created.
+func (r *runner) retry(ctx context.Context, runID, from string, secretInputs map[string]any) (*state.Run, error) {
 	if err := r.base.Err(); err != nil {
 		return nil, errShuttingDown
+	}
+	if len(secretInputs) > 0 {
+		old, err := r.s.store.GetRun(ctx, runID)
+		if err != nil {
+			return nil, err
+		}
+		pb, err := r.s.cache.parse(old.File, old.Snapshot)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := engine.WithSecretInputs(pb, old, secretInputs); err != nil {
+			return nil, err
+		}
 	}
 	run, pb, err := r.s.eng.Retry(ctx, runID, from)
 	if err != nil {
 		return nil, err
 	}
 	r.s.cache.put(pb)
-	r.launch(run, pb, nil, true)
+	var inputs map[string]any
+	if len(secretInputs) > 0 {
+		if inputs, err = engine.WithSecretInputs(pb, run, secretInputs); err != nil {
+			return nil, err
+		}
+	}
+	r.launch(run, pb, inputs, true)
 	return run, nil
 }
 

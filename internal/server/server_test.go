@@ -343,6 +343,42 @@ steps:
     with: {command: "test -f ${{ inputs.dir }}/marker && echo ${{ steps.b.outputs.json.word }} > ${{ inputs.dir }}/c.out"}
 `
 
+// TestRetryTakesTheSecretInputsAgain: a retried run executes from the
+// record, which masks secret inputs; the retry body gives them again, and
+// without them the new run is cancelled rather than run with the mask.
+func TestRetryTakesTheSecretInputsAgain(t *testing.T) {
+	e := newEnv(t, map[string]string{"guarded.yaml": `version: 1
+name: guarded
+inputs:
+  pw: {type: string, secret: true}
+  dir: {type: string}
+steps:
+  - id: check
+    uses: shell
+    with: {command: 'test -f ${{ inputs.dir }}/marker && test "${{ inputs.pw }}" = zebra-unique-81'}
+`})
+	work := t.TempDir()
+	r := e.api("POST", "/api/v1/playbooks/guarded/runs", map[string]any{"inputs": map[string]any{"dir": work, "pw": "zebra-unique-81"}})
+	require.Equal(t, 201, r.status, "%s", r.body)
+	id := r.json(t)["id"].(string)
+	e.waitStatus(id, state.RunFailed)
+	require.NoError(t, os.WriteFile(filepath.Join(work, "marker"), nil, 0o600))
+
+	r = e.api("POST", "/api/v1/runs/"+id+"/retry", map[string]any{"inputs": map[string]any{"dir": "/elsewhere"}})
+	assert.Equal(t, 400, r.status, "only secret inputs are given again: %s", r.body)
+
+	r = e.api("POST", "/api/v1/runs/"+id+"/retry", nil)
+	require.Equal(t, 201, r.status, "%s", r.body)
+	bare := r.json(t)["id"].(string)
+	e.waitStatus(bare, state.RunCancelled)
+	assert.Contains(t, string(e.api("GET", "/api/v1/runs/"+bare, nil).body), "secret input pw")
+
+	r = e.api("POST", "/api/v1/runs/"+id+"/retry", map[string]any{"inputs": map[string]any{"pw": "zebra-unique-81"}})
+	require.Equal(t, 201, r.status, "%s", r.body)
+	assert.NotContains(t, string(r.body), "zebra-unique-81")
+	e.waitStatus(r.json(t)["id"].(string), state.RunSucceeded)
+}
+
 func count(t *testing.T, file string) int {
 	b, err := os.ReadFile(file)
 	if os.IsNotExist(err) {
