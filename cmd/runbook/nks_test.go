@@ -33,21 +33,7 @@ func (c *cli) startSimAt(speed string, durations map[string]string) string {
 // answered (injected faults excluded), in order.
 func nksPosts(t *testing.T, url string) []string {
 	t.Helper()
-	resp, err := http.Get(url + "/_sim/journal?service=nks&method=POST")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var calls []struct {
-		Path  string `json:"path"`
-		Fault string `json:"fault"`
-	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&calls))
-	var out []string
-	for _, c := range calls {
-		if c.Fault == "" {
-			out = append(out, c.Path)
-		}
-	}
-	return out
+	return simPosts(t, url, "nks")
 }
 
 // killWhen kills cmd with SIGKILL as soon as the simulator has answered a
