@@ -8,10 +8,14 @@ import (
 
 // FormatVersion is the version of the persisted layout. A store refuses a
 // file written with a newer version and migrates older ones explicitly.
-// Version 2 keeps each playbook snapshot once, by hash, instead of in
-// every run record; version 1 files are read as they are and marked 2 at
-// the first open for writing.
-const FormatVersion = 2
+// Version 3 keeps a run's steps, step order, events, intents and approvals
+// as plain keys of the run's one bucket instead of five sub-buckets, so a
+// new run's bucket fits inline in its parent's page; version 2 keeps each
+// playbook snapshot once, by hash, instead of in every run record. Files
+// of versions 1 and 2 are read as they are when opened read-only, and at
+// the first open for writing their run buckets are flattened and the file
+// is marked 3.
+const FormatVersion = 3
 
 var (
 	// ErrNotFound: no run, step, intent, cursor or approval with that key.

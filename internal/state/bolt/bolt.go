@@ -20,7 +20,7 @@ import (
 var _ state.Store = (*Store)(nil)
 
 // Top-level buckets. Per-run data lives in one nested bucket per run under
-// bucketRunData (see runs.go).
+// bucketRunData (see rundata.go).
 var (
 	bucketMeta      = []byte("meta")
 	bucketRuns      = []byte("runs")
@@ -233,7 +233,8 @@ func checkVersion(path string, raw []byte) error {
 }
 
 // init creates the buckets and the format version of a new file, and the
-// buckets a file from an earlier build of the same format may lack.
+// buckets a file from an earlier build of the same format may lack; it
+// converts a file of an earlier format and marks it current.
 func (s *Store) init() error {
 	// Write only when something is missing: an Open must not commit to a
 	// file it merely reads (a commit rewrites a meta page).
@@ -256,18 +257,28 @@ func (s *Store) init() error {
 		return err
 	}
 	return s.update(context.Background(), func(tx *bbolt.Tx) error {
+		stored := 0 // a new file
 		if meta := tx.Bucket(bucketMeta); meta != nil {
-			if err := checkVersion(s.path, meta.Get(keyFormatVersion)); err != nil {
+			raw := meta.Get(keyFormatVersion)
+			if err := checkVersion(s.path, raw); err != nil {
 				return err
 			}
+			stored, _ = strconv.Atoi(string(raw))
 		}
 		for _, name := range topBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
 		}
-		// Earlier versions are read as they are: marking the file current
-		// is the whole migration (see state.FormatVersion).
+		// Run buckets of formats 1 and 2 are flattened, all in this
+		// transaction; otherwise earlier versions are read as they are
+		// and marking the file current is the whole migration (see
+		// state.FormatVersion).
+		if stored < flatRunDataVersion {
+			if err := migrateRunData(tx); err != nil {
+				return fmt.Errorf("migrate state file %s to format %d: %w", s.path, flatRunDataVersion, err)
+			}
+		}
 		meta := tx.Bucket(bucketMeta)
 		if v := []byte(strconv.Itoa(state.FormatVersion)); !bytes.Equal(meta.Get(keyFormatVersion), v) {
 			return meta.Put(keyFormatVersion, v)

@@ -141,8 +141,8 @@ func TestCreate(t *testing.T) {
 		must(t, err)
 		defer db.Close()
 		must(t, db.View(func(tx *bbolt.Tx) error {
-			if v := tx.Bucket([]byte("meta")).Get([]byte("format_version")); string(v) != "2" {
-				t.Errorf("format_version = %q", v)
+			if v := tx.Bucket([]byte("meta")).Get([]byte("format_version")); string(v) != fmt.Sprint(state.FormatVersion) {
+				t.Errorf("format_version = %q, want %d", v, state.FormatVersion)
 			}
 			return nil
 		}))

@@ -19,10 +19,11 @@
 //	runs/<run id>                  Run JSON, without the snapshot when it has a hash
 //	snapshots/<hash>               playbook source, once per hash (format 2)
 //	runs_by_created/<t><run id>    {status, playbook, parent} for ListRuns
-//	rundata/<run id>/steps/<step>  StepRecord JSON
-//	rundata/<run id>/steporder/<n> step id, in first-saved order
-//	rundata/<run id>/events/<seq>  Event JSON, seq from 1 per run
-//	rundata/<run id>/intents/<step>, approvals/<step>
+//	rundata/<run id>/s<step>       StepRecord JSON
+//	rundata/<run id>/o<n>          step id, n from 1 in first-saved order
+//	rundata/<run id>/e<seq>        Event JSON, seq from 1 per run
+//	rundata/<run id>/i<step>       Intent JSON
+//	rundata/<run id>/a<step>       Approval JSON
 //	locks/<key>                    Lock JSON
 //	cursors/<key>                  raw bytes
 //	dedup/<key>                    first-seen, expiry, value (DedupSet)
@@ -31,14 +32,27 @@
 // Integers and times in keys are big-endian, so byte order is numeric
 // order (times have their sign bit flipped).
 //
+// A run's bucket has plain keys only, prefixed by their kind (format 3):
+// bbolt stores a bucket without sub-buckets and under a quarter page
+// inline in its parent's leaf, so a new run with its first events costs
+// no page of its own. The bucket's sequence is the run's last event
+// number; a new step's order number is one past the last "o" key. Formats
+// 1 and 2 had one sub-bucket per kind (steps, steporder, events, intents,
+// approvals): the first open for writing flattens every run in one
+// transaction, keeping event and order numbers, and marks the file 3; a
+// file of an earlier format opened read-only is read as it is.
+//
 // # Transactions and cost
 //
 // Every Store method is atomic: its writes are kept together or not at
-// all. SaveStep writes one step record, its order entry the first time, and
-// its events: never the run or the other steps, so a run's cost is linear
-// in its steps and events. CommitDelivery is one write however many claims
-// and runs a webhook delivery has. Each write transaction is fsynced
-// (unless Options.NoSync, for tests only).
+// all. SaveStep writes one step record, its order entry the first time
+// (found with a seek, not a scan), and its events: never the run or the
+// other steps, so a run's cost is linear in its steps and events.
+// CommitDelivery is one write however many claims and runs a webhook
+// delivery has. A new run's record, index entry and inline bucket share
+// their leaves with the runs created in the same transaction, so a group
+// of new runs writes a few pages, not one per run. Each write transaction
+// is fsynced (unless Options.NoSync, for tests only).
 //
 // Writes are group-committed: one writer goroutine per store takes the
 // oldest queued write and every other one queued by then (up to 256), runs
@@ -56,5 +70,8 @@
 // Methods that write to a run (SaveRun, SaveStep, AppendEvents, PutIntent,
 // PutApproval) fail with state.ErrNotFound when the run was never created.
 // A panic inside bbolt while reading a damaged page is recovered and
-// reported as state.ErrCorrupt. The store does not redact: callers do.
+// reported as state.ErrCorrupt. Flattening a file of format 1 or 2 is one
+// transaction: the rewritten run data is held in memory until it commits,
+// and the pages it frees stay in the file for later writes. The store does
+// not redact: callers do.
 package bolt

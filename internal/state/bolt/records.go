@@ -13,7 +13,7 @@ import (
 // PutIntent records (or replaces) the intent of a run's step. It fails with
 // state.ErrNotFound when the run does not exist.
 func (s *Store) PutIntent(ctx context.Context, in state.Intent) error {
-	if err := s.putRunRecord(ctx, in.RunID, subIntents, in.Step, in); err != nil {
+	if err := s.putRunRecord(ctx, in.RunID, kindIntent, in.Step, in); err != nil {
 		return fmt.Errorf("put intent %s/%s: %w", in.RunID, in.Step, err)
 	}
 	return nil
@@ -22,7 +22,7 @@ func (s *Store) PutIntent(ctx context.Context, in state.Intent) error {
 // GetIntent returns the intent of a run's step or state.ErrNotFound.
 func (s *Store) GetIntent(ctx context.Context, runID, step string) (*state.Intent, error) {
 	in := new(state.Intent)
-	if err := s.getRunRecord(ctx, runID, subIntents, step, in); err != nil {
+	if err := s.getRunRecord(ctx, runID, kindIntent, step, in); err != nil {
 		return nil, fmt.Errorf("get intent %s/%s: %w", runID, step, err)
 	}
 	return in, nil
@@ -31,7 +31,7 @@ func (s *Store) GetIntent(ctx context.Context, runID, step string) (*state.Inten
 // PutApproval records (or replaces) the answer to a run's approval step.
 // It fails with state.ErrNotFound when the run does not exist.
 func (s *Store) PutApproval(ctx context.Context, a state.Approval) error {
-	if err := s.putRunRecord(ctx, a.RunID, subApprovals, a.Step, a); err != nil {
+	if err := s.putRunRecord(ctx, a.RunID, kindApproval, a.Step, a); err != nil {
 		return fmt.Errorf("put approval %s/%s: %w", a.RunID, a.Step, err)
 	}
 	return nil
@@ -41,13 +41,13 @@ func (s *Store) PutApproval(ctx context.Context, a state.Approval) error {
 // state.ErrNotFound.
 func (s *Store) GetApproval(ctx context.Context, runID, step string) (*state.Approval, error) {
 	a := new(state.Approval)
-	if err := s.getRunRecord(ctx, runID, subApprovals, step, a); err != nil {
+	if err := s.getRunRecord(ctx, runID, kindApproval, step, a); err != nil {
 		return nil, fmt.Errorf("get approval %s/%s: %w", runID, step, err)
 	}
 	return a, nil
 }
 
-func (s *Store) putRunRecord(ctx context.Context, runID string, sub []byte, key string, v any) error {
+func (s *Store) putRunRecord(ctx context.Context, runID string, kind byte, key string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode: %w", err)
@@ -57,17 +57,17 @@ func (s *Store) putRunRecord(ctx context.Context, runID string, sub []byte, key 
 		if err != nil {
 			return err
 		}
-		return rb.Bucket(sub).Put([]byte(key), data)
+		return rb.Put(runKey(kind, []byte(key)), data)
 	})
 }
 
-func (s *Store) getRunRecord(ctx context.Context, runID string, sub []byte, key string, v any) error {
+func (s *Store) getRunRecord(ctx context.Context, runID string, kind byte, key string, v any) error {
 	return s.view(ctx, func(tx *bbolt.Tx) error {
 		rb, err := mustRunBucket(tx, runID)
 		if err != nil {
 			return err
 		}
-		data := rb.Bucket(sub).Get([]byte(key))
+		data := runValue(rb, kind, []byte(key))
 		if data == nil {
 			return state.ErrNotFound
 		}

@@ -14,17 +14,6 @@ import (
 	"github.com/runbook/runbook/internal/state"
 )
 
-// Sub-buckets of a run's bucket under rundata/<run id>.
-var (
-	subSteps     = []byte("steps")     // step id -> StepRecord JSON
-	subStepOrder = []byte("steporder") // big-endian seq -> step id
-	subEvents    = []byte("events")    // big-endian seq -> Event JSON
-	subIntents   = []byte("intents")   // step -> Intent JSON
-	subApprovals = []byte("approvals") // step -> Approval JSON
-
-	runSubBuckets = [][]byte{subSteps, subStepOrder, subEvents, subIntents, subApprovals}
-)
-
 // indexEntry is the value of a runs_by_created key: what ListRuns filters
 // on, so runs that do not match are never decoded.
 type indexEntry struct {
@@ -39,12 +28,6 @@ func createdKey(t time.Time, id string) []byte {
 	k := make([]byte, 8, 8+len(id))
 	binary.BigEndian.PutUint64(k, uint64(t.UnixNano())^(1<<63))
 	return append(k, id...)
-}
-
-func seqKey(n uint64) []byte {
-	var k [8]byte
-	binary.BigEndian.PutUint64(k[:], n)
-	return k[:]
 }
 
 // CreateRun stores a new run and its first events. It fails with
@@ -71,7 +54,8 @@ func (s *Store) CreateRun(ctx context.Context, r *state.Run, events ...state.Eve
 }
 
 // createRun writes a new run, encoded, with its first events; it fails
-// with state.ErrExists when the ID is taken.
+// with state.ErrExists when the ID is taken. The run's bucket starts with
+// the events only, small enough to be stored inline (see rundata.go).
 func createRun(tx *bbolt.Tx, id string, enc *encodedRun, evs [][]byte) error {
 	if tx.Bucket(bucketRuns).Get([]byte(id)) != nil {
 		return fmt.Errorf("run %s: %w", id, state.ErrExists)
@@ -80,24 +64,18 @@ func createRun(tx *bbolt.Tx, id string, enc *encodedRun, evs [][]byte) error {
 	if err != nil {
 		return fmt.Errorf("run %s: %w", id, err)
 	}
-	for _, name := range runSubBuckets {
-		if _, err := rb.CreateBucket(name); err != nil {
-			return err
-		}
-	}
 	if err := enc.write(tx); err != nil {
 		return err
 	}
 	if len(evs) == 0 {
 		return nil
 	}
-	b := rb.Bucket(subEvents)
 	for i, data := range evs {
-		if err := b.Put(seqKey(uint64(i+1)), data); err != nil {
+		if err := rb.Put(numKey(kindEvent, uint64(i+1)), data); err != nil {
 			return err
 		}
 	}
-	return b.SetSequence(uint64(len(evs)))
+	return rb.SetSequence(uint64(len(evs)))
 }
 
 // SaveRun replaces a run's record and appends events. It fails with

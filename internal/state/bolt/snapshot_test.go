@@ -3,6 +3,7 @@ package bolt_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -93,7 +94,7 @@ func TestASnapshotWhoseHashHoldsAnotherSourceStaysInline(t *testing.T) {
 
 // TestAVersion1FileIsReadAndMarkedCurrent: a file written before
 // snapshots moved out of the records (format 1, snapshots inline, no
-// snapshots bucket) is read as it is, read-only too, and marked format 2
+// snapshots bucket) is read as it is, read-only too, and marked current
 // at the first open for writing.
 func TestAVersion1FileIsReadAndMarkedCurrent(t *testing.T) {
 	s, path := openTemp(t, bolt.Options{})
@@ -136,8 +137,8 @@ func TestAVersion1FileIsReadAndMarkedCurrent(t *testing.T) {
 	must(t, err)
 	defer db.Close()
 	must(t, db.View(func(tx *bbolt.Tx) error {
-		if v := tx.Bucket([]byte("meta")).Get([]byte("format_version")); string(v) != "2" {
-			t.Errorf("format_version = %q after an open for writing, want 2", v)
+		if v := tx.Bucket([]byte("meta")).Get([]byte("format_version")); string(v) != fmt.Sprint(state.FormatVersion) {
+			t.Errorf("format_version = %q after an open for writing, want %d", v, state.FormatVersion)
 		}
 		return nil
 	}))

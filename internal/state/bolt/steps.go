@@ -49,20 +49,18 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 		if err != nil {
 			return err
 		}
-		steps := rb.Bucket(subSteps)
 		for i, rec := range recs {
-			id := []byte(rec.ID)
-			if steps.Get(id) == nil {
-				order := rb.Bucket(subStepOrder)
-				n, err := order.NextSequence()
+			key := runKey(kindStep, []byte(rec.ID))
+			if rb.Get(key) == nil {
+				n, err := nextOrder(rb)
 				if err != nil {
 					return err
 				}
-				if err := order.Put(seqKey(n), id); err != nil {
+				if err := rb.Put(numKey(kindOrder, n), []byte(rec.ID)); err != nil {
 					return err
 				}
 			}
-			if err := steps.Put(id, data[i]); err != nil {
+			if err := rb.Put(key, data[i]); err != nil {
 				return err
 			}
 		}
@@ -85,7 +83,7 @@ func (s *Store) GetStep(ctx context.Context, runID, stepID string) (*state.StepR
 		if err != nil {
 			return err
 		}
-		data := rb.Bucket(subSteps).Get([]byte(stepID))
+		data := runValue(rb, kindStep, []byte(stepID))
 		if data == nil {
 			return fmt.Errorf("step %s: %w", stepID, state.ErrNotFound)
 		}
@@ -107,18 +105,18 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*state.StepRecord, e
 		if err != nil {
 			return err
 		}
-		steps := rb.Bucket(subSteps)
-		return rb.Bucket(subStepOrder).ForEach(func(_, id []byte) error {
-			data := steps.Get(id)
+		step := runValues(rb, kindStep)
+		return scanRun(rb, kindOrder, nil, func(_, id []byte) (bool, error) {
+			data := step(id)
 			if data == nil {
-				return fmt.Errorf("step %s is ordered but missing: %w", id, state.ErrCorrupt)
+				return false, fmt.Errorf("step %s is ordered but missing: %w", id, state.ErrCorrupt)
 			}
 			rec, err := decodeStep(data)
 			if err != nil {
-				return err
+				return false, err
 			}
 			out = append(out, rec)
-			return nil
+			return true, nil
 		})
 	})
 	if err != nil {
@@ -156,15 +154,12 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, events ...state.
 }
 
 // appendEvents appends events encoded by encodeAppend, assigning each
-// the run's next sequence number (from 1): the number is spliced into the
-// encoded event, so the shared writer does no JSON work.
+// the run's next sequence number (from 1, counted by the run bucket's
+// Sequence): the number is spliced into the encoded event, so the shared
+// writer does no JSON work.
 func appendEvents(rb *bbolt.Bucket, events [][]byte) error {
-	if len(events) == 0 {
-		return nil
-	}
-	b := rb.Bucket(subEvents)
 	for _, data := range events {
-		seq, err := b.NextSequence()
+		seq, err := rb.NextSequence()
 		if err != nil {
 			return err
 		}
@@ -172,7 +167,7 @@ func appendEvents(rb *bbolt.Bucket, events [][]byte) error {
 		out = append(out, seqPrefix...)
 		out = strconv.AppendUint(out, seq, 10)
 		out = append(out, data[len(seqPrefix)+1:]...) // after the placeholder 0
-		if err := b.Put(seqKey(seq), out); err != nil {
+		if err := rb.Put(numKey(kindEvent, seq), out); err != nil {
 			return err
 		}
 	}
@@ -231,18 +226,18 @@ func (s *Store) Events(ctx context.Context, runID string, after uint64, limit in
 		if after == math.MaxUint64 {
 			return nil
 		}
-		c := rb.Bucket(subEvents).Cursor()
-		for k, v := c.Seek(seqKey(after + 1)); k != nil; k, v = c.Next() {
+		from := binary.BigEndian.AppendUint64(nil, after+1)
+		return scanRun(rb, kindEvent, from, func(k, v []byte) (bool, error) {
 			if limit > 0 && len(out) >= limit {
-				break
+				return false, nil
 			}
 			var ev state.Event
 			if err := json.Unmarshal(v, &ev); err != nil {
-				return fmt.Errorf("decode event %d: %w: %w", binary.BigEndian.Uint64(k), state.ErrCorrupt, err)
+				return false, fmt.Errorf("decode event %d: %w: %w", binary.BigEndian.Uint64(k), state.ErrCorrupt, err)
 			}
 			out = append(out, ev)
-		}
-		return nil
+			return true, nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("events of run %s: %w", runID, err)
