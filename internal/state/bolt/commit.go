@@ -163,6 +163,7 @@ func (c *committer) run(group []*writeReq) (failed int, err error) {
 		}
 	}()
 	err = c.s.db.Update(func(tx *bbolt.Tx) error {
+		fillAppendBuckets(tx)
 		for i, r := range group {
 			if err := r.fn(tx); err != nil {
 				failed = i
@@ -172,4 +173,21 @@ func (c *committer) run(group []*writeReq) (failed int, err error) {
 		return nil
 	})
 	return failed, err
+}
+
+// appendBuckets are keyed by creation time (runs by their time-ordered
+// IDs): new keys land after the others.
+var appendBuckets = [][]byte{bucketRuns, bucketByCreated, bucketRunData, bucketDedupExp}
+
+// fillAppendBuckets makes bbolt fill the append-mostly buckets' pages to
+// 90% before splitting them, instead of half: a page it splits keeps its
+// keys for good, so half-full pages would double the pages each commit
+// writes. It sets the buckets' FillPercent, which lasts for the
+// transaction (tx.Bucket hands out the same *Bucket in it).
+func fillAppendBuckets(tx *bbolt.Tx) {
+	for _, name := range appendBuckets {
+		if b := tx.Bucket(name); b != nil {
+			b.FillPercent = 0.9
+		}
+	}
 }
