@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -16,8 +17,9 @@ const maxGroup = 256
 // committer is a Store's single writer: callers queue update functions and
 // wait; the writer takes the oldest one and whatever else is queued (up to
 // maxGroup), runs them in one bbolt transaction and answers each, so
-// concurrent writers share one commit (one fsync). It never waits for more
-// work to arrive: a lone caller commits as soon as the writer takes it.
+// concurrent writers share one commit (one fsync). After a commit of
+// several writes it waits up to a millisecond for as many to queue (see
+// linger); a lone caller commits as soon as the writer takes it.
 //
 // When a function returns an error the transaction is rolled back, its
 // caller gets the error and the others run again in the next transaction;
@@ -97,8 +99,13 @@ func (c *committer) close() {
 
 func (c *committer) loop() {
 	defer close(c.done)
+	last := 0 // size of the group committed last
 	for {
+		if last >= lingerFrom {
+			c.linger(last)
+		}
 		group, closed := c.take()
+		last = len(group)
 		if len(group) > 0 {
 			c.commit(group)
 			continue
@@ -107,6 +114,35 @@ func (c *committer) loop() {
 			return
 		}
 		<-c.wake
+	}
+}
+
+// Under concurrent writes the writer lingers before taking a group: the
+// writers its last commit answered are busy preparing their next write
+// and would otherwise land in a string of small commits, each paying the
+// two fsyncs. A lone writer (last group under lingerFrom) never waits.
+const (
+	lingerFrom = 4
+	lingerFor  = time.Millisecond
+)
+
+// linger waits until want updates are queued, lingerFor has passed or the
+// committer closes.
+func (c *committer) linger(want int) {
+	t := time.NewTimer(lingerFor)
+	defer t.Stop()
+	for {
+		c.mu.Lock()
+		n, closed := len(c.queue), c.closed
+		c.mu.Unlock()
+		if n >= want || closed {
+			return
+		}
+		select {
+		case <-c.wake: // consumed here; take runs next either way
+		case <-t.C:
+			return
+		}
 	}
 }
 

@@ -57,7 +57,10 @@
 // Writes are group-committed: one writer goroutine per store takes the
 // oldest queued write and every other one queued by then (up to 256), runs
 // them in one bbolt transaction and answers each, so concurrent writers
-// share an fsync and a lone writer waits for nothing but its own commit. A
+// share an fsync and a lone writer waits for nothing but its own commit.
+// After committing a group of four or more, the writer waits up to a
+// millisecond for as many writes to queue before taking the next group,
+// so that writers answered together commit together again. A
 // write whose function fails is rolled back and answered with its error;
 // the others of its group run again in the next transaction, which is why
 // every update function must be safe to run more than once. Methods check
