@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -314,7 +315,7 @@ func (s *Store) update(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
 	if s.w == nil {
 		return fmt.Errorf("state file %s: %w", s.path, berrors.ErrDatabaseReadOnly)
 	}
-	return s.w.do(ctx, fn)
+	return s.nameFile(s.w.do(ctx, fn))
 }
 
 // view runs fn in one read-only transaction.
@@ -324,7 +325,16 @@ func (s *Store) view(ctx context.Context, fn func(tx *bbolt.Tx) error) (err erro
 	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer s.recoverCorrupt(&err)
-	return s.db.View(fn)
+	return s.nameFile(s.db.View(fn))
+}
+
+// nameFile adds the file to a corruption found in a record (a value that
+// does not decode), as corrupt does for damage bbolt meets.
+func (s *Store) nameFile(err error) error {
+	if errors.Is(err, state.ErrCorrupt) && !strings.Contains(err.Error(), s.path) {
+		return corrupt(s.path, err)
+	}
+	return err
 }
 
 func (s *Store) recoverCorrupt(err *error) {
