@@ -43,6 +43,7 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("POST /api/v1/runs/{id}/cancel", s.cancelRun)
 	api.HandleFunc("POST /api/v1/runs/{id}/approve", s.approveRun)
 	api.HandleFunc("POST /api/v1/runs/{id}/retry", s.retryRun)
+	api.HandleFunc("POST /api/v1/runs/{id}/resume", s.resumeRun)
 	api.HandleFunc("POST /api/v1/reload", s.reload)
 	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, steps.NotFound, fmt.Sprintf("no API route %s %s (see docs/api.md)", r.Method, r.URL.Path))
@@ -630,6 +631,28 @@ func (s *Server) waitingStep(ctx context.Context, runID string) (string, error) 
 		return waiting[0], nil
 	}
 	return "", &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("run %s waits on several approvals (%s); name one with \"step\"", runID, strings.Join(waiting, ", "))}
+}
+
+type resumeBody struct {
+	Inputs map[string]any `json:"inputs"` // secret inputs, which the state file does not keep
+}
+
+// resumeRun continues an unfinished run (cancelled, or left by a process
+// that stopped) in this server, from where it stopped.
+func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
+	run := s.runOr404(w, r)
+	if run == nil {
+		return
+	}
+	var body resumeBody
+	if !decodeBody(w, r, &body) {
+		return
+	}
+	if err := s.runs.resume(r.Context(), run, body.Inputs); err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"id": run.ID, "status": "resuming"})
 }
 
 type retryBody struct {

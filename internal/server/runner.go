@@ -10,6 +10,7 @@ import (
 	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/steps"
 	"github.com/runbook/runbook/internal/trigger"
 )
 
@@ -185,9 +186,12 @@ func (r *runner) launch(run *state.Run, pb *playbook.Playbook, inputs map[string
 			r.mu.Unlock()
 		}()
 		var err error
-		if fresh {
+		switch {
+		case fresh:
 			_, err = r.s.eng.ExecuteInputs(r.base, pb, run, inputs)
-		} else {
+		case inputs != nil:
+			_, err = r.s.eng.ResumeInputs(r.base, runID, inputs)
+		default:
 			_, err = r.s.eng.Resume(r.base, runID)
 		}
 		if err != nil && !errors.Is(context.Cause(r.base), errSuspend) {
@@ -271,6 +275,43 @@ func (r *runner) retry(ctx context.Context, runID, from string, secretInputs map
 	}
 	r.launch(run, pb, inputs, true)
 	return run, nil
+}
+
+// resume continues run (its record) in this server, with the values given
+// for its secret inputs. A run executing here, or one that ended
+// succeeded, failed or skipped, is a conflict.
+func (r *runner) resume(ctx context.Context, run *state.Run, secretInputs map[string]any) error {
+	if err := r.base.Err(); err != nil {
+		return errShuttingDown
+	}
+	switch run.Status {
+	case state.RunSucceeded, state.RunFailed, state.RunSkipped:
+		hint := ""
+		if run.Status == state.RunFailed {
+			hint = "; retry it instead"
+		}
+		return &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s already %s%s", run.ID, run.Status, hint)}
+	}
+	if run.ParentID != "" {
+		return &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("run %s is a sub-playbook run: resume its parent %s", run.ID, run.ParentID)}
+	}
+	r.mu.Lock()
+	_, executing := r.active[run.ID]
+	r.mu.Unlock()
+	if executing {
+		return &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s is executing in this server", run.ID)}
+	}
+	pb, err := r.s.cache.parse(run.File, run.Snapshot)
+	if err != nil {
+		return fmt.Errorf("resume %s: the playbook snapshot no longer loads: %w", run.ID, err)
+	}
+	if len(secretInputs) > 0 {
+		if _, err := engine.WithSecretInputs(pb, run, secretInputs); err != nil {
+			return err
+		}
+	}
+	r.launch(run, pb, secretInputs, false)
+	return nil
 }
 
 // errSuspend is the cause the runs are stopped with at shutdown.

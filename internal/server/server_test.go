@@ -379,6 +379,44 @@ steps:
 	e.waitStatus(r.json(t)["id"].(string), state.RunSucceeded)
 }
 
+// TestResumeContinuesACancelledRunWithItsSecretInputs: a run cancelled
+// through the API resumes where it stopped (finished steps not run
+// again); its secret input is given again in the body.
+func TestResumeContinuesACancelledRunWithItsSecretInputs(t *testing.T) {
+	e := newEnv(t, map[string]string{"gated.yaml": `version: 1
+name: gated
+inputs:
+  pw: {type: string, secret: true}
+  dir: {type: string}
+steps:
+  - {id: first, uses: shell, with: {command: "echo x >> ${{ inputs.dir }}/first.count"}}
+  - {id: gate, uses: approval, with: {message: "go?"}}
+  - {id: check, uses: shell, with: {command: 'test "${{ inputs.pw }}" = zebra-unique-85'}}
+`})
+	work := t.TempDir()
+	r := e.api("POST", "/api/v1/playbooks/gated/runs", map[string]any{"inputs": map[string]any{"dir": work, "pw": "zebra-unique-85"}})
+	require.Equal(t, 201, r.status, "%s", r.body)
+	id := r.json(t)["id"].(string)
+	gateWaits := func() bool { return strings.Contains(string(e.api("GET", "/api/v1/runs/"+id, nil).body), `"waiting_for":{"step":"gate"}`) }
+	require.Eventually(t, gateWaits, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, 202, e.api("POST", "/api/v1/runs/"+id+"/cancel", nil).status)
+	e.waitStatus(id, state.RunCancelled)
+
+	assert.Equal(t, 404, e.api("POST", "/api/v1/runs/nope/resume", nil).status)
+	r = e.api("POST", "/api/v1/runs/"+id+"/resume", map[string]any{"inputs": map[string]any{"dir": "/elsewhere"}})
+	assert.Equal(t, 400, r.status, "only secret inputs are given again: %s", r.body)
+
+	r = e.api("POST", "/api/v1/runs/"+id+"/resume", map[string]any{"inputs": map[string]any{"pw": "zebra-unique-85"}})
+	require.Equal(t, 202, r.status, "%s", r.body)
+	require.Eventually(t, gateWaits, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, 200, e.api("POST", "/api/v1/runs/"+id+"/approve", map[string]any{"step": "gate", "approve": true}).status)
+	e.waitStatus(id, state.RunSucceeded)
+	assert.Equal(t, 1, count(t, filepath.Join(work, "first.count")), "the finished step was not run again")
+
+	r = e.api("POST", "/api/v1/runs/"+id+"/resume", nil)
+	assert.Equal(t, 409, r.status, "a succeeded run is not resumed: %s", r.body)
+}
+
 func count(t *testing.T, file string) int {
 	b, err := os.ReadFile(file)
 	if os.IsNotExist(err) {
