@@ -397,7 +397,9 @@ steps:
 	r := e.api("POST", "/api/v1/playbooks/gated/runs", map[string]any{"inputs": map[string]any{"dir": work, "pw": "zebra-unique-85"}})
 	require.Equal(t, 201, r.status, "%s", r.body)
 	id := r.json(t)["id"].(string)
-	gateWaits := func() bool { return strings.Contains(string(e.api("GET", "/api/v1/runs/"+id, nil).body), `"waiting_for":{"step":"gate"}`) }
+	gateWaits := func() bool {
+		return strings.Contains(string(e.api("GET", "/api/v1/runs/"+id, nil).body), `"waiting_for":{"step":"gate"}`)
+	}
 	require.Eventually(t, gateWaits, 5*time.Second, 10*time.Millisecond)
 	require.Equal(t, 202, e.api("POST", "/api/v1/runs/"+id+"/cancel", nil).status)
 	e.waitStatus(id, state.RunCancelled)
