@@ -230,6 +230,7 @@ func TestCheckName(t *testing.T) {
 		{"a plain name is accepted", "prod-cluster-1", ""},
 		{"an empty name is refused", "", "cluster name is empty"},
 		{"a long name is refused", strings.Repeat("a", 256), "cluster name is 256 characters long; at most 255 are allowed"},
+		{"a name of exactly 255 characters is accepted", strings.Repeat("é", 255), ""},
 		{"a slash is refused", "a/b", "must not contain '/'"},
 		{"blanks around are refused", " a", "leading or trailing blanks"},
 	} {

@@ -1,6 +1,9 @@
 package easymaker_test
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -9,7 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	yaml "go.yaml.in/yaml/v4"
 
+	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -223,31 +228,79 @@ func TestTheValidParamsOfTheLimitCasesLoad(t *testing.T) {
 			if !strings.HasPrefix(step, "easymaker.") {
 				step = "easymaker.training.run"
 			}
-			_, err := playbook.Parse("ok.yaml", []byte(bookOf(t, step, w)), playbook.LoadOptions{})
-			assert.NoError(t, err)
+			pb, err := playbook.Parse("ok.yaml", []byte(bookOf(t, step, w)), playbook.LoadOptions{})
+			require.NoError(t, err)
+			require.Len(t, pb.Steps, 1)
+			got := pb.Steps[0]
+			assert.Equal(t, step, got.Uses)
+			var keys []string
+			for k, v := range w {
+				if v != nil {
+					keys = append(keys, k)
+				}
+			}
+			assert.ElementsMatch(t, keys, got.WithKeys, "every param is kept")
+			assert.Empty(t, got.Desc.CheckLiteral(w), "the step's own check agrees")
 		})
 	}
 }
 
+// TestRulesSkipValuesFromExpressions: a rule that needs a value computed at
+// run time is not judged at load time; the same params with that value
+// written literally (bad) are refused, so it is the skip that lets them load.
 func TestRulesSkipValuesFromExpressions(t *testing.T) {
 	cases := []struct {
 		typ  string
 		with map[string]any
+		bad  any // what the computed value is, written literally
+		want string
 	}{
-		{"easymaker.tuning.run", set(tuningOK, "distributed_node_count", 5, "parallel_trial_count", steps.Dynamic{})},
-		{"easymaker.tuning.run", set(tuningOK, "metric_list", steps.Dynamic{})},
-		{"easymaker.tuning.run", set(tuningOK, "metric_list", []any{"val_loss", steps.Dynamic{}}, "objective_metric_name", "f1")},
-		{"easymaker.training.run", set(ownTraining, "data_storage_size", nil, "source_dir_uri", steps.Dynamic{})},
-		{"easymaker.training.run", set(trainingOK, "algorithm_name", steps.Dynamic{}, "source_dir_uri", obsPrefix, "data_storage_size", 300)},
-		{"easymaker.model.create", set(modelOK, "hyperparameter_tuning_id", steps.Dynamic{})},
-		{"easymaker.endpoint.predict", map[string]any{"endpoint_id": steps.Dynamic{}, "json": map[string]any{}}},
+		{"easymaker.tuning.run", set(tuningOK, "distributed_node_count", 5, "parallel_trial_count", steps.Dynamic{}), 3, "must be at most 10"},
+		{"easymaker.tuning.run", set(tuningOK, "metric_list", steps.Dynamic{}), []any{}, "metric_list"},
+		{"easymaker.tuning.run", set(tuningOK, "metric_list", []any{"val_loss", steps.Dynamic{}}, "objective_metric_name", "f1"), "", "metric_list[1]"},
+		{"easymaker.training.run", set(ownTraining, "data_storage_size", nil, "source_dir_uri", steps.Dynamic{}), obsPrefix + "/src", "data_storage_size: is required"},
+		{"easymaker.training.run", set(trainingOK, "algorithm_name", steps.Dynamic{}, "source_dir_uri", obsPrefix, "data_storage_size", 300), classifier, "source_dir_uri"},
+		{"easymaker.model.create", set(modelOK, "hyperparameter_tuning_id", steps.Dynamic{}), "tune-1", "hyperparameter_tuning_id"},
+		{"easymaker.endpoint.predict", map[string]any{"endpoint_id": steps.Dynamic{}, "json": map[string]any{}}, "", "endpoint_id"},
 	}
 	for _, tc := range cases {
-		assert.Empty(t, desc(t, tc.typ).CheckLiteral(tc.with), "%s %v", tc.typ, tc.with)
+		t.Run(tc.typ, func(t *testing.T) {
+			d := desc(t, tc.typ)
+			assert.Empty(t, d.CheckLiteral(tc.with), "%v", tc.with)
+			literal := replaceDynamic(tc.with, tc.bad).(map[string]any)
+			problems := d.CheckLiteral(literal)
+			require.NotEmpty(t, problems, "written literally, %v is refused", literal)
+			assert.Contains(t, fmt.Sprint(problems), tc.want)
+		})
 	}
 }
 
+// replaceDynamic returns a copy of v with every steps.Dynamic replaced by with.
+func replaceDynamic(v, with any) any {
+	switch v := v.(type) {
+	case steps.Dynamic:
+		return with
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[k] = replaceDynamic(x, with)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = replaceDynamic(x, with)
+		}
+		return out
+	}
+	return v
+}
+
+// TestAValueComputedInsideAListElementLoads: values computed inside literal
+// list elements are not judged at load time, and reach the service as
+// computed (not dropped, not zero).
 func TestAValueComputedInsideAListElementLoads(t *testing.T) {
+	t.Parallel()
 	src := `version: 1
 name: nested
 inputs:
@@ -257,17 +310,21 @@ inputs:
   spec: {type: map, default: {hyperparameterName: epochs, hyperparameterTypeCode: INT, hyperparameterMinValue: 1, hyperparameterMaxValue: 9, hyperparameterStep: 1}}
   metric: {type: string, default: f1}
 steps:
+  - id: e
+    uses: easymaker.experiment.create
+    with: {experiment_name: nested}
   - id: t
     uses: easymaker.tuning.run
     with:
-      experiment_id: e
+      experiment_id: ${{ steps.e.outputs.experiment_id }}
       hyperparameter_tuning_name: t
-      image_name: i
-      instance_name: f
-      algorithm_name: Image Classification
+      image_name: ` + cpuImage + `
+      instance_name: ` + cpuFlavor + `
+      algorithm_name: ` + classifier + `
       model_upload_uri: nas://m
       tuning_strategy_name: GRID
       early_stopping_algorithm: MEDIAN
+      wait: false
       dataset_list:
         - {datasetName: train, dataUri: "${{ inputs.data }}"}
       metric_list: [val_loss, "${{ inputs.metric }}"]
@@ -277,6 +334,37 @@ steps:
         - {hyperparameterName: optimizer, hyperparameterTypeCode: CATEGORICAL, hyperparameterSpecifiedValues: "${{ inputs.values }}"}
         - "${{ inputs.spec }}"
 `
-	_, err := playbook.Parse("nested.yaml", []byte(src), playbook.LoadOptions{})
-	assert.NoError(t, err)
+	pb, err := playbook.Parse("nested.yaml", []byte(src), playbook.LoadOptions{})
+	require.NoError(t, err)
+
+	s := startSim(t)
+	e := newEngine(t, s.srv)
+	run, err := e.Run(context.Background(), pb, engine.StartRequest{})
+	require.NoError(t, err)
+	assert.Equal(t, state.RunSucceeded, run.Status)
+	var body struct {
+		DatasetList []struct {
+			DatasetName string `json:"datasetName"`
+			DataURI     string `json:"dataUri"`
+		} `json:"datasetList"`
+		MetricList []string         `json:"metricList"`
+		Specs      []map[string]any `json:"hyperparameterSpecList"`
+	}
+	var posted []string
+	for _, c := range s.srv.Journal.Calls("easymaker", "POST", "") {
+		if strings.HasSuffix(c.Path, "/hyperparameter-tunings") {
+			posted = append(posted, c.Body)
+		}
+	}
+	require.Len(t, posted, 1, "one tuning was created")
+	require.NoError(t, json.Unmarshal([]byte(posted[0]), &body))
+	require.Len(t, body.DatasetList, 1)
+	assert.Equal(t, "nas://share/data", body.DatasetList[0].DataURI)
+	assert.Equal(t, []string{"val_loss", "f1"}, body.MetricList)
+	require.Len(t, body.Specs, 3)
+	assert.EqualValues(t, "0.01", fmt.Sprint(body.Specs[0]["hyperparameterMinValue"]))
+	assert.EqualValues(t, "0.01", fmt.Sprint(body.Specs[0]["hyperparameterStep"]))
+	assert.Equal(t, "adam,sgd", body.Specs[1]["hyperparameterSpecifiedValues"])
+	assert.Equal(t, "epochs", body.Specs[2]["hyperparameterName"])
+	assert.EqualValues(t, "9", fmt.Sprint(body.Specs[2]["hyperparameterMaxValue"]))
 }
