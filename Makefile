@@ -1,7 +1,7 @@
 GO ?= go
 BIN := bin/runbook
 
-.PHONY: help build test vet fmt-check schema bench fuzz ci
+.PHONY: help build test vet fmt-check schema bench fuzz mutate ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -34,5 +34,12 @@ fuzz: ## fuzz the playbook loader, templates and the webhook intake (FUZZTIME=5m
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime $${FUZZTIME:-5m} ./internal/playbook
 	$(GO) test -run '^$$' -fuzz FuzzTemplate -fuzztime $${FUZZTIME:-5m} ./internal/expr
 	$(GO) test -run '^$$' -fuzz FuzzIntake -fuzztime $${FUZZTIME:-5m} ./internal/trigger
+
+GREMLINS := github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
+PKG ?= ./internal/engine
+
+mutate: ## mutation-test one package (PKG=./internal/expr; default ./internal/engine) and print the score per file
+	GOFLAGS=-count=1 $(GO) run $(GREMLINS) unleash --workers 1 --timeout-coefficient 3 $(PKG) | tee mutate.log
+	$(GO) run ./tools/mutscore -lived mutate.log
 
 ci: fmt-check vet test ## what .ci/run does
