@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -123,6 +124,18 @@ func newPrepEnv(t testing.TB, maxBody int64, playbooks ...string) *hookEnv {
 
 func newEnv(t testing.TB, maxBody int64, prepare bool, playbooks ...string) *hookEnv {
 	t.Helper()
+	return newEnvWith(t, maxBody, func(st *hookStarter) Starter {
+		if prepare {
+			return prepStarter{st}
+		}
+		return st
+	}, playbooks...)
+}
+
+// newEnvWith is newHookEnv with the Starter starter makes over the
+// recording one.
+func newEnvWith(t testing.TB, maxBody int64, starter func(*hookStarter) Starter, playbooks ...string) *hookEnv {
+	t.Helper()
 	store, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
@@ -133,14 +146,10 @@ func newEnv(t testing.TB, maxBody int64, prepare bool, playbooks ...string) *hoo
 		pbs = append(pbs, pb)
 	}
 	st := &hookStarter{store: store}
-	var starter Starter = st
-	if prepare {
-		starter = prepStarter{st}
-	}
 	in, err := NewIntake(IntakeOptions{
 		Routes:    map[string]Route{"sms": {Secret: testSecret}, "mail/eu": {Secret: "other"}},
 		Store:     store,
-		Starter:   starter,
+		Starter:   starter(st),
 		Playbooks: func() []*playbook.Playbook { return pbs },
 		MaxBody:   maxBody,
 	})
@@ -158,9 +167,24 @@ type answer struct {
 }
 
 func (e *hookEnv) post(path string, header map[string]string, body []byte) answer {
-	req, err := http.NewRequest(http.MethodPost, e.srv.URL+path, bytes.NewReader(body))
+	a, err := e.send(path, header, body, false)
 	if err != nil {
 		panic(err)
+	}
+	return a
+}
+
+// send posts body as post does; chunked sends it without Content-Length.
+// The error is the client's (the connection failed).
+func (e *hookEnv) send(path string, header map[string]string, body []byte, chunked bool) (answer, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.srv.URL+path, bytes.NewReader(body))
+	if err != nil {
+		return answer{}, err
+	}
+	if chunked {
+		req.Body, req.GetBody, req.ContentLength = io.NopCloser(bytes.NewReader(body)), nil, -1
 	}
 	req.Header.Set("Content-Type", "application/json;charset=UTF-8")
 	req.Header.Set("X-Cloud-Webhook-Signature", testSecret)
@@ -173,13 +197,13 @@ func (e *hookEnv) post(path string, header map[string]string, body []byte) answe
 	}
 	resp, err := e.srv.Client().Do(req)
 	if err != nil {
-		panic(err)
+		return answer{}, err
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	a := answer{status: resp.StatusCode, raw: string(raw)}
 	_ = json.Unmarshal(raw, &a.body)
-	return a
+	return a, nil
 }
 
 // unsubscribe builds an UNSUBSCRIBE delivery with one hook per number.
