@@ -3,12 +3,18 @@ package trigger
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state/bolt"
+	"github.com/runbook/runbook/internal/state/statetest"
 )
 
 // sizedDelivery is a valid delivery (of an event the intake does not
@@ -125,4 +131,83 @@ func TestIntakeShutdownWaitsForEveryRequestInFlight(t *testing.T) {
 	}
 	assert.Equal(t, 2, e.runCount(t))
 	assert.Equal(t, 503, e.post("/hooks/sms", nil, unsubscribe("inf-3", "01012345678")).status)
+}
+
+// newClockedEnv is an intake whose store runs on clock, with opts applied
+// over the options newHookEnv uses.
+func newClockedEnv(t *testing.T, clock *statetest.Clock, opts func(*IntakeOptions), playbooks ...string) *hookEnv {
+	t.Helper()
+	store, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true, Now: clock.Now})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	var pbs []*playbook.Playbook
+	for i, src := range playbooks {
+		pb, err := playbook.Parse(fmt.Sprintf("pb%d.yaml", i), []byte(src), playbook.LoadOptions{})
+		require.NoError(t, err)
+		pbs = append(pbs, pb)
+	}
+	st := &hookStarter{store: store}
+	o := IntakeOptions{
+		Routes: map[string]Route{"sms": {Secret: testSecret}}, Store: store, Starter: st,
+		Playbooks: func() []*playbook.Playbook { return pbs },
+	}
+	opts(&o)
+	in, err := NewIntake(o)
+	require.NoError(t, err)
+	srv := httptest.NewServer(in)
+	t.Cleanup(srv.Close)
+	return &hookEnv{intake: in, srv: srv, starter: st, store: store}
+}
+
+func TestIntakeRemembersADeliveryForDedupTTL(t *testing.T) {
+	cases := []struct {
+		name  string
+		ttl   time.Duration
+		after time.Duration // the redelivery comes this long after the delivery
+		want  string
+	}{
+		{"by default a redelivery within seven days is a duplicate", 0, DefaultDedupTTL - time.Second, "duplicate"},
+		{"by default a redelivery after seven days is a new delivery", 0, DefaultDedupTTL + time.Second, "accepted"},
+		{"a negative TTL is the default", -time.Hour, DefaultDedupTTL + time.Second, "accepted"},
+		{"a configured TTL is kept", time.Hour, time.Hour + time.Second, "accepted"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			clock := statetest.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+			e := newClockedEnv(t, clock, func(o *IntakeOptions) { o.DedupTTL = c.ttl }, perDeliveryPlaybook)
+			body := unsubscribe("ttl-1", "01012345678")
+			require.Equal(t, "accepted", e.post("/hooks/sms", nil, body).body["status"])
+			clock.Advance(c.after)
+			a := e.post("/hooks/sms", nil, body)
+			require.Equal(t, 200, a.status, a.raw)
+			assert.Equal(t, c.want, a.body["status"])
+			runs := 1
+			if c.want == "accepted" {
+				runs = 2
+			}
+			assert.Len(t, e.starter.started(), runs)
+		})
+	}
+}
+
+func TestIntakeEvaluatesNowWithItsClock(t *testing.T) {
+	const stamped = `version: 1
+name: stamped
+inputs:
+  at: {type: string}
+triggers:
+  - webhook: {route: sms}
+    inputs: {at: "${{ formatTime(now(), '2006-01-02T15:04:05Z07:00') }}"}
+steps:
+  - id: a
+    uses: log
+    with: {message: hi}
+`
+	at := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
+	e := newClockedEnv(t, statetest.NewClock(at), func(o *IntakeOptions) { o.Now = func() time.Time { return at } }, stamped)
+	a := e.post("/hooks/sms", nil, unsubscribe("now-1", "01012345678"))
+	require.Equal(t, 200, a.status, a.raw)
+	started := e.starter.started()
+	require.Len(t, started, 1)
+	assert.Equal(t, "2031-05-06T07:08:09Z", started[0].Inputs["at"])
 }
