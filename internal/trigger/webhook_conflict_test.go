@@ -2,12 +2,16 @@ package trigger
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/statetest"
 )
 
 // takenRunID is a run another process created: clashStarter draws it.
@@ -122,6 +126,55 @@ func TestIntakeWithPreparerSkipsHooksDeliveredBefore(t *testing.T) {
 				assert.Equal(t, started[i].Trigger["key"], r.Trigger["key"], "the run launched is the one committed")
 			}
 			assert.Equal(t, len(c.first)+c.runs, e.runCount(t))
+		})
+	}
+}
+
+// doneRecordLost is a store whose DedupSet (the done record a plain
+// Starter's delivery writes after its answer) fails.
+type doneRecordLost struct{ state.Store }
+
+func (doneRecordLost) DedupSet(context.Context, string, []byte) error {
+	return errors.New("disk full")
+}
+
+func TestIntakeDoneRecordWrittenAfterTheAnswer(t *testing.T) {
+	const warning = "webhook delivery record not written"
+	cases := []struct {
+		name string
+		lost bool // the done record cannot be written
+	}{
+		{"a done record written is not warned about", false},
+		{"a done record not written is logged, and the redelivery finds the runs", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var logs logBuffer
+			e := newClockedEnv(t, statetest.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)), func(o *IntakeOptions) {
+				o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+				if c.lost {
+					o.Store = doneRecordLost{o.Store}
+				}
+			}, perHookPlaybook, perDeliveryPlaybook)
+			body := unsubscribe("rec-1", "01011112222", "01033334444")
+			first := e.post("/hooks/sms", nil, body)
+			require.Equal(t, 200, first.status, first.raw)
+			require.Equal(t, "accepted", first.body["status"])
+			require.Len(t, first.body["runs"], 3)
+
+			again := e.post("/hooks/sms", nil, body) // waits for the first's turn, done record included
+			require.Equal(t, 200, again.status, again.raw)
+			assert.ElementsMatch(t, first.body["runs"], again.body["runs"], "the redelivery names the same runs")
+			assert.Len(t, e.starter.started(), 3, "no run started twice")
+			require.NoError(t, e.intake.Shutdown(context.Background()))
+			if c.lost {
+				assert.Equal(t, "accepted", again.body["status"], "recovered: the claim had no done record")
+				assert.Contains(t, logs.String(), warning)
+				assert.Contains(t, logs.String(), "disk full")
+				return
+			}
+			assert.Equal(t, "duplicate", again.body["status"])
+			assert.NotContains(t, logs.String(), warning)
 		})
 	}
 }
