@@ -27,6 +27,16 @@ type Service interface {
 	Connection(baseURL string) map[string]any
 }
 
+// ExactPaths is implemented by a service whose paths carry data that may
+// end in "/" (object storage: an object name "logs/" is not the container
+// listing). The server hands such a service every path exactly as sent;
+// every other service sees a path without its trailing slashes, so
+// GET /v1/clusters/ reaches the route of GET /v1/clusters, as on the
+// Pecan-based services public clients are written against.
+type ExactPaths interface {
+	ExactPaths()
+}
+
 // Env is what a service gets from the server it runs in.
 type Env struct {
 	Clock   *Clock
@@ -131,7 +141,8 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			return nil, fmt.Errorf("simulator: start %s: %w", name, err)
 		}
 		s.services[name] = svc
-		mux.Handle("/"+name+"/", http.StripPrefix("/"+name, s.middleware(name, svc.Handler())))
+		_, exact := svc.(ExactPaths)
+		mux.Handle("/"+name+"/", http.StripPrefix("/"+name, s.middleware(name, svc.Handler(), !exact)))
 	}
 	mux.HandleFunc("/_sim/", s.admin)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -185,8 +196,10 @@ func (s *Server) Close() {
 // above): they hold what they receive in memory.
 const MaxRequestBody = 32 << 20
 
-// middleware journals every call and applies injected faults.
-func (s *Server) middleware(service string, next http.Handler) http.Handler {
+// middleware journals every call and applies injected faults. With trim
+// set, the service and the fault rules see the path without trailing
+// slashes; the journal keeps the path as the client sent it.
+func (s *Server) middleware(service string, next http.Handler, trim bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBody+1))
 		call := Call{Time: s.Clock.Now(), Service: service, Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery}
@@ -204,6 +217,9 @@ func (s *Server) middleware(service string, next http.Handler) http.Handler {
 			body = body[:maxJournalBody]
 		}
 		call.Body = string(body)
+		if trim {
+			r = trimTrailingSlash(r)
+		}
 		admin := strings.HasPrefix(r.URL.Path, "/_admin/")
 		if !admin {
 			latency, ft := s.Faults.match(service, r.Method, r.URL.Path)
@@ -238,6 +254,22 @@ func (s *Server) middleware(service string, next http.Handler) http.Handler {
 			rec.WriteHeader(http.StatusOK)
 		}
 	})
+}
+
+// trimTrailingSlash returns r with its path's trailing slashes removed
+// (a shallow copy; r itself is unchanged). The root path stays "/".
+func trimTrailingSlash(r *http.Request) *http.Request {
+	p := strings.TrimRight(r.URL.Path, "/")
+	if p == r.URL.Path || p == "" {
+		return r
+	}
+	r2 := new(http.Request)
+	*r2 = *r
+	u := *r.URL
+	u.Path = p
+	u.RawPath = strings.TrimRight(r.URL.RawPath, "/")
+	r2.URL = &u
+	return r2
 }
 
 // statusWriter reports the status of an answer once, before writing it.

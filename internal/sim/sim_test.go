@@ -134,3 +134,34 @@ func TestStartRefusesAnUnknownService(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `no service "nope"`)
 }
+
+type exactEcho struct{ echo }
+
+func (exactEcho) ExactPaths() {}
+
+func init() {
+	Register("exact", func(env *Env) (Service, error) { return exactEcho{echo{env}}, nil })
+}
+
+func TestATrailingSlashReachesTheRouteWithoutItAndIsJournaledAsSent(t *testing.T) {
+	s, err := Start(context.Background(), Options{Services: []string{"echo", "exact"}})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	for _, tc := range []struct{ name, service, path, seen string }{
+		{"a collection with a slash", "echo", "/v1/clusters/", "/v1/clusters"},
+		{"a nested collection with a slash", "echo", "/v1/clusters/c1/nodegroups/", "/v1/clusters/c1/nodegroups"},
+		{"a path without one", "echo", "/v1/clusters", "/v1/clusters"},
+		{"the root", "echo", "/", "/"},
+		{"a service that keeps exact paths", "exact", "/v1/AUTH_t/c/dir/", "/v1/AUTH_t/c/dir/"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s.Journal.Reset()
+			code, body := get(t, s.URL(tc.service)+tc.path)
+			require.Equal(t, 200, code)
+			assert.Contains(t, body, `"path":"`+tc.seen+`"`)
+			calls := s.Journal.Calls(tc.service, "", "")
+			require.Len(t, calls, 1)
+			assert.Equal(t, tc.path, calls[0].Path, "the journal keeps the path as the client sent it")
+		})
+	}
+}

@@ -57,7 +57,10 @@ type Service struct {
 	reads   int
 }
 
-var _ sim.Service = (*Service)(nil)
+var (
+	_ sim.Service    = (*Service)(nil)
+	_ sim.ExactPaths = (*Service)(nil)
+)
 
 // New returns a help center whose notices are generated from env.Seed,
 // dated before env.Clock's current time.
@@ -81,6 +84,11 @@ func New(env *sim.Env, o Options) (*Service, error) {
 	s.Reset(o.Notices)
 	return s, nil
 }
+
+// ExactPaths keeps the path exactly as sent: the notice list signs it, and
+// no path of this API is a collection that a client could address with a
+// trailing slash.
+func (s *Service) ExactPaths() {}
 
 // Connection returns base_url, service_id, org_id, security_key and
 // language.

@@ -3,6 +3,12 @@
 // tenant ID, a user name and an API password, answered in the Keystone v2
 // shape (access.token.id, access.token.expires, tenant, service catalog).
 //
+// The catalog lists the simulated services running on the same server, one
+// endpoint each in region KR1, with the path public clients expect there
+// (catalogEntries): container-infra is versioned (…/nks/v1) as Magnum's
+// clients need, network and image are unversioned, object-store is the
+// Swift account URL.
+//
 // Tokens live for Lifetime of simulated time (default 12h), so advancing the
 // simulator's clock expires them and a client's refresh path can be
 // rehearsed. Wrong credentials answer 401 with the Keystone error body.

@@ -4,12 +4,16 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/runbook/runbook/internal/sim"
 )
 
 func init() { sim.Register("identity", New) }
+
+// Region is the region name of the catalog's endpoints.
+const Region = "KR1"
 
 // Service is the simulated identity endpoint.
 type Service struct {
@@ -77,15 +81,7 @@ func (s *Service) tokens(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.env.Clock.Now().UTC()
 	c := s.store.Credentials()
-	catalog := []map[string]any{}
-	if s.env.URL != nil {
-		if u := s.env.URL("nks"); u != "" {
-			catalog = append(catalog, map[string]any{
-				"type": "container-infra", "name": "nks",
-				"endpoints": []map[string]any{{"region": "KR1", "publicURL": u}},
-			})
-		}
-	}
+	catalog := s.catalog(c.TenantID)
 	writeJSON(w, http.StatusOK, map[string]any{"access": map[string]any{
 		"token": map[string]any{
 			"id":        id,
@@ -100,6 +96,46 @@ func (s *Service) tokens(w http.ResponseWriter, r *http.Request) {
 		},
 		"metadata": map[string]any{"is_admin": 0, "roles": []string{}},
 	}})
+}
+
+// catalogEntries are the service catalog's entries: type, name, the
+// simulated service that serves it and the path its endpoint adds to that
+// service's URL ({tenant} is replaced). Public clients join their
+// resource paths to the endpoint, so each carries the version the client
+// expects there: Magnum's container-infra endpoint ends in /v1
+// (python-magnumclient and gophercloud append "clusters"), Neutron's and
+// Glance's are unversioned (clients append /v2.0/networks, /v2/images),
+// Swift's is the account URL. "kubernetes" is the type name NHN Cloud's
+// API guide gives the cluster API's unversioned host.
+var catalogEntries = []struct{ typ, name, service, path string }{
+	{"container-infra", "nks", "nks", "/v1"},
+	{"kubernetes", "nks", "nks", ""},
+	{"network", "neutron", "network", ""},
+	{"image", "glance", "image", ""},
+	{"object-store", "swift", "objectstorage", "/v1/AUTH_{tenant}"},
+	{"identity", "keystone", "identity", "/v2.0"},
+}
+
+// catalog lists, in the Keystone v2 shape, the entries whose service runs
+// on the same server.
+func (s *Service) catalog(tenant string) []map[string]any {
+	out := []map[string]any{}
+	if s.env.URL == nil {
+		return out
+	}
+	for _, e := range catalogEntries {
+		u := s.env.URL(e.service)
+		if u == "" {
+			continue
+		}
+		u += strings.ReplaceAll(e.path, "{tenant}", tenant)
+		out = append(out, map[string]any{
+			"type": e.typ, "name": e.name,
+			"endpoints":       []map[string]any{{"region": Region, "publicURL": u, "internalURL": u, "adminURL": u}},
+			"endpoints_links": []any{},
+		})
+	}
+	return out
 }
 
 func (s *Service) adminLifetime(w http.ResponseWriter, r *http.Request) {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/runbook/runbook/internal/sim"
 	"github.com/runbook/runbook/internal/sim/identity"
+	_ "github.com/runbook/runbook/internal/sim/nks"
+	_ "github.com/runbook/runbook/internal/sim/objectstorage"
 )
 
 func start(t *testing.T) *sim.Server {
@@ -99,4 +101,50 @@ func TestAdminRoutesShortenTheLifetimeAndRevokeTokens(t *testing.T) {
 	code, _ = post(t, s.URL("identity")+"/_admin/revoke", ``)
 	require.Equal(t, 204, code)
 	assert.False(t, store.Valid(tok["id"].(string)))
+}
+
+func TestATokenIsIssuedAtTokensWithATrailingSlashToo(t *testing.T) {
+	s := start(t)
+	conn := s.Connections()["identity"]
+	code, out := post(t, s.URL("identity")+"/v2.0/tokens/",
+		authBody(conn["tenant_id"].(string), conn["username"].(string), conn["password"].(string)))
+	require.Equal(t, 200, code, out)
+	assert.NotEmpty(t, out["access"].(map[string]any)["token"].(map[string]any)["id"])
+}
+
+// catalogURL returns the public URL of a catalog entry's KR1 endpoint.
+func catalogURL(t *testing.T, access map[string]any, typ string) string {
+	t.Helper()
+	for _, e := range access["serviceCatalog"].([]any) {
+		entry := e.(map[string]any)
+		if entry["type"] != typ {
+			continue
+		}
+		ep := entry["endpoints"].([]any)[0].(map[string]any)
+		assert.Equal(t, "KR1", ep["region"])
+		return ep["publicURL"].(string)
+	}
+	t.Fatalf("no %s entry in the catalog", typ)
+	return ""
+}
+
+// Public clients (python-magnumclient through a keystoneauth session,
+// gophercloud) join "clusters" to the container-infra endpoint: Magnum's
+// catalog convention is a versioned URL.
+func TestTheCatalogListsVersionedEndpointsOfTheServicesRunningBeside(t *testing.T) {
+	s, err := sim.Start(context.Background(), sim.Options{Services: []string{"identity", "nks", "objectstorage"}})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	conn := s.Connections()["identity"]
+	code, out := post(t, s.URL("identity")+"/v2.0/tokens",
+		authBody(conn["tenant_id"].(string), conn["username"].(string), conn["password"].(string)))
+	require.Equal(t, 200, code, out)
+	access := out["access"].(map[string]any)
+	assert.Equal(t, s.URL("nks")+"/v1", catalogURL(t, access, "container-infra"))
+	assert.Equal(t, s.URL("nks"), catalogURL(t, access, "kubernetes"), "the type name NHN Cloud's guide gives, unversioned")
+	assert.Equal(t, s.URL("objectstorage")+"/v1/AUTH_"+conn["tenant_id"].(string), catalogURL(t, access, "object-store"))
+	assert.Equal(t, s.URL("identity")+"/v2.0", catalogURL(t, access, "identity"))
+	for _, e := range access["serviceCatalog"].([]any) {
+		assert.NotEqual(t, "network", e.(map[string]any)["type"], "a service that is not running is not listed")
+	}
 }

@@ -34,7 +34,10 @@ type Service struct {
 	token  string // static token, handed out only when identity does not run
 }
 
-var _ sim.Service = (*Service)(nil)
+var (
+	_ sim.Service    = (*Service)(nil)
+	_ sim.ExactPaths = (*Service)(nil)
+)
 
 // New creates the object storage simulator of env's server.
 func New(env *sim.Env) (sim.Service, error) {
@@ -43,6 +46,12 @@ func New(env *sim.Env) (sim.Service, error) {
 
 // Store returns the objects (for in-process tests and simulators).
 func (s *Service) Store() *Store { return s.store }
+
+// ExactPaths keeps trailing slashes: an object name may end in "/" (Swift
+// lists pseudo-folders that way), so "/v1/AUTH_t/c/dir/" names the object
+// "dir/", not the container. The account and container paths accept a
+// trailing slash on their own (see Handler).
+func (s *Service) ExactPaths() {}
 
 // Token returns the static token the service accepts besides identity
 // tokens.
