@@ -295,7 +295,11 @@ func (c *Client) once(ctx context.Context, path string, q url.Values) (*http.Res
 	req.Header.Set("Accept", "application/json")
 	if c.cfg.SecurityKey != "" {
 		ts := c.cfg.Now().UnixMilli()
-		req.Header.Set("Authorization", Sign(c.cfg.SecurityKey, c.cfg.OrgID, req.URL.EscapedPath(), q, ts))
+		// The signed path is the API's own (/{serviceId}/api/v2/...), as the
+		// real host at the root of its domain sees it: a base URL's path
+		// (a simulator's /helpcenter mount) is not part of it.
+		signed := strings.TrimPrefix(req.URL.EscapedPath(), c.base.EscapedPath())
+		req.Header.Set("Authorization", Sign(c.cfg.SecurityKey, c.cfg.OrgID, signed, q, ts))
 		req.Header.Set("X-TC-Timestamp", strconv.FormatInt(ts, 10))
 	}
 	resp, err := c.cfg.HTTPClient.Do(req)

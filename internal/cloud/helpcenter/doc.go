@@ -14,7 +14,10 @@
 // The notice list needs "common authentication" (spec/FIDELITY.md):
 // Authorization = Base64(HMAC-SHA256(security key, orgID + request path +
 // query values ordered by parameter name joined with "&" + timestamp)) and
-// X-TC-Timestamp = epoch milliseconds. Sign computes it. The client sends
+// X-TC-Timestamp = epoch milliseconds. Sign computes it. The request path
+// signed is the API's own (/{serviceId}/api/v2/...), without the path of
+// the base URL: the real host serves at the root of its domain, and the
+// simulator mounted at /helpcenter checks what the real host would. The client sends
 // both headers on every call when a security key is configured: the other
 // operations ignore them.
 //

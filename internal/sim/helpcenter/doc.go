@@ -17,9 +17,12 @@
 // tagStr comma-separated text and absent when a notice has no tag, isNew
 // the string "true" or "false" (displayDt is today, by the simulated clock
 // in Asia/Seoul, at answer time), attachmentYn "Y" or "N". The list checks
-// common authentication (FIDELITY) against the simulated clock: a blank
-// Authorization, a missing, non-numeric or expired X-TC-Timestamp (more
-// than 5 minutes away) and a wrong signature answer result code 400.
+// common authentication (FIDELITY) against the wall clock (clients sign
+// with theirs): a blank Authorization, a missing, non-numeric or expired
+// X-TC-Timestamp (more than 5 minutes away) and a wrong signature answer
+// result code 400. The signed path is the one the real host sees,
+// /{serviceId}/api/v2/notice/list.json, without the simulator's /helpcenter
+// mount prefix, so a client signing as the spec says works unchanged.
 // Unknown service IDs and notices answer 404 ("no data"), unknown
 // attachments 9005 ("no related data"); invalid parameters (page, pageSize
 // outside 1..200, sort) answer 400. Error envelopes carry the result code

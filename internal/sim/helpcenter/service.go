@@ -371,12 +371,10 @@ func (s *Service) authorized(w http.ResponseWriter, r *http.Request) bool {
 			ts, d.Abs().Round(time.Second), now.UnixMilli()))
 		return false
 	}
-	// The path is the one the client sent, before the simulator's service
-	// prefix was stripped: what the real host sees.
+	// The signed path is the one the real host sees: /{serviceId}/api/v2/...
+	// without the simulator's mount prefix (/helpcenter), which the server
+	// stripped before this handler. ExactPaths keeps it as the client sent it.
 	path := r.URL.EscapedPath()
-	if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
-		path = u.EscapedPath()
-	}
 	q, _ := url.ParseQuery(r.URL.RawQuery)
 	names := make([]string, 0, len(q))
 	for n := range q {

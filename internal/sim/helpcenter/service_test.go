@@ -2,11 +2,18 @@ package helpcenter_test
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -97,3 +104,48 @@ func TestGeneratedDataIsReproducibleFromTheSeed(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// signedGet sends GET path?query to the simulator signed over signPath as
+// FIDELITY describes common authentication, written here from the spec
+// alone (not the project's client).
+func signedGet(t *testing.T, srv *sim.Server, path, signPath string, query url.Values) (int, map[string]any) {
+	t.Helper()
+	var names []string
+	for n := range query {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var vals []string
+	for _, n := range names {
+		vals = append(vals, query[n]...)
+	}
+	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	mac := hmac.New(sha256.New, []byte(simhc.DefaultSecurityKey))
+	mac.Write([]byte(simhc.DefaultOrgID + signPath + strings.Join(vals, "&") + ts))
+	req, err := http.NewRequest("GET", srv.URL("helpcenter")+path+"?"+query.Encode(), nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+	req.Header.Set("X-TC-Timestamp", ts)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var body map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	return resp.StatusCode, body
+}
+
+// A client outside the project signs the path the real host sees,
+// /{serviceId}/api/v2/notice/list.json: the simulator's mount prefix
+// (/helpcenter) is not part of it.
+func TestTheListVerifiesTheSignatureOverThePathTheRealHostSees(t *testing.T) {
+	srv, _ := startSim(t)
+	path := "/" + simhc.DefaultServiceID + "/api/v2/notice/list.json"
+	q := url.Values{"language": {"ko"}, "categoryId": {"1"}, "pageSize": {"3"}}
+	code, body := signedGet(t, srv, path, path, q)
+	require.Equal(t, 200, code, body)
+	assert.Len(t, body["result"].(map[string]any)["contents"], 3)
+
+	code, body = signedGet(t, srv, path, "/helpcenter"+path, q)
+	assert.Equal(t, 400, code, "a signature over the simulator's own mount path is not what the real host checks")
+	assert.Contains(t, body["header"].(map[string]any)["resultMessage"], "signature is wrong")
+}
