@@ -32,6 +32,15 @@
 // rules of internal/cloud/nks, shared with the client and the steps) and
 // for an operation already in progress, 403 on GET of default-master.
 //
+// "In progress" covers the cluster's node groups: a cluster delete while a
+// group is still *_IN_PROGRESS (DELETE_IN_PROGRESS included) is refused
+// with 400, as FIDELITY's "an operation already in progress on the cluster
+// or group 400" suggests without saying so for deletes. The spec fixes
+// nothing here; a caller (gophercloud's users, nks.nodegroup.delete with
+// wait) waits for the group's GET to answer 404 before deleting the
+// cluster. Every route also accepts its path with a trailing slash
+// (python-magnumclient writes /nodegroups/), see sim.ExactPaths.
+//
 // # Admin routes
 //
 // POST /_admin/fail-next, /_admin/durations, /_admin/versions and
