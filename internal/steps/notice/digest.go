@@ -342,14 +342,20 @@ func collect(ctx context.Context, cl *client, p *digestParams, lang string, befo
 	var out []Notice
 	seen := map[int64]bool{}
 	scanned := 0
+	// One page size throughout: the help center places page N at
+	// (N-1)*size, so a smaller last page would read notices seen already
+	// and skip those after them. Past max_scan the rest of a page is left.
+	size := min(200, p.MaxScan)
 	for page := 1; ; page++ {
-		size := min(200, p.MaxScan-scanned)
 		res, err := cl.list(ctx, listQuery{filter: p.filterParams, language: lang, sort: "updatedDt:desc,displayDt:desc", page: page, pageSize: size})
 		if err != nil {
 			return nil, err
 		}
 		older := false
 		for _, n := range res.notices {
+			if scanned == p.MaxScan {
+				break
+			}
 			scanned++
 			if seen[n.ID] {
 				continue // a notice that moved between pages while paging
