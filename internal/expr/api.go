@@ -79,9 +79,13 @@ type StepType struct {
 type CompileError struct {
 	Offset int
 	Msg    string
+	err    error // ErrTooExpensive when a bound was hit
 }
 
 func (e *CompileError) Error() string { return e.Msg }
+
+// Unwrap returns ErrTooExpensive when the error reports a bound of doc.go.
+func (e *CompileError) Unwrap() error { return e.err }
 
 // Ref is one reference an expression makes: Kind is "input", "step",
 // "secret", "env", "trigger", "item"; Name the input/step/secret name;

@@ -63,7 +63,7 @@ type Program struct {
 // without reference checking: every name of the environment is accepted.
 func Compile(src string, te *TypeEnv) (*Program, error) {
 	if len(src) > MaxTemplateLen {
-		return nil, &CompileError{Offset: 0, Msg: fmt.Sprintf("%v: source is %d bytes (limit %d)", ErrTooExpensive, len(src), MaxExprLen)}
+		return nil, tooExpensive(0, "source is %d bytes (limit %d)", len(src), MaxTemplateLen)
 	}
 	trimmed := strings.TrimLeft(src, " \t\r\n")
 	lead := len(src) - len(trimmed)
@@ -100,7 +100,7 @@ func Compile(src string, te *TypeEnv) (*Program, error) {
 // the caller was given (for error offsets).
 func compileExpr(src string, base int, te *TypeEnv) (*Program, error) {
 	if len(src) > MaxExprLen {
-		return nil, &CompileError{Offset: base, Msg: fmt.Sprintf("%v: expression is %d bytes (limit %d)", ErrTooExpensive, len(src), MaxExprLen)}
+		return nil, tooExpensive(base, "expression is %d bytes (limit %d)", len(src), MaxExprLen)
 	}
 	if strings.TrimSpace(src) == "" {
 		return nil, &CompileError{Offset: base, Msg: "empty expression"}
@@ -116,10 +116,7 @@ func compileExpr(src string, base int, te *TypeEnv) (*Program, error) {
 		return nil, rc.err
 	}
 	if n, at := estimateCost(tree.Node); n > MaxIterations {
-		return nil, &CompileError{
-			Offset: base + byteOffset(src, at.Location().From),
-			Msg:    fmt.Sprintf("%v: about %s closure iterations (limit %d)", ErrTooExpensive, approx(n), MaxIterations),
-		}
+		return nil, tooExpensive(base+byteOffset(src, at.Location().From), "about %s closure iterations (limit %d)", approx(n), MaxIterations)
 	}
 	rewrite(&tree.Node)
 	if _, err := new(checker.Checker).PatchAndCheck(tree, cfg); err != nil {
@@ -156,9 +153,17 @@ func newConfig() *conf.Config {
 func toCompileError(err error, src string, base int) *CompileError {
 	var fe *file.Error
 	if errors.As(err, &fe) {
+		if strings.Contains(fe.Message, "exceeds maximum allowed nodes") { // expr-lang's parser, at MaxNodes
+			return tooExpensive(base, "more than %d syntax nodes", MaxNodes)
+		}
 		return &CompileError{Offset: base + byteOffset(src, fe.From), Msg: cleanMsg(fe.Message)}
 	}
 	return &CompileError{Offset: base, Msg: cleanMsg(err.Error())}
+}
+
+// tooExpensive is the compile error of a bound of doc.go hit at offset.
+func tooExpensive(offset int, format string, args ...any) *CompileError {
+	return &CompileError{Offset: offset, Msg: fmt.Sprintf("%v: %s", ErrTooExpensive, fmt.Sprintf(format, args...)), err: ErrTooExpensive}
 }
 
 // cleanMsg removes the hidden names this package rewrites calls to.

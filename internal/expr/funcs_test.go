@@ -99,24 +99,39 @@ func TestBounds(t *testing.T) {
 	}{
 		{"nested closures over big literal ranges are refused at compile time", `reduce(1..100000, reduce(1..100000, #acc + 1, 0), 0)`, "expression too expensive: about 1e+10 closure iterations"},
 		{"a too long expression is refused", strings.Repeat("1 + ", 1100) + "1", "expression too expensive: expression is"},
-		{"too many nodes are refused", strings.Repeat("1+", 1100) + "1", "node"},
+		{"too many nodes are refused", strings.Repeat("1+", 1100) + "1", "expression too expensive: more than 1000 syntax nodes"},
+		{"a source of the longest template length is refused as an expression", strings.Repeat(" ", MaxTemplateLen-1) + "1", "expression too expensive: expression is 65536 bytes (limit 4096)"},
+		{"a source longer than a template is refused at once", strings.Repeat(" ", MaxTemplateLen) + "1", "expression too expensive: source is 65537 bytes (limit 65536)"},
 	}
 	for _, tt := range compileRefused {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
 			_, err := Compile(tt.src, nil)
 			assert.ErrorContains(t, err, tt.want)
+			assert.ErrorIs(t, err, ErrTooExpensive)
 			assert.Less(t, time.Since(start), 500*time.Millisecond)
 		})
 	}
+	t.Run("a template of the longest length is accepted", func(t *testing.T) {
+		v, err := CompileTemplate(strings.Repeat("x", MaxTemplateLen), nil)
+		require.NoError(t, err)
+		assert.True(t, v.Literal())
+	})
 	t.Run("a too long template is refused", func(t *testing.T) {
 		_, err := CompileTemplate(strings.Repeat("x", MaxTemplateLen+1), nil)
-		assert.ErrorContains(t, err, "expression too expensive")
-		assert.ErrorContains(t, err, "template is")
+		assert.ErrorContains(t, err, "expression too expensive: template is 65537 bytes (limit 65536)")
+		assert.ErrorIs(t, err, ErrTooExpensive)
+	})
+	t.Run("the most parts are accepted", func(t *testing.T) {
+		assert.Equal(t, strings.Repeat("1", MaxTemplateParts), eval(t, strings.Repeat("${{ 1 }}", MaxTemplateParts), nil, nil))
 	})
 	t.Run("too many parts are refused", func(t *testing.T) {
 		_, err := CompileTemplate(strings.Repeat("${{ 1 }}", MaxTemplateParts+1), nil)
-		assert.ErrorContains(t, err, "parts")
+		var ce *CompileError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, "expression too expensive: more than 128 ${{ }} parts", ce.Msg)
+		assert.Equal(t, 8*MaxTemplateParts, ce.Offset, "the offset of the first part too many")
+		assert.ErrorIs(t, err, ErrTooExpensive)
 	})
 	runAborted := []struct {
 		name, src, want string

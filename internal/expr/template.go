@@ -11,7 +11,7 @@ import (
 // else interpolates to a string. `$${{` writes a literal `${{`.
 func CompileTemplate(s string, te *TypeEnv) (Value, error) {
 	if len(s) > MaxTemplateLen {
-		return nil, &CompileError{Offset: 0, Msg: fmt.Sprintf("%v: template is %d bytes (limit %d)", ErrTooExpensive, len(s), MaxTemplateLen)}
+		return nil, tooExpensive(0, "template is %d bytes (limit %d)", len(s), MaxTemplateLen)
 	}
 	if !strings.Contains(s, "${{") {
 		return literal{s}, nil
@@ -38,7 +38,7 @@ func CompileTemplate(s string, te *TypeEnv) (Value, error) {
 			return nil, &CompileError{Offset: pos, Msg: "unterminated ${{ (no matching }})"}
 		}
 		if len(t.progs) == MaxTemplateParts {
-			return nil, &CompileError{Offset: pos, Msg: fmt.Sprintf("%v: more than %d ${{ }} parts", ErrTooExpensive, MaxTemplateParts)}
+			return nil, tooExpensive(pos, "more than %d ${{ }} parts", MaxTemplateParts)
 		}
 		p, err := compileExpr(s[pos+3:end], pos+3, te)
 		if err != nil {
