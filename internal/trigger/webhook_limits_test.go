@@ -211,3 +211,34 @@ steps:
 	require.Len(t, started, 1)
 	assert.Equal(t, "2031-05-06T07:08:09Z", started[0].Inputs["at"])
 }
+
+func TestParseDeliveryBounds(t *testing.T) {
+	hooks := func(n int) []any {
+		h := make([]any, n)
+		for i := range h {
+			h[i] = map[string]any{"n": i}
+		}
+		return h
+	}
+	cases := []struct {
+		name string
+		body []byte
+		err  string // "": accepted
+	}{
+		{"1000 hooks are accepted", envelopeJSON("b-1", "EMAIL_OPENED", hooks(maxHooks)), ""},
+		{"1001 hooks are refused", envelopeJSON("b-2", "EMAIL_OPENED", hooks(maxHooks+1)), "hooks has 1001 elements; at most 1000 are accepted"},
+		{"a hooksId of 256 bytes is accepted", envelopeJSON(strings.Repeat("h", 256), "EMAIL_OPENED", hooks(1)), ""},
+		{"a hooksId of 257 bytes is refused", envelopeJSON(strings.Repeat("h", 257), "EMAIL_OPENED", hooks(1)), "hooksId is longer than 256 bytes"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := ParseDelivery(c.body)
+			if c.err != "" {
+				assert.EqualError(t, err, c.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.NotEmpty(t, d.Hooks)
+		})
+	}
+}
