@@ -229,12 +229,16 @@ func TestParseDeliveryBounds(t *testing.T) {
 		{"1001 hooks are refused", envelopeJSON("b-2", "EMAIL_OPENED", hooks(maxHooks+1)), "hooks has 1001 elements; at most 1000 are accepted"},
 		{"a hooksId of 256 bytes is accepted", envelopeJSON(strings.Repeat("h", 256), "EMAIL_OPENED", hooks(1)), ""},
 		{"a hooksId of 257 bytes is refused", envelopeJSON(strings.Repeat("h", 257), "EMAIL_OPENED", hooks(1)), "hooksId is longer than 256 bytes"},
+		{"a recipientNo of 24 characters is accepted", unsubscribe("b-3", "+82-10-1234-5678-9012-34"), ""},
+		{"a recipientNo of 25 characters is refused", unsubscribe("b-4", "+82-10-1234-5678-9012-345"), "hooks[0].recipientNo must be a phone number"},
+		{"a recipientNo of three digits is accepted", unsubscribe("b-5", "112"), ""},
+		{"a recipientNo of two digits is refused", unsubscribe("b-6", "11"), "hooks[0].recipientNo must be a phone number"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			d, err := ParseDelivery(c.body)
 			if c.err != "" {
-				assert.EqualError(t, err, c.err)
+				assert.ErrorContains(t, err, c.err)
 				return
 			}
 			require.NoError(t, err)
