@@ -13,6 +13,7 @@ import (
 // findings and the steps can check them before a call. Problem paths use
 // the SDK's parameter names (training_name, tag_list[2].tagKey); fields the
 // SDK takes as names and the API as IDs are named by the API (flavor_id).
+// BodyPath turns such a path into the request body's camelCase name.
 const (
 	MaxNameLen          = 50
 	MaxDescriptionLen   = 255

@@ -86,7 +86,7 @@ func (s *Service) createBatch(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if ps := req.Problems(); len(ps) > 0 {
-		return invalid(ps)
+		return invalid(&req, ps)
 	}
 	if !s.flavor(req.FlavorID) {
 		return errf(http.StatusBadRequest, codeInvalid, "invalid request: flavor_id: instance type %s does not exist", req.FlavorID)

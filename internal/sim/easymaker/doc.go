@@ -40,7 +40,9 @@
 //	40901 400  operation refused while the resource is in progress (stop a finished run, delete a running one)
 //
 // The limits checked are the spec's, through the Problems methods of
-// internal/cloud/easymaker (shared with the client and the steps): names
+// internal/cloud/easymaker (shared with the client and the steps). An
+// answer names each field as the request body does, then as the SDK does
+// ("trainingName / training_name: is required", easymaker.BodyPath). Names
 // 50, descriptions 255, URIs 255, IDs 36, tag_list 10, dataset_list 10,
 // hyperparameter lists 100, timeout_hours 1..720, data_storage_size
 // 300..10000, distributed_node_count 1..10, distributed_node_count x

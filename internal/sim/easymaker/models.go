@@ -64,7 +64,7 @@ func (s *Service) createModel(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if ps := req.Problems(); len(ps) > 0 {
-		return invalid(ps)
+		return invalid(&req, ps)
 	}
 	for _, m := range s.models {
 		if m.v.ModelName == req.ModelName {
@@ -247,7 +247,7 @@ func (s *Service) createEndpoint(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if ps := req.Problems(); len(ps) > 0 {
-		return invalid(ps)
+		return invalid(&req, ps)
 	}
 	if !s.flavor(req.FlavorID) {
 		return errf(http.StatusBadRequest, codeInvalid, "invalid request: flavor_id: instance type %s does not exist", req.FlavorID)
@@ -320,7 +320,7 @@ func (s *Service) createStage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if ps := req.Problems(); len(ps) > 0 {
-		return invalid(ps)
+		return invalid(&req, ps)
 	}
 	e := s.findEndpoint(req.EndpointID)
 	if e == nil {

@@ -138,9 +138,16 @@ func notFound(what, id string) *apiError {
 	return errf(http.StatusNotFound, codeNotFound, "%s %s does not exist", what, id)
 }
 
-func invalid(ps []steps.Problem) *apiError {
+// invalid answers the limit problems of req, each naming its field the way
+// the request body does, then the SDK's parameter name where that differs
+// ("trainingName / training_name: is required"): a caller of the API and a
+// user of the SDK or of the steps both recognise it.
+func invalid(req any, ps []steps.Problem) *apiError {
 	msgs := make([]string, len(ps))
 	for i, p := range ps {
+		if body := em.BodyPath(req, p.Path); body != p.Path {
+			p.Path = body + " / " + p.Path
+		}
 		msgs[i] = p.Error()
 	}
 	return errf(http.StatusBadRequest, codeInvalid, "invalid request: %s", strings.Join(msgs, "; "))

@@ -69,7 +69,7 @@ func (s *Service) createExperiment(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	if ps := req.Problems(); len(ps) > 0 {
-		return invalid(ps)
+		return invalid(&req, ps)
 	}
 	// An existing name answers the existing experiment (FIDELITY: the SDK
 	// returns the existing ID).
@@ -222,7 +222,7 @@ func (s *Service) createTraining(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if ps := req.Problems(); len(ps) > 0 {
-		return invalid(ps)
+		return invalid(&req, ps)
 	}
 	if err := s.activeExperiment(req.ExperimentID); err != nil {
 		return err

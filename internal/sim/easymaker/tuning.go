@@ -216,7 +216,7 @@ func (s *Service) createTuning(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if ps := req.Problems(); len(ps) > 0 {
-		return invalid(ps)
+		return invalid(&req, ps)
 	}
 	if err := s.activeExperiment(req.ExperimentID); err != nil {
 		return err
