@@ -458,7 +458,7 @@ func fnFlatten(rt *evalState, args []any) (any, error) {
 		}
 		return nil
 	}
-	if err := walk(rv, 0); err != nil {
+	if err := walk(rv, 1); err != nil {
 		return nil, err
 	}
 	if out == nil {

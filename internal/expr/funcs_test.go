@@ -56,6 +56,15 @@ func TestFunctions(t *testing.T) {
 		{"flatten flattens", `flatten([1, [2, [3]]])`, []any{1, 2, 3}},
 		{"repeat repeats", `repeat("ab", 3)`, "ababab"},
 		{"keys is still available", `sort(keys({"b": 1, "a": 2}))`, []any{"a", "b"}},
+		{"a closure of a thousand iterations runs", `reduce(1..1000, #acc + #, 0)`, 500500},
+		{"formatTime takes a layout of 256 bytes", `len(formatTime(now(), repeat("x", 256)))`, 256},
+		{"a dynamic regular expression of 16 KiB is accepted", `repeat("a", 16384) matches repeat("a", 16384)`, true},
+		{"replace removes every occurrence", `replace("a-b-c", "-", "")`, "abc"},
+		{"replace of an empty string inserts between runes", `replace("hé", "", "-")`, "-h-é-"},
+		{"flatten takes a list nested 100 levels", `flatten(reduce(1..99, [#acc], [1]))`, []any{1}},
+		{"concat of a quarter million elements fits the budget", `len(concat(1..200000, 1..50000))`, 250000},
+		{"reverse of 200000 elements fits the budget", `len(reverse(1..200000))`, 200000},
+		{"split into 200001 strings fits the budget", `len(split(repeat(",", 200000), ","))`, 200001},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -82,6 +91,11 @@ func TestFunctionErrors(t *testing.T) {
 		{"format counts arguments", `format("%s %s", "a")`, "wants 2 arguments, got 1"},
 		{"a wrong argument type is named", `sha256(1)`, "sha256: string must be a string, got integer"},
 		{"toJSON refuses NaN", `toJSON(0.0 / 0.0)`, "cannot render NaN as JSON"},
+		{"flatten refuses a list nested 101 levels, as toJSON does", `flatten(reduce(1..100, [#acc], [1]))`, "flatten: nested deeper than 100 levels"},
+		{"toJSON refuses a list nested 101 levels", `toJSON(reduce(1..100, [#acc], [1]))`, "toJSON: value nested deeper than 100 levels"},
+		{"concat refuses a value that is not a list", `concat([1], 2)`, "concat: cannot concat integer"},
+		{"flatten refuses a value that is not a list", `flatten(1)`, "flatten: cannot flatten integer"},
+		{"formatTime refuses a layout over 256 bytes", `formatTime(now(), repeat("x", 257))`, "formatTime: layout longer than 256 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -148,6 +162,13 @@ func TestBounds(t *testing.T) {
 		{"dynamic regexps count against the budget", `let p = repeat("a", 10000); len(filter(1..1000, "aaa" matches p))`, "builds more than"},
 		{"a long dynamic regexp is refused", `"a" matches repeat("a", 100000)`, "longer than 16 KiB"},
 		{"join of a repeated big string stops", `join(map(1..1000, repeat("x", 100000)), "")`, "builds more than"},
+		{"a dynamic regexp just over 16 KiB is refused", `"a" matches repeat("a", 16385)`, "regular expression longer than 16 KiB"},
+		{"concat of a huge list stops", `concat(1..200000, 1..100000)`, "concat: expression too expensive: builds more than"},
+		{"reverse of a huge list is measured", `reverse(1..300000)`, "reverse: expression too expensive: builds more than"},
+		{"split into a huge list is measured", `split(repeat(",", 300000), ",")`, "split: expression too expensive: builds more than"},
+		{"fromPairs of a huge list is measured", `fromPairs(inputs.pairs)`, "fromPairs: expression too expensive: builds more than"},
+		{"toJSON has only what is left of the budget", `let s = repeat("x", 3000000); toJSON([s, 1])`, "toJSON: expression too expensive: value renders to more than"},
+		{"string has only what is left of the budget", `let s = repeat("x", 3000000); string(s)`, "string: expression too expensive: value renders to more than"},
 	}
 	for _, tt := range runAborted {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,6 +178,11 @@ func TestBounds(t *testing.T) {
 				big[i] = i
 			}
 			s.Inputs["big"] = big
+			pairs := make([]any, 140000)
+			for i := range pairs {
+				pairs[i] = []any{i, i}
+			}
+			s.Inputs["pairs"] = pairs
 			p, err := Compile(tt.src, nil)
 			require.NoError(t, err)
 			start := time.Now()
