@@ -13,3 +13,5 @@ import _ "github.com/runbook/runbook/internal/sim/easymaker"
 import _ "github.com/runbook/runbook/internal/sim/objectstorage"
 
 import _ "github.com/runbook/runbook/internal/sim/logncrash"
+
+import _ "github.com/runbook/runbook/internal/sim/network"

@@ -109,6 +109,9 @@ func (s *Service) createCluster(r *http.Request) (int, any, error) {
 	if l["strict_sg_rules"] == "" {
 		l["strict_sg_rules"] = "False"
 	}
+	if err := s.checkReferences(req.FixedNetwork, req.FixedSubnet, l); err != nil {
+		return 0, nil, err
+	}
 	if err := s.checkCreateNetworks(l, req.FixedSubnet); err != nil {
 		return 0, nil, err
 	}

@@ -130,6 +130,9 @@ func (s *Service) createGroup(r *http.Request) (int, any, error) {
 	if err := invalid(cloud.CheckName("node group", req.Name)); err != nil {
 		return 0, nil, err
 	}
+	if err := s.checkImage("image_id", req.ImageID); err != nil {
+		return 0, nil, err
+	}
 	if err := checkAutoscalerLabels(req.Labels); err != nil {
 		return 0, nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/runbook/runbook/internal/sim"
 	"github.com/runbook/runbook/internal/sim/identity"
+	"github.com/runbook/runbook/internal/sim/network"
 )
 
 func init() { sim.Register("nks", New) }
@@ -50,7 +51,8 @@ type Failure struct {
 type Service struct {
 	env    *sim.Env
 	tokens *identity.Store
-	token  string // the static token Connection hands out
+	world  *network.World // the networks, subnets and images creates refer to
+	token  string         // the static token Connection hands out
 	region string
 
 	mu        sync.Mutex
@@ -71,6 +73,7 @@ func New(env *sim.Env) (sim.Service, error) {
 	s := &Service{
 		env:       env,
 		tokens:    identity.For(env),
+		world:     network.For(env),
 		token:     fmt.Sprintf("sim-nks-token-%d", env.Seed),
 		region:    "kr1",
 		rnd:       rand.New(rand.NewPCG(env.Seed, 0x6e6b73)),
@@ -95,6 +98,13 @@ func (s *Service) Connection(baseURL string) map[string]any {
 		if u := s.env.URL("identity"); u != "" {
 			c := s.tokens.Credentials()
 			out["identity_url"], out["tenant_id"], out["username"], out["password"] = u, c.TenantID, c.Username, c.Password
+		}
+		// The network and image lookups use the cluster connection's
+		// credentials at their own endpoints (network.* steps).
+		for _, svc := range []string{"network", "image"} {
+			if u := s.env.URL(svc); u != "" {
+				out[svc+"_url"] = u
+			}
 		}
 	}
 	return out

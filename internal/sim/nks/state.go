@@ -268,9 +268,12 @@ func (s *Service) addNodes(c *cluster, g *nodegroup, n int) {
 }
 
 // subnetCIDR returns the address range of a VPC subnet (the simulator's
-// table, else 192.168.0.0/24).
+// table, else the network world's, else 192.168.0.0/24).
 func (s *Service) subnetCIDR(subnet string) netip.Prefix {
 	if p, ok := s.subnets[subnet]; ok {
+		return p
+	}
+	if p, ok := s.worldCIDR(subnet); ok {
 		return p
 	}
 	return netip.MustParsePrefix("192.168.0.0/24")
