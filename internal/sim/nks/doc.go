@@ -41,6 +41,14 @@
 // cluster. Every route also accepts its path with a trailing slash
 // (python-magnumclient writes /nodegroups/), see sim.ExactPaths.
 //
+// # References
+//
+// A create's fixed_network, fixed_subnet, external_network_id,
+// external_subnet_id_list and node_image, and a node group's image_id, are
+// checked against the world of sim/network (what its GET /v2.0/networks and
+// /v2/images answer): unknown or mismatched UUIDs answer 400. Connection
+// carries network_url and image_url when those services run.
+//
 // # Admin routes
 //
 // POST /_admin/fail-next, /_admin/durations, /_admin/versions and
