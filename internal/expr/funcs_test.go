@@ -65,6 +65,19 @@ func TestFunctions(t *testing.T) {
 		{"concat of a quarter million elements fits the budget", `len(concat(1..200000, 1..50000))`, 250000},
 		{"reverse of 200000 elements fits the budget", `len(reverse(1..200000))`, 200000},
 		{"split into 200001 strings fits the budget", `len(split(repeat(",", 200000), ","))`, 200001},
+		{"join counts each element once against the budget", `len(join(split(repeat("x", 3000), ""), ""))`, 3000},
+		{"repeat zero times is empty", `repeat("ab", 0)`, ""},
+		{"truncate to zero runes is empty", `truncate("héllo", 0)`, ""},
+		{"truncate keeps a string shorter than the length", `truncate("ab", 5)`, "ab"},
+		{"repeat of an empty string is empty", `repeat("", 3)`, ""},
+		{"repeat may build exactly the byte budget", `len(repeat("ab", 2097152))`, 4194304},
+		{"format takes flags", `format("%+d|%-4d|%05.1f|%#x|% d", 5, 7, 2.25, 255, 3)`, "+5|7   |002.2|0xff| 3"},
+		{"format takes a two-digit width", `format("%10d", 5)`, "         5"},
+		{"format takes a width of 9", `format("%9d", 1)`, "        1"},
+		{"format takes a width and a precision of 64", `len(format("%64.64f", 1.0))`, 66},
+		{"format writes a literal percent", `format("100%%")`, "100%"},
+		{"base64Decode takes padded input", `base64Decode("aGk=")`, "hi"},
+		{"base64Decode takes unpadded input", `base64Decode("aGk")`, "hi"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,6 +109,15 @@ func TestFunctionErrors(t *testing.T) {
 		{"concat refuses a value that is not a list", `concat([1], 2)`, "concat: cannot concat integer"},
 		{"flatten refuses a value that is not a list", `flatten(1)`, "flatten: cannot flatten integer"},
 		{"formatTime refuses a layout over 256 bytes", `formatTime(now(), repeat("x", 257))`, "formatTime: layout longer than 256 bytes"},
+		{"join refuses a value that is not a list", `join(1)`, "join: want a list, got integer"},
+		{"format refuses a width over 64", `format("%65d", 1)`, `format: width in "%65d" is larger than 64`},
+		{"format refuses a precision over 64", `format("%.65f", 1.0)`, `format: precision in "%.65f" is larger than 64`},
+		{"format refuses a verb cut after its flags", `format("%-")`, `format: format "%-" ends in the middle of a verb`},
+		{"format refuses a verb cut after its width", `format("%5")`, `format: format "%5" ends in the middle of a verb`},
+		{"format refuses a verb cut after its precision", `format("%5.2")`, `format: format "%5.2" ends in the middle of a verb`},
+		{"base64Decode refuses what is not base64", `base64Decode("a?")`, "base64Decode: invalid base64"},
+		{"repeat refuses a negative count", `repeat("a", -1)`, "repeat: negative count -1"},
+		{"truncate refuses a negative length", `truncate("a", -1)`, "truncate: negative length -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,6 +191,12 @@ func TestBounds(t *testing.T) {
 		{"fromPairs of a huge list is measured", `fromPairs(inputs.pairs)`, "fromPairs: expression too expensive: builds more than"},
 		{"toJSON has only what is left of the budget", `let s = repeat("x", 3000000); toJSON([s, 1])`, "toJSON: expression too expensive: value renders to more than"},
 		{"string has only what is left of the budget", `let s = repeat("x", 3000000); string(s)`, "string: expression too expensive: value renders to more than"},
+		{"join has only what is left of the budget", `let s = repeat("x", 3000000); join([s], "")`, "join: expression too expensive: value renders to more than"},
+		{"replace counts what its result grows by", `replace(inputs.text, "a", "aa")`, "replace: expression too expensive: builds more than"},
+		{"a repeat count whose byte count overflows is refused", `repeat(inputs.mib2, 8796093022208)`, "repeat: expression too expensive: builds more than"},
+		{"format has only what is left of the budget for a list", `let s = repeat("x", 3000000); format("%v", [s, 1])`, "format: expression too expensive: value renders to more than"},
+		{"format counts six bytes per string byte, as %q may escape each", `format("%s", inputs.mib)`, "format: expression too expensive: builds more than"},
+		{"urlEncode counts three bytes per byte, as each may be escaped", `urlEncode(inputs.mib2)`, "urlEncode: expression too expensive: builds more than"},
 	}
 	for _, tt := range runAborted {
 		t.Run(tt.name, func(t *testing.T) {
@@ -183,6 +211,9 @@ func TestBounds(t *testing.T) {
 				pairs[i] = []any{i, i}
 			}
 			s.Inputs["pairs"] = pairs
+			s.Inputs["text"] = strings.Repeat("ab", 1500000)
+			s.Inputs["mib"] = strings.Repeat("x", 1<<20)
+			s.Inputs["mib2"] = strings.Repeat("x", 2<<20)
 			p, err := Compile(tt.src, nil)
 			require.NoError(t, err)
 			start := time.Now()
@@ -192,4 +223,14 @@ func TestBounds(t *testing.T) {
 			assert.Less(t, time.Since(start), 900*time.Millisecond)
 		})
 	}
+}
+
+func TestReplaceBudget(t *testing.T) {
+	s := testScope()
+	s.Inputs["text"] = strings.Repeat("ab", 1500000)
+	p, err := Compile(`replace(inputs.text, "ab", "")`, nil)
+	require.NoError(t, err)
+	got, err := p.Eval(s)
+	require.NoError(t, err, "a replace that shrinks a long input builds nothing more than the input")
+	assert.Equal(t, "", got)
 }
