@@ -175,7 +175,9 @@ func corrupt(path string, cause error) error {
 // check opens an existing non-empty file read-only and verifies that it is
 // a complete bbolt file holding a runbook state format this build reads.
 func check(path string, timeout time.Duration, size int64, verify bool) (err error) {
-	db, err := openDB(path, &bbolt.Options{Timeout: timeout, ReadOnly: true, PreLoadFreelist: true})
+	// Not PreLoadFreelist: bbolt would panic on a damaged freelist with
+	// the file mapped, and keep it (and its lock); checkFreelist checks it.
+	db, err := openDB(path, &bbolt.Options{Timeout: timeout, ReadOnly: true})
 	if err != nil {
 		return err
 	}
@@ -191,6 +193,9 @@ func check(path string, timeout time.Duration, size int64, verify bool) (err err
 		// (reading them would fault).
 		if tx.Size() > size {
 			return corrupt(path, fmt.Errorf("file is %d bytes, its metadata needs %d: truncated", size, tx.Size()))
+		}
+		if err := checkFreelist(path, size, db.Info().PageSize, uint64(tx.ID())); err != nil {
+			return err
 		}
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {

@@ -8,7 +8,10 @@
 // the file, Open fails with an error wrapping state.ErrLocked that names the
 // file. An existing file is first checked read-only; a file that is not a
 // bbolt file, is truncated, lacks runbook metadata or makes bbolt panic is
-// refused with state.ErrCorrupt and left exactly as it was. A file written
+// refused with state.ErrCorrupt and left exactly as it was, and released:
+// restored in place, it opens in the same process (the freelist page is
+// checked before bbolt reads it, which it does with the file mapped and
+// would panic on, or exhaust memory over, a damaged one). A file written
 // with a newer state.FormatVersion is refused. New files are created with
 // mode 0600 in a directory created with mode 0700. An empty file (zero
 // bytes, or a bbolt file with no buckets) holds nothing and is initialized.

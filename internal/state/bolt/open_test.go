@@ -229,6 +229,15 @@ func TestCorrupt(t *testing.T) {
 			if !bytes.Equal(after, tc.data) {
 				t.Fatalf("the file was modified (%d bytes before, %d after)", len(tc.data), len(after))
 			}
+
+			// The refusal released the file: restored in place from a
+			// good copy, it opens in this process.
+			must(t, os.WriteFile(path, good, 0o600))
+			s, err = bolt.Open(path, bolt.Options{Timeout: 200 * time.Millisecond})
+			if err != nil {
+				t.Fatalf("open after restoring the file: %v", err)
+			}
+			must(t, s.Close())
 		})
 	}
 
