@@ -31,8 +31,11 @@
 // and the name (ImageID), so each region has its own UUIDs as the spec
 // says.
 //
-// Every call needs X-Auth-Token: an identity token or the static token of
-// Connection (401 otherwise). Errors use Neutron's body
+// Every call needs X-Auth-Token: an identity token, the static token of
+// Connection or the cluster simulator's static token (401 otherwise). The
+// last one is accepted because the network.* steps use the cluster
+// connection, and on the real service one identity token serves every API
+// of the tenant. Errors use Neutron's body
 // {"NeutronError":{"type","message","detail"}}; Glance answers 404 in
 // plain text. World.AddNetwork and AddSubnet (or POST /_admin/networks and
 // /_admin/subnets on the network service) extend the world.

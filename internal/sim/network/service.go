@@ -24,13 +24,17 @@ type Service struct {
 	world  *World
 	tokens *identity.Store
 	token  string
+	// also is the cluster simulator's static token, accepted too: the
+	// network lookups use the cluster connection, and on the real service
+	// one identity token serves every API of the tenant.
+	also string
 }
 
 var _ sim.Service = (*Service)(nil)
 
 func newService(env *sim.Env, kind string) *Service {
 	return &Service{env: env, kind: kind, world: For(env), tokens: identity.For(env),
-		token: fmt.Sprintf("sim-%s-token-%d", kind, env.Seed)}
+		token: fmt.Sprintf("sim-%s-token-%d", kind, env.Seed), also: fmt.Sprintf("sim-nks-token-%d", env.Seed)}
 }
 
 // World returns the networks, subnets and images the service answers.
@@ -76,7 +80,7 @@ func (s *Service) Handler() http.Handler {
 func (s *Service) guard(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok := r.Header.Get("X-Auth-Token")
-		if tok == "" || (tok != s.token && !s.tokens.Valid(tok)) {
+		if tok == "" || (tok != s.token && tok != s.also && !s.tokens.Valid(tok)) {
 			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{
 				"code": 401, "title": "Unauthorized", "message": "The request you have made requires authentication."}})
 			return

@@ -12,6 +12,7 @@ import (
 
 	"github.com/runbook/runbook/internal/sim"
 	"github.com/runbook/runbook/internal/sim/network"
+	_ "github.com/runbook/runbook/internal/sim/nks"
 )
 
 func get(t *testing.T, url, token string) (int, map[string]any) {
@@ -76,5 +77,20 @@ func TestTheInternetGatewayNetworkAndItsSubnetsAreFoundAsTheSpecShows(t *testing
 func TestEachRegionHasItsOwnImageUUIDs(t *testing.T) {
 	for _, name := range network.BaseImages {
 		assert.NotEqual(t, network.ImageID("kr1", name), network.ImageID("kr2", name), name)
+	}
+}
+
+// The network.* steps reach these services with the cluster connection, so
+// the cluster simulator's static token is accepted; another is not.
+func TestTheClusterConnectionsTokenIsAcceptedAndAnUnknownOneIsNot(t *testing.T) {
+	s, err := sim.Start(context.Background(), sim.Options{Services: []string{"identity", "nks", "network", "image"}})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	nksTok := s.Connections()["nks"]["token"].(string)
+	for _, u := range []string{s.URL("network") + "/v2.0/networks", s.URL("image") + "/v2/images"} {
+		code, out := get(t, u, nksTok)
+		assert.Equal(t, 200, code, "%s: %v", u, out)
+		code, _ = get(t, u, "sim-nks-token-2")
+		assert.Equal(t, 401, code, "%s with another seed's token", u)
 	}
 }
