@@ -158,7 +158,7 @@ func TestA401RefreshesTheTokenOnce(t *testing.T) {
 type staticTokens string
 
 func (s staticTokens) Token(context.Context) (string, error) { return string(s), nil }
-func (staticTokens) Invalidate(string)                         {}
+func (staticTokens) Invalidate(string)                       {}
 
 func TestARefusedStaticTokenIsNotResentAndIsUnauthorized(t *testing.T) {
 	e := startSim(t)
