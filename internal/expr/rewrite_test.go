@@ -60,3 +60,47 @@ func TestClosureEstimate(t *testing.T) {
 		assert.Equal(t, []any{}, got)
 	})
 }
+
+func TestRewrittenNames(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want any
+	}{
+		{"a missing secret is nil without a type environment", `secrets.nope ?? "d"`, "d"},
+		{"a missing env variable is nil without a type environment", `env.NOPE == nil`, true},
+		{"env reads a variable", `env.HOME`, "/root"},
+		{"env reads a variable by index", `env["HOME"]`, "/root"},
+		{"a dynamic env index of a missing name is nil", `env[inputs.cluster]`, nil},
+		{"a missing key all along a chain is nil", `inputs.x.y.z`, nil},
+		{"a chain reads through lists", `steps.supports.outputs.versions[1]`, "v1.30.2"},
+		{"a computed property is evaluated", `{"a": {"b": 2}}["a"][string("b")]`, 2},
+		{"integer addition stays integer", `1 + 2`, 3},
+		{"mixed addition is a float", `inputs.n + 1.5`, 6.5},
+		{"strings concatenate", `"a" + "b"`, "ab"},
+		{"a constant pattern matches", `"abc" matches "^a"`, true},
+		{"a dynamic pattern matches", `"abc" matches ("^" + "a")`, true},
+		{"a nil pattern matches nothing", `"abc" matches inputs.version`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := evalExpr(t, tt.src)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+	t.Run("a type error of integer arithmetic is found at compile time", func(t *testing.T) {
+		_, err := Compile(`(1 + 2) > "a"`, nil)
+		var ce *CompileError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, `invalid operation: > (mismatched types int and string)`, ce.Msg)
+	})
+	t.Run("a dynamic pattern that is not a string is an error", func(t *testing.T) {
+		_, err := evalExpr(t, `1 matches inputs.cluster`)
+		assert.ErrorContains(t, err, "matches wants strings, got integer and string")
+	})
+	t.Run("a bad dynamic pattern is an error", func(t *testing.T) {
+		_, err := evalExpr(t, `"a" matches ("(" + "")`)
+		assert.ErrorContains(t, err, "error parsing regexp: missing closing )")
+	})
+}
