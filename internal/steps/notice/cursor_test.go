@@ -109,3 +109,24 @@ func TestRenderFormats(t *testing.T) {
 	_, err = render("html", "{{.Nope}}", data)
 	assert.Error(t, err)
 }
+
+func TestWithoutACursorEveryNoticeIsNewEvenOneWithoutDates(t *testing.T) {
+	undated := Notice{ID: 5}
+	dated := Notice{ID: 6, UpdatedAt: at(1000)}
+	cases := []struct {
+		name string
+		w    watermark
+		n    Notice
+		new  bool
+	}{
+		{"no cursor: a notice without any date", watermark{}, undated, true},
+		{"no cursor: a dated notice", watermark{}, dated, true},
+		{"a cursor from since: a notice without any date is older", watermark{UpdatedMs: 500, Floor: 500}, undated, false},
+		{"a cursor from since: a notice after it", watermark{UpdatedMs: 500, Floor: 500}, dated, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.new, tc.w.newer(tc.n))
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -362,4 +363,173 @@ func TestDigestIdempotencyKeyNamesTheDigestNotTheRun(t *testing.T) {
 		assert.NotEqual(t, got[2].key, got[3].key, "the receiver must not drop the second")
 		assert.NotEqual(t, first["idempotency_key"], second["idempotency_key"])
 	})
+}
+
+func TestDigestStopsAtThePageThatReachesItsStart(t *testing.T) {
+	cases := []struct {
+		name  string
+		old   time.Duration // how long before the digest's start the last notice is
+		pages int
+	}{
+		{"a notice at its start ends the reading", 0, 1},
+		{"a notice before its start ends the reading", time.Hour, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			hc := stillHelpCenter(t)
+			hc.add(t, simhc.NewNotice{Title: "long ago"}) // on page 2
+			hc.srv.Clock.Advance(24 * time.Hour)
+			hc.add(t, simhc.NewNotice{Title: "at the start"})
+			hc.srv.Clock.Advance(tc.old + time.Millisecond)
+			for i := range 199 {
+				hc.add(t, simhc.NewNotice{Title: fmt.Sprintf("n%d", i)})
+				hc.srv.Clock.Advance(time.Millisecond)
+			}
+			since := hc.srv.Clock.Now().Sub(hc.svcUpdated(t, "at the start")) - tc.old
+			got, out := newDigester(t, hc).file(t, map[string]any{"first_run": "since:" + since.String(), "template": "{{.Count}}"})
+			assert.Equal(t, "199\n", got)
+			assert.EqualValues(t, 199, out["count"])
+			assert.Equal(t, tc.pages, hc.listCalls(), "page 2 is older still: not read")
+		})
+	}
+}
+
+// svcUpdated is the update time the help center lists for the notice titled title.
+func (h *helpCenter) svcUpdated(t *testing.T, title string) time.Time {
+	t.Helper()
+	d, c := h.call(t, "notice.list", map[string]any{"all": true, "page_size": 200, "query": title})
+	out, err := d.Run(context.Background(), c)
+	require.NoError(t, err)
+	require.Len(t, out["notices"], 1)
+	at, err := time.Parse(time.RFC3339, out["notices"].([]any)[0].(map[string]any)["updated_at"].(string))
+	require.NoError(t, err)
+	h.srv.Journal.Reset()
+	return at
+}
+
+func TestDigestFindsANoticeThatShowsUpLateBehindAFullPage(t *testing.T) {
+	hc := stillHelpCenter(t)
+	for i := range 200 {
+		hc.add(t, simhc.NewNotice{Title: fmt.Sprintf("n%d", i)})
+		hc.srv.Clock.Advance(time.Second)
+	}
+	g := newDigester(t, hc)
+	_, out := g.file(t, map[string]any{"first_run": "all"})
+	require.EqualValues(t, 200, out["count"])
+
+	// A notice scheduled earlier becomes visible now, with an update time
+	// older than every notice on the first page, but inside the cursor's
+	// lookback.
+	hc.srv.Clock.Advance(-time.Hour)
+	hc.add(t, simhc.NewNotice{Title: "scheduled an hour ago"})
+	got, out := g.file(t, map[string]any{"template": titles})
+	assert.Equal(t, "scheduled an hour ago\n", got)
+	assert.EqualValues(t, 1, out["count"])
+}
+
+func TestDigestOrdersNoticesOfOneMillisecondByID(t *testing.T) {
+	hc := stillHelpCenter(t)
+	// The help center lists notices updated together by display date: the
+	// digest lists them newest ID first all the same.
+	a := hc.add(t, simhc.NewNotice{Title: "displayed later", DisplayDt: "2026.05.03"})
+	b := hc.add(t, simhc.NewNotice{Title: "displayed earlier", DisplayDt: "2026.05.01"})
+	hc.srv.Clock.Advance(time.Second)
+	c := hc.add(t, simhc.NewNotice{Title: "updated last", DisplayDt: "2026.04.01"})
+	got, out := newDigester(t, hc).file(t, map[string]any{"first_run": "all", "template": titles})
+	assert.Equal(t, "updated last\ndisplayed earlier\ndisplayed later\n", got)
+	assert.Equal(t, []any{float64(c), float64(b), float64(a)}, toFloats(out["notice_ids"]))
+}
+
+func TestDigestResumedLateNeverMovesTheCursorBack(t *testing.T) {
+	hc := stillHelpCenter(t)
+	rcv := newReceiver(t)
+	g := newDigester(t, hc)
+	with := map[string]any{"url": rcv.URL, "first_run": "none", "format": "text"}
+	_, err := g.run(t, with)
+	require.NoError(t, err)
+
+	hc.add(t, simhc.NewNotice{Title: "first"})
+	hc.srv.Clock.Advance(time.Second)
+	rcv.fail = 1
+	d, stalled := hc.call(t, "notice.digest", with)
+	stalled.Host, stalled.Dir, stalled.Now = g.host, g.dir, hc.srv.Clock.Now
+	_, err = d.Run(context.Background(), stalled)
+	require.Error(t, err, "the receiver answered 503: this digest waits for its retry")
+	promised := g.host.LastCheckpoint()
+
+	hc.add(t, simhc.NewNotice{Title: "second"})
+	hc.srv.Clock.Advance(time.Second)
+	out, err := g.run(t, with)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, out["count"], "another run posts both")
+
+	stalled.Resume, stalled.Attempt = promised, 2
+	out, err = d.Run(context.Background(), stalled)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, out["count"], "the retry sends what it promised")
+
+	out, err = g.run(t, with)
+	require.NoError(t, err)
+	assert.Equal(t, false, out["posted"], "\"second\" is not posted a second time")
+	assert.EqualValues(t, 0, out["count"])
+	assert.Len(t, rcv.got(), 3, "the failed post, the other run's and the retry")
+}
+
+func TestDigestOutputIsCappedAt64KiBWhileTheTargetGetsItAll(t *testing.T) {
+	cases := []struct {
+		name, template, title string
+		capped                bool
+	}{
+		{"a digest of exactly 64 KiB is output whole", strings.Repeat("x", 64<<10), "", false},
+		{"a longer one is cut", "{{.Title}}" + strings.Repeat("x", 64<<10-10), "0123456789ab", true},
+		{"it is cut between characters, not inside one", "{{.Title}}" + strings.Repeat("가", (64<<10-10)/3), "0123456789ab", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			hc := stillHelpCenter(t)
+			hc.add(t, simhc.NewNotice{Title: "one"})
+			with := map[string]any{"first_run": "all", "template": tc.template}
+			if tc.title != "" {
+				with["title"] = tc.title
+			}
+			got, out := newDigester(t, hc).file(t, with)
+			whole := strings.TrimSuffix(got, "\n")
+			digest := out["digest"].(string)
+			if !tc.capped {
+				assert.Equal(t, whole, digest)
+				return
+			}
+			assert.Greater(t, len(whole), 64<<10)
+			assert.True(t, strings.HasSuffix(digest, "…"))
+			cut := strings.TrimSuffix(digest, "…")
+			assert.True(t, utf8.ValidString(cut), "no character is broken")
+			assert.True(t, strings.HasPrefix(whole, cut))
+			assert.LessOrEqual(t, len(cut), 64<<10)
+			assert.Greater(t, len(cut), 64<<10-3)
+		})
+	}
+}
+
+func TestDigestPlanShowsThePostOnlyForAURL(t *testing.T) {
+	cases := []struct {
+		name  string
+		with  map[string]any
+		calls []string
+	}{
+		{"a url target", map[string]any{"url": "https://hooks.example.com/services/SECRET"},
+			[]string{"GET /{serviceId}/api/v2/notice/list.json", "POST https://hooks.example.com"}},
+		{"a file target", map[string]any{"file": "d.md"}, []string{"GET /{serviceId}/api/v2/notice/list.json"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := desc(t, "notice.digest")
+			p, _, problems := d.Decode(tc.with)
+			require.Empty(t, problems)
+			var got []string
+			for _, c := range d.Plan(p) {
+				got = append(got, c.Method+" "+c.Path)
+			}
+			assert.Equal(t, tc.calls, got)
+		})
+	}
 }

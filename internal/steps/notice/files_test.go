@@ -97,3 +97,25 @@ func TestDigestFileAppendsOnceAndNeverLeavesTheDirectory(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "it leaves the playbook directory")
 }
+
+func TestLongFileNamesKeepAnExtensionOfUpTo20Bytes(t *testing.T) {
+	cases := []struct {
+		name, ext, want string
+	}{
+		{"a 20-byte extension is kept", "." + strings.Repeat("e", 19), "." + strings.Repeat("e", 19)},
+		{"a 21-byte one is not", "." + strings.Repeat("e", 20), ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := fileName(strings.Repeat("a", 300) + tc.ext)
+			require.NoError(t, err)
+			assert.Len(t, got, maxNameBytes)
+			if tc.want == "" {
+				assert.Equal(t, strings.Repeat("a", maxNameBytes), got)
+				return
+			}
+			assert.True(t, strings.HasSuffix(got, tc.want), got)
+			assert.Equal(t, strings.Repeat("a", maxNameBytes-len(tc.want)), strings.TrimSuffix(got, tc.want))
+		})
+	}
+}
