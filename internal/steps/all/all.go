@@ -15,3 +15,5 @@ import _ "github.com/runbook/runbook/internal/steps/objectstorage"
 import _ "github.com/runbook/runbook/internal/steps/logncrash"
 
 import _ "github.com/runbook/runbook/internal/steps/easymaker"
+
+import _ "github.com/runbook/runbook/internal/steps/network" // network.list, .subnets, .external, image.find

@@ -1,0 +1,83 @@
+package network_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/sim"
+	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/steps/stepstest"
+)
+
+var ownTypes = map[string]map[string]any{
+	"network.list":     {"router_external": true, "name": "Public Network", "shared": true, "status": "ACTIVE"},
+	"network.subnets":  {"network_id": "a1b2c3d4-0000-4000-8000-0000000000a1", "cidr": "133.186.0.0/24"},
+	"network.external": {"name": "Public Network"},
+	"image.find":       {"name": "Ubuntu Server 22.04.3 LTS", "connection": "nks-kr1"},
+}
+
+// TestEveryLookupStepPassesTheContract runs the contract against the
+// simulator with every answer held back 5 s, so each step is cancelled in
+// the middle of its first call.
+func TestEveryLookupStepPassesTheContract(t *testing.T) {
+	s := startSim(t)
+	s.srv.Faults.Add(sim.Fault{Latency: 5 * time.Second})
+	opts := stepstest.ContractOptions{Slow: true, Prepare: func(c *steps.Call) {
+		stepstest.HostOf(c).Connections["nks"] = s.conn
+		stepstest.HostOf(c).Connections["nks-kr1"] = s.conn // image.find names its connection
+	}}
+	for name, with := range ownTypes {
+		t.Run(name, func(t *testing.T) {
+			stepstest.ContractWith(t, desc(t, name), with, opts)
+		})
+	}
+}
+
+func TestLookupsAreReadsThatPlanTheirCalls(t *testing.T) {
+	for name, with := range ownTypes {
+		d := desc(t, name)
+		assert.False(t, d.Mutating, name)
+		assert.False(t, d.Pure, "%s reads external state", name)
+		require.NotNil(t, d.Plan, name)
+		assert.Contains(t, d.ParamNames(), "connection", name)
+		p, _, problems := d.Decode(with)
+		require.Empty(t, problems, name)
+		calls := d.Plan(p)
+		require.Len(t, calls, 1, name)
+		assert.Equal(t, "GET", calls[0].Method, name)
+	}
+	plan := func(name string, with map[string]any) string {
+		d := desc(t, name)
+		p, _, problems := d.Decode(with)
+		require.Empty(t, problems)
+		return d.Plan(p)[0].Path
+	}
+	assert.Equal(t, "/v2.0/networks?router:external=True", plan("network.external", nil))
+	assert.Equal(t, "/v2.0/networks?router:external=False", plan("network.list", map[string]any{"router_external": false}))
+	assert.Equal(t, "/v2.0/subnets?network_id=<from steps.ext.outputs.network_id>",
+		plan("network.subnets", map[string]any{"network_id": "<from steps.ext.outputs.network_id>"}))
+	assert.Equal(t, "/v2/images?name=CentOS+7.9", plan("image.find", map[string]any{"name": "CentOS 7.9"}))
+}
+
+func TestParamsAreCheckedAtLoadTime(t *testing.T) {
+	for _, tc := range []struct {
+		name, typ string
+		with      map[string]any
+		want      string
+	}{
+		{"a status outside the API's", "network.list", map[string]any{"status": "UP"}, "status"},
+		{"router_external as a string", "network.list", map[string]any{"router_external": "True"}, "router_external"},
+		{"subnets without a network", "network.subnets", map[string]any{}, "network_id"},
+		{"a cidr that is not one", "network.subnets", map[string]any{"network_id": "n", "cidr": "10.0.0.0/33"}, "cidr"},
+		{"an image without a name", "image.find", map[string]any{}, "name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := desc(t, tc.typ).CheckLiteral(tc.with)
+			require.NotEmpty(t, ps)
+			assert.Equal(t, tc.want, ps[0].Path)
+		})
+	}
+}
