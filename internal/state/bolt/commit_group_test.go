@@ -1,9 +1,13 @@
 package bolt_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,13 +19,19 @@ import (
 	"github.com/runbook/runbook/internal/state/bolt"
 )
 
-// queueWrites queues a PutCursor of each key while the writer is held, so
-// that they are committed in as few groups as can be, then releases it and
-// returns each write's error by key. The write at index fail (none when
-// negative) puts its key and then fails: it must get its own error. Each
-// write gets a context that ends after a while, so a write the writer
+// written is the outcome of one queued write.
+type written struct {
+	err error
+	tx  int // the transaction that committed it
+}
+
+// queueWrites queues a cursor write of each key while the writer is held,
+// so that they are committed in as few groups as can be, then releases it
+// and returns each write's outcome by key. The write at index fail (none
+// when negative) puts its key and then fails: it must get its own error.
+// Each write gets a context that ends after a while, so a write the writer
 // never answers fails instead of hanging.
-func queueWrites(t *testing.T, s *bolt.Store, keys []string, fail int) map[string]error {
+func queueWrites(t *testing.T, s *bolt.Store, keys []string, fail int) map[string]written {
 	t.Helper()
 	wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
@@ -29,51 +39,55 @@ func queueWrites(t *testing.T, s *bolt.Store, keys []string, fail int) map[strin
 	forced := errors.New("forced failure")
 	type result struct {
 		key string
-		err error
+		written
 	}
 	results := make(chan result, len(keys))
 	for i, k := range keys {
-		if i == fail {
-			go func() {
-				results <- result{k, bolt.Update(wctx, s, func(tx *bbolt.Tx) error {
-					if err := tx.Bucket([]byte("cursors")).Put([]byte(k), []byte("x")); err != nil {
-						return err
-					}
+		go func() {
+			var r result
+			r.key = k
+			r.err = bolt.Update(wctx, s, func(tx *bbolt.Tx) error {
+				r.tx = tx.ID() // the last run is the one that counts
+				if err := tx.Bucket([]byte("cursors")).Put([]byte(k), []byte("v-"+k)); err != nil {
+					return err
+				}
+				if i == fail {
 					return forced
-				})}
-			}()
-		} else {
-			go func() { results <- result{k, s.PutCursor(wctx, k, []byte("v-"+k))} }()
-		}
+				}
+				return nil
+			})
+			results <- r
+		}()
 		if i <= fail {
 			waitQueued(t, s, i+1) // so the failing write has its place in the group
 		}
 	}
 	waitQueued(t, s, len(keys))
 	release()
-	errs := map[string]error{}
+	out := map[string]written{}
 	for range keys {
 		r := <-results
-		errs[r.key] = r.err
+		out[r.key] = r.written
 	}
 	if fail >= 0 {
-		require.ErrorIs(t, errs[keys[fail]], forced, "the failing write gets its own error")
-		delete(errs, keys[fail])
+		require.ErrorIs(t, out[keys[fail]].err, forced, "the failing write gets its own error")
+		delete(out, keys[fail])
 	}
-	return errs
+	return out
 }
 
 func TestGroupCommitAnswersEveryWrite(t *testing.T) {
 	cases := []struct {
 		name   string
 		writes int
-		fail   int // index of the write that fails; -1: none
+		fail   int   // index of the write that fails; -1: none
+		groups []int // the sizes of the transactions that committed the others
 	}{
-		{"writes queued beyond one group all land", 300, -1},
-		{"a failing write first in its group loses only its own", 6, 0},
-		{"a failing write in the middle of its group loses only its own", 6, 3},
-		{"a failing write last in its group loses only its own", 6, 5},
-		{"a lone failing write is answered with its error", 1, 0},
+		{"writes queued beyond one group of 256 all land, in a second group", 300, -1, []int{256, 44}},
+		{"a failing write first in its group loses only its own", 6, 0, []int{5}},
+		{"a failing write in the middle of its group loses only its own", 6, 3, []int{5}},
+		{"a failing write last in its group loses only its own", 6, 5, []int{5}},
+		{"a lone failing write is answered with its error", 1, 0, []int{}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -82,10 +96,15 @@ func TestGroupCommitAnswersEveryWrite(t *testing.T) {
 			for i := range keys {
 				keys[i] = fmt.Sprintf("k%03d", i)
 			}
-			errs := queueWrites(t, s, keys, c.fail)
-			for k, err := range errs {
-				assert.NoError(t, err, "write %s", k)
+			out := queueWrites(t, s, keys, c.fail)
+			byTx := map[int]int{}
+			for k, w := range out {
+				assert.NoError(t, w.err, "write %s", k)
+				byTx[w.tx]++
 			}
+			groups := slices.Sorted(maps.Values(byTx))
+			slices.Reverse(groups)
+			assert.Equal(t, c.groups, append([]int{}, groups...), "writes per transaction")
 			require.NoError(t, s.Close())
 
 			s, err := bolt.Open(path, bolt.Options{ReadOnly: true})
@@ -101,6 +120,37 @@ func TestGroupCommitAnswersEveryWrite(t *testing.T) {
 					assert.Equal(t, "v-"+k, string(v))
 				}
 			}
+		})
+	}
+}
+
+func TestAFailedWriteLeavesTheFileAsItWas(t *testing.T) {
+	cases := []struct {
+		name string
+		fn   func(tx *bbolt.Tx) error
+	}{
+		{"a write whose function fails", func(tx *bbolt.Tx) error {
+			if err := tx.Bucket([]byte("cursors")).Put([]byte("k"), []byte("v")); err != nil {
+				return err
+			}
+			return errors.New("forced failure")
+		}},
+		{"a run created twice", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, path := openTemp(t, bolt.Options{})
+			require.NoError(t, s.CreateRun(ctx, &state.Run{ID: "r1", Playbook: "pb"}))
+			before, err := os.ReadFile(path)
+			require.NoError(t, err)
+			if c.fn != nil {
+				require.Error(t, bolt.Update(ctx, s, c.fn))
+			} else {
+				require.ErrorIs(t, s.CreateRun(ctx, &state.Run{ID: "r1", Playbook: "pb"}), state.ErrExists)
+			}
+			after, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.True(t, bytes.Equal(before, after), "the file changed")
 		})
 	}
 }
