@@ -3,8 +3,13 @@ package notice_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,6 +19,7 @@ import (
 	"github.com/runbook/runbook/internal/playbook"
 	simhc "github.com/runbook/runbook/internal/sim/helpcenter"
 	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/steps/stepstest"
 )
 
 func TestAttachmentDirComputedAtRunTimeMustStayInside(t *testing.T) {
@@ -95,4 +101,60 @@ func TestAttachmentWithAnUnsafeNameOnTheServerSaysToSetName(t *testing.T) {
 	assert.Contains(t, err.Error(), `refusing file name "../../etc/passwd": it leaves the directory (set name to save it under another name)`)
 	entries, _ := os.ReadDir(c.Dir)
 	assert.Empty(t, entries)
+}
+
+// untypedDownloads passes every call to the help center but answers
+// attachment downloads without a Content-Type, as some file servers do.
+func untypedDownloads(t *testing.T, hc *helpCenter) map[string]any {
+	t.Helper()
+	target, err := url.Parse(hc.conn["base_url"].(string))
+	require.NoError(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/notice/attachments/") {
+			w = untyped{w}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	conn := map[string]any{}
+	for k, v := range hc.conn {
+		conn[k] = v
+	}
+	conn["base_url"] = srv.URL
+	return conn
+}
+
+type untyped struct{ http.ResponseWriter }
+
+func (w untyped) WriteHeader(code int) {
+	w.Header()["Content-Type"] = nil // nil: not sniffed either
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func TestAttachmentContentType(t *testing.T) {
+	cases := []struct {
+		name    string
+		untyped bool
+	}{
+		{"as the download names it", false},
+		{"as the notice lists it when the download names none", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			hc := startHelpCenter(t)
+			id := hc.add(t, simhc.NewNotice{Title: "files", Attachments: []simhc.NewAttachment{
+				{FileName: "prices.csv", ContentType: "text/csv; charset=utf-8", Text: "item,price\n"}}})
+			d, c := hc.call(t, "notice.attachment", map[string]any{"notice_id": id, "attachment": "prices.csv"})
+			if tc.untyped {
+				stepstest.HostOf(c).Connections["helpcenter"] = untypedDownloads(t, hc)
+			}
+			out, err := d.Run(context.Background(), c)
+			require.NoError(t, err)
+			assert.Equal(t, "text/csv; charset=utf-8", out["content_type"])
+			b, err := os.ReadFile(filepath.Join(c.Dir, "prices.csv"))
+			require.NoError(t, err)
+			assert.Equal(t, "item,price\n", string(b))
+		})
+	}
 }
