@@ -58,7 +58,7 @@ func TestFunctions(t *testing.T) {
 		{"keys is still available", `sort(keys({"b": 1, "a": 2}))`, []any{"a", "b"}},
 		{"a closure of a thousand iterations runs", `reduce(1..1000, #acc + #, 0)`, 500500},
 		{"formatTime takes a layout of 256 bytes", `len(formatTime(now(), repeat("x", 256)))`, 256},
-		{"a dynamic regular expression of 16 KiB is accepted", `repeat("a", 16384) matches repeat("a", 16384)`, true},
+		{"a dynamic regular expression of 16 KiB is accepted", `"a" matches repeat("a", 16384)`, false},
 		{"replace removes every occurrence", `replace("a-b-c", "-", "")`, "abc"},
 		{"replace of an empty string inserts between runes", `replace("hé", "", "-")`, "-h-é-"},
 		{"flatten takes a list nested 100 levels", `flatten(reduce(1..99, [#acc], [1]))`, []any{1}},
@@ -198,22 +198,23 @@ func TestBounds(t *testing.T) {
 		{"format counts six bytes per string byte, as %q may escape each", `format("%s", inputs.mib)`, "format: expression too expensive: builds more than"},
 		{"urlEncode counts three bytes per byte, as each may be escaped", `urlEncode(inputs.mib2)`, "urlEncode: expression too expensive: builds more than"},
 	}
+	big := make([]any, 1000)
+	for i := range big {
+		big[i] = i
+	}
+	pairs := make([]any, 140000)
+	for i := range pairs {
+		pairs[i] = []any{i, i}
+	}
+	text, mib, mib2 := strings.Repeat("ab", 1500000), strings.Repeat("x", 1<<20), strings.Repeat("x", 2<<20)
 	for _, tt := range runAborted {
 		t.Run(tt.name, func(t *testing.T) {
 			s := testScope()
-			big := make([]any, 1000)
-			for i := range big {
-				big[i] = i
-			}
 			s.Inputs["big"] = big
-			pairs := make([]any, 140000)
-			for i := range pairs {
-				pairs[i] = []any{i, i}
-			}
 			s.Inputs["pairs"] = pairs
-			s.Inputs["text"] = strings.Repeat("ab", 1500000)
-			s.Inputs["mib"] = strings.Repeat("x", 1<<20)
-			s.Inputs["mib2"] = strings.Repeat("x", 2<<20)
+			s.Inputs["text"] = text
+			s.Inputs["mib"] = mib
+			s.Inputs["mib2"] = mib2
 			p, err := Compile(tt.src, nil)
 			require.NoError(t, err)
 			start := time.Now()
