@@ -34,7 +34,7 @@ func init() {
 			p := params.(*imageParams)
 			return []steps.PlannedCall{{Method: http.MethodGet,
 				Path: planPath(network.ImagesPath(network.ImageFilter{Name: p.Name}), p.Name),
-				Note: "on the image API (the connection's image_url, else the region's host); an unknown name lists the images to name them"}}
+				Note: "on the image API: the connection's image_url, else the region's host; an unknown name lists the images to name them"}}
 		},
 		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *imageParams) (steps.Outputs, error) {
 			return read(ctx, c, p.Connection, func(cl *network.Client) (steps.Outputs, error) {

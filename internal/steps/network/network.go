@@ -48,7 +48,7 @@ func subnetView(s *network.Subnet) map[string]any {
 	return map[string]any{"id": s.ID, "name": s.Name, "network_id": s.NetworkID, "cidr": s.CIDR, "gateway_ip": s.GatewayIP}
 }
 
-const networkNote = "on the network API (the connection's network_url, else the region's host)"
+const networkNote = "on the network API: the connection's network_url, else the region's host"
 
 var yes = true
 
