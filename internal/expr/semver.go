@@ -203,7 +203,8 @@ func satisfies(v semver, c string) (bool, error) {
 		}
 	}
 	if c == "*" || c == "x" || c == "X" {
-		return op == "" || op == "=" || op == ">=", nil
+		// any version, as in npm: only > and < (and !=) exclude them all
+		return op != ">" && op != "<" && op != "!=", nil
 	}
 	w, err := parseSemver(c, true)
 	if err != nil {
@@ -231,9 +232,6 @@ func satisfies(v semver, c string) (bool, error) {
 		n := w.parts
 		if n > 2 {
 			n = 2
-		}
-		if n == 0 {
-			n = 1
 		}
 		return cmp >= 0 && v.compare(w.bump(n)) < 0, nil
 	case "^":
