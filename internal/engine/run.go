@@ -357,8 +357,9 @@ func (rs *runState) scope(it *item) *expr.Scope {
 		Run: expr.RunInfo{
 			ID: rs.run.ID, Playbook: rs.pb.Name, StartedAt: rs.run.StartedAt, Status: rs.status,
 		},
-		Failed: rs.failed,
-		Now:    rs.e.o.Clock.Now,
+		Failed:    rs.failed,
+		Cancelled: rs.status == "cancelled",
+		Now:       rs.e.o.Clock.Now,
 	}
 	if it != nil {
 		sc.Item, sc.Index, sc.HasItem = it.value, it.index, true

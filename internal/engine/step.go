@@ -106,7 +106,9 @@ func (rs *runState) shouldRun(ctx context.Context, st *playbook.Step, it *item, 
 		return !rs.failed && ctx.Err() == nil, nil
 	}
 	sc := rs.scope(it)
-	sc.Cancelled = ctx.Err() != nil && !errors.Is(context.Cause(ctx), errRunTimeout)
+	// Handlers run on a context of their own: the run's status tells them
+	// it was cancelled.
+	sc.Cancelled = sc.Cancelled || ctx.Err() != nil && !errors.Is(context.Cause(ctx), errRunTimeout)
 	ok, err := st.If.EvalBool(sc)
 	if err != nil {
 		return false, err
