@@ -2,8 +2,11 @@ package engine_test
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -129,6 +132,21 @@ func (h *harness) steps(runID string) map[string]*state.StepRecord {
 	return out
 }
 
+// stored returns the events of a run the store holds, of the given type
+// (every type when empty), in order.
+func (h *harness) stored(runID, typ string) []state.Event {
+	h.t.Helper()
+	evs, err := h.store.Events(context.Background(), runID, 0, 0)
+	require.NoError(h.t, err)
+	var out []state.Event
+	for _, ev := range evs {
+		if typ == "" || ev.Type == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
 // eventOrder lists "type step" for events of the given types, in order.
 func (h *harness) eventOrder(types ...string) []string {
 	h.evMu.Lock()
@@ -190,6 +208,20 @@ type createParams struct {
 	// Hang makes the attempt block after creating, as if the process died
 	// before the result was recorded.
 	Hang bool `json:"hang"`
+}
+
+type refuseParams struct {
+	Key   string `json:"key" required:"true"`
+	Fails int    `json:"fails"`
+	Code  string `json:"code" default:"throttled"`
+	// Lost makes a failed call take effect anyway, as when the answer of
+	// a call that went through is lost on the way back.
+	Lost bool `json:"lost"`
+}
+
+type chattyParams struct {
+	Key   string `json:"key" required:"true"`
+	Lines int    `json:"lines"`
 }
 
 var registerOnce sync.Once
@@ -290,6 +322,65 @@ func registerTestSteps() {
 					return steps.Outputs{"name": p.Name, "adopted": true}, true, nil
 				}
 				return nil, false, nil
+			},
+		})
+		steps.Register(steps.Descriptor{
+			Type:     "test.refuse",
+			Summary:  "creates a resource named key; the first N calls fail with a code",
+			Params:   refuseParams{},
+			Outputs:  []steps.Output{{Name: "adopted", Type: "boolean"}},
+			Mutating: true,
+			Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *refuseParams) (steps.Outputs, error) {
+				testProbe.mu.Lock()
+				defer testProbe.mu.Unlock()
+				testProbe.calls[p.Key]++
+				if testProbe.calls[p.Key] <= p.Fails {
+					if p.Lost {
+						testProbe.creates[p.Key]++
+					}
+					return nil, &steps.Error{Code: steps.Code(p.Code), Message: "call failed " + p.Key}
+				}
+				testProbe.creates[p.Key]++
+				return steps.Outputs{"adopted": false}, nil
+			}),
+			Reconcile: func(ctx context.Context, c *steps.Call, in steps.Intent) (steps.Outputs, bool, error) {
+				p := c.Params.(*refuseParams)
+				testProbe.mu.Lock()
+				defer testProbe.mu.Unlock()
+				testProbe.calls["lookup "+p.Key]++
+				if testProbe.creates[p.Key] > 0 {
+					return steps.Outputs{"adopted": true}, true, nil
+				}
+				return nil, false, nil
+			},
+		})
+		steps.Register(steps.Descriptor{
+			Type:    "test.chatty",
+			Summary: "logs N lines, then holds until cancelled",
+			Params:  chattyParams{},
+			Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *chattyParams) (steps.Outputs, error) {
+				for i := range p.Lines {
+					c.Log.Info("line " + strconv.Itoa(i+1))
+				}
+				testProbe.mu.Lock()
+				testProbe.calls[p.Key]++
+				testProbe.mu.Unlock()
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}),
+		})
+		steps.Register(steps.Descriptor{
+			Type:    "test.logger",
+			Summary: "logs through groups and attributes, as a client library would",
+			Run: func(ctx context.Context, c *steps.Call) (steps.Outputs, error) {
+				c.Log.Info("plain")
+				c.Log.With("cluster", "c1").Info("with attrs", "n", 1)
+				req := c.Log.WithGroup("req")
+				req.Info("grouped", "method", "POST")
+				req.With("id", "r1").WithGroup("retry").Info("nested", "attempt", 2)
+				c.Log.Info("group attr", slog.Group("resp", "status", 200, slog.Group("hdr", "etag", "x")))
+				c.Log.Info("values", "took", 1500*time.Millisecond, "at", time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC), "err", errors.New("boom"))
+				return steps.Outputs{}, nil
 			},
 		})
 	})
