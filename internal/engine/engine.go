@@ -342,14 +342,18 @@ func (e *Engine) resumable(ctx context.Context, runID string) (*playbook.Playboo
 }
 
 // Cancel cancels a run executing in this process. It reports whether the
-// run was found.
+// run was found. The run ends cancelled, its error naming cause when given
+// (any error: it is classified as a cancellation).
 func (e *Engine) Cancel(runID string, cause error) bool {
 	e.mu.Lock()
 	cancel, ok := e.active[runID]
 	e.mu.Unlock()
 	if ok {
-		if cause == nil {
+		switch {
+		case cause == nil:
 			cause = errCancelledByUser
+		case steps.CodeOf(cause) != steps.Cancelled && !errors.Is(cause, ErrSuspend):
+			cause = &steps.Error{Code: steps.Cancelled, Err: cause}
 		}
 		cancel(cause)
 	}

@@ -185,10 +185,17 @@ steps:
     retry: {attempts: 5, delay: 10s, backoff: 1, jitter: true}
 `, nil)
 	require.NoError(t, err)
-	for _, d := range h.clock.Sleeps() {
+	sleeps := h.clock.Sleeps()
+	require.Len(t, sleeps, 4, "a delay before each of the four retries")
+	full := 0
+	for _, d := range sleeps {
 		assert.GreaterOrEqual(t, d, 5*time.Second)
 		assert.LessOrEqual(t, d, 10*time.Second)
+		if d == 10*time.Second {
+			full++
+		}
 	}
+	assert.Less(t, full, len(sleeps), "jitter shortens the delays")
 }
 
 func TestRetryLeavesNonRetryableErrorsAlone(t *testing.T) {

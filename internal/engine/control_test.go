@@ -1,0 +1,236 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/steps"
+)
+
+// A run cancelled with a reason records it; without one it says only that
+// it was cancelled.
+func TestACancelledRunRecordsWhy(t *testing.T) {
+	cases := []struct {
+		name  string
+		cause error
+		want  string
+	}{
+		{name: "with a reason", cause: errors.New("maintenance window closed"), want: "run cancelled: maintenance window closed"},
+		{name: "without a reason", cause: nil, want: "run cancelled: cancelled"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			testProbe.reset()
+			h := newHarness(t)
+			pb := h.load(`
+version: 1
+name: cancel-why
+steps:
+  - {id: wait, uses: test.block, with: {key: why, until_cancelled: true}}
+`)
+			go func() {
+				for testProbe.count("why") == 0 {
+					time.Sleep(time.Millisecond)
+				}
+				h.engine.Cancel("cancel-why", tc.cause)
+			}()
+			r, err := h.engine.Run(context.Background(), pb, engine.StartRequest{ID: "cancel-why"})
+			require.Error(t, err)
+			assert.Equal(t, steps.Cancelled, steps.CodeOf(err))
+			assert.Equal(t, tc.want, err.Error())
+			got, err := h.store.GetRun(context.Background(), r.ID)
+			require.NoError(t, err)
+			assert.Equal(t, state.RunCancelled, got.Status)
+			assert.Equal(t, tc.want, got.Error.Message)
+		})
+	}
+}
+
+// Approve answers a step that waits (or was running when its process
+// stopped) and refuses any other.
+func TestApproveAnswersOnlyAStepThatMayWait(t *testing.T) {
+	cases := []struct {
+		name     string
+		status   state.StepStatus
+		wantCode steps.Code // "" when accepted
+	}{
+		{name: "a waiting step", status: state.StepWaiting},
+		{name: "a step recorded as running", status: state.StepRunning},
+		{name: "a succeeded step", status: state.StepSucceeded, wantCode: steps.Conflict},
+		{name: "a failed step", status: state.StepFailed, wantCode: steps.Conflict},
+		{name: "a skipped step", status: state.StepSkipped, wantCode: steps.Conflict},
+		{name: "a step that never ran", wantCode: steps.NotFound},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			ctx := context.Background()
+			r, err := h.engine.Start(ctx, h.load(gatePlaybook), engine.StartRequest{})
+			require.NoError(t, err)
+			if tc.status != "" {
+				require.NoError(t, h.store.SaveSteps(ctx, []*state.StepRecord{{RunID: r.ID, ID: "gate", Status: tc.status, Attempts: 1}}))
+			}
+			err = h.engine.Approve(ctx, r.ID, "gate", state.Approval{Approved: true, By: "erin"})
+			_, answerErr := h.store.GetApproval(ctx, r.ID, "gate")
+			if tc.wantCode == "" {
+				require.NoError(t, err)
+				assert.NoError(t, answerErr, "the answer is recorded")
+				assert.Len(t, h.stored(r.ID, "approval.answered"), 1)
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, tc.wantCode, steps.CodeOf(err))
+			assert.ErrorIs(t, answerErr, state.ErrNotFound, "no answer is recorded")
+		})
+	}
+}
+
+// cancelAfter is the fake clock that cancels the run after too many
+// sleeps, so a run that waits in a loop without time passing ends.
+type cancelAfter struct {
+	*fakeClock
+	max    int
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfter) Sleep(ctx context.Context, d time.Duration) error {
+	if len(c.Sleeps()) >= c.max {
+		c.cancel()
+	}
+	return c.fakeClock.Sleep(ctx, d)
+}
+
+// A run waiting in-process for an approval reads the answer again every
+// ApprovalPoll (1s unless set) until the approval's deadline.
+func TestAWaitingRunPollsEveryApprovalPoll(t *testing.T) {
+	cases := []struct {
+		name string
+		poll time.Duration
+		want []time.Duration
+	}{
+		{name: "a poll period shorter than the timeout", poll: 250 * time.Millisecond, want: []time.Duration{250 * time.Millisecond, 250 * time.Millisecond, 250 * time.Millisecond, 250 * time.Millisecond}},
+		{name: "the default poll period", poll: 0, want: []time.Duration{time.Second}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			clock := &cancelAfter{fakeClock: newFakeClock(), max: 100, cancel: cancel}
+			h := newHarness(t, func(o *engine.Options) {
+				o.Clock = clock
+				o.Approvals = engine.ApprovalWait
+				o.ApprovalPoll = tc.poll
+			})
+			pb := h.load(`
+version: 1
+name: poll
+steps:
+  - {id: gate, uses: approval, with: {message: "go?", timeout: 1s}}
+`)
+			r, err := h.engine.Run(ctx, pb, engine.StartRequest{})
+			require.Error(t, err)
+			assert.Equal(t, state.RunFailed, r.Status, "the approval timed out")
+			assert.Equal(t, "timeout", h.steps(r.ID)["gate"].Error.Code)
+			assert.Equal(t, tc.want, clock.Sleeps())
+		})
+	}
+}
+
+// Runs sharing a concurrency key with on_busy: queue never overlap: the
+// queued one starts when the key is released, not at its first poll.
+func TestQueuedRunsNeverOverlap(t *testing.T) {
+	testProbe.reset()
+	h := newHarness(t, func(o *engine.Options) {
+		o.Clock = nil
+		o.ApprovalPoll = 5 * time.Millisecond
+	})
+	pb := h.load(`
+version: 1
+name: overlap
+concurrency: {key: the-key, on_busy: queue}
+steps:
+  - {id: hold, uses: test.block, with: {key: overlap, hold: 80ms}}
+`)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_, err := h.engine.Run(context.Background(), pb, engine.StartRequest{})
+		assert.NoError(t, err)
+	})
+	require.Eventually(t, func() bool { return testProbe.count("overlap") == 1 }, 5*time.Second, time.Millisecond)
+	r, err := h.engine.Run(context.Background(), pb, engine.StartRequest{})
+	wg.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, state.RunSucceeded, r.Status)
+	assert.Equal(t, 2, testProbe.count("overlap"))
+	assert.Equal(t, 1, testProbe.maxSeen, "the runs never held the key together")
+	assert.Len(t, h.stored(r.ID, "run.queued"), 1)
+}
+
+// on_failure may hold more steps than the main list; each runs.
+func TestEveryOnFailureStepRuns(t *testing.T) {
+	h := newHarness(t)
+	r, err := h.run(`
+version: 1
+name: handlers-many
+steps:
+  - {id: boom, uses: fail, with: {message: boom}}
+on_failure:
+  - {id: alert, uses: log, with: {message: alert}}
+  - {id: page, uses: log, with: {message: page}}
+  - {id: ticket, uses: set, with: {why: "${{ steps.boom.error.message }}"}}
+`, nil)
+	require.Error(t, err)
+	assert.Equal(t, state.RunFailed, r.Status)
+	recs := h.steps(r.ID)
+	for _, id := range []string{"alert", "page", "ticket"} {
+		require.NotNil(t, recs[id], id)
+		assert.Equal(t, state.StepSucceeded, recs[id].Status, id)
+	}
+	assert.Equal(t, "boom", recs["ticket"].Outputs["why"])
+}
+
+// A run started with on_busy: cancel_running cancels the run holding its
+// key, which ends cancelled, saying by which run, then takes the key.
+func TestCancelRunningCancelsTheRunHoldingTheKey(t *testing.T) {
+	testProbe.reset()
+	h := newHarness(t)
+	pb := h.load(`
+version: 1
+name: takeover
+inputs:
+  hold: {type: boolean, default: false}
+concurrency: {key: the-key, on_busy: cancel_running}
+steps:
+  - {id: work, uses: test.block, with: {key: takeover, until_cancelled: "${{ inputs.hold }}"}}
+`)
+	type result struct {
+		r   *state.Run
+		err error
+	}
+	first := make(chan result, 1)
+	go func() {
+		r, err := h.engine.Run(context.Background(), pb, engine.StartRequest{ID: "holder", Inputs: map[string]any{"hold": true}})
+		first <- result{r, err}
+	}()
+	require.Eventually(t, func() bool { return testProbe.count("takeover") == 1 }, 5*time.Second, time.Millisecond)
+	r, err := h.engine.Run(context.Background(), pb, engine.StartRequest{ID: "taker"})
+	require.NoError(t, err)
+	assert.Equal(t, state.RunSucceeded, r.Status)
+
+	held := <-first
+	require.Error(t, held.err)
+	assert.Equal(t, steps.Cancelled, steps.CodeOf(held.err))
+	got, err := h.store.GetRun(context.Background(), "holder")
+	require.NoError(t, err)
+	assert.Equal(t, state.RunCancelled, got.Status)
+	assert.Equal(t, `run cancelled: cancelled by run taker sharing concurrency key "the-key"`, got.Error.Message)
+	assert.Equal(t, state.StepCancelled, h.steps("holder")["work"].Status)
+}
