@@ -34,6 +34,8 @@ func TestCIDRHost(t *testing.T) {
 		{"a whole float is a host number", `cidrHost("10.0.0.0/24", 3.0)`, "10.0.0.3"},
 		{"an IPv4-mapped network keeps its IPv6 form", `cidrHost("::ffff:10.0.0.0/104", 3)`, "::ffff:10.0.0.3"},
 		{"host 0 of an IPv6 /64 is the network address", `cidrHost("fd00::/64", 0)`, "fd00::"},
+		{"host 0 of an IPv6 /65 is the network address", `cidrHost("fd00::/65", 0)`, "fd00::"},
+		{"host 0 of an IPv6 /56 is the network address", `cidrHost("fd00::/56", 0)`, "fd00::"},
 		{"-1 of an IPv6 /64 is its last address", `cidrHost("fd00::/64", -1)`, "fd00::ffff:ffff:ffff:ffff"},
 		{"-2 of an IPv6 /64 is the one before", `cidrHost("fd00::/64", -2)`, "fd00::ffff:ffff:ffff:fffe"},
 		{"-256 of an IPv6 /64 clears the last byte", `cidrHost("fd00::/64", -256)`, "fd00::ffff:ffff:ffff:ff00"},

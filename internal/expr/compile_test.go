@@ -58,6 +58,7 @@ func TestErrorTexts(t *testing.T) {
 		{"a value of 64 bytes is quoted whole", `cidrPrefix(repeat("1", 64))`, `cidrPrefix: invalid CIDR "` + strings.Repeat("1", 64) + `"`},
 		{"a value of 65 bytes is cut to 64", `cidrPrefix(repeat("1", 65))`, `cidrPrefix: invalid CIDR "` + strings.Repeat("1", 64) + `…"`},
 		{"a value is cut before a multibyte rune", `cidrPrefix(repeat("1", 63) + "é")`, `cidrPrefix: invalid CIDR "` + strings.Repeat("1", 63) + `…"`},
+		{"a value of stray continuation bytes is cut to nothing", `cidrPrefix(repeat(base64Decode("gA=="), 65))`, `cidrPrefix: invalid CIDR "…"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
