@@ -98,6 +98,12 @@ func TestDamagedFreelist(t *testing.T) {
 		{"a freelist listing one page more than fits in the file is refused", func(f *boltFile) {
 			f.setCount(uint16((len(f.data)-f.freelist()*f.pageSize-16)/8 + 1))
 		}, "more than the file holds"},
+		{"a freelist whose long count reaches the end of the file opens", func(f *boltFile) {
+			f.setCount(0xFFFF, uint64((len(f.data)-f.freelist()*f.pageSize-24)/8))
+		}, ""},
+		{"a freelist whose long count is one page more than fits in the file is refused", func(f *boltFile) {
+			f.setCount(0xFFFF, uint64((len(f.data)-f.freelist()*f.pageSize-24)/8+1))
+		}, "more than the file holds"},
 		{"damage in the meta page not in use is not read", func(f *boltFile) {
 			f.setFreelist(false, 1<<40)
 		}, ""},
