@@ -193,6 +193,7 @@ func TestBounds(t *testing.T) {
 		{"string has only what is left of the budget", `let s = repeat("x", 3000000); string(s)`, "string: expression too expensive: value renders to more than"},
 		{"join has only what is left of the budget", `let s = repeat("x", 3000000); join([s], "")`, "join: expression too expensive: value renders to more than"},
 		{"replace counts what its result grows by", `replace(inputs.text, "a", "aa")`, "replace: expression too expensive: builds more than"},
+		{"replace of an empty string counts an insertion around every rune", `replace(inputs.mib2, "", "x")`, "replace: expression too expensive: builds more than"},
 		{"a repeat count whose byte count overflows is refused", `repeat(inputs.mib2, 8796093022208)`, "repeat: expression too expensive: builds more than"},
 		{"format has only what is left of the budget for a list", `let s = repeat("x", 3000000); format("%v", [s, 1])`, "format: expression too expensive: value renders to more than"},
 		{"format counts six bytes per string byte, as %q may escape each", `format("%s", inputs.mib)`, "format: expression too expensive: builds more than"},
