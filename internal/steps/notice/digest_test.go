@@ -533,3 +533,23 @@ func TestDigestPlanShowsThePostOnlyForAURL(t *testing.T) {
 		})
 	}
 }
+
+func TestDigestFileThatCannotBeWrittenFailsAndKeepsTheCursor(t *testing.T) {
+	for _, mode := range []string{"write", "append"} {
+		t.Run("file_mode "+mode, func(t *testing.T) {
+			hc := stillHelpCenter(t)
+			hc.add(t, simhc.NewNotice{Title: "one"})
+			g := newDigester(t, hc)
+			require.NoError(t, os.MkdirAll(filepath.Join(g.dir, "digest.txt", "in-the-way"), 0o700))
+			with := map[string]any{"file": "digest.txt", "file_mode": mode, "first_run": "all"}
+			_, err := g.run(t, with)
+			require.Error(t, err, "digest.txt is a directory")
+			assert.Contains(t, err.Error(), `"digest.txt"`)
+
+			require.NoError(t, os.RemoveAll(filepath.Join(g.dir, "digest.txt")))
+			out, err := g.run(t, with)
+			require.NoError(t, err)
+			assert.EqualValues(t, 1, out["count"], "the notice is still new")
+		})
+	}
+}
