@@ -176,6 +176,12 @@ func runDigest(ctx context.Context, c *steps.Call, p *digestParams) (steps.Outpu
 	}
 	if !had && mode == "none" {
 		// First run: remember where the help center stands, post nothing.
+		// Only one page was read: what lies beyond it is older than its
+		// last notice and counts as seen too, or the next digest would
+		// post it as new.
+		if len(fresh) > 0 {
+			after = after.merge(watermark{Floor: fresh[len(fresh)-1].stamp()})
+		}
 		c.Log.Info("first digest: cursor set to the newest notice, nothing posted", "notices", len(fresh))
 		fresh = nil
 	}

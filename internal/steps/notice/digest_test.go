@@ -553,3 +553,33 @@ func TestDigestFileThatCannotBeWrittenFailsAndKeepsTheCursor(t *testing.T) {
 		})
 	}
 }
+
+func TestDigestFirstRunNoneTakesEverythingBeyondItsPageAsSeen(t *testing.T) {
+	cases := []struct {
+		name    string
+		notices int
+		spacing time.Duration
+	}{
+		{"more notices in two weeks than one page holds", 250, time.Minute},
+		{"a page reaching further back than two weeks", 250, 2 * time.Hour},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			hc := stillHelpCenter(t)
+			for i := range tc.notices {
+				hc.add(t, simhc.NewNotice{Title: fmt.Sprintf("n%d", i)})
+				hc.srv.Clock.Advance(tc.spacing)
+			}
+			g := newDigester(t, hc)
+			got, _ := g.file(t, map[string]any{"first_run": "none"})
+			require.Empty(t, got)
+			got, out := g.file(t, map[string]any{"first_run": "none"})
+			assert.Empty(t, got, "nothing is new after a first run that posted nothing")
+			assert.EqualValues(t, 0, out["count"])
+
+			hc.add(t, simhc.NewNotice{Title: "fresh"})
+			got, _ = g.file(t, map[string]any{"template": titles})
+			assert.Equal(t, "fresh\n", got)
+		})
+	}
+}
