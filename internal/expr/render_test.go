@@ -17,6 +17,7 @@ func TestRender(t *testing.T) {
 		{"a float below a millionth is in exponent form", `string(0.0000001)`, "1e-07"},
 		{"a millionth is in decimal form", `string(0.000001)`, "0.000001"},
 		{"a float of 1e21 is in exponent form", `string(1e21)`, "1e+21"},
+		{"a float in exponent form keeps every digit", `string(0.000000125) + " " + string(1.25e21)`, "1.25e-07 1.25e+21"},
 		{"a float below 1e21 is in decimal form", `string(1e20)`, "100000000000000000000"},
 		{"zero is 0", `string(0.0)`, "0"},
 		{"a negative float keeps its sign", `string(-2.5)`, "-2.5"},
