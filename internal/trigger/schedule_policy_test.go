@@ -2,9 +2,12 @@ package trigger
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/bolt"
 )
 
 func TestScheduleQueuedSlotWaitsOnePollInterval(t *testing.T) {
@@ -120,4 +125,94 @@ func TestScheduleRemovedWithAQueuedSlotIsLogged(t *testing.T) {
 	r.starter.finish("queued")
 	r.clock.runUntil(t, minute(5))
 	assert.Len(t, r.starter.slots(), 1, "the removed schedule's queued slot never starts")
+}
+
+// runScheduler runs a scheduler with opts over a store at r.path, r's
+// clock and starter (unlike r.start, it leaves opts.MaxSleep as given),
+// and waits until it sleeps.
+func runScheduler(t *testing.T, r *rig, opts SchedulerOptions, wrap func(state.Store) state.Store, pbs ...*playbook.Playbook) *Scheduler {
+	t.Helper()
+	st, err := bolt.Open(r.path, bolt.Options{NoSync: true})
+	require.NoError(t, err)
+	opts.Store, opts.Starter, opts.Clock = wrap(st), r.starter, r.clock
+	s := NewScheduler(opts)
+	s.Set(pbs)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		require.NoError(t, st.Close())
+	})
+	r.clock.idleAfter(t, 0)
+	return s
+}
+
+func TestSchedulerLooksAtTheClockAtLeastEveryMaxSleep(t *testing.T) {
+	cases := []struct {
+		name     string
+		maxSleep time.Duration
+		want     time.Duration
+	}{
+		{"by default every minute", 0, DefaultMaxSleep},
+		{"a configured MaxSleep is kept", 10 * time.Minute, 10 * time.Minute},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, utc("2026-01-01T00:00:00Z"))
+			runScheduler(t, r, SchedulerOptions{MaxSleep: c.maxSleep}, func(s state.Store) state.Store { return s },
+				book(t, "daily", `{cron: "0 9 * * *"}`))
+			r.clock.mu.Lock()
+			defer r.clock.mu.Unlock()
+			assert.Equal(t, c.want, r.clock.at.Sub(r.clock.now), "the slot is 9 hours away")
+		})
+	}
+}
+
+// cursorsFail is a store whose PutCursor fails once fail is set.
+type cursorsFail struct {
+	state.Store
+	fail *atomic.Bool
+}
+
+func (s cursorsFail) PutCursor(ctx context.Context, key string, val []byte) error {
+	if s.fail.Load() {
+		return errors.New("disk full")
+	}
+	return s.Store.PutCursor(ctx, key, val)
+}
+
+func TestScheduleSkippedSlotCursorFailureIsLogged(t *testing.T) {
+	const logged = "schedule cursor not saved"
+	minute := func(m int) time.Time { return utc("2026-01-01T00:00:00Z").Add(time.Duration(m) * time.Minute) }
+	cases := []struct {
+		name string
+		fail bool
+	}{
+		{"a skipped slot recorded is not reported", false},
+		{"a skipped slot whose cursor cannot be written is logged", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var logs logBuffer
+			var fail atomic.Bool
+			r := newRig(t, minute(0).Add(30*time.Second))
+			r.starter.hold = true
+			s := runScheduler(t, r, SchedulerOptions{MaxSleep: time.Hour, Logger: slog.New(slog.NewTextHandler(&logs, nil))},
+				func(st state.Store) state.Store { return cursorsFail{st, &fail} },
+				book(t, "job", `{cron: "* * * * *", overlap: skip}`))
+			r.clock.runUntil(t, minute(1))
+			require.Len(t, r.starter.slots(), 1, "slot 1 started and is still running")
+			fail.Store(c.fail)
+			r.clock.runUntil(t, minute(2))
+			assert.Equal(t, Stats{Started: 1, Skipped: 1}, s.Stats(), "slot 2 skipped")
+			if c.fail {
+				assert.Contains(t, logs.String(), logged)
+				assert.Contains(t, logs.String(), "disk full")
+			} else {
+				assert.NotContains(t, logs.String(), logged)
+			}
+		})
+	}
 }
