@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -148,9 +149,11 @@ steps:
 // queued one starts when the key is released, not at its first poll.
 func TestQueuedRunsNeverOverlap(t *testing.T) {
 	testProbe.reset()
+	var logs syncBuffer
 	h := newHarness(t, func(o *engine.Options) {
 		o.Clock = nil
 		o.ApprovalPoll = 5 * time.Millisecond
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	pb := h.load(`
 version: 1
@@ -172,6 +175,7 @@ steps:
 	assert.Equal(t, 2, testProbe.count("overlap"))
 	assert.Equal(t, 1, testProbe.maxSeen, "the runs never held the key together")
 	assert.Len(t, h.stored(r.ID, "run.queued"), 1)
+	assert.Empty(t, logs.String(), "waiting on the key went without a problem")
 }
 
 // on_failure may hold more steps than the main list; each runs.
@@ -233,4 +237,41 @@ steps:
 	assert.Equal(t, state.RunCancelled, got.Status)
 	assert.Equal(t, `run cancelled: cancelled by run taker sharing concurrency key "the-key"`, got.Error.Message)
 	assert.Equal(t, state.StepCancelled, h.steps("holder")["work"].Status)
+}
+
+// ReleaseStaleLocks frees every key held by a run that no longer executes
+// here (a process that stopped), and only those.
+func TestReleaseStaleLocksFreesTheKeysOfRunsThatStopped(t *testing.T) {
+	testProbe.reset()
+	h := newHarness(t)
+	ctx := context.Background()
+	for _, l := range []state.Lock{{Key: "nks/a", Owner: "gone-1"}, {Key: "nks/b", Owner: "gone-2"}} {
+		ok, _, err := h.store.AcquireLock(ctx, l)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	pb := h.load(`
+version: 1
+name: live
+concurrency: {key: nks/live}
+steps:
+  - {id: wait, uses: test.block, with: {key: live, until_cancelled: true}}
+`)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = h.engine.Run(ctx, pb, engine.StartRequest{ID: "live"})
+	}()
+	require.Eventually(t, func() bool { return testProbe.count("live") == 1 }, 5*time.Second, time.Millisecond)
+
+	require.NoError(t, h.engine.ReleaseStaleLocks(ctx))
+	locks, err := h.store.Locks(ctx)
+	require.NoError(t, err)
+	var held []string
+	for _, l := range locks {
+		held = append(held, l.Key+" "+l.Owner)
+	}
+	assert.Equal(t, []string{"nks/live live"}, held, "only the executing run keeps its key")
+	h.engine.Cancel("live", nil)
+	<-done
 }

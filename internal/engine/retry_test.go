@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/steps"
 )
@@ -258,4 +260,26 @@ func mustRun(t *testing.T, h *harness, id string) *state.Run {
 	r, err := h.store.GetRun(context.Background(), id)
 	require.NoError(t, err)
 	return r
+}
+
+func TestRetryDecidesAgainASkipThatDependedOnAStepThatRunsAgain(t *testing.T) {
+	var logs syncBuffer
+	h := newHarness(t, func(o *engine.Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	// a fails but continues, so b (which wants a to succeed) is skipped;
+	// retrying from c runs a again, and b with it: its skip no longer holds.
+	old := failedRun(t, h, `
+version: 1
+name: reskip
+steps:
+  - {id: a, continue_on_error: true, uses: test.flaky, with: {key: r9-a, fails: 1, code: failed}}
+  - {id: b, needs: [a], if: "${{ steps.a.status == 'succeeded' }}", uses: test.flaky, with: {key: r9-b}}
+  - {id: c, uses: test.flaky, with: {key: r9-c, fails: 1, code: failed}}
+`)
+	require.Equal(t, state.StepSkipped, h.steps(old.ID)["b"].Status)
+	r := h.retry(old.ID, "c")
+	assert.Equal(t, state.RunSucceeded, r.Status)
+	assert.Equal(t, 2, testProbe.count("r9-a"))
+	assert.Equal(t, 1, testProbe.count("r9-b"), "b ran once a succeeded")
+	assert.Equal(t, state.StepSucceeded, h.steps(r.ID)["b"].Status)
+	assert.Empty(t, logs.String(), "the retry logged no warning")
 }

@@ -278,3 +278,22 @@ steps:
 	assert.Equal(t, map[string]any{"X-Region": "kr2", "X-Fixed": "fixed"}, got["headers"])
 	assert.Equal(t, []any{"a.kr2.example.com", "b.example.com"}, got["hosts"])
 }
+
+// The inputs a run is executed with are converted to their declared types,
+// with defaults for those not given.
+func TestRunInputsAreConvertedAndDefaulted(t *testing.T) {
+	h := newHarness(t)
+	r, err := h.run(`
+version: 1
+name: typed
+inputs:
+  n: {type: integer, required: true}
+  region: {type: string, default: kr1}
+steps:
+  - {id: a, uses: set, with: {double: "${{ inputs.n * 2 }}", region: "${{ inputs.region }}"}}
+`, map[string]any{"n": "4"})
+	require.NoError(t, err)
+	out := h.steps(r.ID)["a"].Outputs
+	assert.EqualValues(t, 8, out["double"])
+	assert.Equal(t, "kr1", out["region"])
+}
