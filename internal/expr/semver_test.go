@@ -21,6 +21,8 @@ func TestSemver(t *testing.T) {
 		{"a numeric identifier is before an alphanumeric one", `semverCompare("1.0.0-alpha", "1.0.0-1")`, 1},
 		{">= holds for the version itself", `semverSatisfies("1.2.3", ">=1.2.3")`, true},
 		{"> a partial version is above its whole range", `[semverSatisfies("1.2.9", ">1.2"), semverSatisfies("1.3.0", ">1.2")]`, []any{false, true}},
+		{"a prerelease of the next minor is above a partial version", `semverSatisfies("1.3.0-0", ">1.2")`, true},
+		{"a release is above its prerelease", `semverSatisfies("1.2.3", ">1.2.3-rc")`, true},
 		{"<= a partial version takes its whole range", `[semverSatisfies("1.2.9", "<=1.2"), semverSatisfies("1.3.0", "<=1.2")]`, []any{true, false}},
 		{"<= a whole version takes it", `[semverSatisfies("1.2.3", "<=1.2.3"), semverSatisfies("1.2.4", "<=1.2.3")]`, []any{true, false}},
 		{"!= excludes one version", `[semverSatisfies("1.2.3", "!=1.2.3"), semverSatisfies("1.2.4", "!=1.2.3")]`, []any{false, true}},
