@@ -25,6 +25,8 @@ func TestSemver(t *testing.T) {
 		{"a release is above its prerelease", `semverSatisfies("1.2.3", ">1.2.3-rc")`, true},
 		{"<= a partial version takes its whole range", `[semverSatisfies("1.2.9", "<=1.2"), semverSatisfies("1.3.0", "<=1.2")]`, []any{true, false}},
 		{"<= a whole version takes it", `[semverSatisfies("1.2.3", "<=1.2.3"), semverSatisfies("1.2.4", "<=1.2.3")]`, []any{true, false}},
+		{"<= a partial version excludes the prereleases of the next one", `semverSatisfies("1.3.0-0", "<=1.2")`, false},
+		{"<= a prerelease excludes its release", `semverSatisfies("1.2.3", "<=1.2.3-rc")`, false},
 		{"!= excludes one version", `[semverSatisfies("1.2.3", "!=1.2.3"), semverSatisfies("1.2.4", "!=1.2.3")]`, []any{false, true}},
 		{"== is =", `[semverSatisfies("1.2.3", "==1.2.3"), semverSatisfies("1.2.4", "=1.2.3")]`, []any{true, false}},
 		{"an operator may stand apart from its version", `semverSatisfies("1.5.0", ">= 1.2.3, < 2")`, true},
