@@ -38,6 +38,7 @@ func TestSemver(t *testing.T) {
 		{"tilde excludes a prerelease of the next minor", `semverSatisfies("1.3.0-0", "~1.2")`, false},
 		{"tilde of a whole version allows later patches", `[semverSatisfies("1.2.9", "~1.2.3"), semverSatisfies("1.2.2", "~1.2.3"), semverSatisfies("1.3.0", "~1.2.3")]`, []any{true, false, false}},
 		{"tilde of a major allows its minors", `[semverSatisfies("1.9.0", "~1"), semverSatisfies("2.0.0", "~1")]`, []any{true, false}},
+		{"caret excludes the prereleases of the next major", `[semverSatisfies("2.0.0-0", "^1.2.3"), semverSatisfies("1.2.3", "^1.2.3")]`, []any{false, true}},
 		{"caret of 0.0 allows patches below 0.1.0", `[semverSatisfies("0.0.5", "^0.0"), semverSatisfies("0.1.0", "^0.0")]`, []any{true, false}},
 		{"caret of 0.0.3 allows only 0.0.3", `[semverSatisfies("0.0.3", "^0.0.3"), semverSatisfies("0.0.4", "^0.0.3")]`, []any{true, false}},
 		{"tilde, caret, <= and == of x allow any version, as in npm", `[semverSatisfies("7.0.0", "^x"), semverSatisfies("7.0.0", "~*"), semverSatisfies("7.0.0", "<=x"), semverSatisfies("7.0.0", "==x")]`, []any{true, true, true, true}},
