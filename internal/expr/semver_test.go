@@ -32,6 +32,7 @@ func TestSemver(t *testing.T) {
 		{"an operator may stand apart from its version", `semverSatisfies("1.5.0", ">= 1.2.3, < 2")`, true},
 		{"x matches any version", `[semverSatisfies("1.2.3", "x"), semverSatisfies("1.2.3", "*"), semverSatisfies("1.2.3", ">=X"), semverSatisfies("1.2.3", "<x")]`, []any{true, true, true, false}},
 		{"x.x matches any version", `semverSatisfies("1.2.3", "x.x")`, true},
+		{"a partial version without operator is its whole range", `[semverSatisfies("1.2.0", "1.2"), semverSatisfies("1.2.99", "1.2"), semverSatisfies("1.3.0-0", "1.2"), semverSatisfies("1.2.0-rc", "1.2")]`, []any{true, true, false, false}},
 		{"1.2.x is 1.2", `[semverSatisfies("1.2.9", "1.2.x"), semverSatisfies("1.3.0", "1.2.x")]`, []any{true, false}},
 		{"a prerelease without operator is only that prerelease", `[semverSatisfies("1.2.3", "1.2.3-rc"), semverSatisfies("1.2.3-rc", "=1.2.3-rc")]`, []any{false, true}},
 		{"a whole version without operator is equality", `[semverSatisfies("1.2.3", "1.2.3"), semverSatisfies("1.2.4", "1.2.3")]`, []any{true, false}},
