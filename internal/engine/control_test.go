@@ -275,3 +275,88 @@ steps:
 	h.engine.Cancel("live", nil)
 	<-done
 }
+
+// A step's error keeps its details: later steps read them as
+// steps.<id>.error.data and the step's record holds them.
+func TestAStepErrorKeepsItsData(t *testing.T) {
+	h := newHarness(t)
+	r, err := h.run(`
+version: 1
+name: error-data
+steps:
+  - {id: check, uses: fail, continue_on_error: true, with: {message: "quota exceeded", code: conflict, data: {quota: 10, used: 12}}}
+  - {id: report, uses: set, with: {used: "${{ steps.check.error.data.used }}", code: "${{ steps.check.error.code }}"}}
+`, nil)
+	require.NoError(t, err)
+	recs := h.steps(r.ID)
+	require.NotNil(t, recs["check"].Error)
+	assert.Equal(t, map[string]any{"quota": float64(10), "used": float64(12)}, recs["check"].Error.Data)
+	assert.EqualValues(t, 12, recs["report"].Outputs["used"])
+	assert.Equal(t, "conflict", recs["report"].Outputs["code"])
+}
+
+// saveRunFails is the real store refusing to write a run record in one
+// status, as a full disk would at that moment.
+type saveRunFails struct {
+	state.Store
+	status state.RunStatus
+}
+
+func (s saveRunFails) SaveRun(ctx context.Context, r *state.Run, evs ...state.Event) error {
+	if r.Status == s.status {
+		return errors.New("disk full")
+	}
+	return s.Store.SaveRun(ctx, r, evs...)
+}
+
+// A run whose last record cannot be written says so to its caller rather
+// than report an outcome the state file does not hold.
+func TestARunRecordThatCannotBeWrittenIsAnError(t *testing.T) {
+	cases := []struct {
+		name   string
+		status state.RunStatus
+		src    string
+		setup  func(t *testing.T, h *harness)
+	}{
+		{
+			name:   "a skipped run",
+			status: state.RunSkipped,
+			src: `
+version: 1
+name: unsaved
+concurrency: {key: busy, on_busy: skip}
+steps:
+  - {id: a, uses: log, with: {message: hi}}
+`,
+			setup: func(t *testing.T, h *harness) {
+				ok, _, err := h.store.AcquireLock(context.Background(), state.Lock{Key: "busy", Owner: "someone-else"})
+				require.NoError(t, err)
+				require.True(t, ok)
+			},
+		},
+		{name: "a parked run", status: state.RunWaiting, src: gatePlaybook},
+		{
+			name:   "a finished run",
+			status: state.RunSucceeded,
+			src: `
+version: 1
+name: unsaved
+steps:
+  - {id: a, uses: log, with: {message: hi}}
+`,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, func(o *engine.Options) { o.Store = saveRunFails{Store: o.Store, status: tc.status} })
+			if tc.setup != nil {
+				tc.setup(t, h)
+			}
+			r, err := h.run(tc.src, nil)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "disk full")
+			require.NotNil(t, r)
+			assert.Equal(t, tc.status, r.Status)
+		})
+	}
+}

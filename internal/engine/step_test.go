@@ -320,3 +320,102 @@ steps:
 	assert.Equal(t, []any{"each"}, out["ids"])
 	assert.Equal(t, "b", out["second"])
 }
+
+// A step is skipped for a reason its step.skipped event gives: an `if`
+// without a status function also needs every earlier step to have
+// succeeded in the main list, not in on_failure or finally.
+func TestSkippedStepsSayWhy(t *testing.T) {
+	cases := []struct {
+		name     string
+		src      string
+		realTime bool // the run's timeout is on the real clock
+		wantRan  []string
+		wantWhy  map[string]string
+	}{
+		{
+			name: "a condition that is false",
+			src: `
+steps:
+  - {id: a, uses: log, if: "${{ inputs.go }}", with: {message: a}}
+  - {id: b, uses: log, if: "${{ !inputs.go }}", with: {message: b}}
+`,
+			wantRan: []string{"b"},
+			wantWhy: map[string]string{"a": "condition is false"},
+		},
+		{
+			name: "an earlier step failed",
+			src: `
+steps:
+  - {id: boom, uses: fail, with: {message: boom}}
+  - {id: plain, uses: log, with: {message: plain}}
+  - {id: cond, uses: log, if: "${{ !inputs.go }}", with: {message: cond}}
+on_failure:
+  - {id: handler, uses: log, if: "${{ !inputs.go }}", with: {message: handler}}
+`,
+			wantRan: []string{"handler"},
+			wantWhy: map[string]string{"plain": "an earlier step failed", "cond": "condition is false"},
+		},
+		{
+			name: "the run timed out",
+			src: `
+timeout: 50ms
+steps:
+  - {id: slow, uses: test.block, with: {key: slow, until_cancelled: true}}
+  - {id: after, uses: log, with: {message: after}}
+`,
+			realTime: true,
+			wantWhy:  map[string]string{"after": "run timed out"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			testProbe.reset()
+			h := newHarness(t, func(o *engine.Options) {
+				if tc.realTime {
+					o.Clock = nil
+				}
+			})
+			r, _ := h.run(`
+version: 1
+name: why
+inputs:
+  go: {type: boolean, default: false}
+`+tc.src, nil)
+			require.NotNil(t, r)
+			var ran []string
+			for id, rec := range h.steps(r.ID) {
+				if rec.Status == state.StepSucceeded {
+					ran = append(ran, id)
+				}
+			}
+			assert.ElementsMatch(t, tc.wantRan, ran)
+			why := map[string]string{}
+			for _, ev := range h.stored(r.ID, "step.skipped") {
+				why[ev.Step] = ev.Message
+			}
+			assert.Equal(t, tc.wantWhy, why)
+		})
+	}
+}
+
+// A for_each whose item failed fails with that item's error.
+func TestAFailedItemFailsItsForEachWithItsError(t *testing.T) {
+	testProbe.reset()
+	h := newHarness(t)
+	r, err := h.run(`
+version: 1
+name: item-error
+steps:
+  - id: each
+    uses: test.flaky
+    for_each: [a, b, c]
+    with: {key: "item-${{ item }}", fails: "${{ item == 'b' ? 1 : 0 }}", code: conflict}
+`, nil)
+	require.Error(t, err)
+	rec := h.steps(r.ID)["each"]
+	assert.Equal(t, state.StepFailed, rec.Status)
+	require.NotNil(t, rec.Error)
+	assert.Equal(t, "conflict", rec.Error.Code)
+	assert.Equal(t, "flaky failure item-b", rec.Error.Message)
+	assert.Equal(t, "step each: flaky failure item-b", r.Error.Message)
+}
