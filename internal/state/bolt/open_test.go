@@ -242,16 +242,27 @@ func TestCorrupt(t *testing.T) {
 	}
 
 	t.Run("verifying finds damage deep in a file before it is used", func(t *testing.T) {
+		// Data pages garbled, the freelist page intact: only a
+		// verification reads them at open.
+		deep := bytes.Clone(middle)
+		fl := newBoltFile(good)
+		at := fl.freelist() * fl.pageSize
+		copy(deep[at:at+fl.pageSize], good[at:at+fl.pageSize])
 		path := filepath.Join(t.TempDir(), "state.db")
-		must(t, os.WriteFile(path, middle, 0o600))
-		_, err := bolt.Open(path, bolt.Options{Verify: true})
+		must(t, os.WriteFile(path, deep, 0o600))
+		s, err := bolt.Open(path, bolt.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatalf("open without verifying: %v", err)
+		}
+		must(t, s.Close())
+		_, err = bolt.Open(path, bolt.Options{Verify: true})
 		if !errors.Is(err, state.ErrCorrupt) {
 			t.Fatalf("error = %v, want ErrCorrupt", err)
 		}
 		t.Log(err)
 		after, err := os.ReadFile(path)
 		must(t, err)
-		if !bytes.Equal(after, middle) {
+		if !bytes.Equal(after, deep) {
 			t.Fatal("the file was modified")
 		}
 	})
