@@ -136,3 +136,25 @@ func TestDedupPrunesABatchOfExpiredKeysPerWrite(t *testing.T) {
 		})
 	}
 }
+
+func TestDedupClaimedAgainKeepsItsNewExpiry(t *testing.T) {
+	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := statetest.NewClock(start)
+	s, _ := openTemp(t, bolt.Options{NoSync: true, Now: clock.Now})
+	steps := []struct {
+		at   time.Duration // since start
+		ttl  time.Duration
+		seen bool
+	}{
+		{0, 10 * time.Minute, false},               // recorded, expires at 10m
+		{8 * time.Minute, 5 * time.Minute, false},  // older than 5m: recorded again at 8m, expires at 13m
+		{11 * time.Minute, 5 * time.Minute, true},  // past the first expiry, within the second
+		{14 * time.Minute, 5 * time.Minute, false}, // past the second
+	}
+	for _, st := range steps {
+		clock.Advance(start.Add(st.at).Sub(clock.Now()))
+		seen, err := s.Dedup(ctx, "k", st.ttl)
+		require.NoError(t, err)
+		assert.Equal(t, st.seen, seen, "Dedup at %v with TTL %v", st.at, st.ttl)
+	}
+}
