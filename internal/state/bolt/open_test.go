@@ -242,12 +242,29 @@ func TestCorrupt(t *testing.T) {
 	}
 
 	t.Run("verifying finds damage deep in a file before it is used", func(t *testing.T) {
-		// Data pages garbled, the freelist page intact: only a
-		// verification reads them at open.
-		deep := bytes.Clone(middle)
-		fl := newBoltFile(good)
-		at := fl.freelist() * fl.pageSize
-		copy(deep[at:at+fl.pageSize], good[at:at+fl.pageSize])
+		// Every data page garbled but those an open reads (the root, the
+		// meta bucket's, the freelist): only a verification finds it.
+		deep := bytes.Clone(good)
+		f := newBoltFile(good)
+		keep := map[int]bool{f.freelist(): true, int(ne.Uint64(good[f.meta(true)+16:])): true}
+		cp := filepath.Join(t.TempDir(), "copy.db")
+		must(t, os.WriteFile(cp, good, 0o600))
+		db, err := bbolt.Open(cp, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
+		must(t, err)
+		must(t, db.View(func(tx *bbolt.Tx) error { keep[int(tx.Bucket([]byte("meta")).Root())] = true; return nil }))
+		must(t, db.Close())
+		for id := range keep { // and their overflow pages
+			for n := range int(ne.Uint32(good[id*f.pageSize+12:])) {
+				keep[id+1+n] = true
+			}
+		}
+		for id := 4; id < len(good)/f.pageSize; id++ {
+			if !keep[id] {
+				for i := id * f.pageSize; i < (id+1)*f.pageSize; i++ {
+					deep[i] = byte(rng.UintN(256))
+				}
+			}
+		}
 		path := filepath.Join(t.TempDir(), "state.db")
 		must(t, os.WriteFile(path, deep, 0o600))
 		s, err := bolt.Open(path, bolt.Options{ReadOnly: true})
