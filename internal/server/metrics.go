@@ -32,7 +32,11 @@ type metrics struct {
 	lateness     *histogram
 	firings      map[string]int64 // outcome
 	reloads      map[string]int64 // ok, failed
-	started      time.Time
+	// recovered counts unfinished runs this process took up again, by
+	// how it found them: "returned" (its executor came back with the run
+	// unfinished) or "orphaned" (the watchdog found it without one).
+	recovered map[string]int64
+	started   time.Time
 }
 
 // Buckets, in seconds.
@@ -46,7 +50,7 @@ func newMetrics() *metrics {
 		runs: map[state.RunStatus]int64{}, status: map[string]state.RunStatus{},
 		stepStart: map[string]time.Time{}, stepDuration: map[string]*histogram{},
 		deliveries: map[[2]string]int64{}, lateness: newHistogram(lateBuckets),
-		firings: map[string]int64{}, reloads: map[string]int64{}, started: time.Now(),
+		firings: map[string]int64{}, reloads: map[string]int64{}, recovered: map[string]int64{}, started: time.Now(),
 	}
 }
 
@@ -140,6 +144,13 @@ func (m *metrics) firing(outcome string, late time.Duration, onTime bool) {
 	}
 }
 
+// recover counts an unfinished run taken up again (see recovered).
+func (m *metrics) recover(how string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.recovered[how]++
+}
+
 func (m *metrics) reload(ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -190,6 +201,10 @@ func (m *metrics) write(w io.Writer, active, playbooks int) {
 	p.family("runbook_reloads_total", "counter", "Playbook directory reloads, by result.")
 	for _, o := range sortedKeys(m.reloads) {
 		p.sample("runbook_reloads_total", labels("result", o), float64(m.reloads[o]))
+	}
+	p.family("runbook_runs_recovered_total", "counter", "Unfinished runs taken up again: their executor returned without finishing them, or the watchdog found them without one.")
+	for _, how := range []string{"returned", "orphaned"} {
+		p.sample("runbook_runs_recovered_total", labels("reason", how), float64(m.recovered[how]))
 	}
 	p.family("runbook_uptime_seconds", "gauge", "Seconds since the server started.")
 	p.sample("runbook_uptime_seconds", "", time.Since(m.started).Seconds())

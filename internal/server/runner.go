@@ -185,6 +185,24 @@ func (r *runner) launch(run *state.Run, pb *playbook.Playbook, inputs map[string
 			delete(r.active, runID)
 			r.mu.Unlock()
 		}()
+		r.execute(run, pb, inputs, fresh)
+	})
+}
+
+// Backoff between executions of a run that keeps coming back unfinished.
+const (
+	rerunFirst = time.Second
+	rerunMax   = time.Minute
+)
+
+// execute runs run until it finishes, is parked, or the server
+// suspends its runs. A run whose executor returns with the run
+// unfinished for any other reason (a state write that failed, a lock
+// that could not be taken) is logged at error and executed again from
+// its record, with backoff: an acknowledged run is never left pending.
+func (r *runner) execute(run *state.Run, pb *playbook.Playbook, inputs map[string]any, fresh bool) {
+	runID, wait := run.ID, rerunFirst
+	for {
 		var err error
 		switch {
 		case fresh:
@@ -194,10 +212,110 @@ func (r *runner) launch(run *state.Run, pb *playbook.Playbook, inputs map[string
 		default:
 			_, err = r.s.eng.Resume(r.base, runID)
 		}
-		if err != nil && !errors.Is(context.Cause(r.base), errSuspend) {
-			r.s.log.Debug("run ended with an error", "run_id", runID, "err", err)
+		if r.base.Err() != nil {
+			return // suspended: the next start resumes it
 		}
-	})
+		cur, gerr := r.s.store.GetRun(context.WithoutCancel(r.base), runID)
+		switch {
+		case gerr == nil && cur.Status.Done():
+			if err != nil {
+				r.s.log.Debug("run ended with an error", "run_id", runID, "err", err)
+			}
+			return
+		case gerr == nil && cur.Status == state.RunWaiting && err == nil:
+			return // parked: whatever it waits for resumes it
+		case errors.Is(gerr, state.ErrNotFound):
+			r.s.log.Error("run vanished from the state store while executing", "run_id", runID)
+			return
+		}
+		if gerr != nil {
+			err = errors.Join(err, gerr)
+		}
+		r.s.log.Error("run stopped unfinished; executing it again from its record", "run_id", runID, "err", err, "in", wait)
+		r.s.metrics.recover("returned")
+		select {
+		case <-time.After(wait):
+		case <-r.base.Done():
+			return
+		}
+		wait = min(2*wait, rerunMax)
+		fresh, inputs = false, secretInputs(pb, inputs)
+	}
+}
+
+// secretInputs returns the secret inputs among inputs (nil when none):
+// what a run resumed from its record needs given again.
+func secretInputs(pb *playbook.Playbook, inputs map[string]any) map[string]any {
+	var out map[string]any
+	for _, in := range pb.Inputs {
+		if v, ok := inputs[in.Name]; ok && in.Secret {
+			if out == nil {
+				out = map[string]any{}
+			}
+			out[in.Name] = v
+		}
+	}
+	return out
+}
+
+// watchdog takes up, every interval, the unfinished top-level runs that
+// nothing in this process executes and that were created more than
+// orphaned ago: a run whose launch was lost would otherwise wait for the
+// next start. Each is logged at error and counted
+// (runbook_runs_recovered_total{reason="orphaned"}).
+func (r *runner) watchdog(ctx context.Context, interval, orphaned time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if r.base.Err() != nil {
+			return
+		}
+		r.adoptOrphans(ctx, orphaned)
+	}
+}
+
+// adoptOrphans is one pass of the watchdog; it returns how many runs it
+// took up.
+func (r *runner) adoptOrphans(ctx context.Context, orphaned time.Duration) int {
+	runs, err := r.s.store.ListRuns(ctx, state.RunFilter{Status: []state.RunStatus{state.RunPending, state.RunRunning, state.RunWaiting}})
+	if err != nil {
+		r.s.log.Warn("watchdog: cannot list unfinished runs", "err", err)
+		return 0
+	}
+	n := 0
+	for _, run := range runs {
+		if run.ParentID != "" || time.Since(run.CreatedAt) < orphaned || r.isActive(run.ID) || r.isPrepared(run.ID) {
+			continue
+		}
+		// Read it again: it may have finished since the listing.
+		cur, err := r.s.store.GetRun(ctx, run.ID)
+		if err != nil || cur.Status.Done() || r.isActive(run.ID) {
+			continue
+		}
+		pb, err := r.s.cache.parse(cur.File, cur.Snapshot)
+		if err != nil {
+			r.s.log.Error("watchdog: an unfinished run's playbook snapshot no longer loads", "run_id", cur.ID, "err", err)
+			continue
+		}
+		r.s.log.Error("watchdog: unfinished run without an executor; resuming it from its record", "run_id", cur.ID, "status", cur.Status, "created_at", cur.CreatedAt)
+		r.s.metrics.recover("orphaned")
+		r.launch(cur, pb, nil, false)
+		n++
+	}
+	return n
+}
+
+func (r *runner) isPrepared(runID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, a := r.prepared[runID]
+	_, b := r.preparedOld[runID]
+	return a || b
 }
 
 // resumeAll launches every unfinished top-level run (pending, running or

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,4 +116,35 @@ func TestRunnerPreparesAndLaunches(t *testing.T) {
 		_, _, err := r.Prepare(ctx, req)
 		assert.ErrorIs(t, err, errShuttingDown)
 	})
+}
+
+// TestTheWatchdogResumesAnUnfinishedRunWithoutAnExecutor: a run committed
+// but never launched (its launch lost) is taken up by the watchdog once
+// it is older than the bound, runs to its end, and is counted; a run
+// executing here, a recent one and a sub-playbook run are left alone.
+func TestTheWatchdogResumesAnUnfinishedRunWithoutAnExecutor(t *testing.T) {
+	ctx := context.Background()
+	r, store := newTestRunner(t)
+	pb := r.s.cat.all()[0]
+	commit := func() *state.Run {
+		t.Helper()
+		run, evs, err := r.s.eng.Prepare(pb, engine.StartRequest{Trigger: map[string]any{"type": "api"}})
+		require.NoError(t, err)
+		_, err = store.CommitDelivery(ctx, state.Delivery{Key: "d-" + run.ID, Units: []state.DeliveryUnit{{Run: run, Events: []state.Event{evs}}}})
+		require.NoError(t, err)
+		return run
+	}
+	lost := commit()
+	assert.Zero(t, r.adoptOrphans(ctx, time.Hour), "a run younger than the bound may still be launched")
+	child := commit()
+	child.ParentID = lost.ID
+	require.NoError(t, store.SaveRun(ctx, child))
+
+	assert.Equal(t, 1, r.adoptOrphans(ctx, 0), "the lost run only (not its sub-playbook run)")
+	waitRun(t, store, lost.ID, state.RunSucceeded)
+	assert.Zero(t, r.adoptOrphans(ctx, 0), "a finished run is not taken up again")
+
+	var metrics strings.Builder
+	r.s.metrics.write(&metrics, 0, 1)
+	assert.Contains(t, metrics.String(), `runbook_runs_recovered_total{reason="orphaned"} 1`)
 }

@@ -51,6 +51,11 @@ type Options struct {
 	ReloadInterval time.Duration
 	// ShutdownGrace bounds a graceful shutdown.
 	ShutdownGrace time.Duration
+	// Watchdog is how often the server looks for unfinished runs that
+	// nothing in this process executes (default 30 s), and Orphaned how
+	// long such a run may go without an executor before it is taken up
+	// again (default 1 min).
+	Watchdog, Orphaned time.Duration
 	// StateFile is the path of the state file; the server writes its
 	// address next to it (StateFile + ".server") for the CLI.
 	StateFile string
@@ -96,6 +101,12 @@ func New(o Options) (*Server, error) {
 	}
 	if o.ReloadInterval <= 0 {
 		o.ReloadInterval = 2 * time.Second
+	}
+	if o.Watchdog <= 0 {
+		o.Watchdog = 30 * time.Second
+	}
+	if o.Orphaned <= 0 {
+		o.Orphaned = time.Minute
 	}
 	if o.ShutdownGrace <= 0 {
 		o.ShutdownGrace = 30 * time.Second
@@ -236,6 +247,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.o.Reload {
 		wg.Go(func() { s.watch(bg) })
 	}
+	wg.Go(func() { s.runs.watchdog(bg, s.o.Watchdog, s.o.Orphaned) })
 	s.log.Info("runbook serve is ready", "addr", s.addr, "playbooks", len(s.cat.all()), "api", s.o.Token != "")
 	close(s.ready)
 
