@@ -101,6 +101,7 @@ func TestBudgetEdges(t *testing.T) {
 		{"a list of a string and nil one byte over the budget", `${{ [inputs.s, nil] }}`, MaxOutputBytes - 11, 0},
 		{"a part after a long part has the rest of the budget", `${{ inputs.mib2 }}${{ inputs.mib }}`, 0, 3 << 20},
 		{"a list after a long part has the rest of the budget", `${{ inputs.mib2 }}${{ [inputs.mib] }}`, 0, 3<<20 + 4},
+		{"two parts may fill the budget exactly", `${{ inputs.mib2 }}${{ inputs.mib2 }}`, 0, 4 << 20},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,4 +133,14 @@ func TestGoArrays(t *testing.T) {
 	s.Steps["probe"].Outputs = map[string]any{"ports": [2]int{80, 443}}
 	assert.Equal(t, []any{80, 443}, eval(t, "${{ steps.probe.outputs.ports }}", nil, s), "a Go array in an output is returned as a list")
 	assert.Equal(t, "ports: [80,443]", eval(t, "ports: ${{ steps.probe.outputs.ports }}", nil, s), "a Go array in an output interpolates as JSON")
+}
+
+func TestTemplateBudget(t *testing.T) {
+	s := testScope()
+	s.Inputs["mib2"] = strings.Repeat("x", 2<<20)
+	v, err := CompileTemplate(`${{ inputs.mib2 }}${{ [inputs.mib2] }}`, nil)
+	require.NoError(t, err)
+	_, err = v.Eval(s)
+	assert.ErrorContains(t, err, `evaluate "[inputs.mib2]": expression too expensive: value renders to more than 4194304 bytes`, "the error names the part that goes over")
+	assert.ErrorIs(t, err, ErrTooExpensive)
 }

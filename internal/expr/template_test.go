@@ -188,6 +188,7 @@ func TestCompileErrors(t *testing.T) {
 		{"an unterminated string leaves the part unterminated", `x ${{ "a }}`, 2, "unterminated ${{ (no matching }})"},
 		{"a string ending in a backslash leaves the part unterminated", `x ${{ "a\`, 2, "unterminated ${{ (no matching }})"},
 		{"a single closing brace does not end the part", "x ${{ 1 }", 2, "unterminated ${{ (no matching }})"},
+		{"a stray closing brace is a syntax error, not the end of the part", "${{ 1 } }}", 6, `unexpected token Bracket("}")`},
 		{"a syntax error points into the part", "ab ${{ 1 + }}", 10, "unexpected token EOF"},
 		{"an offset counts bytes before a multibyte rune", "é ${{ inputs.nope }}", 14, `unknown input "nope"`},
 		{"an empty part is refused", "x ${{ }}", 5, "empty expression"},
