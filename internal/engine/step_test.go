@@ -331,6 +331,7 @@ func TestSkippedStepsSayWhy(t *testing.T) {
 		realTime bool // the run's timeout is on the real clock
 		wantRan  []string
 		wantWhy  map[string]string
+		check    func(t *testing.T, recs map[string]*state.StepRecord)
 	}{
 		{
 			name: "a condition that is false",
@@ -365,6 +366,11 @@ steps:
 `,
 			realTime: true,
 			wantWhy:  map[string]string{"after": "run timed out"},
+			check: func(t *testing.T, recs map[string]*state.StepRecord) {
+				require.Equal(t, state.StepFailed, recs["slow"].Status)
+				assert.Equal(t, "timeout", recs["slow"].Error.Code)
+				assert.Contains(t, recs["slow"].Error.Message, "run timed out", "the step that ran says it was the run's timeout")
+			},
 		},
 	}
 	for _, tc := range cases {
@@ -394,6 +400,9 @@ inputs:
 				why[ev.Step] = ev.Message
 			}
 			assert.Equal(t, tc.wantWhy, why)
+			if tc.check != nil {
+				tc.check(t, h.steps(r.ID))
+			}
 		})
 	}
 }
