@@ -203,7 +203,7 @@ func (rs *runState) write(ctx context.Context, rec *state.StepRecord, evs []stat
 	if len(recs) == 0 {
 		return
 	}
-	wctx, stop := context.WithTimeout(context.WithoutCancel(ctx), rs.e.o.StateWrites)
+	wctx, stop := rs.e.writeCtx(ctx)
 	defer stop()
 	if err := rs.e.o.Store.SaveSteps(wctx, recs, evs...); err != nil {
 		rs.e.o.Logger.Error("save steps", "run_id", rs.run.ID, "steps", len(recs), "err", err)

@@ -75,7 +75,9 @@ type Options struct {
 	MaxParallel int
 	// Process identifies this process in locks and runs.
 	Process string
-	// StateWrites bounds how long a final write may take after cancellation.
+	// StateWrites bounds how long a state write may go on once the run's
+	// context ended (cancelled, or suspended at shutdown). While the run
+	// lives its writes have no deadline: a slow store is waited for.
 	StateWrites time.Duration
 }
 

@@ -195,7 +195,7 @@ func (e *Engine) copyReused(ctx context.Context, pb *playbook.Playbook, r *state
 	if len(out) == 0 {
 		return nil, nil
 	}
-	wctx, stop := context.WithTimeout(context.WithoutCancel(ctx), e.o.StateWrites)
+	wctx, stop := e.writeCtx(ctx)
 	defer stop()
 	if err := e.o.Store.SaveSteps(wctx, out, evs...); err != nil {
 		return nil, fmt.Errorf("copy reused steps of run %s: %w", r.RetryOf, err)

@@ -389,12 +389,7 @@ func (rs *runState) acquireConcurrency(ctx context.Context) (release func(), err
 			return nop, fmt.Errorf("acquire concurrency key %q: %w", key, err)
 		}
 		if ok {
-			return func() {
-				wctx, stop := context.WithTimeout(context.WithoutCancel(ctx), rs.e.o.StateWrites)
-				defer stop()
-				_ = st.ReleaseLock(wctx, key, rs.run.ID)
-				rs.e.lockFreed()
-			}, nil
+			return func() { rs.e.releaseLock(ctx, key, rs.run.ID) }, nil
 		}
 		switch c.OnBusy {
 		case "skip":
@@ -453,7 +448,7 @@ func (rs *runState) event(ctx context.Context, ev state.Event) {
 	}
 	ev.Message = rs.e.o.Redactor.String(ev.Message)
 	rs.flushLazy(ctx)
-	wctx, stop := context.WithTimeout(context.WithoutCancel(ctx), rs.e.o.StateWrites)
+	wctx, stop := rs.e.writeCtx(ctx)
 	defer stop()
 	if err := rs.e.o.Store.AppendEvents(wctx, rs.run.ID, ev); err != nil {
 		rs.e.o.Logger.Error("append event", "run_id", rs.run.ID, "err", err)
@@ -465,7 +460,7 @@ func (rs *runState) saveRun(ctx context.Context, evs ...state.Event) error {
 	rs.flushLazy(ctx)
 	rs.runMu.Lock()
 	defer rs.runMu.Unlock()
-	wctx, stop := context.WithTimeout(context.WithoutCancel(ctx), rs.e.o.StateWrites)
+	wctx, stop := rs.e.writeCtx(ctx)
 	defer stop()
 	if err := rs.e.o.Store.SaveRun(wctx, rs.run, evs...); err != nil {
 		return fmt.Errorf("save run %s: %w", rs.run.ID, err)
