@@ -18,14 +18,33 @@
 // any offset in longer base64 text), URL query and path escaping, JSON and
 // Go string escaping, and hex.
 //
+// A secret registered with Add is also masked in the forms a program
+// commonly turns it into, since shell output and HTTP bodies are text no
+// expression produced: the value in any ASCII letter case (`tr a-z A-Z`),
+// reversed (`rev`), its SHA-1, SHA-256 and MD5 digests in hex (either
+// case) and base64, of the value with and without a trailing newline
+// (`echo "$S" | sha256sum`), and any fragment of FragmentLen (8) bytes or
+// more of it or of its reversal, in any letter case (`cut -c1-12`). A
+// value registered with AddDerived (an expression's result computed from
+// a secret, see internal/engine) gets the encodings only.
+//
+// Matching is one pass over the text that tests every fourth byte against
+// a bitset of hashed 4-byte keys and compares exactly only on a hit:
+// about 1 µs per KB of clean output with 20 secrets registered
+// (BenchmarkRedactKB).
+//
 // Invariants and caveats:
 //   - With nothing registered, every method returns its input unchanged
 //     and allocates nothing.
 //   - Values shorter than MinMaskLen (3 bytes) are registered but never
 //     masked: masking them everywhere would wreck output.
-//   - Masking is textual. A value transformed in other ways (hashed,
-//     split, compressed, re-cased) is not recognized: values derived from
-//     secrets must be registered with Add by whoever derives them.
+//   - Masking is textual. A value transformed in other ways (a digest
+//     other than those above, split into pieces shorter than 8 bytes,
+//     compressed, encrypted) is not recognized: values derived from
+//     secrets must be registered with AddDerived by whoever derives them.
+//   - A fragment rule masks ordinary text that shares 8 bytes with a
+//     secret (a secret URL's "https://" included). Fragments and letter
+//     cases are ASCII-only.
 //   - A Redactor is safe for concurrent use; Add rebuilds an immutable
 //     matcher, so readers never lock.
 package secrets

@@ -2,6 +2,9 @@ package secrets
 
 import (
 	"bytes"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Mask replaces every secret occurrence.
@@ -32,77 +36,92 @@ const minEncodedLen = 4
 // without allocating.
 type Redactor struct {
 	mu     sync.Mutex
-	values map[string]struct{}
+	values map[string]bool // value -> registered with Add (a root secret), not only AddDerived
+	exact  map[string]struct{}
+	frags  map[uint64][]fragRef
 	snap   atomic.Pointer[snapshot] // nil until a maskable value is added
-}
-
-// snapshot is an immutable view of the registered values, rebuilt by Add.
-type snapshot struct {
-	gen      uint64
-	patterns []string // longest first
-	replacer *strings.Replacer
 }
 
 // NewRedactor returns a Redactor with nothing registered.
 func NewRedactor() *Redactor {
-	return &Redactor{values: map[string]struct{}{}}
+	return &Redactor{}
 }
 
 // Add registers secret values. Empty values are ignored; values shorter
 // than MinMaskLen are kept but not masked. Besides each value itself, the
 // Redactor masks its base64 (standard and URL alphabets, padded or not,
 // and as a fragment of a longer encoding), URL query and path escaping,
-// JSON string escaping and hex (lower and upper case).
-func (r *Redactor) Add(values ...string) {
+// JSON string escaping and hex (lower and upper case); and, for text no
+// expression produced, the forms a program commonly turns it into: the
+// value in any ASCII letter case, reversed, its SHA-1, SHA-256 and MD5
+// digests (hex and base64, with or without a trailing newline hashed),
+// and any fragment of FragmentLen bytes or more of it or of its reversal,
+// in any letter case.
+func (r *Redactor) Add(values ...string) { r.add(true, values) }
+
+// AddDerived registers values computed from secrets (an expression's
+// result): they are masked with their encodings, like Add, but without the
+// letter-case, reversal, digest and fragment forms, which would mask
+// ordinary text around a secret that the value quotes.
+func (r *Redactor) AddDerived(values ...string) { r.add(false, values) }
+
+func (r *Redactor) add(root bool, values []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.values == nil {
-		r.values = map[string]struct{}{}
+		r.values = map[string]bool{}
 	}
-	changed := false
+	var fresh []string
+	var roots []bool
 	for _, v := range values {
 		if v == "" {
 			continue
 		}
-		if _, ok := r.values[v]; ok {
+		if was, ok := r.values[v]; ok && (was || !root) {
 			continue
 		}
-		r.values[v] = struct{}{}
-		changed = changed || len(v) >= MinMaskLen
+		r.values[v] = root
+		if len(v) >= MinMaskLen {
+			fresh = append(fresh, v)
+			roots = append(roots, root)
+		}
 	}
-	if !changed {
+	if len(fresh) == 0 {
 		return
 	}
-	set := map[string]struct{}{}
-	for v := range r.values {
-		if len(v) < MinMaskLen {
+	// Copy on write: readers keep the snapshot they loaded.
+	exact := make(map[string]struct{}, len(r.exact)+16*len(fresh))
+	for p := range r.exact {
+		exact[p] = struct{}{}
+	}
+	frags, copied := r.frags, false
+	for i, v := range fresh {
+		for _, p := range encodings(v) {
+			exact[p] = struct{}{}
+		}
+		if !roots[i] {
 			continue
 		}
-		for _, p := range encodings(v) {
-			set[p] = struct{}{}
+		for _, p := range programForms(v) {
+			exact[p] = struct{}{}
+		}
+		if len(v) >= FragmentLen {
+			if !copied {
+				frags, copied = make(map[uint64][]fragRef, len(r.frags)+2*len(v)), true
+				for k, refs := range r.frags {
+					frags[k] = refs
+				}
+			}
+			addWindows(frags, v)
+			addWindows(frags, reverse(v))
 		}
 	}
-	patterns := make([]string, 0, len(set))
-	for p := range set {
-		patterns = append(patterns, p)
-	}
-	// Longest first, so that at any position the longest pattern wins
-	// (strings.Replacer tries patterns in argument order).
-	slices.SortFunc(patterns, func(a, b string) int {
-		if len(a) != len(b) {
-			return len(b) - len(a)
-		}
-		return strings.Compare(a, b)
-	})
-	args := make([]string, 0, 2*len(patterns))
-	for _, p := range patterns {
-		args = append(args, p, Mask)
-	}
+	r.exact, r.frags = exact, frags
 	var gen uint64 = 1
 	if old := r.snap.Load(); old != nil {
 		gen = old.gen + 1
 	}
-	r.snap.Store(&snapshot{gen: gen, patterns: patterns, replacer: strings.NewReplacer(args...)})
+	r.snap.Store(newSnapshot(gen, exact, frags))
 }
 
 // encodings returns v and the forms it commonly takes in output.
@@ -146,27 +165,61 @@ func encodings(v string) []string {
 	return out
 }
 
+// programForms returns the exact forms a program commonly turns a secret
+// into (beyond what the fragment windows catch): its digests, and for a
+// value too short for windows, its letter cases and reversal.
+func programForms(v string) []string {
+	var out []string
+	for _, in := range []string{v, v + "\n"} {
+		for _, sum := range [][]byte{sha1Sum(in), sha256Sum(in), md5Sum(in)} {
+			h := hex.EncodeToString(sum)
+			out = append(out, h, strings.ToUpper(h), base64.StdEncoding.EncodeToString(sum), base64.RawStdEncoding.EncodeToString(sum))
+		}
+	}
+	if len(v) < FragmentLen {
+		rv := reverse(v)
+		out = append(out, strings.ToLower(v), strings.ToUpper(v), rv, strings.ToLower(rv), strings.ToUpper(rv))
+	}
+	return out
+}
+
+func sha1Sum(s string) []byte   { h := sha1.Sum([]byte(s)); return h[:] }
+func sha256Sum(s string) []byte { h := sha256.Sum256([]byte(s)); return h[:] }
+func md5Sum(s string) []byte    { h := md5.Sum([]byte(s)); return h[:] }
+
+// reverse reverses s rune by rune, as rev(1) does.
+func reverse(s string) string {
+	rs := []rune(s)
+	slices.Reverse(rs)
+	return string(rs)
+}
+
 // String returns s with every registered value and encoding masked.
 func (r *Redactor) String(s string) string {
 	snap := r.load()
 	if snap == nil || s == "" {
 		return s
 	}
-	out := snap.replacer.Replace(s)
-	if out == s {
+	spans := snap.scan(s, false)
+	if len(spans) == 0 {
 		return s
 	}
-	return out
+	return replaceSpans(s, spans)
 }
 
 // Bytes returns b with every registered value and encoding masked. It
 // returns b itself when nothing is masked.
 func (r *Redactor) Bytes(b []byte) []byte {
 	snap := r.load()
-	if snap == nil || len(b) == 0 || !snap.containsBytes(b) {
+	if snap == nil || len(b) == 0 {
 		return b
 	}
-	return []byte(snap.replacer.Replace(string(b)))
+	s := unsafe.String(unsafe.SliceData(b), len(b)) // read only, not kept
+	spans := snap.scan(s, false)
+	if len(spans) == 0 {
+		return b
+	}
+	return []byte(replaceSpans(s, spans))
 }
 
 // Contains reports whether s holds a registered value or an encoding of
@@ -192,21 +245,11 @@ func (r *Redactor) generation() uint64 {
 }
 
 func (s *snapshot) contains(str string) bool {
-	for _, p := range s.patterns {
-		if strings.Contains(str, p) {
-			return true
-		}
-	}
-	return false
+	return str != "" && len(s.scan(str, true)) > 0
 }
 
 func (s *snapshot) containsBytes(b []byte) bool {
-	for _, p := range s.patterns {
-		if bytes.Contains(b, []byte(p)) {
-			return true
-		}
-	}
-	return false
+	return s.contains(unsafe.String(unsafe.SliceData(b), len(b)))
 }
 
 // Value returns a deep copy of v with every string and map key redacted.
