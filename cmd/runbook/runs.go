@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"sort"
 	"strconv"
 	"strings"
@@ -474,6 +475,10 @@ func cmdRunsApprove(ctx context.Context, a *app, args []string) error {
 		name: "runs approve", usage: "RUN_ID STEP [--reject] [--comment text] [--by name] [--field key=value ...]",
 		summary: "Answer a waiting approval, then continue the run here with the same progress output as 'runbook run'.",
 		details: `--field values are JSON when they parse as JSON, strings otherwise.
+An approval whose fields do not fit the step's declared fields (one left
+out, a wrong type, an unknown name) is refused with exit code 2 and every
+problem listed; nothing is recorded and the run keeps waiting. Only
+--reject fails the step.
 With --no-resume the answer is only recorded; continue later with
 'runbook run --resume RUN_ID'. When runbook serve holds the state file the
 answer goes through its API and the server continues the run; the progress
@@ -481,7 +486,7 @@ shown is the server's, until the run ends or waits again.`,
 	})
 	reject := fs.Bool("reject", false, "reject instead of approving")
 	comment := fs.String("comment", "", "a `comment` recorded with the answer")
-	by := fs.String("by", os.Getenv("USER"), "who answers (default $USER)")
+	by := fs.String("by", "", "who answers (default $USER, else the login name); recorded with the answer")
 	var fields kvList
 	fs.Var(&fields, "field", "response field `key=value` (repeatable)")
 	noResume := fs.Bool("no-resume", false, "record the answer without continuing the run (with a server: do not wait for it)")
@@ -498,6 +503,9 @@ shown is the server's, until the run ends or waits again.`,
 		return err
 	}
 	runID, step := pos[0], pos[1]
+	if *by == "" {
+		*by = currentUser()
+	}
 	answer := state.Approval{Approved: !*reject, By: *by, Comment: *comment}
 	for i, k := range fields.keys {
 		v, err := jsonValue(fields.vals[i])
@@ -563,6 +571,19 @@ shown is the server's, until the run ends or waits again.`,
 		return withHint(err, "runbook run --resume "+root.ID)
 	}
 	return a.finishRun(ctx, store, res, err, out)
+}
+
+// currentUser names who runs the command: $USER, else the login name of
+// the process's user, else its uid. Never empty: every answer is recorded
+// with who gave it.
+func currentUser() string {
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "uid " + strconv.Itoa(os.Getuid())
 }
 
 // rootRun follows ParentID links to the top-level run: resuming it resumes

@@ -136,6 +136,18 @@ func TestRunsVerbsGoThroughTheServerWithTheSameOutput(t *testing.T) {
 		assert.Contains(t, r.stderr, "not waiting for approval")
 	})
 
+	t.Run("runs approve with a misspelt field is refused through the server and the run keeps waiting", func(t *testing.T) {
+		id := c.startGated(t, s)
+		r := c.run("runs", "approve", id, "gate", "--field", "tiket=42")
+		assert.Equal(t, 2, r.code, r)
+		assert.Contains(t, r.stderr, "field ticket is required\n")
+		assert.Contains(t, r.stderr, `unknown field "tiket"; did you mean "ticket"?`)
+		r = c.run("runs", "approve", id, "gate", "--field", "ticket=42")
+		require.Equal(t, 0, r.code, r)
+		assert.Contains(t, r.stdout, "ship: shipping ticket 42 for tester")
+		assert.Contains(t, r.stdout, "run "+id+" succeeded in")
+	})
+
 	t.Run("runs cancel stops a waiting run through the server", func(t *testing.T) {
 		id := c.startGated(t, s)
 		r := c.run("runs", "cancel", id)

@@ -102,6 +102,29 @@ func TestApprovalParksTheRunAndApproveFinishesIt(t *testing.T) {
 	assert.Contains(t, r.stderr, "not waiting for approval")
 }
 
+func TestAnApprovalThatDoesNotFitIsRefusedAndTheRunKeepsWaiting(t *testing.T) {
+	c := newCLI(t)
+	pb := c.file("gated.yaml", approvalPlaybook)
+	id := runIDOf(t, c.run("run", pb).stdout)
+
+	r := c.run("runs", "approve", id, "gate")
+	assert.Equal(t, 2, r.code, r)
+	assert.Contains(t, r.stderr, "answer to step gate of run "+id+" refused, the run keeps waiting: field ticket is required")
+
+	r = c.run("runs", "approve", id, "gate", "--field", "tiket=42", "--field", "note=x")
+	assert.Equal(t, 2, r.code, r)
+	assert.Contains(t, r.stderr, `field ticket is required; unknown field "note"; unknown field "tiket"; did you mean "ticket"?`)
+	assert.NotContains(t, r.stdout, "shipping")
+
+	r = c.run("runs", "show", id)
+	assert.Contains(t, r.stdout, "status:    waiting")
+	assert.Regexp(t, `(?m)^gate\s+waiting\s`, r.stdout)
+
+	r = c.run("runs", "approve", id, "gate", "--field", "ticket=42")
+	require.Equal(t, 0, r.code, r)
+	assert.Contains(t, r.stdout, "ship: shipping ticket 42 for tester", "the approver defaults to $USER")
+}
+
 func TestARejectedApprovalFailsTheRun(t *testing.T) {
 	c := newCLI(t)
 	pb := c.file("gated.yaml", approvalPlaybook)

@@ -280,6 +280,10 @@ func (h *host) AwaitApproval(ctx context.Context, req steps.ApprovalRequest) (st
 	if !req.Deadline.IsZero() && !rs.e.o.Clock.Now().Before(req.Deadline) {
 		return steps.ApprovalResponse{}, &steps.Error{Code: steps.Timeout, Message: "approval was not answered before " + req.Deadline.UTC().Format(time.RFC3339)}
 	}
+	ask := askedApproval(req)
+	sr.mu.Lock()
+	sr.rec.Approval = ask
+	sr.mu.Unlock()
 	rs.mu.Lock()
 	asked := rs.asked[sr.rec.ID]
 	rs.asked[sr.rec.ID] = true
@@ -296,6 +300,19 @@ func (h *host) AwaitApproval(ctx context.Context, req steps.ApprovalRequest) (st
 		sr.queue(ev)
 	}
 	return steps.ApprovalResponse{}, steps.ErrSuspended
+}
+
+// askedApproval is what the step record keeps of an approval request:
+// enough to check an answer before it is recorded, no default values.
+func askedApproval(req steps.ApprovalRequest) *state.ApprovalRequest {
+	ask := &state.ApprovalRequest{Approvers: req.Approvers, Deadline: req.Deadline}
+	if len(req.Fields) > 0 {
+		ask.Fields = make(map[string]state.ApprovalField, len(req.Fields))
+		for name, f := range req.Fields {
+			ask.Fields[name] = state.ApprovalField{Type: f.Type, Required: f.Required && f.Default == nil}
+		}
+	}
+	return ask
 }
 
 // eventHandler turns a step's log records into run events.

@@ -367,6 +367,12 @@ var errCancelledByUser = errors.New("cancelled")
 // Approve records the answer to a waiting approval step. A run waiting
 // for it in this process (ApprovalWait) continues at once; elsewhere, at
 // its next poll (or, parked, when resumed).
+//
+// An approval (not a rejection) whose fields do not fit the step's typed
+// fields, or an answer by someone the step does not list as an approver,
+// is refused before anything is recorded: the run keeps waiting. The
+// refusal is Invalid (Unauthorized for the approver) and lists every
+// problem in its Data["problems"]. An answer needs a non-empty By.
 func (e *Engine) Approve(ctx context.Context, runID, step string, a state.Approval) error {
 	rec, err := e.o.Store.GetStep(ctx, runID, step)
 	if err != nil {
@@ -380,6 +386,9 @@ func (e *Engine) Approve(ctx context.Context, runID, step string, a state.Approv
 	}
 	if _, err := e.o.Store.GetApproval(ctx, runID, step); err == nil {
 		return &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("step %s of run %s is already answered", step, runID)}
+	}
+	if err := checkAnswer(runID, step, rec.Approval, a); err != nil {
+		return err
 	}
 	a.RunID, a.Step = runID, step
 	if a.At.IsZero() {
@@ -400,6 +409,37 @@ func (e *Engine) Approve(ctx context.Context, runID, step string, a state.Approv
 	e.observe(runID, ev)
 	e.wake(runID)
 	return nil
+}
+
+// checkAnswer refuses an answer the waiting step would fail on. A step
+// that has not yet recorded its request (it is starting) is not checked
+// here; the step checks the answer itself.
+func checkAnswer(runID, step string, ask *state.ApprovalRequest, a state.Approval) error {
+	if strings.TrimSpace(a.By) == "" {
+		return &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("an answer to step %s of run %s must say who gives it (by)", step, runID)}
+	}
+	if ask == nil {
+		return nil
+	}
+	if len(ask.Approvers) > 0 && !slices.Contains(ask.Approvers, a.By) {
+		return &steps.Error{Code: steps.Unauthorized, Message: fmt.Sprintf(
+			"step %s of run %s may be answered only by %s, not %q; the run keeps waiting", step, runID, strings.Join(ask.Approvers, ", "), a.By)}
+	}
+	if !a.Approved {
+		return nil // a rejection carries no fields to check
+	}
+	decl := make(map[string]steps.Field, len(ask.Fields))
+	for name, f := range ask.Fields {
+		decl[name] = steps.Field{Type: f.Type, Required: f.Required}
+	}
+	_, problems := steps.CheckAnswer(decl, a.Fields)
+	if len(problems) == 0 {
+		return nil
+	}
+	return &steps.Error{Code: steps.Invalid,
+		Message: fmt.Sprintf("answer to step %s of run %s refused, the run keeps waiting", step, runID),
+		Err:     errors.New(strings.Join(problems, "; ")),
+		Data:    map[string]any{"problems": problems}}
 }
 
 // ReleaseStaleLocks releases concurrency locks held by runs that are not

@@ -606,10 +606,31 @@ func (s *Server) approveRun(w http.ResponseWriter, r *http.Request) {
 	fields, _ := normalizeNumbers(body.Fields).(map[string]any)
 	a := state.Approval{Approved: *body.Approve, By: body.By, Comment: body.Comment, Fields: fields}
 	if err := s.eng.Approve(r.Context(), run.ID, body.Step, a); err != nil {
+		// An answer that does not fit the step's fields: 400 with every
+		// problem; the run keeps waiting.
+		var se *steps.Error
+		if ps, ok := problemsOf(err, &se); ok {
+			writeError(w, steps.HTTPStatus(err), se.Code, se.Message, ps...)
+			return
+		}
+		if steps.CodeOf(err) == steps.Unauthorized {
+			// The token is good; its bearer may not answer this step.
+			writeError(w, http.StatusForbidden, steps.Unauthorized, err.Error())
+			return
+		}
 		writeErr(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": run.ID, "step": body.Step, "approved": *body.Approve})
+}
+
+// problemsOf returns the problems listed in the Data of err's *steps.Error.
+func problemsOf(err error, se **steps.Error) ([]string, bool) {
+	if !errors.As(err, se) {
+		return nil, false
+	}
+	ps, ok := (*se).Data["problems"].([]string)
+	return ps, ok && len(ps) > 0
 }
 
 // waitingStep finds the one approval step a run waits on.

@@ -656,3 +656,64 @@ func TestWebhookRunsExecute(t *testing.T) {
 	assert.Equal(t, first["runs"], again["runs"])
 	assert.Contains(t, string(e.do("GET", "/metrics", "", nil).body), `runbook_runs{status="succeeded"} 1`)
 }
+
+// An approval whose fields do not fit is refused with 400 and every
+// problem; the run keeps waiting, and a correct answer then goes through,
+// recorded under the API's identity when the body names nobody.
+func TestAnAnswerThatDoesNotFitIsRefusedAndTheRunKeepsWaiting(t *testing.T) {
+	e := newEnv(t, map[string]string{"ticket.yaml": `version: 1
+name: ticket
+steps:
+  - id: gate
+    uses: approval
+    with:
+      message: go?
+      fields: {ticket: {type: string, required: true}, replicas: {type: integer}}
+  - {id: after, uses: set, with: {ticket: "${{ steps.gate.outputs.fields.ticket }}", by: "${{ steps.gate.outputs.by }}"}}
+`})
+	id := e.api("POST", "/api/v1/playbooks/ticket/runs", nil).json(t)["id"].(string)
+	e.waitStep(id, "gate", state.StepWaiting)
+
+	r := e.api("POST", "/api/v1/runs/"+id+"/approve", map[string]any{"approve": true, "fields": map[string]any{"tiket": "OPS-1", "replicas": 1.5}})
+	require.Equal(t, 400, r.status, "%s", r.body)
+	m := r.json(t)
+	assert.Equal(t, "invalid", m["code"])
+	assert.Contains(t, m["error"], "the run keeps waiting")
+	assert.Equal(t, []any{
+		"field replicas must be an integer (got number 1.5)",
+		"field ticket is required",
+		`unknown field "tiket"; did you mean "ticket"?`,
+	}, m["problems"])
+	m = e.api("GET", "/api/v1/runs/"+id, nil).json(t)
+	assert.Equal(t, map[string]any{"step": "gate"}, m["waiting_for"], "the run keeps waiting")
+
+	r = e.api("POST", "/api/v1/runs/"+id+"/approve", map[string]any{"approve": true, "fields": map[string]any{"ticket": "OPS-1"}})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	m = e.waitStatus(id, state.RunSucceeded)
+	var after map[string]any
+	for _, s := range m["steps"].([]any) {
+		if s := s.(map[string]any); s["id"] == "after" {
+			after = s
+		}
+	}
+	require.NotNil(t, after, "%v", m["steps"])
+	assert.Equal(t, map[string]any{"ticket": "OPS-1", "by": "api"}, after["outputs"])
+}
+
+// An answer by someone the step does not list is refused with 403 (the
+// token is good), and the run keeps waiting for a listed approver.
+func TestAnAnswerBySomeoneNotListedIsForbidden(t *testing.T) {
+	e := newEnv(t, map[string]string{"listed.yaml": `version: 1
+name: listed
+steps:
+  - {id: gate, uses: approval, with: {message: go?, approvers: [alice]}}
+`})
+	id := e.api("POST", "/api/v1/playbooks/listed/runs", nil).json(t)["id"].(string)
+	e.waitStep(id, "gate", state.StepWaiting)
+	r := e.api("POST", "/api/v1/runs/"+id+"/approve", map[string]any{"approve": true, "by": "mallory"})
+	require.Equal(t, 403, r.status, "%s", r.body)
+	assert.Equal(t, "unauthorized", r.json(t)["code"])
+	r = e.api("POST", "/api/v1/runs/"+id+"/approve", map[string]any{"approve": true, "by": "alice"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	e.waitStatus(id, state.RunSucceeded)
+}

@@ -119,6 +119,24 @@ type StepRecord struct {
 	// NextAttemptAt is set while waiting between retries, so a resumed run
 	// waits out the remaining delay only.
 	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
+	// Approval is what a waiting approval step asks, so that an answer
+	// is checked against it before it is recorded.
+	Approval *ApprovalRequest `json:"approval,omitempty"`
+}
+
+// ApprovalRequest is the question of a waiting approval step: who may
+// answer and the typed fields of the answer.
+type ApprovalRequest struct {
+	Approvers []string                 `json:"approvers,omitempty"`
+	Fields    map[string]ApprovalField `json:"fields,omitempty"`
+	Deadline  time.Time                `json:"deadline,omitzero"`
+}
+
+// ApprovalField is one typed field of an approval's answer. Its default
+// value is not kept: a field with a default is not Required.
+type ApprovalField struct {
+	Type     string `json:"type"` // string, integer, number, boolean
+	Required bool   `json:"required,omitempty"`
 }
 
 // Event is one entry of a run's append-only log.

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -21,7 +22,8 @@ type approvalField struct {
 type approvalParams struct {
 	Message   string                   `json:"message" required:"true" desc:"what the approver is asked"`
 	Approvers []string                 `json:"approvers" desc:"who may answer (default: anyone allowed to answer runs)"`
-	Timeout   steps.Duration           `json:"timeout" max:"8760h" desc:"fail with code timeout when unanswered this long (default: wait forever)"`
+	Timeout   steps.Duration           `json:"timeout" max:"8760h" desc:"answer by on_timeout when unanswered this long (default: wait forever); the deadline is fixed when the step first waits and survives a restart"`
+	OnTimeout string                   `json:"on_timeout" enum:"reject,approve" default:"reject" desc:"what the timeout answers: reject fails the step with code timeout; approve approves it by \"timeout\" with the fields' defaults"`
 	Fields    map[string]approvalField `json:"fields" desc:"typed values the approver fills in"`
 }
 
@@ -35,15 +37,17 @@ var fieldName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 func init() {
 	steps.Register(steps.Descriptor{
 		Type: "approval",
-		Summary: "Wait, durably, until someone approves or rejects. A rejection fails the step; " +
-			"typed fields carry the approver's answers.",
+		Summary: "Wait, durably, until someone approves or rejects. Only a rejection (or a timeout with " +
+			"on_timeout: reject) fails the step; an answer whose fields do not fit is refused and the run keeps waiting. " +
+			"Typed fields carry the approver's answers.",
 		Params: approvalParams{},
 		Outputs: []steps.Output{
 			{Name: "approved", Type: "boolean", Description: "always true (a rejection fails the step)"},
-			{Name: "by", Type: "string", Description: "who answered"},
+			{Name: "by", Type: "string", Description: "who answered (\"timeout\" when approved by on_timeout)"},
 			{Name: "comment", Type: "string", Description: "the approver's comment"},
 			{Name: "fields", Type: "map", Description: "the typed answers, defaults applied"},
 			{Name: "answered_at", Type: "string", Description: "when it was answered (RFC 3339)"},
+			{Name: "timed_out", Type: "boolean", Description: "true when on_timeout: approve answered it"},
 		},
 		Check: checkApproval,
 		Run:   steps.Typed(runApproval),
@@ -64,10 +68,16 @@ func checkApproval(params any, dynamic map[string]bool) []steps.Problem {
 			if _, ok := f.Default.(steps.Dynamic); ok {
 				continue
 			}
-			if _, err := convertField(f.Type, f.Default); err != nil {
+			if _, err := steps.ConvertField(f.Type, f.Default); err != nil {
 				out = append(out, steps.Problem{Path: path + ".default", Message: err.Error()})
 			}
 		}
+		if p.OnTimeout == "approve" && f.Required && f.Default == nil {
+			out = append(out, steps.Problem{Path: path, Message: "a required field needs a default when on_timeout is approve"})
+		}
+	}
+	if p.OnTimeout == "approve" && p.Timeout == 0 && !dynamic["timeout"] {
+		out = append(out, steps.Problem{Path: "on_timeout", Message: "on_timeout needs a timeout"})
 	}
 	return out
 }
@@ -97,8 +107,24 @@ func runApproval(ctx context.Context, c *steps.Call, p *approvalParams) (steps.O
 	resp, err := c.Host.AwaitApproval(ctx, req)
 	if err != nil {
 		// ErrSuspended passes through unchanged: the engine parks the run.
-		// A host timeout is already a *steps.Error with code Timeout.
-		return nil, err
+		// A host timeout is a *steps.Error with code Timeout: it fails the
+		// step unless on_timeout approves.
+		var se *steps.Error
+		if p.OnTimeout != "approve" || !errors.As(err, &se) || se.Code != steps.Timeout || cp.Deadline.IsZero() {
+			return nil, err
+		}
+		fields, problems := steps.CheckAnswer(req.Fields, nil)
+		if len(problems) > 0 {
+			return nil, &steps.Error{Code: steps.Invalid, Message: "approval on timeout: " + strings.Join(problems, "; ")}
+		}
+		return steps.Outputs{
+			"approved":    true,
+			"by":          "timeout",
+			"comment":     "approved on timeout (on_timeout: approve)",
+			"fields":      fields,
+			"answered_at": cp.Deadline.UTC().Format(time.RFC3339),
+			"timed_out":   true,
+		}, nil
 	}
 	if len(p.Approvers) > 0 && !contains(p.Approvers, resp.By) {
 		return nil, &steps.Error{Code: steps.Unauthorized,
@@ -111,7 +137,7 @@ func runApproval(ctx context.Context, c *steps.Call, p *approvalParams) (steps.O
 		}
 		return nil, &steps.Error{Code: steps.Failed, Message: msg, Data: map[string]any{"by": resp.By, "comment": resp.Comment}}
 	}
-	fields, problems := answerFields(p.Fields, resp.Fields)
+	fields, problems := steps.CheckAnswer(req.Fields, resp.Fields)
 	if len(problems) > 0 {
 		return nil, &steps.Error{Code: steps.Invalid, Message: "approval answer: " + strings.Join(problems, "; ")}
 	}
@@ -125,102 +151,8 @@ func runApproval(ctx context.Context, c *steps.Call, p *approvalParams) (steps.O
 		"comment":     resp.Comment,
 		"fields":      fields,
 		"answered_at": at.UTC().Format(time.RFC3339),
+		"timed_out":   false,
 	}, nil
-}
-
-// answerFields checks the answered values against the declared fields and
-// applies defaults. Every problem is reported.
-func answerFields(decl map[string]approvalField, got map[string]any) (map[string]any, []string) {
-	out := make(map[string]any, len(decl))
-	var problems []string
-	for _, name := range sortedNames(decl) {
-		f := decl[name]
-		v, ok := got[name]
-		if !ok || v == nil {
-			switch {
-			case f.Default != nil:
-				v = f.Default
-			case f.Required:
-				problems = append(problems, fmt.Sprintf("field %s is required", name))
-				continue
-			default:
-				out[name] = nil
-				continue
-			}
-		}
-		cv, err := convertField(f.Type, v)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("field %s %s", name, err))
-			continue
-		}
-		out[name] = cv
-	}
-	var unknown []string
-	for name := range got {
-		if _, ok := decl[name]; !ok {
-			unknown = append(unknown, name)
-		}
-	}
-	sort.Strings(unknown)
-	for _, name := range unknown {
-		problems = append(problems, fmt.Sprintf("unknown field %q", name))
-	}
-	return out, problems
-}
-
-// convertField checks v against a field type. Integers arrive as int from
-// YAML and CLI parsing and as float64 from JSON; both are accepted when
-// integral.
-func convertField(typ string, v any) (any, error) {
-	switch typ {
-	case "string":
-		if s, ok := v.(string); ok {
-			return s, nil
-		}
-	case "boolean":
-		if b, ok := v.(bool); ok {
-			return b, nil
-		}
-	case "integer":
-		switch n := v.(type) {
-		case int:
-			return int64(n), nil
-		case int64:
-			return n, nil
-		case float64:
-			if n == float64(int64(n)) {
-				return int64(n), nil
-			}
-		}
-	case "number":
-		switch n := v.(type) {
-		case int:
-			return float64(n), nil
-		case int64:
-			return float64(n), nil
-		case float64:
-			return n, nil
-		}
-	}
-	article := "a"
-	if typ == "integer" {
-		article = "an"
-	}
-	return nil, fmt.Errorf("must be %s %s (got %s)", article, typ, describeAnswer(v))
-}
-
-func describeAnswer(v any) string {
-	switch x := v.(type) {
-	case string:
-		return fmt.Sprintf("string %q", x)
-	case bool:
-		return fmt.Sprintf("boolean %t", x)
-	case int, int64:
-		return fmt.Sprintf("integer %d", x)
-	case float64:
-		return fmt.Sprintf("number %g", x)
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 func sortedNames[V any](m map[string]V) []string {

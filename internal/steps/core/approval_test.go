@@ -31,7 +31,7 @@ func TestApproval(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, steps.Outputs{
 			"approved": true, "by": "kim", "comment": "go", "answered_at": "2026-03-04T05:06:07Z",
-			"fields": map[string]any{"replicas": int64(3), "note": "none", "force": true},
+			"fields": map[string]any{"replicas": int64(3), "note": "none", "force": true}, "timed_out": false,
 		}, out)
 		reqs := stepstest.HostOf(c).ApprovalRequests()
 		require.Len(t, reqs, 1)
@@ -102,6 +102,38 @@ func TestApproval(t *testing.T) {
 		c.Resume = []byte(`{"deadline":"` + time.Now().Add(50*time.Millisecond).Format(time.RFC3339Nano) + `"}`)
 		_, err := d.Run(context.Background(), c)
 		assert.Equal(t, steps.Timeout, steps.CodeOf(err))
+	})
+	t.Run("on_timeout approve approves at the deadline with the fields' defaults", func(t *testing.T) {
+		deadline := time.Now().Add(50 * time.Millisecond).UTC()
+		c := stepstest.NewCall(t, d, map[string]any{"message": "ok?", "timeout": 3600, "on_timeout": "approve",
+			"fields": map[string]any{"note": map[string]any{"type": "string", "default": "none"}, "n": map[string]any{"type": "integer"}}})
+		c.Resume = []byte(`{"deadline":"` + deadline.Format(time.RFC3339Nano) + `"}`)
+		out, err := d.Run(context.Background(), c)
+		require.NoError(t, err)
+		assert.Equal(t, true, out["approved"])
+		assert.Equal(t, "timeout", out["by"])
+		assert.Equal(t, true, out["timed_out"])
+		assert.Equal(t, map[string]any{"note": "none", "n": nil}, out["fields"])
+		assert.Equal(t, deadline.Format(time.RFC3339), out["answered_at"])
+	})
+	t.Run("on_timeout approve needs a timeout and defaults for required fields", func(t *testing.T) {
+		problems := d.CheckLiteral(map[string]any{"message": "m", "on_timeout": "approve", "fields": map[string]any{
+			"ticket": map[string]any{"type": "string", "required": true},
+		}})
+		var got []string
+		for _, p := range problems {
+			got = append(got, p.Error())
+		}
+		assert.Equal(t, []string{
+			"fields.ticket: a required field needs a default when on_timeout is approve",
+			"on_timeout: on_timeout needs a timeout",
+		}, got)
+	})
+	t.Run("an unknown answer field names the field it probably meant", func(t *testing.T) {
+		c := stepstest.NewCall(t, d, map[string]any{"message": "ok?", "fields": map[string]any{"ticket": map[string]any{"type": "string"}}})
+		stepstest.HostOf(c).Answer(steps.ApprovalResponse{Approved: true, By: "kim", Fields: map[string]any{"tiket": "OPS-1"}})
+		_, err := d.Run(context.Background(), c)
+		assert.Equal(t, `approval answer: unknown field "tiket"; did you mean "ticket"?`, err.(*steps.Error).Message)
 	})
 	t.Run("field declarations are checked at load", func(t *testing.T) {
 		problems := d.CheckLiteral(map[string]any{"message": "m", "fields": map[string]any{
