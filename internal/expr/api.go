@@ -27,6 +27,11 @@ type Scope struct {
 	Cancelled bool
 	// Now is the clock for time functions; nil means time.Now.
 	Now func() time.Time
+	// Secret reports whether a string read from the scope holds a secret
+	// (the engine passes its Redactor's Contains). EvalDerived uses it to
+	// tell which results derive from a secret; nil means that only
+	// `secrets` holds secrets.
+	Secret func(s string) bool
 }
 
 // StepState is what an expression sees of a step: steps.<id>.outputs|status|error.

@@ -30,6 +30,8 @@ type refChecker struct {
 	refs   []Ref
 	status bool
 	lets   []string
+	// result and errRef: the expression reads result or error.
+	result, errRef bool
 }
 
 func (c *refChecker) fail(at ast.Node, format string, args ...any) {
@@ -191,10 +193,12 @@ func (c *refChecker) path(id *ast.IdentifierNode, props, members []ast.Node) {
 		}
 		c.refs = append(c.refs, Ref{Kind: "item"})
 	case "result":
+		c.result = true
 		if te != nil && !te.Result {
 			c.fail(id, "result is only defined in a step's outputs")
 		}
 	case "error":
+		c.errRef = true
 		if te != nil && !te.Error {
 			c.fail(id, "error is only defined in retry.if")
 			return

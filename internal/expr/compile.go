@@ -56,6 +56,10 @@ type Program struct {
 	prog   *vm.Program
 	refs   []Ref
 	status bool
+	// What taint (taint.go) needs: whether the program reads secrets,
+	// result or error, and its string literals.
+	secret, result, errRef bool
+	lits                   stringLits
 }
 
 // Compile compiles an expression. src may be bare (`inputs.x > 3`) or one
@@ -118,6 +122,8 @@ func compileExpr(src string, base int, te *TypeEnv) (*Program, error) {
 	if n, at := estimateCost(tree.Node); n > MaxIterations {
 		return nil, tooExpensive(base+byteOffset(src, at.Location().From), "about %s closure iterations (limit %d)", approx(n), MaxIterations)
 	}
+	lits := stringLits{}
+	ast.Walk(&tree.Node, lits)
 	rewrite(&tree.Node)
 	if _, err := new(checker.Checker).PatchAndCheck(tree, cfg); err != nil {
 		return nil, toCompileError(err, src, base)
@@ -129,7 +135,11 @@ func compileExpr(src string, base int, te *TypeEnv) (*Program, error) {
 	if err != nil {
 		return nil, toCompileError(err, src, base)
 	}
-	return &Program{src: src, prog: prog, refs: dedupRefs(rc.refs), status: rc.status}, nil
+	p := &Program{src: src, prog: prog, refs: dedupRefs(rc.refs), status: rc.status, result: rc.result, errRef: rc.errRef, lits: lits}
+	for _, r := range p.refs {
+		p.secret = p.secret || r.Kind == "secret"
+	}
+	return p, nil
 }
 
 // newConfig builds the expr-lang configuration of one compile: the env

@@ -58,6 +58,20 @@
 // syntax and functions only. Refs lists input, step, secret, env, trigger
 // and item references; UsesStatusFunc reports a status function call.
 //
+// # Taint
+//
+// EvalDerived (and Program.EvalDerived) evaluate like Eval and also return
+// the strings of the result that derive from a secret: every string leaf
+// and map key of the result of an expression that reads `secrets`, or
+// reads a scope value in which Scope.Secret finds a secret (a secret
+// input, an env value or for_each item computed from a secret, a step's
+// result holding a secret output). Taint is decided by what an expression
+// reads, so it goes through every function, slice, operator and closure;
+// strings written as literals in the expression are left out. Map and
+// List values taint element by element, templates part by part. The
+// engine registers what it returns with its Redactor before the value is
+// stored, logged or returned.
+//
 // # Functions
 //
 // Besides expr-lang's builtins (len, abs, ceil, floor, round, int, float,

@@ -108,7 +108,12 @@ type template struct {
 	progs []*Program
 }
 
-func (t *template) Eval(s *Scope) (any, error) {
+func (t *template) Eval(s *Scope) (any, error) { return t.eval(s, nil) }
+
+// eval interpolates; with d it appends what derives from a secret (see
+// EvalDerived): the leaves of a tainted part, and its rendering when it is
+// not a string.
+func (t *template) eval(s *Scope, d *[]string) (any, error) {
 	var b strings.Builder
 	for i, p := range t.progs {
 		b.WriteString(t.lits[i])
@@ -116,8 +121,15 @@ func (t *template) Eval(s *Scope) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		at := b.Len()
 		if err := render(&b, v, MaxOutputBytes-b.Len()); err != nil {
 			return nil, &EvalError{Expr: p.src, Msg: err.Error(), err: err}
+		}
+		if d != nil && p.tainted(s) {
+			p.leaves(v, d)
+			if _, isString := v.(string); !isString {
+				p.leaves(b.String()[at:], d)
+			}
 		}
 	}
 	b.WriteString(t.lits[len(t.lits)-1])
