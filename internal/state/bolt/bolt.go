@@ -119,7 +119,7 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	s := &Store{db: db, path: path, now: opts.Now}
 	if !opts.ReadOnly {
-		s.w = startCommitter(s)
+		s.w = startCommitter(s, lingerFor)
 		if err := s.init(); err != nil {
 			s.w.close()
 			_ = db.Close()

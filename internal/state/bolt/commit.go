@@ -29,6 +29,8 @@ const maxGroup = 256
 type committer struct {
 	s *Store
 
+	lingerFor time.Duration // lingerFor; tests set it longer
+
 	mu     sync.Mutex
 	queue  []*writeReq
 	closed bool
@@ -46,8 +48,8 @@ type writeReq struct {
 	abandoned bool
 }
 
-func startCommitter(s *Store) *committer {
-	c := &committer{s: s, wake: make(chan struct{}, 1), done: make(chan struct{})}
+func startCommitter(s *Store, linger time.Duration) *committer {
+	c := &committer{s: s, lingerFor: linger, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go c.loop()
 	return c
 }
@@ -129,7 +131,7 @@ const (
 // linger waits until want updates are queued, lingerFor has passed or the
 // committer closes.
 func (c *committer) linger(want int) {
-	t := time.NewTimer(lingerFor)
+	t := time.NewTimer(c.lingerFor)
 	defer t.Stop()
 	for {
 		c.mu.Lock()

@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"context"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 )
@@ -29,4 +30,17 @@ func Queued(s *Store) int {
 		}
 	}
 	return n
+}
+
+// NewLingering opens path with a writer that lingers up to d (instead of
+// lingerFor) after a commit of several writes, so tests can see lingering
+// without racing a millisecond timer.
+func NewLingering(path string, d time.Duration) (*Store, error) {
+	s, err := Open(path, Options{NoSync: true})
+	if err != nil {
+		return nil, err
+	}
+	s.w.close()
+	s.w = startCommitter(s, d)
+	return s, nil
 }
