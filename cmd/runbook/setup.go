@@ -23,6 +23,8 @@ type redactor = engine.Redactor
 type nopRedactor struct{}
 
 func (nopRedactor) Add(...string)                       {}
+func (nopRedactor) AddDerived(...string)                {}
+func (nopRedactor) Contains(string) bool                { return false }
 func (nopRedactor) String(s string) string              { return s }
 func (nopRedactor) Value(v any) any                     { return v }
 func (nopRedactor) Bytes(b []byte) []byte               { return b }

@@ -45,6 +45,10 @@
 // engine never mutates a *playbook.Playbook.
 //
 // Secrets: values are registered with the Redactor when the run starts;
+// every expression is evaluated through expr.EvalDerived, and the strings
+// it computed from a secret (upper(), sha256(), slices, joins, a secret
+// input, an env value or item built from one, a step result holding a
+// secret output) are registered with AddDerived before the value is used;
 // outputs, errors, checkpoints and log events are redacted before they are
 // written or shown, and the scope later steps see holds the same redacted
 // outputs a resumed run would read back.

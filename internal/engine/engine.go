@@ -25,7 +25,14 @@ type SecretSource interface {
 // Redactor masks registered secret values in everything the engine writes
 // or shows.
 type Redactor interface {
+	// Add registers secret values (resolved secrets, secret inputs and
+	// outputs); AddDerived registers values computed from them by
+	// expressions (see expr.EvalDerived).
 	Add(values ...string)
+	AddDerived(values ...string)
+	// Contains reports whether s holds a registered value: expressions
+	// reading such a value derive from a secret.
+	Contains(s string) bool
 	String(s string) string
 	Value(v any) any
 	Bytes(b []byte) []byte
@@ -502,6 +509,8 @@ func (e *Engine) redactMap(m map[string]any) map[string]any {
 type nopRedactor struct{}
 
 func (nopRedactor) Add(...string)                       {}
+func (nopRedactor) AddDerived(...string)                {}
+func (nopRedactor) Contains(string) bool                { return false }
 func (nopRedactor) String(s string) string              { return s }
 func (nopRedactor) Value(v any) any                     { return v }
 func (nopRedactor) Bytes(b []byte) []byte               { return b }

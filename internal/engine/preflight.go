@@ -70,7 +70,7 @@ func (h *preflightHost) Connection(name string) (map[string]any, error) {
 	sc := &expr.Scope{Env: env, Secrets: secretVals}
 	override := map[string]any{}
 	for k, v := range h.pb.Connections[name] {
-		val, err := evalConnectionValue(v, sc)
+		val, err := evalConnectionValue(v, sc, h.e.o.Redactor)
 		if err != nil {
 			return nil, err
 		}

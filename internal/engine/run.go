@@ -337,7 +337,7 @@ func (rs *runState) buildEnv() error {
 	sort.Strings(keys)
 	sc := rs.scope(nil)
 	for _, k := range keys {
-		v, err := rs.pb.Env[k].Eval(sc)
+		v, err := rs.eval(rs.pb.Env[k], sc)
 		if err != nil {
 			return &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("env.%s: %v", k, err)}
 		}
@@ -360,6 +360,7 @@ func (rs *runState) scope(it *item) *expr.Scope {
 		Failed:    rs.failed,
 		Cancelled: rs.status == "cancelled",
 		Now:       rs.e.o.Clock.Now,
+		Secret:    rs.e.o.Redactor.Contains,
 	}
 	if it != nil {
 		sc.Item, sc.Index, sc.HasItem = it.value, it.index, true
@@ -374,7 +375,7 @@ func (rs *runState) acquireConcurrency(ctx context.Context) (release func(), err
 		return nop, nil
 	}
 	rs.mu.RLock()
-	kv, err := c.Key.Eval(rs.scope(nil))
+	kv, err := rs.eval(c.Key, rs.scope(nil))
 	rs.mu.RUnlock()
 	if err != nil {
 		return nop, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("concurrency.key: %v", err)}
@@ -568,7 +569,7 @@ func (rs *runState) evalOutputs() (map[string]any, error) {
 	sc := rs.scope(nil)
 	out := make(map[string]any, len(rs.pb.Outputs))
 	for k, v := range rs.pb.Outputs {
-		val, err := v.Eval(sc)
+		val, err := rs.eval(v, sc)
 		if err != nil {
 			return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("outputs.%s: %v", k, err)}
 		}
@@ -633,7 +634,7 @@ func (rs *runState) connectionOverride(name string) (map[string]any, error) {
 	sc := rs.scope(nil)
 	out := make(map[string]any, len(raw))
 	for k, v := range raw {
-		val, err := evalConnectionValue(v, sc)
+		val, err := evalConnectionValue(v, sc, rs.e.o.Redactor)
 		if err != nil {
 			return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("connections.%s.%s: %v", name, k, err)}
 		}
@@ -642,7 +643,7 @@ func (rs *runState) connectionOverride(name string) (map[string]any, error) {
 	return out, nil
 }
 
-func evalConnectionValue(v any, sc *expr.Scope) (any, error) {
+func evalConnectionValue(v any, sc *expr.Scope, red Redactor) (any, error) {
 	switch x := v.(type) {
 	case string:
 		if !strings.Contains(x, "${{") {
@@ -652,11 +653,11 @@ func evalConnectionValue(v any, sc *expr.Scope) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return t.Eval(sc)
+		return evalDerived(red, t, sc)
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			val, err := evalConnectionValue(e, sc)
+			val, err := evalConnectionValue(e, sc, red)
 			if err != nil {
 				return nil, err
 			}
@@ -666,7 +667,7 @@ func evalConnectionValue(v any, sc *expr.Scope) (any, error) {
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			val, err := evalConnectionValue(e, sc)
+			val, err := evalConnectionValue(e, sc, red)
 			if err != nil {
 				return nil, err
 			}
@@ -675,4 +676,23 @@ func evalConnectionValue(v any, sc *expr.Scope) (any, error) {
 		return out, nil
 	}
 	return v, nil
+}
+
+// eval evaluates v in sc and registers with the Redactor, before the value
+// goes anywhere, every string of it derived from a secret (taint: see
+// expr.EvalDerived), so upper(), sha256(), slices and the like of a secret
+// are masked wherever the value is stored, logged or shown.
+func (rs *runState) eval(v expr.Value, sc *expr.Scope) (any, error) {
+	return evalDerived(rs.e.o.Redactor, v, sc)
+}
+
+func evalDerived(red Redactor, v expr.Value, sc *expr.Scope) (any, error) {
+	if sc.Secret == nil {
+		sc.Secret = red.Contains
+	}
+	val, derived, err := expr.EvalDerived(v, sc)
+	if len(derived) > 0 {
+		red.AddDerived(derived...)
+	}
+	return val, err
 }

@@ -125,7 +125,7 @@ func (rs *runState) runForEach(ctx context.Context, st *playbook.Step, ph phase)
 		rec.StartedAt = rs.e.o.Clock.Now()
 	}
 	rs.mu.RLock()
-	v, err := st.ForEach.Eval(rs.scope(nil))
+	v, err := rs.eval(st.ForEach, rs.scope(nil))
 	rs.mu.RUnlock()
 	var items []any
 	if err == nil {
@@ -351,7 +351,7 @@ func (rs *runState) params(st *playbook.Step, it *item) (any, map[string]any, er
 	with := make(map[string]any, len(st.With))
 	var err error
 	for k, v := range st.With {
-		if with[k], err = v.Eval(sc); err != nil {
+		if with[k], err = rs.eval(v, sc); err != nil {
 			rs.mu.RUnlock()
 			return nil, nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("with.%s: %v", k, err)}
 		}
@@ -384,7 +384,7 @@ func (rs *runState) stepOutputs(st *playbook.Step, it *item, raw map[string]any)
 	sc := rs.scope(it)
 	sc.Result = raw
 	for k, v := range st.Outputs {
-		val, err := v.Eval(sc)
+		val, err := rs.eval(v, sc)
 		if err != nil {
 			return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("outputs.%s: %v", k, err)}
 		}
