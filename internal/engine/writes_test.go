@@ -146,3 +146,55 @@ func TestAConcurrencyKeyWhoseReleaseFailsIsReleasedLater(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, state.RunSucceeded, again.Status, "not skipped: the key is free")
 }
+
+// takenOver is the real store whose releases fail, and whose key, at the
+// first failed release, passes to another run (as ReleaseStaleLocks at a
+// restart and a new run would do).
+type takenOver struct {
+	state.Store
+	mu    sync.Mutex
+	calls int
+}
+
+func (s *takenOver) ReleaseLock(ctx context.Context, key, owner string) error {
+	s.mu.Lock()
+	s.calls++
+	first := s.calls == 1
+	s.mu.Unlock()
+	if first {
+		if err := s.Store.ReleaseLock(ctx, key, owner); err != nil {
+			return err
+		}
+		if _, _, err := s.Store.AcquireLock(ctx, state.Lock{Key: key, Owner: "other-run"}); err != nil {
+			return err
+		}
+	}
+	return errors.New("disk full")
+}
+
+func (s *takenOver) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+// TestAKeyTakenByAnotherRunIsNotReleasedAgain: once the key a run failed
+// to release belongs to another run, the retries stop and the other
+// run's key stays held.
+func TestAKeyTakenByAnotherRunIsNotReleasedAgain(t *testing.T) {
+	var st *takenOver
+	h := newHarness(t, func(o *engine.Options) {
+		st = &takenOver{Store: o.Store}
+		o.Store = st
+	})
+	r, err := h.run(keyedBook, nil)
+	require.NoError(t, err)
+	assert.Equal(t, state.RunSucceeded, r.Status)
+	require.Eventually(t, func() bool { return st.count() >= 2 }, 5*time.Second, 5*time.Millisecond, "the failed release is tried again")
+	time.Sleep(500 * time.Millisecond) // a further retry would come within 200 ms
+	assert.Equal(t, 2, st.count(), "no retry once the key is another run's")
+	locks, err := h.store.Locks(context.Background())
+	require.NoError(t, err)
+	require.Len(t, locks, 1)
+	assert.Equal(t, "other-run", locks[0].Owner)
+}
