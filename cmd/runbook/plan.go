@@ -31,8 +31,11 @@ func cmdPlan(_ context.Context, a *app, args []string) error {
 		name:    "plan",
 		usage:   "FILE [-i key=value ...] [--output json]",
 		summary: "Show what a run would do, in order: each step with its resolved params and, for API steps, the calls it would make.",
-		details: `Values computed from earlier steps are shown as <from steps.ID.outputs.NAME>;
-secrets are always shown as ***.`,
+		details: `Values known only at run time (from earlier steps' outputs, item, the
+trigger, an input not given) are shown as written, ${{ }} and all, in
+params, paths and bodies alike; in --output json each is an object,
+{"expr": "..."} for a value that is one ${{ }}, {"template": "..."} for a
+string with ${{ }} parts, never a zero value. Secrets are always ***.`,
 	})
 	var inputs kvList
 	fs.Var(&inputs, "i", "input `key=value` (repeatable)")
@@ -129,7 +132,8 @@ type planParam struct {
 	Name  string `json:"name"`
 	Value any    `json:"value"`
 	// Known is false when the value is only known at run time; Value is
-	// then a description like "<from steps.x.outputs.y>".
+	// then its source: a computed placeholder, or a map or list holding
+	// some.
 	Known bool `json:"known"`
 }
 
@@ -192,7 +196,8 @@ func makePlan(pb *playbook.Playbook, given map[string]any) (*plan, error) {
 	for _, k := range envKeys {
 		v := pb.Env[k]
 		if unknownRefs(v.Refs(), missingSet) != "" {
-			sc.Env[k] = "<env." + k + ">"
+			// Values that use it are known only at run time too.
+			missingSet["env."+k] = true
 			continue
 		}
 		if x, err := v.Eval(sc); err == nil {
@@ -282,6 +287,9 @@ func planStepOf(st *playbook.Step, sc *expr.Scope, missing map[string]bool) plan
 	if st.ForEach != nil {
 		if why := unknownRefs(st.ForEach.Refs(), missing); why != "" {
 			ps.ForEach = why
+			if n := st.ForEachNode(); n != nil {
+				ps.ForEach = sourceValue(n, sc, missing)
+			}
 		} else if v, err := st.ForEach.Eval(sc); err != nil {
 			ps.ForEach = "<error: " + err.Error() + ">"
 		} else {
@@ -309,6 +317,9 @@ func planStepOf(st *playbook.Step, sc *expr.Scope, missing map[string]bool) plan
 		pp := planParam{Name: k}
 		if why := unknownRefs(refs, missing); why != "" {
 			pp.Value, allKnown = why, false
+			if n := st.WithNode(k); n != nil {
+				pp.Value = sourceValue(n, sc, missing)
+			}
 		} else if x, err := v.Eval(sc); err != nil {
 			pp.Value, allKnown = "<error: "+err.Error()+">", false
 			ps.Problems = append(ps.Problems, fmt.Sprintf("with.%s: %v", k, err))
@@ -325,9 +336,10 @@ func planStepOf(st *playbook.Step, sc *expr.Scope, missing map[string]bool) plan
 		return ps
 	}
 	if !allKnown {
-		ps.Calls = partialCalls(st, with, ps.With)
+		var note string
+		ps.Calls, note = partialCalls(st, with, ps.With)
 		if len(ps.Calls) > 0 {
-			ps.Note = "values computed at run time are shown as <from ...> in the calls"
+			ps.Note = note
 		}
 		return ps
 	}
@@ -374,6 +386,10 @@ func unknownRefs(refs []expr.Ref, missing map[string]bool) string {
 			if missing[r.Name] {
 				add("inputs." + r.Name + " (not given)")
 			}
+		case "env":
+			if missing["env."+r.Name] {
+				add("env." + r.Name)
+			}
 		}
 	}
 	if len(from) == 0 {
@@ -386,7 +402,7 @@ func stringValue(v any) string {
 	if s, ok := v.(string); ok {
 		return s
 	}
-	return compactJSON(v)
+	return textJSON(v, "", "")
 }
 
 // print writes the plan for people.
@@ -439,13 +455,7 @@ func (p *plan) print(w io.Writer) {
 			for _, c := range s.Calls {
 				fmt.Fprintf(w, "%s→ %s %s\n", ind, c.Method, c.Path)
 				if c.Body != nil {
-					var b strings.Builder
-					enc := json.NewEncoder(&b)
-					enc.SetEscapeHTML(false) // placeholders read <from ...>
-					enc.SetIndent(ind+"    ", "  ")
-					if enc.Encode(c.Body) == nil {
-						fmt.Fprintf(w, "%s    %s\n", ind, strings.TrimSuffix(b.String(), "\n"))
-					}
+					fmt.Fprintf(w, "%s    %s\n", ind, textJSON(c.Body, ind+"    ", "  "))
 				}
 				if c.Note != "" {
 					fmt.Fprintf(w, "%s    (%s)\n", ind, c.Note)
@@ -464,6 +474,9 @@ func (p *plan) print(w io.Writer) {
 // displayValue renders a value on one line: strings as they are (or
 // quoted when empty or multi-line), the rest as JSON.
 func displayValue(v any) string {
+	if c, ok := v.(computed); ok {
+		return c.text()
+	}
 	if s, ok := v.(string); ok {
 		if s == "" || strings.ContainsAny(s, "\n\t") {
 			b, _ := json.Marshal(s)
@@ -471,41 +484,5 @@ func displayValue(v any) string {
 		}
 		return s
 	}
-	return compactJSON(v)
-}
-
-// partialCalls plans the calls of a step whose params are partly computed
-// at run time: known values are decoded as usual, and each unknown string
-// param carries its "<from ...>" placeholder into the planned path or body.
-// Steps whose plan cannot be built from partial params show no calls.
-func partialCalls(st *playbook.Step, known map[string]any, shown []planParam) (calls []steps.PlannedCall) {
-	if st.Desc.Plan == nil {
-		return nil
-	}
-	lit := make(map[string]any, len(shown))
-	for k, v := range known {
-		lit[k] = v
-	}
-	placeholders := map[string]string{}
-	for _, pp := range shown {
-		if !pp.Known {
-			lit[pp.Name] = steps.Dynamic{}
-			if s, ok := pp.Value.(string); ok {
-				placeholders[pp.Name] = s
-			}
-		}
-	}
-	params, _ := st.Desc.DecodeLiteral(lit)
-	if params == nil {
-		return nil
-	}
-	for name, s := range placeholders {
-		st.Desc.SetString(params, name, s)
-	}
-	defer func() {
-		if recover() != nil {
-			calls = nil // a plan that needs every param: nothing to show
-		}
-	}()
-	return st.Desc.Plan(params)
+	return textJSON(v, "", "")
 }

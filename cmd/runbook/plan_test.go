@@ -78,9 +78,9 @@ func TestPlanShowsResolvedParamsInExecutionOrder(t *testing.T) {
 	assert.Contains(t, out, "needs: build")
 	assert.Contains(t, out, "if: ${{ inputs.count > 1 }}")
 	assert.Contains(t, out, "url: https://hooks.example.com/ops")
-	assert.Contains(t, out, "<from steps.build.outputs.stdout>")
+	assert.Contains(t, out, `json: {"text":"built: ${{ steps.build.outputs.stdout }}"}`)
 	assert.Contains(t, out, "for_each: [1,2,3]")
-	assert.Contains(t, out, "message: <from item>")
+	assert.Contains(t, out, "message: item ${{ item }}")
 	assert.Contains(t, out, "finally:")
 	assert.Contains(t, out, "Bearer ***")
 
@@ -122,7 +122,7 @@ func TestPlanWithoutARequiredInputWarnsAndMarksItsUses(t *testing.T) {
 	r := c.run("plan", pb)
 	require.Equal(t, 0, r.code, r)
 	assert.Contains(t, r.stdout, "channel: <not given: required>")
-	assert.Contains(t, r.stdout, "<from inputs.channel (not given)>")
+	assert.Contains(t, r.stdout, "url: https://hooks.example.com/${{ inputs.channel }}")
 	assert.Contains(t, r.stdout, "secret API_TOKEN is not set")
 }
 
@@ -150,6 +150,66 @@ steps:
 	r := c.run("plan", pb, "-i", "cluster=prod")
 	require.Equal(t, 0, r.code, r)
 	assert.Contains(t, r.stdout, "→ POST /v1/clusters/prod/nodegroups/default-master/upgrade")
-	assert.Contains(t, r.stdout, `"version": "<from steps.supports.outputs.latest>"`)
+	assert.Contains(t, r.stdout, `"version": ${{ steps.supports.outputs.latest }}`)
 	assert.Contains(t, r.stdout, "→ POST /v1/clusters/prod/nodegroups/{worker group}/upgrade")
+}
+
+// A value computed at run time is shown as its expression, as written,
+// wherever it goes: params, paths (not URL-encoded) and bodies, in text and
+// in JSON (an object, never the zero value of the param's type).
+func TestPlanShowsComputedValuesAsTheirExpressions(t *testing.T) {
+	c := newCLI(t)
+	pb := c.file("resize.yaml", `
+version: 1
+name: resize
+inputs:
+  cluster: {type: string, required: true}
+steps:
+  - {id: before, uses: nks.cluster.get, with: {cluster: "${{ inputs.cluster }}"}}
+  - id: resize
+    uses: nks.cluster.resize
+    with:
+      cluster: ${{ steps.before.outputs.uuid }}
+      nodegroup: "workers-${{ inputs.cluster }}"
+      node_count: ${{ steps.before.outputs.node_count + 1 }}
+`)
+	r := c.run("plan", pb, "-i", "cluster=prod")
+	require.Equal(t, 0, r.code, r)
+	assert.Contains(t, r.stdout, "node_count: ${{ steps.before.outputs.node_count + 1 }}\n")
+	assert.Contains(t, r.stdout, "→ GET /v1/clusters/${{ steps.before.outputs.uuid }}/nodegroups/workers-prod\n")
+	assert.Contains(t, r.stdout, "→ POST /v1/clusters/${{ steps.before.outputs.uuid }}/actions/resize\n")
+	assert.Contains(t, r.stdout, `"node_count": ${{ steps.before.outputs.node_count + 1 }},`)
+	assert.NotContains(t, r.stdout, `"node_count": 0`)
+	assert.NotContains(t, r.stdout, "%3C")
+
+	r = c.run("plan", pb, "-i", "cluster=prod", "--output", "json")
+	require.Equal(t, 0, r.code, r)
+	var doc struct {
+		Lists []struct {
+			Steps []struct {
+				ID   string `json:"id"`
+				With []struct {
+					Name  string `json:"name"`
+					Value any    `json:"value"`
+				} `json:"with"`
+				Calls []struct {
+					Path string         `json:"path"`
+					Body map[string]any `json:"body"`
+				} `json:"calls"`
+			} `json:"steps"`
+		} `json:"lists"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc), r.stdout)
+	resize := doc.Lists[0].Steps[1]
+	require.Equal(t, "resize", resize.ID)
+	expr := map[string]any{"expr": "steps.before.outputs.node_count + 1"}
+	for _, w := range resize.With {
+		if w.Name == "node_count" {
+			assert.Equal(t, expr, w.Value)
+		}
+	}
+	require.Len(t, resize.Calls, 2)
+	assert.Equal(t, "/v1/clusters/${{ steps.before.outputs.uuid }}/actions/resize", resize.Calls[1].Path)
+	assert.Equal(t, expr, resize.Calls[1].Body["node_count"])
+	assert.Equal(t, "workers-prod", resize.Calls[1].Body["nodegroup"])
 }

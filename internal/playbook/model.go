@@ -87,7 +87,8 @@ type Step struct {
 	// DiagPath is the step's path in diagnostics ("steps[2]").
 	DiagPath string
 
-	withNode *yaml.Node // for ParamPos
+	withNode    *yaml.Node // for ParamPos and WithNode
+	forEachNode *yaml.Node // for ForEachNode
 }
 
 // Retry is a step's retry policy.

@@ -144,6 +144,7 @@ func (l *loader) compileStep(sc *scope, sn *stepNode) {
 	st, o := sn.step, sn.obj
 	base := sc.env(sn)
 	if v := o.get("for_each"); v != nil {
+		st.forEachNode = v
 		st.ForEach = l.forEach(v, joinPath(sn.path, "for_each"), base)
 	}
 	te := *base
@@ -321,6 +322,25 @@ func (s *Step) ParamPos(path string) Pos {
 	}
 	return s.Pos
 }
+
+// WithNode returns the YAML of the step's with.<name> as written (nil
+// when absent): `runbook plan` shows a value computed at run time as its
+// source, ${{ }} parts and all.
+func (s *Step) WithNode(name string) *yaml.Node {
+	if s.withNode == nil || s.withNode.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(s.withNode.Content); i += 2 {
+		if s.withNode.Content[i].Value == name {
+			return deref(s.withNode.Content[i+1])
+		}
+	}
+	return nil
+}
+
+// ForEachNode returns the YAML of the step's for_each as written (nil
+// when the step is not a loop).
+func (s *Step) ForEachNode() *yaml.Node { return s.forEachNode }
 
 // ParamDiagnostic is a diagnostic about a `with` entry of the step.
 func (s *Step) ParamDiagnostic(path, message string) Diagnostic {

@@ -422,6 +422,80 @@ func (d *Descriptor) SetString(params any, name, value string) bool {
 	return false
 }
 
+// SetScalar sets the top-level param name of decoded params to v, a
+// string, float64, bool or []string converted to the field's kind (through a
+// pointer field too). It reports whether the field took it. `runbook
+// plan` uses it to trace a value known only at run time through a Plan
+// hook.
+func (d *Descriptor) SetScalar(params any, name string, v any) bool {
+	pv := reflect.ValueOf(params)
+	if pv.Kind() != reflect.Pointer || pv.IsNil() || pv.Elem().Type() != d.params {
+		return false
+	}
+	for _, f := range d.fields {
+		if f.name != name {
+			continue
+		}
+		fv, err := pv.Elem().FieldByIndexErr(f.index)
+		if err != nil || !fv.CanSet() {
+			return false
+		}
+		if fv.Kind() == reflect.Pointer {
+			nv := reflect.New(fv.Type().Elem())
+			if !setScalar(nv.Elem(), v) {
+				return false
+			}
+			fv.Set(nv)
+			return true
+		}
+		return setScalar(fv, v)
+	}
+	return false
+}
+
+func setScalar(fv reflect.Value, v any) bool {
+	switch x := v.(type) {
+	case string:
+		if fv.Kind() == reflect.String {
+			fv.SetString(x)
+			return true
+		}
+	case []string:
+		if fv.Kind() == reflect.Slice && fv.Type().Elem().Kind() == reflect.String {
+			out := reflect.MakeSlice(fv.Type(), len(x), len(x))
+			for i, e := range x {
+				out.Index(i).SetString(e)
+			}
+			fv.Set(out)
+			return true
+		}
+	case bool:
+		if fv.Kind() == reflect.Bool {
+			fv.SetBool(x)
+			return true
+		}
+	case float64:
+		switch fv.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			if fv.OverflowInt(int64(x)) {
+				return false
+			}
+			fv.SetInt(int64(x))
+			return true
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			if x < 0 || fv.OverflowUint(uint64(x)) {
+				return false
+			}
+			fv.SetUint(uint64(x))
+			return true
+		case reflect.Float32, reflect.Float64:
+			fv.SetFloat(x)
+			return true
+		}
+	}
+	return false
+}
+
 // ParamNames returns the JSON names of the params (for "did you mean").
 func (d *Descriptor) ParamNames() []string {
 	out := make([]string, len(d.fields))
