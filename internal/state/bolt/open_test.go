@@ -22,12 +22,13 @@ import (
 
 const holdEnv = "RUNBOOK_BOLT_TEST_HOLD"
 
-// TestHelperHoldsFile is not a test: run as a subprocess with holdEnv set,
-// it opens that state file, says "held", and keeps it until stdin closes.
-func TestHelperHoldsFile(t *testing.T) {
+// TestMain runs the test binary as a helper process when holdEnv is set
+// (holdInSubprocess): it opens that state file, says "held", and keeps it
+// until stdin closes. Otherwise it runs the tests.
+func TestMain(m *testing.M) {
 	path := os.Getenv(holdEnv)
 	if path == "" {
-		t.Skip("helper process only")
+		os.Exit(m.Run())
 	}
 	s, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
@@ -44,7 +45,7 @@ func TestHelperHoldsFile(t *testing.T) {
 // that makes it close the file and exit.
 func holdInSubprocess(t *testing.T, path string) (release func()) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHoldsFile$")
+	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), holdEnv+"="+path)
 	stdin, err := cmd.StdinPipe()
 	must(t, err)
