@@ -387,6 +387,10 @@ func registerTestSteps() {
 }
 
 func TestMain(m *testing.M) {
+	if path := os.Getenv("RUNBOOK_BENCH_RESUME_DB"); path != "" {
+		resumeChild(path) // the restarted process of BenchmarkWaitingRuns
+		os.Exit(0)
+	}
 	registerTestSteps()
 	os.Exit(m.Run())
 }

@@ -27,7 +27,7 @@ import (
 // process, over a real, fsynced bbolt file, as the server does: Start and
 // Execute each (ApprovalWait, a one-hour poll, a caching Parse), measure
 // memory once all wait, cancel them all; then a new process of this test
-// binary (TestWaitingRunsResumeChild) opens the file and Resumes every
+// binary (resumeChild, run by TestMain) opens the file and Resumes every
 // run, measuring the time until all wait again and its memory then. The
 // targets are 10,000 runs under 300 MB RSS, all waiting again within 5 s
 // of the restart. "sleep" is the same with a one-hour sleep step.
@@ -125,15 +125,14 @@ func benchWaiting(b *testing.B, step, waitingEvent string) {
 	}
 }
 
-// resumeInChild runs TestWaitingRunsResumeChild in a new process of this
-// test binary and returns the figures it prints.
+// resumeInChild runs resumeChild in a new process of this test binary and returns the figures it prints.
 func resumeInChild(b *testing.B, path, event string, ids []string) map[string]float64 {
 	b.Helper()
 	idFile := path + ".ids"
 	if err := os.WriteFile(idFile, []byte(strings.Join(ids, "\n")), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestWaitingRunsResumeChild$", "-test.v")
+	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "RUNBOOK_BENCH_RESUME_DB="+path, "RUNBOOK_BENCH_RESUME_IDS="+idFile, "RUNBOOK_BENCH_RESUME_EVENT="+event)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -154,13 +153,32 @@ func resumeInChild(b *testing.B, path, event string, ids []string) map[string]fl
 	return res
 }
 
-// TestWaitingRunsResumeChild is the restarted process of
-// BenchmarkWaitingRuns; it skips unless the benchmark runs it.
-func TestWaitingRunsResumeChild(t *testing.T) {
-	path := os.Getenv("RUNBOOK_BENCH_RESUME_DB")
-	if path == "" {
-		t.Skip("run by BenchmarkWaitingRuns in a fresh process")
-	}
+// fataler is what the waiting helpers need of a test or benchmark, and
+// what the resume child (run outside any test) gives them.
+type fataler interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// childFatal ends the resume child with a message.
+type childFatal struct{}
+
+func (childFatal) Helper() {}
+func (childFatal) Fatal(args ...any) {
+	fmt.Fprintln(os.Stderr, args...)
+	os.Exit(1)
+}
+func (childFatal) Fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+	os.Exit(1)
+}
+
+// resumeChild is the restarted process of BenchmarkWaitingRuns, run by
+// TestMain when RUNBOOK_BENCH_RESUME_DB is set: it resumes the waiting
+// runs and prints its figures.
+func resumeChild(path string) {
+	var t childFatal
 	raw, err := os.ReadFile(os.Getenv("RUNBOOK_BENCH_RESUME_IDS"))
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +195,7 @@ func TestWaitingRunsResumeChild(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			if _, err := e.Resume(ctx, id); err != nil && ctx.Err() == nil {
-				t.Log(err)
+				fmt.Fprintln(os.Stderr, err)
 				failed.Add(1)
 			}
 		}()
@@ -199,7 +217,7 @@ type waitCounter struct {
 	n     atomic.Int64
 }
 
-func (w *waitCounter) wait(b testing.TB, n int, failed *atomic.Int64, limit time.Duration) {
+func (w *waitCounter) wait(b fataler, n int, failed *atomic.Int64, limit time.Duration) {
 	b.Helper()
 	deadline := time.Now().Add(limit)
 	for int(w.n.Load()) < n {
@@ -213,7 +231,7 @@ func (w *waitCounter) wait(b testing.TB, n int, failed *atomic.Int64, limit time
 	}
 }
 
-func openWaiting(b testing.TB, path string, parse func(string, []byte) (*playbook.Playbook, error), event string) (*bolt.Store, *waitCounter, *engine.Engine) {
+func openWaiting(b fataler, path string, parse func(string, []byte) (*playbook.Playbook, error), event string) (*bolt.Store, *waitCounter, *engine.Engine) {
 	b.Helper()
 	st, err := bolt.Open(path, bolt.Options{Timeout: time.Second})
 	if err != nil {
