@@ -255,26 +255,33 @@ type Store interface {
 // Delivery is what CommitDelivery commits. When Key is a live dedup key
 // nothing is written and the result is Duplicate with the key's value (nil
 // when it has none). Otherwise, for each unit in order: a unit whose Claim
-// is a live dedup key is skipped; any other unit claims Claim (when not
-// empty) and creates Run with Events, as CreateRun does (a taken run ID
+// is a live dedup key is skipped (its claim's value is returned in
+// Earlier); any other unit claims Claim (when not empty, with ClaimValue
+// attached) and creates Run with Events, as CreateRun does (a taken run ID
 // fails the whole delivery with ErrExists). Last, Key is claimed and given
-// the value Done returns for the IDs of the runs created. Claims are
-// recorded with TTL, as Dedup records them.
+// the value Done returns. Claims are recorded with TTL, as Dedup records
+// them.
 type Delivery struct {
 	Key   string
 	TTL   time.Duration
 	Units []DeliveryUnit
-	// Done returns the value attached to Key. It is called inside the
-	// transaction, possibly more than once (the store may run a
-	// transaction again); it must be quick and have no side effects.
-	Done func(created []string) []byte
+	// Done returns the value attached to Key, given the IDs of the runs
+	// created and the values of the skipped units' claims (as in
+	// DeliveryResult). It is called inside the transaction, possibly more
+	// than once (the store may run a transaction again); it must be quick
+	// and have no side effects.
+	Done func(created []string, earlier [][]byte) []byte
 }
 
 // DeliveryUnit is one run a delivery may start.
 type DeliveryUnit struct {
-	Claim  string // dedup key of the unit; empty: none
-	Run    *Run
-	Events []Event
+	Claim string // dedup key of the unit; empty: none
+	// ClaimValue is attached to Claim when this unit claims it (nil: no
+	// value), so a later delivery skipped for the claim can tell what
+	// this one started.
+	ClaimValue []byte
+	Run        *Run
+	Events     []Event
 }
 
 // DeliveryResult is the outcome of CommitDelivery.
@@ -282,4 +289,7 @@ type DeliveryResult struct {
 	Duplicate bool     // Key was live: nothing was written
 	Value     []byte   // a duplicate's value (nil: none)
 	Created   []string // IDs of the runs created, in unit order
+	// Earlier holds, for each unit skipped for its live claim, in unit
+	// order, the claim's value (nil: none).
+	Earlier [][]byte
 }

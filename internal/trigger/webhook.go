@@ -140,10 +140,13 @@ func (in *Intake) leave() {
 // Answer is the body of a 200 answer.
 type Answer struct {
 	// Status is "accepted" (runs started, possibly none) or "duplicate"
-	// (the delivery was seen before; nothing started).
+	// (nothing started: the delivery was seen before, or every run it
+	// asks for is for a hook an earlier delivery started it for).
 	Status string `json:"status"`
-	// Runs are the IDs of the runs the delivery started (for a duplicate:
-	// those its first delivery started, when known).
+	// Runs are the IDs of the runs of the delivery's units, in order: the
+	// runs it started and, for a hook delivered before under another
+	// hooksId, the run that delivery started. A duplicate delivery gets
+	// the runs of its first answer.
 	Runs []string `json:"runs"`
 	// Skipped names playbooks that matched but whose `if` or inputs could
 	// not be evaluated (a playbook defect; logged).

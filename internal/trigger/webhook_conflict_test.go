@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,17 +94,25 @@ func hooksWithIDs(hooksID string, hookIDs ...string) []byte {
 }
 
 func TestIntakeWithPreparerSkipsHooksDeliveredBefore(t *testing.T) {
+	// Prepare draws a run ID for every unit, skipped or not: the first
+	// delivery's runs are run-0001.., the second's draws follow.
 	cases := []struct {
-		name  string
-		first []string // hookIds of a first delivery
-		again []string // hookIds of a second one, under a new hooksId
-		runs  int      // runs the second starts
+		name   string
+		first  []string // hookIds of a first delivery
+		again  []string // hookIds of a second one, under a new hooksId
+		runs   int      // runs the second starts
+		answer string   // the second's answer: every unit's run, in order
 	}{
-		{"a hook delivered before and listed first starts nothing", []string{"h-a"}, []string{"h-a", "h-b"}, 1},
-		{"a hook delivered before and listed last starts nothing", []string{"h-a"}, []string{"h-b", "h-a"}, 1},
-		{"the last two hooks delivered before start nothing", []string{"h-a", "h-b"}, []string{"h-c", "h-a", "h-b"}, 1},
-		{"hooks all delivered before start nothing", []string{"h-a", "h-b"}, []string{"h-b", "h-a"}, 0},
-		{"a hook between two new ones starts nothing", []string{"h-a"}, []string{"h-b", "h-a", "h-c"}, 2},
+		{"a hook delivered before and listed first starts nothing", []string{"h-a"}, []string{"h-a", "h-b"}, 1,
+			`{"status":"accepted","runs":["run-0001","run-0003"]}`},
+		{"a hook delivered before and listed last starts nothing", []string{"h-a"}, []string{"h-b", "h-a"}, 1,
+			`{"status":"accepted","runs":["run-0002","run-0001"]}`},
+		{"the last two hooks delivered before start nothing", []string{"h-a", "h-b"}, []string{"h-c", "h-a", "h-b"}, 1,
+			`{"status":"accepted","runs":["run-0003","run-0001","run-0002"]}`},
+		{"hooks all delivered before start nothing and are a duplicate", []string{"h-a", "h-b"}, []string{"h-b", "h-a"}, 0,
+			`{"status":"duplicate","runs":["run-0002","run-0001"]}`},
+		{"a hook between two new ones starts nothing", []string{"h-a"}, []string{"h-b", "h-a", "h-c"}, 2,
+			`{"status":"accepted","runs":["run-0002","run-0001","run-0004"]}`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -115,17 +124,24 @@ func TestIntakeWithPreparerSkipsHooksDeliveredBefore(t *testing.T) {
 			a, err := e.send("/hooks/sms", nil, hooksWithIDs("again", c.again...), false)
 			require.NoError(t, err)
 			require.Equal(t, 200, a.status, a.raw)
-			assert.Equal(t, "accepted", a.body["status"])
-			require.Len(t, a.body["runs"], c.runs)
+			assert.Equal(t, c.answer+"\n", a.raw)
 			started := e.starter.started()[len(c.first):]
 			require.Len(t, started, c.runs, "only the new hooks' runs are launched")
-			for i, id := range a.body["runs"].([]any) {
+			n := 0
+			for _, id := range a.body["runs"].([]any) {
 				r, err := e.store.GetRun(context.Background(), id.(string))
 				require.NoError(t, err)
-				assert.Equal(t, "again", r.Trigger["delivery"])
-				assert.Equal(t, started[i].Trigger["key"], r.Trigger["key"], "the run launched is the one committed")
+				if r.Trigger["delivery"] == "again" {
+					assert.Equal(t, started[n].Trigger["key"], r.Trigger["key"], "the run launched is the one committed")
+					n++
+				}
 			}
+			assert.Equal(t, c.runs, n)
 			assert.Equal(t, len(c.first)+c.runs, e.runCount(t))
+
+			again := e.post("/hooks/sms", nil, hooksWithIDs("again", c.again...))
+			assert.Equal(t, strings.Replace(c.answer, `"accepted"`, `"duplicate"`, 1)+"\n", again.raw,
+				"a redelivery of the second answers the same runs")
 		})
 	}
 }

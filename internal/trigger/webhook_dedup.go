@@ -11,6 +11,7 @@ import (
 	"github.com/runbook/runbook/internal/expr"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/steps"
 )
 
 // Deduplication protocol. A delivery is identified by (route, hooksId); a
@@ -26,7 +27,12 @@ import (
 //     recorded BEFORE any run starts, so two processes (or a restart
 //     racing a late request) never both start the delivery's runs.
 //  4. Per-hook units also claim "webhook/<route>/unit/<playbook>/<i>/<hook
-//     key>", so a hook repeated under a new hooksId starts nothing.
+//     key>", so a hook repeated under a new hooksId starts nothing; the
+//     claim's value names the run the hook started (attached after the
+//     Start, or committed with it), which the answer lists instead. A
+//     delivery whose every unit is such a hook is a duplicate. A hook claim
+//     without a value (an earlier build; a failed write) is answered with
+//     the run found by its trigger.key, as the recovery below finds runs.
 //  5. Each unit is started through the Starter (durable when it returns);
 //     its trigger carries "key" (the unit's identity).
 //  6. Answer: the 200 is sent once every run is committed.
@@ -136,14 +142,27 @@ func (in *Intake) startRuns(ctx context.Context, route string, d *Delivery, clai
 
 	units, skipped := in.match(route, d)
 	ans = &Answer{Status: "accepted", Runs: []string{}, Skipped: skipped}
+	earlier := 0 // units skipped as hooks delivered before
 	for _, u := range units {
 		if u.perHook {
-			hseen, err := in.opts.Store.Dedup(ctx, "webhook/"+route+"/unit/"+u.key, in.opts.DedupTTL)
+			hclaim := unitClaim(route, u)
+			hseen, err := in.opts.Store.Dedup(ctx, hclaim, in.opts.DedupTTL)
 			if err != nil {
 				return nil, nil, fmt.Errorf("claim hook: %w", err)
 			}
 			if hseen && !recovering {
-				continue // delivered before under another hooksId
+				// Delivered before under another hooksId: answer its run.
+				earlier++
+				v, err := in.opts.Store.DedupGet(ctx, hclaim)
+				if err != nil && !errors.Is(err, state.ErrNotFound) {
+					return nil, nil, fmt.Errorf("read hook record: %w", err)
+				}
+				ids, err := in.earlierRuns(ctx, u, v)
+				if err != nil {
+					return nil, nil, err
+				}
+				ans.Runs = append(ans.Runs, ids...)
+				continue
 			}
 		}
 		if recovering {
@@ -157,14 +176,64 @@ func (in *Intake) startRuns(ctx context.Context, route string, d *Delivery, clai
 			}
 		}
 		id, err := in.opts.Starter.Start(ctx, StartRequest{Playbook: u.pb, Inputs: u.inputs, Trigger: u.trig})
+		if refused(err) {
+			in.opts.Logger.Error("webhook trigger inputs refused", "route", route, "delivery", d.HooksID, "playbook", u.pb.Name, "err", err)
+			ans.Skipped = append(ans.Skipped, u.pb.Name)
+			continue
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("start %s: %w", u.pb.Name, err)
 		}
 		in.opts.Logger.Info("webhook started a run", "route", route, "delivery", d.HooksID, "playbook", u.pb.Name, "run_id", id)
 		ans.Runs = append(ans.Runs, id)
+		if u.perHook {
+			// Without it a later delivery of the hook finds the run by
+			// scanning (earlierRuns), so a failure here only costs that.
+			if err := in.opts.Store.DedupSet(ctx, unitClaim(route, u), runsRecord(id)); err != nil {
+				in.opts.Logger.Warn("webhook hook record not written", "route", route, "delivery", d.HooksID, "run_id", id, "err", err)
+			}
+		}
+	}
+	if earlier > 0 && earlier == len(units) {
+		ans.Status = "duplicate"
 	}
 	done, _ = json.Marshal(doneRecord{Runs: ans.Runs})
 	return ans, done, nil
+}
+
+// refused reports whether a Starter refused a run as invalid: its inputs
+// do not fit the playbook (a field the trigger's inputs read is absent or
+// of another type) or the playbook cannot run as written. A redelivery
+// cannot mend that, so the unit is skipped (logged, named in the answer's
+// skipped) like one whose `if` fails to evaluate, rather than failing the
+// delivery into retries.
+func refused(err error) bool {
+	var se *steps.Error
+	return errors.As(err, &se) && se.Code == steps.Invalid
+}
+
+// unitClaim is the dedup key of a per-hook unit.
+func unitClaim(route string, u unit) string { return "webhook/" + route + "/unit/" + u.key }
+
+// runsRecord is the value of a claim whose delivery or hook started ids.
+func runsRecord(ids ...string) []byte {
+	b, _ := json.Marshal(doneRecord{Runs: nonNil(ids)})
+	return b
+}
+
+// earlierRuns returns the runs a hook delivered before started, from the
+// value of its claim (v), else (a claim of an earlier build, or one whose
+// value was not written) by looking for the run of u.
+func (in *Intake) earlierRuns(ctx context.Context, u unit, v []byte) ([]string, error) {
+	var rec doneRecord
+	if v != nil && json.Unmarshal(v, &rec) == nil && len(rec.Runs) > 0 {
+		return rec.Runs, nil
+	}
+	id, err := in.findRun(ctx, u)
+	if err != nil || id == "" {
+		return nil, err
+	}
+	return []string{id}, nil
 }
 
 // commitAttempts bounds how often a delivery is prepared again when a
@@ -179,22 +248,51 @@ func (in *Intake) commitDelivery(ctx context.Context, p Preparer, route string, 
 	if ans, err := in.duplicate(ctx, claim); ans != nil || err != nil {
 		return ans, err
 	}
-	units, skipped := in.match(route, d)
-	done := func(created []string) []byte {
-		b, _ := json.Marshal(doneRecord{Runs: nonNil(created)})
-		return b
-	}
+	matched, matchSkipped := in.match(route, d)
 	for attempt := 1; ; attempt++ {
-		du := make([]state.DeliveryUnit, len(units))
-		for i, u := range units {
+		skipped := slices.Clip(matchSkipped)
+		units := make([]unit, 0, len(matched))
+		du := make([]state.DeliveryUnit, 0, len(matched))
+		for _, u := range matched {
 			run, evs, err := p.Prepare(ctx, StartRequest{Playbook: u.pb, Inputs: u.inputs, Trigger: u.trig})
+			if refused(err) {
+				if attempt == 1 {
+					in.opts.Logger.Error("webhook trigger inputs refused", "route", route, "delivery", d.HooksID, "playbook", u.pb.Name, "err", err)
+				}
+				skipped = append(skipped, u.pb.Name)
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("start %s: %w", u.pb.Name, err)
 			}
-			du[i] = state.DeliveryUnit{Run: run, Events: evs}
+			units = append(units, u)
+			du = append(du, state.DeliveryUnit{Run: run, Events: evs})
+			i := len(du) - 1
 			if u.perHook {
-				du[i].Claim = "webhook/" + route + "/unit/" + u.key
+				du[i].Claim = unitClaim(route, u)
+				du[i].ClaimValue = runsRecord(run.ID)
 			}
+		}
+		// unitRuns lists the runs of the units in order: created, or for a
+		// unit skipped as a hook delivered before, what its claim names.
+		unitRuns := func(created []string, earlier [][]byte) []string {
+			runs := []string{}
+			for _, u := range du {
+				if len(created) > 0 && u.Run.ID == created[0] {
+					runs, created = append(runs, created[0]), created[1:]
+					continue
+				}
+				if len(earlier) > 0 {
+					var rec doneRecord
+					_ = json.Unmarshal(earlier[0], &rec)
+					runs, earlier = append(runs, rec.Runs...), earlier[1:]
+				}
+			}
+			return runs
+		}
+		done := func(created []string, earlier [][]byte) []byte {
+			b, _ := json.Marshal(doneRecord{Runs: unitRuns(created, earlier)})
+			return b
 		}
 		res, err := in.opts.Store.CommitDelivery(ctx, state.Delivery{Key: claim, TTL: in.opts.DedupTTL, Units: du, Done: done})
 		if errors.Is(err, state.ErrExists) && attempt < commitAttempts {
@@ -219,7 +317,26 @@ func (in *Intake) commitDelivery(ctx context.Context, p Preparer, route string, 
 			}
 		}
 		p.Launch(runs...)
-		return &Answer{Status: "accepted", Runs: nonNil(res.Created), Skipped: skipped}, nil
+		ans := &Answer{Status: "accepted", Runs: unitRuns(res.Created, res.Earlier), Skipped: skipped}
+		if len(units) > 0 && len(res.Created) == 0 {
+			ans.Status = "duplicate" // every unit is a hook delivered before
+		}
+		// A hook claimed by an earlier build has no value: look for its run
+		// (the done record committed above lacks it; it is only a hint).
+		for i, j := 0, 0; i < len(du) && j < len(res.Earlier); i++ {
+			if slices.Contains(res.Created, du[i].Run.ID) {
+				continue
+			}
+			if res.Earlier[j] == nil {
+				ids, err := in.earlierRuns(ctx, units[i], nil)
+				if err != nil {
+					return nil, err
+				}
+				ans.Runs = append(ans.Runs, ids...)
+			}
+			j++
+		}
+		return ans, nil
 	}
 }
 
@@ -344,6 +461,9 @@ func (in *Intake) unit(pb *playbook.Playbook, t *playbook.Trigger, trig map[stri
 			if err != nil {
 				return fail("input "+name, err)
 			}
+			if val == nil {
+				continue // a field the payload lacks: the input's default applies
+			}
 			inputs[name] = val
 		}
 	}
@@ -352,7 +472,7 @@ func (in *Intake) unit(pb *playbook.Playbook, t *playbook.Trigger, trig map[stri
 
 // webhookTrigger is what a run sees as `trigger` (see StartRequest), plus
 // "key", the unit's identity used to find its run after a crash.
-func webhookTrigger(route string, d *Delivery, payload map[string]any, key string) map[string]any {
+func webhookTrigger(route string, d *Delivery, payload any, key string) map[string]any {
 	return map[string]any{
 		"type": "webhook", "route": route, "event": d.Event, "payload": payload,
 		"delivery": d.HooksID, "key": key,

@@ -12,15 +12,16 @@ import (
 // only for a 200.
 func FuzzIntake(f *testing.F) {
 	f.Add("application/json;charset=UTF-8", "X-Cloud-Webhook-Signature", testSecret, string(unsubscribe("f-1", "01012345678")))
-	f.Add("application/json", "X-Toast-Webhook-Signature", testSecret, string(envelopeJSON("f-2", "INTERNATIONAL_DELIVERY_RECEIPT", []any{map[string]any{"dlrStatus": "DELIVERED"}})))
-	f.Add("application/json", "X-Nhn-Webhook-Signature", testSecret, string(envelopeJSON("f-3", "MESSAGE_RESULT_UPDATE", []any{map[string]any{"messageStatus": "COMPLETED"}})))
+	f.Add("application/json", "X-Toast-Webhook-Signature", testSecret, string(envelopeJSON("f-2", "INTERNATIONAL_DELIVERY_RECEIPT", []any{map[string]any{"hookId": "f-2-h0", "dlrStatus": "DELIVERED"}})))
+	f.Add("application/json", "X-Nhn-Webhook-Signature", testSecret, string(envelopeJSON("f-3", "MESSAGE_RESULT_UPDATE", []any{map[string]any{"hookId": "f-3-h0", "messageStatus": 7}})))
 	f.Add("text/plain", "X-Cloud-Webhook-Signature", testSecret, "{}")
 	f.Add("application/json", "X-Cloud-Webhook-Signature", "wrong", "{}")
 	f.Add("application/json; charset=latin1", "", "", "")
 	f.Add("application/json", "X-Cloud-Webhook-Signature", testSecret, `{"hooksId":"a","webhookConfigId":"c","productName":"SMS","appKey":"k","event":"UNSUBSCRIBE","hooks":[{"hookId":1}]}`)
 	f.Add("application/json", "X-Cloud-Webhook-Signature", testSecret, `{"hooksId":"a","hooks":[[[[[[[[[[]]]]]]]]]]}`)
 	f.Add("application/json", "X-Cloud-Webhook-Signature", testSecret, strings.Repeat("[", 5000))
-	f.Add("application/vnd.api+json", "X-Cloud-Webhook-Signature", testSecret, `{"hooksId":"\u0000","webhookConfigId":"c","productName":"SMS","appKey":"k","event":"X","hooks":[{"n":1e400}]}`)
+	f.Add("application/vnd.api+json", "X-Cloud-Webhook-Signature", testSecret, `{"hooksId":"\u0000","webhookConfigId":"c","productName":"SMS","appKey":"k","event":"X","hooks":[{"hookId":"h","n":1e400}]}`)
+	f.Add("application/json", "X-Cloud-Webhook-Signature", testSecret, `{"hooksId":"f-4","event":"UNSUBSCRIBE","hooks":[{"hookId":"f-4-h0"}],"extra":{"a":[1,2.5]}}`)
 	envs := []*hookEnv{
 		newHookEnv(f, 4096, perHookPlaybook, perDeliveryPlaybook),
 		newPrepEnv(f, 4096, perHookPlaybook, perDeliveryPlaybook), // one commit per delivery

@@ -22,7 +22,7 @@ import (
 func sizedDelivery(t *testing.T, hooksID string, n int) []byte {
 	t.Helper()
 	pad := func(k int) []byte {
-		return envelopeJSON(hooksID, "EMAIL_OPENED", []any{map[string]any{"pad": strings.Repeat("x", k)}})
+		return envelopeJSON(hooksID, "EMAIL_OPENED", []any{map[string]any{"hookId": hooksID + "-h0", "pad": strings.Repeat("x", k)}})
 	}
 	k := n - len(pad(0))
 	require.GreaterOrEqual(t, k, 0, "a delivery is at least %d bytes", len(pad(0)))
@@ -216,7 +216,7 @@ func TestParseDeliveryBounds(t *testing.T) {
 	hooks := func(n int) []any {
 		h := make([]any, n)
 		for i := range h {
-			h[i] = map[string]any{"n": i}
+			h[i] = map[string]any{"hookId": fmt.Sprint("h-", i)}
 		}
 		return h
 	}
@@ -229,10 +229,9 @@ func TestParseDeliveryBounds(t *testing.T) {
 		{"1001 hooks are refused", envelopeJSON("b-2", "EMAIL_OPENED", hooks(maxHooks+1)), "hooks has 1001 elements; at most 1000 are accepted"},
 		{"a hooksId of 256 bytes is accepted", envelopeJSON(strings.Repeat("h", 256), "EMAIL_OPENED", hooks(1)), ""},
 		{"a hooksId of 257 bytes is refused", envelopeJSON(strings.Repeat("h", 257), "EMAIL_OPENED", hooks(1)), "hooksId is longer than 256 bytes"},
-		{"a recipientNo of 24 characters is accepted", unsubscribe("b-3", "+82-10-1234-5678-9012-34"), ""},
-		{"a recipientNo of 25 characters is refused", unsubscribe("b-4", "+82-10-1234-5678-9012-345"), "hooks[0].recipientNo must be a phone number"},
-		{"a recipientNo of three digits is accepted", unsubscribe("b-5", "112"), ""},
-		{"a recipientNo of two digits is refused", unsubscribe("b-6", "11"), "hooks[0].recipientNo must be a phone number"},
+		{"a hookId of 256 bytes is accepted", envelopeJSON("b-3", "EMAIL_OPENED", []any{map[string]any{"hookId": strings.Repeat("h", 256)}}), ""},
+		{"a hookId of 257 bytes is refused", envelopeJSON("b-4", "EMAIL_OPENED", []any{map[string]any{"hookId": strings.Repeat("h", 257)}}), "hooks[0].hookId is longer than 256 bytes"},
+		{"an event of 257 bytes is refused", envelopeJSON("b-5", strings.Repeat("E", 257), hooks(1)), "event is longer than 256 bytes"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

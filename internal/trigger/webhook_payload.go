@@ -6,14 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strconv"
-	"time"
 )
 
-// The events whose hook fields the intake validates. Other events (Email
-// and KakaoTalk Bizmessage send the same envelope with their own events)
-// are accepted when every hook is a JSON object: playbooks filter by event.
+// The SMS events FIDELITY names. The intake checks no event's hook fields
+// beyond hookId: the fields below (FIDELITY's lists) reach playbooks as
+// sent under trigger.hook and trigger.payload.hooks, with every other field,
+// and a playbook's `if` decides what a value it does not expect means.
+// Other events (Email and KakaoTalk Bizmessage send the same envelope with
+// their own) are accepted alike.
+//
+//	UNSUBSCRIBE                     hookId recipientNo unsubscribeNo enterpriseName createdDateTime
+//	MESSAGE_RESULT_UPDATE           hookId requestId recipientSeq recipientNo sendNo messageStatus resultCode requestDate receiveDate
+//	CONVERSION_BLOCK                hookId recipientNo
+//	INTERNATIONAL_DELIVERY_RECEIPT  hookId requestId recipientSeq recipientNo dlrStatus
 const (
 	EventUnsubscribe          = "UNSUBSCRIBE"
 	EventMessageResultUpdate  = "MESSAGE_RESULT_UPDATE"
@@ -21,143 +26,135 @@ const (
 	EventInternationalReceipt = "INTERNATIONAL_DELIVERY_RECEIPT"
 )
 
-// MessageStatuses are the messageStatus values of MESSAGE_RESULT_UPDATE.
+// MessageStatuses are the messageStatus values FIDELITY lists for
+// MESSAGE_RESULT_UPDATE (documentation: the intake passes any value on).
 var MessageStatuses = []string{"COMPLETED", "FAILED", "CANCEL", "DUPLICATED", "FAILED_AD"}
 
-// DLRStatuses are the dlrStatus values of INTERNATIONAL_DELIVERY_RECEIPT.
+// DLRStatuses are the dlrStatus values FIDELITY lists for
+// INTERNATIONAL_DELIVERY_RECEIPT (documentation, as MessageStatuses).
 var DLRStatuses = []string{"ACCEPTED", "DELIVERED", "BUFFERED", "EXPIRED", "FAILED", "REJECTED", "UNKNOWN"}
 
 // UnsubscribeTimeLayout is createdDateTime's format, yyyy-MM-dd'T'HH:mm:ss.SSSXXX.
 const UnsubscribeTimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
-// maxHooks bounds the hooks of one delivery (each may start a run).
-const maxHooks = 1000
+// maxHooks bounds the hooks of one delivery (each may start a run); maxID
+// bounds hooksId, hookId and event (they become store keys).
+const (
+	maxHooks = 1000
+	maxID    = 256
+)
 
 // Delivery is one parsed webhook request body.
 type Delivery struct {
-	HooksID         string
-	WebhookConfigID string
-	ProductName     string
-	AppKey          string
-	Event           string
-	Hooks           []map[string]any
+	HooksID string // the delivery's idempotency key (hooksId, or webhook-id)
+	Event   string // "" when a generic body names none
+	// Hooks are the envelope's hooks, each with a non-empty string hookId;
+	// none for a generic (Standard Webhooks) body.
+	Hooks []map[string]any
+	// payload is the body as sent (numbers as int64 or float64): for an
+	// envelope every field, known or not, its hooks the maps of Hooks.
+	payload any
 }
 
 // Payload is the delivery as playbooks see it under trigger.payload: the
-// envelope's field names, numbers as int64 or float64.
-func (d *Delivery) Payload() map[string]any {
-	hooks := make([]any, len(d.Hooks))
-	for i, h := range d.Hooks {
-		hooks[i] = h
-	}
-	return map[string]any{
-		"hooksId": d.HooksID, "webhookConfigId": d.WebhookConfigID, "productName": d.ProductName,
-		"appKey": d.AppKey, "event": d.Event, "hooks": hooks,
-	}
-}
+// body as sent, numbers as int64 or float64.
+func (d *Delivery) Payload() any { return d.payload }
 
-// HookKey is the idempotency key of hooks[i]: its hookId; for
-// MESSAGE_RESULT_UPDATE without one, requestId and recipientSeq; else the
-// delivery's hooksId and the index.
+// HookKey is the idempotency key of hooks[i]: its hookId.
 func (d *Delivery) HookKey(i int) string {
-	h := d.Hooks[i]
-	if id, ok := h["hookId"].(string); ok && id != "" {
-		return "id:" + id
-	}
-	if req, ok := h["requestId"].(string); ok && req != "" {
-		if seq, ok := h["recipientSeq"]; ok {
-			return fmt.Sprintf("req:%s:%v", req, seq)
-		}
-	}
-	return "idx:" + d.HooksID + ":" + strconv.Itoa(i)
+	id, _ := d.Hooks[i]["hookId"].(string)
+	return "id:" + id
 }
 
-// envelope is decoded with unknown fields refused: the spec's table of the
-// body is complete, and a field we do not know means a sender we do not
-// understand. Hook elements keep unknown fields (they reach the playbook),
-// since only UNSUBSCRIBE's hook is fully specified.
-type envelope struct {
-	HooksID         *string           `json:"hooksId"`
-	WebhookConfigID *string           `json:"webhookConfigId"`
-	ProductName     *string           `json:"productName"`
-	AppKey          *string           `json:"appKey"`
-	Event           *string           `json:"event"`
-	Hooks           []json.RawMessage `json:"hooks"`
-}
-
-// ParseDelivery parses and validates a request body strictly: one JSON
-// object with exactly the envelope's fields, every one present and a
-// non-empty string (hooks a non-empty list of objects), and the hook fields
-// of known events (see EventUnsubscribe...) present with their types,
-// formats and enums. The error names the offending field.
+// ParseDelivery parses a request body liberally: one JSON object with a
+// non-empty string hooksId and event and a non-empty list hooks of
+// objects, each with a non-empty string hookId. Those are all the intake
+// needs (the keys it deduplicates by, the event it routes by); every other
+// field, of the envelope or a hook, known or not and of whatever type, is
+// recorded as sent for the playbooks' `if` and inputs. The error names the
+// offending field.
 func ParseDelivery(body []byte) (*Delivery, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	var env envelope
-	if err := dec.Decode(&env); err != nil {
+	v, err := decodeJSON(body)
+	if err != nil {
 		return nil, fmt.Errorf("body is not a webhook envelope: %w", err)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("body has data after the JSON object")
+	env, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("body is not a webhook envelope: want a JSON object")
 	}
-	d := &Delivery{}
+	d := &Delivery{payload: env}
 	for _, f := range []struct {
 		name string
-		v    *string
 		dst  *string
-	}{
-		{"hooksId", env.HooksID, &d.HooksID},
-		{"webhookConfigId", env.WebhookConfigID, &d.WebhookConfigID},
-		{"productName", env.ProductName, &d.ProductName},
-		{"appKey", env.AppKey, &d.AppKey},
-		{"event", env.Event, &d.Event},
-	} {
-		if f.v == nil || *f.v == "" {
-			return nil, fmt.Errorf("%s is required (a non-empty string)", f.name)
+	}{{"hooksId", &d.HooksID}, {"event", &d.Event}} {
+		s, err := idField(env[f.name])
+		if err != nil {
+			return nil, fmt.Errorf("%s %w", f.name, err)
 		}
-		if len(*f.v) > 256 {
-			return nil, fmt.Errorf("%s is longer than 256 bytes", f.name)
-		}
-		*f.dst = *f.v
+		*f.dst = s
 	}
-	if len(env.Hooks) == 0 {
+	hooks, ok := env["hooks"].([]any)
+	if !ok || len(hooks) == 0 {
 		return nil, errors.New("hooks is required (a non-empty list)")
 	}
-	if len(env.Hooks) > maxHooks {
-		return nil, fmt.Errorf("hooks has %d elements; at most %d are accepted", len(env.Hooks), maxHooks)
+	if len(hooks) > maxHooks {
+		return nil, fmt.Errorf("hooks has %d elements; at most %d are accepted", len(hooks), maxHooks)
 	}
-	d.Hooks = make([]map[string]any, len(env.Hooks))
-	for i, raw := range env.Hooks {
-		h, err := decodeObject(raw)
-		if err != nil {
-			return nil, fmt.Errorf("hooks[%d]: %w", i, err)
+	d.Hooks = make([]map[string]any, len(hooks))
+	for i, e := range hooks {
+		h, ok := e.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("hooks[%d]: want an object", i)
 		}
-		if err := validateHook(d.Event, h); err != nil {
-			return nil, fmt.Errorf("hooks[%d].%w", i, err)
+		if _, err := idField(h["hookId"]); err != nil {
+			return nil, fmt.Errorf("hooks[%d].hookId %w", i, err)
 		}
 		d.Hooks[i] = h
 	}
 	return d, nil
 }
 
-// decodeObject decodes a JSON object, numbers as int64 when integral and
-// float64 otherwise (what expressions compare against).
-func decodeObject(raw json.RawMessage) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
+// ParseGeneric parses the body of a Standard Webhooks route: any one JSON
+// value, recorded whole as the payload. id (the webhook-id header) is the
+// delivery's key; the event is the body's "type" when it is a string (the
+// Standard Webhooks payload convention), else "".
+func ParseGeneric(id string, body []byte) (*Delivery, error) {
+	v, err := decodeJSON(body)
+	if err != nil {
+		return nil, fmt.Errorf("body is not JSON: %w", err)
+	}
+	d := &Delivery{HooksID: id, payload: v}
+	if m, ok := v.(map[string]any); ok {
+		d.Event, _ = m["type"].(string)
+	}
+	return d, nil
+}
+
+// idField checks a key field: the error completes "<name> ".
+func idField(v any) (string, error) {
+	s, ok := v.(string)
+	switch {
+	case !ok || s == "":
+		return "", errors.New("is required (a non-empty string)")
+	case len(s) > maxID:
+		return "", fmt.Errorf("is longer than %d bytes", maxID)
+	}
+	return s, nil
+}
+
+// decodeJSON decodes exactly one JSON value, numbers as int64 when
+// integral and float64 otherwise (what expressions compare against).
+func decodeJSON(body []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
 		return nil, err
 	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, errors.New("want an object")
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("data after the JSON value")
 	}
-	n, err := normalizeNumbers(m)
-	if err != nil {
-		return nil, err
-	}
-	return n.(map[string]any), nil
+	return normalizeNumbers(v)
 }
 
 // normalizeNumbers turns json.Numbers into int64 or float64, refusing
@@ -188,102 +185,4 @@ func normalizeNumbers(v any) (any, error) {
 		}
 	}
 	return v, nil
-}
-
-// fieldRule is one hook field's check.
-type fieldRule struct {
-	name     string
-	required bool
-	kind     string   // "string", "phone", "integer", "time"
-	enum     []string // for strings
-}
-
-var hookRules = map[string][]fieldRule{
-	// The spec's table: every field is given, so every field is required.
-	EventUnsubscribe: {
-		{name: "hookId", required: true, kind: "string"},
-		{name: "recipientNo", required: true, kind: "phone"},
-		{name: "unsubscribeNo", required: true, kind: "phone"},
-		{name: "enterpriseName", required: true, kind: "string"},
-		{name: "createdDateTime", required: true, kind: "time"},
-	},
-	// FIDELITY: hooks carry these; receiveDate is absent until delivered.
-	EventMessageResultUpdate: {
-		{name: "hookId", kind: "string"},
-		{name: "requestId", required: true, kind: "string"},
-		{name: "recipientSeq", required: true, kind: "integer"},
-		{name: "recipientNo", required: true, kind: "phone"},
-		{name: "sendNo", required: true, kind: "phone"},
-		{name: "messageStatus", required: true, kind: "string", enum: MessageStatuses},
-		{name: "resultCode", required: true, kind: "string"},
-		{name: "requestDate", required: true, kind: "string"},
-		{name: "receiveDate", kind: "string"},
-	},
-	// FIDELITY names the event only; the fields we know are optional.
-	EventConversionBlock: {
-		{name: "hookId", kind: "string"},
-		{name: "recipientNo", kind: "phone"},
-	},
-	EventInternationalReceipt: {
-		{name: "hookId", kind: "string"},
-		{name: "requestId", kind: "string"},
-		{name: "recipientSeq", kind: "integer"},
-		{name: "recipientNo", kind: "phone"},
-		{name: "dlrStatus", required: true, kind: "string", enum: DLRStatuses},
-	},
-}
-
-// validateHook checks h against its event's rules; the error starts with
-// the field name (the caller prefixes "hooks[i].").
-func validateHook(event string, h map[string]any) error {
-	for _, r := range hookRules[event] {
-		v, ok := h[r.name]
-		if !ok || v == nil {
-			if r.required {
-				return fmt.Errorf("%s is required for %s", r.name, event)
-			}
-			continue
-		}
-		if r.kind == "integer" {
-			if _, ok := v.(int64); !ok {
-				return fmt.Errorf("%s must be an integer", r.name)
-			}
-			continue
-		}
-		s, ok := v.(string)
-		if !ok {
-			return fmt.Errorf("%s must be a string", r.name)
-		}
-		switch {
-		case r.required && s == "" && r.name != "enterpriseName":
-			return fmt.Errorf("%s must not be empty", r.name)
-		case r.enum != nil && !slices.Contains(r.enum, s):
-			return fmt.Errorf("%s must be one of %v (got %q)", r.name, r.enum, s)
-		case r.kind == "phone" && !phoneOK(s):
-			return fmt.Errorf("%s must be a phone number of digits, '+' and '-' (got %q)", r.name, s)
-		case r.kind == "time":
-			if _, err := time.Parse(UnsubscribeTimeLayout, s); err != nil {
-				return fmt.Errorf("%s must look like 2026-03-07T09:30:00.000+09:00 (got %q)", r.name, s)
-			}
-		}
-	}
-	return nil
-}
-
-func phoneOK(s string) bool {
-	if s == "" || len(s) > 24 {
-		return false
-	}
-	digits := 0
-	for i, c := range s {
-		switch {
-		case c >= '0' && c <= '9':
-			digits++
-		case c == '-':
-		case c == '+' && i == 0:
-		default:
-			return false
-		}
-	}
-	return digits >= 3
 }

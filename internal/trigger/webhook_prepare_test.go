@@ -20,6 +20,14 @@ func (e *hookEnv) runCount(t *testing.T) int {
 	return len(runs)
 }
 
+// mustRun is the committed run of id.
+func mustRun(t *testing.T, e *hookEnv, id any) *state.Run {
+	t.Helper()
+	r, err := e.store.GetRun(context.Background(), id.(string))
+	require.NoError(t, err)
+	return r
+}
+
 func TestIntakeWithPreparerCommitsEachDeliveryOnce(t *testing.T) {
 	e := newPrepEnv(t, 0, perHookPlaybook, perDeliveryPlaybook)
 
@@ -105,7 +113,10 @@ func TestIntakeWithPreparerCommitsEachDeliveryOnce(t *testing.T) {
 		reqs := e.starter.started()[n:]
 		require.Len(t, reqs, 1, "only the per-delivery playbook runs")
 		assert.Equal(t, "audit", reqs[0].Playbook.Name)
-		assert.Len(t, a.body["runs"], 1)
+		assert.Equal(t, "accepted", a.body["status"])
+		require.Len(t, a.body["runs"], 2, "the hook's first run and the audit run started")
+		assert.Equal(t, "suppress/0/id:dup-1-h0", mustRun(t, e, a.body["runs"].([]any)[0]).Trigger["key"])
+		assert.Equal(t, reqs[0].Trigger, mustRun(t, e, a.body["runs"].([]any)[1]).Trigger)
 	})
 
 	t.Run("a commit that fails midway starts nothing, and its redelivery starts every run once", func(t *testing.T) {

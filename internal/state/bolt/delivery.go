@@ -17,6 +17,7 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 	now := s.now()
 	type encoded struct {
 		claim []byte
+		value []byte
 		id    string
 		run   *encodedRun
 		evs   [][]byte
@@ -37,6 +38,7 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 		units[i] = encoded{id: u.Run.ID, run: enc, evs: evs}
 		if u.Claim != "" {
 			units[i].claim = []byte(u.Claim)
+			units[i].value = u.ClaimValue
 		}
 	}
 	key := []byte(d.Key)
@@ -50,9 +52,7 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 		}
 		if v := b.Get(key); seenWithin(v, now, d.TTL) {
 			res.Duplicate = true
-			if len(v) > dedupHeader && v[dedupHeader] == dedupHasValue {
-				res.Value = append([]byte{}, v[dedupHeader+1:]...) // v is only valid inside the transaction
-			}
+			res.Value = dedupValue(v)
 			return nil
 		}
 		for _, u := range units {
@@ -62,7 +62,13 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 					return err
 				}
 				if seen {
+					res.Earlier = append(res.Earlier, dedupValue(b.Get(u.claim)))
 					continue
+				}
+				if u.value != nil {
+					if err := putDedupValue(b, u.claim, u.value); err != nil {
+						return err
+					}
 				}
 			}
 			if err := createRun(tx, u.id, u.run, u.evs); err != nil {
@@ -76,15 +82,28 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 		if d.Done == nil {
 			return nil
 		}
-		val := d.Done(res.Created)
-		v := b.Get(key)
-		entry := make([]byte, 0, dedupHeader+1+len(val))
-		entry = append(entry, v[:dedupHeader]...)
-		entry = append(entry, dedupHasValue)
-		return b.Put(key, append(entry, val...))
+		return putDedupValue(b, key, d.Done(res.Created, res.Earlier))
 	})
 	if err != nil {
 		return state.DeliveryResult{}, fmt.Errorf("commit delivery %s: %w", d.Key, err)
 	}
 	return res, nil
+}
+
+// dedupValue returns a copy of the value of dedup entry v (v is only valid
+// inside the transaction), nil when it has none.
+func dedupValue(v []byte) []byte {
+	if len(v) <= dedupHeader || v[dedupHeader] != dedupHasValue {
+		return nil
+	}
+	return append([]byte{}, v[dedupHeader+1:]...)
+}
+
+// putDedupValue attaches val to the entry of k, which must exist.
+func putDedupValue(b *bbolt.Bucket, k, val []byte) error {
+	v := b.Get(k)
+	entry := make([]byte, 0, dedupHeader+1+len(val))
+	entry = append(entry, v[:dedupHeader]...)
+	entry = append(entry, dedupHasValue)
+	return b.Put(k, append(entry, val...))
 }

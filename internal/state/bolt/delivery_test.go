@@ -21,7 +21,7 @@ func TestCommitDeliveryKeepsADoneRecordOfAnyLength(t *testing.T) {
 			res, err := s.CommitDelivery(ctx, state.Delivery{
 				Key: "webhook/sms/d-1", TTL: time.Hour,
 				Units: []state.DeliveryUnit{{Run: &state.Run{ID: "run-1", Playbook: "pb"}, Events: []state.Event{{Type: "run.created"}}}},
-				Done:  func([]string) []byte { return done },
+				Done:  func([]string, [][]byte) []byte { return done },
 			})
 			require.NoError(t, err)
 			assert.Equal(t, []string{"run-1"}, res.Created)

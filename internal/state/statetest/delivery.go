@@ -11,8 +11,17 @@ import (
 	"github.com/runbook/runbook/internal/state"
 )
 
-// doneList is a Delivery.Done that records the IDs it was given.
-func doneList(created []string) []byte { return []byte(strings.Join(created, ",")) }
+// doneList is a Delivery.Done that records the IDs it was given, then
+// "+value" for each skipped unit's claim value that is not nil.
+func doneList(created []string, earlier [][]byte) []byte {
+	s := strings.Join(created, ",")
+	for _, v := range earlier {
+		if v != nil {
+			s += "+" + string(v)
+		}
+	}
+	return []byte(s)
+}
 
 func delivery(key string, units ...state.DeliveryUnit) state.Delivery {
 	return state.Delivery{Key: key, TTL: time.Hour, Units: units, Done: doneList}
@@ -89,6 +98,34 @@ func testDeliveries(t *testing.T, open opener) {
 		v, err := s.DedupGet(ctx, "d1")
 		ok(t, err)
 		same(t, string(v), "r2")
+	})
+
+	t.Run("a unit's claim keeps its value, which a unit skipped for it gets in Earlier and Done", func(t *testing.T) {
+		s, _ := open(t)
+		withValue := func(claim, id, val string) state.DeliveryUnit {
+			u := unitOf(claim, id)
+			u.ClaimValue = []byte(val)
+			return u
+		}
+		res, err := s.CommitDelivery(ctx, delivery("d1", withValue("u1", "r1", "v1"), unitOf("u2", "r2")))
+		ok(t, err)
+		same(t, res, state.DeliveryResult{Created: []string{"r1", "r2"}})
+		v, err := s.DedupGet(ctx, "u1")
+		ok(t, err)
+		same(t, string(v), "v1")
+		_, err = s.DedupGet(ctx, "u2")
+		errIs(t, err, state.ErrNotFound)
+
+		res, err = s.CommitDelivery(ctx, delivery("d2", withValue("u1", "r3", "x"), withValue("u3", "r4", "v3"),
+			withValue("u2", "r5", "x"), withValue("u3", "r6", "x")))
+		ok(t, err)
+		same(t, res, state.DeliveryResult{Created: []string{"r4"}, Earlier: [][]byte{[]byte("v1"), nil, []byte("v3")}})
+		v, err = s.DedupGet(ctx, "d2")
+		ok(t, err)
+		same(t, string(v), "r4+v1+v3")
+		v, err = s.DedupGet(ctx, "u1")
+		ok(t, err)
+		same(t, string(v), "v1") // a skipped unit leaves the claim's value as it was
 	})
 
 	t.Run("a taken run ID fails the whole delivery", func(t *testing.T) {
