@@ -1,8 +1,12 @@
 package secrets
 
 import (
+	"cmp"
+	"encoding/binary"
+	"math/bits"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // FragmentLen is the shortest fragment of a secret (or of its reversal),
@@ -18,8 +22,10 @@ const FragmentLen = 8
 // other bytes with them) and tests a hash of that key in a bitset of the
 // keys that occur in a pattern at offsets 0..step-1 (so a pattern starting
 // anywhere has one of them at a position looked at) or anywhere in a
-// fragment window. Only a hit looks up the candidates and compares
-// exactly. Patterns shorter than 4+step-1 bytes (encodings of the
+// fragment window. Only a hit looks the key up in an open-addressed table
+// of candidates and compares exactly; a fragment window is looked up by
+// its lossy 8-byte key in a second bitset and table, and its case-folded
+// bytes (folded 8 at a time) are compared with each window under that key. Patterns shorter than 4+step-1 bytes (encodings of the
 // shortest secrets) are searched for separately with strings.Index.
 // Matches are marked as byte spans; overlapping spans merge, and each
 // merged span is replaced by Mask. Consecutive windows of a longer
@@ -34,11 +40,19 @@ const (
 // snapshot is an immutable view of the registered patterns, rebuilt by Add.
 type snapshot struct {
 	gen   uint64
-	cands map[uint32]*cand // by lossy key of 4 bytes
-	mask  []uint64
-	short []string             // patterns shorter than minKeyed
-	frags map[uint64][]fragRef // case-folded 8-byte windows
-	fmask []uint64             // bitset of hashed frags, tested before the map
+	mask  []uint64 // bitset of hashed 4-byte keys, tested first
+	keys  table4   // 4-byte key -> index in cands
+	cands []cand
+	short []string // patterns shorter than minKeyed
+	fmask []uint64 // bitset of hashed 8-byte fragment keys
+	fkeys table8   // lossy 8-byte key -> refs[from:to]
+	refs  []windowRef
+}
+
+// windowRef is a fragRef with its case-folded window, first byte lowest.
+type windowRef struct {
+	w uint64
+	fragRef
 }
 
 // cand lists what a key may belong to: exact patterns holding it at an
@@ -60,45 +74,139 @@ type fragRef struct {
 	off int
 }
 
-func newSnapshot(gen uint64, exact map[string]struct{}, frags map[uint64][]fragRef) *snapshot {
-	s := &snapshot{gen: gen, cands: map[uint32]*cand{}, mask: make([]uint64, 1<<maskBits/64), frags: frags}
-	get := func(k uint32) *cand {
-		c := s.cands[k]
-		if c == nil {
-			c = &cand{}
-			s.cands[k] = c
-			h := hash4(k)
-			s.mask[h/64] |= 1 << (h % 64)
-		}
-		return c
+// table4 is an open-addressed hash table from a 4-byte key (never 0: every
+// byte of a lossy key has 0x20 set) to an index.
+type table4 struct {
+	keys  []uint32
+	vals  []int32
+	shift uint
+}
+
+func newTable4(n int) table4 {
+	bits := uint(4)
+	for 1<<bits < 2*n {
+		bits++
 	}
+	return table4{keys: make([]uint32, 1<<bits), vals: make([]int32, 1<<bits), shift: 32 - bits}
+}
+
+// slot returns where k is, or the empty slot where it belongs.
+func (t *table4) slot(k uint32) int {
+	m := len(t.keys) - 1
+	for i := int((k * 0x9E3779B1) >> t.shift); ; i = (i + 1) & m {
+		if t.keys[i] == k || t.keys[i] == 0 {
+			return i
+		}
+	}
+}
+
+// table8 is table4 for 8-byte keys, each giving a range of refs.
+type table8 struct {
+	keys     []uint64
+	from, to []int32
+	shift    uint
+}
+
+func newTable8(n int) table8 {
+	bits := uint(4)
+	for 1<<bits < 2*n {
+		bits++
+	}
+	return table8{keys: make([]uint64, 1<<bits), from: make([]int32, 1<<bits), to: make([]int32, 1<<bits), shift: 64 - bits}
+}
+
+func (t *table8) slot(k uint64) int {
+	m := len(t.keys) - 1
+	for i := int((k * 0x9E3779B97F4A7C15) >> t.shift); ; i = (i + 1) & m {
+		if t.keys[i] == k || t.keys[i] == 0 {
+			return i
+		}
+	}
+}
+
+func newSnapshot(gen uint64, exact map[string]struct{}, frags map[uint64][]fragRef) *snapshot {
+	s := &snapshot{gen: gen, mask: make([]uint64, 1<<maskBits/64)}
+	// Gather the keys first, to size the table.
+	type keyed struct {
+		k uint32
+		e placed
+	}
+	var exactKeys []keyed
 	for p := range exact {
 		if len(p) < minKeyed {
 			s.short = append(s.short, p)
 			continue
 		}
 		for off := range step {
-			c := get(key4(p, off))
-			c.exact = append(c.exact, placed{p, off})
+			exactKeys = append(exactKeys, keyed{key4(p, off), placed{p, off}})
 		}
 	}
 	slices.Sort(s.short)
-	if len(frags) > 0 {
-		s.fmask = make([]uint64, 1<<maskBits/64)
-	}
-	for w := range frags {
-		h := hash8(w)
-		s.fmask[h/64] |= 1 << (h % 64)
-		for j := range FragmentLen - 3 {
-			get(uint32(w>>(8*(FragmentLen-4-j))) | 0x20202020).frag = true
+	// Deterministic order of exact candidates.
+	slices.SortFunc(exactKeys, func(a, b keyed) int {
+		return cmp.Or(cmp.Compare(a.e.p, b.e.p), cmp.Compare(a.e.off, b.e.off))
+	})
+	// Fragment windows, regrouped by their lossy key.
+	byLossy := map[uint64][]windowRef{}
+	for w, refs := range frags {
+		w = bits.ReverseBytes64(w)
+		k := w | lossy8
+		for _, r := range refs {
+			byLossy[k] = append(byLossy[k], windowRef{w, r})
 		}
+	}
+	var fragKeys []uint32
+	for k := range byLossy {
+		for j := range FragmentLen - 3 {
+			fragKeys = append(fragKeys, uint32(k>>(8*j)))
+		}
+	}
+	s.keys = newTable4(len(exactKeys) + len(fragKeys))
+	get := func(k uint32) *cand {
+		i := s.keys.slot(k)
+		if s.keys.keys[i] == 0 {
+			s.keys.keys[i] = k
+			s.keys.vals[i] = int32(len(s.cands))
+			s.cands = append(s.cands, cand{})
+			h := hash4(k)
+			s.mask[h/64] |= 1 << (h % 64)
+		}
+		return &s.cands[s.keys.vals[i]]
+	}
+	for _, e := range exactKeys {
+		c := get(e.k)
+		c.exact = append(c.exact, e.e)
+	}
+	for _, k := range fragKeys {
+		get(k).frag = true
+	}
+	if len(byLossy) > 0 {
+		s.fmask = make([]uint64, 1<<maskBits/64)
+		s.fkeys = newTable8(len(byLossy))
+	}
+	for k, refs := range byLossy {
+		h := hash8(k)
+		s.fmask[h/64] |= 1 << (h % 64)
+		i := s.fkeys.slot(k)
+		s.fkeys.keys[i] = k
+		s.fkeys.from[i] = int32(len(s.refs))
+		s.refs = append(s.refs, refs...)
+		s.fkeys.to[i] = int32(len(s.refs))
 	}
 	return s
 }
 
-// key4 is the lossy case-folded key of s[i:i+4], first byte highest.
+const lossy8 = 0x2020202020202020
+
+// key4 is the lossy case-folded key of s[i:i+4] (OR 0x20: letters to lower
+// case, and a few other bytes with them), first byte lowest.
 func key4(s string, i int) uint32 {
-	return (uint32(s[i])<<24 | uint32(s[i+1])<<16 | uint32(s[i+2])<<8 | uint32(s[i+3])) | 0x20202020
+	return binary.LittleEndian.Uint32(unsafe.Slice(unsafe.StringData(s[i:i+4]), 4)) | 0x20202020
+}
+
+// load8 is s[i:i+8], first byte lowest; OR lossy8 makes its lossy key.
+func load8(s string, i int) uint64 {
+	return binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s[i:i+8]), 8))
 }
 
 func hash4(k uint32) uint32 { return (k * 0x9E3779B1) >> (32 - maskBits) }
@@ -153,10 +261,9 @@ func extend(s string, at int, r fragRef) (from, to int) {
 	return from, to
 }
 
-// scan returns the spans of s to mask, sorted and merged; with first it
-// stops at the first match.
-func (m *snapshot) scan(s string, first bool) []span {
-	var spans []span
+// scan appends to spans those of s to mask, sorted and merged; with first
+// it stops at the first match.
+func (m *snapshot) scan(s string, first bool, spans []span) []span {
 	for _, p := range m.short {
 		for at := 0; ; {
 			j := strings.Index(s[at:], p)
@@ -170,7 +277,7 @@ func (m *snapshot) scan(s string, first bool) []span {
 			at += j + 1
 		}
 	}
-	mask := m.mask
+	mask, fmask := m.mask, m.fmask
 	fragDone := -1
 	for i := 0; i+4 <= len(s); i += step {
 		k := key4(s, i)
@@ -178,10 +285,11 @@ func (m *snapshot) scan(s string, first bool) []span {
 		if mask[h/64]&(1<<(h%64)) == 0 {
 			continue
 		}
-		c := m.cands[k]
-		if c == nil {
+		slot := m.keys.slot(k)
+		if m.keys.keys[slot] == 0 {
 			continue
 		}
+		c := &m.cands[m.keys.vals[slot]]
 		n := len(spans)
 		for _, e := range c.exact {
 			if at := i - e.off; at >= 0 && strings.HasPrefix(s[at:], e.p) {
@@ -189,22 +297,27 @@ func (m *snapshot) scan(s string, first bool) []span {
 			}
 		}
 		if c.frag {
-			for at := max(i-step+1, 0); at <= i && at+FragmentLen <= len(s); at++ {
-				if at <= fragDone {
+			for at := max(i-step+1, fragDone+1, 0); at <= i && at+FragmentLen <= len(s); at++ {
+				raw := load8(s, at)
+				w := raw | lossy8
+				if h := hash8(w); fmask[h/64]&(1<<(h%64)) == 0 {
 					continue
 				}
-				w := window(s, at)
-				if h := hash8(w); m.fmask[h/64]&(1<<(h%64)) == 0 {
+				fs := m.fkeys.slot(w)
+				if m.fkeys.keys[fs] == 0 {
 					continue
 				}
-				refs, ok := m.frags[w]
-				if !ok {
-					continue
-				}
-				from, to := at, at+FragmentLen
-				for _, r := range refs {
-					a, b := extend(s, at, r)
+				from, to := at, -1
+				fw := foldWord(raw)
+				for _, r := range m.refs[m.fkeys.from[fs]:m.fkeys.to[fs]] {
+					if r.w != fw {
+						continue // the lossy key matched, the window does not
+					}
+					a, b := extend(s, at, r.fragRef)
 					from, to = min(from, a), max(to, b)
+				}
+				if to < 0 {
+					continue
 				}
 				spans = append(spans, span{from, to})
 				fragDone = to - FragmentLen // windows inside [from, to) are covered
@@ -228,6 +341,17 @@ func (m *snapshot) scan(s string, first bool) []span {
 		out = append(out, sp)
 	}
 	return out
+}
+
+// foldWord maps the ASCII upper-case letters among the 8 bytes of w to
+// lower case, like fold, leaving other bytes as they are.
+func foldWord(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	x := w &^ highs                // each byte below 0x80: no carries below
+	ge := x + (0x80-'A')*ones      // high bit set: byte ≥ 'A'
+	gt := x + (0x80-'Z'-1)*ones    // high bit set: byte > 'Z'
+	upper := ge &^ gt &^ w & highs // 'A' ≤ byte ≤ 'Z' and below 0x80
+	return w | upper>>2
 }
 
 // replaceSpans returns s with each span replaced by Mask.

@@ -223,3 +223,19 @@ func TestMatcherAgainstNaive(t *testing.T) {
 		}
 	}
 }
+
+func TestFoldWord(t *testing.T) {
+	for c := range 256 {
+		for pos := range 8 {
+			w := uint64(0x4142435a5b40607a) &^ (0xff << (8 * pos)) // neighbours 'A', 'Z', '[', '@', '`', 'z'
+			w |= uint64(c) << (8 * pos)
+			var want uint64
+			for j := range 8 {
+				want |= uint64(fold[byte(w>>(8*j))]) << (8 * j)
+			}
+			if got := foldWord(w); got != want {
+				t.Fatalf("foldWord(%#x) = %#x, want %#x", w, got, want)
+			}
+		}
+	}
+}

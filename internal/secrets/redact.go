@@ -200,7 +200,8 @@ func (r *Redactor) String(s string) string {
 	if snap == nil || s == "" {
 		return s
 	}
-	spans := snap.scan(s, false)
+	var buf [8]span
+	spans := snap.scan(s, false, buf[:0])
 	if len(spans) == 0 {
 		return s
 	}
@@ -215,7 +216,8 @@ func (r *Redactor) Bytes(b []byte) []byte {
 		return b
 	}
 	s := unsafe.String(unsafe.SliceData(b), len(b)) // read only, not kept
-	spans := snap.scan(s, false)
+	var buf [8]span
+	spans := snap.scan(s, false, buf[:0])
 	if len(spans) == 0 {
 		return b
 	}
@@ -245,7 +247,8 @@ func (r *Redactor) generation() uint64 {
 }
 
 func (s *snapshot) contains(str string) bool {
-	return str != "" && len(s.scan(str, true)) > 0
+	var buf [1]span
+	return str != "" && len(s.scan(str, true, buf[:0])) > 0
 }
 
 func (s *snapshot) containsBytes(b []byte) bool {
