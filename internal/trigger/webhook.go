@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,9 +33,19 @@ const (
 
 // Route is one configured webhook route.
 type Route struct {
-	// Secret is the signature the sender was set up with; required.
+	// Verify is how a delivery proves its sender: VerifyShared ("" too),
+	// the messaging service's envelope under a shared secret, or
+	// VerifyStandard, Standard Webhooks over any JSON body.
+	Verify string
+	// Secret is what the sender was set up with: the shared signature, or
+	// a whsec_ secret; required.
 	Secret string
+	// Secrets are more secrets accepted as well as Secret (a rotation).
+	Secrets []string
 }
+
+// secrets lists every secret the route accepts.
+func (r Route) secrets() []string { return append([]string{r.Secret}, r.Secrets...) }
 
 // IntakeOptions configure NewIntake.
 type IntakeOptions struct {
@@ -46,7 +57,7 @@ type IntakeOptions struct {
 	Logger    *slog.Logger     // default: discard
 	MaxBody   int64            // default DefaultMaxBody
 	DedupTTL  time.Duration    // default DefaultDedupTTL
-	Now       func() time.Time // for expressions; default time.Now
+	Now       func() time.Time // for expressions and webhook-timestamp; default time.Now
 }
 
 // Intake is the webhook receiver: an http.Handler serving POST
@@ -54,6 +65,7 @@ type IntakeOptions struct {
 // and webhook_dedup.go for the deduplication protocol.
 type Intake struct {
 	opts IntakeOptions
+	keys map[string][][]byte // HMAC keys of the Standard Webhooks routes
 
 	mu       sync.Mutex
 	closing  bool
@@ -67,9 +79,23 @@ func NewIntake(opts IntakeOptions) (*Intake, error) {
 	if opts.Store == nil || opts.Starter == nil || opts.Playbooks == nil {
 		return nil, errors.New("webhook intake: Store, Starter and Playbooks are required")
 	}
+	keys := map[string][][]byte{}
 	for name, r := range opts.Routes {
-		if r.Secret == "" {
+		if r.Secret == "" || slices.Contains(r.Secrets, "") {
 			return nil, fmt.Errorf("webhook route %q: a secret is required", name)
+		}
+		switch r.Verify {
+		case "", VerifyShared:
+		case VerifyStandard:
+			for i, s := range r.secrets() {
+				k, err := StandardKey(s)
+				if err != nil {
+					return nil, fmt.Errorf("webhook route %q: secret %d: %w", name, i+1, err)
+				}
+				keys[name] = append(keys[name], k)
+			}
+		default:
+			return nil, fmt.Errorf("webhook route %q: unknown verify mode %q (want one of %s)", name, r.Verify, strings.Join(VerifyModes, ", "))
 		}
 	}
 	if opts.Logger == nil {
@@ -84,7 +110,7 @@ func NewIntake(opts IntakeOptions) (*Intake, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Intake{opts: opts, inflight: map[string]chan struct{}{}}, nil
+	return &Intake{opts: opts, keys: keys, inflight: map[string]chan struct{}{}}, nil
 }
 
 // Shutdown makes the intake answer 503 to new requests and waits until the
@@ -164,6 +190,8 @@ type ErrorBody struct {
 // missing signature, 413 body too large, 400 malformed; then 200 once the
 // delivery and its runs are committed, or 500 when the store or the
 // Starter failed (nothing is marked done, so a redelivery completes it).
+// On a Standard Webhooks route the headers and the timestamp are checked
+// (401) before the body is read, its signature (401) after.
 func (in *Intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name, ok := strings.CutPrefix(r.URL.Path, "/hooks/")
 	route, known := in.opts.Routes[name]
@@ -185,7 +213,15 @@ func (in *Intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnsupportedMediaType, "invalid", msg)
 		return
 	}
-	if msg := checkSignature(r.Header, route.Secret); msg != "" {
+	standard := route.Verify == VerifyStandard
+	var id, ts string
+	msg := ""
+	if standard {
+		id, ts, msg = standardHeaders(r.Header, in.opts.Now())
+	} else {
+		msg = checkSignature(r.Header, route.secrets())
+	}
+	if msg != "" {
 		writeError(w, http.StatusUnauthorized, "unauthorized", msg)
 		return
 	}
@@ -203,7 +239,16 @@ func (in *Intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, "invalid", tooLarge)
 		return
 	}
-	d, err := ParseDelivery(body)
+	var d *Delivery
+	if standard {
+		if !standardSignature(r.Header.Get("webhook-signature"), id, ts, body, in.keys[name]) {
+			writeError(w, http.StatusUnauthorized, "unauthorized", "no webhook-signature matches the route's secret")
+			return
+		}
+		d, err = ParseGeneric(id, body)
+	} else {
+		d, err = ParseDelivery(body)
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid", err.Error())
 		return
@@ -233,18 +278,20 @@ func checkContentType(ct string) string {
 	return ""
 }
 
-// checkSignature compares every signature header present with the secret
-// in constant time (over SHA-256 digests, so the secret's length does not
-// leak either).
-func checkSignature(h http.Header, secret string) string {
-	want := sha256.Sum256([]byte(secret))
+// checkSignature compares every signature header present with every
+// secret in constant time (over SHA-256 digests, so the secrets' length
+// does not leak either).
+func checkSignature(h http.Header, secrets []string) string {
 	found := false
 	match := 0
 	for _, name := range SignatureHeaders {
 		for _, v := range h.Values(name) {
 			found = true
 			got := sha256.Sum256([]byte(v))
-			match |= subtle.ConstantTimeCompare(got[:], want[:])
+			for _, s := range secrets {
+				want := sha256.Sum256([]byte(s))
+				match |= subtle.ConstantTimeCompare(got[:], want[:])
+			}
 		}
 	}
 	switch {

@@ -119,6 +119,9 @@ func ParseDelivery(body []byte) (*Delivery, error) {
 // delivery's key; the event is the body's "type" when it is a string (the
 // Standard Webhooks payload convention), else "".
 func ParseGeneric(id string, body []byte) (*Delivery, error) {
+	if len(id) > maxID {
+		return nil, fmt.Errorf("webhook-id is longer than %d bytes", maxID)
+	}
 	v, err := decodeJSON(body)
 	if err != nil {
 		return nil, fmt.Errorf("body is not JSON: %w", err)
