@@ -97,9 +97,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			writeError(w, http.StatusServiceUnavailable, steps.Unavailable, "the API is disabled: the server has no API token (set the secret named by server.token_secret, RUNBOOK_API_TOKEN by default)")
 			return
 		}
-		auth := r.Header.Get("Authorization")
-		token, ok := strings.CutPrefix(auth, "Bearer ")
-		if !ok {
+		// The scheme is case-insensitive (RFC 9110 section 11.1).
+		scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+		if !strings.EqualFold(scheme, "Bearer") {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="runbook"`)
 			writeError(w, http.StatusUnauthorized, steps.Unauthorized, "missing bearer token: send Authorization: Bearer TOKEN")
 			return

@@ -199,6 +199,17 @@ func TestAuth(t *testing.T) {
 		assert.Equal(t, "unauthorized", r.json(t)["code"], tc.name)
 		assert.Contains(t, r.header.Get("WWW-Authenticate"), "Bearer", tc.name)
 	}
+	// The scheme is case-insensitive; the token is not.
+	for _, scheme := range []string{"bearer", "BEARER", "Bearer"} {
+		req, err := http.NewRequest("GET", e.url+"/api/v1/runs", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", scheme+" "+token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 200, resp.StatusCode, scheme)
+	}
+	assert.Equal(t, 401, e.do("GET", "/api/v1/runs", strings.ToUpper(token), nil).status, "the token is case-sensitive")
 	// Every API route is behind the token, the unknown ones too.
 	for _, p := range []string{"/api/v1/playbooks", "/api/v1/playbooks/gate", "/api/v1/runs/x", "/api/v1/runs/x/logs", "/api/v1/nothing"} {
 		assert.Equal(t, 401, e.do("GET", p, "", nil).status, p)
