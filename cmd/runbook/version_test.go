@@ -1,0 +1,39 @@
+package main
+
+import (
+	"encoding/json"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+// TestVersionNamesTheBuild: `runbook version` names the Go version, the
+// platform and the state format the binary writes, in text and JSON.
+func TestVersionNamesTheBuild(t *testing.T) {
+	c := newCLI(t)
+	r := c.run("version")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `^runbook \S+\n`, r.stdout)
+	assert.Contains(t, r.stdout, "go:           "+runtime.Version())
+	assert.Contains(t, r.stdout, "state format: "+strconv.Itoa(state.FormatVersion))
+	assert.Contains(t, r.stdout, "commit:")
+
+	r = c.run("version", "--output", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var v struct {
+		Version     string `json:"version"`
+		Go          string `json:"go"`
+		StateFormat int    `json:"state_format"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &v))
+	assert.NotEmpty(t, v.Version)
+	assert.Equal(t, runtime.Version(), v.Go)
+	assert.Equal(t, state.FormatVersion, v.StateFormat)
+
+	assert.Equal(t, 2, c.run("version", "extra").code, "no arguments")
+}
