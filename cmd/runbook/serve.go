@@ -97,19 +97,24 @@ are suspended with their state saved and resume at the next start.`,
 	}
 	routes := map[string]trigger.Route{}
 	var missing []string
+routeLoop:
 	for name, r := range cfg.Webhooks.Routes {
-		v, ok := src.Lookup(r.Secret)
-		if (!ok || v == "") && (sims.embedded || sims.url != "") {
-			// A rehearsal may leave a route out; a real server may not.
-			fmt.Fprintf(a.stderr, "warning: webhook route %s is disabled: secret %s is not set\n", name, r.Secret)
-			continue
+		var values []string
+		for _, secret := range append([]string{r.Secret}, r.Secrets...) {
+			v, ok := src.Lookup(secret)
+			if (!ok || v == "") && (sims.embedded || sims.url != "") {
+				// A rehearsal may leave a route out; a real server may not.
+				fmt.Fprintf(a.stderr, "warning: webhook route %s is disabled: secret %s is not set\n", name, secret)
+				continue routeLoop
+			}
+			if !ok || v == "" {
+				missing = append(missing, fmt.Sprintf("webhooks.routes.%s.secret: secret %s is not set", name, secret))
+				continue routeLoop
+			}
+			a.redactor.Add(v)
+			values = append(values, v)
 		}
-		if !ok || v == "" {
-			missing = append(missing, fmt.Sprintf("webhooks.routes.%s.secret: secret %s is not set", name, r.Secret))
-			continue
-		}
-		a.redactor.Add(v)
-		routes[name] = trigger.Route{Secret: v}
+		routes[name] = trigger.Route{Verify: r.Verify, Secret: values[0], Secrets: values[1:]}
 	}
 	defaults, err := cfg.ResolveConnections(func(name string) (string, bool) {
 		v, ok := src.Lookup(name)

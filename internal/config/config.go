@@ -73,8 +73,21 @@ type Webhooks struct {
 
 // Route is one webhook route.
 type Route struct {
-	Secret string // name of the secret holding the signature value
+	// Verify is "" (the shared-secret envelope of the messaging service)
+	// or VerifyStandard (Standard Webhooks).
+	Verify  string
+	Secret  string   // name of the secret holding the signature value (or whsec_ secret)
+	Secrets []string // names of more secrets accepted (a rotation)
 }
+
+// Webhook route verification modes (the route's verify key).
+const (
+	VerifyShared   = "shared-secret"
+	VerifyStandard = "standard-webhooks"
+)
+
+// VerifyModes lists the modes a route's verify accepts.
+var VerifyModes = []string{VerifyShared, VerifyStandard}
 
 // Services lists the connection names the config accepts, each also with
 // a suffix after - or _ (a second nks connection: nks-kr2).
@@ -155,8 +168,10 @@ func (c *Config) SecretRefs() []string {
 		set[c.Server.TokenSecret] = true
 	}
 	for _, r := range c.Webhooks.Routes {
-		if r.Secret != "" {
-			set[r.Secret] = true
+		for _, name := range append([]string{r.Secret}, r.Secrets...) {
+			if name != "" {
+				set[name] = true
+			}
 		}
 	}
 	for _, settings := range c.Connections {

@@ -115,6 +115,22 @@ connections:
 	})
 }
 
+func TestParseRoutes(t *testing.T) {
+	c := parseOK(t, `
+webhooks:
+  routes:
+    sms: {secret: SMS}
+    sms2: {verify: shared-secret, secrets: [SMS_NEW, SMS_OLD]}
+    events: {verify: standard-webhooks, secret: EV_NEW, secrets: [EV_OLD]}
+`)
+	assert.Equal(t, map[string]Route{
+		"sms":    {Secret: "SMS"},
+		"sms2":   {Secret: "SMS_NEW", Secrets: []string{"SMS_OLD"}},
+		"events": {Verify: VerifyStandard, Secret: "EV_NEW", Secrets: []string{"EV_OLD"}},
+	}, c.Webhooks.Routes)
+	assert.Equal(t, []string{"EV_NEW", "EV_OLD", "RUNBOOK_API_TOKEN", "SMS", "SMS_NEW", "SMS_OLD"}, c.SecretRefs(), "every secret of a rotation is referenced")
+}
+
 func TestParseInvalid(t *testing.T) {
 	tests := []struct {
 		name string
@@ -192,6 +208,20 @@ webhooks:
 			want: []string{
 				`rb.yaml:3:5: webhooks.routes.sms: secret is required (the name of the secret holding the webhook signature)`,
 				`rb.yaml:4:11: webhooks.routes.mail: secret is required (the name of the secret holding the webhook signature)`,
+			},
+		},
+		{
+			name: "a route's verify mode and secrets are checked where they are written",
+			src: "webhooks:\n  routes:\n    a: {verify: standard-webhook, secret: S}\n    b: {verify: hmac, secrets: [S1, 2x]}\n" +
+				"    c: {verify: [x], secrets: []}\n    d: {verify: standard-webhooks, secrets: S}\n    e: {verify: standard-webhooks}\n",
+			want: []string{
+				`rb.yaml:3:17: webhooks.routes.a.verify: unknown verify mode "standard-webhook" (want one of shared-secret, standard-webhooks); did you mean "standard-webhooks"?`,
+				`rb.yaml:4:17: webhooks.routes.b.verify: unknown verify mode "hmac" (want one of shared-secret, standard-webhooks)`,
+				`rb.yaml:4:37: webhooks.routes.b.secrets[1]: invalid secret name "2x": use letters, digits and '_', not starting with a digit`,
+				`rb.yaml:5:17: webhooks.routes.c.verify: must be a string (got a list)`,
+				`rb.yaml:5:31: webhooks.routes.c.secrets: must be a non-empty list of secret names (got a list)`,
+				`rb.yaml:6:45: webhooks.routes.d.secrets: must be a non-empty list of secret names (got string)`,
+				`rb.yaml:7:8: webhooks.routes.e: secret is required (the name of the secret holding the webhook signature)`,
 			},
 		},
 		{

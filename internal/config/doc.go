@@ -16,7 +16,7 @@
 //     --sim`: playbooks from ./playbooks, listen on 127.0.0.1:8088, the
 //     API token in the secret RUNBOOK_API_TOKEN, schedules on.
 //   - The config never holds a secret value, only secret names:
-//     server.token_secret and webhooks.routes.*.secret are names, and a
+//     server.token_secret and webhooks.routes.*.secret(s) are names, and a
 //     connection setting is either a literal or exactly
 //     `${{ secrets.NAME }}` (no other expression is allowed).
 //   - State is "" unless the file sets it: the caller then applies the

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"regexp"
@@ -16,7 +17,7 @@ var (
 	topKeys     = []string{"playbooks", "state", "secrets_file", "server", "webhooks", "connections", "schedules"}
 	serverKeys  = []string{"listen", "token_secret", "shutdown_grace", "max_body", "reload", "reload_interval"}
 	webhookKeys = []string{"dedup_ttl", "routes"}
-	routeKeys   = []string{"secret"}
+	routeKeys   = []string{"verify", "secret", "secrets"}
 
 	secretNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	routeNameRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
@@ -184,19 +185,67 @@ func (l *loader) webhooks(w *Webhooks, n *yaml.Node) {
 			l.errf(p.key, path, "secret is required (the name of the secret holding the webhook signature)")
 			continue
 		}
-		ro := l.strict(p.val, path, routeKeys...)
-		if ro == nil {
-			continue
-		}
-		sn := ro.get("secret")
-		if sn == nil {
-			l.errf(ro.node, path, "secret is required (the name of the secret holding the webhook signature)")
-			continue
-		}
-		if s, ok := l.secretName(sn, path+".secret"); ok {
-			w.Routes[p.name] = Route{Secret: s}
+		if r, ok := l.route(p.val, path); ok {
+			w.Routes[p.name] = r
 		}
 	}
+}
+
+// route decodes one webhook route: verify (a mode of VerifyModes), and
+// secret and/or secrets (names; at least one). Secrets beyond the first
+// are accepted as well (a rotation).
+func (l *loader) route(n *yaml.Node, path string) (Route, bool) {
+	ro := l.strict(n, path, routeKeys...)
+	if ro == nil {
+		return Route{}, false
+	}
+	var r Route
+	ok := true
+	if vn := ro.get("verify"); vn != nil {
+		if v, isStr := l.str(vn, path+".verify"); !isStr {
+			ok = false
+		} else if !contains(VerifyModes, v) {
+			l.errf(vn, path+".verify", "unknown verify mode %q (want one of %s)%s", v, strings.Join(VerifyModes, ", "), suggest.Hint(v, VerifyModes))
+			ok = false
+		} else if v != VerifyShared {
+			r.Verify = v
+		}
+	}
+	var names []string
+	if sn := ro.get("secret"); sn != nil {
+		if s, sok := l.secretName(sn, path+".secret"); sok {
+			names = append(names, s)
+		} else {
+			ok = false
+		}
+	}
+	if ln := ro.get("secrets"); ln != nil {
+		sp := path + ".secrets"
+		if d := deref(ln); d == nil || d.Kind != yaml.SequenceNode || len(d.Content) == 0 {
+			l.errf(ln, sp, "must be a non-empty list of secret names (got %s)", kindWord(ln))
+			ok = false
+		} else {
+			for i, it := range d.Content {
+				if s, sok := l.secretName(it, fmt.Sprintf("%s[%d]", sp, i)); sok {
+					names = append(names, s)
+				} else {
+					ok = false
+				}
+			}
+		}
+	}
+	if ro.get("secret") == nil && ro.get("secrets") == nil {
+		l.errf(ro.node, path, "secret is required (the name of the secret holding the webhook signature)")
+		return Route{}, false
+	}
+	if !ok || len(names) == 0 {
+		return Route{}, false
+	}
+	r.Secret, r.Secrets = names[0], names[1:]
+	if len(r.Secrets) == 0 {
+		r.Secrets = nil
+	}
+	return r, true
 }
 
 // knownConnection reports whether name is a service's connection or a
