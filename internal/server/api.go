@@ -303,10 +303,7 @@ func (s *Server) listPlaybooks(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) playbookOr404(w http.ResponseWriter, name string) *playbook.Playbook {
 	pb := s.findPlaybook(name)
 	if pb == nil {
-		msg := fmt.Sprintf("no playbook %q", name)
-		if hint := suggest.Hint(name, s.cat.names()); hint != "" {
-			msg += "; " + hint
-		}
+		msg := fmt.Sprintf("no playbook %q", name) + suggest.Hint(name, s.cat.names())
 		writeError(w, http.StatusNotFound, steps.NotFound, msg)
 	}
 	return pb

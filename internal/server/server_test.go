@@ -247,7 +247,7 @@ func TestPlaybooksRoutes(t *testing.T) {
 
 	r = e.api("GET", "/api/v1/playbooks/gat", nil)
 	assert.Equal(t, 404, r.status)
-	assert.Contains(t, r.json(t)["error"], `did you mean "gate"`)
+	assert.Equal(t, `no playbook "gat"; did you mean "gate"?`, r.json(t)["error"])
 }
 
 const tickPlaybook = `version: 1
