@@ -183,6 +183,7 @@ steps:
 	r := c.run("runs", "list")
 	assert.Equal(t, 1, r.code, r)
 	assert.Contains(t, r.stderr, "in use by another process")
+	assert.Equal(t, 1, strings.Count(r.stderr, "in use"), "said once: %s", r.stderr)
 	assert.Contains(t, r.stderr, "Try: ")
 	// bolt waits one second for the lock; the rest is process start-up,
 	// with room for a loaded machine.

@@ -26,6 +26,7 @@ func TestACancelledRunRecordsWhy(t *testing.T) {
 	}{
 		{name: "with a reason", cause: errors.New("maintenance window closed"), want: "run cancelled: maintenance window closed"},
 		{name: "without a reason", cause: nil, want: "run cancelled: cancelled"},
+		{name: "with a reason that says it already", cause: errors.New("run cancelled by cancel_running"), want: "run cancelled by cancel_running"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -540,7 +540,11 @@ func (rs *runState) finish(ctx context.Context, cause error) (*state.Run, error)
 		r.Status = state.RunSucceeded
 	}
 	if cause != nil && r.Status == state.RunCancelled && !errors.Is(cause, context.Canceled) {
-		runErr = &steps.Error{Code: steps.Cancelled, Message: "run cancelled: " + cause.Error()}
+		msg := cause.Error()
+		if !strings.HasPrefix(msg, "run cancelled") {
+			msg = "run cancelled: " + msg
+		}
+		runErr = &steps.Error{Code: steps.Cancelled, Message: msg}
 	}
 	if r.Status == state.RunSucceeded && len(rs.pb.Outputs) > 0 {
 		out, err := rs.evalOutputs()

@@ -153,7 +153,7 @@ func openDB(path string, o *bbolt.Options) (db *bbolt.DB, err error) {
 	case err == nil:
 		return db, nil
 	case errors.Is(err, berrors.ErrTimeout):
-		return nil, fmt.Errorf("state file %s is in use by another process (a running \"runbook serve\" or \"runbook run\"?); wait for it, or use --state to pick another file: %w", path, state.ErrLocked)
+		return nil, &lockedError{path: path}
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch),
 		errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrInvalidMapping):
 		return nil, corrupt(path, err)
@@ -347,3 +347,13 @@ func (s *Store) recoverCorrupt(err *error) {
 		*err = corrupt(s.path, fmt.Errorf("reading it failed: %v", p))
 	}
 }
+
+// lockedError is state.ErrLocked naming the file, without repeating
+// ErrLocked's own words.
+type lockedError struct{ path string }
+
+func (e *lockedError) Error() string {
+	return fmt.Sprintf("state file %s is in use by another process (a running \"runbook serve\" or \"runbook run\"?); wait for it, or use --state to pick another file", e.path)
+}
+
+func (e *lockedError) Unwrap() error { return state.ErrLocked }
