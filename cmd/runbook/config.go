@@ -90,7 +90,7 @@ func configError(a *app, file string, err error) error {
 		fmt.Fprintf(a.stderr, "config %s is invalid\n", file)
 		return &exitError{code: 2, err: err, quiet: true, hint: "see docs/config.md for every field and its default"}
 	case errors.Is(err, fs.ErrNotExist):
-		return &exitError{code: 2, err: err, hint: "runbook config check FILE, or start from examples/runbook.yaml"}
+		return &exitError{code: 2, err: err, hint: "runbook config check FILE, or start from examples/config/runbook.yaml"}
 	}
 	return &exitError{code: 2, err: err, hint: "runbook config check FILE"}
 }

@@ -112,10 +112,10 @@ Try: see docs/config.md for every field and its default
 		assert.Regexp(t, `(?m)^  check +validate a config file`, r.stdout)
 	})
 	t.Run("the shipped example checks out against the repo's playbooks", func(t *testing.T) {
-		example, err := filepath.Abs("../../examples/runbook.yaml")
+		example, err := filepath.Abs("../../examples/config/runbook.yaml")
 		require.NoError(t, err)
 		r := c.run("config", "check", example)
 		assert.Equal(t, 0, r.code, r)
-		assert.Regexp(t, `^ok  .*examples/runbook.yaml: playbooks .*playbooks \(\d+ playbooks\), 1 route, listen 127.0.0.1:8088\n$`, r.stdout)
+		assert.Regexp(t, `^ok  .*examples/config/runbook.yaml: playbooks .*playbooks \(\d+ playbooks\), 1 route, listen 127.0.0.1:8088\n$`, r.stdout)
 	})
 }

@@ -473,7 +473,7 @@ func TestLoad(t *testing.T) {
 }
 
 func TestExampleParses(t *testing.T) {
-	c, err := Load("../../examples/runbook.yaml")
+	c, err := Load("../../examples/config/runbook.yaml")
 	require.NoError(t, err)
 	wd, err := os.Getwd()
 	require.NoError(t, err)
