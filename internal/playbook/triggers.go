@@ -46,8 +46,12 @@ func (l *loader) triggers(pb *Playbook, o *object, inputs map[string]string) {
 		default:
 			l.errf(it, path, "a trigger needs schedule: or webhook:")
 		}
+		set := map[string]bool{}
 		if v := to.get("inputs"); v != nil {
-			t.Inputs = l.triggerInputs(v, joinPath(path, "inputs"), inputs)
+			t.Inputs, set = l.triggerInputs(v, joinPath(path, "inputs"), inputs)
+		}
+		if set != nil {
+			l.requiredByTrigger(pb, it, joinPath(path, "inputs"), set)
 		}
 		pb.Triggers = append(pb.Triggers, t)
 	}
@@ -149,18 +153,34 @@ func routeOK(r string) bool {
 	return true
 }
 
+// requiredByTrigger checks that a trigger sets every required input
+// without a default: a triggered run has no one to pass it, so without
+// this every firing would fail. set holds the input names the trigger's
+// `inputs:` writes; the diagnostic points at the trigger.
+func (l *loader) requiredByTrigger(pb *Playbook, trig *yaml.Node, path string, set map[string]bool) {
+	for _, in := range pb.Inputs {
+		if in.Required && !in.HasDefault && !set[in.Name] {
+			l.errf(trig, keyPath(path, in.Name),
+				"required input %q has no default and this trigger does not set it; add inputs: {%s: ...} to the trigger, or give the input a default",
+				in.Name, in.Name)
+		}
+	}
+}
+
 // triggerInputs decodes the inputs a trigger starts its run with: keys are
-// declared inputs, values templates over `trigger`.
-func (l *loader) triggerInputs(n *yaml.Node, path string, inputs map[string]string) map[string]expr.Value {
+// declared inputs, values templates over `trigger`. set holds every
+// declared input the mapping names (nil when n is not a mapping).
+func (l *loader) triggerInputs(n *yaml.Node, path string, inputs map[string]string) (out map[string]expr.Value, set map[string]bool) {
 	o := l.mapping(n, path)
 	if o == nil {
-		return nil
+		return nil, nil
 	}
 	te := &expr.TypeEnv{Inputs: map[string]string{}, Steps: map[string]expr.StepType{}, AllSteps: map[string]bool{}}
-	out := map[string]expr.Value{}
+	out, set = map[string]expr.Value{}, map[string]bool{}
 	names := sortedKeys(inputs)
 	for _, p := range o.pairs {
 		kp := keyPath(path, p.name)
+		set[p.name] = true
 		if _, ok := inputs[p.name]; !ok {
 			l.errf(p.key, kp, "unknown input %q%s", p.name, suggest.Hint(p.name, names))
 			continue
@@ -169,7 +189,7 @@ func (l *loader) triggerInputs(n *yaml.Node, path string, inputs map[string]stri
 			out[p.name] = v.val
 		}
 	}
-	return out
+	return out, set
 }
 
 // concurrency decodes `concurrency: {key, on_busy}`.
