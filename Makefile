@@ -1,7 +1,7 @@
 GO ?= go
 BIN := bin/runbook
 
-.PHONY: help build test vet fmt-check schema bench fuzz mutate ci
+.PHONY: help build test vet fmt-check schema docs bench fuzz mutate ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -21,8 +21,11 @@ fmt-check: ## fail when gofmt would change a file
 schema: ## regenerate schema/playbook.schema.json from the step registry
 	$(GO) run ./cmd/runbook schema > schema/playbook.schema.json
 
+docs: ## regenerate docs/steps (one page per step family) from the step registry
+	$(GO) run ./cmd/runbook steps --markdown docs/steps
+
 bench: ## print the performance figures the issues ask for
-	$(GO) test -run '^$$' -bench . -skip WaitingRuns -benchmem ./internal/engine ./internal/expr ./internal/state/...
+	$(GO) test -run '^$$' -bench . -skip WaitingRuns -benchmem ./internal/engine ./internal/expr ./internal/state/... ./internal/secrets
 	# 10,000 waiting runs (approvals, sleeps) and their resume in a fresh process, with the soft memory limit runbook serve sets
 	GOMEMLIMIT=160MiB $(GO) test -run '^$$' -bench WaitingRuns -benchtime 1x ./internal/engine
 	$(GO) test -run '^$$' -bench Intake -benchtime 20000x ./internal/trigger
