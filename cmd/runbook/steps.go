@@ -22,13 +22,24 @@ var stepsVerb = &verb{
 func cmdSteps(_ context.Context, a *app, args []string) error {
 	fs := newFlagSet(a, command{
 		name:    "steps",
-		usage:   "[TYPE] [--output json]",
+		usage:   "[TYPE] [--output json] | --markdown DIR",
 		summary: "List every step type with its summary, or describe one: params (type, required, default, constraints) and outputs.",
+		details: "--markdown DIR writes one page per step family (with an example of every type) into DIR, as docs/steps is made by `make docs`.",
 	})
 	out := addOutputFlag(fs, "text")
+	markdown := fs.String("markdown", "", "write the reference pages of every step type into `DIR`")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
+	}
+	if *markdown != "" {
+		if err := wantArgs(fs, pos, 0, 0, ""); err != nil {
+			return err
+		}
+		if err := writeStepDocsDir(*markdown); err != nil {
+			return withHint(fmt.Errorf("write the step pages: %w", err), "")
+		}
+		return nil
 	}
 	if err := wantArgs(fs, pos, 0, 1, ""); err != nil {
 		return err
