@@ -431,6 +431,14 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	if !includeChildren && f.Limit > 0 {
 		f.Limit *= 4 // room for the sub-playbook runs filtered out below
 	}
+	limit := f.Limit
+	if !includeChildren {
+		limit /= 4
+	}
+	prefix := q.Get("prefix")
+	if prefix != "" {
+		f.Limit = 0 // the store cannot filter by ID: every run is read
+	}
 	runs, err := s.store.ListRuns(r.Context(), f)
 	if err != nil {
 		writeErr(w, err)
@@ -439,12 +447,11 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	out := struct {
 		Runs []runView `json:"runs"`
 	}{Runs: []runView{}}
-	limit := f.Limit
-	if !includeChildren {
-		limit /= 4
-	}
 	for _, run := range runs {
 		if run.ParentID != "" && !includeChildren {
+			continue
+		}
+		if !strings.HasPrefix(run.ID, prefix) {
 			continue
 		}
 		if len(out.Runs) >= limit {
