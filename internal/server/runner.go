@@ -47,7 +47,10 @@ type preparedRun struct {
 // record, as after a restart).
 const preparedTTL = time.Minute
 
-var _ trigger.Preparer = (*runner)(nil)
+var (
+	_ trigger.Preparer     = (*runner)(nil)
+	_ trigger.FailRecorder = (*runner)(nil)
+)
 
 func newRunner(s *Server) *runner {
 	base, stop := context.WithCancelCause(context.Background())
@@ -135,6 +138,21 @@ func (r *runner) start(ctx context.Context, pb *playbook.Playbook, req engine.St
 	}
 	r.launch(run, pb, req.Inputs, true)
 	return run, nil
+}
+
+// StartFailed implements trigger.FailRecorder: a run that could not start
+// (a missing secret, inputs that do not fit) is committed as failed with
+// the reason, so `runs list` shows it. A server shutting down records
+// nothing: its refusal is not the run's failure.
+func (r *runner) StartFailed(ctx context.Context, req trigger.StartRequest, reason error) (string, error) {
+	if r.base.Err() != nil || errors.Is(reason, errShuttingDown) {
+		return "", nil
+	}
+	run, err := r.s.eng.StartFailed(ctx, req.Playbook, engine.StartRequest{Inputs: req.Inputs, Trigger: req.Trigger}, reason)
+	if err != nil {
+		return "", fmt.Errorf("record failed run of %s: %w", req.Playbook.Name, err)
+	}
+	return run.ID, nil
 }
 
 var errShuttingDown = errors.New("the server is shutting down")

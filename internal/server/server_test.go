@@ -640,6 +640,33 @@ steps:
 	assert.Contains(t, string(e.do("GET", "/metrics", "", nil).body), `runbook_schedule_firings_total{outcome="started"}`)
 }
 
+// A slot whose run cannot start (its secret is not set) leaves a failed
+// run with the reason and the trigger, in the runs list, not only a log
+// line.
+func TestScheduledSlotThatCannotStartIsAFailedRun(t *testing.T) {
+	e := newEnv(t, map[string]string{"locked.yaml": `version: 1
+name: locked
+triggers:
+  - schedule: {cron: "* * * * * *", overlap: skip}
+steps:
+  - {id: a, uses: log, with: {message: "token ${{ secrets.VAULT_TOKEN }}"}}
+`})
+	var runs []any
+	require.Eventually(t, func() bool {
+		runs = e.api("GET", "/api/v1/runs?playbook=locked&status=failed", nil).json(t)["runs"].([]any)
+		return len(runs) > 0
+	}, 5*time.Second, 50*time.Millisecond)
+	run := runs[0].(map[string]any)
+	assert.Equal(t, "failed", run["status"])
+	rec := run["error"].(map[string]any)
+	assert.Equal(t, "invalid", rec["code"])
+	assert.Contains(t, rec["message"], "secret VAULT_TOKEN not set")
+	trig := run["trigger"].(map[string]any)
+	assert.Equal(t, "schedule", trig["type"])
+	assert.NotEmpty(t, trig["slot"])
+	assert.Contains(t, string(e.do("GET", "/metrics", "", nil).body), `runbook_schedule_firings_total{outcome="failed"}`)
+}
+
 // A webhook delivery's runs are committed with it and then execute; a
 // redelivery names the same runs and starts none.
 func TestWebhookRunsExecute(t *testing.T) {

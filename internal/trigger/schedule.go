@@ -90,7 +90,7 @@ type Firing struct {
 	Trigger  int // index in the playbook's triggers
 	Slot     time.Time
 	Outcome  Outcome
-	RunID    string // Started only
+	RunID    string // Started; Failed when the Starter recorded the failed run
 	// Late is the actual start minus the intended fire time (slot plus
 	// jitter), for Started on-time slots; catch-up starts are late on
 	// purpose and report Catchup instead.

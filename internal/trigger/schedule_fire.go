@@ -142,17 +142,33 @@ func (s *Scheduler) start(ctx context.Context, e *entry, q queued) {
 	}
 	inputs, err := triggerInputs(e, trig, s.opts.Clock.Now)
 	if err != nil {
-		s.report(e, Firing{Slot: q.slot, Outcome: Failed, Catchup: q.catchup, Err: err})
+		s.failed(ctx, e, q, StartRequest{Playbook: e.pb, Trigger: trig}, err)
 		return
 	}
-	runID, err := s.opts.Starter.Start(ctx, StartRequest{Playbook: e.pb, Inputs: inputs, Trigger: trig})
+	req := StartRequest{Playbook: e.pb, Inputs: inputs, Trigger: trig}
+	runID, err := s.opts.Starter.Start(ctx, req)
 	if err != nil {
-		s.report(e, Firing{Slot: q.slot, Outcome: Failed, Catchup: q.catchup, Err: fmt.Errorf("start run: %w", err)})
+		s.failed(ctx, e, q, req, err)
 		return
 	}
 	f := Firing{Slot: q.slot, Outcome: Started, RunID: runID, Catchup: q.catchup}
 	if !q.catchup {
 		f.Late = now.Sub(q.slot.Add(s.jitter(e, q.slot)))
+	}
+	s.report(e, f)
+}
+
+// failed reports a slot whose run could not start. When the Starter
+// records such runs, the slot leaves a failed run with the reason; the
+// firing names it.
+func (s *Scheduler) failed(ctx context.Context, e *entry, q queued, req StartRequest, reason error) {
+	f := Firing{Slot: q.slot, Outcome: Failed, Catchup: q.catchup, Err: fmt.Errorf("start run: %w", reason)}
+	if fr, ok := s.opts.Starter.(FailRecorder); ok {
+		id, err := fr.StartFailed(ctx, req, reason)
+		if err != nil {
+			s.log.Error("failed schedule slot not recorded as a run", "playbook", e.pb.Name, "trigger", e.index, "slot", q.slot, "err", err)
+		}
+		f.RunID = id
 	}
 	s.report(e, f)
 }
@@ -218,6 +234,9 @@ func (s *Scheduler) report(e *entry, f Firing) {
 	attrs := []any{"playbook", f.Playbook, "trigger", f.Trigger, "slot", f.Slot, "outcome", string(f.Outcome)}
 	switch {
 	case f.Err != nil:
+		if f.RunID != "" {
+			attrs = append(attrs, "run_id", f.RunID)
+		}
 		s.log.Error("schedule slot failed", append(attrs, "err", f.Err)...)
 	case f.Outcome == Started:
 		s.log.Info("schedule slot started", append(attrs, "run_id", f.RunID, "late", f.Late, "catchup", f.Catchup)...)

@@ -31,6 +31,16 @@ type Starter interface {
 	Cancel(runID string)
 }
 
+// FailRecorder is implemented by a Starter that records a run that could
+// not start: the scheduler then leaves a failed run record carrying the
+// reason and the trigger, seen in `runs list`, not only a log line.
+type FailRecorder interface {
+	// StartFailed commits a failed run of req.Playbook with reason as its
+	// error and returns its ID; nothing executes. An empty ID and no
+	// error: it declined (the process is stopping, say).
+	StartFailed(ctx context.Context, req StartRequest, reason error) (runID string, err error)
+}
+
 // Preparer is implemented by a Starter that lets the caller commit the
 // runs it starts: the webhook intake then commits a delivery's claims, runs and done record in one
 // transaction (state.Store.CommitDelivery, on the Store the Preparer's
