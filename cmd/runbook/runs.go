@@ -49,7 +49,8 @@ func cmdRuns(ctx context.Context, a *app, args []string) error {
 		`Runs are read from the state file (--state, $RUNBOOK_STATE, else $XDG_STATE_HOME/runbook/state.db).
 When runbook serve holds that file, every command goes through its API instead,
 with the same output; --server URL (or $RUNBOOK_SERVER) names a server. The API
-token is the secret RUNBOOK_API_TOKEN (environment or --secrets file).`,
+token is the secret RUNBOOK_API_TOKEN (environment or --secrets file).
+A RUN_ID may be shortened to any prefix that no other run's ID starts with.`,
 		runsSubVerbs(), args)
 }
 
@@ -225,16 +226,22 @@ func newRunsOpener(a *app, fs *flag.FlagSet) *runsOpener {
 	return o
 }
 
-// openForRun opens the backend that must hold runID.
-func (o *runsOpener) openForRun(ctx context.Context, runID string) (runsBackend, error) {
+// openForRun opens the backend that must hold runID and returns it with
+// the run's whole ID: runID may be a unique prefix of it (resolveRunID).
+func (o *runsOpener) openForRun(ctx context.Context, runID string) (runsBackend, string, error) {
 	b, err := o.open(ctx)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if b == nil {
-		return nil, &exitError{code: 1, err: fmt.Errorf("no run %q: the state file does not exist yet", runID), hint: "runbook runs list --state PATH"}
+		return nil, "", &exitError{code: 1, err: fmt.Errorf("no run %q: the state file does not exist yet", runID), hint: "runbook runs list --state PATH"}
 	}
-	return b, nil
+	id, err := resolveRunID(ctx, b, runID)
+	if err != nil {
+		b.close()
+		return nil, "", err
+	}
+	return b, id, nil
 }
 
 func cmdRunsShow(ctx context.Context, a *app, args []string) error {
@@ -251,12 +258,12 @@ func cmdRunsShow(ctx context.Context, a *app, args []string) error {
 	if err := wantArgs(fs, pos, 1, 1, "the RUN_ID (runbook runs list shows them)"); err != nil {
 		return err
 	}
-	b, err := o.openForRun(ctx, pos[0])
+	b, id, err := o.openForRun(ctx, pos[0])
 	if err != nil {
 		return err
 	}
 	defer b.close()
-	doc, err := docOf(ctx, b, pos[0])
+	doc, err := docOf(ctx, b, id)
 	if err != nil {
 		return err
 	}
@@ -408,12 +415,12 @@ event per line instead of an array.`,
 	if err := wantArgs(fs, pos, 1, 1, "the RUN_ID (runbook runs list shows them)"); err != nil {
 		return err
 	}
-	b, err := o.openForRun(ctx, pos[0])
+	b, id, err := o.openForRun(ctx, pos[0])
 	if err != nil {
 		return err
 	}
 	defer b.close()
-	r, err := b.get(ctx, pos[0])
+	r, err := b.get(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -521,7 +528,7 @@ shown is the server's, until the run ends or waits again.`,
 	if *reject {
 		verdict = "rejected"
 	}
-	b, err := o.openForRun(ctx, runID)
+	b, runID, err := o.openForRun(ctx, runID)
 	if err != nil {
 		return err
 	}
@@ -615,12 +622,12 @@ func cmdRunsCancel(ctx context.Context, a *app, args []string) error {
 	if err := wantArgs(fs, pos, 1, 1, "the RUN_ID (runbook runs list shows them)"); err != nil {
 		return err
 	}
-	b, err := o.openForRun(ctx, pos[0])
+	b, id, err := o.openForRun(ctx, pos[0])
 	if err != nil {
 		return err
 	}
 	defer b.close()
-	r, err := b.get(ctx, pos[0])
+	r, err := b.get(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -738,7 +745,7 @@ input: give the run's secret inputs again with -i (other inputs are kept).`,
 	if err != nil {
 		return err
 	}
-	b, err := o.openForRun(ctx, runID)
+	b, runID, err := o.openForRun(ctx, runID)
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,9 @@ type runsBackend interface {
 	steps(ctx context.Context, id string) ([]*state.StepRecord, error)
 	// children lists the sub-playbook runs of run id.
 	children(ctx context.Context, id string) ([]*state.Run, error)
+	// withPrefix returns up to limit runs whose ID starts with prefix,
+	// newest first (see resolveRunID).
+	withPrefix(ctx context.Context, prefix string, limit int) ([]*state.Run, error)
 	// events returns the events after sequence number after, all of them.
 	events(ctx context.Context, id string, after uint64) ([]state.Event, error)
 	close()
