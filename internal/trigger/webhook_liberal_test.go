@@ -223,6 +223,23 @@ func TestIntakeAnswersAHookDeliveredBeforeAsADuplicate(t *testing.T) {
 			assert.Len(t, e.starter.started(), 2, "nothing started again")
 		})
 	}
+	t.Run("a hook's claim names its runs: they are the answer, not a run found by scanning", func(t *testing.T) {
+		for _, prepare := range []bool{false, true} {
+			e := newEnv(t, 0, prepare, perHookPlaybook)
+			ctx := context.Background()
+			claim := "webhook/sms/unit/suppress/0/id:h-kept"
+			_, err := e.store.Dedup(ctx, claim, DefaultDedupTTL)
+			require.NoError(t, err)
+			require.NoError(t, e.store.DedupSet(ctx, claim, []byte(`{"runs":["run-kept"]}`)))
+			// A run a scan would find for the hook, which the claim does not name.
+			require.NoError(t, e.store.CreateRun(ctx, &state.Run{ID: "run-scanned", Playbook: "suppress", Status: state.RunSucceeded,
+				Trigger: map[string]any{"type": "webhook", "route": "sms", "key": "suppress/0/id:h-kept"}}))
+			a := e.post("/hooks/sms", nil, envelopeJSON("later", "UNSUBSCRIBE", []any{unsubscribeHook("h-kept", nil)}))
+			assert.Equal(t, 200, a.status)
+			assert.Equal(t, `{"status":"duplicate","runs":["run-kept"]}`+"\n", a.raw, "with a Preparer: %v", prepare)
+			assert.Empty(t, e.starter.started())
+		}
+	})
 	t.Run("a hook claimed by an earlier build, without a value, is answered with the run found", func(t *testing.T) {
 		for _, prepare := range []bool{false, true} {
 			e := newEnv(t, 0, prepare, perHookPlaybook)
