@@ -20,7 +20,10 @@ func TestEvalDerived(t *testing.T) {
 			Env:     map[string]string{"HOME": "/root", "DERIVED": "x" + tok},
 			Steps: map[string]*expr.StepState{
 				"a": {Status: "succeeded", Outputs: map[string]any{"name": "plain", "masked": "***"}},
+				"b": {Status: "succeeded", Outputs: map[string]any{"token": "x" + tok, "plain": "b-plain"}},
+				"c": nil,
 			},
+			Error: &expr.ErrorInfo{Code: "unauthorized", Message: "refused " + tok},
 			Secret: func(s string) bool { return strings.Contains(s, tok) || strings.Contains(s, "input-pass-99") },
 		}
 	}
@@ -44,6 +47,10 @@ func TestEvalDerived(t *testing.T) {
 		{"a dynamic secrets index derives", `${{ secrets["TO" + "KEN"][2:10] }}`, []string{tok[2:10]}},
 		{"plain inputs do not derive", "${{ upper(inputs.cluster) }}", nil},
 		{"masked step outputs do not derive", "${{ steps.a.outputs.masked + steps.a.outputs.name }}", nil},
+		{"a step output holding a secret derives", "${{ lower(steps.b.outputs.token) }}", []string{strings.ToLower("x" + tok)}},
+		{"a plain output of a step with a secret one does not derive", "${{ upper(steps.b.outputs.plain) }}", nil},
+		{"a dynamic env index holding a secret derives", `${{ lower(env["DERI" + "VED"]) }}`, []string{strings.ToLower("x" + tok)}},
+		{"an error message holding a secret derives", "${{ upper(error.message) }}", []string{strings.ToUpper("refused " + tok)}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
