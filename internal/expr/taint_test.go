@@ -23,7 +23,7 @@ func TestEvalDerived(t *testing.T) {
 				"b": {Status: "succeeded", Outputs: map[string]any{"token": "x" + tok, "plain": "b-plain"}},
 				"c": nil,
 			},
-			Error: &expr.ErrorInfo{Code: "unauthorized", Message: "refused " + tok},
+			Error:  &expr.ErrorInfo{Code: "unauthorized", Message: "refused " + tok},
 			Secret: func(s string) bool { return strings.Contains(s, tok) || strings.Contains(s, "input-pass-99") },
 		}
 	}
