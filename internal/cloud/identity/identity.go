@@ -104,6 +104,16 @@ func New(cfg Config) (*Source, error) {
 	return s, nil
 }
 
+// SourceFrom is the token source of a runbook connection map:
+// ConfigFrom, then New.
+func SourceFrom(conn map[string]any) (*Source, error) {
+	cfg, err := ConfigFrom(conn)
+	if err != nil {
+		return nil, err
+	}
+	return New(cfg)
+}
+
 // ConfigFrom reads a runbook connection map: identity_url (default
 // DefaultURL), tenant_id, username, password, token. A token alone is
 // enough; otherwise tenant_id, username and password are required (New

@@ -44,11 +44,7 @@ func clientFor(c *steps.Call, connection string) (*network.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	icfg, err := identity.ConfigFrom(conn)
-	if err != nil {
-		return nil, err
-	}
-	tokens, err := identity.New(icfg)
+	tokens, err := identity.SourceFrom(conn)
 	if err != nil {
 		return nil, err
 	}
