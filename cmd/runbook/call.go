@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/steps"
@@ -67,7 +68,7 @@ Cursors are kept in memory unless --state is given.`,
 	if d.OutputsFromWith {
 		extra = params
 	} else {
-		var problems []steps.Problem
+		var problems []fault.Problem
 		decoded, extra, problems = d.Decode(params)
 		if len(problems) > 0 {
 			for _, p := range problems {
@@ -111,7 +112,7 @@ Cursors are kept in memory unless --state is given.`,
 	}
 	outputs, err := d.Run(ctx, c)
 	if err != nil {
-		if errors.Is(err, steps.ErrSuspended) {
+		if errors.Is(err, fault.ErrSuspended) {
 			err = errNoApprovals
 		}
 		return withHint(err, "put the step in a playbook: runbook run playbook.yaml")
@@ -179,8 +180,8 @@ func setPath(m map[string]any, key string, v any) error {
 }
 
 var (
-	errNoApprovals    = &steps.Error{Code: steps.Invalid, Message: "approvals need a run: runbook call cannot wait for one"}
-	errNoSubPlaybooks = &steps.Error{Code: steps.Invalid, Message: "sub-playbooks need a run: runbook call cannot start one"}
+	errNoApprovals    = &fault.Error{Code: fault.Invalid, Message: "approvals need a run: runbook call cannot wait for one"}
+	errNoSubPlaybooks = &fault.Error{Code: fault.Invalid, Message: "sub-playbooks need a run: runbook call cannot start one"}
 )
 
 // callHost is the steps.Host of an ad hoc call: checkpoints in memory,

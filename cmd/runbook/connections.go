@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/sim"
 	_ "github.com/runbook/runbook/internal/sim/all"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 // simFlags select the simulator a run talks to: --sim starts every
@@ -101,7 +101,7 @@ func (c *connections) resolve(name string, override map[string]any) (map[string]
 		out[k] = v
 	}
 	if len(out) == 0 {
-		return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf(
+		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
 			"connection %q is not configured: add it under `connections:` in the playbook, or run against the simulator with --sim", name)}
 	}
 	if c.sim != nil && !fromSim {
@@ -110,7 +110,7 @@ func (c *connections) resolve(name string, override map[string]any) (map[string]
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf(
+		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
 			"connection %q has no simulator (simulated: %s); a rehearsal never reaches a real service", name, strings.Join(names, ", "))}
 	}
 	return out, nil

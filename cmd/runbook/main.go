@@ -13,7 +13,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 	_ "github.com/runbook/runbook/internal/steps/all" // every built-in step type
 
 	"github.com/runbook/runbook/internal/suggest"
@@ -157,7 +157,7 @@ func withHint(err error, hint string) error {
 	if errors.As(err, &ee) {
 		return err
 	}
-	return &exitError{code: steps.ExitCode(err), err: err, hint: hint}
+	return &exitError{code: fault.ExitCode(err), err: err, hint: hint}
 }
 
 // report prints err (redacted) with its hint and returns the exit code.
@@ -165,7 +165,7 @@ func (a *app) report(err error) int {
 	if err == nil {
 		return 0
 	}
-	code := steps.ExitCode(err)
+	code := fault.ExitCode(err)
 	hint := ""
 	var ee *exitError
 	if errors.As(err, &ee) {

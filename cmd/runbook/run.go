@@ -12,9 +12,9 @@ import (
 	"go.yaml.in/yaml/v4"
 
 	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 var runVerb = &verb{
@@ -233,7 +233,7 @@ func (a *app) finishRun(ctx context.Context, store state.Store, r *state.Run, ru
 		fmt.Fprintf(a.stdout, "run %s is waiting for approval of step %s; answer with: runbook runs approve %s %s\n", r.ID, step, runID, step)
 		return nil
 	case state.RunCancelled:
-		if r.Error != nil && r.Error.Code != string(steps.Cancelled) {
+		if r.Error != nil && r.Error.Code != string(fault.Cancelled) {
 			// stopped by the engine for a reason the user can act on
 			fmt.Fprintf(a.stdout, "run %s cancelled: %s\n", r.ID, a.redactor.String(r.Error.Message))
 			return &exitError{code: 1, err: errors.New("cancelled"), quiet: true}

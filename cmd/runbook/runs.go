@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/steps"
 
 	"github.com/runbook/runbook/internal/suggest"
 )
@@ -632,7 +632,7 @@ func cmdRunsCancel(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	if r.Status.Done() {
-		return &exitError{code: 1, err: &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s already %s", r.ID, r.Status)}, hint: "runbook runs show " + r.ID}
+		return &exitError{code: 1, err: &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("run %s already %s", r.ID, r.Status)}, hint: "runbook runs show " + r.ID}
 	}
 	if api, ok := b.(*apiBackend); ok {
 		if err := api.cancel(ctx, r.ID); err != nil {
@@ -696,7 +696,7 @@ func cancelRun(ctx context.Context, store state.Store, r *state.Run) (map[string
 		}
 		now := time.Now()
 		cur.Status, cur.EndedAt, cur.Owner = state.RunCancelled, now, ""
-		cur.Error = &state.ErrorRecord{Code: string(steps.Cancelled), Message: msg}
+		cur.Error = &state.ErrorRecord{Code: string(fault.Cancelled), Message: msg}
 		if err := store.SaveRun(ctx, cur, state.Event{Time: now, Type: "run.cancelled", Message: msg}); err != nil {
 			return done, fmt.Errorf("cancel run %s: %w", cur.ID, err)
 		}

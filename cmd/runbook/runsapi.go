@@ -16,11 +16,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/server"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/state/bolt"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 // runsBackend is where the runs verbs read runs: the state file itself,
@@ -204,7 +204,7 @@ type apiRun struct {
 func (b *apiBackend) close() {}
 
 // do sends a request and decodes a 2xx answer into out (when not nil). An
-// error answer becomes a *steps.Error with the API's code and message.
+// error answer becomes a *fault.Error with the API's code and message.
 func (b *apiBackend) do(ctx context.Context, method, path string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
@@ -224,7 +224,7 @@ func (b *apiBackend) do(ctx context.Context, method, path string, body, out any)
 	}
 	resp, err := b.hc.Do(req)
 	if err != nil {
-		return &exitError{code: 1, err: &steps.Error{Code: steps.Unavailable, Message: fmt.Sprintf("runbook serve at %s: %v", b.base, err)},
+		return &exitError{code: 1, err: &fault.Error{Code: fault.Unavailable, Message: fmt.Sprintf("runbook serve at %s: %v", b.base, err)},
 			hint: "check that runbook serve runs (or pass --server URL)"}
 	}
 	defer resp.Body.Close()
@@ -251,13 +251,13 @@ func (b *apiBackend) answerError(resp *http.Response) error {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if json.Unmarshal(data, &e) != nil || e.Error == "" {
 		e.Error = fmt.Sprintf("%s: %s", resp.Status, oneLine(string(data), 200))
-		e.Code = string(steps.CodeForHTTPStatus(resp.StatusCode))
+		e.Code = string(fault.CodeForHTTPStatus(resp.StatusCode))
 	}
 	msg := e.Error
 	if len(e.Problems) > 0 {
 		msg += ":\n  " + strings.Join(e.Problems, "\n  ")
 	}
-	err := &steps.Error{Code: steps.Code(e.Code), Message: msg}
+	err := &fault.Error{Code: fault.Code(e.Code), Message: msg}
 	if resp.StatusCode == http.StatusUnauthorized {
 		return &exitError{code: 1, err: fmt.Errorf("runbook serve at %s refused the API token: %w", b.base, err),
 			hint: "set " + apiTokenSecret + " to the token the server was started with"}
@@ -303,7 +303,7 @@ func (b *apiBackend) list(ctx context.Context, f state.RunFilter) ([]*state.Run,
 func (b *apiBackend) show(ctx context.Context, id string) (*apiRun, error) {
 	var r apiRun
 	err := b.do(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(id), nil, &r)
-	if steps.CodeOf(err) == steps.NotFound {
+	if fault.CodeOf(err) == fault.NotFound {
 		return nil, &exitError{code: 1, err: fmt.Errorf("no run %q", id), hint: "runbook runs list"}
 	}
 	if err != nil {
@@ -421,12 +421,12 @@ func (b *apiBackend) stream(ctx context.Context, id string, after *uint64, each 
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := b.hc.Do(req)
 	if err != nil {
-		return "", false, &steps.Error{Code: steps.Unavailable, Message: fmt.Sprintf("runbook serve at %s: %v", b.base, err)}
+		return "", false, &fault.Error{Code: fault.Unavailable, Message: fmt.Sprintf("runbook serve at %s: %v", b.base, err)}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		err := b.answerError(resp)
-		return "", steps.CodeOf(err) != steps.Unavailable, err // only a restart is worth waiting for
+		return "", fault.CodeOf(err) != fault.Unavailable, err // only a restart is worth waiting for
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 const ticketGate = `
@@ -37,19 +37,19 @@ func TestAnAnswerThatDoesNotFitTheFieldsIsRefusedAndTheRunKeepsWaiting(t *testin
 	cases := []struct {
 		name     string
 		answer   state.Approval
-		wantCode steps.Code
+		wantCode fault.Code
 		problems []string
 	}{
 		{name: "a required field left out", answer: state.Approval{Approved: true, By: "alice"},
-			wantCode: steps.Invalid, problems: []string{"field ticket is required"}},
+			wantCode: fault.Invalid, problems: []string{"field ticket is required"}},
 		{name: "a misspelt field names the one it meant", answer: state.Approval{Approved: true, By: "alice", Fields: map[string]any{"tiket": "OPS-1"}},
-			wantCode: steps.Invalid, problems: []string{"field ticket is required", `unknown field "tiket"; did you mean "ticket"?`}},
+			wantCode: fault.Invalid, problems: []string{"field ticket is required", `unknown field "tiket"; did you mean "ticket"?`}},
 		{name: "every wrong type is listed", answer: state.Approval{Approved: true, By: "alice", Fields: map[string]any{"ticket": 7.0, "replicas": "three"}},
-			wantCode: steps.Invalid, problems: []string{`field replicas must be an integer (got string "three")`, "field ticket must be a string (got number 7)"}},
+			wantCode: fault.Invalid, problems: []string{`field replicas must be an integer (got string "three")`, "field ticket must be a string (got number 7)"}},
 		{name: "an answer by someone not listed", answer: state.Approval{Approved: true, By: "mallory", Fields: map[string]any{"ticket": "OPS-1"}},
-			wantCode: steps.Unauthorized},
+			wantCode: fault.Unauthorized},
 		{name: "an answer by nobody", answer: state.Approval{Approved: true, Fields: map[string]any{"ticket": "OPS-1"}},
-			wantCode: steps.Invalid},
+			wantCode: fault.Invalid},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -61,9 +61,9 @@ func TestAnAnswerThatDoesNotFitTheFieldsIsRefusedAndTheRunKeepsWaiting(t *testin
 
 			err = h.engine.Approve(ctx, r.ID, "gate", tc.answer)
 			require.Error(t, err)
-			assert.Equal(t, tc.wantCode, steps.CodeOf(err))
+			assert.Equal(t, tc.wantCode, fault.CodeOf(err))
 			if tc.problems != nil {
-				var se *steps.Error
+				var se *fault.Error
 				require.True(t, errors.As(err, &se))
 				assert.Equal(t, tc.problems, se.Data["problems"])
 				for _, p := range tc.problems {
@@ -148,7 +148,7 @@ steps:
 			if onTimeout == "reject" {
 				require.Error(t, err)
 				assert.Equal(t, state.RunFailed, r.Status)
-				assert.Equal(t, string(steps.Timeout), h.steps(r.ID)["gate"].Error.Code)
+				assert.Equal(t, string(fault.Timeout), h.steps(r.ID)["gate"].Error.Code)
 				return
 			}
 			require.NoError(t, err)

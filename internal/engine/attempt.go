@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/steps"
@@ -104,7 +105,7 @@ func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[str
 	}
 	out, err := st.Desc.Run(sctx, call)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(sctx), errStepTimeout) {
-		err = &steps.Error{Code: steps.Timeout, Message: fmt.Sprintf("step timed out after %s", st.Timeout), Err: err}
+		err = &fault.Error{Code: fault.Timeout, Message: fmt.Sprintf("step timed out after %s", st.Timeout), Err: err}
 	}
 	if err != nil && st.Desc.Mutating && definitive(err) {
 		// The call was refused: nothing to reconcile before the next attempt.
@@ -119,8 +120,8 @@ func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[str
 // definitive reports whether an error proves the mutating call had no
 // effect (or a known one), so the next attempt need not reconcile.
 func definitive(err error) bool {
-	switch steps.CodeOf(err) {
-	case steps.Invalid, steps.NotFound, steps.Conflict, steps.Unauthorized, steps.InProgress, steps.Throttled, steps.Failed:
+	switch fault.CodeOf(err) {
+	case fault.Invalid, fault.NotFound, fault.Conflict, fault.Unauthorized, fault.InProgress, fault.Throttled, fault.Failed:
 		return true
 	}
 	return false
@@ -244,7 +245,7 @@ func (h *host) Connection(name string) (map[string]any, error) {
 	}
 	if rs.e.o.Connection == nil {
 		if len(override) == 0 {
-			return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("connection %q is not configured", name)}
+			return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("connection %q is not configured", name)}
 		}
 		return override, nil
 	}
@@ -278,7 +279,7 @@ func (h *host) AwaitApproval(ctx context.Context, req steps.ApprovalRequest) (st
 		return steps.ApprovalResponse{}, fmt.Errorf("read approval: %w", err)
 	}
 	if !req.Deadline.IsZero() && !rs.e.o.Clock.Now().Before(req.Deadline) {
-		return steps.ApprovalResponse{}, &steps.Error{Code: steps.Timeout, Message: "approval was not answered before " + req.Deadline.UTC().Format(time.RFC3339)}
+		return steps.ApprovalResponse{}, &fault.Error{Code: fault.Timeout, Message: "approval was not answered before " + req.Deadline.UTC().Format(time.RFC3339)}
 	}
 	ask := askedApproval(req)
 	sr.mu.Lock()
@@ -299,7 +300,7 @@ func (h *host) AwaitApproval(ctx context.Context, req steps.ApprovalRequest) (st
 		}
 		sr.queue(ev)
 	}
-	return steps.ApprovalResponse{}, steps.ErrSuspended
+	return steps.ApprovalResponse{}, fault.ErrSuspended
 }
 
 // askedApproval is what the step record keeps of an approval request:

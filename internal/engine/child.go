@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/steps"
 )
@@ -20,14 +21,14 @@ func (rs *runState) runChild(ctx context.Context, stepID, path string, inputs ma
 	switch {
 	case errors.Is(err, state.ErrNotFound):
 		if e.o.Load == nil {
-			return nil, &steps.Error{Code: steps.Internal, Message: "sub-playbooks are not available (no loader)"}
+			return nil, &fault.Error{Code: fault.Internal, Message: "sub-playbooks are not available (no loader)"}
 		}
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(rs.pb.Dir, path)
 		}
 		pb, err := e.o.Load(path)
 		if err != nil {
-			return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("load sub-playbook %s", path), Err: err}
+			return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("load sub-playbook %s", path), Err: err}
 		}
 		r, err := e.Start(ctx, pb, StartRequest{ID: id, Inputs: inputs, Trigger: map[string]any{"parent": rs.run.ID}, ParentID: rs.run.ID, ParentStep: stepID})
 		if err != nil {
@@ -56,11 +57,11 @@ func childResult(child *state.Run, err error) (steps.Outputs, error) {
 		}
 		return out, nil
 	case state.RunWaiting:
-		return nil, steps.ErrSuspended
+		return nil, fault.ErrSuspended
 	case state.RunCancelled:
-		return nil, &steps.Error{Code: steps.Cancelled, Message: fmt.Sprintf("sub-playbook run %s was cancelled", child.ID)}
+		return nil, &fault.Error{Code: fault.Cancelled, Message: fmt.Sprintf("sub-playbook run %s was cancelled", child.ID)}
 	}
-	se := &steps.Error{Code: steps.Failed, Message: fmt.Sprintf("sub-playbook run %s %s", child.ID, child.Status)}
+	se := &fault.Error{Code: fault.Failed, Message: fmt.Sprintf("sub-playbook run %s %s", child.ID, child.Status)}
 	if child.Error != nil {
 		se.Message += ": " + child.Error.Message
 		se.Data = child.Error.Data

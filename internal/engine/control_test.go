@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 // A run cancelled with a reason records it; without one it says only that
@@ -46,7 +46,7 @@ steps:
 			}()
 			r, err := h.engine.Run(context.Background(), pb, engine.StartRequest{ID: "cancel-why"})
 			require.Error(t, err)
-			assert.Equal(t, steps.Cancelled, steps.CodeOf(err))
+			assert.Equal(t, fault.Cancelled, fault.CodeOf(err))
 			assert.Equal(t, tc.want, err.Error())
 			got, err := h.store.GetRun(context.Background(), r.ID)
 			require.NoError(t, err)
@@ -62,14 +62,14 @@ func TestApproveAnswersOnlyAStepThatMayWait(t *testing.T) {
 	cases := []struct {
 		name     string
 		status   state.StepStatus
-		wantCode steps.Code // "" when accepted
+		wantCode fault.Code // "" when accepted
 	}{
 		{name: "a waiting step", status: state.StepWaiting},
 		{name: "a step recorded as running", status: state.StepRunning},
-		{name: "a succeeded step", status: state.StepSucceeded, wantCode: steps.Conflict},
-		{name: "a failed step", status: state.StepFailed, wantCode: steps.Conflict},
-		{name: "a skipped step", status: state.StepSkipped, wantCode: steps.Conflict},
-		{name: "a step that never ran", wantCode: steps.NotFound},
+		{name: "a succeeded step", status: state.StepSucceeded, wantCode: fault.Conflict},
+		{name: "a failed step", status: state.StepFailed, wantCode: fault.Conflict},
+		{name: "a skipped step", status: state.StepSkipped, wantCode: fault.Conflict},
+		{name: "a step that never ran", wantCode: fault.NotFound},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,7 +89,7 @@ func TestApproveAnswersOnlyAStepThatMayWait(t *testing.T) {
 				return
 			}
 			require.Error(t, err)
-			assert.Equal(t, tc.wantCode, steps.CodeOf(err))
+			assert.Equal(t, tc.wantCode, fault.CodeOf(err))
 			assert.ErrorIs(t, answerErr, state.ErrNotFound, "no answer is recorded")
 		})
 	}
@@ -232,7 +232,7 @@ steps:
 
 	held := <-first
 	require.Error(t, held.err)
-	assert.Equal(t, steps.Cancelled, steps.CodeOf(held.err))
+	assert.Equal(t, fault.Cancelled, fault.CodeOf(held.err))
 	got, err := h.store.GetRun(context.Background(), "holder")
 	require.NoError(t, err)
 	assert.Equal(t, state.RunCancelled, got.Status)

@@ -20,7 +20,7 @@
 // `needs` did not succeed is skipped unless its `if` uses a status function.
 // continue_on_error records the failure but does not fail the run.
 //
-// Retries: only errors whose code is retryable (steps.Retryable) unless
+// Retries: only errors whose code is retryable (fault.Retryable) unless
 // retry.if says otherwise; delays grow by backoff up to max_delay, with
 // optional full jitter, and are waited on the injected Clock.
 //

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/steps"
@@ -172,7 +173,7 @@ func (e *Engine) Prepare(pb *playbook.Playbook, req StartRequest) (*state.Run, s
 	}
 	e.registerSecretInputs(pb, inputs)
 	if missing := e.missingSecrets(pb); len(missing) > 0 {
-		return nil, state.Event{}, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf(
+		return nil, state.Event{}, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
 			"secret %s not set (set the environment variable or add it to the secrets file)", strings.Join(missing, ", "))}
 	}
 	now := e.o.Clock.Now()
@@ -308,7 +309,7 @@ func WithSecretInputs(pb *playbook.Playbook, r *state.Run, given map[string]any)
 	}
 	for _, name := range slices.Sorted(maps.Keys(given)) {
 		if !secret[name] {
-			return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf(
+			return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
 				"inputs.%s: only secret inputs can be given again; run %s keeps the inputs it started with", name, r.ID)}
 		}
 		inputs[name] = given[name]
@@ -321,15 +322,15 @@ func (e *Engine) resumable(ctx context.Context, runID string) (*playbook.Playboo
 	r, err := e.o.Store.GetRun(ctx, runID)
 	if err != nil {
 		if errors.Is(err, state.ErrNotFound) {
-			return nil, nil, &steps.Error{Code: steps.NotFound, Message: fmt.Sprintf("no run %q", runID)}
+			return nil, nil, &fault.Error{Code: fault.NotFound, Message: fmt.Sprintf("no run %q", runID)}
 		}
 		return nil, nil, err
 	}
 	switch r.Status {
 	case state.RunSucceeded, state.RunSkipped:
-		return nil, nil, &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s already %s; nothing to resume", r.ID, r.Status)}
+		return nil, nil, &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("run %s already %s; nothing to resume", r.ID, r.Status)}
 	case state.RunFailed:
-		return nil, nil, &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s failed; retry it instead of resuming", r.ID)}
+		return nil, nil, &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("run %s failed; retry it instead of resuming", r.ID)}
 	}
 	if e.o.Parse == nil {
 		return nil, nil, errors.New("engine: Options.Parse is required to resume")
@@ -344,7 +345,7 @@ func (e *Engine) resumable(ctx context.Context, runID string) (*playbook.Playboo
 		r.Snapshot = pb.Source
 	}
 	if e.missingSecrets(pb) != nil {
-		return nil, nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf(
+		return nil, nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
 			"resume %s: secret %s not set", r.ID, strings.Join(e.missingSecrets(pb), ", "))}
 	}
 	return pb, r, nil
@@ -361,8 +362,8 @@ func (e *Engine) Cancel(runID string, cause error) bool {
 		switch {
 		case cause == nil:
 			cause = errCancelledByUser
-		case steps.CodeOf(cause) != steps.Cancelled && !errors.Is(cause, ErrSuspend):
-			cause = &steps.Error{Code: steps.Cancelled, Err: cause}
+		case fault.CodeOf(cause) != fault.Cancelled && !errors.Is(cause, ErrSuspend):
+			cause = &fault.Error{Code: fault.Cancelled, Err: cause}
 		}
 		cancel(cause)
 	}
@@ -384,15 +385,15 @@ func (e *Engine) Approve(ctx context.Context, runID, step string, a state.Approv
 	rec, err := e.o.Store.GetStep(ctx, runID, step)
 	if err != nil {
 		if errors.Is(err, state.ErrNotFound) {
-			return &steps.Error{Code: steps.NotFound, Message: fmt.Sprintf("run %s has no step %q waiting", runID, step)}
+			return &fault.Error{Code: fault.NotFound, Message: fmt.Sprintf("run %s has no step %q waiting", runID, step)}
 		}
 		return err
 	}
 	if rec.Status != state.StepWaiting && rec.Status != state.StepRunning {
-		return &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("step %s of run %s is %s, not waiting for approval", step, runID, rec.Status)}
+		return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("step %s of run %s is %s, not waiting for approval", step, runID, rec.Status)}
 	}
 	if _, err := e.o.Store.GetApproval(ctx, runID, step); err == nil {
-		return &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("step %s of run %s is already answered", step, runID)}
+		return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("step %s of run %s is already answered", step, runID)}
 	}
 	if err := checkAnswer(runID, step, rec.Approval, a); err != nil {
 		return err
@@ -423,13 +424,13 @@ func (e *Engine) Approve(ctx context.Context, runID, step string, a state.Approv
 // here; the step checks the answer itself.
 func checkAnswer(runID, step string, ask *state.ApprovalRequest, a state.Approval) error {
 	if strings.TrimSpace(a.By) == "" {
-		return &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("an answer to step %s of run %s must say who gives it (by)", step, runID)}
+		return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("an answer to step %s of run %s must say who gives it (by)", step, runID)}
 	}
 	if ask == nil {
 		return nil
 	}
 	if len(ask.Approvers) > 0 && !slices.Contains(ask.Approvers, a.By) {
-		return &steps.Error{Code: steps.Unauthorized, Message: fmt.Sprintf(
+		return &fault.Error{Code: fault.Unauthorized, Message: fmt.Sprintf(
 			"step %s of run %s may be answered only by %s, not %q; the run keeps waiting", step, runID, strings.Join(ask.Approvers, ", "), a.By)}
 	}
 	if !a.Approved {
@@ -443,7 +444,7 @@ func checkAnswer(runID, step string, ask *state.ApprovalRequest, a state.Approva
 	if len(problems) == 0 {
 		return nil
 	}
-	return &steps.Error{Code: steps.Invalid,
+	return &fault.Error{Code: fault.Invalid,
 		Message: fmt.Sprintf("answer to step %s of run %s refused, the run keeps waiting", step, runID),
 		Err:     errors.New(strings.Join(problems, "; ")),
 		Data:    map[string]any{"problems": problems}}

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 func TestStepsRunInWrittenOrderAndSeeEarlierOutputs(t *testing.T) {
@@ -271,7 +271,7 @@ finally:
   - {id: cleanup, uses: log, with: {message: "status ${{ run.status }}"}}
 `, nil)
 	require.Error(t, err)
-	assert.Equal(t, steps.Timeout, steps.CodeOf(err))
+	assert.Equal(t, fault.Timeout, fault.CodeOf(err))
 	assert.Equal(t, state.RunFailed, r.Status)
 	assert.Equal(t, state.StepSucceeded, h.steps(r.ID)["cleanup"].Status)
 }
@@ -360,7 +360,7 @@ finally:
 	}()
 	r, err := h.engine.Run(ctx, pb, engine.StartRequest{})
 	require.Error(t, err)
-	assert.Equal(t, steps.Cancelled, steps.CodeOf(err))
+	assert.Equal(t, fault.Cancelled, fault.CodeOf(err))
 	got, err := h.store.GetRun(context.Background(), r.ID)
 	require.NoError(t, err)
 	assert.Equal(t, state.RunCancelled, got.Status)
@@ -568,7 +568,7 @@ steps:
 `)
 	_, err := h.engine.Run(context.Background(), pb, engine.StartRequest{Inputs: map[string]any{"count": "11", "mode": "yolo", "extra": "x"}})
 	require.Error(t, err)
-	assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+	assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 	for _, want := range []string{`"count": must be between 1 and 10 (got 11)`, `"mode": must be one of "fast", "safe"`, `unknown input "extra"`} {
 		assert.Contains(t, err.Error(), want)
 	}

@@ -3,9 +3,9 @@ package engine
 import (
 	"context"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 // StartFailed commits a run of pb that could not start (a trigger's
@@ -20,7 +20,7 @@ func (e *Engine) StartFailed(ctx context.Context, pb *playbook.Playbook, req Sta
 		ID: newRunID(now), Playbook: pb.Name, File: pb.Path, Snapshot: pb.Source, Hash: pb.Hash,
 		Inputs: e.redactMap(req.Inputs), Trigger: e.redactMap(req.Trigger),
 		Status:    state.RunFailed,
-		Error:     &state.ErrorRecord{Code: string(steps.CodeOf(reason)), Message: e.o.Redactor.String(reason.Error())},
+		Error:     &state.ErrorRecord{Code: string(fault.CodeOf(reason)), Message: e.o.Redactor.String(reason.Error())},
 		CreatedAt: now, EndedAt: now,
 	}
 	ev := state.Event{Time: now, Type: "run.failed", Message: "run could not start: " + r.Error.Message}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/state"
@@ -293,7 +294,7 @@ func registerTestSteps() {
 				n := testProbe.calls[p.Key]
 				testProbe.mu.Unlock()
 				if n <= p.Fails {
-					return nil, &steps.Error{Code: steps.Code(p.Code), Message: "flaky failure " + p.Key}
+					return nil, &fault.Error{Code: fault.Code(p.Code), Message: "flaky failure " + p.Key}
 				}
 				return steps.Outputs{"calls": n}, nil
 			}),
@@ -338,7 +339,7 @@ func registerTestSteps() {
 					if p.Lost {
 						testProbe.creates[p.Key]++
 					}
-					return nil, &steps.Error{Code: steps.Code(p.Code), Message: "call failed " + p.Key}
+					return nil, &fault.Error{Code: fault.Code(p.Code), Message: "call failed " + p.Key}
 				}
 				testProbe.creates[p.Key]++
 				return steps.Outputs{"adopted": false}, nil

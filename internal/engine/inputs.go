@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 // ResolveInputs checks given inputs against the playbook's declarations and
@@ -61,7 +61,7 @@ func ResolveInputs(pb *playbook.Playbook, given map[string]any) (map[string]any,
 		}
 	}
 	if len(problems) > 0 {
-		return nil, &steps.Error{Code: steps.Invalid, Message: strings.Join(problems, "; ")}
+		return nil, &fault.Error{Code: fault.Invalid, Message: strings.Join(problems, "; ")}
 	}
 	return out, nil
 }

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/steps"
 	"github.com/runbook/runbook/internal/suggest"
 )
 
@@ -38,12 +38,12 @@ func (e *Engine) Retry(ctx context.Context, runID, from string) (*state.Run, *pl
 	old, err := e.o.Store.GetRun(ctx, runID)
 	if err != nil {
 		if errors.Is(err, state.ErrNotFound) {
-			return nil, nil, &steps.Error{Code: steps.NotFound, Message: fmt.Sprintf("no run %q", runID)}
+			return nil, nil, &fault.Error{Code: fault.NotFound, Message: fmt.Sprintf("no run %q", runID)}
 		}
 		return nil, nil, err
 	}
 	if old.Status != state.RunFailed && old.Status != state.RunCancelled {
-		return nil, nil, &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf(
+		return nil, nil, &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf(
 			"run %s is %s; only a failed or cancelled run can be retried", old.ID, old.Status)}
 	}
 	if e.o.Parse == nil {
@@ -61,7 +61,7 @@ func (e *Engine) Retry(ctx context.Context, runID, from string) (*state.Run, *pl
 		return nil, nil, err
 	}
 	if missing := e.missingSecrets(pb); len(missing) > 0 {
-		return nil, nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf(
+		return nil, nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
 			"retry %s: secret %s not set", old.ID, strings.Join(missing, ", "))}
 	}
 	now := e.o.Clock.Now()
@@ -92,7 +92,7 @@ func retryStart(pb *playbook.Playbook, oldID, from string, old map[string]*state
 				return s.ID, nil
 			}
 		}
-		return "", &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf(
+		return "", &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf(
 			"every step of run %s succeeded or was skipped; name the step to retry from", oldID)}
 	}
 	ids := make([]string, 0, len(pb.Steps))
@@ -104,11 +104,11 @@ func retryStart(pb *playbook.Playbook, oldID, from string, old map[string]*state
 	}
 	for _, s := range append(append([]*playbook.Step(nil), pb.OnFailure...), pb.Finally...) {
 		if s.ID == from {
-			return "", &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf(
+			return "", &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
 				"step %s is an on_failure or finally step; retry from a step of steps", from)}
 		}
 	}
-	return "", &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf(
+	return "", &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
 		"playbook %s of run %s has no step %q%s", pb.Name, oldID, from, suggest.Hint(from, ids))}
 }
 

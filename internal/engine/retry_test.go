@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 // chain is a -> b -> c where c fails on its first call: c's key carries
@@ -236,20 +236,20 @@ on_failure:
 
 	for _, tc := range []struct {
 		name, run, from string
-		code            steps.Code
+		code            fault.Code
 		msg             string
 	}{
-		{"a run that succeeded", ok.ID, "", steps.Conflict, "is succeeded; only a failed or cancelled run can be retried"},
-		{"a run that does not exist", "nope", "", steps.NotFound, `no run "nope"`},
-		{"a step the playbook does not have", failed.ID, "deplyo", steps.Invalid, `has no step "deplyo"; did you mean "deploy"?`},
-		{"an on_failure step", failed.ID, "alert", steps.Invalid, "on_failure or finally"},
+		{"a run that succeeded", ok.ID, "", fault.Conflict, "is succeeded; only a failed or cancelled run can be retried"},
+		{"a run that does not exist", "nope", "", fault.NotFound, `no run "nope"`},
+		{"a step the playbook does not have", failed.ID, "deplyo", fault.Invalid, `has no step "deplyo"; did you mean "deploy"?`},
+		{"an on_failure step", failed.ID, "alert", fault.Invalid, "on_failure or finally"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, pb, err := h.engine.Retry(context.Background(), tc.run, tc.from)
 			require.Error(t, err)
 			assert.Nil(t, r)
 			assert.Nil(t, pb)
-			assert.Equal(t, tc.code, steps.CodeOf(err))
+			assert.Equal(t, tc.code, fault.CodeOf(err))
 			assert.Contains(t, err.Error(), tc.msg)
 		})
 	}

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/expr"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 // runState is one run being executed by this process.
@@ -90,7 +90,7 @@ func (e *Engine) holdForSecretInputs(ctx context.Context, r *state.Run, missing 
 	for i, name := range missing {
 		flags[i] = "-i " + name + "=VALUE"
 	}
-	err := &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf(
+	err := &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
 		"run %s was started with secret input %s, whose value the state file does not keep; resume it with `runbook run --resume %s %s`",
 		r.ID, strings.Join(missing, ", "), r.ID, strings.Join(flags, " "))}
 	now := e.o.Clock.Now()
@@ -138,7 +138,7 @@ func (e *Engine) activate(id string, cancel context.CancelCauseFunc) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, busy := e.active[id]; busy {
-		return &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s is already executing", id)}
+		return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("run %s is already executing", id)}
 	}
 	e.active[id] = cancel
 	return nil
@@ -234,7 +234,7 @@ func (rs *runState) end(ctx context.Context) (*state.Run, error) {
 
 const finallyGrace = 5 * time.Minute
 
-var errRunTimeout = &steps.Error{Code: steps.Timeout, Message: "run timed out"}
+var errRunTimeout = &fault.Error{Code: fault.Timeout, Message: "run timed out"}
 
 // runCause returns why ctx ended (nil while it runs).
 func runCause(ctx context.Context) error {
@@ -339,7 +339,7 @@ func (rs *runState) buildEnv() error {
 	for _, k := range keys {
 		v, err := rs.eval(rs.pb.Env[k], sc)
 		if err != nil {
-			return &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("env.%s: %v", k, err)}
+			return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("env.%s: %v", k, err)}
 		}
 		env[k] = stringify(v)
 	}
@@ -378,7 +378,7 @@ func (rs *runState) acquireConcurrency(ctx context.Context) (release func(), err
 	kv, err := rs.eval(c.Key, rs.scope(nil))
 	rs.mu.RUnlock()
 	if err != nil {
-		return nop, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("concurrency.key: %v", err)}
+		return nop, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("concurrency.key: %v", err)}
 	}
 	key := rs.e.o.Redactor.String(stringify(kv))
 	rs.run.ConcurrencyKey = key
@@ -475,7 +475,7 @@ func (rs *runState) saveRun(ctx context.Context, evs ...state.Event) error {
 func (rs *runState) skip(ctx context.Context, cause error) (*state.Run, error) {
 	now := rs.e.o.Clock.Now()
 	rs.run.Status, rs.run.EndedAt = state.RunSkipped, now
-	rs.run.Error = &state.ErrorRecord{Code: string(steps.Conflict), Message: rs.e.o.Redactor.String(cause.Error())}
+	rs.run.Error = &state.ErrorRecord{Code: string(fault.Conflict), Message: rs.e.o.Redactor.String(cause.Error())}
 	if err := rs.saveRun(ctx, state.Event{Time: now, Type: "run.skipped", Message: rs.run.Error.Message}); err != nil {
 		return rs.run, err
 	}
@@ -526,10 +526,10 @@ func (rs *runState) finish(ctx context.Context, cause error) (*state.Run, error)
 	switch {
 	case cause != nil && errors.Is(cause, errRunTimeout):
 		r.Status = state.RunFailed
-		runErr = &steps.Error{Code: steps.Timeout, Message: fmt.Sprintf("run timed out after %s", rs.pb.Timeout)}
-	case cause != nil && (errors.Is(cause, context.Canceled) || errors.Is(cause, errCancelledByUser) || steps.CodeOf(cause) == steps.Cancelled):
+		runErr = &fault.Error{Code: fault.Timeout, Message: fmt.Sprintf("run timed out after %s", rs.pb.Timeout)}
+	case cause != nil && (errors.Is(cause, context.Canceled) || errors.Is(cause, errCancelledByUser) || fault.CodeOf(cause) == fault.Cancelled):
 		r.Status = state.RunCancelled
-		runErr = &steps.Error{Code: steps.Cancelled, Message: "run cancelled"}
+		runErr = &fault.Error{Code: fault.Cancelled, Message: "run cancelled"}
 	case cause != nil:
 		r.Status = state.RunFailed
 		runErr = cause
@@ -544,7 +544,7 @@ func (rs *runState) finish(ctx context.Context, cause error) (*state.Run, error)
 		if !strings.HasPrefix(msg, "run cancelled") {
 			msg = "run cancelled: " + msg
 		}
-		runErr = &steps.Error{Code: steps.Cancelled, Message: msg}
+		runErr = &fault.Error{Code: fault.Cancelled, Message: msg}
 	}
 	if r.Status == state.RunSucceeded && len(rs.pb.Outputs) > 0 {
 		out, err := rs.evalOutputs()
@@ -575,7 +575,7 @@ func (rs *runState) evalOutputs() (map[string]any, error) {
 	for k, v := range rs.pb.Outputs {
 		val, err := rs.eval(v, sc)
 		if err != nil {
-			return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("outputs.%s: %v", k, err)}
+			return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("outputs.%s: %v", k, err)}
 		}
 		out[k] = val
 	}
@@ -592,15 +592,15 @@ func (rs *runState) firstFailure() error {
 			continue
 		}
 		if rec := rs.records[s.ID]; rec != nil && rec.Status == state.StepFailed && rec.Error != nil {
-			return &steps.Error{Code: steps.Code(rec.Error.Code), Message: fmt.Sprintf("step %s: %s", s.ID, rec.Error.Message), Data: rec.Error.Data}
+			return &fault.Error{Code: fault.Code(rec.Error.Code), Message: fmt.Sprintf("step %s: %s", s.ID, rec.Error.Message), Data: rec.Error.Data}
 		}
 	}
-	return &steps.Error{Code: steps.Failed, Message: "a step failed"}
+	return &fault.Error{Code: fault.Failed, Message: "a step failed"}
 }
 
 func (rs *runState) errorRecord(err error) *state.ErrorRecord {
-	var se *steps.Error
-	rec := &state.ErrorRecord{Code: string(steps.CodeOf(err)), Message: rs.e.o.Redactor.String(err.Error())}
+	var se *fault.Error
+	rec := &state.ErrorRecord{Code: string(fault.CodeOf(err)), Message: rs.e.o.Redactor.String(err.Error())}
 	if errors.As(err, &se) && se.Data != nil {
 		rec.Data = rs.e.redactMap(se.Data)
 	}
@@ -640,7 +640,7 @@ func (rs *runState) connectionOverride(name string) (map[string]any, error) {
 	for k, v := range raw {
 		val, err := evalConnectionValue(v, sc, rs.e.o.Redactor)
 		if err != nil {
-			return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("connections.%s.%s: %v", name, k, err)}
+			return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("connections.%s.%s: %v", name, k, err)}
 		}
 		out[k] = val
 	}

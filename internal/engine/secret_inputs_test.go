@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 // A secret input is masked in the run record from its first write.
@@ -54,7 +54,7 @@ steps:
 
 	r, err = h.engine.Resume(context.Background(), r.ID)
 	require.Error(t, err)
-	assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+	assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 	assert.Contains(t, err.Error(), "runbook run --resume "+r.ID+" -i pw=VALUE")
 	assert.Equal(t, state.RunCancelled, r.Status)
 	_, ran := h.steps(r.ID)["check"]

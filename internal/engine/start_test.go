@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 // takenIDs is the real store answering ErrExists to the first taken
@@ -156,7 +156,7 @@ steps:
 			got, err := engine.ResolveInputs(pb, tc.given)
 			if tc.wantErr != "" {
 				require.Error(t, err)
-				assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+				assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 				assert.Equal(t, tc.wantErr, err.Error())
 				return
 			}

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/expr"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 // item is one for_each element.
@@ -132,7 +132,7 @@ func (rs *runState) runForEach(ctx context.Context, st *playbook.Step, ph phase)
 		items, err = forEachItems(v)
 	}
 	if err != nil {
-		return rs.finishStep(ctx, rec, nil, &steps.Error{Code: steps.Invalid, Message: "for_each: " + err.Error()}, nil)
+		return rs.finishStep(ctx, rec, nil, &fault.Error{Code: fault.Invalid, Message: "for_each: " + err.Error()}, nil)
 	}
 	limit := st.MaxParallel
 	if limit <= 0 {
@@ -207,7 +207,7 @@ func (rs *runState) runForEach(ctx context.Context, st *playbook.Step, ph phase)
 		if firstErr != nil {
 			msg = firstErr.Message
 		}
-		return rs.finishStep(ctx, rec, out, &steps.Error{Code: steps.Code(firstErr.Code), Message: msg}, nil)
+		return rs.finishStep(ctx, rec, out, &fault.Error{Code: fault.Code(firstErr.Code), Message: msg}, nil)
 	case state.StepCancelled:
 		return rs.finishStep(ctx, rec, out, context.Canceled, nil)
 	case state.StepWaiting:
@@ -269,7 +269,7 @@ func (rs *runState) runSingle(ctx context.Context, st *playbook.Step, id string,
 	}
 	run, err := rs.shouldRun(ctx, st, it, ph)
 	if err != nil {
-		return rs.finishStep(ctx, rec, nil, &steps.Error{Code: steps.Invalid, Message: "if: " + err.Error()}, nil)
+		return rs.finishStep(ctx, rec, nil, &fault.Error{Code: fault.Invalid, Message: "if: " + err.Error()}, nil)
 	}
 	if !run {
 		why := "condition is false"
@@ -301,7 +301,7 @@ func (rs *runState) runSingle(ctx context.Context, st *playbook.Step, id string,
 		out, err := sr.attempt(ctx, attempt, params, extra, it)
 		continuing := sr.continuing
 		sr.continuing = false
-		if errors.Is(err, steps.ErrSuspended) {
+		if errors.Is(err, fault.ErrSuspended) {
 			rs.mu.Lock()
 			rs.waiting = true
 			rs.mu.Unlock()
@@ -353,7 +353,7 @@ func (rs *runState) params(st *playbook.Step, it *item) (any, map[string]any, er
 	for k, v := range st.With {
 		if with[k], err = rs.eval(v, sc); err != nil {
 			rs.mu.RUnlock()
-			return nil, nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("with.%s: %v", k, err)}
+			return nil, nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("with.%s: %v", k, err)}
 		}
 	}
 	rs.mu.RUnlock()
@@ -365,7 +365,7 @@ func (rs *runState) params(st *playbook.Step, it *item) (any, map[string]any, er
 		for i := range problems {
 			problems[i].Message = rs.e.o.Redactor.String(problems[i].Message)
 		}
-		return nil, nil, steps.ProblemsError(st.ID, problems)
+		return nil, nil, fault.ProblemsError(st.ID, problems)
 	}
 	return params, extra, nil
 }
@@ -386,7 +386,7 @@ func (rs *runState) stepOutputs(st *playbook.Step, it *item, raw map[string]any)
 	for k, v := range st.Outputs {
 		val, err := rs.eval(v, sc)
 		if err != nil {
-			return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("outputs.%s: %v", k, err)}
+			return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("outputs.%s: %v", k, err)}
 		}
 		out[k] = val
 	}
@@ -400,8 +400,8 @@ func (rs *runState) retryDelay(st *playbook.Step, rec *state.StepRecord, err err
 	if r == nil || rec.Attempts >= r.Attempts {
 		return 0, false
 	}
-	code := steps.CodeOf(err)
-	if code == steps.Cancelled {
+	code := fault.CodeOf(err)
+	if code == fault.Cancelled {
 		return 0, false
 	}
 	if r.If != nil {
@@ -414,7 +414,7 @@ func (rs *runState) retryDelay(st *playbook.Step, rec *state.StepRecord, err err
 		if evalErr != nil || !ok {
 			return 0, false
 		}
-	} else if !steps.Retryable(err) {
+	} else if !fault.Retryable(err) {
 		return 0, false
 	}
 	return backoff(r, rec.Attempts), true
@@ -468,13 +468,13 @@ func (rs *runState) finishStep(ctx context.Context, rec *state.StepRecord, out m
 		rec.Status, rec.Error = state.StepSucceeded, nil
 		rec.Outputs = rs.e.redactMap(out)
 		ev.Type, ev.Message = "step.succeeded", "succeeded"
-	case ctx.Err() != nil && !errors.Is(context.Cause(ctx), errRunTimeout) && steps.CodeOf(err) != steps.Timeout:
+	case ctx.Err() != nil && !errors.Is(context.Cause(ctx), errRunTimeout) && fault.CodeOf(err) != fault.Timeout:
 		rec.Status = state.StepCancelled
-		rec.Error = &state.ErrorRecord{Code: string(steps.Cancelled), Message: "cancelled"}
+		rec.Error = &state.ErrorRecord{Code: string(fault.Cancelled), Message: "cancelled"}
 		ev.Type, ev.Message = "step.cancelled", "cancelled"
 	default:
 		if ctx.Err() != nil && errors.Is(context.Cause(ctx), errRunTimeout) {
-			err = &steps.Error{Code: steps.Timeout, Message: "run timed out", Err: err}
+			err = &fault.Error{Code: fault.Timeout, Message: "run timed out", Err: err}
 		}
 		rec.Status = state.StepFailed
 		rec.Error = rs.errorRecord(err)

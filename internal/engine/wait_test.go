@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 // realTimeWait is a harness on the real clock with ApprovalWait and a poll
@@ -106,7 +106,7 @@ func TestApproveOfAnAnsweredStepIsAConflict(t *testing.T) {
 	require.NoError(t, h.engine.Approve(context.Background(), runID, "gate", state.Approval{Approved: true, By: "dana"}))
 	<-done
 	err := h.engine.Approve(context.Background(), runID, "gate", state.Approval{Approved: true, By: "erin"})
-	assert.Equal(t, steps.Conflict, steps.CodeOf(err))
+	assert.Equal(t, fault.Conflict, fault.CodeOf(err))
 }
 
 func TestWaitingForEachItemsContinueWhenApproved(t *testing.T) {

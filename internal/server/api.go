@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/steps"
 	"github.com/runbook/runbook/internal/suggest"
 )
 
@@ -46,11 +46,11 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("POST /api/v1/runs/{id}/resume", s.resumeRun)
 	api.HandleFunc("POST /api/v1/reload", s.reload)
 	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, steps.NotFound, fmt.Sprintf("no API route %s %s (see docs/api.md)", r.Method, r.URL.Path))
+		writeError(w, http.StatusNotFound, fault.NotFound, fmt.Sprintf("no API route %s %s (see docs/api.md)", r.Method, r.URL.Path))
 	})
 	mux.Handle("/api/", s.authenticate(api))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, steps.NotFound, fmt.Sprintf("no route %s (the API is under /api/v1, webhooks under /hooks/)", r.URL.Path))
+		writeError(w, http.StatusNotFound, fault.NotFound, fmt.Sprintf("no route %s (the API is under /api/v1, webhooks under /hooks/)", r.URL.Path))
 	})
 	return mux
 }
@@ -64,17 +64,17 @@ type errorBody struct {
 	Problems []string `json:"problems,omitempty"`
 }
 
-func writeError(w http.ResponseWriter, status int, code steps.Code, msg string, problems ...string) {
+func writeError(w http.ResponseWriter, status int, code fault.Code, msg string, problems ...string) {
 	writeJSON(w, status, errorBody{Error: msg, Code: string(code), Problems: problems})
 }
 
 // writeErr answers err with the status of its code.
 func writeErr(w http.ResponseWriter, err error) {
-	code := steps.CodeOf(err)
+	code := fault.CodeOf(err)
 	if code == "" {
-		code = steps.Internal
+		code = fault.Internal
 	}
-	writeError(w, steps.HTTPStatus(err), code, err.Error())
+	writeError(w, fault.HTTPStatus(err), code, err.Error())
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -94,20 +94,20 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	want := sha256.Sum256([]byte(s.o.Token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.o.Token == "" {
-			writeError(w, http.StatusServiceUnavailable, steps.Unavailable, "the API is disabled: the server has no API token (set the secret named by server.token_secret, RUNBOOK_API_TOKEN by default)")
+			writeError(w, http.StatusServiceUnavailable, fault.Unavailable, "the API is disabled: the server has no API token (set the secret named by server.token_secret, RUNBOOK_API_TOKEN by default)")
 			return
 		}
 		// The scheme is case-insensitive (RFC 9110 section 11.1).
 		scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
 		if !strings.EqualFold(scheme, "Bearer") {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="runbook"`)
-			writeError(w, http.StatusUnauthorized, steps.Unauthorized, "missing bearer token: send Authorization: Bearer TOKEN")
+			writeError(w, http.StatusUnauthorized, fault.Unauthorized, "missing bearer token: send Authorization: Bearer TOKEN")
 			return
 		}
 		got := sha256.Sum256([]byte(strings.TrimSpace(token)))
 		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="runbook", error="invalid_token"`)
-			writeError(w, http.StatusUnauthorized, steps.Unauthorized, "invalid bearer token")
+			writeError(w, http.StatusUnauthorized, fault.Unauthorized, "invalid bearer token")
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -123,17 +123,17 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != "application/json" {
-			writeError(w, http.StatusUnsupportedMediaType, steps.Invalid, fmt.Sprintf("Content-Type %q is not application/json", ct))
+			writeError(w, http.StatusUnsupportedMediaType, fault.Invalid, fmt.Sprintf("Content-Type %q is not application/json", ct))
 			return false
 		}
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxAPIBody+1))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, steps.Invalid, "reading the body failed: "+err.Error())
+		writeError(w, http.StatusBadRequest, fault.Invalid, "reading the body failed: "+err.Error())
 		return false
 	}
 	if len(body) > maxAPIBody {
-		writeError(w, http.StatusRequestEntityTooLarge, steps.Invalid, fmt.Sprintf("body is larger than %d bytes", maxAPIBody))
+		writeError(w, http.StatusRequestEntityTooLarge, fault.Invalid, fmt.Sprintf("body is larger than %d bytes", maxAPIBody))
 		return false
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {
@@ -143,11 +143,11 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
-		writeError(w, http.StatusBadRequest, steps.Invalid, "malformed JSON body: "+err.Error())
+		writeError(w, http.StatusBadRequest, fault.Invalid, "malformed JSON body: "+err.Error())
 		return false
 	}
 	if dec.More() {
-		writeError(w, http.StatusBadRequest, steps.Invalid, "malformed JSON body: more than one value")
+		writeError(w, http.StatusBadRequest, fault.Invalid, "malformed JSON body: more than one value")
 		return false
 	}
 	return true
@@ -304,7 +304,7 @@ func (s *Server) playbookOr404(w http.ResponseWriter, name string) *playbook.Pla
 	pb := s.findPlaybook(name)
 	if pb == nil {
 		msg := fmt.Sprintf("no playbook %q", name) + suggest.Hint(name, s.cat.names())
-		writeError(w, http.StatusNotFound, steps.NotFound, msg)
+		writeError(w, http.StatusNotFound, fault.NotFound, msg)
 	}
 	return pb
 }
@@ -321,7 +321,7 @@ func (s *Server) reload(w http.ResponseWriter, _ *http.Request) {
 	if err := s.Reload(); err != nil {
 		var le *loadError
 		if errors.As(err, &le) {
-			writeError(w, http.StatusUnprocessableEntity, steps.Invalid, "reload refused: the playbooks in use are kept", le.Problems...)
+			writeError(w, http.StatusUnprocessableEntity, fault.Invalid, "reload refused: the playbooks in use are kept", le.Problems...)
 			return
 		}
 		writeErr(w, err)
@@ -372,7 +372,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	run, err := s.runs.start(r.Context(), pb, engine.StartRequest{Inputs: m, Trigger: map[string]any{"type": "api"}})
 	if err != nil {
 		if errors.Is(err, errShuttingDown) {
-			writeError(w, http.StatusServiceUnavailable, steps.Unavailable, err.Error())
+			writeError(w, http.StatusServiceUnavailable, fault.Unavailable, err.Error())
 			return
 		}
 		writeErr(w, err)
@@ -412,7 +412,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 10000 {
-			writeError(w, http.StatusBadRequest, steps.Invalid, "limit must be an integer in 1..10000")
+			writeError(w, http.StatusBadRequest, fault.Invalid, "limit must be an integer in 1..10000")
 			return
 		}
 		f.Limit = n
@@ -421,7 +421,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		for _, one := range strings.Split(st, ",") {
 			rs := state.RunStatus(strings.TrimSpace(one))
 			if !validStatus(rs) {
-				writeError(w, http.StatusBadRequest, steps.Invalid, fmt.Sprintf("unknown status %q (pending, running, waiting, succeeded, failed, cancelled, skipped)", one))
+				writeError(w, http.StatusBadRequest, fault.Invalid, fmt.Sprintf("unknown status %q (pending, running, waiting, succeeded, failed, cancelled, skipped)", one))
 				return
 			}
 			f.Status = append(f.Status, rs)
@@ -474,7 +474,7 @@ func (s *Server) runOr404(w http.ResponseWriter, r *http.Request) *state.Run {
 	id := r.PathValue("id")
 	run, err := s.store.GetRun(r.Context(), id)
 	if errors.Is(err, state.ErrNotFound) {
-		writeError(w, http.StatusNotFound, steps.NotFound, fmt.Sprintf("no run %q", id))
+		writeError(w, http.StatusNotFound, fault.NotFound, fmt.Sprintf("no run %q", id))
 		return nil
 	}
 	if err != nil {
@@ -531,7 +531,7 @@ func pageParams(w http.ResponseWriter, r *http.Request) (after uint64, limit int
 	if v := q.Get("after"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, steps.Invalid, "after must be an event sequence number")
+			writeError(w, http.StatusBadRequest, fault.Invalid, "after must be an event sequence number")
 			return 0, 0, false
 		}
 		after = n
@@ -539,7 +539,7 @@ func pageParams(w http.ResponseWriter, r *http.Request) (after uint64, limit int
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 10000 {
-			writeError(w, http.StatusBadRequest, steps.Invalid, "limit must be an integer in 1..10000")
+			writeError(w, http.StatusBadRequest, fault.Invalid, "limit must be an integer in 1..10000")
 			return 0, 0, false
 		}
 		limit = n
@@ -553,18 +553,18 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if run.Status.Done() {
-		writeError(w, http.StatusConflict, steps.Conflict, fmt.Sprintf("run %s is already %s", run.ID, run.Status))
+		writeError(w, http.StatusConflict, fault.Conflict, fmt.Sprintf("run %s is already %s", run.ID, run.Status))
 		return
 	}
 	by := "api"
 	if v := r.URL.Query().Get("by"); v != "" {
 		by = v
 	}
-	if !s.eng.Cancel(run.ID, &steps.Error{Code: steps.Cancelled, Message: "cancelled by " + by}) {
+	if !s.eng.Cancel(run.ID, &fault.Error{Code: fault.Cancelled, Message: "cancelled by " + by}) {
 		// Not executing here (pending behind a queue that has not started
 		// it, or its snapshot failed to load): record the cancellation.
 		run.Status, run.EndedAt = state.RunCancelled, time.Now()
-		run.Error = &state.ErrorRecord{Code: string(steps.Cancelled), Message: "run cancelled"}
+		run.Error = &state.ErrorRecord{Code: string(fault.Cancelled), Message: "run cancelled"}
 		ev := state.Event{Type: "run.cancelled", Message: "run cancelled by " + by}
 		if err := s.store.SaveRun(r.Context(), run, ev); err != nil {
 			writeErr(w, err)
@@ -593,7 +593,7 @@ func (s *Server) approveRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if body.Approve == nil {
-		writeError(w, http.StatusBadRequest, steps.Invalid, `"approve" (true or false) is required`)
+		writeError(w, http.StatusBadRequest, fault.Invalid, `"approve" (true or false) is required`)
 		return
 	}
 	if body.Step == "" {
@@ -612,14 +612,14 @@ func (s *Server) approveRun(w http.ResponseWriter, r *http.Request) {
 	if err := s.eng.Approve(r.Context(), run.ID, body.Step, a); err != nil {
 		// An answer that does not fit the step's fields: 400 with every
 		// problem; the run keeps waiting.
-		var se *steps.Error
+		var se *fault.Error
 		if ps, ok := problemsOf(err, &se); ok {
-			writeError(w, steps.HTTPStatus(err), se.Code, se.Message, ps...)
+			writeError(w, fault.HTTPStatus(err), se.Code, se.Message, ps...)
 			return
 		}
-		if steps.CodeOf(err) == steps.Unauthorized {
+		if fault.CodeOf(err) == fault.Unauthorized {
 			// The token is good; its bearer may not answer this step.
-			writeError(w, http.StatusForbidden, steps.Unauthorized, err.Error())
+			writeError(w, http.StatusForbidden, fault.Unauthorized, err.Error())
 			return
 		}
 		writeErr(w, err)
@@ -628,8 +628,8 @@ func (s *Server) approveRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"id": run.ID, "step": body.Step, "approved": *body.Approve})
 }
 
-// problemsOf returns the problems listed in the Data of err's *steps.Error.
-func problemsOf(err error, se **steps.Error) ([]string, bool) {
+// problemsOf returns the problems listed in the Data of err's *fault.Error.
+func problemsOf(err error, se **fault.Error) ([]string, bool) {
 	if !errors.As(err, se) {
 		return nil, false
 	}
@@ -651,11 +651,11 @@ func (s *Server) waitingStep(ctx context.Context, runID string) (string, error) 
 	}
 	switch len(waiting) {
 	case 0:
-		return "", &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s is not waiting for an approval", runID)}
+		return "", &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("run %s is not waiting for an approval", runID)}
 	case 1:
 		return waiting[0], nil
 	}
-	return "", &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("run %s waits on several approvals (%s); name one with \"step\"", runID, strings.Join(waiting, ", "))}
+	return "", &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("run %s waits on several approvals (%s); name one with \"step\"", runID, strings.Join(waiting, ", "))}
 }
 
 type resumeBody struct {

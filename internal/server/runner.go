@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/steps"
 	"github.com/runbook/runbook/internal/trigger"
 )
 
@@ -426,16 +426,16 @@ func (r *runner) resume(ctx context.Context, run *state.Run, secretInputs map[st
 		if run.Status == state.RunFailed {
 			hint = "; retry it instead"
 		}
-		return &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s already %s%s", run.ID, run.Status, hint)}
+		return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("run %s already %s%s", run.ID, run.Status, hint)}
 	}
 	if run.ParentID != "" {
-		return &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("run %s is a sub-playbook run: resume its parent %s", run.ID, run.ParentID)}
+		return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("run %s is a sub-playbook run: resume its parent %s", run.ID, run.ParentID)}
 	}
 	r.mu.Lock()
 	_, executing := r.active[run.ID]
 	r.mu.Unlock()
 	if executing {
-		return &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("run %s is executing in this server", run.ID)}
+		return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("run %s is executing in this server", run.ID)}
 	}
 	pb, err := r.s.cache.parse(run.File, run.Snapshot)
 	if err != nil {

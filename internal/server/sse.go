@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/steps"
 	"github.com/runbook/runbook/internal/trigger"
 )
 
@@ -38,7 +38,7 @@ func (s *Server) streamLogs(w http.ResponseWriter, r *http.Request) {
 	} else if v := r.URL.Query().Get("after"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, steps.Invalid, "after must be an event sequence number")
+			writeError(w, http.StatusBadRequest, fault.Invalid, "after must be an event sequence number")
 			return
 		}
 		after = n
@@ -46,7 +46,7 @@ func (s *Server) streamLogs(w http.ResponseWriter, r *http.Request) {
 	follow := r.URL.Query().Get("follow") != "false"
 	flusher, ok := w.(http.Flusher)
 	if !ok {
-		writeError(w, http.StatusInternalServerError, steps.Internal, "streaming is not supported by this connection")
+		writeError(w, http.StatusInternalServerError, fault.Internal, "streaming is not supported by this connection")
 		return
 	}
 	sub := s.events.subscribe(run.ID)

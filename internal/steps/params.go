@@ -23,6 +23,8 @@ package steps
 // an error, and so is `name: 3`. A null value counts as absent.
 
 import (
+	"github.com/runbook/runbook/internal/fault"
+
 	"encoding/json"
 	"fmt"
 	"math"
@@ -363,7 +365,7 @@ type Dynamic struct{}
 // runs Check with no dynamic fields. Unknown keys are problems unless
 // OpenParams (then they are returned in extra). When there are problems
 // params is nil.
-func (d *Descriptor) Decode(with map[string]any) (params any, extra map[string]any, problems []Problem) {
+func (d *Descriptor) Decode(with map[string]any) (params any, extra map[string]any, problems []fault.Problem) {
 	dc := decoder{}
 	p, extra, broken := dc.top(d, with)
 	if d.Check != nil {
@@ -380,7 +382,7 @@ func (d *Descriptor) Decode(with map[string]any) (params any, extra map[string]a
 // present for `required`; Check runs on a best-effort decoded struct with
 // the dynamic top-level fields (and those that already have a problem) and
 // the paths of dynamic values nested in literal ones.
-func (d *Descriptor) CheckLiteral(with map[string]any) []Problem {
+func (d *Descriptor) CheckLiteral(with map[string]any) []fault.Problem {
 	dc := decoder{literal: true}
 	p, _, skip := dc.top(d, with)
 	if d.Check != nil {
@@ -509,7 +511,7 @@ func (d *Descriptor) ParamNames() []string {
 // mode Dynamic values are accepted anywhere and left zero.
 type decoder struct {
 	literal  bool
-	problems []Problem
+	problems []fault.Problem
 	dynamic  map[string]bool // paths of Dynamic values below the top level
 }
 
@@ -522,7 +524,7 @@ func (dc *decoder) markDynamic(path string) {
 }
 
 func (dc *decoder) add(path, format string, args ...any) {
-	dc.problems = append(dc.problems, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+	dc.problems = append(dc.problems, fault.Problem{Path: path, Message: fmt.Sprintf(format, args...)})
 }
 
 // top decodes the whole `with` map. skip holds the top-level names that are

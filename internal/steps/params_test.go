@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -66,7 +67,7 @@ func register(t *testing.T, d steps.Descriptor) *steps.Descriptor {
 	return got
 }
 
-func messages(ps []steps.Problem) []string {
+func messages(ps []fault.Problem) []string {
 	if len(ps) == 0 {
 		return nil
 	}
@@ -257,14 +258,14 @@ type pairParams struct {
 
 // checkPair is a Check that reports both json and body, and min > max,
 // skipping rules that involve dynamic fields.
-func checkPair(params any, dynamic map[string]bool) []steps.Problem {
+func checkPair(params any, dynamic map[string]bool) []fault.Problem {
 	p := params.(*pairParams)
-	var out []steps.Problem
+	var out []fault.Problem
 	if p.JSON != nil && (p.Body != "" || dynamic["body"]) && !dynamic["json"] {
-		out = append(out, steps.Problem{Path: "body", Message: "cannot be used with json"})
+		out = append(out, fault.Problem{Path: "body", Message: "cannot be used with json"})
 	}
 	if !dynamic["min"] && !dynamic["max"] && p.Min > p.Max {
-		out = append(out, steps.Problem{Path: "min", Message: fmt.Sprintf("must not exceed max (%d)", p.Max)})
+		out = append(out, fault.Problem{Path: "min", Message: fmt.Sprintf("must not exceed max (%d)", p.Max)})
 	}
 	return out
 }

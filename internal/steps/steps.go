@@ -1,6 +1,8 @@
 package steps
 
 import (
+	"github.com/runbook/runbook/internal/fault"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -30,14 +32,14 @@ type ReconcileFunc func(ctx context.Context, c *Call, in Intent) (out Outputs, f
 // values nested in literal lists and objects ("dataset_list[0].dataUri",
 // "metric_list[2]", "tag_list[1]" for a whole element): a check must skip
 // any rule that involves one of them. At run time dynamic is empty.
-type CheckFunc func(params any, dynamic map[string]bool) []Problem
+type CheckFunc func(params any, dynamic map[string]bool) []fault.Problem
 
 // PreflightFunc checks literal params against the live service before a
 // run starts (a version against the versions the API supports): limits no
 // offline check can know. It may read through host.Connection only.
 // Fields named in dynamic come from expressions and must be skipped; their
 // values are checked again by the step itself before its call.
-type PreflightFunc func(ctx context.Context, host Host, params any, dynamic map[string]bool) []Problem
+type PreflightFunc func(ctx context.Context, host Host, params any, dynamic map[string]bool) []fault.Problem
 
 // PlanFunc describes the API calls a step would make with these params, for
 // `runbook plan`. Steps that call no API leave it nil.

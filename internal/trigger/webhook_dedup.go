@@ -9,9 +9,9 @@ import (
 	"strconv"
 
 	"github.com/runbook/runbook/internal/expr"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 // Deduplication protocol. A delivery is identified by (route, hooksId); a
@@ -208,8 +208,8 @@ func (in *Intake) startRuns(ctx context.Context, route string, d *Delivery, clai
 // skipped) like one whose `if` fails to evaluate, rather than failing the
 // delivery into retries.
 func refused(err error) bool {
-	var se *steps.Error
-	return errors.As(err, &se) && se.Code == steps.Invalid
+	var se *fault.Error
+	return errors.As(err, &se) && se.Code == fault.Invalid
 }
 
 // unitClaim is the dedup key of a per-hook unit.

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 // unsubscribeHook is a complete UNSUBSCRIBE hook with the changes of
@@ -265,7 +265,7 @@ func mustJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
-// strictStarter refuses, as the engine does (steps.Invalid), a run whose
+// strictStarter refuses, as the engine does (fault.Invalid), a run whose
 // inputs lack one the playbook requires or give a string input another type.
 type strictStarter struct{ prepStarter }
 
@@ -273,10 +273,10 @@ func (s strictStarter) check(req StartRequest) error {
 	for _, in := range req.Playbook.Inputs {
 		v, ok := req.Inputs[in.Name]
 		if !ok && in.Required && !in.HasDefault {
-			return &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("input %q is required", in.Name)}
+			return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("input %q is required", in.Name)}
 		}
 		if _, isString := v.(string); ok && in.Type == "string" && !isString {
-			return &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("input %q: must be a string", in.Name)}
+			return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("input %q: must be a string", in.Name)}
 		}
 	}
 	return nil

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 func (c *Client) usesToken() bool { return c.cfg.SecretKey == "" }
@@ -33,7 +33,7 @@ func (c *Client) bearer(ctx context.Context) (string, error) {
 	form := url.Values{"grant_type": {"client_credentials"}}.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.TokenURL, strings.NewReader(form))
 	if err != nil {
-		return "", &steps.Error{Code: steps.Invalid, Message: "easymaker: token_url " + c.cfg.TokenURL, Err: err}
+		return "", &fault.Error{Code: fault.Invalid, Message: "easymaker: token_url " + c.cfg.TokenURL, Err: err}
 	}
 	req.SetBasicAuth(c.cfg.AccessKeyID, c.cfg.AccessKeySecret)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -43,7 +43,7 @@ func (c *Client) bearer(ctx context.Context) (string, error) {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
-		return "", &steps.Error{Code: steps.Unavailable, Message: "easymaker: getting a token", Err: err}
+		return "", &fault.Error{Code: fault.Unavailable, Message: "easymaker: getting a token", Err: err}
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
@@ -59,7 +59,7 @@ func (c *Client) bearer(ctx context.Context) (string, error) {
 		ExpiresIn   int64  `json:"expires_in"`
 	}
 	if err := json.Unmarshal(raw, &tok); err != nil || tok.AccessToken == "" {
-		return "", &steps.Error{Code: steps.Internal, Message: "easymaker: the token answer has no access_token", Err: err}
+		return "", &fault.Error{Code: fault.Internal, Message: "easymaker: the token answer has no access_token", Err: err}
 	}
 	if tok.ExpiresIn <= 0 {
 		tok.ExpiresIn = 3600
@@ -68,4 +68,4 @@ func (c *Client) bearer(ctx context.Context) (string, error) {
 	return c.token, nil
 }
 
-func asStepsError(err error, target **steps.Error) bool { return errors.As(err, target) }
+func asStepsError(err error, target **fault.Error) bool { return errors.As(err, target) }

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	em "github.com/runbook/runbook/internal/cloud/easymaker"
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 func TestBodyPathNamesFieldsAsTheRequestBodyDoes(t *testing.T) {
@@ -39,7 +39,7 @@ func TestBodyPathNamesFieldsAsTheRequestBodyDoes(t *testing.T) {
 func TestEveryProblemNamesABodyField(t *testing.T) {
 	long := strings.Repeat("x", 300)
 	tags := []em.Tag{{TagKey: long}}
-	for _, req := range []interface{ Problems() []steps.Problem }{
+	for _, req := range []interface{ Problems() []fault.Problem }{
 		&em.CreateExperimentRequest{ExperimentDescription: long, TagList: tags},
 		&em.CreateTrainingRequest{TrainingDescription: long, TagList: tags, SourceDirURI: "x", CheckPointInputURI: "obs://x",
 			DatasetList: []em.Dataset{{DataURI: "x"}}, HyperparameterList: []em.Hyperparameter{{}}},

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/cloud/retry"
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 // Header names of the two authentication schemes (spec/FIDELITY.md).
@@ -80,7 +80,7 @@ func ConfigFrom(conn map[string]any) (Config, error) {
 		}
 		s, ok := v.(string)
 		if !ok {
-			return Config{}, steps.Errorf(steps.Invalid, "easymaker connection: %s must be a string (got %T)", f.key, v)
+			return Config{}, fault.Errorf(fault.Invalid, "easymaker connection: %s must be a string (got %T)", f.key, v)
 		}
 		*f.dst = strings.TrimSpace(s)
 	}
@@ -98,13 +98,13 @@ func ConfigFrom(conn map[string]any) (Config, error) {
 
 func (cfg *Config) check() error {
 	if cfg.AppKey == "" {
-		return steps.Errorf(steps.Invalid, "easymaker connection: appkey is required (the console's appkey menu shows it)")
+		return fault.Errorf(fault.Invalid, "easymaker connection: appkey is required (the console's appkey menu shows it)")
 	}
 	if cfg.SecretKey == "" && (cfg.AccessKeyID == "" || cfg.AccessKeySecret == "") {
 		if cfg.AccessKeyID != "" || cfg.AccessKeySecret != "" {
-			return steps.Errorf(steps.Invalid, "easymaker connection: access_key_id and access_key_secret go together; give both (or secret_key)")
+			return fault.Errorf(fault.Invalid, "easymaker connection: access_key_id and access_key_secret go together; give both (or secret_key)")
 		}
-		return steps.Errorf(steps.Invalid, "easymaker connection: give secret_key, or access_key_id and access_key_secret")
+		return fault.Errorf(fault.Invalid, "easymaker connection: give secret_key, or access_key_id and access_key_secret")
 	}
 	return nil
 }
@@ -150,7 +150,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, steps.Errorf(steps.Invalid, "easymaker: base URL must be an http(s) URL with a host (got %q)", base)
+		return nil, fault.Errorf(fault.Invalid, "easymaker: base URL must be an http(s) URL with a host (got %q)", base)
 	}
 	u.RawQuery, u.Fragment, u.RawPath = "", "", ""
 	if cfg.TokenURL == "" {
@@ -213,7 +213,7 @@ func (c *Client) do(ctx context.Context, method, path string, in any) ([]byte, e
 	if in != nil {
 		var err error
 		if body, err = json.Marshal(in); err != nil {
-			return nil, &steps.Error{Code: steps.Internal, Message: "easymaker: " + op + ": encoding the request", Err: err}
+			return nil, &fault.Error{Code: fault.Internal, Message: "easymaker: " + op + ": encoding the request", Err: err}
 		}
 	}
 	idempotent := method != http.MethodPost
@@ -229,7 +229,7 @@ func (c *Client) do(ctx context.Context, method, path string, in any) ([]byte, e
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("easymaker: %s: %w", op, ctx.Err())
 			}
-			var se *steps.Error
+			var se *fault.Error
 			if asStepsError(err, &se) { // token errors
 				return nil, se
 			}
@@ -239,7 +239,7 @@ func (c *Client) do(ctx context.Context, method, path string, in any) ([]byte, e
 				}
 				continue
 			}
-			return nil, &steps.Error{Code: steps.Unavailable, Message: "easymaker: " + op + attemptsNote(attempt), Err: err,
+			return nil, &fault.Error{Code: fault.Unavailable, Message: "easymaker: " + op + attemptsNote(attempt), Err: err,
 				Data: map[string]any{"ambiguous": !idempotent}}
 		}
 		if resp.StatusCode/100 == 2 {
@@ -325,14 +325,14 @@ func (c *Client) call(ctx context.Context, method, path string, in any, key stri
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return &steps.Error{Code: steps.Internal, Message: "easymaker: " + method + " " + path + ": decoding the answer", Err: err}
+		return &fault.Error{Code: fault.Internal, Message: "easymaker: " + method + " " + path + ": decoding the answer", Err: err}
 	}
 	v, ok := m[key]
 	if !ok || string(v) == "null" {
-		return &steps.Error{Code: steps.Internal, Message: fmt.Sprintf("easymaker: %s %s: the answer has no %q", method, path, key)}
+		return &fault.Error{Code: fault.Internal, Message: fmt.Sprintf("easymaker: %s %s: the answer has no %q", method, path, key)}
 	}
 	if err := json.Unmarshal(v, out); err != nil {
-		return &steps.Error{Code: steps.Internal, Message: "easymaker: " + method + " " + path + ": decoding " + key, Err: err}
+		return &fault.Error{Code: fault.Internal, Message: "easymaker: " + method + " " + path + ": decoding " + key, Err: err}
 	}
 	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 func TestConfigFromReadsTheConnection(t *testing.T) {
@@ -33,7 +33,7 @@ func TestConfigFromReadsTheConnection(t *testing.T) {
 			if tt.wantErr != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tt.wantErr)
-				assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+				assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 				return
 			}
 			require.NoError(t, err)

@@ -44,9 +44,9 @@
 //
 // # Errors and retries
 //
-// Every error is a *steps.Error. When the service answered, it wraps an
+// Every error is a *fault.Error. When the service answered, it wraps an
 // *APIError (HTTPStatus, ResultCode, ResultMessage) and its code comes
-// from the HTTP status (steps.CodeForHTTPStatus: 404 not_found, 409
+// from the HTTP status (fault.CodeForHTTPStatus: 404 not_found, 409
 // conflict, 400 invalid, 401/403 unauthorized, 429 throttled, 5xx
 // unavailable); a 2xx answer whose header says isSuccessful false is
 // invalid. GET, DELETE and PUT .../stop are retried on 413, 429, 503 and

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 // APIError is an answer of the service that failed: a non-2xx status, or
@@ -35,17 +35,17 @@ func (e *APIError) Error() string {
 }
 
 // StepCode classifies the error by its HTTP status
-// (steps.CodeForHTTPStatus); a 2xx answer that is not successful is
+// (fault.CodeForHTTPStatus); a 2xx answer that is not successful is
 // invalid.
-func (e *APIError) StepCode() steps.Code {
+func (e *APIError) StepCode() fault.Code {
 	if e.HTTPStatus/100 == 2 {
-		return steps.Invalid
+		return fault.Invalid
 	}
-	return steps.CodeForHTTPStatus(e.HTTPStatus)
+	return fault.CodeForHTTPStatus(e.HTTPStatus)
 }
 
-func (e *APIError) stepsError() *steps.Error {
-	return &steps.Error{Code: e.StepCode(), Err: e, Data: map[string]any{
+func (e *APIError) stepsError() *fault.Error {
+	return &fault.Error{Code: e.StepCode(), Err: e, Data: map[string]any{
 		"http_status": e.HTTPStatus, "result_code": e.ResultCode, "result_message": e.ResultMessage,
 	}}
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/runbook/runbook/internal/cloud/retry"
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 // ResourceURI returns the apigwResourceUri under which the stage serves
@@ -40,10 +40,10 @@ func StageURL(apigwStageURL string) string {
 // effect, so 413, 429, 503 and network errors are retried like a GET.
 func (c *Client) Predict(ctx context.Context, stage *EndpointStage, resourceURI string, body any) (json.RawMessage, error) {
 	if stage == nil || strings.TrimSpace(stage.APIGWStageURL) == "" {
-		return nil, steps.Errorf(steps.Invalid, "easymaker: predict: the stage has no apigwStageUrl (is it ACTIVE?)")
+		return nil, fault.Errorf(fault.Invalid, "easymaker: predict: the stage has no apigwStageUrl (is it ACTIVE?)")
 	}
 	if resourceURI == "" {
-		return nil, steps.Errorf(steps.Invalid, "easymaker: predict: no resource URI")
+		return nil, fault.Errorf(fault.Invalid, "easymaker: predict: no resource URI")
 	}
 	if !strings.HasPrefix(resourceURI, "/") {
 		resourceURI = "/" + resourceURI
@@ -57,7 +57,7 @@ func (c *Client) Predict(ctx context.Context, stage *EndpointStage, resourceURI 
 	default:
 		var err error
 		if payload, err = json.Marshal(body); err != nil {
-			return nil, &steps.Error{Code: steps.Invalid, Message: "easymaker: predict: encoding the body", Err: err}
+			return nil, &fault.Error{Code: fault.Invalid, Message: "easymaker: predict: encoding the body", Err: err}
 		}
 	}
 	target := StageURL(stage.APIGWStageURL) + resourceURI
@@ -65,7 +65,7 @@ func (c *Client) Predict(ctx context.Context, stage *EndpointStage, resourceURI 
 	for attempt := 1; ; attempt++ {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(payload))
 		if err != nil {
-			return nil, &steps.Error{Code: steps.Invalid, Message: "easymaker: predict: " + target, Err: err}
+			return nil, &fault.Error{Code: fault.Invalid, Message: "easymaker: predict: " + target, Err: err}
 		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json")
@@ -85,11 +85,11 @@ func (c *Client) Predict(ctx context.Context, stage *EndpointStage, resourceURI 
 				}
 				continue
 			}
-			return nil, &steps.Error{Code: steps.Unavailable, Message: "easymaker: " + op + attemptsNote(attempt), Err: err}
+			return nil, &fault.Error{Code: fault.Unavailable, Message: "easymaker: " + op + attemptsNote(attempt), Err: err}
 		}
 		if resp.StatusCode/100 == 2 {
 			if !json.Valid(raw) {
-				return nil, &steps.Error{Code: steps.Failed, Message: "easymaker: predict: the model server answered something that is not JSON: " + snippet(raw)}
+				return nil, &fault.Error{Code: fault.Failed, Message: "easymaker: predict: the model server answered something that is not JSON: " + snippet(raw)}
 			}
 			return json.RawMessage(raw), nil
 		}

@@ -5,22 +5,22 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 func checkID(what, v string) error {
 	if strings.TrimSpace(v) == "" {
-		return steps.Errorf(steps.Invalid, "easymaker: %s is empty", what)
+		return fault.Errorf(fault.Invalid, "easymaker: %s is empty", what)
 	}
 	return nil
 }
 
 func notFound(format string, args ...any) error {
-	return steps.Errorf(steps.NotFound, "easymaker: "+format, args...)
+	return fault.Errorf(fault.NotFound, "easymaker: "+format, args...)
 }
 
 func decodeErr(path string, err error) error {
-	return &steps.Error{Code: steps.Internal, Message: "easymaker: GET " + path + ": decoding the answer", Err: err}
+	return &fault.Error{Code: fault.Internal, Message: "easymaker: GET " + path + ": decoding the answer", Err: err}
 }
 
 // ResolveFlavor returns the ID of the instance type named name (an ID is
@@ -86,7 +86,7 @@ func resolve[T any](what, name string, items []T, idName func(*T) (string, strin
 	if len(folded) == 1 {
 		return folded[0], nil
 	}
-	return "", &steps.Error{Code: steps.NotFound,
+	return "", &fault.Error{Code: fault.NotFound,
 		Message: fmt.Sprintf("%s %q does not exist; choices: %s", what, name, strings.Join(choices, ", ")),
 		Data:    map[string]any{"choices": choices}}
 }

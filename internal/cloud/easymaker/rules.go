@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 // The spec's limits (spec/webhook-and-ml-sdk.md, "Limits"). The Problems
@@ -30,10 +30,10 @@ const (
 	MaxNodesTimesTrials = 10
 )
 
-type checker struct{ ps []steps.Problem }
+type checker struct{ ps []fault.Problem }
 
 func (c *checker) add(path, format string, args ...any) {
-	c.ps = append(c.ps, steps.Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+	c.ps = append(c.ps, fault.Problem{Path: path, Message: fmt.Sprintf(format, args...)})
 }
 
 func (c *checker) str(path, v string, required bool, max int) {
@@ -199,7 +199,7 @@ func (c *checker) resources(rs []ModelResource) {
 }
 
 // Problems checks an experiment create against the spec's limits.
-func (r *CreateExperimentRequest) Problems() []steps.Problem {
+func (r *CreateExperimentRequest) Problems() []fault.Problem {
 	var c checker
 	c.str("experiment_name", r.ExperimentName, true, MaxNameLen)
 	c.str("experiment_description", r.ExperimentDescription, false, MaxDescriptionLen)
@@ -208,7 +208,7 @@ func (r *CreateExperimentRequest) Problems() []steps.Problem {
 }
 
 // Problems checks a training run against the spec's limits.
-func (r *CreateTrainingRequest) Problems() []steps.Problem {
+func (r *CreateTrainingRequest) Problems() []fault.Problem {
 	var c checker
 	c.str("experiment_id", r.ExperimentID, true, MaxIDLen)
 	c.str("training_name", r.TrainingName, true, MaxNameLen)
@@ -229,7 +229,7 @@ func (r *CreateTrainingRequest) Problems() []steps.Problem {
 }
 
 // Problems checks a tuning run against the spec's limits.
-func (r *CreateTuningRequest) Problems() []steps.Problem {
+func (r *CreateTuningRequest) Problems() []fault.Problem {
 	var c checker
 	c.str("experiment_id", r.ExperimentID, true, MaxIDLen)
 	c.str("hyperparameter_tuning_name", r.HyperparameterTuningName, true, MaxNameLen)
@@ -304,7 +304,7 @@ func (r *CreateTuningRequest) Problems() []steps.Problem {
 
 // Problems checks a model create: exactly one source, and a framework
 // code with a URI.
-func (r *CreateModelRequest) Problems() []steps.Problem {
+func (r *CreateModelRequest) Problems() []fault.Problem {
 	var c checker
 	c.str("model_name", r.ModelName, true, MaxNameLen)
 	c.str("model_description", r.ModelDescription, false, MaxDescriptionLen)
@@ -328,7 +328,7 @@ func (r *CreateModelRequest) Problems() []steps.Problem {
 }
 
 // Problems checks an endpoint create.
-func (r *CreateEndpointRequest) Problems() []steps.Problem {
+func (r *CreateEndpointRequest) Problems() []fault.Problem {
 	var c checker
 	c.str("endpoint_name", r.EndpointName, true, MaxNameLen)
 	c.str("endpoint_description", r.EndpointDescription, false, MaxDescriptionLen)
@@ -340,7 +340,7 @@ func (r *CreateEndpointRequest) Problems() []steps.Problem {
 }
 
 // Problems checks a stage create.
-func (r *CreateStageRequest) Problems() []steps.Problem {
+func (r *CreateStageRequest) Problems() []fault.Problem {
 	var c checker
 	c.str("endpoint_id", r.EndpointID, true, MaxIDLen)
 	c.str("stage_name", r.EndpointStageName, true, MaxNameLen)
@@ -353,7 +353,7 @@ func (r *CreateStageRequest) Problems() []steps.Problem {
 }
 
 // Problems checks a batch inference run.
-func (r *CreateBatchInferenceRequest) Problems() []steps.Problem {
+func (r *CreateBatchInferenceRequest) Problems() []fault.Problem {
 	var c checker
 	c.str("batch_inference_name", r.BatchInferenceName, true, MaxNameLen)
 	c.str("description", r.BatchInferenceDescription, false, MaxDescriptionLen)

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	em "github.com/runbook/runbook/internal/cloud/easymaker"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/sim"
 	simem "github.com/runbook/runbook/internal/sim/easymaker"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 type fixture struct {
@@ -158,9 +158,9 @@ func TestTrainModelDeployAndPredictEndToEnd(t *testing.T) {
 	assert.JSONEq(t, string(out), string(again2), "predictions are deterministic")
 
 	_, err = c.Predict(ctx, stage, "/unknown", map[string]any{"instances": [][]float64{{1}}})
-	assert.Equal(t, steps.NotFound, steps.CodeOf(err))
+	assert.Equal(t, fault.NotFound, fault.CodeOf(err))
 	_, err = c.Predict(ctx, stage, uri, map[string]any{"rows": 1})
-	assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+	assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 
 	// An extra stage, its models, and the refusals around deletes.
 	st2, err := c.CreateStage(ctx, em.CreateStageRequest{EndpointID: ep.EndpointID, EndpointStageName: "canary", FlavorID: flavor,
@@ -174,17 +174,17 @@ func TestTrainModelDeployAndPredictEndToEnd(t *testing.T) {
 	require.Len(t, ems, 1)
 	assert.Equal(t, "/v2", ems[0].APIGWResourceURI)
 	err = c.DeleteStage(ctx, ep.DefaultEndpointStageID)
-	assert.Equal(t, steps.Invalid, steps.CodeOf(err), "the default stage goes only with its endpoint")
+	assert.Equal(t, fault.Invalid, fault.CodeOf(err), "the default stage goes only with its endpoint")
 	err = c.DeleteModel(ctx, m.ModelID)
-	assert.Equal(t, steps.Conflict, steps.CodeOf(err), "a served model is not deleted")
+	assert.Equal(t, fault.Conflict, fault.CodeOf(err), "a served model is not deleted")
 	require.NoError(t, c.DeleteStage(ctx, st2.EndpointStageID))
 	require.NoError(t, c.DeleteEndpoint(ctx, ep.EndpointID))
 	_, err = c.GetEndpoint(ctx, ep.EndpointID)
-	assert.Equal(t, steps.NotFound, steps.CodeOf(err))
+	assert.Equal(t, fault.NotFound, fault.CodeOf(err))
 	require.NoError(t, c.DeleteModel(ctx, m.ModelID))
 
 	err = c.DeleteExperiment(ctx, e.ExperimentID)
-	assert.Equal(t, steps.Conflict, steps.CodeOf(err), "an experiment with trainings is not deleted")
+	assert.Equal(t, fault.Conflict, fault.CodeOf(err), "an experiment with trainings is not deleted")
 	require.NoError(t, c.DeleteTraining(ctx, tr.TrainingID))
 	require.NoError(t, c.DeleteExperiment(ctx, e.ExperimentID))
 }
@@ -222,7 +222,7 @@ func TestStopMovesATrainingToStopped(t *testing.T) {
 	require.NoError(t, err)
 	f.advance(90 * time.Second)
 	err = c.DeleteTraining(ctx, tr.TrainingID)
-	assert.Equal(t, steps.Invalid, steps.CodeOf(err), "a running training is stopped before it is deleted")
+	assert.Equal(t, fault.Invalid, fault.CodeOf(err), "a running training is stopped before it is deleted")
 	require.NoError(t, c.StopTraining(ctx, tr.TrainingID))
 	tr, err = c.GetTraining(ctx, tr.TrainingID)
 	require.NoError(t, err)
@@ -239,7 +239,7 @@ func TestResolveNamesTheChoices(t *testing.T) {
 	c := f.client(t)
 	_, err := c.ResolveFlavor(context.Background(), "m2.c4m8x")
 	require.Error(t, err)
-	assert.Equal(t, steps.NotFound, steps.CodeOf(err))
+	assert.Equal(t, fault.NotFound, fault.CodeOf(err))
 	assert.Contains(t, err.Error(), `instance type "m2.c4m8x" does not exist; choices: c2.c4m8, `)
 	n := len(f.srv.Journal.Calls("easymaker", "GET", "/v1.0/appkeys/"))
 	_, err = c.ResolveFlavor(context.Background(), "c2.c8m16")
@@ -270,7 +270,7 @@ func TestWrongCredentialsAreUnauthorized(t *testing.T) {
 	c, err := em.New(cfg)
 	require.NoError(t, err)
 	_, err = c.ListExperiments(context.Background())
-	assert.Equal(t, steps.Unauthorized, steps.CodeOf(err))
+	assert.Equal(t, fault.Unauthorized, fault.CodeOf(err))
 	var ae *em.APIError
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, http.StatusUnauthorized, ae.HTTPStatus)
@@ -281,7 +281,7 @@ func TestWrongCredentialsAreUnauthorized(t *testing.T) {
 	c, err = em.New(cfg)
 	require.NoError(t, err)
 	_, err = c.ListExperiments(context.Background())
-	assert.Equal(t, steps.Unauthorized, steps.CodeOf(err))
+	assert.Equal(t, fault.Unauthorized, fault.CodeOf(err))
 }
 
 func TestValidationErrorsNameTheField(t *testing.T) {
@@ -290,7 +290,7 @@ func TestValidationErrorsNameTheField(t *testing.T) {
 	ctx := context.Background()
 	_, err := c.CreateExperiment(ctx, em.CreateExperimentRequest{ExperimentName: string(make([]byte, 51))})
 	require.Error(t, err)
-	assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+	assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 	var ae *em.APIError
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, http.StatusBadRequest, ae.HTTPStatus)
@@ -298,7 +298,7 @@ func TestValidationErrorsNameTheField(t *testing.T) {
 	assert.Contains(t, ae.ResultMessage, "experiment_name: must be at most 50 characters (got 51)")
 
 	_, err = c.GetModel(ctx, "00000000-0000-0000-0000-000000000000")
-	assert.Equal(t, steps.NotFound, steps.CodeOf(err))
+	assert.Equal(t, fault.NotFound, fault.CodeOf(err))
 }
 
 func TestIdempotentCallsAreRetriedAndCreatesAreNot(t *testing.T) {
@@ -312,8 +312,8 @@ func TestIdempotentCallsAreRetriedAndCreatesAreNot(t *testing.T) {
 	f.srv.Faults.Add(sim.Fault{Service: "easymaker", Method: "POST", Status: 503, Count: 1})
 	_, err = c.CreateExperiment(ctx, em.CreateExperimentRequest{ExperimentName: "e"})
 	require.Error(t, err, "a create is not retried on 503")
-	assert.Equal(t, steps.Unavailable, steps.CodeOf(err))
-	var se *steps.Error
+	assert.Equal(t, fault.Unavailable, fault.CodeOf(err))
+	var se *fault.Error
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, true, se.Data["ambiguous"])
 

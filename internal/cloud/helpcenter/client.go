@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 
 	"github.com/runbook/runbook/internal/cloud/retry"
 )
@@ -59,13 +59,13 @@ const (
 func New(cfg Config) (*Client, error) {
 	u, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, steps.Errorf(steps.Invalid, "helpcenter: base URL must be an http(s) URL with a host (got %q)", cfg.BaseURL)
+		return nil, fault.Errorf(fault.Invalid, "helpcenter: base URL must be an http(s) URL with a host (got %q)", cfg.BaseURL)
 	}
 	if strings.TrimSpace(cfg.ServiceID) == "" {
-		return nil, steps.Errorf(steps.Invalid, "helpcenter: service ID is empty")
+		return nil, fault.Errorf(fault.Invalid, "helpcenter: service ID is empty")
 	}
 	if strings.ContainsAny(cfg.ServiceID, "/?#") {
-		return nil, steps.Errorf(steps.Invalid, "helpcenter: service ID %q must not contain '/', '?' or '#'", cfg.ServiceID)
+		return nil, fault.Errorf(fault.Invalid, "helpcenter: service ID %q must not contain '/', '?' or '#'", cfg.ServiceID)
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 60 * time.Second}
@@ -102,7 +102,7 @@ func ConfigFrom(conn map[string]any) (Config, error) {
 		case int, int64, float64, uint64, json.Number:
 			return fmt.Sprint(v), nil
 		}
-		return "", steps.Errorf(steps.Invalid, "helpcenter connection: %s must be a string (got %T)", key, v)
+		return "", fault.Errorf(fault.Invalid, "helpcenter connection: %s must be a string (got %T)", key, v)
 	}
 	var err error
 	for _, f := range []struct {
@@ -120,7 +120,7 @@ func ConfigFrom(conn map[string]any) (Config, error) {
 			return Config{}, err
 		}
 		if f.required && *f.dst == "" {
-			return Config{}, steps.Errorf(steps.Invalid, "helpcenter connection: %s is missing", f.key)
+			return Config{}, fault.Errorf(fault.Invalid, "helpcenter connection: %s is missing", f.key)
 		}
 	}
 	if cfg.Language == "" {
@@ -161,7 +161,7 @@ func (e *APIError) Error() string {
 // the common authentication (Authorization blank, timestamp not numeric or
 // expired, signature wrong): the API gives those the same code 400, so the
 // message is the only thing that tells them apart.
-func (e *APIError) Code() steps.Code {
+func (e *APIError) Code() fault.Code {
 	code := e.ResultCode
 	if code == 0 || code == 200 {
 		code = e.HTTPStatus
@@ -169,23 +169,23 @@ func (e *APIError) Code() steps.Code {
 	switch {
 	case code == 400:
 		if authProblem(e.ResultMessage) {
-			return steps.Unauthorized
+			return fault.Unauthorized
 		}
-		return steps.Invalid
+		return fault.Invalid
 	case code == 401 || code == 403:
-		return steps.Unauthorized
+		return fault.Unauthorized
 	case code == 404 || code == 9005 || code == 410:
-		return steps.NotFound
+		return fault.NotFound
 	case code == 409:
-		return steps.Conflict
+		return fault.Conflict
 	case code == 429:
-		return steps.Throttled
+		return fault.Throttled
 	case code >= 500 && code <= 599:
-		return steps.Unavailable
+		return fault.Unavailable
 	case code >= 400 && code <= 499:
-		return steps.Invalid
+		return fault.Invalid
 	}
-	return steps.Internal
+	return fault.Internal
 }
 
 func authProblem(msg string) bool {
@@ -198,12 +198,12 @@ func authProblem(msg string) bool {
 	return false
 }
 
-// classify wraps err as a *steps.Error with its code (and, for an
+// classify wraps err as a *fault.Error with its code (and, for an
 // *APIError, its result code in Data).
 func classify(err error) error {
 	var ae *APIError
 	if errors.As(err, &ae) {
-		return &steps.Error{Code: ae.Code(), Err: err, Data: map[string]any{
+		return &fault.Error{Code: ae.Code(), Err: err, Data: map[string]any{
 			"http_status": ae.HTTPStatus, "result_code": ae.ResultCode, "result_message": ae.ResultMessage,
 		}}
 	}
@@ -233,11 +233,11 @@ func (c *Client) getJSON(ctx context.Context, path string, q url.Values, out any
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w", op, ctx.Err())
 		}
-		return &steps.Error{Code: steps.Unavailable, Message: op + ": reading the response", Err: err}
+		return &fault.Error{Code: fault.Unavailable, Message: op + ": reading the response", Err: err}
 	}
 	if out != nil && len(env.Result) > 0 && string(env.Result) != "null" {
 		if err := json.Unmarshal(env.Result, out); err != nil {
-			return &steps.Error{Code: steps.Internal, Message: op + ": decoding the result", Err: err}
+			return &fault.Error{Code: fault.Internal, Message: op + ": decoding the result", Err: err}
 		}
 	}
 	return nil
@@ -257,8 +257,8 @@ func (c *Client) get(ctx context.Context, path string, q url.Values) (*http.Resp
 			return nil, fmt.Errorf("%s: %w", op, ctx.Err())
 		}
 		last = err
-		code := steps.CodeOf(err)
-		if (code != steps.Throttled && code != steps.Unavailable) || attempt >= c.cfg.MaxAttempts {
+		code := fault.CodeOf(err)
+		if (code != fault.Throttled && code != fault.Unavailable) || attempt >= c.cfg.MaxAttempts {
 			break
 		}
 		wait := retry.Backoff(attempt, baseBackoff, maxBackoff)
@@ -270,10 +270,10 @@ func (c *Client) get(ctx context.Context, path string, q url.Values) (*http.Resp
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
 	}
-	if c.cfg.MaxAttempts > 1 && steps.Retryable(last) {
-		var se *steps.Error
+	if c.cfg.MaxAttempts > 1 && fault.Retryable(last) {
+		var se *fault.Error
 		if errors.As(last, &se) {
-			return nil, &steps.Error{Code: se.Code, Message: fmt.Sprintf("gave up after %d attempts", c.cfg.MaxAttempts), Data: se.Data, Err: se}
+			return nil, &fault.Error{Code: se.Code, Message: fmt.Sprintf("gave up after %d attempts", c.cfg.MaxAttempts), Data: se.Data, Err: se}
 		}
 	}
 	return nil, last
@@ -290,7 +290,7 @@ func (c *Client) once(ctx context.Context, path string, q url.Values) (*http.Res
 	u.RawQuery = q.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, &steps.Error{Code: steps.Invalid, Message: op, Err: err}
+		return nil, &fault.Error{Code: fault.Invalid, Message: op, Err: err}
 	}
 	req.Header.Set("Accept", "application/json")
 	if c.cfg.SecurityKey != "" {
@@ -307,7 +307,7 @@ func (c *Client) once(ctx context.Context, path string, q url.Values) (*http.Res
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%s: %w", op, ctx.Err())
 		}
-		return nil, &steps.Error{Code: steps.Unavailable, Message: op, Err: err}
+		return nil, &fault.Error{Code: fault.Unavailable, Message: op, Err: err}
 	}
 	isJSON := strings.Contains(strings.ToLower(resp.Header.Get("Content-Type")), "json")
 	if resp.StatusCode/100 == 2 && !isJSON {
@@ -319,7 +319,7 @@ func (c *Client) once(ctx context.Context, path string, q url.Values) (*http.Res
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%s: %w", op, ctx.Err())
 		}
-		return nil, &steps.Error{Code: steps.Unavailable, Message: op + ": reading the response", Err: err}
+		return nil, &fault.Error{Code: fault.Unavailable, Message: op + ": reading the response", Err: err}
 	}
 	ae := &APIError{Op: op, HTTPStatus: resp.StatusCode, RetryAfter: retry.After(resp.Header.Get("Retry-After"), c.cfg.Now())}
 	var env envelope
@@ -332,7 +332,7 @@ func (c *Client) once(ctx context.Context, path string, q url.Values) (*http.Res
 		return nil, classify(ae)
 	}
 	if resp.StatusCode/100 == 2 {
-		return nil, &steps.Error{Code: steps.Internal, Message: op + ": the answer is not a result envelope: " + snippet(body)}
+		return nil, &fault.Error{Code: fault.Internal, Message: op + ": the answer is not a result envelope: " + snippet(body)}
 	}
 	ae.ResultMessage = snippet(body)
 	return nil, classify(ae)

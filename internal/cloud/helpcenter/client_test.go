@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/cloud/helpcenter"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/sim"
 	simhc "github.com/runbook/runbook/internal/sim/helpcenter"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 type fixture struct {
@@ -252,7 +252,7 @@ func boolInt(b helpcenter.Flag) int {
 func TestBadSortsAreRefusedBeforeAnyCall(t *testing.T) {
 	for _, s := range []string{"title:asc", "isTop", "isTop:up", "isTop:asc,isTop:desc"} {
 		_, err := helpcenter.ParseSort(s)
-		assert.Equal(t, steps.Invalid, steps.CodeOf(err), s)
+		assert.Equal(t, fault.Invalid, fault.CodeOf(err), s)
 	}
 	keys, err := helpcenter.ParseSort("isTop:desc, createdDt:ASC")
 	require.NoError(t, err)
@@ -260,7 +260,7 @@ func TestBadSortsAreRefusedBeforeAnyCall(t *testing.T) {
 
 	f := start(t, 0)
 	_, err = f.client.Notices(context.Background(), helpcenter.ListOptions{PageSize: 10, Sort: []helpcenter.SortKey{{Field: "title"}}})
-	assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+	assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 	assert.Empty(t, f.listCalls())
 }
 
@@ -269,10 +269,10 @@ func TestPageSizeOutsideOneToTwoHundredIsRefusedBeforeAnyCall(t *testing.T) {
 	for _, size := range []int{0, 201, -1} {
 		_, err := f.client.Notices(context.Background(), helpcenter.ListOptions{PageSize: size})
 		require.Error(t, err)
-		assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+		assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 		assert.Contains(t, err.Error(), "pageSize must be between 1 and 200")
 		for _, err := range f.client.All(context.Background(), helpcenter.ListOptions{PageSize: size}, 0) {
-			assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+			assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 		}
 	}
 	assert.Empty(t, f.srv.Journal.Calls("helpcenter", "", ""), "no request reached the API")
@@ -299,12 +299,12 @@ func TestTheSimulatorRefusesBadAuthenticationAndTheClientSaysWhy(t *testing.T) {
 			tc.change(&cfg)
 			_, err := f.newClient(t, cfg).Notices(context.Background(), helpcenter.ListOptions{PageSize: 5})
 			require.Error(t, err)
-			assert.Equal(t, steps.Unauthorized, steps.CodeOf(err))
+			assert.Equal(t, fault.Unauthorized, fault.CodeOf(err))
 			assert.Contains(t, err.Error(), tc.want)
 			var ae *helpcenter.APIError
 			require.True(t, errors.As(err, &ae))
 			assert.Equal(t, 400, ae.ResultCode)
-			var se *steps.Error
+			var se *fault.Error
 			require.True(t, errors.As(err, &se))
 			assert.Equal(t, 400, se.Data["result_code"])
 		})
@@ -320,7 +320,7 @@ func TestTheSimulatorRefusesBadAuthenticationAndTheClientSaysWhy(t *testing.T) {
 func TestUnknownNoticesAndServicesAreNotFound(t *testing.T) {
 	f := start(t, 0)
 	_, err := f.client.Notice(context.Background(), 999999, "")
-	assert.Equal(t, steps.NotFound, steps.CodeOf(err))
+	assert.Equal(t, fault.NotFound, fault.CodeOf(err))
 	var ae *helpcenter.APIError
 	require.True(t, errors.As(err, &ae))
 	assert.Equal(t, 404, ae.ResultCode)
@@ -328,11 +328,11 @@ func TestUnknownNoticesAndServicesAreNotFound(t *testing.T) {
 	cfg := f.cfg
 	cfg.ServiceID = "no-such-center"
 	_, err = f.newClient(t, cfg).Headings(context.Background(), "")
-	assert.Equal(t, steps.NotFound, steps.CodeOf(err))
+	assert.Equal(t, fault.NotFound, fault.CodeOf(err))
 	assert.Contains(t, err.Error(), "no-such-center")
 
 	_, _, err = f.client.Attachment(context.Background(), "nope", true)
-	assert.Equal(t, steps.NotFound, steps.CodeOf(err))
+	assert.Equal(t, fault.NotFound, fault.CodeOf(err))
 	require.True(t, errors.As(err, &ae))
 	assert.Equal(t, 9005, ae.ResultCode)
 }
@@ -410,7 +410,7 @@ func TestRetriesRideOutThrottlingAndStopAfterTheBound(t *testing.T) {
 	f.srv.Faults.Add(sim.Fault{Service: "helpcenter", Status: 503})
 	_, err = f.client.Notices(ctx, helpcenter.ListOptions{PageSize: 10})
 	require.Error(t, err)
-	assert.Equal(t, steps.Unavailable, steps.CodeOf(err))
+	assert.Equal(t, fault.Unavailable, fault.CodeOf(err))
 	assert.Contains(t, err.Error(), "gave up after 4 attempts")
 	assert.Len(t, f.listCalls(), 4)
 	require.Len(t, f.sleeps, 3)
@@ -426,7 +426,7 @@ func TestRetriesRideOutThrottlingAndStopAfterTheBound(t *testing.T) {
 	cfg.Sleep = func(ctx context.Context, d time.Duration) error { cancel(); return ctx.Err() }
 	_, err = f.newClient(t, cfg).Notices(cctx, helpcenter.ListOptions{PageSize: 10})
 	assert.ErrorIs(t, err, context.Canceled)
-	assert.Equal(t, steps.Cancelled, steps.CodeOf(err))
+	assert.Equal(t, fault.Cancelled, fault.CodeOf(err))
 }
 
 func TestNewNoticesAreFirstAndNewToday(t *testing.T) {
@@ -478,7 +478,7 @@ func TestConfigFromReadsAConnectionAndNamesWhatIsMissing(t *testing.T) {
 	_, err = helpcenter.ConfigFrom(map[string]any{"base_url": "https://x", "service_id": []string{"a"}})
 	assert.ErrorContains(t, err, "service_id must be a string")
 	_, err = helpcenter.New(helpcenter.Config{BaseURL: "ftp://x", ServiceID: "s"})
-	assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+	assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 	_, err = helpcenter.New(helpcenter.Config{BaseURL: "https://x"})
 	assert.ErrorContains(t, err, "service ID is empty")
 }

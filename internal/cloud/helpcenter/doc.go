@@ -23,7 +23,7 @@
 //
 // # Errors
 //
-// Every error a call returns is a *steps.Error whose Code classifies it
+// Every error a call returns is a *fault.Error whose Code classifies it
 // (invalid, unauthorized, not_found, throttled, unavailable). When the API
 // answered, the chain also holds an *APIError with the HTTP status and the
 // envelope's resultCode and resultMessage: errors.As finds both. Parameters

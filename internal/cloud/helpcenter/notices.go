@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 // MaxPageSize is the largest page the notice list serves.
@@ -53,7 +53,7 @@ func ParseSort(s string) ([]SortKey, error) {
 	for _, part := range strings.Split(s, ",") {
 		field, dir, ok := strings.Cut(strings.TrimSpace(part), ":")
 		if !ok {
-			return nil, steps.Errorf(steps.Invalid, "sort: %q has no direction (want field:asc or field:desc)", part)
+			return nil, fault.Errorf(fault.Invalid, "sort: %q has no direction (want field:asc or field:desc)", part)
 		}
 		var k SortKey
 		switch strings.ToLower(strings.TrimSpace(dir)) {
@@ -61,7 +61,7 @@ func ParseSort(s string) ([]SortKey, error) {
 		case "desc":
 			k.Desc = true
 		default:
-			return nil, steps.Errorf(steps.Invalid, "sort: direction of %q must be asc or desc (got %q)", field, dir)
+			return nil, fault.Errorf(fault.Invalid, "sort: direction of %q must be asc or desc (got %q)", field, dir)
 		}
 		k.Field = strings.TrimSpace(field)
 		keys = append(keys, k)
@@ -78,10 +78,10 @@ func checkSort(keys []SortKey) error {
 		switch k.Field {
 		case SortIsTop, SortCreatedDt, SortUpdatedDt, SortDisplayDt:
 		default:
-			return steps.Errorf(steps.Invalid, "sort: unknown field %q (want isTop, createdDt, updatedDt or displayDt)", k.Field)
+			return fault.Errorf(fault.Invalid, "sort: unknown field %q (want isTop, createdDt, updatedDt or displayDt)", k.Field)
 		}
 		if seen[k.Field] {
-			return steps.Errorf(steps.Invalid, "sort: field %q appears twice", k.Field)
+			return fault.Errorf(fault.Invalid, "sort: field %q appears twice", k.Field)
 		}
 		seen[k.Field] = true
 	}
@@ -111,13 +111,13 @@ type ListOptions struct {
 
 func (o ListOptions) check() error {
 	if o.PageSize < 1 || o.PageSize > MaxPageSize {
-		return steps.Errorf(steps.Invalid, "helpcenter: pageSize must be between 1 and %d (got %d)", MaxPageSize, o.PageSize)
+		return fault.Errorf(fault.Invalid, "helpcenter: pageSize must be between 1 and %d (got %d)", MaxPageSize, o.PageSize)
 	}
 	if o.Page < 0 {
-		return steps.Errorf(steps.Invalid, "helpcenter: page must be 1 or more (got %d)", o.Page)
+		return fault.Errorf(fault.Invalid, "helpcenter: page must be 1 or more (got %d)", o.Page)
 	}
 	if o.CategoryID < 0 || o.TagID < 0 {
-		return steps.Errorf(steps.Invalid, "helpcenter: categoryId and tagId must not be negative")
+		return fault.Errorf(fault.Invalid, "helpcenter: categoryId and tagId must not be negative")
 	}
 	return checkSort(o.Sort)
 }
@@ -236,7 +236,7 @@ func (c *Client) All(ctx context.Context, o ListOptions, limit int) iter.Seq2[No
 // Notice returns one notice with its attachments and tags.
 func (c *Client) Notice(ctx context.Context, id int, lang string) (*NoticeDetail, error) {
 	if id <= 0 {
-		return nil, steps.Errorf(steps.Invalid, "helpcenter: notice ID must be positive (got %d)", id)
+		return nil, fault.Errorf(fault.Invalid, "helpcenter: notice ID must be positive (got %d)", id)
 	}
 	var r struct {
 		Content *NoticeDetail `json:"content"`
@@ -245,7 +245,7 @@ func (c *Client) Notice(ctx context.Context, id int, lang string) (*NoticeDetail
 		return nil, fmt.Errorf("helpcenter: get notice %d: %w", id, err)
 	}
 	if r.Content == nil {
-		return nil, &steps.Error{Code: steps.NotFound, Message: fmt.Sprintf("helpcenter: get notice %d: the answer holds no notice", id)}
+		return nil, &fault.Error{Code: fault.NotFound, Message: fmt.Sprintf("helpcenter: get notice %d: the answer holds no notice", id)}
 	}
 	c.relocate(&r.Content.DisplayDt)
 	return r.Content, nil
@@ -269,7 +269,7 @@ type AttachmentInfo struct {
 // closes the body.
 func (c *Client) Attachment(ctx context.Context, attachmentID string, download bool) (io.ReadCloser, AttachmentInfo, error) {
 	if strings.TrimSpace(attachmentID) == "" {
-		return nil, AttachmentInfo{}, steps.Errorf(steps.Invalid, "helpcenter: attachment ID is empty")
+		return nil, AttachmentInfo{}, fault.Errorf(fault.Invalid, "helpcenter: attachment ID is empty")
 	}
 	q := url.Values{"type": {"open"}}
 	if download {

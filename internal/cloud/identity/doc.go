@@ -27,7 +27,7 @@
 //   - Invalidate(t) after a 401 drops t if it is still the cached token, so
 //     the next Token refreshes exactly once however many callers saw the 401.
 //   - Failures are not cached: the next Token tries again.
-//   - Errors are *steps.Error: refused credentials are unauthorized, 429 is
+//   - Errors are *fault.Error: refused credentials are unauthorized, 429 is
 //     throttled, 5xx and network errors are unavailable, other answers are
 //     invalid. Neither the password nor a token appears in an error.
 package identity

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 // DefaultURL is the public identity service (spec/FIDELITY.md).
@@ -82,7 +82,7 @@ func New(cfg Config) (*Source, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, steps.Errorf(steps.Invalid, "identity: %s missing; give a token or a tenant ID, user name and API password", strings.Join(missing, ", "))
+		return nil, fault.Errorf(fault.Invalid, "identity: %s missing; give a token or a tenant ID, user name and API password", strings.Join(missing, ", "))
 	}
 	base := strings.TrimRight(strings.TrimSpace(cfg.BaseURL), "/")
 	if base == "" {
@@ -90,7 +90,7 @@ func New(cfg Config) (*Source, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, steps.Errorf(steps.Invalid, "identity: URL must be an http(s) URL with a host (got %q)", cfg.BaseURL)
+		return nil, fault.Errorf(fault.Invalid, "identity: URL must be an http(s) URL with a host (got %q)", cfg.BaseURL)
 	}
 	switch {
 	case strings.HasSuffix(u.Path, "/v2.0/tokens"):
@@ -136,7 +136,7 @@ func ConfigFrom(conn map[string]any) (Config, error) {
 		}
 		s, ok := v.(string)
 		if !ok {
-			return Config{}, steps.Errorf(steps.Invalid, "identity connection: %s must be a string (got %T)", f.key, v)
+			return Config{}, fault.Errorf(fault.Invalid, "identity connection: %s must be a string (got %T)", f.key, v)
 		}
 		*f.dst = strings.TrimSpace(s)
 	}
@@ -276,32 +276,32 @@ func (s *Source) fetch(ctx context.Context) (string, time.Time, error) {
 	body.Auth.PasswordCredentials.Password = s.cfg.Password
 	b, err := json.Marshal(body)
 	if err != nil {
-		return "", time.Time{}, &steps.Error{Code: steps.Internal, Message: op, Err: err}
+		return "", time.Time{}, &fault.Error{Code: fault.Internal, Message: op, Err: err}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.endpoint, bytes.NewReader(b))
 	if err != nil {
-		return "", time.Time{}, &steps.Error{Code: steps.Invalid, Message: op, Err: err}
+		return "", time.Time{}, &fault.Error{Code: fault.Invalid, Message: op, Err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	resp, err := s.cfg.HTTPClient.Do(req)
 	if err != nil {
-		return "", time.Time{}, &steps.Error{Code: steps.Unavailable, Message: op, Err: err}
+		return "", time.Time{}, &fault.Error{Code: fault.Unavailable, Message: op, Err: err}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
-		return "", time.Time{}, &steps.Error{Code: steps.Unavailable, Message: op + ": reading the answer", Err: err}
+		return "", time.Time{}, &fault.Error{Code: fault.Unavailable, Message: op + ": reading the answer", Err: err}
 	}
 	if resp.StatusCode/100 != 2 {
 		return "", time.Time{}, statusError(resp.StatusCode, raw)
 	}
 	var tr tokenResponse
 	if err := json.Unmarshal(raw, &tr); err != nil {
-		return "", time.Time{}, &steps.Error{Code: steps.Unavailable, Message: op + ": the answer is not a token", Err: err}
+		return "", time.Time{}, &fault.Error{Code: fault.Unavailable, Message: op + ": the answer is not a token", Err: err}
 	}
 	if tr.Access.Token.ID == "" {
-		return "", time.Time{}, &steps.Error{Code: steps.Unavailable, Message: op + ": the answer has no access.token.id"}
+		return "", time.Time{}, &fault.Error{Code: fault.Unavailable, Message: op + ": the answer has no access.token.id"}
 	}
 	return tr.Access.Token.ID, parseExpires(tr.Access.Token.Expires), nil
 }
@@ -317,16 +317,16 @@ func statusError(status int, raw []byte) error {
 	data := map[string]any{"http_status": status}
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return &steps.Error{Code: steps.Unauthorized, Data: data,
+		return &fault.Error{Code: fault.Unauthorized, Data: data,
 			Message: fmt.Sprintf("%s: HTTP %d: the tenant ID, user name or API password was refused: %s", op, status, msg)}
 	case status == http.StatusTooManyRequests:
-		return &steps.Error{Code: steps.Throttled, Data: data, Message: fmt.Sprintf("%s: HTTP %d: %s", op, status, msg)}
+		return &fault.Error{Code: fault.Throttled, Data: data, Message: fmt.Sprintf("%s: HTTP %d: %s", op, status, msg)}
 	case status >= 500:
-		return &steps.Error{Code: steps.Unavailable, Data: data, Message: fmt.Sprintf("%s: HTTP %d: %s", op, status, msg)}
+		return &fault.Error{Code: fault.Unavailable, Data: data, Message: fmt.Sprintf("%s: HTTP %d: %s", op, status, msg)}
 	case status == http.StatusNotFound:
-		return &steps.Error{Code: steps.Invalid, Data: data, Message: fmt.Sprintf("%s: HTTP 404: no token endpoint here; check identity_url", op)}
+		return &fault.Error{Code: fault.Invalid, Data: data, Message: fmt.Sprintf("%s: HTTP 404: no token endpoint here; check identity_url", op)}
 	}
-	return &steps.Error{Code: steps.Invalid, Data: data, Message: fmt.Sprintf("%s: HTTP %d: %s", op, status, msg)}
+	return &fault.Error{Code: fault.Invalid, Data: data, Message: fmt.Sprintf("%s: HTTP %d: %s", op, status, msg)}
 }
 
 // parseExpires reads access.token.expires: RFC 3339 (with or without

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 // fakeIdentity answers POST /v2.0/tokens with token-N that expires
@@ -242,7 +242,7 @@ func TestAStaticTokenIsReturnedAsIs(t *testing.T) {
 func TestMissingCredentialsAreInvalid(t *testing.T) {
 	_, err := New(Config{TenantID: "t"})
 	require.Error(t, err)
-	assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+	assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 	assert.Contains(t, err.Error(), "username, password missing")
 }
 
@@ -250,22 +250,22 @@ func TestErrorsAreClassified(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		status int
-		want   steps.Code
+		want   fault.Code
 	}{
-		{"refused credentials are unauthorized", 401, steps.Unauthorized},
-		{"a forbidden answer is unauthorized", 403, steps.Unauthorized},
-		{"a rate limit is throttled", 429, steps.Throttled},
-		{"a server error is unavailable", 503, steps.Unavailable},
-		{"a malformed request is invalid", 400, steps.Invalid},
+		{"refused credentials are unauthorized", 401, fault.Unauthorized},
+		{"a forbidden answer is unauthorized", 403, fault.Unauthorized},
+		{"a rate limit is throttled", 429, fault.Throttled},
+		{"a server error is unavailable", 503, fault.Unavailable},
+		{"a malformed request is invalid", 400, fault.Invalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, _, _, src := setup(t, time.Hour)
 			f.status = tc.status
 			_, err := src.Token(context.Background())
 			require.Error(t, err)
-			assert.Equal(t, tc.want, steps.CodeOf(err))
+			assert.Equal(t, tc.want, fault.CodeOf(err))
 			assert.NotContains(t, err.Error(), "api-pw")
-			var se *steps.Error
+			var se *fault.Error
 			require.True(t, errors.As(err, &se))
 			assert.Equal(t, tc.status, se.Data["http_status"])
 			if tc.status != 404 {
@@ -277,9 +277,9 @@ func TestErrorsAreClassified(t *testing.T) {
 		f, _, srv, src := setup(t, time.Hour)
 		srv.Close()
 		_, err := src.Token(context.Background())
-		assert.Equal(t, steps.Unavailable, steps.CodeOf(err))
+		assert.Equal(t, fault.Unavailable, fault.CodeOf(err))
 		_, err = src.Token(context.Background())
-		assert.Equal(t, steps.Unavailable, steps.CodeOf(err))
+		assert.Equal(t, fault.Unavailable, fault.CodeOf(err))
 		assert.EqualValues(t, 0, f.calls.Load())
 	})
 }
@@ -300,6 +300,6 @@ func TestConfigFromReadsTheConnection(t *testing.T) {
 	assert.Equal(t, Config{BaseURL: "http://h", TenantID: "t", Username: "u", Password: "p"}, cfg)
 	_, err = ConfigFrom(map[string]any{"password": 12})
 	require.Error(t, err)
-	assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+	assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 	assert.True(t, strings.Contains(err.Error(), "password must be a string"))
 }

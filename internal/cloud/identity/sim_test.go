@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/cloud/identity"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/sim"
 	_ "github.com/runbook/runbook/internal/sim/identity"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 // The simulator's identity endpoint is the real part these tests use: the
@@ -49,7 +49,7 @@ func TestTheSimulatorIssuesTokensThatAreRenewedOnItsClock(t *testing.T) {
 		require.NoError(t, err)
 		_, err = src.Token(ctx)
 		require.Error(t, err)
-		assert.Equal(t, steps.Unauthorized, steps.CodeOf(err))
+		assert.Equal(t, fault.Unauthorized, fault.CodeOf(err))
 		assert.NotContains(t, err.Error(), "wrong")
 	})
 }

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/cloud/retry"
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 // DefaultURL is the public collector.
@@ -109,7 +109,7 @@ func ConfigFrom(conn map[string]any) (Config, error) {
 		}
 		s, ok := v.(string)
 		if !ok {
-			return Config{}, steps.Errorf(steps.Invalid, "logncrash connection: %s must be a string (got %T)", f.key, v)
+			return Config{}, fault.Errorf(fault.Invalid, "logncrash connection: %s must be a string (got %T)", f.key, v)
 		}
 		*f.dst = strings.TrimSpace(s)
 	}
@@ -125,7 +125,7 @@ type Client struct {
 // New checks cfg and returns a Client.
 func New(cfg Config) (*Client, error) {
 	if cfg.AppKey == "" {
-		return nil, steps.Errorf(steps.Invalid, "logncrash: appkey is required (the Log & Crash Search project's appkey)")
+		return nil, fault.Errorf(fault.Invalid, "logncrash: appkey is required (the Log & Crash Search project's appkey)")
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second}
@@ -145,7 +145,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, steps.Errorf(steps.Invalid, "logncrash: base_url must be an http(s) URL with a host (got %q)", cfg.BaseURL)
+		return nil, fault.Errorf(fault.Invalid, "logncrash: base_url must be an http(s) URL with a host (got %q)", cfg.BaseURL)
 	}
 	return &Client{cfg: cfg, endpoint: base + "/v2/log"}, nil
 }
@@ -154,17 +154,17 @@ func New(cfg Config) (*Client, error) {
 // Invalid error.
 func (c *Client) Body(l Log) (map[string]any, error) {
 	if strings.TrimSpace(l.Message) == "" {
-		return nil, steps.Errorf(steps.Invalid, "logncrash: the message is empty")
+		return nil, fault.Errorf(fault.Invalid, "logncrash: the message is empty")
 	}
 	if l.Level == "" {
 		l.Level = DefaultLevel
 	}
 	l.Level = strings.ToUpper(l.Level)
 	if !ValidLevel(l.Level) {
-		return nil, steps.Errorf(steps.Invalid, "logncrash: level %q is not one of %s", l.Level, strings.Join(Levels, ", "))
+		return nil, fault.Errorf(fault.Invalid, "logncrash: level %q is not one of %s", l.Level, strings.Join(Levels, ", "))
 	}
 	if len(l.Fields) > MaxFields {
-		return nil, steps.Errorf(steps.Invalid, "logncrash: %d custom fields, at most %d", len(l.Fields), MaxFields)
+		return nil, fault.Errorf(fault.Invalid, "logncrash: %d custom fields, at most %d", len(l.Fields), MaxFields)
 	}
 	body := map[string]any{
 		"projectName":    c.cfg.AppKey,
@@ -178,7 +178,7 @@ func (c *Client) Body(l Log) (map[string]any, error) {
 	}
 	for k, v := range l.Fields {
 		if msg := ValidField(k); msg != "" {
-			return nil, &steps.Error{Code: steps.Invalid, Message: "logncrash: " + msg, Data: map[string]any{"field": k}}
+			return nil, &fault.Error{Code: fault.Invalid, Message: "logncrash: " + msg, Data: map[string]any{"field": k}}
 		}
 		switch v.(type) {
 		case string, bool, int, int64, float64, json.Number, nil:
@@ -186,7 +186,7 @@ func (c *Client) Body(l Log) (map[string]any, error) {
 		default:
 			b, err := json.Marshal(v)
 			if err != nil {
-				return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("logncrash: field %q", k), Err: err}
+				return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("logncrash: field %q", k), Err: err}
 			}
 			body[k] = string(b)
 		}
@@ -226,7 +226,7 @@ func (c *Client) Send(ctx context.Context, l Log) error {
 	}
 	raw, err := json.Marshal(body)
 	if err != nil {
-		return &steps.Error{Code: steps.Internal, Message: "logncrash: encoding the log", Err: err}
+		return &fault.Error{Code: fault.Internal, Message: "logncrash: encoding the log", Err: err}
 	}
 	const op = "logncrash: POST /v2/log"
 	for attempt := 1; ; attempt++ {
@@ -235,7 +235,7 @@ func (c *Client) Send(ctx context.Context, l Log) error {
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(raw))
 		if err != nil {
-			return &steps.Error{Code: steps.Invalid, Message: op, Err: err}
+			return &fault.Error{Code: fault.Invalid, Message: op, Err: err}
 		}
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := c.cfg.HTTPClient.Do(req)
@@ -251,10 +251,10 @@ func (c *Client) Send(ctx context.Context, l Log) error {
 		} else if ctx.Err() != nil {
 			return fmt.Errorf("%s: %w", op, ctx.Err())
 		} else {
-			err = &steps.Error{Code: steps.Unavailable, Message: op, Err: err}
+			err = &fault.Error{Code: fault.Unavailable, Message: op, Err: err}
 		}
-		code := steps.CodeOf(err)
-		if (code != steps.Throttled && code != steps.Unavailable) || attempt >= c.cfg.MaxAttempts {
+		code := fault.CodeOf(err)
+		if (code != fault.Throttled && code != fault.Unavailable) || attempt >= c.cfg.MaxAttempts {
 			if attempt > 1 {
 				return fmt.Errorf("after %d attempts: %w", attempt, err)
 			}
@@ -281,11 +281,11 @@ func check(op string, status int, raw []byte, readErr error) error {
 	if status/100 == 2 {
 		switch {
 		case readErr != nil:
-			return &steps.Error{Code: steps.Unavailable, Message: op + ": reading the answer", Err: readErr, Data: data}
+			return &fault.Error{Code: fault.Unavailable, Message: op + ": reading the answer", Err: readErr, Data: data}
 		case !parsed:
-			return &steps.Error{Code: steps.Unavailable, Message: fmt.Sprintf("%s: HTTP %d without the collector's envelope", op, status), Data: data}
+			return &fault.Error{Code: fault.Unavailable, Message: fmt.Sprintf("%s: HTTP %d without the collector's envelope", op, status), Data: data}
 		case !env.Header.IsSuccessful:
-			return &steps.Error{Code: steps.Invalid, Data: data,
+			return &fault.Error{Code: fault.Invalid, Data: data,
 				Message: fmt.Sprintf("%s: refused (resultCode %d: %s)", op, env.Header.ResultCode, env.Header.ResultMessage)}
 		}
 		return nil
@@ -294,5 +294,5 @@ func check(op string, status int, raw []byte, readErr error) error {
 	if parsed {
 		msg = fmt.Sprintf("resultCode %d: %s", env.Header.ResultCode, env.Header.ResultMessage)
 	}
-	return &steps.Error{Code: steps.CodeForHTTPStatus(status), Data: data, Message: fmt.Sprintf("%s: HTTP %d: %s", op, status, msg)}
+	return &fault.Error{Code: fault.CodeForHTTPStatus(status), Data: data, Message: fmt.Sprintf("%s: HTTP %d: %s", op, status, msg)}
 }

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/cloud/logncrash"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/sim"
 	simlnc "github.com/runbook/runbook/internal/sim/logncrash"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 func start(t *testing.T) (*sim.Server, *simlnc.Service, *logncrash.Client) {
@@ -66,7 +66,7 @@ func TestRefusalsAreClassified(t *testing.T) {
 		t.Run(c.name+" is invalid and not sent", func(t *testing.T) {
 			err := cl.Send(ctx, c.log)
 			require.Error(t, err)
-			assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+			assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 			assert.Contains(t, err.Error(), c.want)
 		})
 	}
@@ -77,7 +77,7 @@ func TestRefusalsAreClassified(t *testing.T) {
 		require.NoError(t, err)
 		err = bad.Send(ctx, logncrash.Log{Message: "m"})
 		require.Error(t, err)
-		assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+		assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 		assert.Contains(t, err.Error(), "Invalid appkey")
 	})
 	t.Run("429 and 503 are retried", func(t *testing.T) {
@@ -88,6 +88,6 @@ func TestRefusalsAreClassified(t *testing.T) {
 	})
 	t.Run("a missing appkey is refused before any call", func(t *testing.T) {
 		_, err := logncrash.New(logncrash.Config{})
-		assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+		assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 	})
 }

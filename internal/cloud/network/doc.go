@@ -31,7 +31,7 @@
 // 429 throttled, 5xx and network errors unavailable, 404 not_found, 401
 // and 403 unauthorized, other 4xx and bad settings invalid, an unreadable
 // answer internal. Class values are spelled as the step error codes
-// (steps.Code) they stand for, so the steps convert with one conversion;
+// (fault.Code) they stand for, so the steps convert with one conversion;
 // this package does not import the step contract (a cloud client sits
 // below it). Errors of the TokenSource are wrapped unchanged. Neutron's
 // body {"NeutronError":{"type","message","detail"}} fills Type and

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 
 	"github.com/runbook/runbook/internal/cloud/retry"
 )
@@ -49,7 +49,7 @@ func RegionURL(region string) (string, error) {
 			return "https://" + r + "-api-kubernetes-infrastructure.nhncloudservice.com", nil
 		}
 	}
-	return "", steps.Errorf(steps.Invalid, "nks: unknown region %q; known regions are %s (or set base_url)", region, strings.Join(Regions, ", "))
+	return "", fault.Errorf(fault.Invalid, "nks: unknown region %q; known regions are %s (or set base_url)", region, strings.Join(Regions, ", "))
 }
 
 // Config configures a Client.
@@ -100,10 +100,10 @@ func New(cfg Config) (*Client, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, steps.Errorf(steps.Invalid, "nks: base URL must be an http(s) URL with a host (got %q)", cfg.BaseURL)
+		return nil, fault.Errorf(fault.Invalid, "nks: base URL must be an http(s) URL with a host (got %q)", cfg.BaseURL)
 	}
 	if cfg.Tokens == nil {
-		return nil, steps.Errorf(steps.Invalid, "nks: no token source; give a token or identity credentials")
+		return nil, fault.Errorf(fault.Invalid, "nks: no token source; give a token or identity credentials")
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 60 * time.Second}
@@ -136,7 +136,7 @@ func ConfigFrom(conn map[string]any, tokens TokenSource) (Config, error) {
 		}
 		s, ok := v.(string)
 		if !ok {
-			return Config{}, steps.Errorf(steps.Invalid, "nks connection: %s must be a string (got %T)", f.key, v)
+			return Config{}, fault.Errorf(fault.Invalid, "nks connection: %s must be a string (got %T)", f.key, v)
 		}
 		*f.dst = strings.TrimSpace(s)
 	}
@@ -166,7 +166,7 @@ func Path(segments ...string) string {
 
 func checkID(what, v string) error {
 	if strings.TrimSpace(v) == "" {
-		return steps.Errorf(steps.Invalid, "nks: %s is empty", what)
+		return fault.Errorf(fault.Invalid, "nks: %s is empty", what)
 	}
 	return nil
 }
@@ -185,7 +185,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if in != nil {
 		var err error
 		if body, err = json.Marshal(in); err != nil {
-			return &steps.Error{Code: steps.Internal, Message: op + ": encoding the request", Err: err}
+			return &fault.Error{Code: fault.Internal, Message: op + ": encoding the request", Err: err}
 		}
 	}
 	idempotent := method == http.MethodGet
@@ -206,7 +206,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 				}
 				continue
 			}
-			return &steps.Error{Code: steps.Unavailable, Message: op + attemptsNote(attempt), Err: err,
+			return &fault.Error{Code: fault.Unavailable, Message: op + attemptsNote(attempt), Err: err,
 				Data: map[string]any{"ambiguous": !idempotent}}
 		}
 		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -221,7 +221,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 				}
 				continue
 			}
-			return &steps.Error{Code: steps.Unavailable, Message: op + ": reading the answer" + attemptsNote(attempt), Err: err,
+			return &fault.Error{Code: fault.Unavailable, Message: op + ": reading the answer" + attemptsNote(attempt), Err: err,
 				Data: map[string]any{"ambiguous": !idempotent}}
 		}
 		if resp.StatusCode/100 == 2 {
@@ -229,7 +229,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 				return nil
 			}
 			if err := json.Unmarshal(raw, out); err != nil {
-				return &steps.Error{Code: steps.Internal, Message: op + ": decoding the answer", Err: err}
+				return &fault.Error{Code: fault.Internal, Message: op + ": decoding the answer", Err: err}
 			}
 			return nil
 		}

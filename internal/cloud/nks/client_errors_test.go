@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 // magnum answers status with the Magnum error body.
@@ -51,7 +51,7 @@ func TestAGetGivesUpAfterMaxAttemptsWithGrowingWaits(t *testing.T) {
 	c, f, _, slept := newClient(t, magnum(502, "Bad Gateway", "upstream"))
 	_, err := c.ListClusters(context.Background())
 	require.Error(t, err)
-	assert.Equal(t, steps.Unavailable, steps.CodeOf(err))
+	assert.Equal(t, fault.Unavailable, fault.CodeOf(err))
 	assert.Contains(t, err.Error(), "gave up after 4 attempts")
 	assert.Len(t, f.requests(), 4)
 	require.Len(t, *slept, 3)
@@ -102,9 +102,9 @@ func TestAMutatingCallIsNeverRepeatedAfterAServerError(t *testing.T) {
 			require.Error(t, err)
 			assert.Len(t, f.requests(), 1)
 			assert.Empty(t, *slept)
-			var se *steps.Error
+			var se *fault.Error
 			require.True(t, errors.As(err, &se))
-			assert.Equal(t, steps.Unavailable, se.Code)
+			assert.Equal(t, fault.Unavailable, se.Code)
 			assert.Equal(t, true, se.Data["ambiguous"])
 		})
 	}
@@ -121,7 +121,7 @@ func TestAMutatingCallIsNeverRepeatedAfterAServerError(t *testing.T) {
 		require.NoError(t, err)
 		_, err = c.CreateCluster(context.Background(), CreateClusterRequest{Name: "a"})
 		require.Error(t, err)
-		assert.Equal(t, steps.Unavailable, steps.CodeOf(err))
+		assert.Equal(t, fault.Unavailable, fault.CodeOf(err))
 		assert.EqualValues(t, 1, calls.Load())
 	})
 }
@@ -151,14 +151,14 @@ func TestA401RefreshesTheTokenOnce(t *testing.T) {
 		c, f, _, _ := newClient(t, magnum(401, "Unauthorized", "nope"))
 		_, err := c.ListClusters(context.Background())
 		require.Error(t, err)
-		assert.Equal(t, steps.Unauthorized, steps.CodeOf(err))
+		assert.Equal(t, fault.Unauthorized, fault.CodeOf(err))
 		assert.Len(t, f.requests(), 2)
 	})
 	t.Run("a static token is not resent", func(t *testing.T) {
 		c, f, toks, _ := newClient(t, magnum(401, "Unauthorized", "nope"))
 		toks.static = true
 		_, err := c.ListClusters(context.Background())
-		assert.Equal(t, steps.Unauthorized, steps.CodeOf(err))
+		assert.Equal(t, fault.Unauthorized, fault.CodeOf(err))
 		assert.Len(t, f.requests(), 1)
 	})
 }
@@ -167,30 +167,30 @@ func TestErrorsAreParsedAndClassified(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		ans    answer
-		code   steps.Code
+		code   fault.Code
 		title  string
 		detail string
 	}{
-		{"a bad tag is invalid", magnum(400, "Bad Request", "Received invalid tag for kube_tag."), steps.Invalid, "Bad Request", "Received invalid tag for kube_tag."},
-		{"the last node group is invalid", magnum(400, "Bad Request", "Deleting the last nodegroup is not supported."), steps.Invalid, "Bad Request", "Deleting the last nodegroup is not supported."},
-		{"an operation in progress is in_progress", magnum(400, "Bad Request", "Cluster prod is in progress of UPDATE_IN_PROGRESS."), steps.InProgress, "Bad Request", "Cluster prod is in progress of UPDATE_IN_PROGRESS."},
-		{"a missing cluster is not_found", magnum(404, "Not Found", "Cluster prod could not be found."), steps.NotFound, "Not Found", "Cluster prod could not be found."},
-		{"a taken name is a conflict", magnum(409, "Conflict", "A cluster with name prod already exists."), steps.Conflict, "Conflict", "A cluster with name prod already exists."},
-		{"a refused token is unauthorized", magnum(401, "Unauthorized", "The request you have made requires authentication."), steps.Unauthorized, "Unauthorized", "The request you have made requires authentication."},
-		{"a policy refusal is unauthorized", magnum(403, "Forbidden", "Policy doesn't allow nodegroup:get to be performed."), steps.Unauthorized, "Forbidden", "Policy doesn't allow nodegroup:get to be performed."},
-		{"a missing version header is invalid", magnum(406, "Not Acceptable", "Invalid service type for OpenStack-API-Version header"), steps.Invalid, "Not Acceptable", "Invalid service type for OpenStack-API-Version header"},
-		{"a rate limit is throttled", magnum(429, "Too Many Requests", "slow down"), steps.Throttled, "Too Many Requests", "slow down"},
-		{"a server error is unavailable", magnum(500, "Internal Server Error", "oops"), steps.Unavailable, "Internal Server Error", "oops"},
+		{"a bad tag is invalid", magnum(400, "Bad Request", "Received invalid tag for kube_tag."), fault.Invalid, "Bad Request", "Received invalid tag for kube_tag."},
+		{"the last node group is invalid", magnum(400, "Bad Request", "Deleting the last nodegroup is not supported."), fault.Invalid, "Bad Request", "Deleting the last nodegroup is not supported."},
+		{"an operation in progress is in_progress", magnum(400, "Bad Request", "Cluster prod is in progress of UPDATE_IN_PROGRESS."), fault.InProgress, "Bad Request", "Cluster prod is in progress of UPDATE_IN_PROGRESS."},
+		{"a missing cluster is not_found", magnum(404, "Not Found", "Cluster prod could not be found."), fault.NotFound, "Not Found", "Cluster prod could not be found."},
+		{"a taken name is a conflict", magnum(409, "Conflict", "A cluster with name prod already exists."), fault.Conflict, "Conflict", "A cluster with name prod already exists."},
+		{"a refused token is unauthorized", magnum(401, "Unauthorized", "The request you have made requires authentication."), fault.Unauthorized, "Unauthorized", "The request you have made requires authentication."},
+		{"a policy refusal is unauthorized", magnum(403, "Forbidden", "Policy doesn't allow nodegroup:get to be performed."), fault.Unauthorized, "Forbidden", "Policy doesn't allow nodegroup:get to be performed."},
+		{"a missing version header is invalid", magnum(406, "Not Acceptable", "Invalid service type for OpenStack-API-Version header"), fault.Invalid, "Not Acceptable", "Invalid service type for OpenStack-API-Version header"},
+		{"a rate limit is throttled", magnum(429, "Too Many Requests", "slow down"), fault.Throttled, "Too Many Requests", "slow down"},
+		{"a server error is unavailable", magnum(500, "Internal Server Error", "oops"), fault.Unavailable, "Internal Server Error", "oops"},
 		{"a pecan error_message is read", answer{status: 400, body: `{"error_message":"{\"faultstring\": \"Invalid input for field/attribute node_count.\", \"debuginfo\": null}"}`},
-			steps.Invalid, "", "Invalid input for field/attribute node_count."},
-		{"a text body is kept", answer{status: 502, body: "<html>bad gateway</html>"}, steps.Unavailable, "", "<html>bad gateway</html>"},
+			fault.Invalid, "", "Invalid input for field/attribute node_count."},
+		{"a text body is kept", answer{status: 502, body: "<html>bad gateway</html>"}, fault.Unavailable, "", "<html>bad gateway</html>"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, _, _, _ := newClient(t, tc.ans)
 			_, err := c.GetCluster(context.Background(), "prod")
 			require.Error(t, err)
-			var se *steps.Error
-			require.True(t, errors.As(err, &se), "a *steps.Error is in the chain")
+			var se *fault.Error
+			require.True(t, errors.As(err, &se), "a *fault.Error is in the chain")
 			assert.Equal(t, tc.code, se.Code)
 			var ae *APIError
 			require.True(t, errors.As(err, &ae), "an *APIError is in the chain")
@@ -225,9 +225,9 @@ func TestCancellingStopsTheRetries(t *testing.T) {
 func TestEmptyIdentifiersAreRefusedBeforeAnyRequest(t *testing.T) {
 	c, f, _, _ := newClient(t, ok200)
 	_, err := c.GetNodeGroup(context.Background(), "prod", " ")
-	assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+	assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 	_, err = c.GetTask(context.Background(), "", "e")
-	assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+	assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 	assert.Empty(t, f.requests())
 }
 
@@ -275,7 +275,7 @@ func TestBaseURLs(t *testing.T) {
 			if tc.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.err)
-				assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+				assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 				return
 			}
 			require.NoError(t, err)
@@ -284,7 +284,7 @@ func TestBaseURLs(t *testing.T) {
 	}
 	t.Run("a client needs a token source", func(t *testing.T) {
 		_, err := New(Config{})
-		assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+		assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 	})
 }
 
@@ -295,9 +295,9 @@ func TestConfigFromReadsTheConnection(t *testing.T) {
 	assert.Equal(t, "kr2", cfg.Region)
 	assert.Same(t, toks, cfg.Tokens)
 	_, err = ConfigFrom(map[string]any{"region": "mars"}, toks)
-	assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+	assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 	_, err = ConfigFrom(map[string]any{"base_url": 3}, toks)
-	assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+	assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 }
 
 func TestParseTime(t *testing.T) {

@@ -27,7 +27,7 @@
 //
 // # Errors
 //
-// Every error is a *steps.Error whose Code classifies it; when the API
+// Every error is a *fault.Error whose Code classifies it; when the API
 // answered, the chain also holds an *APIError read from the Magnum body
 // {"errors":[{"status","code","title","detail",...}]}: errors.As finds
 // both. 429 throttled, 5xx unavailable, 404 not_found, 409 conflict,

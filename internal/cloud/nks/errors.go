@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 // APIError is a non-2xx answer of the cluster API, read from the
@@ -51,24 +51,24 @@ func (e *APIError) Error() string {
 // The service answers 400 both for a bad request and for "an operation is
 // already in progress" (spec/FIDELITY.md), so the detail text is the only
 // thing that tells them apart; InProgressDetail is the test.
-func (e *APIError) StepCode() steps.Code {
+func (e *APIError) StepCode() fault.Code {
 	switch s := e.Status; {
 	case s == http.StatusTooManyRequests:
-		return steps.Throttled
+		return fault.Throttled
 	case s >= 500:
-		return steps.Unavailable
+		return fault.Unavailable
 	case s == http.StatusNotFound:
-		return steps.NotFound
+		return fault.NotFound
 	case s == http.StatusConflict:
-		return steps.Conflict
+		return fault.Conflict
 	case s == http.StatusUnauthorized || s == http.StatusForbidden:
-		return steps.Unauthorized
+		return fault.Unauthorized
 	case s == http.StatusBadRequest && InProgressDetail(e.Detail+" "+e.Title):
-		return steps.InProgress
+		return fault.InProgress
 	case s >= 400:
-		return steps.Invalid
+		return fault.Invalid
 	}
-	return steps.Internal
+	return fault.Internal
 }
 
 // InProgressDetail reports whether an error detail says that another
@@ -84,10 +84,10 @@ func InProgressDetail(detail string) bool {
 	return false
 }
 
-// stepsError wraps e as a *steps.Error carrying its code; Data holds the
+// stepsError wraps e as a *fault.Error carrying its code; Data holds the
 // status, title and detail for expressions (steps.<id>.error.data).
-func (e *APIError) stepsError() *steps.Error {
-	return &steps.Error{Code: e.StepCode(), Err: e, Data: map[string]any{
+func (e *APIError) stepsError() *fault.Error {
+	return &fault.Error{Code: e.StepCode(), Err: e, Data: map[string]any{
 		"http_status": e.Status, "code": e.Code, "title": e.Title, "detail": e.Detail,
 	}}
 }

@@ -13,10 +13,10 @@ import (
 
 	"github.com/runbook/runbook/internal/cloud/identity"
 	"github.com/runbook/runbook/internal/cloud/nks"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/sim"
 	_ "github.com/runbook/runbook/internal/sim/identity"
 	simnks "github.com/runbook/runbook/internal/sim/nks"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 // simEnv is the simulator with identity and nks, and a client that signs
@@ -87,7 +87,7 @@ func TestEveryOperationAgainstTheSimulator(t *testing.T) {
 	e.finish(id, id, nks.EventClusterCreate, at)
 
 	_, err = e.c.CreateCluster(ctx, nks.CreateClusterRequest{Name: "prod"})
-	assert.Equal(t, steps.Invalid, steps.CodeOf(err), "a create missing fields is refused: %v", err)
+	assert.Equal(t, fault.Invalid, fault.CodeOf(err), "a create missing fields is refused: %v", err)
 
 	list, err := e.c.ListClusters(ctx)
 	require.NoError(t, err)
@@ -131,7 +131,7 @@ func TestEveryOperationAgainstTheSimulator(t *testing.T) {
 	e.finish(id, ng.UUID, nks.EventNodeGroupCreate, at)
 	_, err = e.c.CreateNodeGroup(ctx, "prod", nks.CreateNodeGroupRequest{Name: "pool-b", FlavorID: worker.FlavorID, ImageID: worker.ImageID,
 		Labels: nks.NodeGroupLabels{AvailabilityZone: "kr-pub-b", BootVolumeType: "General SSD", BootVolumeSize: "50", CAEnable: "False"}})
-	assert.Equal(t, steps.Conflict, steps.CodeOf(err), "a taken name: %v", err)
+	assert.Equal(t, fault.Conflict, fault.CodeOf(err), "a taken name: %v", err)
 
 	as, err := e.c.GetAutoscaler(ctx, "prod", "pool-b")
 	require.NoError(t, err)
@@ -147,7 +147,7 @@ func TestEveryOperationAgainstTheSimulator(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, id, rid)
 	_, err = e.c.ResizeCluster(ctx, "prod", nks.ResizeRequest{NodeGroup: "default-worker", NodeCount: 4})
-	assert.Equal(t, steps.InProgress, steps.CodeOf(err), "a second operation while one runs: %v", err)
+	assert.Equal(t, fault.InProgress, fault.CodeOf(err), "a second operation while one runs: %v", err)
 	// The resize answers the cluster UUID; its task is a node group event.
 	task, err := e.c.LatestEvent(ctx, id, "", nks.EventClusterResize, at)
 	require.NoError(t, err)
@@ -156,7 +156,7 @@ func TestEveryOperationAgainstTheSimulator(t *testing.T) {
 	assert.Equal(t, nks.ResourceTypeNodeGroup, task.ResourceType)
 	e.finish(id, task.ResourceUUID, nks.EventClusterResize, at)
 	_, err = e.c.ResizeCluster(ctx, "prod", nks.ResizeRequest{NodeGroup: "default-worker", NodeCount: 11})
-	assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+	assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 
 	node := firstNode(t, e, "prod", "default-worker")
 	at = now()
@@ -170,7 +170,7 @@ func TestEveryOperationAgainstTheSimulator(t *testing.T) {
 	e.finish(id, worker.UUID, nks.EventNodeGroupNodeStart, at)
 
 	_, err = e.c.UpgradeNodeGroup(ctx, "prod", "default-worker", nks.UpgradeRequest{Version: latest})
-	assert.Equal(t, steps.Invalid, steps.CodeOf(err), "a worker may not pass the master: %v", err)
+	assert.Equal(t, fault.Invalid, fault.CodeOf(err), "a worker may not pass the master: %v", err)
 	var ae *nks.APIError
 	require.True(t, errors.As(err, &ae))
 	assert.Equal(t, http.StatusBadRequest, ae.Status)
@@ -206,7 +206,7 @@ func TestEveryOperationAgainstTheSimulator(t *testing.T) {
 	require.NoError(t, e.c.DeleteNodeGroup(ctx, "prod", "pool-b"))
 	e.finish(id, ng.UUID, nks.EventNodeGroupDelete, at)
 	_, err = e.c.GetNodeGroup(ctx, "prod", "pool-b")
-	assert.Equal(t, steps.NotFound, steps.CodeOf(err))
+	assert.Equal(t, fault.NotFound, fault.CodeOf(err))
 
 	tasks, err := e.c.ListTasks(ctx, id)
 	require.NoError(t, err)
@@ -215,7 +215,7 @@ func TestEveryOperationAgainstTheSimulator(t *testing.T) {
 	require.NoError(t, e.c.DeleteCluster(ctx, "prod"))
 	e.srv.Clock.Advance(simnks.DefaultDurations[nks.EventClusterDelete])
 	_, err = e.c.GetCluster(ctx, "prod")
-	assert.Equal(t, steps.NotFound, steps.CodeOf(err), "a 404 after a delete means it finished")
+	assert.Equal(t, fault.NotFound, fault.CodeOf(err), "a 404 after a delete means it finished")
 }
 
 // firstNode reads the UUID of a node of the group from the simulator's

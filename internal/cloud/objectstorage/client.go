@@ -14,7 +14,7 @@ import (
 
 	"github.com/runbook/runbook/internal/cloud/identity"
 	"github.com/runbook/runbook/internal/cloud/retry"
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 // Limits of a transfer (Swift's own and runbook's defaults).
@@ -63,7 +63,7 @@ func ConfigFrom(conn map[string]any) (Config, error) {
 	if v, ok := conn["base_url"]; ok && v != nil {
 		s, ok := v.(string)
 		if !ok {
-			return Config{}, steps.Errorf(steps.Invalid, "objectstorage connection: base_url must be a string (got %T)", v)
+			return Config{}, fault.Errorf(fault.Invalid, "objectstorage connection: base_url must be a string (got %T)", v)
 		}
 		cfg.BaseURL = strings.TrimSpace(s)
 	}
@@ -100,13 +100,13 @@ func New(cfg Config) (*Client, error) {
 	if cfg.BaseURL != "" {
 		u, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, steps.Errorf(steps.Invalid, "objectstorage: base_url must be an http(s) URL with a host (got %q)", cfg.BaseURL)
+			return nil, fault.Errorf(fault.Invalid, "objectstorage: base_url must be an http(s) URL with a host (got %q)", cfg.BaseURL)
 		}
 		c.base = u
 	}
 	if cfg.Identity.Token == "" {
 		if cfg.Identity.Username == "" || cfg.Identity.Password == "" {
-			return nil, steps.Errorf(steps.Invalid, "objectstorage: give a token, or username and password (the storage account's user and API password)")
+			return nil, fault.Errorf(fault.Invalid, "objectstorage: give a token, or username and password (the storage account's user and API password)")
 		}
 		if cfg.Identity.TenantID != "" {
 			if _, err := c.source(""); err != nil {
@@ -200,7 +200,7 @@ func (c *Client) do(ctx context.Context, req request, ok func(int) bool) (*http.
 		var body io.ReadCloser
 		if req.body != nil {
 			if body, err = req.body(); err != nil {
-				return nil, &steps.Error{Code: steps.Invalid, Message: op + ": reading the local file", Err: err}
+				return nil, &fault.Error{Code: fault.Invalid, Message: op + ": reading the local file", Err: err}
 			}
 		}
 		hr, err := http.NewRequestWithContext(ctx, req.method, target, body)
@@ -208,7 +208,7 @@ func (c *Client) do(ctx context.Context, req request, ok func(int) bool) (*http.
 			if body != nil {
 				body.Close()
 			}
-			return nil, &steps.Error{Code: steps.Invalid, Message: op, Err: err}
+			return nil, &fault.Error{Code: fault.Invalid, Message: op, Err: err}
 		}
 		if body != nil {
 			hr.ContentLength = req.size
@@ -232,7 +232,7 @@ func (c *Client) do(ctx context.Context, req request, ok func(int) bool) (*http.
 				}
 				continue
 			}
-			return nil, &steps.Error{Code: steps.Unavailable, Message: op + attemptsNote(attempt), Err: err}
+			return nil, &fault.Error{Code: fault.Unavailable, Message: op + attemptsNote(attempt), Err: err}
 		}
 		if resp.StatusCode/100 == 2 || resp.StatusCode == http.StatusNotModified || (ok != nil && ok(resp.StatusCode)) {
 			return resp, nil
@@ -246,8 +246,8 @@ func (c *Client) do(ctx context.Context, req request, ok func(int) bool) (*http.
 			attempt-- // the refused token does not count
 			continue
 		}
-		code := steps.CodeForHTTPStatus(status)
-		if code == steps.Throttled || code == steps.Unavailable {
+		code := fault.CodeForHTTPStatus(status)
+		if code == fault.Throttled || code == fault.Unavailable {
 			if attempt < c.cfg.MaxAttempts {
 				wait := retry.Backoff(attempt, baseBackoff, maxBackoff)
 				if ra := retry.After(resp.Header.Get("Retry-After"), c.cfg.Now()); ra > 0 {
@@ -284,11 +284,11 @@ func statusError(op string, status int, raw []byte, attempt int) error {
 	case http.StatusUnprocessableEntity:
 		hint = "; the stored data did not match the ETag sent (corrupted in transit)"
 	}
-	code := steps.CodeForHTTPStatus(status)
+	code := fault.CodeForHTTPStatus(status)
 	if status == http.StatusUnprocessableEntity {
-		code = steps.Unavailable // a transfer error: trying again may succeed
+		code = fault.Unavailable // a transfer error: trying again may succeed
 	}
-	return &steps.Error{Code: code, Data: map[string]any{"http_status": status},
+	return &fault.Error{Code: code, Data: map[string]any{"http_status": status},
 		Message: fmt.Sprintf("%s: HTTP %d%s%s", op, status, msg, hint) + attemptsNote(attempt)}
 }
 
@@ -400,7 +400,7 @@ func (c *Client) List(ctx context.Context, u URI) ([]Info, error) {
 		}
 		resp.Body.Close()
 		if derr != nil {
-			return nil, &steps.Error{Code: steps.Unavailable, Message: "objectstorage: listing " + u.String() + ": the answer is not a JSON listing", Err: derr}
+			return nil, &fault.Error{Code: fault.Unavailable, Message: "objectstorage: listing " + u.String() + ": the answer is not a JSON listing", Err: derr}
 		}
 		for _, e := range page {
 			if e.Name == "" {

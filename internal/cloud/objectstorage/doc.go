@@ -22,6 +22,6 @@
 // the same bytes already stored is not a conflict, so re-running one is
 // safe); every call is idempotent, so 429, 5xx and connection errors are
 // retried with backoff, and a 401 replaces the token once. Errors are
-// *steps.Error: 404 not_found, 401/403 unauthorized, 409 conflict, 5xx and
+// *fault.Error: 404 not_found, 401/403 unauthorized, 409 conflict, 5xx and
 // ETag mismatches unavailable, bad paths and limits invalid.
 package objectstorage

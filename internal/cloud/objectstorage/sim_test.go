@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/cloud/objectstorage"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/sim"
 	simidentity "github.com/runbook/runbook/internal/sim/identity"
 	simobs "github.com/runbook/runbook/internal/sim/objectstorage"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 type env struct {
@@ -96,7 +96,7 @@ func TestADirectoryRoundTripsThroughTheSimulator(t *testing.T) {
 
 	t.Run("a second download without overwrite is refused before writing", func(t *testing.T) {
 		_, err := e.client.Download(ctx, e.uri("data/datasets/v1/"), dst, objectstorage.Options{})
-		assert.Equal(t, steps.Conflict, steps.CodeOf(err), "%v", err)
+		assert.Equal(t, fault.Conflict, fault.CodeOf(err), "%v", err)
 	})
 	t.Run("a single object downloads under its base name", func(t *testing.T) {
 		d := t.TempDir()
@@ -148,17 +148,17 @@ func TestErrorsAreClassified(t *testing.T) {
 
 	t.Run("a missing object is not_found", func(t *testing.T) {
 		_, err := e.client.Download(ctx, e.uri("c/missing"), d, objectstorage.Options{})
-		assert.Equal(t, steps.NotFound, steps.CodeOf(err), "%v", err)
+		assert.Equal(t, fault.NotFound, fault.CodeOf(err), "%v", err)
 	})
 	t.Run("an empty prefix is not_found", func(t *testing.T) {
 		_, err := e.client.Download(ctx, e.uri("c/nothing/"), d, objectstorage.Options{})
-		assert.Equal(t, steps.NotFound, steps.CodeOf(err), "%v", err)
+		assert.Equal(t, fault.NotFound, fault.CodeOf(err), "%v", err)
 	})
 	t.Run("a missing container on upload is not_found with a hint", func(t *testing.T) {
 		f := filepath.Join(d, "f.txt")
 		require.NoError(t, os.WriteFile(f, []byte("x"), 0o600))
 		_, err := e.client.Upload(ctx, e.uri("nope/f.txt"), f, objectstorage.Options{Overwrite: true})
-		assert.Equal(t, steps.NotFound, steps.CodeOf(err), "%v", err)
+		assert.Equal(t, fault.NotFound, fault.CodeOf(err), "%v", err)
 		assert.Contains(t, err.Error(), "create_container")
 		_, err = e.client.Upload(ctx, e.uri("nope/f.txt"), f, objectstorage.Options{Overwrite: true, CreateContainer: true})
 		require.NoError(t, err)
@@ -173,7 +173,7 @@ func TestErrorsAreClassified(t *testing.T) {
 		cl, err := objectstorage.New(cfg)
 		require.NoError(t, err)
 		_, err = cl.Download(ctx, e.uri("c/o"), d, objectstorage.Options{})
-		assert.Equal(t, steps.Unauthorized, steps.CodeOf(err), "%v", err)
+		assert.Equal(t, fault.Unauthorized, fault.CodeOf(err), "%v", err)
 	})
 	t.Run("503s are retried", func(t *testing.T) {
 		e.store.Put(e.tenant, "c", "r", []byte("r"), "")
@@ -186,7 +186,7 @@ func TestErrorsAreClassified(t *testing.T) {
 		e.store.Put(e.tenant, "evil", "x/../../escape", []byte("x"), "")
 		dir := t.TempDir()
 		_, err := e.client.Download(ctx, e.uri("evil/x/"), filepath.Join(dir, "in"), objectstorage.Options{})
-		assert.Equal(t, steps.Invalid, steps.CodeOf(err), "%v", err)
+		assert.Equal(t, fault.Invalid, fault.CodeOf(err), "%v", err)
 		_, statErr := os.Stat(filepath.Join(dir, "escape"))
 		assert.True(t, os.IsNotExist(statErr))
 	})
@@ -207,7 +207,7 @@ func TestUploadWithoutOverwrite(t *testing.T) {
 
 	e.store.Put(e.tenant, "c", "f.txt", []byte("theirs"), "")
 	_, err = e.client.Upload(ctx, e.uri("c/f.txt"), f, objectstorage.Options{})
-	assert.Equal(t, steps.Conflict, steps.CodeOf(err), "%v", err)
+	assert.Equal(t, fault.Conflict, fault.CodeOf(err), "%v", err)
 	got, _ := e.store.Get(e.tenant, "c", "f.txt")
 	assert.Equal(t, "theirs", string(got))
 }

@@ -18,7 +18,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 // Options bound and shape a transfer.
@@ -86,7 +86,7 @@ func (c *Client) Upload(ctx context.Context, uri, localPath string, o Options) (
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return Result{}, &steps.Error{Code: steps.Invalid, Message: "objectstorage: open " + dir, Err: err}
+		return Result{}, &fault.Error{Code: fault.Invalid, Message: "objectstorage: open " + dir, Err: err}
 	}
 	defer root.Close()
 	return c.UploadFrom(ctx, uri, root, name, o)
@@ -111,7 +111,7 @@ type localFile struct {
 func (c *Client) UploadFrom(ctx context.Context, uri string, root *os.Root, name string, o Options) (Result, error) {
 	u, err := Parse(uri)
 	if err != nil {
-		return Result{}, &steps.Error{Code: steps.Invalid, Message: err.Error()}
+		return Result{}, &fault.Error{Code: fault.Invalid, Message: err.Error()}
 	}
 	files, err := collect(ctx, root, name, u, o)
 	if err != nil {
@@ -135,7 +135,7 @@ func (c *Client) UploadFrom(ctx context.Context, uri string, root *os.Root, name
 				return Result{}, err
 			}
 			if found && strings.Trim(info.ETag, `"`) != f.md5 {
-				return Result{}, &steps.Error{Code: steps.Conflict, Data: map[string]any{"uri": objectAt(u, f.object).String()},
+				return Result{}, &fault.Error{Code: fault.Conflict, Data: map[string]any{"uri": objectAt(u, f.object).String()},
 					Message: fmt.Sprintf("objectstorage: %s already exists with other contents (set overwrite: true to replace it)", objectAt(u, f.object))}
 			}
 		}
@@ -144,8 +144,8 @@ func (c *Client) UploadFrom(ctx context.Context, uri string, root *os.Root, name
 	for _, f := range files {
 		etag, err := c.put(ctx, root, u, f)
 		if err != nil {
-			if steps.CodeOf(err) == steps.NotFound {
-				return res, &steps.Error{Code: steps.NotFound, Data: map[string]any{"container": u.Container},
+			if fault.CodeOf(err) == fault.NotFound {
+				return res, &fault.Error{Code: fault.NotFound, Data: map[string]any{"container": u.Container},
 					Message: fmt.Sprintf("objectstorage: container %q does not exist in %s (create it, or set create_container: true)", u.Container, u.Account), Err: err}
 			}
 			return res, err
@@ -161,7 +161,7 @@ func (c *Client) UploadFrom(ctx context.Context, uri string, root *os.Root, name
 func (c *Client) Verify(ctx context.Context, uri string, root *os.Root, name string, o Options) (Result, bool, error) {
 	u, err := Parse(uri)
 	if err != nil {
-		return Result{}, false, &steps.Error{Code: steps.Invalid, Message: err.Error()}
+		return Result{}, false, &fault.Error{Code: fault.Invalid, Message: err.Error()}
 	}
 	files, err := collect(ctx, root, name, u, o)
 	if err != nil {
@@ -193,7 +193,7 @@ func objectAt(u URI, object string) URI {
 func collect(ctx context.Context, root *os.Root, name string, u URI, o Options) ([]localFile, error) {
 	name = filepath.ToSlash(filepath.Clean(name))
 	if !fs.ValidPath(name) {
-		return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("objectstorage: %q must be a relative path that stays inside its directory", name)}
+		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("objectstorage: %q must be a relative path that stays inside its directory", name)}
 	}
 	st, err := root.Stat(name)
 	if err != nil {
@@ -202,7 +202,7 @@ func collect(ctx context.Context, root *os.Root, name string, u URI, o Options) 
 	var files []localFile
 	if !st.IsDir() {
 		if !st.Mode().IsRegular() {
-			return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("objectstorage: %q is not a regular file", name)}
+			return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("objectstorage: %q is not a regular file", name)}
 		}
 		object := u.Object
 		if u.IsPrefix() {
@@ -216,7 +216,7 @@ func collect(ctx context.Context, root *os.Root, name string, u URI, o Options) 
 		}
 		if err := walk(ctx, root, name, "", func(rel string, size int64) error {
 			if len(files) >= o.maxFiles() {
-				return &steps.Error{Code: steps.Invalid, Data: map[string]any{"max_files": o.maxFiles()},
+				return &fault.Error{Code: fault.Invalid, Data: map[string]any{"max_files": o.maxFiles()},
 					Message: fmt.Sprintf("objectstorage: %q holds more than %d files (raise max_files)", name, o.maxFiles())}
 			}
 			files = append(files, localFile{rel: path.Join(name, rel), object: prefix + rel, size: size})
@@ -225,24 +225,24 @@ func collect(ctx context.Context, root *os.Root, name string, u URI, o Options) 
 			return nil, err
 		}
 		if len(files) == 0 {
-			return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("objectstorage: directory %q holds no files", name)}
+			return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("objectstorage: directory %q holds no files", name)}
 		}
 	}
 	var total int64
 	for i := range files {
 		f := &files[i]
 		if len(f.object) > MaxObjectNameBytes {
-			return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("objectstorage: object name %q is longer than %d bytes", f.object, MaxObjectNameBytes)}
+			return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("objectstorage: object name %q is longer than %d bytes", f.object, MaxObjectNameBytes)}
 		}
 		if f.object == "" {
-			return nil, &steps.Error{Code: steps.Invalid, Message: "objectstorage: the URI names no object"}
+			return nil, &fault.Error{Code: fault.Invalid, Message: "objectstorage: the URI names no object"}
 		}
 		if f.size > MaxObjectSize {
-			return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("objectstorage: %q is larger than %d bytes, the largest single object", f.rel, int64(MaxObjectSize))}
+			return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("objectstorage: %q is larger than %d bytes, the largest single object", f.rel, int64(MaxObjectSize))}
 		}
 		total += f.size
 		if o.MaxBytes > 0 && total > o.MaxBytes {
-			return nil, &steps.Error{Code: steps.Invalid, Data: map[string]any{"max_bytes": o.MaxBytes},
+			return nil, &fault.Error{Code: fault.Invalid, Data: map[string]any{"max_bytes": o.MaxBytes},
 				Message: fmt.Sprintf("objectstorage: the upload is larger than %d bytes (raise max_bytes)", o.MaxBytes)}
 		}
 		sum, err := hashFile(ctx, root, f.rel)
@@ -280,7 +280,7 @@ func walk(ctx context.Context, root *os.Root, dir, rel string, fn func(rel strin
 				return localError(path.Join(dir, r), err)
 			}
 			if st.IsDir() {
-				return &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("objectstorage: %q is a symbolic link to a directory; it is not followed", path.Join(dir, r))}
+				return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("objectstorage: %q is a symbolic link to a directory; it is not followed", path.Join(dir, r))}
 			}
 			mode = st.Mode().Type()
 		}
@@ -305,11 +305,11 @@ func walk(ctx context.Context, root *os.Root, dir, rel string, fn func(rel strin
 func localError(name string, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("objectstorage: %q does not exist", name), Err: err}
+		return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("objectstorage: %q does not exist", name), Err: err}
 	case strings.Contains(err.Error(), "escapes"):
-		return &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("objectstorage: refusing %q: it leads outside the directory", name), Err: err}
+		return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("objectstorage: refusing %q: it leads outside the directory", name), Err: err}
 	}
-	return &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("objectstorage: reading %q", name), Err: err}
+	return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("objectstorage: reading %q", name), Err: err}
 }
 
 func hashFile(ctx context.Context, root *os.Root, name string) (string, error) {
@@ -351,7 +351,7 @@ func (c *Client) put(ctx context.Context, root *os.Root, u URI, f localFile) (st
 	}
 	resp.Body.Close()
 	if got := strings.Trim(resp.Header.Get("ETag"), `"`); got != "" && !strings.EqualFold(got, f.md5) {
-		return "", &steps.Error{Code: steps.Unavailable, Message: fmt.Sprintf("objectstorage: PUT %s: the server stored ETag %s, the file's MD5 is %s", objectAt(u, f.object), got, f.md5)}
+		return "", &fault.Error{Code: fault.Unavailable, Message: fmt.Sprintf("objectstorage: PUT %s: the server stored ETag %s, the file's MD5 is %s", objectAt(u, f.object), got, f.md5)}
 	}
 	return f.md5, nil
 }
@@ -378,11 +378,11 @@ func (r ctxReader) Read(b []byte) (int, error) {
 // a root at dir.
 func (c *Client) Download(ctx context.Context, uri, dir string, o Options) (Result, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return Result{}, &steps.Error{Code: steps.Invalid, Message: "objectstorage: create " + dir, Err: err}
+		return Result{}, &fault.Error{Code: fault.Invalid, Message: "objectstorage: create " + dir, Err: err}
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return Result{}, &steps.Error{Code: steps.Invalid, Message: "objectstorage: open " + dir, Err: err}
+		return Result{}, &fault.Error{Code: fault.Invalid, Message: "objectstorage: open " + dir, Err: err}
 	}
 	defer root.Close()
 	return c.DownloadTo(ctx, uri, root, o)
@@ -398,7 +398,7 @@ func (c *Client) Download(ctx context.Context, uri, dir string, o Options) (Resu
 func (c *Client) DownloadTo(ctx context.Context, uri string, root *os.Root, o Options) (Result, error) {
 	u, err := Parse(uri)
 	if err != nil {
-		return Result{}, &steps.Error{Code: steps.Invalid, Message: err.Error()}
+		return Result{}, &fault.Error{Code: fault.Invalid, Message: err.Error()}
 	}
 	type todo struct {
 		object, local string
@@ -411,7 +411,7 @@ func (c *Client) DownloadTo(ctx context.Context, uri string, root *os.Root, o Op
 			return Result{}, err
 		}
 		if !found {
-			return Result{}, &steps.Error{Code: steps.NotFound, Data: map[string]any{"uri": u.String()},
+			return Result{}, &fault.Error{Code: fault.NotFound, Data: map[string]any{"uri": u.String()},
 				Message: fmt.Sprintf("objectstorage: %s does not exist (a prefix ends with /)", u)}
 		}
 		list = append(list, todo{u.Object, path.Base(u.Object), info.Bytes})
@@ -426,35 +426,35 @@ func (c *Client) DownloadTo(ctx context.Context, uri string, root *os.Root, o Op
 				continue // a directory marker
 			}
 			if !fs.ValidPath(rel) || strings.Contains(rel, `\`) {
-				return Result{}, &steps.Error{Code: steps.Invalid, Data: map[string]any{"object": in.Name},
+				return Result{}, &fault.Error{Code: fault.Invalid, Data: map[string]any{"object": in.Name},
 					Message: fmt.Sprintf("objectstorage: object %q cannot be saved: its name leaves the directory or has empty segments", in.Name)}
 			}
 			list = append(list, todo{in.Name, rel, in.Bytes})
 		}
 		if len(list) == 0 {
-			return Result{}, &steps.Error{Code: steps.NotFound, Data: map[string]any{"uri": u.String()},
+			return Result{}, &fault.Error{Code: fault.NotFound, Data: map[string]any{"uri": u.String()},
 				Message: fmt.Sprintf("objectstorage: no objects below %s", u)}
 		}
 	}
 	if len(list) > o.maxFiles() {
-		return Result{}, &steps.Error{Code: steps.Invalid, Data: map[string]any{"max_files": o.maxFiles()},
+		return Result{}, &fault.Error{Code: fault.Invalid, Data: map[string]any{"max_files": o.maxFiles()},
 			Message: fmt.Sprintf("objectstorage: %s holds %d objects, more than %d (raise max_files)", u, len(list), o.maxFiles())}
 	}
 	var total int64
 	for _, t := range list {
 		total += t.size
 		if t.size > MaxObjectSize {
-			return Result{}, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("objectstorage: %s is %d bytes, larger than a single object may be", objectAt(u, t.object), t.size)}
+			return Result{}, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("objectstorage: %s is %d bytes, larger than a single object may be", objectAt(u, t.object), t.size)}
 		}
 		if !o.Overwrite {
 			if _, err := root.Lstat(filepath.FromSlash(t.local)); err == nil {
-				return Result{}, &steps.Error{Code: steps.Conflict, Data: map[string]any{"path": t.local},
+				return Result{}, &fault.Error{Code: fault.Conflict, Data: map[string]any{"path": t.local},
 					Message: fmt.Sprintf("objectstorage: %q already exists (set overwrite: true to replace it)", t.local)}
 			}
 		}
 	}
 	if o.MaxBytes > 0 && total > o.MaxBytes {
-		return Result{}, &steps.Error{Code: steps.Invalid, Data: map[string]any{"max_bytes": o.MaxBytes},
+		return Result{}, &fault.Error{Code: fault.Invalid, Data: map[string]any{"max_bytes": o.MaxBytes},
 			Message: fmt.Sprintf("objectstorage: %s holds %d bytes, more than %d (raise max_bytes)", u, total, o.MaxBytes)}
 	}
 	var res Result
@@ -478,7 +478,7 @@ func (c *Client) get(ctx context.Context, root *os.Root, u URI, local string, ov
 		if err == nil {
 			return n, etag, nil
 		}
-		if ctx.Err() != nil || !steps.Retryable(err) || steps.CodeOf(err) == steps.Throttled {
+		if ctx.Err() != nil || !fault.Retryable(err) || fault.CodeOf(err) == fault.Throttled {
 			return 0, "", err
 		}
 		last = err
@@ -504,7 +504,7 @@ func (c *Client) getOnce(ctx context.Context, root *os.Root, u URI, local string
 	h := md5.New()
 	n, err := writeFile(root, filepath.FromSlash(local), ctxReader{ctx, io.LimitReader(resp.Body, MaxObjectSize+1)}, h, resp.ContentLength, overwrite, func() error {
 		if check && !strings.EqualFold(hex.EncodeToString(h.Sum(nil)), etag) {
-			return &steps.Error{Code: steps.Unavailable, Message: fmt.Sprintf("objectstorage: GET %s: the bytes received do not match the ETag %s", u, etag)}
+			return &fault.Error{Code: fault.Unavailable, Message: fmt.Sprintf("objectstorage: GET %s: the bytes received do not match the ETag %s", u, etag)}
 		}
 		return nil
 	})
@@ -512,11 +512,11 @@ func (c *Client) getOnce(ctx context.Context, root *os.Root, u URI, local string
 		if ctx.Err() != nil {
 			return 0, "", ctx.Err()
 		}
-		var se *steps.Error
+		var se *fault.Error
 		if errors.As(err, &se) {
 			return 0, "", err
 		}
-		return 0, "", &steps.Error{Code: steps.Unavailable, Message: fmt.Sprintf("objectstorage: GET %s: saving %q", u, local), Err: err}
+		return 0, "", &fault.Error{Code: fault.Unavailable, Message: fmt.Sprintf("objectstorage: GET %s: saving %q", u, local), Err: err}
 	}
 	return n, hex.EncodeToString(h.Sum(nil)), nil
 }
@@ -526,7 +526,7 @@ func (c *Client) getOnce(ctx context.Context, root *os.Root, u URI, local string
 func writeFile(root *os.Root, name string, r io.Reader, h hash.Hash, want int64, overwrite bool, verify func() error) (int64, error) {
 	if dir := filepath.Dir(name); dir != "." {
 		if err := root.MkdirAll(dir, 0o700); err != nil {
-			return 0, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("objectstorage: create directory %q", filepath.ToSlash(dir)), Err: err}
+			return 0, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("objectstorage: create directory %q", filepath.ToSlash(dir)), Err: err}
 		}
 	}
 	var rnd [6]byte
@@ -534,7 +534,7 @@ func writeFile(root *os.Root, name string, r io.Reader, h hash.Hash, want int64,
 	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".tmp-"+hex.EncodeToString(rnd[:]))
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return 0, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("objectstorage: create %q", filepath.ToSlash(name)), Err: err}
+		return 0, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("objectstorage: create %q", filepath.ToSlash(name)), Err: err}
 	}
 	done := false
 	defer func() {
@@ -548,7 +548,7 @@ func writeFile(root *os.Root, name string, r io.Reader, h hash.Hash, want int64,
 		return n, err
 	}
 	if n > MaxObjectSize {
-		return n, &steps.Error{Code: steps.Invalid, Message: "objectstorage: the object is larger than a single object may be"}
+		return n, &fault.Error{Code: fault.Invalid, Message: "objectstorage: the object is larger than a single object may be"}
 	}
 	if want >= 0 && n != want {
 		return n, fmt.Errorf("received %d of %d bytes", n, want)
@@ -566,11 +566,11 @@ func writeFile(root *os.Root, name string, r io.Reader, h hash.Hash, want int64,
 		if _, err := root.Lstat(name); err == nil {
 			_ = root.Remove(tmp)
 			done = true
-			return n, &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("objectstorage: %q already exists (set overwrite: true to replace it)", filepath.ToSlash(name))}
+			return n, &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("objectstorage: %q already exists (set overwrite: true to replace it)", filepath.ToSlash(name))}
 		}
 	}
 	if err := root.Rename(tmp, name); err != nil {
-		return n, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("objectstorage: save %q", filepath.ToSlash(name)), Err: err}
+		return n, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("objectstorage: save %q", filepath.ToSlash(name)), Err: err}
 	}
 	done = true
 	return n, nil

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	em "github.com/runbook/runbook/internal/cloud/easymaker"
+	"github.com/runbook/runbook/internal/fault"
 	simem "github.com/runbook/runbook/internal/sim/easymaker"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 const obsBase = "obs://kr1-api-object-storage.nhncloudservice.com/v1/AUTH_tenant1/data/"
@@ -125,6 +125,6 @@ func TestStoppingABatchInferenceWritesNothing(t *testing.T) {
 	assert.Equal(t, em.StatusStopped, b.BatchInferenceStatusCode)
 	assert.Empty(t, e.svc.Objects().List("AUTH_tenant1", "data", "out/"))
 	err = e.client.StopBatchInference(e.ctx, b.BatchInferenceID)
-	assert.Equal(t, steps.Invalid, steps.CodeOf(err), "a finished run cannot be stopped")
+	assert.Equal(t, fault.Invalid, fault.CodeOf(err), "a finished run cannot be stopped")
 	require.NoError(t, e.client.DeleteBatchInference(e.ctx, b.BatchInferenceID))
 }

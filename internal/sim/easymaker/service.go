@@ -15,8 +15,8 @@ import (
 	"time"
 
 	em "github.com/runbook/runbook/internal/cloud/easymaker"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/sim"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 func init() { sim.Register("easymaker", New) }
@@ -142,7 +142,7 @@ func notFound(what, id string) *apiError {
 // the request body does, then the SDK's parameter name where that differs
 // ("trainingName / training_name: is required"): a caller of the API and a
 // user of the SDK or of the steps both recognise it.
-func invalid(req any, ps []steps.Problem) *apiError {
+func invalid(req any, ps []fault.Problem) *apiError {
 	msgs := make([]string, len(ps))
 	for i, p := range ps {
 		if body := em.BodyPath(req, p.Path); body != p.Path {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -54,14 +55,14 @@ func init() {
 	})
 }
 
-func checkApproval(params any, dynamic map[string]bool) []steps.Problem {
+func checkApproval(params any, dynamic map[string]bool) []fault.Problem {
 	p := params.(*approvalParams)
-	var out []steps.Problem
+	var out []fault.Problem
 	for _, name := range sortedNames(p.Fields) {
 		f := p.Fields[name]
 		path := "fields." + name
 		if !fieldName.MatchString(name) {
-			out = append(out, steps.Problem{Path: "fields", Message: fmt.Sprintf("field name %q must be a letter or _ followed by letters, digits or _", name)})
+			out = append(out, fault.Problem{Path: "fields", Message: fmt.Sprintf("field name %q must be a letter or _ followed by letters, digits or _", name)})
 			continue
 		}
 		if f.Default != nil {
@@ -69,15 +70,15 @@ func checkApproval(params any, dynamic map[string]bool) []steps.Problem {
 				continue
 			}
 			if _, err := steps.ConvertField(f.Type, f.Default); err != nil {
-				out = append(out, steps.Problem{Path: path + ".default", Message: err.Error()})
+				out = append(out, fault.Problem{Path: path + ".default", Message: err.Error()})
 			}
 		}
 		if p.OnTimeout == "approve" && f.Required && f.Default == nil {
-			out = append(out, steps.Problem{Path: path, Message: "a required field needs a default when on_timeout is approve"})
+			out = append(out, fault.Problem{Path: path, Message: "a required field needs a default when on_timeout is approve"})
 		}
 	}
 	if p.OnTimeout == "approve" && p.Timeout == 0 && !dynamic["timeout"] {
-		out = append(out, steps.Problem{Path: "on_timeout", Message: "on_timeout needs a timeout"})
+		out = append(out, fault.Problem{Path: "on_timeout", Message: "on_timeout needs a timeout"})
 	}
 	return out
 }
@@ -107,15 +108,15 @@ func runApproval(ctx context.Context, c *steps.Call, p *approvalParams) (steps.O
 	resp, err := c.Host.AwaitApproval(ctx, req)
 	if err != nil {
 		// ErrSuspended passes through unchanged: the engine parks the run.
-		// A host timeout is a *steps.Error with code Timeout: it fails the
+		// A host timeout is a *fault.Error with code Timeout: it fails the
 		// step unless on_timeout approves.
-		var se *steps.Error
-		if p.OnTimeout != "approve" || !errors.As(err, &se) || se.Code != steps.Timeout || cp.Deadline.IsZero() {
+		var se *fault.Error
+		if p.OnTimeout != "approve" || !errors.As(err, &se) || se.Code != fault.Timeout || cp.Deadline.IsZero() {
 			return nil, err
 		}
 		fields, problems := steps.CheckAnswer(req.Fields, nil)
 		if len(problems) > 0 {
-			return nil, &steps.Error{Code: steps.Invalid, Message: "approval on timeout: " + strings.Join(problems, "; ")}
+			return nil, &fault.Error{Code: fault.Invalid, Message: "approval on timeout: " + strings.Join(problems, "; ")}
 		}
 		return steps.Outputs{
 			"approved":    true,
@@ -127,7 +128,7 @@ func runApproval(ctx context.Context, c *steps.Call, p *approvalParams) (steps.O
 		}, nil
 	}
 	if len(p.Approvers) > 0 && !contains(p.Approvers, resp.By) {
-		return nil, &steps.Error{Code: steps.Unauthorized,
+		return nil, &fault.Error{Code: fault.Unauthorized,
 			Message: fmt.Sprintf("answered by %q, who is not one of the approvers (%s)", resp.By, strings.Join(p.Approvers, ", "))}
 	}
 	if !resp.Approved {
@@ -135,11 +136,11 @@ func runApproval(ctx context.Context, c *steps.Call, p *approvalParams) (steps.O
 		if resp.Comment != "" {
 			msg += ": " + resp.Comment
 		}
-		return nil, &steps.Error{Code: steps.Failed, Message: msg, Data: map[string]any{"by": resp.By, "comment": resp.Comment}}
+		return nil, &fault.Error{Code: fault.Failed, Message: msg, Data: map[string]any{"by": resp.By, "comment": resp.Comment}}
 	}
 	fields, problems := steps.CheckAnswer(req.Fields, resp.Fields)
 	if len(problems) > 0 {
-		return nil, &steps.Error{Code: steps.Invalid, Message: "approval answer: " + strings.Join(problems, "; ")}
+		return nil, &fault.Error{Code: fault.Invalid, Message: "approval answer: " + strings.Join(problems, "; ")}
 	}
 	at := resp.At
 	if at.IsZero() {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 	"github.com/runbook/runbook/internal/steps/stepstest"
 )
@@ -44,37 +45,37 @@ func TestApproval(t *testing.T) {
 		c := stepstest.NewCall(t, d, map[string]any{"message": "ok?"})
 		stepstest.HostOf(c).Answer(steps.ApprovalResponse{Approved: false, By: "lee", Comment: "not today"})
 		_, err := d.Run(context.Background(), c)
-		var se *steps.Error
+		var se *fault.Error
 		require.True(t, errors.As(err, &se))
-		assert.Equal(t, steps.Failed, se.Code)
+		assert.Equal(t, fault.Failed, se.Code)
 		assert.Equal(t, "rejected by lee: not today", se.Message)
 	})
 	t.Run("an answer from someone not listed is refused", func(t *testing.T) {
 		c := stepstest.NewCall(t, d, map[string]any{"message": "ok?", "approvers": []any{"kim"}})
 		stepstest.HostOf(c).Answer(steps.ApprovalResponse{Approved: true, By: "mallory"})
 		_, err := d.Run(context.Background(), c)
-		assert.Equal(t, steps.Unauthorized, steps.CodeOf(err))
+		assert.Equal(t, fault.Unauthorized, fault.CodeOf(err))
 	})
 	t.Run("invalid answer fields fail as invalid, every problem listed", func(t *testing.T) {
 		c := stepstest.NewCall(t, d, map[string]any{"message": "ok?", "fields": fields})
 		stepstest.HostOf(c).Answer(steps.ApprovalResponse{Approved: true, By: "kim",
 			Fields: map[string]any{"force": "yes", "extra": 1}})
 		_, err := d.Run(context.Background(), c)
-		assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+		assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 		assert.Equal(t, `approval answer: field force must be a boolean (got string "yes"); field replicas is required; unknown field "extra"`,
-			err.(*steps.Error).Message)
+			err.(*fault.Error).Message)
 	})
 	t.Run("a fractional answer to an integer field is invalid", func(t *testing.T) {
 		c := stepstest.NewCall(t, d, map[string]any{"message": "ok?", "fields": fields})
 		stepstest.HostOf(c).Answer(steps.ApprovalResponse{Approved: true, Fields: map[string]any{"replicas": 1.5}})
 		_, err := d.Run(context.Background(), c)
-		assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+		assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 	})
 	t.Run("a suspending host suspends the step unchanged", func(t *testing.T) {
 		c := stepstest.NewCall(t, d, map[string]any{"message": "ok?"})
 		stepstest.HostOf(c).Suspend = true
 		_, err := d.Run(context.Background(), c)
-		assert.Same(t, steps.ErrSuspended, err)
+		assert.Same(t, fault.ErrSuspended, err)
 	})
 	t.Run("the deadline is computed once and checkpointed", func(t *testing.T) {
 		c := stepstest.NewCall(t, d, map[string]any{"message": "ok?", "timeout": "2h"})
@@ -83,7 +84,7 @@ func TestApproval(t *testing.T) {
 		h := stepstest.HostOf(c)
 		h.Suspend = true
 		_, err := d.Run(context.Background(), c)
-		require.ErrorIs(t, err, steps.ErrSuspended)
+		require.ErrorIs(t, err, fault.ErrSuspended)
 		var cp struct{ Deadline time.Time }
 		require.NoError(t, json.Unmarshal(h.LastCheckpoint(), &cp))
 		assert.Equal(t, now.Add(2*time.Hour), cp.Deadline)
@@ -93,7 +94,7 @@ func TestApproval(t *testing.T) {
 		c.Resume = h.LastCheckpoint()
 		now = now.Add(90 * time.Minute)
 		_, err = d.Run(context.Background(), c)
-		require.ErrorIs(t, err, steps.ErrSuspended)
+		require.ErrorIs(t, err, fault.ErrSuspended)
 		assert.Equal(t, cp.Deadline, h.ApprovalRequests()[1].Deadline)
 		assert.Len(t, h.Checkpoints(), 1)
 	})
@@ -101,7 +102,7 @@ func TestApproval(t *testing.T) {
 		c := stepstest.NewCall(t, d, map[string]any{"message": "ok?", "timeout": 3600})
 		c.Resume = []byte(`{"deadline":"` + time.Now().Add(50*time.Millisecond).Format(time.RFC3339Nano) + `"}`)
 		_, err := d.Run(context.Background(), c)
-		assert.Equal(t, steps.Timeout, steps.CodeOf(err))
+		assert.Equal(t, fault.Timeout, fault.CodeOf(err))
 	})
 	t.Run("on_timeout approve approves at the deadline with the fields' defaults", func(t *testing.T) {
 		deadline := time.Now().Add(50 * time.Millisecond).UTC()
@@ -133,7 +134,7 @@ func TestApproval(t *testing.T) {
 		c := stepstest.NewCall(t, d, map[string]any{"message": "ok?", "fields": map[string]any{"ticket": map[string]any{"type": "string"}}})
 		stepstest.HostOf(c).Answer(steps.ApprovalResponse{Approved: true, By: "kim", Fields: map[string]any{"tiket": "OPS-1"}})
 		_, err := d.Run(context.Background(), c)
-		assert.Equal(t, `approval answer: unknown field "tiket"; did you mean "ticket"?`, err.(*steps.Error).Message)
+		assert.Equal(t, `approval answer: unknown field "tiket"; did you mean "ticket"?`, err.(*fault.Error).Message)
 	})
 	t.Run("field declarations are checked at load", func(t *testing.T) {
 		problems := d.CheckLiteral(map[string]any{"message": "m", "fields": map[string]any{

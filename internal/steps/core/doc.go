@@ -6,7 +6,7 @@
 // Conventions shared by every type here:
 //   - Run returns the context's error, unwrapped, when it is cancelled
 //     (code Cancelled); step-level timeouts are reported with code Timeout.
-//   - Failures users can act on are *steps.Error with a code the retry
+//   - Failures users can act on are *fault.Error with a code the retry
 //     policy understands (http.request classifies status codes, shell uses
 //     Failed for a disallowed exit code).
 //   - Waits (sleep, approval) compute their deadline once, persist it with

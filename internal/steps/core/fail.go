@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -25,5 +26,5 @@ func runFail(ctx context.Context, c *steps.Call, p *failParams) (steps.Outputs, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return nil, &steps.Error{Code: steps.Code(p.Code), Message: p.Message, Data: p.Data}
+	return nil, &fault.Error{Code: fault.Code(p.Code), Message: p.Message, Data: p.Data}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps/stepstest"
 )
 
@@ -17,15 +17,15 @@ func TestFail(t *testing.T) {
 	tests := []struct {
 		name string
 		with map[string]any
-		code steps.Code
+		code fault.Code
 	}{
-		{"the default code is failed", map[string]any{"message": "stop"}, steps.Failed},
-		{"a given code is used", map[string]any{"message": "stop", "code": "throttled"}, steps.Throttled},
+		{"the default code is failed", map[string]any{"message": "stop"}, fault.Failed},
+		{"a given code is used", map[string]any{"message": "stop", "code": "throttled"}, fault.Throttled},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := d.Run(context.Background(), stepstest.NewCall(t, d, tt.with))
-			var se *steps.Error
+			var se *fault.Error
 			require.True(t, errors.As(err, &se))
 			assert.Equal(t, tt.code, se.Code)
 			assert.Equal(t, "stop", se.Error())
@@ -33,7 +33,7 @@ func TestFail(t *testing.T) {
 	}
 	t.Run("data reaches the error", func(t *testing.T) {
 		_, err := d.Run(context.Background(), stepstest.NewCall(t, d, map[string]any{"message": "m", "data": map[string]any{"k": 1}}))
-		var se *steps.Error
+		var se *fault.Error
 		require.True(t, errors.As(err, &se))
 		assert.Equal(t, map[string]any{"k": 1}, se.Data)
 	})

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -57,9 +58,9 @@ func init() {
 	})
 }
 
-func checkHTTP(params any, dynamic map[string]bool) []steps.Problem {
+func checkHTTP(params any, dynamic map[string]bool) []fault.Problem {
 	p := params.(*httpParams)
-	var out []steps.Problem
+	var out []fault.Problem
 	bodies := 0
 	for _, b := range []struct {
 		name string
@@ -68,16 +69,16 @@ func checkHTTP(params any, dynamic map[string]bool) []steps.Problem {
 		if b.set || dynamic[b.name] {
 			bodies++
 			if bodies > 1 {
-				out = append(out, steps.Problem{Path: b.name, Message: "only one of json, body and form may be given"})
+				out = append(out, fault.Problem{Path: b.name, Message: "only one of json, body and form may be given"})
 			}
 		}
 	}
 	if (p.BasicAuth != nil || dynamic["basic_auth"]) && (p.BearerToken != "" || dynamic["bearer_token"]) {
-		out = append(out, steps.Problem{Path: "bearer_token", Message: "cannot be used with basic_auth"})
+		out = append(out, fault.Problem{Path: "bearer_token", Message: "cannot be used with basic_auth"})
 	}
 	if !dynamic["url"] && p.URL != "" {
 		if u, err := url.Parse(p.URL); err == nil && u.Scheme != "http" && u.Scheme != "https" {
-			out = append(out, steps.Problem{Path: "url", Message: fmt.Sprintf("must be an http or https URL (got scheme %q)", u.Scheme)})
+			out = append(out, fault.Problem{Path: "url", Message: fmt.Sprintf("must be an http or https URL (got scheme %q)", u.Scheme)})
 		}
 	}
 	return out
@@ -134,7 +135,7 @@ func runHTTP(ctx context.Context, c *steps.Call, p *httpParams) (steps.Outputs, 
 func newRequest(ctx context.Context, c *steps.Call, p *httpParams) (*http.Request, error) {
 	u, err := url.Parse(p.URL)
 	if err != nil {
-		return nil, &steps.Error{Code: steps.Invalid, Message: "url", Err: err}
+		return nil, &fault.Error{Code: fault.Invalid, Message: "url", Err: err}
 	}
 	if len(p.Query) > 0 {
 		q := u.Query()
@@ -149,7 +150,7 @@ func newRequest(ctx context.Context, c *steps.Call, p *httpParams) (*http.Reques
 	case p.JSON != nil:
 		b, err := json.Marshal(p.JSON)
 		if err != nil {
-			return nil, &steps.Error{Code: steps.Invalid, Message: "json: cannot encode", Err: err}
+			return nil, &fault.Error{Code: fault.Invalid, Message: "json: cannot encode", Err: err}
 		}
 		body, contentType = bytes.NewReader(b), "application/json"
 	case p.Form != nil:
@@ -163,7 +164,7 @@ func newRequest(ctx context.Context, c *steps.Call, p *httpParams) (*http.Reques
 	}
 	req, err := http.NewRequestWithContext(ctx, p.Method, u.String(), body)
 	if err != nil {
-		return nil, &steps.Error{Code: steps.Invalid, Message: "build request", Err: err}
+		return nil, &fault.Error{Code: fault.Invalid, Message: "build request", Err: err}
 	}
 	req.Header.Set("User-Agent", "runbook")
 	if contentType != "" {
@@ -197,13 +198,13 @@ func requestError(ctx, rctx context.Context, p *httpParams, err error) error {
 	}
 	target := p.Method + " " + redactURL(p.URL)
 	if rctx.Err() != nil {
-		return &steps.Error{Code: steps.Timeout, Message: fmt.Sprintf("%s: no complete response within %s", target, p.Timeout), Err: err}
+		return &fault.Error{Code: fault.Timeout, Message: fmt.Sprintf("%s: no complete response within %s", target, p.Timeout), Err: err}
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return &steps.Error{Code: steps.Unavailable, Message: target, Err: err}
+	return &fault.Error{Code: fault.Unavailable, Message: target, Err: err}
 }
 
 // redactURL drops user info and the query, which may carry credentials.
@@ -278,8 +279,8 @@ func statusError(p *httpParams, resp *http.Response, body []byte) error {
 	if len(b) > errorBodyBytes {
 		b = b[:errorBodyBytes]
 	}
-	return &steps.Error{
-		Code:    steps.CodeForHTTPStatus(resp.StatusCode),
+	return &fault.Error{
+		Code:    fault.CodeForHTTPStatus(resp.StatusCode),
 		Message: fmt.Sprintf("%s %s: unexpected status %s", p.Method, redactURL(p.URL), resp.Status),
 		Data:    map[string]any{"status": resp.StatusCode, "body": string(b)},
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 	"github.com/runbook/runbook/internal/steps/stepstest"
 )
@@ -150,15 +151,15 @@ func TestHTTPRequest(t *testing.T) {
 		start := time.Now()
 		_, err := runHTTP(t, map[string]any{"url": srv.URL + "/slow", "timeout": "100ms"})
 		assert.Less(t, time.Since(start), 2*time.Second)
-		assert.Equal(t, steps.Timeout, steps.CodeOf(err), "err: %v", err)
+		assert.Equal(t, fault.Timeout, fault.CodeOf(err), "err: %v", err)
 	})
 	t.Run("a refused connection is unavailable", func(t *testing.T) {
 		dead := httptest.NewServer(http.NotFoundHandler())
 		url := dead.URL
 		dead.Close()
 		_, err := runHTTP(t, map[string]any{"url": url})
-		assert.Equal(t, steps.Unavailable, steps.CodeOf(err), "err: %v", err)
-		assert.True(t, steps.Retryable(err))
+		assert.Equal(t, fault.Unavailable, fault.CodeOf(err), "err: %v", err)
+		assert.True(t, fault.Retryable(err))
 	})
 }
 
@@ -166,15 +167,15 @@ func TestHTTPStatusClassification(t *testing.T) {
 	srv, _ := echoServer(t)
 	tests := []struct {
 		status int
-		code   steps.Code
+		code   fault.Code
 	}{
-		{429, steps.Throttled}, {500, steps.Unavailable}, {503, steps.Unavailable}, {401, steps.Unauthorized},
-		{403, steps.Unauthorized}, {404, steps.NotFound}, {409, steps.Conflict}, {400, steps.Invalid}, {422, steps.Invalid},
+		{429, fault.Throttled}, {500, fault.Unavailable}, {503, fault.Unavailable}, {401, fault.Unauthorized},
+		{403, fault.Unauthorized}, {404, fault.NotFound}, {409, fault.Conflict}, {400, fault.Invalid}, {422, fault.Invalid},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("status %d fails with code %s", tt.status, tt.code), func(t *testing.T) {
 			out, err := runHTTP(t, map[string]any{"url": fmt.Sprintf("%s/status/%d", srv.URL, tt.status)})
-			var se *steps.Error
+			var se *fault.Error
 			require.True(t, errors.As(err, &se), "err: %v", err)
 			assert.Equal(t, tt.code, se.Code)
 			assert.Equal(t, tt.status, se.Data["status"])

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 	"github.com/runbook/runbook/internal/steps/stepstest"
 )
@@ -31,10 +32,10 @@ func TestPlaybook(t *testing.T) {
 	t.Run("a suspended child suspends the step", func(t *testing.T) {
 		c := stepstest.NewCall(t, d, map[string]any{"path": "child.yaml"})
 		stepstest.HostOf(c).RunPlaybookFunc = func(context.Context, string, map[string]any) (steps.Outputs, error) {
-			return nil, steps.ErrSuspended
+			return nil, fault.ErrSuspended
 		}
 		_, err := d.Run(context.Background(), c)
-		assert.ErrorIs(t, err, steps.ErrSuspended)
+		assert.ErrorIs(t, err, fault.ErrSuspended)
 	})
 	t.Run("the path is required", func(t *testing.T) {
 		assert.Equal(t, "path: is required", d.CheckLiteral(map[string]any{})[0].Error())

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -49,20 +50,20 @@ func init() {
 	})
 }
 
-func checkShell(params any, dynamic map[string]bool) []steps.Problem {
+func checkShell(params any, dynamic map[string]bool) []fault.Problem {
 	p := params.(*shellParams)
 	hasCmd := p.Command != "" || dynamic["command"]
 	hasArgv := p.Argv != nil || dynamic["argv"]
-	var out []steps.Problem
+	var out []fault.Problem
 	switch {
 	case hasCmd && hasArgv:
-		out = append(out, steps.Problem{Path: "argv", Message: "cannot be used with command; give one of them"})
+		out = append(out, fault.Problem{Path: "argv", Message: "cannot be used with command; give one of them"})
 	case !hasCmd && !hasArgv:
-		out = append(out, steps.Problem{Path: "command", Message: "is required (or give argv)"})
+		out = append(out, fault.Problem{Path: "command", Message: "is required (or give argv)"})
 	}
 	for k := range p.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
-			out = append(out, steps.Problem{Path: "env", Message: fmt.Sprintf("invalid variable name %q", k)})
+			out = append(out, fault.Problem{Path: "env", Message: fmt.Sprintf("invalid variable name %q", k)})
 		}
 	}
 	return out
@@ -140,7 +141,7 @@ func runShell(ctx context.Context, c *steps.Call, p *shellParams) (steps.Outputs
 
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return nil, &steps.Error{Code: steps.Failed, Message: "start command", Err: err}
+		return nil, &fault.Error{Code: fault.Failed, Message: "start command", Err: err}
 	}
 	waitErr := cmd.Wait()
 	elapsed := time.Since(start)
@@ -153,12 +154,12 @@ func runShell(ctx context.Context, c *steps.Call, p *shellParams) (steps.Outputs
 		return nil, ctx.Err()
 	}
 	if rctx.Err() != nil {
-		return nil, &steps.Error{Code: steps.Timeout, Message: fmt.Sprintf("command timed out after %s", p.Timeout),
+		return nil, &fault.Error{Code: fault.Timeout, Message: fmt.Sprintf("command timed out after %s", p.Timeout),
 			Data: map[string]any{"stderr": tail(stderr.buf, 1024)}}
 	}
 	var exitErr *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) {
-		return nil, &steps.Error{Code: steps.Failed, Message: "run command", Err: waitErr}
+		return nil, &fault.Error{Code: fault.Failed, Message: "run command", Err: waitErr}
 	}
 
 	code := cmd.ProcessState.ExitCode()
@@ -178,16 +179,16 @@ func runShell(ctx context.Context, c *steps.Call, p *shellParams) (steps.Outputs
 		if t := strings.TrimSpace(tail(stderr.buf, 200)); t != "" {
 			msg += ": " + lastLine(t)
 		}
-		return out, &steps.Error{Code: steps.Failed, Message: msg,
+		return out, &fault.Error{Code: fault.Failed, Message: msg,
 			Data: map[string]any{"exit_code": code, "stderr": tail(stderr.buf, 1024)}}
 	}
 	if p.ParseJSON {
 		if stdout.dropped > 0 {
-			return out, &steps.Error{Code: steps.Failed, Message: fmt.Sprintf("stdout is longer than max_output_bytes (%d) and cannot be parsed as JSON", p.MaxOutputBytes)}
+			return out, &fault.Error{Code: fault.Failed, Message: fmt.Sprintf("stdout is longer than max_output_bytes (%d) and cannot be parsed as JSON", p.MaxOutputBytes)}
 		}
 		var v any
 		if err := json.Unmarshal(stdout.buf, &v); err != nil {
-			return out, &steps.Error{Code: steps.Failed, Message: "stdout is not JSON", Err: err,
+			return out, &fault.Error{Code: fault.Failed, Message: "stdout is not JSON", Err: err,
 				Data: map[string]any{"stdout": tail(stdout.buf, 1024)}}
 		}
 		out["json"] = v
@@ -207,7 +208,7 @@ func shellDir(base, dir string) (string, error) {
 	}
 	fi, err := os.Stat(dir)
 	if err != nil || !fi.IsDir() {
-		return "", &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("dir %s is not a directory", dir)}
+		return "", &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("dir %s is not a directory", dir)}
 	}
 	return dir, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 	"github.com/runbook/runbook/internal/steps/stepstest"
 )
@@ -48,9 +49,9 @@ func TestShell(t *testing.T) {
 	})
 	t.Run("a failing exit code fails with the stderr tail", func(t *testing.T) {
 		_, out, err := runShell(t, ctx, map[string]any{"command": "echo first >&2; echo 'no such thing' >&2; exit 3"})
-		var se *steps.Error
+		var se *fault.Error
 		require.True(t, errors.As(err, &se), "err: %v", err)
-		assert.Equal(t, steps.Failed, se.Code)
+		assert.Equal(t, fault.Failed, se.Code)
 		assert.Equal(t, "command exited with code 3: no such thing", se.Message)
 		assert.Equal(t, 3, se.Data["exit_code"])
 		assert.Equal(t, "first\nno such thing\n", se.Data["stderr"])
@@ -90,7 +91,7 @@ func TestShell(t *testing.T) {
 	})
 	t.Run("a missing dir is invalid", func(t *testing.T) {
 		_, _, err := runShell(t, ctx, map[string]any{"command": "true", "dir": "nope"})
-		assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+		assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 	})
 	t.Run("stdin reaches the command", func(t *testing.T) {
 		_, out, err := runShell(t, ctx, map[string]any{"command": "tr a-z A-Z", "stdin": "shout"})
@@ -110,19 +111,19 @@ func TestShell(t *testing.T) {
 	})
 	t.Run("parse_json fails on output that is not JSON", func(t *testing.T) {
 		_, _, err := runShell(t, ctx, map[string]any{"command": "echo nope", "parse_json": true})
-		assert.Equal(t, steps.Failed, steps.CodeOf(err))
+		assert.Equal(t, fault.Failed, fault.CodeOf(err))
 		assert.Contains(t, err.Error(), "stdout is not JSON")
 	})
 	t.Run("a missing program fails to start", func(t *testing.T) {
 		_, _, err := runShell(t, ctx, map[string]any{"argv": []any{"/nonexistent/program"}})
-		assert.Equal(t, steps.Failed, steps.CodeOf(err))
+		assert.Equal(t, fault.Failed, fault.CodeOf(err))
 		assert.Contains(t, err.Error(), "start command")
 	})
 	t.Run("the step's timeout kills the command", func(t *testing.T) {
 		start := time.Now()
 		_, _, err := runShell(t, ctx, map[string]any{"command": "sleep 10", "timeout": "100ms"})
 		assert.Less(t, time.Since(start), 2*time.Second)
-		assert.Equal(t, steps.Timeout, steps.CodeOf(err), "err: %v", err)
+		assert.Equal(t, fault.Timeout, fault.CodeOf(err), "err: %v", err)
 	})
 }
 

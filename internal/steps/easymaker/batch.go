@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/runbook/runbook/internal/cloud/easymaker"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -80,7 +81,7 @@ func resolveModel(ctx context.Context, cl *easymaker.Client, name string) (strin
 		choices = append(choices, m.ModelName)
 	}
 	if id == "" {
-		return "", &steps.Error{Code: steps.NotFound, Message: fmt.Sprintf("model_name: model %q does not exist; choices: %v", name, choices),
+		return "", &fault.Error{Code: fault.NotFound, Message: fmt.Sprintf("model_name: model %q does not exist; choices: %v", name, choices),
 			Data: map[string]any{"choices": choices}}
 	}
 	return id, nil

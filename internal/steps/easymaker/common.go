@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/runbook/runbook/internal/cloud/easymaker"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -129,10 +130,10 @@ func apiPath(segments ...string) string {
 }
 
 // problems collects the findings of the Check funcs.
-type problems []steps.Problem
+type problems []fault.Problem
 
 func (ps *problems) add(path, format string, args ...any) {
-	*ps = append(*ps, steps.Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+	*ps = append(*ps, fault.Problem{Path: path, Message: fmt.Sprintf(format, args...)})
 }
 
 // storage is what the params say about the storage the resource needs.
@@ -157,7 +158,7 @@ func (ps *problems) checkStorage(s storage, pathFields ...string) {
 	}
 	for _, k := range sortedKeys(s.paths) {
 		if strings.HasPrefix(s.paths[k], "obs://") {
-			*ps = append(*ps, steps.Problem{Path: s.field, Message: fmt.Sprintf(
+			*ps = append(*ps, fault.Problem{Path: s.field, Message: fmt.Sprintf(
 				"is required (300 to 10000 GB) when data comes from object storage (%s is %s); it is not needed with NAS (nas://) paths", k, s.paths[k])})
 			return
 		}

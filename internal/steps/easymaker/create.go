@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/cloud/easymaker"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -80,7 +81,7 @@ func runCreate(ctx context.Context, c *steps.Call, k creation) (steps.Outputs, e
 				return nil, err
 			}
 			if id == "" {
-				return nil, steps.Errorf(steps.Internal, "%s: the service answered the create without an ID", k.what)
+				return nil, fault.Errorf(fault.Internal, "%s: the service answered the create without an ID", k.what)
 			}
 		}
 		cp.Phase, cp.ID, cp.Outputs = phaseCalled, id, snap.Outputs
@@ -161,7 +162,7 @@ func deleteResult(ctx context.Context, c *steps.Call, conn, what, id string, del
 		switch {
 		case err == nil:
 			return steps.Outputs{"id": id, "deleted": true}, nil
-		case steps.CodeOf(err) == steps.NotFound:
+		case fault.CodeOf(err) == fault.NotFound:
 			c.Log.Info("already gone", "resource", what, "id", id)
 			return steps.Outputs{"id": id, "deleted": false}, nil
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/runbook/runbook/internal/cloud/easymaker"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -20,7 +21,7 @@ type serving struct {
 	UseLog                    bool            `json:"use_log" default:"false" desc:"leave the logs in the log search service"`
 }
 
-func checkServing(dyn map[string]bool, s *serving) []steps.Problem {
+func checkServing(dyn map[string]bool, s *serving) []fault.Problem {
 	var ps problems
 	ps.checkResources(dyn, s.EndpointModelResourceList)
 	return ps
@@ -208,7 +209,7 @@ type predictParams struct {
 	JSON            any    `json:"json" required:"true" desc:"the request payload, e.g. {instances: [[1.0, 2.0]]}"`
 }
 
-func checkPredict(params any, dyn map[string]bool) []steps.Problem {
+func checkPredict(params any, dyn map[string]bool) []fault.Problem {
 	p := params.(*predictParams)
 	var ps problems
 	if dyn["endpoint_id"] || dyn["endpoint_stage_id"] {
@@ -235,7 +236,7 @@ func predict(ctx context.Context, cl *easymaker.Client, p *predictParams) (steps
 		return nil, fmt.Errorf("read the stage to predict with: %w", err)
 	}
 	if st.EndpointStageStatusCode != easymaker.StatusActive {
-		return nil, steps.Errorf(steps.InProgress, "stage %s is %s; predict needs it ACTIVE", st.EndpointStageID, st.EndpointStageStatusCode)
+		return nil, fault.Errorf(fault.InProgress, "stage %s is %s; predict needs it ACTIVE", st.EndpointStageID, st.EndpointStageStatusCode)
 	}
 	model := p.ModelID
 	if model == "" {
@@ -244,13 +245,13 @@ func predict(ctx context.Context, cl *easymaker.Client, p *predictParams) (steps
 			for i, m := range st.EndpointModelList {
 				ids[i] = m.ModelID
 			}
-			return nil, steps.Errorf(steps.Invalid, "model_id: stage %s serves %d models (%s); say which", st.EndpointStageID, len(ids), strings.Join(ids, ", "))
+			return nil, fault.Errorf(fault.Invalid, "model_id: stage %s serves %d models (%s); say which", st.EndpointStageID, len(ids), strings.Join(ids, ", "))
 		}
 		model = st.EndpointModelList[0].ModelID
 	}
 	uri, ok := st.ResourceURI(model)
 	if !ok {
-		return nil, steps.Errorf(steps.NotFound, "model_id: stage %s does not serve model %s", st.EndpointStageID, model)
+		return nil, fault.Errorf(fault.NotFound, "model_id: stage %s does not serve model %s", st.EndpointStageID, model)
 	}
 	raw, err := cl.Predict(ctx, st, uri, p.JSON)
 	if err != nil {
@@ -258,7 +259,7 @@ func predict(ctx context.Context, cl *easymaker.Client, p *predictParams) (steps
 	}
 	var answer any
 	if err := json.Unmarshal(raw, &answer); err != nil {
-		return nil, &steps.Error{Code: steps.Failed, Message: "the model server's answer is not JSON", Err: err}
+		return nil, &fault.Error{Code: fault.Failed, Message: "the model server's answer is not JSON", Err: err}
 	}
 	return steps.Outputs{"predictions": answer, "endpoint_stage_id": st.EndpointStageID, "model_id": model,
 		"url": easymaker.StageURL(st.APIGWStageURL) + uri}, nil
@@ -292,7 +293,7 @@ func init() {
 			{Name: "apigw_stage_url", Type: "string", Description: "the default stage's API gateway URL (\"\" before it is read)"},
 			adoptedOutput,
 		},
-		Check: func(params any, dyn map[string]bool) []steps.Problem {
+		Check: func(params any, dyn map[string]bool) []fault.Problem {
 			return checkServing(dyn, &params.(*endpointCreateParams).serving)
 		},
 		Plan: func(params any) []steps.PlannedCall {
@@ -315,7 +316,7 @@ func init() {
 		Params:   stageCreateParams{},
 		Mutating: true,
 		Outputs:  append(append([]steps.Output{}, stageOutputs...), adoptedOutput),
-		Check: func(params any, dyn map[string]bool) []steps.Problem {
+		Check: func(params any, dyn map[string]bool) []fault.Problem {
 			return checkServing(dyn, &params.(*stageCreateParams).serving)
 		},
 		Plan: func(params any) []steps.PlannedCall {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/sim"
@@ -20,7 +21,6 @@ import (
 	_ "github.com/runbook/runbook/internal/sim/objectstorage"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/state/bolt"
-	"github.com/runbook/runbook/internal/steps"
 	_ "github.com/runbook/runbook/internal/steps/core"
 	_ "github.com/runbook/runbook/internal/steps/logncrash"
 	_ "github.com/runbook/runbook/internal/steps/objectstorage"
@@ -44,7 +44,7 @@ func newEngine(t *testing.T, srv *sim.Server) *testEngine {
 		Connection: func(name string, _ map[string]any) (map[string]any, error) {
 			conn, ok := srv.Connections()[name]
 			if !ok {
-				return nil, &steps.Error{Code: steps.Invalid, Message: "no connection " + name}
+				return nil, &fault.Error{Code: fault.Invalid, Message: "no connection " + name}
 			}
 			return conn, nil
 		},
@@ -212,7 +212,7 @@ func TestComputedValuesBreakingALimitFailTheStepBeforeAnyCall(t *testing.T) {
 			rec := e.step(t, run.ID, tc.step)
 			require.NotNil(t, rec.Error, "step %s failed (run: %v)", tc.step, err)
 			assert.Contains(t, rec.Error.Message, tc.want)
-			assert.Equal(t, string(steps.Invalid), rec.Error.Code)
+			assert.Equal(t, string(fault.Invalid), rec.Error.Code)
 			assert.Empty(t, s.srv.Journal.Calls("easymaker", "", ""), "no call reached the service")
 		})
 	}
@@ -279,7 +279,7 @@ func TestEveryLimitOfTheSpecFailsAComputedValueBeforeAnyCall(t *testing.T) {
 			require.NotNil(t, run)
 			rec := e.step(t, run.ID, "s")
 			require.NotNil(t, rec.Error)
-			assert.Equal(t, string(steps.Invalid), rec.Error.Code)
+			assert.Equal(t, string(fault.Invalid), rec.Error.Code)
 			assert.Contains(t, rec.Error.Message, tc.path+": ")
 			assert.Contains(t, rec.Error.Message, tc.want)
 			assert.Len(t, s.srv.Journal.Calls("easymaker", "", ""), before, "no call reached the service")

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/runbook/runbook/internal/cloud/easymaker"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -111,7 +112,7 @@ func listAll(ctx context.Context, cl *easymaker.Client, what, experiment string)
 			out, err = items(l)
 		}
 	default:
-		return nil, nil, steps.Errorf(steps.Invalid, "what: cannot list %q", what)
+		return nil, nil, fault.Errorf(fault.Invalid, "what: cannot list %q", what)
 	}
 	if names == nil {
 		names = []string{}

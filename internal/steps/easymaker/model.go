@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/runbook/runbook/internal/cloud/easymaker"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -25,7 +26,7 @@ type modelCreateParams struct {
 	waitParams
 }
 
-func checkModelCreate(params any, dyn map[string]bool) []steps.Problem {
+func checkModelCreate(params any, dyn map[string]bool) []fault.Problem {
 	p := params.(*modelCreateParams)
 	var ps problems
 	if dyn["training_id"] || dyn["hyperparameter_tuning_id"] {

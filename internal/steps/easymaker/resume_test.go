@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 	"github.com/runbook/runbook/internal/steps/stepstest"
 )
@@ -38,7 +39,7 @@ func TestAnInterruptedWaitResumesOnTheSameResourceUntilTheSameDeadline(t *testin
 	defer cancel()
 	_, err := d.Run(ctx, c)
 	require.Error(t, err, "interrupted mid-wait")
-	assert.Equal(t, steps.Timeout, steps.CodeOf(err))
+	assert.Equal(t, fault.Timeout, fault.CodeOf(err))
 	cp := lastCheckpoint(t, c)
 	assert.Equal(t, "called", cp.Phase)
 	require.NotEmpty(t, cp.ID, "the ID waited on is persisted before the wait")
@@ -84,7 +85,7 @@ func TestAWaitThatOutlivesItsTimeoutFailsWithTimeout(t *testing.T) {
 	}
 	_, err := d.Run(context.Background(), c)
 	require.Error(t, err)
-	assert.Equal(t, steps.Timeout, steps.CodeOf(err))
+	assert.Equal(t, fault.Timeout, fault.CodeOf(err))
 	assert.Contains(t, err.Error(), "deadline")
 }
 
@@ -183,7 +184,7 @@ func TestCancellingAWaitReturnsPromptly(t *testing.T) {
 	select {
 	case err := <-done:
 		assert.Less(t, time.Since(at), stepstest.Prompt)
-		assert.Equal(t, steps.Cancelled, steps.CodeOf(err), "error: %v", err)
+		assert.Equal(t, fault.Cancelled, fault.CodeOf(err), "error: %v", err)
 	case <-time.After(stepstest.Prompt + time.Second):
 		t.Fatal("the wait did not end on cancel")
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/fault"
 	simem "github.com/runbook/runbook/internal/sim/easymaker"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 func TestTuneRegisterDeployAndPredictAgainstTheSimulator(t *testing.T) {
@@ -119,9 +119,9 @@ func TestAWaitFailsAtOnceWithTheStatusAndReason(t *testing.T) {
 	// until its 2 m timeout.
 	assert.Less(t, time.Since(start), 5*time.Second, "the wait stops at the first FAIL status")
 	require.Error(t, err)
-	assert.Equal(t, steps.Failed, steps.CodeOf(err))
+	assert.Equal(t, fault.Failed, fault.CodeOf(err))
 	assert.Contains(t, err.Error(), "FAIL_TRAIN")
-	var se *steps.Error
+	var se *fault.Error
 	require.ErrorAs(t, err, &se)
 	assert.NotEmpty(t, se.Data["reason"], "the training's statusReason is in the error")
 	assert.Contains(t, err.Error(), se.Data["reason"])
@@ -139,7 +139,7 @@ func TestABatchInferenceWithoutInputFails(t *testing.T) {
 		"input_data_uri": obsPrefix + "/missing/", "input_data_type": "JSONL",
 		"output_upload_uri": obsPrefix + "/out/", "data_storage_size": 300}))
 	require.Error(t, err)
-	assert.Equal(t, steps.Failed, steps.CodeOf(err))
+	assert.Equal(t, fault.Failed, fault.CodeOf(err))
 	assert.Contains(t, err.Error(), "FAIL_BATCH_INFERENCE")
 }
 
@@ -149,7 +149,7 @@ func TestUnknownNamesAreRefusedWithTheChoices(t *testing.T) {
 	exp := s.experiment("e")
 	_, err := s.try("easymaker.training.run", with(trainingWith(exp, "t"), map[string]any{"train_instance_name": "huge"}))
 	require.Error(t, err)
-	assert.Equal(t, steps.NotFound, steps.CodeOf(err))
+	assert.Equal(t, fault.NotFound, fault.CodeOf(err))
 	assert.Contains(t, err.Error(), "train_instance_name")
 	assert.Contains(t, err.Error(), cpuFlavor, "the error lists the valid choices")
 	assert.Zero(t, s.posts("/trainings"))

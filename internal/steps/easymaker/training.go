@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/runbook/runbook/internal/cloud/easymaker"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -100,7 +101,7 @@ type trainingRunParams struct {
 	waitParams
 }
 
-func checkTrainingRun(params any, dyn map[string]bool) []steps.Problem {
+func checkTrainingRun(params any, dyn map[string]bool) []fault.Problem {
 	p := params.(*trainingRunParams)
 	var ps problems
 	p.algorithmParams.check(&ps, dyn)

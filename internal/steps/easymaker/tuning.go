@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/runbook/runbook/internal/cloud/easymaker"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -55,7 +56,7 @@ type tuningRunParams struct {
 
 func (p *tuningRunParams) own() bool { return p.SourceDirURI != "" || p.EntryPoint != "" }
 
-func checkTuningRun(params any, dyn map[string]bool) []steps.Problem {
+func checkTuningRun(params any, dyn map[string]bool) []fault.Problem {
 	p := params.(*tuningRunParams)
 	var ps problems
 	p.algorithmParams.check(&ps, dyn)

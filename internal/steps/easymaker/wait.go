@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/cloud/easymaker"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -64,7 +65,7 @@ func waitFor(ctx context.Context, c *steps.Call, cl *easymaker.Client, what, id 
 			if reason == "" {
 				reason = "no reason given"
 			}
-			return s, &steps.Error{Code: steps.Failed,
+			return s, &fault.Error{Code: fault.Failed,
 				Message: fmt.Sprintf("%s %s ended %s: %s", what, id, s.Status, reason),
 				Data:    map[string]any{"id": id, "status": s.Status, "reason": s.Reason}}
 		}
@@ -72,7 +73,7 @@ func waitFor(ctx context.Context, c *steps.Call, cl *easymaker.Client, what, id 
 			return s, nil
 		}
 		if !deadline.IsZero() && !c.Now().Before(deadline) {
-			return s, &steps.Error{Code: steps.Timeout,
+			return s, &fault.Error{Code: fault.Timeout,
 				Message: fmt.Sprintf("%s %s is still %s at the wait's deadline %s", what, id, s.Status, deadline.UTC().Format(time.RFC3339)),
 				Data:    map[string]any{"id": id, "status": s.Status}}
 		}

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/runbook/runbook/internal/cloud/logncrash"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -33,7 +34,7 @@ func init() {
 	})
 }
 
-func checkSend(params any, dynamic map[string]bool) []steps.Problem {
+func checkSend(params any, dynamic map[string]bool) []fault.Problem {
 	p := params.(*sendParams)
 	if dynamic["fields"] {
 		return nil
@@ -43,13 +44,13 @@ func checkSend(params any, dynamic map[string]bool) []steps.Problem {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	var out []steps.Problem
+	var out []fault.Problem
 	if len(names) > logncrash.MaxFields {
-		out = append(out, steps.Problem{Path: "fields", Message: fmt.Sprintf("at most %d custom fields (got %d)", logncrash.MaxFields, len(names))})
+		out = append(out, fault.Problem{Path: "fields", Message: fmt.Sprintf("at most %d custom fields (got %d)", logncrash.MaxFields, len(names))})
 	}
 	for _, k := range names {
 		if msg := logncrash.ValidField(k); msg != "" {
-			out = append(out, steps.Problem{Path: "fields." + k, Message: msg})
+			out = append(out, fault.Problem{Path: "fields." + k, Message: msg})
 		}
 	}
 	return out
@@ -60,7 +61,7 @@ func runSend(ctx context.Context, c *steps.Call, p *sendParams) (steps.Outputs, 
 		return nil, err
 	}
 	if ps := checkSend(p, nil); len(ps) > 0 {
-		return nil, steps.ProblemsError(c.StepID, ps)
+		return nil, fault.ProblemsError(c.StepID, ps)
 	}
 	conn, err := c.Host.Connection(p.Connection)
 	if err != nil {
@@ -68,11 +69,11 @@ func runSend(ctx context.Context, c *steps.Call, p *sendParams) (steps.Outputs, 
 	}
 	cfg, err := logncrash.ConfigFrom(conn)
 	if err != nil {
-		return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("connection %q", p.Connection), Err: err}
+		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("connection %q", p.Connection), Err: err}
 	}
 	cl, err := logncrash.New(cfg)
 	if err != nil {
-		return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("connection %q", p.Connection), Err: err}
+		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("connection %q", p.Connection), Err: err}
 	}
 	// The SDK's logger prints the line as well as sending it.
 	c.Log.Info(p.Message, "level", p.Level)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/sim"
 	simlnc "github.com/runbook/runbook/internal/sim/logncrash"
 	"github.com/runbook/runbook/internal/steps"
@@ -95,6 +96,6 @@ func TestSendRecordsTheLogInTheSimulator(t *testing.T) {
 		start := time.Now()
 		_, err := d.Run(ctx, c)
 		assert.Less(t, time.Since(start), stepstest.Prompt)
-		assert.Equal(t, steps.Cancelled, steps.CodeOf(err), "%v", err)
+		assert.Equal(t, fault.Cancelled, fault.CodeOf(err), "%v", err)
 	})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/runbook/runbook/internal/cloud/identity"
 	"github.com/runbook/runbook/internal/cloud/network"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -55,16 +56,16 @@ func clientFor(c *steps.Call, connection string) (*network.Client, error) {
 	return network.New(cfg)
 }
 
-// stepErr converts a client error to a *steps.Error with the code its
-// Class names. Other errors (a token source's *steps.Error, a context
+// stepErr converts a client error to a *fault.Error with the code its
+// Class names. Other errors (a token source's *fault.Error, a context
 // error, a step's own) pass unchanged.
 func stepErr(err error) error {
 	var ne *network.Error
-	var se *steps.Error
+	var se *fault.Error
 	if err == nil || !errors.As(err, &ne) || (errors.As(err, &se) && se.Code != "") {
 		return err
 	}
-	out := &steps.Error{Code: steps.Code(ne.Class), Err: err}
+	out := &fault.Error{Code: fault.Code(ne.Class), Err: err}
 	if ne.Status != 0 {
 		out.Data = map[string]any{"http_status": ne.Status, "type": ne.Type, "message": ne.Message}
 	}

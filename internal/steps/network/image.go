@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/runbook/runbook/internal/cloud/network"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 	"github.com/runbook/runbook/internal/suggest"
 )
@@ -54,7 +55,7 @@ func init() {
 				for i, img := range imgs {
 					ids[i] = img.ID
 				}
-				return nil, steps.Errorf(steps.Invalid, "image.find: %d images are named %q (%s); give the UUID instead", len(imgs), p.Name, strings.Join(ids, ", "))
+				return nil, fault.Errorf(fault.Invalid, "image.find: %d images are named %q (%s); give the UUID instead", len(imgs), p.Name, strings.Join(ids, ", "))
 			})
 		}),
 	})
@@ -74,13 +75,13 @@ func unknownImage(ctx context.Context, cl *network.Client, name string) error {
 	}
 	slices.Sort(names)
 	if len(names) == 0 {
-		return steps.Errorf(steps.NotFound, "image.find: no image named %q; the image API lists no images", name)
+		return fault.Errorf(fault.NotFound, "image.find: no image named %q; the image API lists no images", name)
 	}
 	shown := names
 	more := ""
 	if len(shown) > maxNamesShown {
 		shown, more = shown[:maxNamesShown], fmt.Sprintf(" and %d more", len(names)-maxNamesShown)
 	}
-	return steps.Errorf(steps.NotFound, "image.find: no image named %q; the images are: %s%s%s",
+	return fault.Errorf(fault.NotFound, "image.find: no image named %q; the images are: %s%s%s",
 		name, strings.Join(shown, ", "), more, suggest.Hint(name, names))
 }

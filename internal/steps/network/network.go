@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/runbook/runbook/internal/cloud/network"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -167,17 +168,17 @@ func pickExternal(nets []network.Network, name string) (*network.Network, error)
 	}
 	switch {
 	case len(nets) == 0:
-		return nil, steps.Errorf(steps.NotFound, "network.external: no network is router:external (attached to the internet gateway); attach one to the internet gateway, or leave external_network_id unset")
+		return nil, fault.Errorf(fault.NotFound, "network.external: no network is router:external (attached to the internet gateway); attach one to the internet gateway, or leave external_network_id unset")
 	case len(match) == 0:
-		return nil, steps.Errorf(steps.NotFound, "network.external: no router:external network is named %q; they are %s", name, strings.Join(cands, ", "))
+		return nil, fault.Errorf(fault.NotFound, "network.external: no router:external network is named %q; they are %s", name, strings.Join(cands, ", "))
 	case len(match) > 1 && name == "":
-		return nil, steps.Errorf(steps.Invalid, "network.external: %d networks are router:external: %s; set name to choose one", len(match), strings.Join(cands, ", "))
+		return nil, fault.Errorf(fault.Invalid, "network.external: %d networks are router:external: %s; set name to choose one", len(match), strings.Join(cands, ", "))
 	case len(match) > 1:
-		return nil, steps.Errorf(steps.Invalid, "network.external: %d router:external networks are named %q: %s; set name to a UUID", len(match), name, strings.Join(cands, ", "))
+		return nil, fault.Errorf(fault.Invalid, "network.external: %d router:external networks are named %q: %s; set name to a UUID", len(match), name, strings.Join(cands, ", "))
 	}
 	n := match[0]
 	if len(n.Subnets) == 0 {
-		return nil, steps.Errorf(steps.NotFound, "network.external: the internet-gateway network %q (%s) has no subnets; a cluster create needs their UUIDs", n.Name, n.ID)
+		return nil, fault.Errorf(fault.NotFound, "network.external: the internet-gateway network %q (%s) has no subnets; a cluster create needs their UUIDs", n.Name, n.ID)
 	}
 	return n, nil
 }

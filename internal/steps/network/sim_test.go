@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/sim"
 	_ "github.com/runbook/runbook/internal/sim/identity"
 	simnet "github.com/runbook/runbook/internal/sim/network"
@@ -81,7 +82,7 @@ func TestSeveralOrNoInternetGatewayNetworksFailWithTheCandidates(t *testing.T) {
 
 	_, err := s.try("network.external", nil)
 	require.Error(t, err)
-	assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+	assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 	assert.ErrorContains(t, err, "2 networks are router:external")
 	assert.ErrorContains(t, err, simnet.PublicNetworkID)
 	assert.ErrorContains(t, err, second)
@@ -94,12 +95,12 @@ func TestSeveralOrNoInternetGatewayNetworksFailWithTheCandidates(t *testing.T) {
 	assert.Equal(t, "Public Network", out["network_name"], "name may be the UUID")
 
 	_, err = s.try("network.external", map[string]any{"name": "Default Network"})
-	assert.Equal(t, steps.NotFound, steps.CodeOf(err))
+	assert.Equal(t, fault.NotFound, fault.CodeOf(err))
 	assert.ErrorContains(t, err, `no router:external network is named "Default Network"; they are "Public Network"`)
 
 	s.world.AddNetwork(simnet.Network{ID: "c1b2c3d4-0000-4000-8000-0000000000c1", Name: "Bare Gateway", External: true})
 	_, err = s.try("network.external", map[string]any{"name": "Bare Gateway"})
-	assert.Equal(t, steps.NotFound, steps.CodeOf(err))
+	assert.Equal(t, fault.NotFound, fault.CodeOf(err))
 	assert.ErrorContains(t, err, "has no subnets")
 }
 
@@ -107,7 +108,7 @@ func TestNoInternetGatewayNetworkIsNotFound(t *testing.T) {
 	s := startSim(t)
 	s.world.AddNetwork(simnet.Network{ID: simnet.PublicNetworkID, Name: "Public Network", External: false})
 	_, err := s.try("network.external", nil)
-	assert.Equal(t, steps.NotFound, steps.CodeOf(err))
+	assert.Equal(t, fault.NotFound, fault.CodeOf(err))
 	assert.ErrorContains(t, err, "no network is router:external")
 }
 
@@ -159,7 +160,7 @@ func TestAnUnknownImageNameListsTheValidNames(t *testing.T) {
 	s := startSim(t)
 	_, err := s.try("image.find", map[string]any{"name": "Ubuntu Server 22.04 LTS"})
 	require.Error(t, err)
-	assert.Equal(t, steps.NotFound, steps.CodeOf(err))
+	assert.Equal(t, fault.NotFound, fault.CodeOf(err))
 	for _, name := range simnet.BaseImages {
 		assert.ErrorContains(t, err, name)
 	}
@@ -170,8 +171,8 @@ func TestRefusedCredentialsAreUnauthorized(t *testing.T) {
 	s := startSim(t)
 	s.conn["token"] = "not-a-token"
 	_, err := s.try("network.external", nil)
-	assert.Equal(t, steps.Unauthorized, steps.CodeOf(err), "%v", err)
-	var se *steps.Error
+	assert.Equal(t, fault.Unauthorized, fault.CodeOf(err), "%v", err)
+	var se *fault.Error
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, 401, se.Data["http_status"])
 }
@@ -181,7 +182,7 @@ func TestABadURLIsInvalidAndABadGatewayRetried(t *testing.T) {
 	good := s.conn["image_url"]
 	s.conn["image_url"] = "no-scheme"
 	_, err := s.try("image.find", map[string]any{"name": "CentOS 7.9"})
-	assert.Equal(t, steps.Invalid, steps.CodeOf(err), "%v", err)
+	assert.Equal(t, fault.Invalid, fault.CodeOf(err), "%v", err)
 	assert.ErrorContains(t, err, "image_url")
 	s.conn["image_url"] = good
 

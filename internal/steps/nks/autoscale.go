@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/runbook/runbook/internal/cloud/nks"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -54,7 +55,7 @@ func init() {
 			{Name: "ca_scale_down_util_thresh", Type: "any", Description: "utilisation threshold (null when unset)"},
 			{Name: "ca_scale_down_delay_after_add", Type: "any", Description: "minutes (null when unset)"},
 		},
-		Check: func(params any, dyn map[string]bool) []steps.Problem {
+		Check: func(params any, dyn map[string]bool) []fault.Problem {
 			var ps problems
 			checkGroupRef(&ps, dyn, *params.(*groupRefParams))
 			return ps
@@ -84,7 +85,7 @@ func init() {
 		Params:   setAutoscalerParams{},
 		Mutating: true,
 		Outputs:  groupOutputs,
-		Check: func(params any, dyn map[string]bool) []steps.Problem {
+		Check: func(params any, dyn map[string]bool) []fault.Problem {
 			p := params.(*setAutoscalerParams)
 			var ps problems
 			checkGroupRef(&ps, dyn, p.groupRefParams)

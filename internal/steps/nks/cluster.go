@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/runbook/runbook/internal/cloud/nks"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -36,12 +37,12 @@ var waitOutputs = []steps.Output{
 func withWaitOutputs(outs ...steps.Output) []steps.Output { return append(outs, waitOutputs...) }
 
 // problems collects rule violations found by the Check funcs.
-type problems []steps.Problem
+type problems []fault.Problem
 
 // add records err (a rules.go sentence) at path; nil is ignored.
 func (ps *problems) add(path string, err error) {
 	if err != nil {
-		*ps = append(*ps, steps.Problem{Path: path, Message: err.Error()})
+		*ps = append(*ps, fault.Problem{Path: path, Message: err.Error()})
 	}
 }
 
@@ -219,7 +220,7 @@ func init() {
 			{Name: "node_count", Type: "integer", Description: "worker nodes"},
 			{Name: "kube_tag", Type: "string", Description: "the master's version"},
 		},
-		Check: func(params any, dyn map[string]bool) []steps.Problem {
+		Check: func(params any, dyn map[string]bool) []fault.Problem {
 			var ps problems
 			ps.name(dyn, "cluster", "cluster", params.(*clusterGetParams).Cluster)
 			return ps
@@ -255,7 +256,7 @@ type caSettings struct {
 
 func (s caSettings) check(ps *problems, prefix string) {
 	if s.CAMaxNodeCount != nil && s.CAMinNodeCount != nil && *s.CAMinNodeCount > *s.CAMaxNodeCount {
-		*ps = append(*ps, steps.Problem{Path: prefix + "ca_min_node_count",
+		*ps = append(*ps, fault.Problem{Path: prefix + "ca_min_node_count",
 			Message: "autoscaler minimum " + strconv.Itoa(*s.CAMinNodeCount) + " is above the maximum " + strconv.Itoa(*s.CAMaxNodeCount)})
 	}
 }
@@ -325,7 +326,7 @@ type createClusterParams struct {
 // labels a zero value may be an expression (only the whole labels map is
 // marked dynamic), so only non-zero values are checked; at run time the
 // required tags have already refused empty required labels.
-func checkCreateCluster(params any, dyn map[string]bool) []steps.Problem {
+func checkCreateCluster(params any, dyn map[string]bool) []fault.Problem {
 	p := params.(*createClusterParams)
 	var ps problems
 	ps.name(dyn, "name", "cluster", p.Name)
@@ -413,7 +414,7 @@ func checkSupported(ctx context.Context, cl *nks.Client, version string) error {
 		return err
 	}
 	if err := nks.CheckSupportedVersion(version, sup.SupportedK8s); err != nil {
-		return steps.Errorf(steps.Invalid, "%w", err)
+		return fault.Errorf(fault.Invalid, "%w", err)
 	}
 	return nil
 }
@@ -486,7 +487,7 @@ func init() {
 			steps.Output{Name: "uuid", Type: "string", Description: "the deleted cluster's UUID"},
 			steps.Output{Name: "name", Type: "string", Description: "its name"},
 		),
-		Check: func(params any, dyn map[string]bool) []steps.Problem {
+		Check: func(params any, dyn map[string]bool) []fault.Problem {
 			var ps problems
 			ps.name(dyn, "cluster", "cluster", params.(*deleteClusterParams).Cluster)
 			return ps
@@ -523,7 +524,7 @@ func init() {
 			steps.Output{Name: "nodegroup_uuid", Type: "string", Description: "the resized node group's UUID"},
 			steps.Output{Name: "node_count", Type: "integer", Description: "the requested node count"},
 		),
-		Check: func(params any, dyn map[string]bool) []steps.Problem {
+		Check: func(params any, dyn map[string]bool) []fault.Problem {
 			p := params.(*resizeParams)
 			var ps problems
 			ps.name(dyn, "cluster", "cluster", p.Cluster)

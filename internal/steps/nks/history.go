@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/runbook/runbook/internal/cloud/nks"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -44,7 +45,7 @@ func init() {
 			{Name: "tasks", Type: "list", Description: "task records as maps: uuid, type, state, contents, resource_uuid, created_at, ..."},
 			{Name: "count", Type: "integer", Description: "number of tasks listed"},
 		},
-		Check: func(params any, dyn map[string]bool) []steps.Problem {
+		Check: func(params any, dyn map[string]bool) []fault.Problem {
 			var ps problems
 			ps.name(dyn, "cluster", "cluster", params.(*listTasksParams).Cluster)
 			return ps
@@ -88,7 +89,7 @@ func init() {
 			{Name: "state", Type: "string", Description: "SUCCESS, FAIL or IN_PROGRESS"},
 			{Name: "contents", Type: "string", Description: `progress text ("" when successful)`},
 		},
-		Check: func(params any, dyn map[string]bool) []steps.Problem {
+		Check: func(params any, dyn map[string]bool) []fault.Problem {
 			var ps problems
 			ps.name(dyn, "cluster", "cluster", params.(*getTaskParams).Cluster)
 			return ps

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/runbook/runbook/internal/cloud/nks"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -42,7 +43,7 @@ func init() {
 			{Name: "kubeconfig", Type: "string", Description: `the kubeconfig text ("" when saved to file)`},
 			{Name: "path", Type: "string", Description: `the file written, relative to the playbook directory ("" without file)`},
 		},
-		Check: func(params any, dyn map[string]bool) []steps.Problem {
+		Check: func(params any, dyn map[string]bool) []fault.Problem {
 			p := params.(*kubeconfigParams)
 			var ps problems
 			ps.name(dyn, "cluster", "cluster", p.Cluster)
@@ -83,7 +84,7 @@ func init() {
 // a temporary file first and is renamed over the old one.
 func saveFile(dir, name string, data []byte, overwrite bool) error {
 	if err := localFile(name); err != nil {
-		return steps.Errorf(steps.Invalid, "file: %s", err.Error())
+		return fault.Errorf(fault.Invalid, "file: %s", err.Error())
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -93,7 +94,7 @@ func saveFile(dir, name string, data []byte, overwrite bool) error {
 	name = filepath.Clean(name)
 	if parent := filepath.Dir(name); parent != "." {
 		if err := root.MkdirAll(parent, 0o700); err != nil {
-			return steps.Errorf(steps.Invalid, "create directory for %s: %w", name, err)
+			return fault.Errorf(fault.Invalid, "create directory for %s: %w", name, err)
 		}
 	}
 	target := name
@@ -104,10 +105,10 @@ func saveFile(dir, name string, data []byte, overwrite bool) error {
 	}
 	f, err := root.OpenFile(target, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		return steps.Errorf(steps.Conflict, "%s already exists; set overwrite: true to replace it", name)
+		return fault.Errorf(fault.Conflict, "%s already exists; set overwrite: true to replace it", name)
 	}
 	if err != nil {
-		return steps.Errorf(steps.Invalid, "create %s: %w", name, err)
+		return fault.Errorf(fault.Invalid, "create %s: %w", name, err)
 	}
 	_, werr := f.Write(data)
 	cerr := f.Close()

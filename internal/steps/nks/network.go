@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/runbook/runbook/internal/cloud/nks"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -36,7 +37,7 @@ func podRuleField(msg string) string {
 	return "pod_cidr"
 }
 
-func checkCNI(params any, dyn map[string]bool) []steps.Problem {
+func checkCNI(params any, dyn map[string]bool) []fault.Problem {
 	p := params.(*cniParams)
 	var ps problems
 	ps.name(dyn, "cluster", "cluster", p.Cluster)
@@ -79,7 +80,7 @@ func checkCNIAgainstCluster(ctx context.Context, cl *nks.Client, clusterUUID str
 		}
 	}
 	if len(msgs) > 0 {
-		return steps.Errorf(steps.Invalid, "CNI change on cluster %s refused before the call: %s", cluster.Name, strings.Join(msgs, "; "))
+		return fault.Errorf(fault.Invalid, "CNI change on cluster %s refused before the call: %s", cluster.Name, strings.Join(msgs, "; "))
 	}
 	return nil
 }
@@ -107,7 +108,7 @@ func ipaclRequest(p *setIPACLParams) nks.SetIPACLRequest {
 	return req
 }
 
-func checkSetIPACL(params any, dyn map[string]bool) []steps.Problem {
+func checkSetIPACL(params any, dyn map[string]bool) []fault.Problem {
 	p := params.(*setIPACLParams)
 	var ps problems
 	ps.name(dyn, "cluster", "cluster", p.Cluster)
@@ -123,10 +124,10 @@ func checkSetIPACL(params any, dyn map[string]bool) []steps.Problem {
 	}
 	if p.Enable && !dyn["enable"] {
 		if p.Action == "" && !dyn["action"] {
-			ps = append(ps, steps.Problem{Path: "action", Message: "is required when enable is true (ALLOW or DENY)"})
+			ps = append(ps, fault.Problem{Path: "action", Message: "is required when enable is true (ALLOW or DENY)"})
 		}
 		if len(p.IPACLTargets) == 0 && !dyn["ipacl_targets"] {
-			ps = append(ps, steps.Problem{Path: "ipacl_targets", Message: "is required when enable is true (at least one target)"})
+			ps = append(ps, fault.Problem{Path: "ipacl_targets", Message: "is required when enable is true (at least one target)"})
 		}
 	}
 	return ps
@@ -177,7 +178,7 @@ func init() {
 			{Name: "action", Type: "string", Description: `ALLOW or DENY ("" when disabled)`},
 			{Name: "ipacl_targets", Type: "list", Description: "targets as maps {cidr_address, description} (empty when disabled)"},
 		},
-		Check: func(params any, dyn map[string]bool) []steps.Problem {
+		Check: func(params any, dyn map[string]bool) []fault.Problem {
 			var ps problems
 			ps.name(dyn, "cluster", "cluster", params.(*clusterGetParams).Cluster)
 			return ps

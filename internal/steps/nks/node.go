@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/runbook/runbook/internal/cloud/nks"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -20,7 +21,7 @@ func nodeActionRequest(p *nodeActionParams) nks.NodeActionRequest {
 	return nks.NodeActionRequest{NodeList: nks.JoinNodes(p.NodeList...)}
 }
 
-func checkNodeAction(params any, dyn map[string]bool) []steps.Problem {
+func checkNodeAction(params any, dyn map[string]bool) []fault.Problem {
 	p := params.(*nodeActionParams)
 	var ps problems
 	checkGroupRef(&ps, dyn, p.groupRefParams)

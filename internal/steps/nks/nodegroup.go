@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/runbook/runbook/internal/cloud/nks"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -97,7 +98,7 @@ func init() {
 			{Name: "nodegroups", Type: "list", Description: "node groups as maps (see nks.nodegroup.get)"},
 			{Name: "count", Type: "integer", Description: "number of node groups"},
 		},
-		Check: func(params any, dyn map[string]bool) []steps.Problem {
+		Check: func(params any, dyn map[string]bool) []fault.Problem {
 			var ps problems
 			ps.name(dyn, "cluster", "cluster", params.(*listGroupsParams).Cluster)
 			return ps
@@ -131,7 +132,7 @@ func init() {
 			{Name: "node_count", Type: "integer", Description: "nodes in the group"},
 			{Name: "kube_tag", Type: "string", Description: "the group's version"},
 		},
-		Check: func(params any, dyn map[string]bool) []steps.Problem {
+		Check: func(params any, dyn map[string]bool) []fault.Problem {
 			var ps problems
 			checkGroupRef(&ps, dyn, *params.(*groupRefParams))
 			return ps
@@ -210,7 +211,7 @@ func init() {
 			steps.Output{Name: "cluster_uuid", Type: "string", Description: "the cluster's UUID"},
 		),
 		Reconcile: reconcileNodeGroupCreate,
-		Check: func(params any, dyn map[string]bool) []steps.Problem {
+		Check: func(params any, dyn map[string]bool) []fault.Problem {
 			p := params.(*createGroupParams)
 			var ps problems
 			ps.name(dyn, "cluster", "cluster", p.Cluster)
@@ -250,7 +251,7 @@ func init() {
 		Params:   deleteGroupParams{},
 		Mutating: true,
 		Outputs:  groupOutputs,
-		Check: func(params any, dyn map[string]bool) []steps.Problem {
+		Check: func(params any, dyn map[string]bool) []fault.Problem {
 			var ps problems
 			checkGroupRef(&ps, dyn, params.(*deleteGroupParams).groupRefParams)
 			return ps
@@ -315,7 +316,7 @@ func checkMasterFirst(ctx context.Context, cl *nks.Client, clusterUUID, group, v
 	}
 	err = nks.CheckUpgrade(nks.UpgradeCheck{NodeGroup: group, Target: version, MasterVersion: cluster.KubeTag()})
 	if err != nil && !errors.Is(err, nks.ErrAlreadyAtVersion) {
-		return steps.Errorf(steps.Invalid, "%w", err)
+		return fault.Errorf(fault.Invalid, "%w", err)
 	}
 	return nil
 }
@@ -330,7 +331,7 @@ func init() {
 		Params:   upgradeGroupParams{},
 		Mutating: true,
 		Outputs:  groupOutputs,
-		Check: func(params any, dyn map[string]bool) []steps.Problem {
+		Check: func(params any, dyn map[string]bool) []fault.Problem {
 			p := params.(*upgradeGroupParams)
 			var ps problems
 			checkGroupRef(&ps, dyn, p.groupRefParams)
@@ -369,7 +370,7 @@ func init() {
 		Params:   userScriptParams{},
 		Mutating: true,
 		Outputs:  groupOutputs,
-		Check: func(params any, dyn map[string]bool) []steps.Problem {
+		Check: func(params any, dyn map[string]bool) []fault.Problem {
 			var ps problems
 			checkGroupRef(&ps, dyn, params.(*userScriptParams).groupRefParams)
 			return ps
@@ -392,7 +393,7 @@ func init() {
 		Params:   flavorParams{},
 		Mutating: true,
 		Outputs:  groupOutputs,
-		Check: func(params any, dyn map[string]bool) []steps.Problem {
+		Check: func(params any, dyn map[string]bool) []fault.Problem {
 			p := params.(*flavorParams)
 			var ps problems
 			checkGroupRef(&ps, dyn, p.groupRefParams)

@@ -14,6 +14,7 @@ import (
 
 	cloud "github.com/runbook/runbook/internal/cloud/nks"
 	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/state"
@@ -209,7 +210,7 @@ func TestTheSameValuesThroughExpressionsFailBeforeAnyCall(t *testing.T) {
 			rec := stepRecord(t, e, run.ID, tc.step)
 			require.NotNil(t, rec.Error, "step %s failed", tc.step)
 			assert.Contains(t, rec.Error.Message, tc.want)
-			assert.Equal(t, string(steps.Invalid), rec.Error.Code)
+			assert.Equal(t, string(fault.Invalid), rec.Error.Code)
 			for _, m := range []string{http.MethodPost, http.MethodPatch, http.MethodDelete} {
 				assert.Empty(t, s.srv.Journal.Calls("nks", m, "/v1"), "no mutating call was sent")
 			}
@@ -233,7 +234,7 @@ func newOpsEngine(t *testing.T, conn map[string]any) *opsEngine {
 		Store: st, Secrets: src, Redactor: secrets.NewRedactor(), Environ: []string{},
 		Connection: func(name string, _ map[string]any) (map[string]any, error) {
 			if name != "nks" {
-				return nil, &steps.Error{Code: steps.Invalid, Message: "no connection " + name}
+				return nil, &fault.Error{Code: fault.Invalid, Message: "no connection " + name}
 			}
 			return conn, nil
 		},

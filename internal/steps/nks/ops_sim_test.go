@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	cloud "github.com/runbook/runbook/internal/cloud/nks"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/sim"
 	_ "github.com/runbook/runbook/internal/sim/identity"
 	simnks "github.com/runbook/runbook/internal/sim/nks"
@@ -139,7 +140,7 @@ func TestEveryOperationThroughItsStepType(t *testing.T) {
 	t.Run("create refuses a version /v1/supports does not mark true, before the call", func(t *testing.T) {
 		_, err := s.try("nks.cluster.create", createWith("old", "v1.24.3"))
 		require.Error(t, err)
-		assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+		assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 		assert.Contains(t, err.Error(), "version v1.24.3 is no longer supported")
 		assert.Zero(t, s.posts("/v1/clusters"))
 	})
@@ -220,7 +221,7 @@ func TestEveryOperationThroughItsStepType(t *testing.T) {
 	t.Run("a worker upgrade above the master is refused before the call", func(t *testing.T) {
 		_, err := s.try("nks.nodegroup.upgrade", map[string]any{"cluster": "prod", "nodegroup": worker, "version": latest})
 		require.Error(t, err)
-		assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+		assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 		assert.Contains(t, err.Error(), "upgrade default-master to "+latest+" first")
 		_, err = s.try("nks.nodegroup.upgrade", map[string]any{"cluster": "prod", "nodegroup": cloud.MasterNodeGroup, "version": "v1.24.3"})
 		require.Error(t, err)
@@ -262,13 +263,13 @@ func TestEveryOperationThroughItsStepType(t *testing.T) {
 	del := s.run("nks.nodegroup.delete", map[string]any{"cluster": "prod", "nodegroup": "pool-b", "wait": true})
 	assert.Equal(t, ng["uuid"], del["uuid"])
 	_, err := s.try("nks.nodegroup.get", map[string]any{"cluster": "prod", "nodegroup": "pool-b"})
-	assert.Equal(t, steps.NotFound, steps.CodeOf(err), "%v", err)
+	assert.Equal(t, fault.NotFound, fault.CodeOf(err), "%v", err)
 
 	gone := s.run("nks.cluster.delete", map[string]any{"cluster": "prod", "wait": true})
 	assert.Equal(t, id, gone["uuid"])
 	assert.Equal(t, cloud.TaskSuccess, gone["task_status"])
 	_, err = s.try("nks.cluster.get", map[string]any{"cluster": "prod"})
-	assert.Equal(t, steps.NotFound, steps.CodeOf(err), "%v", err)
+	assert.Equal(t, fault.NotFound, fault.CodeOf(err), "%v", err)
 
 	for _, typ := range ownTypes {
 		assert.NotZero(t, s.ran[typ], "%s was exercised against the simulator", typ)
@@ -293,7 +294,7 @@ func TestWaitFailsWithTheTaskContents(t *testing.T) {
 	s.svc.FailNext(simnks.Failure{Operation: cloud.EventNodeGroupUpgrade, Contents: "master upgrade failed: etcd unhealthy"})
 	_, err := s.try("nks.nodegroup.upgrade", map[string]any{"cluster": "prod", "nodegroup": cloud.MasterNodeGroup, "version": "v1.31.4", "wait": true})
 	require.Error(t, err)
-	assert.Equal(t, steps.Failed, steps.CodeOf(err))
+	assert.Equal(t, fault.Failed, fault.CodeOf(err))
 	assert.Contains(t, err.Error(), "etcd unhealthy")
 }
 
@@ -319,7 +320,7 @@ func TestKubeconfigIsSavedInsideThePlaybookDirectory(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("old"), 0o600))
 	_, err = d.Run(context.Background(), c)
 	require.Error(t, err, "an existing file is kept")
-	assert.Equal(t, steps.Conflict, steps.CodeOf(err))
+	assert.Equal(t, fault.Conflict, fault.CodeOf(err))
 	assert.Contains(t, err.Error(), "overwrite: true")
 	b, _ = os.ReadFile(path)
 	assert.Equal(t, "old", string(b))

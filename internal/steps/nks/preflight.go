@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/cloud/nks"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -18,7 +19,7 @@ const preflightTimeout = 15 * time.Second
 // and the version from the decoded params. An unreachable service is not a
 // finding: the step checks again before its call.
 func versionPreflight(top, path string, get func(params any) (connection, version string)) steps.PreflightFunc {
-	return func(ctx context.Context, host steps.Host, params any, dynamic map[string]bool) []steps.Problem {
+	return func(ctx context.Context, host steps.Host, params any, dynamic map[string]bool) []fault.Problem {
 		if params == nil || dynamic[top] || dynamic["connection"] {
 			return nil
 		}
@@ -37,7 +38,7 @@ func versionPreflight(top, path string, get func(params any) (connection, versio
 			return nil
 		}
 		if err := nks.CheckSupportedVersion(version, sup.SupportedK8s); err != nil {
-			return []steps.Problem{{Path: path, Message: err.Error()}}
+			return []fault.Problem{{Path: path, Message: err.Error()}}
 		}
 		return nil
 	}

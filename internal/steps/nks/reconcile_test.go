@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/cloud/nks"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/sim"
 	"github.com/runbook/runbook/internal/steps"
 	"github.com/runbook/runbook/internal/steps/stepstest"
@@ -111,7 +112,7 @@ func TestReconcileClusterCreate(t *testing.T) {
 		r.srv.Faults.Add(sim.Fault{Service: "nks", Method: "POST", PathPrefix: "/v1/clusters", Status: 503, Count: 1})
 		d, c := r.call("nks.cluster.create", reconcileClusterWith("prod", true))
 		_, err := d.Run(context.Background(), c)
-		require.Equal(t, steps.Unavailable, steps.CodeOf(err), "an ambiguous answer: %v", err)
+		require.Equal(t, fault.Unavailable, fault.CodeOf(err), "an ambiguous answer: %v", err)
 		_, again := r.resumed("nks.cluster.create", reconcileClusterWith("prod", true), c)
 		_, found, err := d.Reconcile(context.Background(), again, intent)
 		require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/runbook/runbook/internal/cloud/nks"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -125,7 +126,7 @@ func newTaskWait(ctx context.Context, cl *nks.Client, p *taskWaitParams) (*waitS
 	}
 	i := slices.IndexFunc(tasks, func(t nks.Task) bool { return t.UUID == p.AfterTask })
 	if i < 0 {
-		return nil, steps.Errorf(steps.NotFound, "after_task %s is not in the task history of cluster %s", p.AfterTask, p.Cluster)
+		return nil, fault.Errorf(fault.NotFound, "after_task %s is not in the task history of cluster %s", p.AfterTask, p.Cluster)
 	}
 	floor, at := tasks[i], tasks[i].Created()
 	for _, t := range tasks {

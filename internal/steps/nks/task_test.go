@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/cloud/nks"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/sim"
 	_ "github.com/runbook/runbook/internal/sim/identity"
 	simnks "github.com/runbook/runbook/internal/sim/nks"
@@ -172,9 +173,9 @@ func TestTaskWait(t *testing.T) {
 		d, c := r.call("nks.task.wait", map[string]any{"cluster": "prod", "resource": gid, "event_type": "NODEGROUP_UPGRADE"})
 		_, err = d.Run(context.Background(), c)
 		require.Error(t, err)
-		assert.Equal(t, steps.Failed, steps.CodeOf(err))
+		assert.Equal(t, fault.Failed, fault.CodeOf(err))
 		assert.Contains(t, err.Error(), "master upgrade failed: etcd quorum lost")
-		var se *steps.Error
+		var se *fault.Error
 		require.ErrorAs(t, err, &se)
 		assert.Equal(t, "master upgrade failed: etcd quorum lost", se.Data["contents"])
 	})
@@ -187,7 +188,7 @@ func TestTaskWait(t *testing.T) {
 		start := time.Now()
 		_, err = d.Run(context.Background(), c)
 		require.Error(t, err)
-		assert.Equal(t, steps.Timeout, steps.CodeOf(err), "error: %v", err)
+		assert.Equal(t, fault.Timeout, fault.CodeOf(err), "error: %v", err)
 		assert.Contains(t, err.Error(), "CLUSTER_CREATE task")
 		assert.Less(t, time.Since(start), 3*time.Second)
 	})
@@ -226,7 +227,7 @@ func TestTaskWait(t *testing.T) {
 		_, fresh := r.call("nks.task.wait", map[string]any{"cluster": "prod", "resource": nks.MasterNodeGroup,
 			"event_type": "NODEGROUP_UPGRADE", "timeout": "1s"})
 		_, err = d.Run(context.Background(), fresh)
-		assert.Equal(t, steps.Timeout, steps.CodeOf(err), "a fresh wait picks the newer, unfinished upgrade: %v", err)
+		assert.Equal(t, fault.Timeout, fault.CodeOf(err), "a fresh wait picks the newer, unfinished upgrade: %v", err)
 		assert.NotEqual(t, first.Wait.TaskUUID, lastWait(t, fresh).Wait.TaskUUID)
 	})
 
@@ -241,13 +242,13 @@ func TestTaskWait(t *testing.T) {
 		d, c := r.call("nks.task.wait", map[string]any{"cluster": id, "resource": nks.MasterNodeGroup,
 			"event_type": "NODEGROUP_UPGRADE", "after_task": old.UUID, "timeout": "1s"})
 		_, err = d.Run(context.Background(), c)
-		assert.Equal(t, steps.Timeout, steps.CodeOf(err), "no upgrade newer than after_task: %v", err)
+		assert.Equal(t, fault.Timeout, fault.CodeOf(err), "no upgrade newer than after_task: %v", err)
 		assert.Contains(t, lastWait(t, c).Wait.Known, old.UUID)
 
 		_, c = r.call("nks.task.wait", map[string]any{"cluster": id, "event_type": "NODEGROUP_UPGRADE",
 			"after_task": "5b1e0f6a-0000-4000-8000-00000000dead"})
 		_, err = d.Run(context.Background(), c)
-		assert.Equal(t, steps.NotFound, steps.CodeOf(err))
+		assert.Equal(t, fault.NotFound, fault.CodeOf(err))
 		assert.True(t, strings.Contains(err.Error(), "after_task"), err.Error())
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/cloud/nks"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -78,9 +79,9 @@ func init() {
 	})
 }
 
-func checkClusterUpgrade(params any, dynamic map[string]bool) []steps.Problem {
+func checkClusterUpgrade(params any, dynamic map[string]bool) []fault.Problem {
 	p := params.(*clusterUpgradeParams)
-	var out []steps.Problem
+	var out []fault.Problem
 	if dynamic["node_groups"] {
 		return nil
 	}
@@ -89,9 +90,9 @@ func checkClusterUpgrade(params any, dynamic map[string]bool) []steps.Problem {
 		path := fmt.Sprintf("node_groups[%d]", i)
 		switch {
 		case g == "":
-			out = append(out, steps.Problem{Path: path, Message: "node group name is empty"})
+			out = append(out, fault.Problem{Path: path, Message: "node group name is empty"})
 		case seen[g]:
-			out = append(out, steps.Problem{Path: path, Message: fmt.Sprintf("node group %s is listed twice", g)})
+			out = append(out, fault.Problem{Path: path, Message: fmt.Sprintf("node group %s is listed twice", g)})
 		}
 		seen[g] = true
 	}
@@ -209,7 +210,7 @@ func (u *upgradeRun) plan(ctx context.Context) error {
 		return fmt.Errorf("read supported versions: %w", err)
 	}
 	if err := nks.CheckSupportedVersion(target, sup.SupportedK8s); err != nil {
-		return &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("%s: %v", u.c.StepID, err)}
+		return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("%s: %v", u.c.StepID, err)}
 	}
 	cluster, err := u.cl.GetCluster(ctx, u.p.Cluster)
 	if err != nil {
@@ -248,7 +249,7 @@ func (u *upgradeRun) plan(ctx context.Context) error {
 					names[j] = g.Name
 				}
 				slices.Sort(names)
-				return steps.Errorf(steps.NotFound, "%s: cluster %s has no worker node group %q (it has: %s)",
+				return fault.Errorf(fault.NotFound, "%s: cluster %s has no worker node group %q (it has: %s)",
 					u.c.StepID, u.p.Cluster, name, strings.Join(names, ", "))
 			}
 			order = append(order, workers[i])
@@ -266,7 +267,7 @@ func (u *upgradeRun) plan(ctx context.Context) error {
 		u.cp.Groups = append(u.cp.Groups, upgradeGroup{Name: g.Name, UUID: g.UUID, State: groupPending})
 	}
 	if len(problems) > 0 {
-		return &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("%s: cannot upgrade cluster %s to %s: %s",
+		return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("%s: cannot upgrade cluster %s to %s: %s",
 			u.c.StepID, u.p.Cluster, target, strings.Join(problems, "; "))}
 	}
 	return u.save(ctx)
@@ -320,7 +321,7 @@ func (u *upgradeRun) start(ctx context.Context, g *upgradeGroup) error {
 		u.c.Log.Info("node group already at the version", "group", g.Name, "version", target)
 		return u.save(ctx)
 	case err != nil:
-		return &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("%s: %v", u.c.StepID, err)}
+		return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("%s: %v", u.c.StepID, err)}
 	}
 	if g.Known == nil {
 		known, err := knownTasks(ctx, u.cl, u.cp.ClusterUUID, nks.EventNodeGroupUpgrade)
@@ -400,8 +401,8 @@ func (u *upgradeRun) await(ctx context.Context, g *upgradeGroup, taskUUID string
 func (u *upgradeRun) wait(ctx context.Context, g *upgradeGroup) error {
 	task, err := waitTask(ctx, u.c, u.cl, g.Wait, func() error { return u.save(ctx) })
 	if err != nil {
-		var se *steps.Error
-		if errors.As(err, &se) && se.Code == steps.Failed {
+		var se *fault.Error
+		if errors.As(err, &se) && se.Code == fault.Failed {
 			g.State = groupFailed
 			if id, _ := se.Data["task_uuid"].(string); id != "" {
 				g.Task = id
@@ -413,7 +414,7 @@ func (u *upgradeRun) wait(ctx context.Context, g *upgradeGroup) error {
 			for k, v := range se.Data {
 				data[k] = v
 			}
-			return &steps.Error{Code: steps.Failed, Message: fmt.Sprintf("upgrade of node group %s to %s", g.Name, u.p.Version),
+			return &fault.Error{Code: fault.Failed, Message: fmt.Sprintf("upgrade of node group %s to %s", g.Name, u.p.Version),
 				Data: data, Err: err}
 		}
 		return fmt.Errorf("wait for the upgrade of node group %s: %w", g.Name, err)
@@ -426,8 +427,8 @@ func (u *upgradeRun) wait(ctx context.Context, g *upgradeGroup) error {
 // refused reports whether a mutating call's error proves the service
 // refused it (nothing happened).
 func refused(err error) bool {
-	switch steps.CodeOf(err) {
-	case steps.Invalid, steps.NotFound, steps.Conflict, steps.Unauthorized, steps.InProgress, steps.Throttled:
+	switch fault.CodeOf(err) {
+	case fault.Invalid, fault.NotFound, fault.Conflict, fault.Unauthorized, fault.InProgress, fault.Throttled:
 		return true
 	}
 	return false

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/cloud/nks"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/sim"
 	simnks "github.com/runbook/runbook/internal/sim/nks"
-	"github.com/runbook/runbook/internal/steps"
 	"github.com/runbook/runbook/internal/steps/stepstest"
 )
 
@@ -136,7 +136,7 @@ func TestClusterUpgrade(t *testing.T) {
 
 		_, c = r.call("nks.cluster.upgrade", map[string]any{"cluster": "prod", "version": "v1.31.4", "node_groups": []any{"pool-z"}})
 		_, err = d.Run(context.Background(), c)
-		assert.Equal(t, steps.NotFound, steps.CodeOf(err))
+		assert.Equal(t, fault.NotFound, fault.CodeOf(err))
 		assert.Contains(t, err.Error(), `no worker node group "pool-z" (it has: default-worker, pool-a, pool-b)`)
 	})
 
@@ -150,7 +150,7 @@ func TestClusterUpgrade(t *testing.T) {
 		} {
 			d, c := r.call("nks.cluster.upgrade", map[string]any{"cluster": "prod", "version": version})
 			_, err := d.Run(context.Background(), c)
-			assert.Equal(t, steps.Invalid, steps.CodeOf(err), version)
+			assert.Equal(t, fault.Invalid, fault.CodeOf(err), version)
 			assert.ErrorContains(t, err, want)
 		}
 		names, _ := r.upgradeCalls()
@@ -165,7 +165,7 @@ func TestClusterUpgrade(t *testing.T) {
 		d, c := r.call("nks.cluster.upgrade", map[string]any{"cluster": "prod", "version": "v1.30.3"})
 		_, err := d.Run(context.Background(), c)
 		require.Error(t, err)
-		assert.Equal(t, steps.Failed, steps.CodeOf(err))
+		assert.Equal(t, fault.Failed, fault.CodeOf(err))
 		assert.ErrorContains(t, err, "upgrade of node group pool-a to v1.30.3")
 		assert.ErrorContains(t, err, "drain of node pool-a-1 timed out: PodDisruptionBudget blocks eviction")
 		names, _ := r.upgradeCalls()
@@ -257,7 +257,7 @@ func TestClusterUpgradeResumes(t *testing.T) {
 		d, c := r.call("nks.cluster.upgrade", with)
 		_, err := d.Run(context.Background(), c)
 		require.Error(t, err)
-		assert.Equal(t, steps.Unavailable, steps.CodeOf(err), "an ambiguous answer: %v", err)
+		assert.Equal(t, fault.Unavailable, fault.CodeOf(err), "an ambiguous answer: %v", err)
 		assert.Equal(t, groupCalled, lastUpgrade(t, stepstest.HostOf(c).LastCheckpoint()).Groups[2].State)
 
 		_, again := r.resumed("nks.cluster.upgrade", with, c)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/cloud/nks"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -38,7 +39,7 @@ func waitTask(ctx context.Context, c *steps.Call, cl *nks.Client, ws *waitState,
 	for {
 		task, err := findTask(ctx, cl, ws)
 		switch {
-		case err != nil && ws.EventType == nks.EventClusterDelete && steps.CodeOf(err) == steps.NotFound:
+		case err != nil && ws.EventType == nks.EventClusterDelete && fault.CodeOf(err) == fault.NotFound:
 			// A deleted cluster takes its task history with it: gone is done.
 			return &nks.Task{UUID: ws.TaskUUID, Type: ws.EventType, State: nks.TaskSuccess}, nil
 		case err != nil:
@@ -58,7 +59,7 @@ func waitTask(ctx context.Context, c *steps.Call, cl *nks.Client, ws *waitState,
 				if contents == "" {
 					contents = "no details given"
 				}
-				return nil, &steps.Error{Code: steps.Failed,
+				return nil, &fault.Error{Code: fault.Failed,
 					Message: fmt.Sprintf("%s task %s failed: %s", task.Type, task.UUID, contents),
 					Data:    map[string]any{"task_uuid": task.UUID, "contents": task.Contents, "type": task.Type}}
 			}
@@ -68,7 +69,7 @@ func waitTask(ctx context.Context, c *steps.Call, cl *nks.Client, ws *waitState,
 			if ws.TaskUUID != "" {
 				what += " " + ws.TaskUUID
 			}
-			return nil, &steps.Error{Code: steps.Timeout, Message: fmt.Sprintf("%s did not finish before %s", what, ws.Deadline.UTC().Format(time.RFC3339)),
+			return nil, &fault.Error{Code: fault.Timeout, Message: fmt.Sprintf("%s did not finish before %s", what, ws.Deadline.UTC().Format(time.RFC3339)),
 				Data: map[string]any{"task_uuid": ws.TaskUUID}}
 		}
 		t := time.NewTimer(interval)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/runbook/runbook/internal/cloud/helpcenter"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -45,17 +46,17 @@ func init() {
 	})
 }
 
-func checkAttachment(params any, dynamic map[string]bool) []steps.Problem {
+func checkAttachment(params any, dynamic map[string]bool) []fault.Problem {
 	p := params.(*attachmentParams)
-	var out []steps.Problem
+	var out []fault.Problem
 	if !dynamic["dir"] && p.Dir != "." {
 		if err := localPath("dir", p.Dir); err != nil {
-			out = append(out, steps.Problem{Path: "dir", Message: "must be a relative path inside the playbook directory (no .., not absolute)"})
+			out = append(out, fault.Problem{Path: "dir", Message: "must be a relative path inside the playbook directory (no .., not absolute)"})
 		}
 	}
 	if !dynamic["name"] && p.Name != "" {
 		if _, err := fileName(p.Name); err != nil {
-			out = append(out, steps.Problem{Path: "name", Message: err.Error()})
+			out = append(out, fault.Problem{Path: "name", Message: err.Error()})
 		}
 	}
 	return out
@@ -89,7 +90,7 @@ func runAttachment(ctx context.Context, c *steps.Call, p *attachmentParams) (ste
 	if name, err = fileName(name); err != nil {
 		if p.Name == "" {
 			err = fmt.Errorf("%w (set name to save it under another name)", err)
-			return nil, &steps.Error{Code: steps.Invalid, Message: err.Error()}
+			return nil, &fault.Error{Code: fault.Invalid, Message: err.Error()}
 		}
 		return nil, err
 	}
@@ -99,24 +100,24 @@ func runAttachment(ctx context.Context, c *steps.Call, p *attachmentParams) (ste
 
 	root, err := os.OpenRoot(c.Dir)
 	if err != nil {
-		return nil, &steps.Error{Code: steps.Invalid, Message: "open the playbook directory", Err: err}
+		return nil, &fault.Error{Code: fault.Invalid, Message: "open the playbook directory", Err: err}
 	}
 	defer root.Close()
 	if p.Dir != "." {
 		if err := root.MkdirAll(p.Dir, 0o700); err != nil {
-			return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("create directory %q", p.Dir), Err: err}
+			return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("create directory %q", p.Dir), Err: err}
 		}
 	}
 	// A root of its own for dir: nothing below it, symbolic links included,
 	// can reach outside it.
 	sub, err := root.OpenRoot(p.Dir)
 	if err != nil {
-		return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("refusing dir %q: it leaves the playbook directory or is not a directory", p.Dir), Err: err}
+		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("refusing dir %q: it leaves the playbook directory or is not a directory", p.Dir), Err: err}
 	}
 	defer sub.Close()
 	if !p.Overwrite {
 		if _, err := sub.Lstat(name); err == nil {
-			return nil, &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("%q already exists (set overwrite: true to replace it)", filepath.Join(p.Dir, name))}
+			return nil, &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("%q already exists (set overwrite: true to replace it)", filepath.Join(p.Dir, name))}
 		}
 	}
 
@@ -135,11 +136,11 @@ func runAttachment(ctx context.Context, c *steps.Call, p *attachmentParams) (ste
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	case err != nil:
-		var se *steps.Error
+		var se *fault.Error
 		if errors.As(err, &se) {
 			return nil, err
 		}
-		return nil, &steps.Error{Code: steps.Unavailable, Message: fmt.Sprintf("download attachment %s", att.ID), Err: err}
+		return nil, &fault.Error{Code: fault.Unavailable, Message: fmt.Sprintf("download attachment %s", att.ID), Err: err}
 	}
 	ct := info.ContentType
 	if ct == "" {
@@ -149,7 +150,7 @@ func runAttachment(ctx context.Context, c *steps.Call, p *attachmentParams) (ste
 }
 
 func tooLarge(max int64) error {
-	return &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("attachment is larger than %d bytes", max),
+	return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("attachment is larger than %d bytes", max),
 		Data: map[string]any{"max_bytes": max}}
 }
 
@@ -169,7 +170,7 @@ func findAttachment(d *helpcenter.NoticeDetail, want string) (helpcenter.Attachm
 	for i, a := range d.Attachments {
 		names[i] = fmt.Sprintf("%s (%s)", a.ID, a.FileName)
 	}
-	return helpcenter.Attachment{}, &steps.Error{Code: steps.NotFound,
+	return helpcenter.Attachment{}, &fault.Error{Code: fault.NotFound,
 		Message: fmt.Sprintf("notice %d has no attachment %q (it has: %v)", d.ID, want, names)}
 }
 

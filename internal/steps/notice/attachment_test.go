@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	simhc "github.com/runbook/runbook/internal/sim/helpcenter"
-	"github.com/runbook/runbook/internal/steps"
 	"github.com/runbook/runbook/internal/steps/stepstest"
 )
 
@@ -52,7 +52,7 @@ steps:
 			require.NoError(t, err, "a computed dir passes the load-time check")
 			_, err = h.engine.Run(context.Background(), pb, engine.StartRequest{})
 			require.Error(t, err)
-			assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+			assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 			assert.Contains(t, err.Error(), "dir: must be a relative path inside the playbook directory")
 			assert.Empty(t, hc.srv.Journal.Calls("helpcenter", "", ""), "refused before asking the help center")
 			assert.NoDirExists(t, filepath.Join(h.dir, "..", "escaped"))
@@ -97,7 +97,7 @@ func TestAttachmentWithAnUnsafeNameOnTheServerSaysToSetName(t *testing.T) {
 	d, c := hc.call(t, "notice.attachment", map[string]any{"notice_id": id, "attachment": "../../etc/passwd"})
 	_, err := d.Run(context.Background(), c)
 	require.Error(t, err)
-	assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+	assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 	assert.Contains(t, err.Error(), `refusing file name "../../etc/passwd": it leaves the directory (set name to save it under another name)`)
 	entries, _ := os.ReadDir(c.Dir)
 	assert.Empty(t, entries)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/runbook/runbook/internal/cloud/helpcenter"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -28,11 +29,11 @@ func openClient(c *steps.Call, connection string) (*client, error) {
 	}
 	cfg, err := helpcenter.ConfigFrom(conn)
 	if err != nil {
-		return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("connection %q", connection), Err: err}
+		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("connection %q", connection), Err: err}
 	}
 	cl, err := helpcenter.New(cfg)
 	if err != nil {
-		return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("connection %q", connection), Err: err}
+		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("connection %q", connection), Err: err}
 	}
 	link, _ := conn["notice_url"].(string)
 	return &client{Client: cl, service: cl.ServiceID(), language: cfg.Language, link: link}, nil
@@ -55,7 +56,7 @@ type listResult struct {
 func (q listQuery) options() (helpcenter.ListOptions, error) {
 	keys, err := helpcenter.ParseSort(q.sort)
 	if err != nil {
-		return helpcenter.ListOptions{}, &steps.Error{Code: steps.Invalid, Message: "sort", Err: err}
+		return helpcenter.ListOptions{}, &fault.Error{Code: fault.Invalid, Message: "sort", Err: err}
 	}
 	return helpcenter.ListOptions{
 		Language: q.language, CategoryID: int(q.filter.CategoryID), TagID: int(q.filter.TagID),

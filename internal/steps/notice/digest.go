@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -82,43 +83,43 @@ func init() {
 	})
 }
 
-func checkDigest(params any, dynamic map[string]bool) []steps.Problem {
+func checkDigest(params any, dynamic map[string]bool) []fault.Problem {
 	p := params.(*digestParams)
-	var out []steps.Problem
+	var out []fault.Problem
 	hasURL, hasFile := p.URL != "" || dynamic["url"], p.File != "" || dynamic["file"]
 	switch {
 	case hasURL && hasFile:
-		out = append(out, steps.Problem{Path: "file", Message: "give either url or file, not both"})
+		out = append(out, fault.Problem{Path: "file", Message: "give either url or file, not both"})
 	case !hasURL && !hasFile:
-		out = append(out, steps.Problem{Message: "a target is required: url (HTTP POST) or file"})
+		out = append(out, fault.Problem{Message: "a target is required: url (HTTP POST) or file"})
 	}
 	if !dynamic["url"] && p.URL != "" && !strings.HasPrefix(p.URL, "http://") && !strings.HasPrefix(p.URL, "https://") {
-		out = append(out, steps.Problem{Path: "url", Message: "must be an http or https URL"})
+		out = append(out, fault.Problem{Path: "url", Message: "must be an http or https URL"})
 	}
 	if !dynamic["file"] && p.File != "" {
 		if err := localPath("file", p.File); err != nil {
-			out = append(out, steps.Problem{Path: "file", Message: "must be a relative path inside the playbook directory (no .., not absolute)"})
+			out = append(out, fault.Problem{Path: "file", Message: "must be a relative path inside the playbook directory (no .., not absolute)"})
 		}
 	}
 	if hasFile && !dynamic["body_shape"] && p.BodyShape != "text" {
-		out = append(out, steps.Problem{Path: "body_shape", Message: "applies to url only"})
+		out = append(out, fault.Problem{Path: "body_shape", Message: "applies to url only"})
 	}
 	if !dynamic["body_shape"] && !dynamic["body"] {
 		if p.BodyShape == "custom" && p.Body == nil {
-			out = append(out, steps.Problem{Path: "body", Message: "is required with body_shape: custom"})
+			out = append(out, fault.Problem{Path: "body", Message: "is required with body_shape: custom"})
 		}
 		if p.BodyShape != "custom" && p.Body != nil {
-			out = append(out, steps.Problem{Path: "body", Message: "needs body_shape: custom"})
+			out = append(out, fault.Problem{Path: "body", Message: "needs body_shape: custom"})
 		}
 	}
 	if !dynamic["first_run"] {
 		if _, _, err := parseFirstRun(p.FirstRun); err != nil {
-			out = append(out, steps.Problem{Path: "first_run", Message: err.Error()})
+			out = append(out, fault.Problem{Path: "first_run", Message: err.Error()})
 		}
 	}
 	if !dynamic["template"] && !dynamic["format"] && p.Template != "" {
 		if _, err := compileTemplate(p.Format, p.Template); err != nil {
-			out = append(out, steps.Problem{Path: "template", Message: err.Error()})
+			out = append(out, fault.Problem{Path: "template", Message: err.Error()})
 		}
 	}
 	return out
@@ -143,7 +144,7 @@ func runDigest(ctx context.Context, c *steps.Call, p *digestParams) (steps.Outpu
 	}
 	mode, since, err := parseFirstRun(p.FirstRun)
 	if err != nil {
-		return nil, &steps.Error{Code: steps.Invalid, Message: "first_run: " + err.Error()}
+		return nil, &fault.Error{Code: fault.Invalid, Message: "first_run: " + err.Error()}
 	}
 	cl, err := openClient(c, p.Connection)
 	if err != nil {
@@ -160,7 +161,7 @@ func runDigest(ctx context.Context, c *steps.Call, p *digestParams) (steps.Outpu
 	}
 	before, had, err := parseWatermark(raw)
 	if err != nil {
-		return nil, &steps.Error{Code: steps.Internal, Message: key, Err: err}
+		return nil, &fault.Error{Code: fault.Internal, Message: key, Err: err}
 	}
 	if !had && mode == "since" {
 		floor := c.Now().Add(-since).UnixMilli()
@@ -213,13 +214,13 @@ func runDigest(ctx context.Context, c *steps.Call, p *digestParams) (steps.Outpu
 		Since: since0, Service: cl.service, Language: lang,
 	})
 	if err != nil {
-		return nil, &steps.Error{Code: steps.Invalid, Message: "render the digest", Err: err}
+		return nil, &fault.Error{Code: fault.Invalid, Message: "render the digest", Err: err}
 	}
 	body := text
 	if p.URL != "" {
 		b, err := payload(p, text, title, len(fresh))
 		if err != nil {
-			return nil, &steps.Error{Code: steps.Invalid, Message: "build the request body", Err: err}
+			return nil, &fault.Error{Code: fault.Invalid, Message: "build the request body", Err: err}
 		}
 		body = string(b)
 	}

@@ -14,7 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 // maxNameBytes caps a file name (most file systems allow 255 bytes).
@@ -23,7 +23,7 @@ const maxNameBytes = 200
 // localPath refuses a path that is absolute, empty or climbs out with "..".
 func localPath(param, p string) error {
 	if p == "" || !filepath.IsLocal(p) || strings.Contains(p, "\\") {
-		return &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("refusing %s %q: it leaves the playbook directory", param, p)}
+		return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("refusing %s %q: it leaves the playbook directory", param, p)}
 	}
 	return nil
 }
@@ -43,7 +43,7 @@ func parentOf(p string) string {
 // and the length capped, keeping the extension.
 func fileName(name string) (string, error) {
 	if strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
-		return "", &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("refusing file name %q: it leaves the directory", name)}
+		return "", &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("refusing file name %q: it leaves the directory", name)}
 	}
 	var b strings.Builder
 	for _, r := range name {
@@ -65,7 +65,7 @@ func fileName(name string) (string, error) {
 		s = base + ext
 	}
 	if s == "" {
-		return "", &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("refusing file name %q: nothing is left after removing control characters and leading dots", name)}
+		return "", &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("refusing file name %q: nothing is left after removing control characters and leading dots", name)}
 	}
 	return s, nil
 }
@@ -86,7 +86,7 @@ func writeAtomic(root *os.Root, name string, r io.Reader, max int64, overwrite b
 func writeAtomicSum(root *os.Root, name string, r io.Reader, max int64, overwrite bool) (int64, string, error) {
 	if !overwrite {
 		if _, err := root.Lstat(name); err == nil {
-			return 0, "", &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("%q already exists (set overwrite: true to replace it)", name)}
+			return 0, "", &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("%q already exists (set overwrite: true to replace it)", name)}
 		}
 	}
 	var rnd [8]byte
@@ -94,7 +94,7 @@ func writeAtomicSum(root *os.Root, name string, r io.Reader, max int64, overwrit
 	tmp := filepath.Join(parentOf(name), ".runbook-"+hex.EncodeToString(rnd[:])+".tmp")
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return 0, "", &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("create a temporary file for %q", name), Err: err}
+		return 0, "", &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("create a temporary file for %q", name), Err: err}
 	}
 	fail := func(err error) (int64, string, error) {
 		f.Close()
@@ -123,12 +123,12 @@ func writeAtomicSum(root *os.Root, name string, r io.Reader, max int64, overwrit
 	if !overwrite {
 		if _, err := root.Lstat(name); err == nil {
 			_ = root.Remove(tmp)
-			return 0, "", &steps.Error{Code: steps.Conflict, Message: fmt.Sprintf("%q already exists (set overwrite: true to replace it)", name)}
+			return 0, "", &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("%q already exists (set overwrite: true to replace it)", name)}
 		}
 	}
 	if err := root.Rename(tmp, name); err != nil {
 		_ = root.Remove(tmp)
-		return 0, "", &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("save %q", name), Err: err}
+		return 0, "", &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("save %q", name), Err: err}
 	}
 	return n, hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 func TestFileNames(t *testing.T) {
@@ -33,7 +33,7 @@ func TestFileNames(t *testing.T) {
 			if tc.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.err)
-				assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+				assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 				return
 			}
 			require.NoError(t, err)
@@ -69,7 +69,7 @@ func TestWriteAtomicRefusesTooLargeAndLeavesNothing(t *testing.T) {
 
 	_, _, err = writeAtomicSum(root, "ok.bin", bytes.NewReader([]byte("again")), 10, false)
 	require.Error(t, err)
-	assert.Equal(t, steps.Conflict, steps.CodeOf(err))
+	assert.Equal(t, fault.Conflict, fault.CodeOf(err))
 	assert.Contains(t, err.Error(), "overwrite: true")
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/runbook/runbook/internal/cloud/helpcenter"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -38,10 +39,10 @@ func init() {
 	})
 }
 
-func checkList(params any, dynamic map[string]bool) []steps.Problem {
+func checkList(params any, dynamic map[string]bool) []fault.Problem {
 	p := params.(*listParams)
 	seen := map[string]bool{}
-	var out []steps.Problem
+	var out []fault.Problem
 	if dynamic["sort"] {
 		return nil
 	}
@@ -51,7 +52,7 @@ func checkList(params any, dynamic map[string]bool) []steps.Problem {
 			continue // the pattern reports it
 		}
 		if seen[keys[0].Field] {
-			out = append(out, steps.Problem{Path: fmt.Sprintf("sort[%d]", i), Message: fmt.Sprintf("%s is sorted on twice", keys[0].Field)})
+			out = append(out, fault.Problem{Path: fmt.Sprintf("sort[%d]", i), Message: fmt.Sprintf("%s is sorted on twice", keys[0].Field)})
 		}
 		seen[keys[0].Field] = true
 	}

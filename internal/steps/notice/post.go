@@ -12,7 +12,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 // slackTextMax is the longest text a Slack section block accepts.
@@ -82,7 +82,7 @@ func postURL(ctx context.Context, p *digestParams, body []byte, key string) erro
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, p.URL, bytes.NewReader(body))
 	if err != nil {
-		return &steps.Error{Code: steps.Invalid, Message: "url " + hostOf(p.URL), Err: err}
+		return &fault.Error{Code: fault.Invalid, Message: "url " + hostOf(p.URL), Err: err}
 	}
 	for k, v := range p.Headers {
 		req.Header.Set(k, v)
@@ -105,17 +105,17 @@ func postURL(ctx context.Context, p *digestParams, body []byte, key string) erro
 			err = ue.Err
 		}
 		if rctx.Err() != nil {
-			return &steps.Error{Code: steps.Timeout, Message: fmt.Sprintf("post the digest to %s: no answer within %s", hostOf(p.URL), p.Timeout), Err: err}
+			return &fault.Error{Code: fault.Timeout, Message: fmt.Sprintf("post the digest to %s: no answer within %s", hostOf(p.URL), p.Timeout), Err: err}
 		}
-		return &steps.Error{Code: steps.Unavailable, Message: "post the digest to " + hostOf(p.URL), Err: err}
+		return &fault.Error{Code: fault.Unavailable, Message: "post the digest to " + hostOf(p.URL), Err: err}
 	}
 	defer resp.Body.Close()
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		return nil
 	}
-	return &steps.Error{
-		Code:    steps.CodeForHTTPStatus(resp.StatusCode),
+	return &fault.Error{
+		Code:    fault.CodeForHTTPStatus(resp.StatusCode),
 		Message: fmt.Sprintf("post the digest to %s: %s", hostOf(p.URL), resp.Status),
 		Data:    map[string]any{"status": resp.StatusCode, "body": string(snippet)},
 	}
@@ -140,7 +140,7 @@ func writeDigestFile(dir string, p *digestParams, text string) (string, error) {
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return "", &steps.Error{Code: steps.Invalid, Message: "open the playbook directory", Err: err}
+		return "", &fault.Error{Code: fault.Invalid, Message: "open the playbook directory", Err: err}
 	}
 	defer root.Close()
 	if err := localPath("file", p.File); err != nil {
@@ -148,13 +148,13 @@ func writeDigestFile(dir string, p *digestParams, text string) (string, error) {
 	}
 	if d := parentOf(p.File); d != "" {
 		if err := root.MkdirAll(d, 0o700); err != nil {
-			return "", &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("create the directory of %q", p.File), Err: err}
+			return "", &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("create the directory of %q", p.File), Err: err}
 		}
 	}
 	if p.FileMode == "append" {
 		old, err := root.ReadFile(p.File)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return "", &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("read %q", p.File), Err: err}
+			return "", &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("read %q", p.File), Err: err}
 		}
 		if len(old) > 0 {
 			block := "\n" + text
@@ -165,15 +165,15 @@ func writeDigestFile(dir string, p *digestParams, text string) (string, error) {
 		}
 		f, err := root.OpenFile(p.File, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
-			return "", &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("open %q", p.File), Err: err}
+			return "", &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("open %q", p.File), Err: err}
 		}
 		if _, err := f.WriteString(text); err != nil {
 			f.Close()
-			return "", &steps.Error{Code: steps.Unavailable, Message: fmt.Sprintf("write %q", p.File), Err: err}
+			return "", &fault.Error{Code: fault.Unavailable, Message: fmt.Sprintf("write %q", p.File), Err: err}
 		}
 		if err := f.Sync(); err != nil {
 			f.Close()
-			return "", &steps.Error{Code: steps.Unavailable, Message: fmt.Sprintf("sync %q", p.File), Err: err}
+			return "", &fault.Error{Code: fault.Unavailable, Message: fmt.Sprintf("sync %q", p.File), Err: err}
 		}
 		return p.File, f.Close()
 	}

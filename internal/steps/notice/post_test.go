@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/fault"
 	simhc "github.com/runbook/runbook/internal/sim/helpcenter"
-	"github.com/runbook/runbook/internal/steps"
 	"github.com/runbook/runbook/internal/steps/stepstest"
 )
 
@@ -22,12 +22,12 @@ func TestDigestPostSucceedsOnAny2xxOnly(t *testing.T) {
 	cases := []struct {
 		name   string
 		status int
-		code   steps.Code // "" for success
+		code   fault.Code // "" for success
 	}{
 		{"201 Created is success", http.StatusCreated, ""},
 		{"299 is still success", 299, ""},
-		{"a redirect is not followed and not success", http.StatusFound, steps.CodeForHTTPStatus(http.StatusFound)},
-		{"a refusal is an error", http.StatusBadRequest, steps.Invalid},
+		{"a redirect is not followed and not success", http.StatusFound, fault.CodeForHTTPStatus(http.StatusFound)},
+		{"a refusal is an error", http.StatusBadRequest, fault.Invalid},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -51,7 +51,7 @@ func TestDigestPostSucceedsOnAny2xxOnly(t *testing.T) {
 				return
 			}
 			require.Error(t, err)
-			assert.Equal(t, tc.code, steps.CodeOf(err))
+			assert.Equal(t, tc.code, fault.CodeOf(err))
 			assert.Contains(t, err.Error(), "post the digest to "+srv.URL+": ")
 			assert.NotContains(t, err.Error(), "SECRET", "the webhook's secret path stays out of errors")
 			out, err = g.run(t, map[string]any{"file": "d.txt", "first_run": "all"})

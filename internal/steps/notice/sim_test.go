@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/sim"
@@ -163,7 +164,7 @@ func TestGetAndCategoriesAndTags(t *testing.T) {
 	d, c = hc.call(t, "notice.get", map[string]any{"id": 999999})
 	_, err = d.Run(context.Background(), c)
 	require.Error(t, err)
-	assert.Equal(t, steps.NotFound, steps.CodeOf(err), "%v", err)
+	assert.Equal(t, fault.NotFound, fault.CodeOf(err), "%v", err)
 }
 
 func TestAttachmentIsSavedInsideDirAndRefusedWhenUnsafe(t *testing.T) {
@@ -197,7 +198,7 @@ func TestAttachmentIsSavedInsideDirAndRefusedWhenUnsafe(t *testing.T) {
 		_, err := d.Run(context.Background(), c)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), `refusing file name "../../etc/passwd": it leaves the directory`)
-		assert.Equal(t, steps.Invalid, steps.CodeOf(err))
+		assert.Equal(t, fault.Invalid, fault.CodeOf(err))
 		entries, _ := os.ReadDir(c.Dir)
 		assert.Empty(t, entries, "nothing was written")
 	})
@@ -261,7 +262,7 @@ func newEngine(t *testing.T, conn map[string]any) *engineHarness {
 		Store: st, Secrets: src, Redactor: secrets.NewRedactor(), Environ: []string{},
 		Connection: func(name string, _ map[string]any) (map[string]any, error) {
 			if name != "helpcenter" {
-				return nil, &steps.Error{Code: steps.Invalid, Message: "no connection " + name}
+				return nil, &fault.Error{Code: fault.Invalid, Message: "no connection " + name}
 			}
 			return conn, nil
 		},
@@ -365,7 +366,7 @@ func TestDigestRetriesWithTheSameKeyAndAdvancesOnlyAfterSuccess(t *testing.T) {
 	hc.add(t, simhc.NewNotice{Title: "New tariff"})
 	_, err = d.Run(context.Background(), c)
 	require.Error(t, err, "the receiver answered 503")
-	assert.True(t, steps.Retryable(err))
+	assert.True(t, fault.Retryable(err))
 	now, _ := host.Cursor(context.Background(), key)
 	assert.Equal(t, first, now, "the cursor did not move")
 

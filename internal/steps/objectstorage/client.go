@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/runbook/runbook/internal/cloud/objectstorage"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -22,19 +23,19 @@ func clientFor(c *steps.Call, connection string) (*objectstorage.Client, error) 
 	}
 	cfg, err := objectstorage.ConfigFrom(conn)
 	if err != nil {
-		return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("connection %q", connection), Err: err}
+		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("connection %q", connection), Err: err}
 	}
 	cl, err := objectstorage.New(cfg)
 	if err != nil {
-		return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("connection %q", connection), Err: err}
+		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("connection %q", connection), Err: err}
 	}
 	return cl, nil
 }
 
 // checkURI reports a problem with an obs:// URI.
-func checkURI(param, uri string) []steps.Problem {
+func checkURI(param, uri string) []fault.Problem {
 	if _, err := objectstorage.Parse(uri); err != nil {
-		return []steps.Problem{{Path: param, Message: err.Error()}}
+		return []fault.Problem{{Path: param, Message: err.Error()}}
 	}
 	return nil
 }
@@ -42,14 +43,14 @@ func checkURI(param, uri string) []steps.Problem {
 // localPath refuses a path that leaves the playbook directory.
 func localPath(param, p string) error {
 	if p == "" || !filepath.IsLocal(p) || strings.Contains(p, `\`) {
-		return &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("refusing %s %q: it must be a relative path inside the playbook directory", param, p)}
+		return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("refusing %s %q: it must be a relative path inside the playbook directory", param, p)}
 	}
 	return nil
 }
 
-func checkLocal(param, p string) []steps.Problem {
+func checkLocal(param, p string) []fault.Problem {
 	if err := localPath(param, p); err != nil {
-		return []steps.Problem{{Path: param, Message: "must be a relative path inside the playbook directory (no .., not absolute)"}}
+		return []fault.Problem{{Path: param, Message: "must be a relative path inside the playbook directory (no .., not absolute)"}}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/runbook/runbook/internal/cloud/objectstorage"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -41,9 +42,9 @@ func init() {
 	})
 }
 
-func checkDownload(params any, dynamic map[string]bool) []steps.Problem {
+func checkDownload(params any, dynamic map[string]bool) []fault.Problem {
 	p := params.(*downloadParams)
-	var out []steps.Problem
+	var out []fault.Problem
 	if !dynamic["uri"] {
 		out = append(out, checkURI("uri", p.URI)...)
 	}
@@ -58,7 +59,7 @@ func runDownload(ctx context.Context, c *steps.Call, p *downloadParams) (steps.O
 		return nil, err
 	}
 	if ps := checkDownload(p, nil); len(ps) > 0 {
-		return nil, steps.ProblemsError(c.StepID, ps)
+		return nil, fault.ProblemsError(c.StepID, ps)
 	}
 	cl, err := clientFor(c, p.Connection)
 	if err != nil {
@@ -66,19 +67,19 @@ func runDownload(ctx context.Context, c *steps.Call, p *downloadParams) (steps.O
 	}
 	root, err := os.OpenRoot(c.Dir)
 	if err != nil {
-		return nil, &steps.Error{Code: steps.Invalid, Message: "open the playbook directory", Err: err}
+		return nil, &fault.Error{Code: fault.Invalid, Message: "open the playbook directory", Err: err}
 	}
 	defer root.Close()
 	if p.Dir != "." {
 		if err := root.MkdirAll(p.Dir, 0o700); err != nil {
-			return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("create directory %q", p.Dir), Err: err}
+			return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("create directory %q", p.Dir), Err: err}
 		}
 	}
 	// A root of its own for dir: nothing below it, symbolic links included,
 	// can reach outside it.
 	sub, err := root.OpenRoot(p.Dir)
 	if err != nil {
-		return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("refusing dir %q: it leaves the playbook directory or is not a directory", p.Dir), Err: err}
+		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("refusing dir %q: it leaves the playbook directory or is not a directory", p.Dir), Err: err}
 	}
 	defer sub.Close()
 	c.Log.Info("downloading", "uri", p.URI, "dir", p.Dir)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/sim"
 	_ "github.com/runbook/runbook/internal/sim/identity"
 	simobs "github.com/runbook/runbook/internal/sim/objectstorage"
@@ -149,7 +150,7 @@ func TestUploadThenDownloadADirectory(t *testing.T) {
 	t.Run("downloading again without overwrite is a conflict", func(t *testing.T) {
 		d, c := e.call(t, "objectstorage.download", dir, map[string]any{"uri": e.uri("models/run-1/"), "dir": "restored/run-1"})
 		_, err := d.Run(ctx, c)
-		assert.Equal(t, steps.Conflict, steps.CodeOf(err), "%v", err)
+		assert.Equal(t, fault.Conflict, fault.CodeOf(err), "%v", err)
 	})
 	t.Run("a resumed upload whose objects are all stored is adopted", func(t *testing.T) {
 		d, c := e.call(t, "objectstorage.upload", dir, map[string]any{"uri": e.uri("models/run-1/"), "path": "model"})
@@ -182,13 +183,13 @@ func TestPathsThatLeaveThePlaybookDirectoryAreRefused(t *testing.T) {
 	t.Run("an upload through a symbolic link out is refused", func(t *testing.T) {
 		d, c := e.call(t, "objectstorage.upload", dir, map[string]any{"uri": e.uri("c/"), "path": "link"})
 		_, err := d.Run(ctx, c)
-		assert.Equal(t, steps.Invalid, steps.CodeOf(err), "%v", err)
+		assert.Equal(t, fault.Invalid, fault.CodeOf(err), "%v", err)
 		assert.Equal(t, []string{"x"}, e.store.List(e.tenant, "c", ""))
 	})
 	t.Run("a download into a symbolic link out is refused", func(t *testing.T) {
 		d, c := e.call(t, "objectstorage.download", dir, map[string]any{"uri": e.uri("c/x"), "dir": "linkdir"})
 		_, err := d.Run(ctx, c)
-		assert.Equal(t, steps.Invalid, steps.CodeOf(err), "%v", err)
+		assert.Equal(t, fault.Invalid, fault.CodeOf(err), "%v", err)
 		_, statErr := os.Stat(filepath.Join(outside, "x"))
 		assert.True(t, os.IsNotExist(statErr), "nothing written outside")
 	})
@@ -197,7 +198,7 @@ func TestPathsThatLeaveThePlaybookDirectoryAreRefused(t *testing.T) {
 		// An expression's value reaches the params after load-time checks.
 		reflect.ValueOf(c.Params).Elem().FieldByName("Path").SetString("../../etc/passwd")
 		_, err := d.Run(ctx, c)
-		assert.Equal(t, steps.Invalid, steps.CodeOf(err), "%v", err)
+		assert.Equal(t, fault.Invalid, fault.CodeOf(err), "%v", err)
 	})
 }
 
@@ -206,7 +207,7 @@ func TestAMissingObjectIsNotFound(t *testing.T) {
 	e.store.CreateContainer(e.tenant, "c")
 	d, c := e.call(t, "objectstorage.download", t.TempDir(), map[string]any{"uri": e.uri("c/missing.bin")})
 	_, err := d.Run(context.Background(), c)
-	assert.Equal(t, steps.NotFound, steps.CodeOf(err), "%v", err)
+	assert.Equal(t, fault.NotFound, fault.CodeOf(err), "%v", err)
 }
 
 // The contract suite has no connection to reach, so mid-run cancellation
@@ -221,5 +222,5 @@ func TestCancellingASlowTransferReturnsPromptly(t *testing.T) {
 	start := time.Now()
 	_, err := d.Run(ctx, c)
 	assert.Less(t, time.Since(start), stepstest.Prompt)
-	assert.Equal(t, steps.Cancelled, steps.CodeOf(err), "%v", err)
+	assert.Equal(t, fault.Cancelled, fault.CodeOf(err), "%v", err)
 }

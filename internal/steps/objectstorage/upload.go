@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/runbook/runbook/internal/cloud/objectstorage"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -52,9 +53,9 @@ func init() {
 	})
 }
 
-func checkUpload(params any, dynamic map[string]bool) []steps.Problem {
+func checkUpload(params any, dynamic map[string]bool) []fault.Problem {
 	p := params.(*uploadParams)
-	var out []steps.Problem
+	var out []fault.Problem
 	if !dynamic["uri"] {
 		out = append(out, checkURI("uri", p.URI)...)
 	}
@@ -72,11 +73,11 @@ func (p *uploadParams) options() objectstorage.Options {
 // opens the playbook directory and the client.
 func prepare(c *steps.Call, p *uploadParams) (*os.Root, *objectstorage.Client, error) {
 	if ps := checkUpload(p, nil); len(ps) > 0 {
-		return nil, nil, steps.ProblemsError(c.StepID, ps)
+		return nil, nil, fault.ProblemsError(c.StepID, ps)
 	}
 	root, err := os.OpenRoot(c.Dir)
 	if err != nil {
-		return nil, nil, &steps.Error{Code: steps.Invalid, Message: "open the playbook directory", Err: err}
+		return nil, nil, &fault.Error{Code: fault.Invalid, Message: "open the playbook directory", Err: err}
 	}
 	cl, err := clientFor(c, p.Connection)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -84,7 +85,7 @@ func ContractWith(t *testing.T, d *steps.Descriptor, validWith map[string]any, o
 		_, err := d.Run(ctx, c)
 		assert.Less(t, time.Since(start), Prompt)
 		require.Error(t, err)
-		assert.Equal(t, steps.Cancelled, steps.CodeOf(err), "error: %v", err)
+		assert.Equal(t, fault.Cancelled, fault.CodeOf(err), "error: %v", err)
 	})
 	t.Run("cancelling mid-run returns promptly", func(t *testing.T) {
 		c := newCall(t)
@@ -116,7 +117,7 @@ func ContractWith(t *testing.T, d *steps.Descriptor, validWith map[string]any, o
 		case r := <-done:
 			assert.Less(t, r.at.Sub(cancelled), Prompt)
 			require.Error(t, r.err, "a step cancelled mid-run must not report success")
-			assert.True(t, errors.Is(r.err, context.Canceled) || steps.CodeOf(r.err) == steps.Cancelled,
+			assert.True(t, errors.Is(r.err, context.Canceled) || fault.CodeOf(r.err) == fault.Cancelled,
 				"error should be a cancellation: %v", r.err)
 		case <-time.After(Prompt + time.Second):
 			t.Fatalf("%s did not return within %s of cancellation", d.Type, Prompt)

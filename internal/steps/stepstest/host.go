@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -30,7 +31,7 @@ type Host struct {
 	// Connections and Secrets answer Connection and Secret.
 	Connections map[string]map[string]any
 	Secrets     map[string]string
-	// Suspend makes AwaitApproval return steps.ErrSuspended when no answer
+	// Suspend makes AwaitApproval return fault.ErrSuspended when no answer
 	// is queued, as the CLI without a server does.
 	Suspend bool
 	// RunPlaybookFunc runs sub-playbooks; nil returns empty outputs.
@@ -96,7 +97,7 @@ func (h *Host) Connection(name string) (map[string]any, error) {
 	defer h.mu.Unlock()
 	c, ok := h.Connections[name]
 	if !ok {
-		return nil, &steps.Error{Code: steps.Invalid, Message: fmt.Sprintf("connection %q is not configured", name)}
+		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("connection %q is not configured", name)}
 	}
 	return c, nil
 }
@@ -146,7 +147,7 @@ func (h *Host) AwaitApproval(ctx context.Context, req steps.ApprovalRequest) (st
 	default:
 	}
 	if h.Suspend {
-		return steps.ApprovalResponse{}, steps.ErrSuspended
+		return steps.ApprovalResponse{}, fault.ErrSuspended
 	}
 	var deadline <-chan time.Time
 	if !req.Deadline.IsZero() {
@@ -158,7 +159,7 @@ func (h *Host) AwaitApproval(ctx context.Context, req steps.ApprovalRequest) (st
 	case r := <-h.answers:
 		return r, nil
 	case <-deadline:
-		return steps.ApprovalResponse{}, &steps.Error{Code: steps.Timeout, Message: "approval was not answered in time"}
+		return steps.ApprovalResponse{}, &fault.Error{Code: fault.Timeout, Message: "approval was not answered in time"}
 	case <-ctx.Done():
 		return steps.ApprovalResponse{}, ctx.Err()
 	}

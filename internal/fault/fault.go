@@ -1,4 +1,4 @@
-package steps
+package fault
 
 import (
 	"context"
@@ -52,10 +52,14 @@ type Error struct {
 	// contents) that expressions can read as steps.<id>.error.data.
 	Data map[string]any
 	Err  error
+	// whole says Message already ends with Err's text (Errorf with %w).
+	whole bool
 }
 
 func (e *Error) Error() string {
 	switch {
+	case e.whole:
+		return e.Message
 	case e.Message != "" && e.Err != nil:
 		return e.Message + ": " + e.Err.Error()
 	case e.Message != "":
@@ -72,7 +76,8 @@ func (e *Error) Unwrap() error { return e.Err }
 // wraps as fmt.Errorf does.
 func Errorf(code Code, format string, args ...any) error {
 	err := fmt.Errorf(format, args...)
-	return &Error{Code: code, Message: err.Error(), Err: errors.Unwrap(err)}
+	cause := errors.Unwrap(err)
+	return &Error{Code: code, Message: err.Error(), Err: cause, whole: cause != nil}
 }
 
 // CodeOf returns the code of err: the first *Error in its chain, Cancelled
