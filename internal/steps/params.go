@@ -23,8 +23,6 @@ package steps
 // an error, and so is `name: 3`. A null value counts as absent.
 
 import (
-	"github.com/runbook/runbook/internal/fault"
-
 	"encoding/json"
 	"fmt"
 	"math"
@@ -38,6 +36,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/suggest"
 )
 

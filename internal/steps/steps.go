@@ -1,8 +1,6 @@
 package steps
 
 import (
-	"github.com/runbook/runbook/internal/fault"
-
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +10,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/runbook/runbook/internal/fault"
 )
 
 // Outputs is what a step returns: named values, JSON-compatible.
@@ -62,6 +62,8 @@ type Descriptor struct {
 	// for a step without params. Field tags (see params.go): json, required,
 	// min, max, minlen, maxlen, enum, pattern, format, default, desc.
 	Params any
+	// Example is a valid `with` map (see Def.Example).
+	Example map[string]any
 	// Outputs lists the outputs the step always sets.
 	Outputs []Output
 	// OpenOutputs means outputs beyond Outputs exist and are only known at
@@ -184,17 +186,6 @@ type ApprovalResponse struct {
 	Comment  string         `json:"comment,omitempty"`
 	Fields   map[string]any `json:"fields,omitempty"`
 	At       time.Time      `json:"at"`
-}
-
-// Typed adapts a function over a typed params pointer to a RunFunc.
-func Typed[P any](f func(ctx context.Context, c *Call, p *P) (Outputs, error)) RunFunc {
-	return func(ctx context.Context, c *Call) (Outputs, error) {
-		p, ok := c.Params.(*P)
-		if !ok {
-			return nil, fmt.Errorf("step %s: params are %T, want *%T", c.StepID, c.Params, *new(P))
-		}
-		return f(ctx, c, p)
-	}
 }
 
 var (
