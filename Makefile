@@ -1,7 +1,7 @@
 GO ?= go
 BIN := bin/runbook
 
-.PHONY: help build test vet fmt-check schema docs bench fuzz mutate ci
+.PHONY: help build test vet fmt-check tidy-check schema docs bench fuzz mutate ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -45,4 +45,7 @@ mutate: ## mutation-test one package (PKG=./internal/expr; default ./internal/en
 	GOFLAGS=-count=1 $(GO) run $(GREMLINS) unleash --workers 1 --timeout-coefficient 3 $(PKG) | tee mutate.log
 	$(GO) run ./tools/mutscore -lived mutate.log
 
-ci: fmt-check vet test ## what .ci/run does
+tidy-check: ## fail when go mod tidy would change go.mod or go.sum
+	$(GO) mod tidy -diff
+
+ci: fmt-check tidy-check vet test ## what .ci/run does
