@@ -29,7 +29,7 @@ steps:
 `
 
 // newTestRunner is a server's runner over a real bbolt file, not serving.
-func newTestRunner(t *testing.T) (*runner, state.Store) {
+func newTestRunner(t testing.TB) (*runner, state.Store) {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "note.yaml"), []byte(notePlaybook), 0o600))
