@@ -24,7 +24,7 @@ func autoscalerRequest(p *setAutoscalerParams) nks.AutoscalerRequest {
 	return nks.AutoscalerRequest{
 		CAEnable: flag(p.CAEnable), CAMaxNodeCount: optInt(p.CAMaxNodeCount), CAMinNodeCount: optInt(p.CAMinNodeCount),
 		CAScaleDownEnable: optFlag(p.CAScaleDownEnable), CAScaleDownUnneededTime: optInt(p.CAScaleDownUnneededTime),
-		CAScaleDownUtilThresh: optFloat(p.CAScaleDownUtilThresh), CAScaleDownDelayAfterAdd: optInt(p.CAScaleDownDelayAfterAdd),
+		CAScaleDownUtilThresh: optInt(p.CAScaleDownUtilThresh), CAScaleDownDelayAfterAdd: optInt(p.CAScaleDownDelayAfterAdd),
 	}
 }
 

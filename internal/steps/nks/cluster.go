@@ -246,12 +246,12 @@ func init() {
 // caSettings are the optional autoscaler settings shared by the create
 // labels and nks.nodegroup.autoscaler.set.
 type caSettings struct {
-	CAMaxNodeCount           *int     `json:"ca_max_node_count" min:"0" desc:"autoscaler: most nodes"`
-	CAMinNodeCount           *int     `json:"ca_min_node_count" min:"0" desc:"autoscaler: fewest nodes"`
-	CAScaleDownEnable        *bool    `json:"ca_scale_down_enable" desc:"autoscaler: allow scaling down"`
-	CAScaleDownUnneededTime  *int     `json:"ca_scale_down_unneeded_time" min:"0" desc:"autoscaler: minutes a node is unneeded before removal"`
-	CAScaleDownUtilThresh    *float64 `json:"ca_scale_down_util_thresh" min:"0" max:"1" desc:"autoscaler: utilisation below which a node is unneeded"`
-	CAScaleDownDelayAfterAdd *int     `json:"ca_scale_down_delay_after_add" min:"0" desc:"autoscaler: minutes after a scale-up before scaling down"`
+	CAMaxNodeCount           *int  `json:"ca_max_node_count" min:"0" desc:"autoscaler: most nodes"`
+	CAMinNodeCount           *int  `json:"ca_min_node_count" min:"0" desc:"autoscaler: fewest nodes"`
+	CAScaleDownEnable        *bool `json:"ca_scale_down_enable" desc:"autoscaler: allow scaling down"`
+	CAScaleDownUnneededTime  *int  `json:"ca_scale_down_unneeded_time" min:"0" desc:"autoscaler: minutes a node is unneeded before removal"`
+	CAScaleDownUtilThresh    *int  `json:"ca_scale_down_util_thresh" min:"1" max:"100" desc:"autoscaler: utilisation in percent below which a node is unneeded"`
+	CAScaleDownDelayAfterAdd *int  `json:"ca_scale_down_delay_after_add" min:"0" desc:"autoscaler: minutes after a scale-up before scaling down"`
 }
 
 func (s caSettings) check(ps *problems, prefix string) {
@@ -273,13 +273,6 @@ func optFlag(p *bool) string {
 		return ""
 	}
 	return flag(*p)
-}
-
-func optFloat(p *float64) string {
-	if p == nil {
-		return ""
-	}
-	return strconv.FormatFloat(*p, 'f', -1, 64)
 }
 
 type createClusterLabels struct {
@@ -383,7 +376,7 @@ func createClusterRequest(p *createClusterParams) nks.CreateClusterRequest {
 			CertManagerAPI: "True", CAEnable: flag(l.CAEnable),
 			CAMaxNodeCount: optInt(l.CAMaxNodeCount), CAMinNodeCount: optInt(l.CAMinNodeCount),
 			CAScaleDownEnable: optFlag(l.CAScaleDownEnable), CAScaleDownUnneededTime: optInt(l.CAScaleDownUnneededTime),
-			CAScaleDownUtilThresh: optFloat(l.CAScaleDownUtilThresh), CAScaleDownDelayAfterAdd: optInt(l.CAScaleDownDelayAfterAdd),
+			CAScaleDownUtilThresh: optInt(l.CAScaleDownUtilThresh), CAScaleDownDelayAfterAdd: optInt(l.CAScaleDownDelayAfterAdd),
 			KubeTag: l.KubeTag, UserScript: l.UserScript, UserScriptV2: l.UserScriptV2,
 			MasterLBFloatingIPEnabled: flag(l.MasterLBFloatingIPEnabled), StrictSGRules: optFlag(l.StrictSGRules),
 			AdditionalNetworkIDList: strings.Join(l.AdditionalNetworkIDList, ":"), AdditionalSubnetIDList: strings.Join(l.AdditionalSubnetIDList, ":"),

@@ -191,7 +191,7 @@ func createGroupRequest(p *createGroupParams) nks.CreateNodeGroupRequest {
 			AvailabilityZone: l.AvailabilityZone, BootVolumeType: l.BootVolumeType, BootVolumeSize: strconv.Itoa(l.BootVolumeSize),
 			CAEnable: flag(l.CAEnable), CAMaxNodeCount: optInt(l.CAMaxNodeCount), CAMinNodeCount: optInt(l.CAMinNodeCount),
 			CAScaleDownEnable: optFlag(l.CAScaleDownEnable), CAScaleDownUnneededTime: optInt(l.CAScaleDownUnneededTime),
-			CAScaleDownUtilThresh: optFloat(l.CAScaleDownUtilThresh), CAScaleDownDelayAfterAdd: optInt(l.CAScaleDownDelayAfterAdd),
+			CAScaleDownUtilThresh: optInt(l.CAScaleDownUtilThresh), CAScaleDownDelayAfterAdd: optInt(l.CAScaleDownDelayAfterAdd),
 			UserScript: l.UserScript, UserScriptV2: l.UserScriptV2,
 			AdditionalNetworkIDList: strings.Join(l.AdditionalNetworkIDList, ":"), AdditionalSubnetIDList: strings.Join(l.AdditionalSubnetIDList, ":"),
 			Extra: extra,

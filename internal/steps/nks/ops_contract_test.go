@@ -47,7 +47,7 @@ var contractWith = map[string]map[string]any{
 	"nks.nodegroup.stop_nodes":     {"cluster": "prod", "nodegroup": "pool-b", "node_list": []any{"a", "b"}},
 	"nks.nodegroup.start_nodes":    {"cluster": "prod", "nodegroup": "pool-b", "node_list": []any{"a"}},
 	"nks.nodegroup.autoscaler.get": {"cluster": "prod", "nodegroup": "pool-b"},
-	"nks.nodegroup.autoscaler.set": {"cluster": "prod", "nodegroup": "pool-b", "ca_enable": true, "ca_min_node_count": 1, "ca_max_node_count": 3, "ca_scale_down_util_thresh": 0.5},
+	"nks.nodegroup.autoscaler.set": {"cluster": "prod", "nodegroup": "pool-b", "ca_enable": true, "ca_min_node_count": 1, "ca_max_node_count": 3, "ca_scale_down_util_thresh": 50},
 	"nks.nodegroup.upgrade":        {"cluster": "prod", "nodegroup": "default-master", "version": "v1.31.4"},
 	"nks.nodegroup.userscript":     {"cluster": "prod", "nodegroup": "default-master", "contents": "#!/bin/sh\n"},
 	"nks.nodegroup.flavor":         {"cluster": "prod", "nodegroup": "pool-b", "flavor_id": "f-2"},

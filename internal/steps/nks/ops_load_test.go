@@ -280,8 +280,8 @@ func TestPlanShowsTheExactCalls(t *testing.T) {
 		plan("nks.nodegroup.flavor", map[string]any{"cluster": "prod", "nodegroup": "pool-b", "flavor_id": "f-2", "num_buffer_nodes": 0}))
 	assert.JSONEq(t, `[{"method":"POST","path":"/v1/clusters/prod/nodegroups/pool-b/stop_node","body":{"node_list":"a:b"}}]`,
 		plan("nks.nodegroup.stop_nodes", map[string]any{"cluster": "prod", "nodegroup": "pool-b", "node_list": []any{"a", "b"}}))
-	assert.JSONEq(t, `[{"method":"POST","path":"/v1/clusters/prod/nodegroups/pool-b/autoscale","body":{"ca_enable":"True","ca_max_node_count":"5","ca_scale_down_util_thresh":"0.5"}}]`,
-		plan("nks.nodegroup.autoscaler.set", map[string]any{"cluster": "prod", "nodegroup": "pool-b", "ca_enable": true, "ca_max_node_count": 5, "ca_scale_down_util_thresh": 0.5}))
+	assert.JSONEq(t, `[{"method":"POST","path":"/v1/clusters/prod/nodegroups/pool-b/autoscale","body":{"ca_enable":"True","ca_max_node_count":"5","ca_scale_down_util_thresh":"50"}}]`,
+		plan("nks.nodegroup.autoscaler.set", map[string]any{"cluster": "prod", "nodegroup": "pool-b", "ca_enable": true, "ca_max_node_count": 5, "ca_scale_down_util_thresh": 50}))
 
 	create := plan("nks.cluster.create", createWith("prod", "v1.31.4"))
 	var calls []struct {

@@ -353,3 +353,18 @@ func TestKubeconfigIsSavedInsideThePlaybookDirectory(t *testing.T) {
 		assert.True(t, strings.Contains(problems[0].Message, "relative path inside the playbook directory"), problems[0].Message)
 	}
 }
+
+func TestAutoscalerScaleDownThresholdIsThePercentageTheServiceTakes(t *testing.T) {
+	s := startOpsSim(t)
+	s.run("nks.cluster.create", createWith("prod", "v1.31.4"))
+	s.settle(cloud.EventClusterCreate)
+	s.run("nks.nodegroup.autoscaler.set", map[string]any{"cluster": "prod", "nodegroup": "default-worker", "ca_enable": true,
+		"ca_scale_down_util_thresh": 60, "wait": true})
+	as := s.run("nks.nodegroup.autoscaler.get", map[string]any{"cluster": "prod", "nodegroup": "default-worker"})
+	assert.Equal(t, 60, as["ca_scale_down_util_thresh"], "the value reads back as set")
+
+	problems := desc(t, "nks.nodegroup.autoscaler.set").CheckLiteral(map[string]any{"cluster": "prod", "nodegroup": "default-worker",
+		"ca_enable": true, "ca_scale_down_util_thresh": 0.5})
+	require.NotEmpty(t, problems, "a fraction is not a percentage")
+	assert.Equal(t, "ca_scale_down_util_thresh", problems[0].Path)
+}
