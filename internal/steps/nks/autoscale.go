@@ -11,6 +11,24 @@ import (
 	"github.com/runbook/runbook/internal/steps"
 )
 
+// caSettings are the optional autoscaler settings shared by the create
+// labels and nks.nodegroup.autoscaler.set.
+type caSettings struct {
+	CAMaxNodeCount           *int  `json:"ca_max_node_count" min:"0" desc:"autoscaler: most nodes"`
+	CAMinNodeCount           *int  `json:"ca_min_node_count" min:"0" desc:"autoscaler: fewest nodes"`
+	CAScaleDownEnable        *bool `json:"ca_scale_down_enable" desc:"autoscaler: allow scaling down"`
+	CAScaleDownUnneededTime  *int  `json:"ca_scale_down_unneeded_time" min:"0" desc:"autoscaler: minutes a node is unneeded before removal"`
+	CAScaleDownUtilThresh    *int  `json:"ca_scale_down_util_thresh" min:"1" max:"100" desc:"autoscaler: utilisation in percent below which a node is unneeded"`
+	CAScaleDownDelayAfterAdd *int  `json:"ca_scale_down_delay_after_add" min:"0" desc:"autoscaler: minutes after a scale-up before scaling down"`
+}
+
+func (s caSettings) check(ps *problems, prefix string) {
+	if s.CAMaxNodeCount != nil && s.CAMinNodeCount != nil && *s.CAMinNodeCount > *s.CAMaxNodeCount {
+		*ps = append(*ps, fault.Problem{Path: prefix + "ca_min_node_count",
+			Message: "autoscaler minimum " + strconv.Itoa(*s.CAMinNodeCount) + " is above the maximum " + strconv.Itoa(*s.CAMaxNodeCount)})
+	}
+}
+
 // setAutoscalerParams mirror the autoscaler change body, with booleans for
 // the True/False flags and numbers for the counts and times.
 type setAutoscalerParams struct {
@@ -99,7 +117,7 @@ func init() {
 			return []steps.PlannedCall{{Method: http.MethodPost, Path: groupPlanPath(p.groupRefParams, "autoscale"), Body: autoscalerRequest(p)}}
 		},
 		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *setAutoscalerParams) (steps.Outputs, error) {
-			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: p.waitParams, event: nks.EventNodeGroupSetAutoscaler,
+			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: &p.waitParams, event: nks.EventNodeGroupSetAutoscaler,
 				call: groupCall(p.groupRefParams, func(ctx context.Context, cl *nks.Client) (string, error) {
 					return cl.SetAutoscaler(ctx, p.Cluster, p.NodeGroup, autoscalerRequest(p))
 				})})

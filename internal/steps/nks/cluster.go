@@ -2,9 +2,7 @@ package nks
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -12,140 +10,6 @@ import (
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
-
-// Params every cluster step shares.
-
-type connParam struct {
-	Connection string `json:"connection" default:"nks" minlen:"1" desc:"name of the connection to the cluster API"`
-}
-
-type clusterParam struct {
-	Cluster string `json:"cluster" required:"true" maxlen:"255" desc:"cluster name or UUID"`
-}
-
-type waitParams struct {
-	Wait        bool           `json:"wait" default:"false" desc:"wait for the task the call starts to reach SUCCESS (a FAIL task fails the step with its contents)"`
-	WaitTimeout steps.Duration `json:"wait_timeout" default:"2h" min:"1s" max:"72h" desc:"how long wait waits for the task"`
-}
-
-// waitOutputs document what runMutation adds when waiting.
-var waitOutputs = []steps.Output{
-	{Name: "task_uuid", Type: "string", Description: `the task waited on ("" without wait)`},
-	{Name: "task_status", Type: "string", Description: `SUCCESS when waited ("" without wait)`},
-}
-
-func withWaitOutputs(outs ...steps.Output) []steps.Output { return append(outs, waitOutputs...) }
-
-// problems collects rule violations found by the Check funcs.
-type problems []fault.Problem
-
-// add records err (a rules.go sentence) at path; nil is ignored.
-func (ps *problems) add(path string, err error) {
-	if err != nil {
-		*ps = append(*ps, fault.Problem{Path: path, Message: err.Error()})
-	}
-}
-
-// name checks a cluster or node group name or reference unless it is
-// dynamic or empty (required is the tag's business).
-func (ps *problems) name(dyn map[string]bool, field, kind, v string) {
-	if !dyn[field] && v != "" {
-		ps.add(field, nks.CheckName(kind, v))
-	}
-}
-
-var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
-// clusterUUID resolves a cluster name to its UUID (the task history paths
-// take UUIDs only). A UUID is returned as is.
-func clusterUUID(ctx context.Context, cl *nks.Client, ref string) (string, error) {
-	if uuidRE.MatchString(ref) {
-		return ref, nil
-	}
-	c, err := cl.GetCluster(ctx, ref)
-	if err != nil {
-		return "", err
-	}
-	return c.UUID, nil
-}
-
-// calledAlready reports whether a resumed step's mutating call was
-// recorded: then nothing needs resolving before runMutation.
-func calledAlready(c *steps.Call) bool {
-	var cp mutationCheckpoint
-	return len(c.Resume) > 0 && json.Unmarshal(c.Resume, &cp) == nil && cp.Phase == phaseCalled
-}
-
-// op describes one mutating step run.
-type op struct {
-	conn    string
-	cluster string // the cluster acted on ("" for a create)
-	wait    waitParams
-	event   string
-	// call sends the request; clusterUUID is the resolved cluster ("" for
-	// a create).
-	call func(ctx context.Context, cl *nks.Client, clusterUUID string) (mutationResult, error)
-}
-
-// mutate runs o through runMutation. With wait it resolves the cluster's
-// UUID first, so the wait can tell the new task from older ones.
-func mutate(ctx context.Context, c *steps.Call, o op) (steps.Outputs, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	before := ""
-	if o.wait.Wait && o.cluster != "" && !calledAlready(c) {
-		cl, err := clientFor(c, o.conn)
-		if err != nil {
-			return nil, err
-		}
-		if before, err = clusterUUID(ctx, cl, o.cluster); err != nil {
-			return nil, err
-		}
-	}
-	out, err := runMutation(ctx, c, mutation{
-		Connection: o.conn, EventType: o.event, Wait: o.wait.Wait, WaitTimeout: o.wait.WaitTimeout.Std(),
-		ClusterBefore: before,
-		Call: func(ctx context.Context, cl *nks.Client) (mutationResult, error) {
-			id := before
-			if id == "" && o.cluster != "" {
-				var err error
-				if id, err = clusterUUID(ctx, cl, o.cluster); err != nil {
-					return mutationResult{}, err
-				}
-			}
-			return o.call(ctx, cl, id)
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	for _, k := range []string{"task_uuid", "task_status"} {
-		if _, ok := out[k]; !ok {
-			out[k] = ""
-		}
-	}
-	return out, nil
-}
-
-// read runs a read-only call with a client for conn.
-func read(ctx context.Context, c *steps.Call, conn string, f func(cl *nks.Client) (steps.Outputs, error)) (steps.Outputs, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	cl, err := clientFor(c, conn)
-	if err != nil {
-		return nil, err
-	}
-	return f(cl)
-}
-
-func flag(b bool) string {
-	if b {
-		return "True"
-	}
-	return "False"
-}
 
 func strList(ss []string) []any {
 	out := make([]any, len(ss))
@@ -242,38 +106,6 @@ func init() {
 }
 
 // ---- nks.cluster.create ----------------------------------------------------
-
-// caSettings are the optional autoscaler settings shared by the create
-// labels and nks.nodegroup.autoscaler.set.
-type caSettings struct {
-	CAMaxNodeCount           *int  `json:"ca_max_node_count" min:"0" desc:"autoscaler: most nodes"`
-	CAMinNodeCount           *int  `json:"ca_min_node_count" min:"0" desc:"autoscaler: fewest nodes"`
-	CAScaleDownEnable        *bool `json:"ca_scale_down_enable" desc:"autoscaler: allow scaling down"`
-	CAScaleDownUnneededTime  *int  `json:"ca_scale_down_unneeded_time" min:"0" desc:"autoscaler: minutes a node is unneeded before removal"`
-	CAScaleDownUtilThresh    *int  `json:"ca_scale_down_util_thresh" min:"1" max:"100" desc:"autoscaler: utilisation in percent below which a node is unneeded"`
-	CAScaleDownDelayAfterAdd *int  `json:"ca_scale_down_delay_after_add" min:"0" desc:"autoscaler: minutes after a scale-up before scaling down"`
-}
-
-func (s caSettings) check(ps *problems, prefix string) {
-	if s.CAMaxNodeCount != nil && s.CAMinNodeCount != nil && *s.CAMinNodeCount > *s.CAMaxNodeCount {
-		*ps = append(*ps, fault.Problem{Path: prefix + "ca_min_node_count",
-			Message: "autoscaler minimum " + strconv.Itoa(*s.CAMinNodeCount) + " is above the maximum " + strconv.Itoa(*s.CAMaxNodeCount)})
-	}
-}
-
-func optInt(p *int) string {
-	if p == nil {
-		return ""
-	}
-	return strconv.Itoa(*p)
-}
-
-func optFlag(p *bool) string {
-	if p == nil {
-		return ""
-	}
-	return flag(*p)
-}
 
 type createClusterLabels struct {
 	AvailabilityZone     string   `json:"availability_zone" required:"true" desc:"availability zone of the default worker group"`
@@ -434,7 +266,7 @@ func init() {
 		},
 		Reconcile: reconcileClusterCreate,
 		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *createClusterParams) (steps.Outputs, error) {
-			return mutate(ctx, c, op{conn: p.Connection, wait: p.waitParams, event: nks.EventClusterCreate,
+			return mutate(ctx, c, op{conn: p.Connection, wait: &p.waitParams, event: nks.EventClusterCreate,
 				call: func(ctx context.Context, cl *nks.Client, _ string) (mutationResult, error) {
 					if err := checkSupported(ctx, cl, p.Labels.KubeTag); err != nil {
 						return mutationResult{}, err
@@ -493,7 +325,7 @@ func init() {
 			}
 		},
 		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *deleteClusterParams) (steps.Outputs, error) {
-			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: p.waitParams, event: nks.EventClusterDelete,
+			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: &p.waitParams, event: nks.EventClusterDelete,
 				call: func(ctx context.Context, cl *nks.Client, _ string) (mutationResult, error) {
 					got, err := cl.GetCluster(ctx, p.Cluster)
 					if err != nil {
@@ -535,7 +367,7 @@ func init() {
 			}
 		},
 		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *resizeParams) (steps.Outputs, error) {
-			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: p.waitParams, event: nks.EventClusterResize,
+			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: &p.waitParams, event: nks.EventClusterResize,
 				call: func(ctx context.Context, cl *nks.Client, _ string) (mutationResult, error) {
 					g, err := cl.GetNodeGroup(ctx, p.Cluster, p.NodeGroup)
 					if err != nil {

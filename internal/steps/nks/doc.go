@@ -33,14 +33,16 @@
 //
 // # Mutations
 //
-// Mutating steps go through runMutation (mutate.go): the step checkpoints
-// before and after the request, so a resumed run never sends it twice
-// after its answer was recorded. create, delete, resize, cni_update and
-// the node group mutations take `wait` (default false) and `wait_timeout`
-// (default 2h, at most 72h): the step then ends when the task the call
-// started reaches SUCCESS, and outputs task_uuid and task_status (both ""
-// without wait). Pre-reads a mutation needs (the cluster's UUID, the
-// supported versions) run inside the call, so a resume skips them too.
+// Mutating steps go through mutate (mutate.go): one client per run, one
+// checkpoint written before and after the request, so a resumed run never
+// sends it twice after its answer was recorded, and the creates' Reconcile
+// reads the same checkpoint to tell a request in doubt. create, delete,
+// resize, cni_update and the node group mutations take `wait` (default
+// false) and `wait_timeout` (default 2h, at most 72h): the step then ends
+// when the task the call started reaches SUCCESS, and outputs task_uuid
+// and task_status (both "" without wait). Pre-reads a mutation needs (the
+// cluster's UUID, the supported versions) run before the answer is
+// recorded, so a resume skips them too.
 //
 // # Files
 //

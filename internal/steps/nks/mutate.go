@@ -9,20 +9,50 @@ import (
 	"github.com/runbook/runbook/internal/steps"
 )
 
-// mutation is one mutating cluster API call whose task can be waited on.
-type mutation struct {
-	Connection  string
-	EventType   string        // the nks.Event* task type the call records
-	Wait        bool          // wait for the task to reach SUCCESS
-	WaitTimeout time.Duration // 0: defaultWaitTimeout
-	// ClusterBefore names the cluster whose task history exists before the
-	// call ("" for a cluster create): its tasks of EventType are noted so
-	// the wait picks the task this call started, not an older one.
-	ClusterBefore string
-	// Call performs the request. It runs at most once per attempt that
-	// reaches it; on resume after a recorded call it is skipped.
-	Call func(ctx context.Context, cl *nks.Client) (mutationResult, error)
+// A mutating step sends one request and, with wait, waits for the task the
+// request started. Its checkpoint says how far it got, so that a resumed
+// step never sends the request again once its answer was recorded, and
+// keeps waiting on the same task until the same deadline.
+
+type waitParams struct {
+	Wait        bool           `json:"wait" default:"false" desc:"wait for the task the call starts to reach SUCCESS (a FAIL task fails the step with its contents)"`
+	WaitTimeout steps.Duration `json:"wait_timeout" default:"2h" min:"1s" max:"72h" desc:"how long wait waits for the task"`
 }
+
+const defaultWaitTimeout = 2 * time.Hour
+
+// waitOutputs document the task outputs of a step that takes waitParams.
+var waitOutputs = []steps.Output{
+	{Name: "task_uuid", Type: "string", Description: `the task waited on ("" without wait)`},
+	{Name: "task_status", Type: "string", Description: `SUCCESS when waited ("" without wait)`},
+}
+
+func withWaitOutputs(outs ...steps.Output) []steps.Output { return append(outs, waitOutputs...) }
+
+// taskOutputs sets the outputs of waitOutputs: the task waited on, or ""
+// for both without wait (task nil).
+func taskOutputs(out steps.Outputs, task *nks.Task) steps.Outputs {
+	out["task_uuid"], out["task_status"] = "", ""
+	if task != nil {
+		out["task_uuid"], out["task_status"] = task.UUID, task.State
+	}
+	return out
+}
+
+// op is the mutating request of one step run.
+type op struct {
+	conn    string
+	cluster string // the cluster acted on ("" for a create)
+	event   string // the nks.Event* task type the request records
+	// wait is the step's wait params; nil for a step that cannot wait,
+	// whose outputs then have no task outputs.
+	wait *waitParams
+	// call sends the request; clusterUUID is the resolved cluster ("" for
+	// a create).
+	call func(ctx context.Context, cl *nks.Client, clusterUUID string) (mutationResult, error)
+}
+
+func (o op) waits() bool { return o.wait != nil && o.wait.Wait }
 
 // mutationResult is what a mutating call answered.
 type mutationResult struct {
@@ -31,14 +61,14 @@ type mutationResult struct {
 	Outputs      steps.Outputs `json:"outputs"`
 }
 
-const defaultWaitTimeout = 2 * time.Hour
-
 // mutationCheckpoint is what a mutating step persists: where it is, what
-// the call answered, and what it waits on, so a resumed step neither calls
-// twice after a recorded answer nor loses the task it was waiting for.
+// the call answered, and what it waits on.
 type mutationCheckpoint struct {
-	Phase  string          `json:"phase"` // calling, called
-	Known  []string        `json:"known"` // kept even when empty: nil means "not read yet"
+	Phase string `json:"phase"` // calling, called
+	// Known lists the cluster's tasks of the op's type that existed before
+	// the request, so the wait picks the task this request started. Kept
+	// even when empty: nil means "not read yet".
+	Known  []string        `json:"known"`
 	Result *mutationResult `json:"result,omitempty"`
 	Wait   *waitState      `json:"wait,omitempty"`
 }
@@ -48,66 +78,121 @@ const (
 	phaseCalled  = "called"
 )
 
-// runMutation checkpoints, calls, checkpoints the answer, and with Wait
-// waits for the task the call started; the outputs then gain task_uuid
-// and task_status.
-func runMutation(ctx context.Context, c *steps.Call, m mutation) (steps.Outputs, error) {
-	cl, err := clientFor(c, m.Connection)
+// mutation is one run of a mutating step: its client, built once, and
+// its checkpoint, read once.
+type mutation struct {
+	c  *steps.Call
+	cl *nks.Client
+	cp mutationCheckpoint
+}
+
+// startMutation reads the step's checkpoint (none on a first run) and
+// builds the client for the connection conn.
+func startMutation(c *steps.Call, conn string) (*mutation, error) {
+	m := &mutation{c: c}
+	if _, err := c.LoadCheckpoint(&m.cp); err != nil {
+		return nil, err
+	}
+	cl, err := clientFor(c, conn)
 	if err != nil {
 		return nil, err
 	}
-	var cp mutationCheckpoint
-	if _, err := c.LoadCheckpoint(&cp); err != nil {
+	m.cl = cl
+	return m, nil
+}
+
+// called reports whether the request's answer was recorded.
+func (m *mutation) called() bool { return m.cp.Phase == phaseCalled }
+
+// inDoubt reports whether the request may have been sent without its
+// answer being recorded.
+func (m *mutation) inDoubt() bool { return m.cp.Phase == phaseCalling }
+
+func (m *mutation) save(ctx context.Context) error { return m.c.SaveCheckpoint(ctx, m.cp) }
+
+// mutate runs the step's request o.
+func mutate(ctx context.Context, c *steps.Call, o op) (steps.Outputs, error) {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	save := func() error { return c.SaveCheckpoint(ctx, cp) }
-	if cp.Phase != phaseCalled {
-		if m.Wait && m.ClusterBefore != "" && cp.Known == nil {
-			known, err := knownTasks(ctx, cl, m.ClusterBefore, m.EventType)
-			if err != nil {
-				return nil, err
-			}
-			cp.Known = known
-		}
-		cp.Phase = phaseCalling
-		if err := save(); err != nil {
-			return nil, err
-		}
-		res, err := m.Call(ctx, cl)
-		if err != nil {
-			return nil, err
-		}
-		cp.Phase, cp.Result = phaseCalled, &res
-		if err := save(); err != nil {
+	m, err := startMutation(c, o.conn)
+	if err != nil {
+		return nil, err
+	}
+	return m.run(ctx, o)
+}
+
+// run sends o's request unless its answer was recorded, and with wait
+// waits for the task it started.
+func (m *mutation) run(ctx context.Context, o op) (steps.Outputs, error) {
+	if !m.called() {
+		if err := m.send(ctx, o); err != nil {
 			return nil, err
 		}
 	}
 	out := steps.Outputs{}
-	for k, v := range cp.Result.Outputs {
+	for k, v := range m.cp.Result.Outputs {
 		out[k] = v
 	}
-	if !m.Wait {
+	if o.wait == nil {
 		return out, nil
 	}
-	if cp.Wait == nil {
-		timeout := m.WaitTimeout
-		if timeout <= 0 {
-			timeout = defaultWaitTimeout
-		}
-		cp.Wait = &waitState{
-			ClusterUUID: cp.Result.ClusterUUID, ResourceUUID: cp.Result.ResourceUUID,
-			EventType: m.EventType, Known: cp.Known, Deadline: c.Now().Add(timeout),
-		}
-		if err := save(); err != nil {
-			return nil, err
-		}
+	if !o.wait.Wait {
+		return taskOutputs(out, nil), nil
 	}
-	task, err := waitTask(ctx, c, cl, cp.Wait, save)
+	task, err := m.await(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	out["task_uuid"], out["task_status"] = task.UUID, task.State
-	return out, nil
+	return taskOutputs(out, task), nil
+}
+
+// send resolves the cluster's UUID, with wait notes the cluster's tasks of
+// the op's type, then checkpoints, sends the request and checkpoints its
+// answer.
+func (m *mutation) send(ctx context.Context, o op) error {
+	id := ""
+	if o.cluster != "" {
+		var err error
+		if id, err = clusterUUID(ctx, m.cl, o.cluster); err != nil {
+			return err
+		}
+	}
+	if o.waits() && id != "" && m.cp.Known == nil {
+		known, err := knownTasks(ctx, m.cl, id, o.event)
+		if err != nil {
+			return err
+		}
+		m.cp.Known = known
+	}
+	m.cp.Phase = phaseCalling
+	if err := m.save(ctx); err != nil {
+		return err
+	}
+	res, err := o.call(ctx, m.cl, id)
+	if err != nil {
+		return err
+	}
+	m.cp.Phase, m.cp.Result = phaseCalled, &res
+	return m.save(ctx)
+}
+
+// await waits for the task the recorded request started.
+func (m *mutation) await(ctx context.Context, o op) (*nks.Task, error) {
+	if m.cp.Wait == nil {
+		timeout := o.wait.WaitTimeout.Std()
+		if timeout <= 0 {
+			timeout = defaultWaitTimeout
+		}
+		m.cp.Wait = &waitState{
+			ClusterUUID: m.cp.Result.ClusterUUID, ResourceUUID: m.cp.Result.ResourceUUID,
+			EventType: o.event, Known: m.cp.Known, Deadline: m.c.Now().Add(timeout),
+		}
+		if err := m.save(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return waitTask(ctx, m.c, m.cl, m.cp.Wait, func() error { return m.save(ctx) })
 }
 
 // knownTasks lists the UUIDs of a cluster's existing tasks of one type.

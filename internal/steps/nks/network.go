@@ -133,10 +133,6 @@ func checkSetIPACL(params any, dyn map[string]bool) []fault.Problem {
 	return ps
 }
 
-// eventIPACLUpdate is the task type FIDELITY reports for an IP access
-// control change (the spec's event table does not list it).
-const eventIPACLUpdate = "CLUSTER_API_EP_IPACL_UPDATE"
-
 func init() {
 	steps.Register(steps.Descriptor{
 		Type: "nks.cluster.cni_update",
@@ -155,7 +151,7 @@ func init() {
 			}
 		},
 		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *cniParams) (steps.Outputs, error) {
-			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: p.waitParams, event: nks.EventClusterCNIUpdate,
+			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: &p.waitParams, event: nks.EventClusterCNIUpdate,
 				call: func(ctx context.Context, cl *nks.Client, clusterUUID string) (mutationResult, error) {
 					if err := checkCNIAgainstCluster(ctx, cl, clusterUUID, p); err != nil {
 						return mutationResult{}, err
@@ -212,7 +208,7 @@ func init() {
 			return []steps.PlannedCall{{Method: http.MethodPost, Path: nks.Path("clusters", p.Cluster, "api_ep_ipacl"), Body: ipaclRequest(p)}}
 		},
 		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *setIPACLParams) (steps.Outputs, error) {
-			out, err := mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, event: eventIPACLUpdate,
+			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster,
 				call: func(ctx context.Context, cl *nks.Client, clusterUUID string) (mutationResult, error) {
 					id, err := cl.SetIPACL(ctx, p.Cluster, ipaclRequest(p))
 					if err != nil {
@@ -220,12 +216,6 @@ func init() {
 					}
 					return mutationResult{ClusterUUID: id, ResourceUUID: id, Outputs: steps.Outputs{"uuid": id}}, nil
 				}})
-			if err != nil {
-				return nil, err
-			}
-			delete(out, "task_uuid")
-			delete(out, "task_status")
-			return out, nil
 		}),
 	})
 }

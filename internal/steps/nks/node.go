@@ -58,7 +58,7 @@ func init() {
 				return []steps.PlannedCall{{Method: http.MethodPost, Path: groupPlanPath(p.groupRefParams, a.path), Body: nodeActionRequest(p)}}
 			},
 			Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *nodeActionParams) (steps.Outputs, error) {
-				return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: p.waitParams, event: a.event,
+				return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: &p.waitParams, event: a.event,
 					call: groupCall(p.groupRefParams, func(ctx context.Context, cl *nks.Client) (string, error) {
 						return a.send(cl)(ctx, p.Cluster, p.NodeGroup, nodeActionRequest(p))
 					})})

@@ -12,41 +12,6 @@ import (
 	"github.com/runbook/runbook/internal/steps"
 )
 
-type nodeGroupParam struct {
-	NodeGroup string `json:"nodegroup" required:"true" maxlen:"255" desc:"node group name or UUID"`
-}
-
-type groupRefParams struct {
-	connParam
-	clusterParam
-	nodeGroupParam
-}
-
-// checkGroupRef checks the cluster and node group references.
-func checkGroupRef(ps *problems, dyn map[string]bool, r groupRefParams) {
-	ps.name(dyn, "cluster", "cluster", r.Cluster)
-	ps.name(dyn, "nodegroup", "node group", r.NodeGroup)
-}
-
-func groupPlanPath(r groupRefParams, rest ...string) string {
-	return nks.Path(append([]string{"clusters", r.Cluster, "nodegroups", r.NodeGroup}, rest...)...)
-}
-
-// rolling are the rolling-update bounds of an upgrade and a flavor change.
-type rolling struct {
-	NumBufferNodes         *int `json:"num_buffer_nodes" desc:"extra nodes added during the update (default 1; at most the group maximum minus current nodes)"`
-	NumMaxUnavailableNodes *int `json:"num_max_unavailable_nodes" desc:"nodes updated at once (default 1; at most the current nodes)"`
-}
-
-func (r rolling) check(ps *problems, dyn map[string]bool) {
-	if r.NumBufferNodes != nil && !dyn["num_buffer_nodes"] {
-		ps.add("num_buffer_nodes", nks.CheckBufferNodes(*r.NumBufferNodes, 0, 0))
-	}
-	if r.NumMaxUnavailableNodes != nil && !dyn["num_max_unavailable_nodes"] {
-		ps.add("num_max_unavailable_nodes", nks.CheckMaxUnavailableNodes(*r.NumMaxUnavailableNodes, 0))
-	}
-}
-
 // nodeGroupView is a node group as steps output it.
 func nodeGroupView(g *nks.NodeGroup) map[string]any {
 	opt := func(p *int) any {
@@ -226,7 +191,7 @@ func init() {
 			return []steps.PlannedCall{{Method: http.MethodPost, Path: nks.Path("clusters", p.Cluster, "nodegroups"), Body: createGroupRequest(p)}}
 		},
 		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *createGroupParams) (steps.Outputs, error) {
-			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: p.waitParams, event: nks.EventNodeGroupCreate,
+			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: &p.waitParams, event: nks.EventNodeGroupCreate,
 				call: func(ctx context.Context, cl *nks.Client, clusterUUID string) (mutationResult, error) {
 					g, err := cl.CreateNodeGroup(ctx, p.Cluster, createGroupRequest(p))
 					if err != nil {
@@ -264,7 +229,7 @@ func init() {
 			}
 		},
 		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *deleteGroupParams) (steps.Outputs, error) {
-			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: p.waitParams, event: nks.EventNodeGroupDelete,
+			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: &p.waitParams, event: nks.EventNodeGroupDelete,
 				call: groupCall(p.groupRefParams, func(ctx context.Context, cl *nks.Client) (string, error) {
 					g, err := cl.GetNodeGroup(ctx, p.Cluster, p.NodeGroup)
 					if err != nil {
@@ -350,7 +315,7 @@ func init() {
 			}
 		},
 		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *upgradeGroupParams) (steps.Outputs, error) {
-			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: p.waitParams, event: nks.EventNodeGroupUpgrade,
+			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: &p.waitParams, event: nks.EventNodeGroupUpgrade,
 				call: func(ctx context.Context, cl *nks.Client, clusterUUID string) (mutationResult, error) {
 					if err := checkSupported(ctx, cl, p.Version); err != nil {
 						return mutationResult{}, err
@@ -381,7 +346,7 @@ func init() {
 				Body: nks.UserScriptRequest{Contents: p.Contents}}}
 		},
 		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *userScriptParams) (steps.Outputs, error) {
-			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: p.waitParams, event: nks.EventNodeGroupUserScript,
+			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: &p.waitParams, event: nks.EventNodeGroupUserScript,
 				call: groupCall(p.groupRefParams, func(ctx context.Context, cl *nks.Client) (string, error) {
 					return cl.SetUserScript(ctx, p.Cluster, p.NodeGroup, nks.UserScriptRequest{Contents: p.Contents})
 				})})
@@ -408,7 +373,7 @@ func init() {
 			return []steps.PlannedCall{{Method: http.MethodPatch, Path: groupPlanPath(p.groupRefParams), Body: flavorRequest(p)}}
 		},
 		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *flavorParams) (steps.Outputs, error) {
-			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: p.waitParams, event: nks.EventNodeGroupUpdateFlavor,
+			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: &p.waitParams, event: nks.EventNodeGroupUpdateFlavor,
 				call: groupCall(p.groupRefParams, func(ctx context.Context, cl *nks.Client) (string, error) {
 					return cl.ChangeFlavor(ctx, p.Cluster, p.NodeGroup, flavorRequest(p))
 				})})

@@ -2,7 +2,6 @@ package nks
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/runbook/runbook/internal/cloud/nks"
@@ -14,7 +13,7 @@ import (
 // but its result was not. The mutation checkpoint says how far the step
 // got:
 //
-//   - none: the create request was never sent (runMutation checkpoints
+//   - none: the create request was never sent (a mutation checkpoints
 //     "calling" before it sends): run the step.
 //   - called: the answer was recorded: run the step, which skips the call
 //     and goes on waiting on the recorded task.
@@ -26,14 +25,14 @@ import (
 // reconcileClusterCreate adopts the cluster of the name being created.
 func reconcileClusterCreate(ctx context.Context, c *steps.Call, _ steps.Intent) (steps.Outputs, bool, error) {
 	p, ok := c.Params.(*createClusterParams)
-	if !ok || !createMayHaveBeenSent(c) {
+	if !ok {
 		return nil, false, nil
 	}
-	cl, err := clientFor(c, p.Connection)
-	if err != nil {
+	m, err := startMutation(c, p.Connection)
+	if err != nil || !m.inDoubt() {
 		return nil, false, err
 	}
-	list, err := cl.ListClusters(ctx)
+	list, err := m.cl.ListClusters(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("list clusters to find %s: %w", p.Name, err)
 	}
@@ -42,7 +41,7 @@ func reconcileClusterCreate(ctx context.Context, c *steps.Call, _ steps.Intent) 
 			continue
 		}
 		c.Log.Info("adopting the cluster created before the interruption", "cluster", cluster.Name, "uuid", cluster.UUID)
-		out, err := adoptCreate(ctx, c, p.Connection, p.waitParams, nks.EventClusterCreate, mutationResult{
+		out, err := m.adopt(ctx, p.waitParams, nks.EventClusterCreate, mutationResult{
 			ClusterUUID: cluster.UUID, ResourceUUID: cluster.UUID,
 			Outputs: steps.Outputs{"uuid": cluster.UUID, "name": cluster.Name}})
 		return out, err == nil, err
@@ -54,18 +53,18 @@ func reconcileClusterCreate(ctx context.Context, c *steps.Call, _ steps.Intent) 
 // created in the step's cluster.
 func reconcileNodeGroupCreate(ctx context.Context, c *steps.Call, _ steps.Intent) (steps.Outputs, bool, error) {
 	p, ok := c.Params.(*createGroupParams)
-	if !ok || !createMayHaveBeenSent(c) {
+	if !ok {
 		return nil, false, nil
 	}
-	cl, err := clientFor(c, p.Connection)
-	if err != nil {
+	m, err := startMutation(c, p.Connection)
+	if err != nil || !m.inDoubt() {
 		return nil, false, err
 	}
-	id, err := clusterUUID(ctx, cl, p.Cluster)
+	id, err := clusterUUID(ctx, m.cl, p.Cluster)
 	if err != nil {
 		return nil, false, fmt.Errorf("read cluster %s: %w", p.Cluster, err)
 	}
-	groups, err := cl.ListNodeGroups(ctx, id)
+	groups, err := m.cl.ListNodeGroups(ctx, id)
 	if err != nil {
 		return nil, false, fmt.Errorf("list node groups of %s to find %s: %w", p.Cluster, p.Name, err)
 	}
@@ -74,7 +73,7 @@ func reconcileNodeGroupCreate(ctx context.Context, c *steps.Call, _ steps.Intent
 			continue
 		}
 		c.Log.Info("adopting the node group created before the interruption", "group", g.Name, "uuid", g.UUID)
-		out, err := adoptCreate(ctx, c, p.Connection, p.waitParams, nks.EventNodeGroupCreate, mutationResult{
+		out, err := m.adopt(ctx, p.waitParams, nks.EventNodeGroupCreate, mutationResult{
 			ClusterUUID: id, ResourceUUID: g.UUID,
 			Outputs: steps.Outputs{"uuid": g.UUID, "name": g.Name, "cluster_uuid": id}})
 		return out, err == nil, err
@@ -82,29 +81,11 @@ func reconcileNodeGroupCreate(ctx context.Context, c *steps.Call, _ steps.Intent
 	return nil, false, nil
 }
 
-// createMayHaveBeenSent reports whether the step's checkpoint says the create
-// request may have been sent without its answer being recorded.
-func createMayHaveBeenSent(c *steps.Call) bool {
-	var cp mutationCheckpoint
-	return len(c.Resume) > 0 && json.Unmarshal(c.Resume, &cp) == nil && cp.Phase == phaseCalling
-}
-
-// adoptCreate records res as the create's answer (no request is sent)
-// and, with wait, waits for the resource's create task as the step would
-// have. The resource was just created, so its only task of the type is the
-// one awaited: no task history is noted before.
-func adoptCreate(ctx context.Context, c *steps.Call, conn string, w waitParams, event string, res mutationResult) (steps.Outputs, error) {
-	out, err := runMutation(ctx, c, mutation{
-		Connection: conn, EventType: event, Wait: w.Wait, WaitTimeout: w.WaitTimeout.Std(),
-		Call: func(context.Context, *nks.Client) (mutationResult, error) { return res, nil },
-	})
-	if err != nil {
-		return nil, err
-	}
-	for _, k := range []string{"task_uuid", "task_status"} {
-		if _, ok := out[k]; !ok {
-			out[k] = ""
-		}
-	}
-	return out, nil
+// adopt records res as the create's answer (no request is sent) and, with
+// wait, waits for the resource's create task as the step would have. The
+// resource was just created, so its only task of the type is the one
+// awaited: no task history is noted before.
+func (m *mutation) adopt(ctx context.Context, w waitParams, event string, res mutationResult) (steps.Outputs, error) {
+	return m.run(ctx, op{event: event, wait: &w,
+		call: func(context.Context, *nks.Client, string) (mutationResult, error) { return res, nil }})
 }

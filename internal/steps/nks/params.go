@@ -1,0 +1,96 @@
+package nks
+
+import (
+	"strconv"
+
+	"github.com/runbook/runbook/internal/cloud/nks"
+	"github.com/runbook/runbook/internal/fault"
+)
+
+// The params many cluster steps share: the connection, the cluster and
+// node group they act on, and the rolling-update bounds. Each step's own
+// params live beside it.
+
+type connParam struct {
+	Connection string `json:"connection" default:"nks" minlen:"1" desc:"name of the connection to the cluster API"`
+}
+
+type clusterParam struct {
+	Cluster string `json:"cluster" required:"true" maxlen:"255" desc:"cluster name or UUID"`
+}
+
+type nodeGroupParam struct {
+	NodeGroup string `json:"nodegroup" required:"true" maxlen:"255" desc:"node group name or UUID"`
+}
+
+type groupRefParams struct {
+	connParam
+	clusterParam
+	nodeGroupParam
+}
+
+// checkGroupRef checks the cluster and node group references.
+func checkGroupRef(ps *problems, dyn map[string]bool, r groupRefParams) {
+	ps.name(dyn, "cluster", "cluster", r.Cluster)
+	ps.name(dyn, "nodegroup", "node group", r.NodeGroup)
+}
+
+func groupPlanPath(r groupRefParams, rest ...string) string {
+	return nks.Path(append([]string{"clusters", r.Cluster, "nodegroups", r.NodeGroup}, rest...)...)
+}
+
+// rolling are the rolling-update bounds of an upgrade and a flavor change.
+type rolling struct {
+	NumBufferNodes         *int `json:"num_buffer_nodes" desc:"extra nodes added during the update (default 1; at most the group maximum minus current nodes)"`
+	NumMaxUnavailableNodes *int `json:"num_max_unavailable_nodes" desc:"nodes updated at once (default 1; at most the current nodes)"`
+}
+
+func (r rolling) check(ps *problems, dyn map[string]bool) {
+	if r.NumBufferNodes != nil && !dyn["num_buffer_nodes"] {
+		ps.add("num_buffer_nodes", nks.CheckBufferNodes(*r.NumBufferNodes, 0, 0))
+	}
+	if r.NumMaxUnavailableNodes != nil && !dyn["num_max_unavailable_nodes"] {
+		ps.add("num_max_unavailable_nodes", nks.CheckMaxUnavailableNodes(*r.NumMaxUnavailableNodes, 0))
+	}
+}
+
+// problems collects rule violations found by the Check funcs.
+type problems []fault.Problem
+
+// add records err (a rules.go sentence) at path; nil is ignored.
+func (ps *problems) add(path string, err error) {
+	if err != nil {
+		*ps = append(*ps, fault.Problem{Path: path, Message: err.Error()})
+	}
+}
+
+// name checks a cluster or node group name or reference unless it is
+// dynamic or empty (required is the tag's business).
+func (ps *problems) name(dyn map[string]bool, field, kind, v string) {
+	if !dyn[field] && v != "" {
+		ps.add(field, nks.CheckName(kind, v))
+	}
+}
+
+// The API's True/False strings and numbers as text, from typed params.
+
+func flag(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
+}
+
+func optInt(p *int) string {
+	if p == nil {
+		return ""
+	}
+	return strconv.Itoa(*p)
+}
+
+func optFlag(p *bool) string {
+	if p == nil {
+		return ""
+	}
+	return flag(*p)
+}
