@@ -5,51 +5,137 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
+	"math"
+	"math/rand/v2"
 	"time"
 
+	"github.com/runbook/runbook/internal/expr"
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/steps"
 )
 
-// stepRun is the in-flight state of one step record: it owns the record's
-// writes and buffers the step's events until the next write, so that a
-// step costs one transaction when it does not checkpoint or mutate.
-type stepRun struct {
-	rs  *runState
-	st  *playbook.Step
-	rec *state.StepRecord
-
-	// lazy defers the record's writes to the run's next write (pure steps
-	// and skips, which a resume recomputes identically).
-	lazy bool
-	// continuing: this attempt goes on with a suspended one (a waiting
-	// approval): same attempt number, no new step.started.
-	continuing bool
-
-	mu      sync.Mutex
-	pending []state.Event
+// attempts runs the step's attempts until one settles it: it succeeds,
+// fails without a retry, suspends on an approval, or the run's context
+// ends. Between attempts it waits the retry's delay, recorded in the
+// record (NextAttemptAt) so that a resumed run waits only what is left.
+func (sr *stepRun) attempts(ctx context.Context, params any, extra map[string]any) state.StepStatus {
+	rec, clock := sr.rec, sr.rs.e.o.Clock
+	for {
+		attempt := rec.Attempts + 1
+		if sr.continuing {
+			attempt = rec.Attempts
+		}
+		if wait := rec.NextAttemptAt.Sub(clock.Now()); !rec.NextAttemptAt.IsZero() && wait > 0 {
+			if err := clock.Sleep(ctx, wait); err != nil {
+				return sr.finish(ctx, nil, err)
+			}
+		}
+		out, err := sr.attempt(ctx, attempt, params, extra)
+		continuing := sr.continuing
+		sr.continuing = false
+		if errors.Is(err, fault.ErrSuspended) {
+			return sr.suspend(ctx, attempt, continuing)
+		}
+		if err == nil {
+			if out, err = sr.outputs(out); err == nil {
+				return sr.finish(ctx, out, nil)
+			}
+		}
+		if ctx.Err() != nil {
+			return sr.finish(ctx, nil, err)
+		}
+		delay, retry := sr.retryDelay(err)
+		if !retry {
+			return sr.finish(ctx, nil, err)
+		}
+		if err := sr.retryAfter(ctx, attempt, err, delay); err != nil {
+			return sr.finish(ctx, nil, err)
+		}
+	}
 }
 
-// hasPending reports whether events wait for the next write.
-func (sr *stepRun) hasPending() bool {
-	sr.mu.Lock()
-	defer sr.mu.Unlock()
-	return len(sr.pending) > 0
+// suspend leaves the step waiting for an approval; the run parks or waits
+// (see runMain). A continued attempt announces nothing new.
+func (sr *stepRun) suspend(ctx context.Context, attempt int, continuing bool) state.StepStatus {
+	sr.rs.setWaiting()
+	sr.rec.Status = state.StepWaiting
+	switch {
+	case !continuing:
+		sr.save(ctx, state.Event{Type: "step.waiting", Step: sr.rec.ID, Attempt: attempt, Message: "waiting for approval"})
+	case sr.hasPending():
+		sr.save(ctx)
+	}
+	return state.StepWaiting
 }
 
-// maxPending is the number of buffered events that forces a write.
-const maxPending = 64
+// retryAfter records that attempt failed with err and when the next one
+// starts, then waits delay (an error: the run's context ended).
+func (sr *stepRun) retryAfter(ctx context.Context, attempt int, err error, delay time.Duration) error {
+	rec, clock := sr.rec, sr.rs.e.o.Clock
+	rec.NextAttemptAt = clock.Now().Add(delay)
+	rec.Error = sr.rs.errorRecord(err)
+	sr.save(ctx, state.Event{Type: "step.retry", Step: rec.ID, Attempt: attempt,
+		Message: fmt.Sprintf("attempt %d failed: %s; retrying in %s", attempt, rec.Error.Message, delay.Round(time.Millisecond)),
+		Data:    map[string]any{"delay_ms": delay.Milliseconds(), "code": rec.Error.Code}})
+	return clock.Sleep(ctx, delay)
+}
+
+// retryDelay decides whether the failed attempt is retried, and after how
+// long: delay x backoff^(n-1), capped by max_delay, with equal jitter.
+func (sr *stepRun) retryDelay(err error) (time.Duration, bool) {
+	rs, rec := sr.rs, sr.rec
+	r := sr.st.Retry
+	if r == nil || rec.Attempts >= r.Attempts {
+		return 0, false
+	}
+	code := fault.CodeOf(err)
+	if code == fault.Cancelled {
+		return 0, false
+	}
+	if r.If != nil {
+		rs.mu.RLock()
+		sc := rs.scope(nil)
+		er := rs.errorRecord(err)
+		sc.Error = &expr.ErrorInfo{Code: er.Code, Message: er.Message, Data: er.Data, Attempt: rec.Attempts}
+		ok, evalErr := r.If.EvalBool(sc)
+		rs.mu.RUnlock()
+		if evalErr != nil || !ok {
+			return 0, false
+		}
+	} else if !fault.Retryable(err) {
+		return 0, false
+	}
+	return backoff(r, rec.Attempts), true
+}
+
+func backoff(r *playbook.Retry, attempt int) time.Duration {
+	factor := r.Backoff
+	if factor < 1 {
+		factor = 1
+	}
+	d := float64(r.Delay) * math.Pow(factor, float64(attempt-1))
+	if r.MaxDelay > 0 && d > float64(r.MaxDelay) {
+		d = float64(r.MaxDelay)
+	}
+	if d > float64(math.MaxInt64/2) {
+		d = float64(math.MaxInt64 / 2)
+	}
+	delay := time.Duration(d)
+	if r.Jitter && delay > 0 {
+		half := delay / 2
+		delay = half + time.Duration(rand.Int64N(int64(half)+1))
+	}
+	return delay
+}
 
 var errStepTimeout = errors.New("step timeout")
 
-// attempt runs one attempt of the step: intent and reconcile for mutating
+// attempt runs attempt n of the step: intent and reconcile for mutating
 // steps, the step's own timeout, classification of its error.
-func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[string]any, it *item) (steps.Outputs, error) {
+func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[string]any) (steps.Outputs, error) {
 	rs, st, rec := sr.rs, sr.st, sr.rec
-	store := rs.e.o.Store
 	sr.mu.Lock()
 	rec.Attempts, rec.Status = n, state.StepRunning
 	if rec.StartedAt.IsZero() {
@@ -68,30 +154,9 @@ func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[str
 	started := state.Event{Type: "step.started", Step: rec.ID, Attempt: n, Message: "attempt " + fmt.Sprint(n)}
 
 	if st.Desc.Mutating {
-		prev, err := store.GetIntent(ctx, rs.run.ID, rec.ID)
-		switch {
-		case err == nil && !prev.Resolved && st.Desc.Reconcile != nil:
-			in := steps.Intent{RunID: prev.RunID, Step: prev.Step, Attempt: prev.Attempt, IdempotencyKey: prev.Key, CreatedAt: prev.CreatedAt, Data: prev.Data}
-			out, found, err := st.Desc.Reconcile(ctx, call, in)
-			if err != nil {
-				return nil, fmt.Errorf("reconcile %s: %w", rec.ID, err)
-			}
-			if found {
-				sr.queue(state.Event{Type: "step.reconciled", Step: rec.ID, Attempt: n,
-					Message: fmt.Sprintf("adopted the result of attempt %d (made before an interruption)", prev.Attempt)})
-				return out, nil
-			}
-		case err != nil && !errors.Is(err, state.ErrNotFound):
-			return nil, fmt.Errorf("read intent of %s: %w", rec.ID, err)
-		}
-		if sr.continuing {
-			sr.save(ctx)
-		} else {
-			sr.save(ctx, started)
-		}
-		in := state.Intent{RunID: rs.run.ID, Step: rec.ID, Attempt: n, Key: call.IdempotencyKey, CreatedAt: rs.e.o.Clock.Now(), Data: rec.Checkpoint}
-		if err := store.PutIntent(context.WithoutCancel(ctx), in); err != nil {
-			return nil, fmt.Errorf("record intent of %s: %w", rec.ID, err)
+		out, adopted, err := sr.intend(ctx, call, started)
+		if adopted || err != nil {
+			return out, err
 		}
 	} else if !sr.continuing {
 		sr.queue(started)
@@ -109,12 +174,53 @@ func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[str
 	}
 	if err != nil && st.Desc.Mutating && definitive(err) {
 		// The call was refused: nothing to reconcile before the next attempt.
-		in := state.Intent{RunID: rs.run.ID, Step: rec.ID, Attempt: n, Key: call.IdempotencyKey, CreatedAt: rs.e.o.Clock.Now(), Resolved: true}
-		if perr := store.PutIntent(context.WithoutCancel(ctx), in); perr != nil {
+		if perr := sr.putIntent(ctx, call, nil, true); perr != nil {
 			return nil, fmt.Errorf("resolve intent of %s: %w", rec.ID, perr)
 		}
 	}
 	return out, err
+}
+
+// intend prepares the attempt call of a mutating step. An earlier attempt
+// whose intent has no recorded outcome is reconciled first: when the
+// step's Reconcile hook finds what it made, its result is adopted and no
+// call is made. Otherwise the record (with started, unless the attempt
+// continues) and then the new intent are written before the call.
+func (sr *stepRun) intend(ctx context.Context, call *steps.Call, started state.Event) (out steps.Outputs, adopted bool, err error) {
+	rs, st, rec := sr.rs, sr.st, sr.rec
+	prev, err := rs.e.o.Store.GetIntent(ctx, rs.run.ID, rec.ID)
+	switch {
+	case err == nil && !prev.Resolved && st.Desc.Reconcile != nil:
+		in := steps.Intent{RunID: prev.RunID, Step: prev.Step, Attempt: prev.Attempt, IdempotencyKey: prev.Key, CreatedAt: prev.CreatedAt, Data: prev.Data}
+		out, found, err := st.Desc.Reconcile(ctx, call, in)
+		if err != nil {
+			return nil, false, fmt.Errorf("reconcile %s: %w", rec.ID, err)
+		}
+		if found {
+			sr.queue(state.Event{Type: "step.reconciled", Step: rec.ID, Attempt: call.Attempt,
+				Message: fmt.Sprintf("adopted the result of attempt %d (made before an interruption)", prev.Attempt)})
+			return out, true, nil
+		}
+	case err != nil && !errors.Is(err, state.ErrNotFound):
+		return nil, false, fmt.Errorf("read intent of %s: %w", rec.ID, err)
+	}
+	if sr.continuing {
+		sr.save(ctx)
+	} else {
+		sr.save(ctx, started)
+	}
+	if err := sr.putIntent(ctx, call, rec.Checkpoint, false); err != nil {
+		return nil, false, fmt.Errorf("record intent of %s: %w", rec.ID, err)
+	}
+	return nil, false, nil
+}
+
+// putIntent writes the intent of call, resolved or not, even when the
+// run's context has ended.
+func (sr *stepRun) putIntent(ctx context.Context, call *steps.Call, data []byte, resolved bool) error {
+	in := state.Intent{RunID: call.RunID, Step: call.StepID, Attempt: call.Attempt, Key: call.IdempotencyKey,
+		CreatedAt: sr.rs.e.o.Clock.Now(), Data: data, Resolved: resolved}
+	return sr.rs.e.o.Store.PutIntent(context.WithoutCancel(ctx), in)
 }
 
 // definitive reports whether an error proves the mutating call had no
@@ -125,278 +231,4 @@ func definitive(err error) bool {
 		return true
 	}
 	return false
-}
-
-// queue buffers an event for the next write and shows it now.
-func (sr *stepRun) queue(ev state.Event) {
-	ev = sr.prepare(ev)
-	sr.mu.Lock()
-	sr.pending = append(sr.pending, ev)
-	flush := len(sr.pending) >= maxPending
-	sr.mu.Unlock()
-	sr.rs.e.observe(sr.rs.run.ID, ev)
-	if flush {
-		sr.save(context.Background())
-	}
-}
-
-func (sr *stepRun) prepare(ev state.Event) state.Event {
-	if ev.Time.IsZero() {
-		ev.Time = sr.rs.e.o.Clock.Now()
-	}
-	ev.Message = sr.rs.e.o.Redactor.String(ev.Message)
-	if ev.Data != nil {
-		ev.Data = sr.rs.e.redactMap(ev.Data)
-	}
-	return ev
-}
-
-// save writes the record with every buffered event and evs, in one
-// transaction (or defers it, for a lazy record). A failed write is logged:
-// the run goes on, and a resume will redo the step.
-func (sr *stepRun) save(ctx context.Context, evs ...state.Event) {
-	for i := range evs {
-		evs[i] = sr.prepare(evs[i])
-	}
-	rs := sr.rs
-	sr.mu.Lock()
-	all := append(sr.pending, evs...)
-	sr.pending = nil
-	rec := *sr.rec
-	sr.mu.Unlock()
-	if sr.lazy {
-		rs.deferWrite(ctx, &rec, all)
-	} else {
-		rs.write(ctx, &rec, all)
-	}
-	for _, ev := range evs {
-		rs.e.observe(rs.run.ID, ev)
-	}
-}
-
-// maxLazy bounds the records a run keeps unwritten.
-const maxLazy = 256
-
-// deferWrite keeps a record of a pure step for the run's next write.
-func (rs *runState) deferWrite(ctx context.Context, rec *state.StepRecord, evs []state.Event) {
-	rs.lazyMu.Lock()
-	rs.lazy = append(rs.lazy, rec)
-	rs.lazyEvents = append(rs.lazyEvents, evs...)
-	full := len(rs.lazy) >= maxLazy
-	rs.lazyMu.Unlock()
-	if full {
-		rs.flushLazy(ctx)
-	}
-}
-
-// write persists rec (nil: only what is deferred) after every deferred
-// record, in one transaction, so the store's event order is the order the
-// events happened in.
-func (rs *runState) write(ctx context.Context, rec *state.StepRecord, evs []state.Event) {
-	rs.lazyMu.Lock()
-	defer rs.lazyMu.Unlock()
-	recs := rs.lazy
-	if rec != nil {
-		recs = append(recs, rec)
-	}
-	evs = append(rs.lazyEvents, evs...)
-	rs.lazy, rs.lazyEvents = nil, nil
-	if len(recs) == 0 {
-		return
-	}
-	wctx, stop := rs.e.writeCtx(ctx)
-	defer stop()
-	if err := rs.e.o.Store.SaveSteps(wctx, recs, evs...); err != nil {
-		rs.e.o.Logger.Error("save steps", "run_id", rs.run.ID, "steps", len(recs), "err", err)
-	}
-}
-
-// flushLazy writes every deferred record now.
-func (rs *runState) flushLazy(ctx context.Context) { rs.write(ctx, nil, nil) }
-
-// host is the steps.Host a step attempt receives.
-type host struct{ sr *stepRun }
-
-func (h *host) Checkpoint(ctx context.Context, data []byte) error {
-	h.sr.mu.Lock()
-	h.sr.rec.Checkpoint = h.sr.rs.e.o.Redactor.Bytes(data)
-	h.sr.mu.Unlock()
-	h.sr.save(ctx)
-	return nil
-}
-
-func (h *host) Cursor(ctx context.Context, key string) ([]byte, error) {
-	b, err := h.sr.rs.e.o.Store.GetCursor(ctx, key)
-	if errors.Is(err, state.ErrNotFound) {
-		return nil, nil
-	}
-	return b, err
-}
-
-func (h *host) SetCursor(ctx context.Context, key string, val []byte) error {
-	return h.sr.rs.e.o.Store.PutCursor(context.WithoutCancel(ctx), key, h.sr.rs.e.o.Redactor.Bytes(val))
-}
-
-func (h *host) Connection(name string) (map[string]any, error) {
-	rs := h.sr.rs
-	override, err := rs.connectionOverride(name)
-	if err != nil {
-		return nil, err
-	}
-	if rs.e.o.Connection == nil {
-		if len(override) == 0 {
-			return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("connection %q is not configured", name)}
-		}
-		return override, nil
-	}
-	return rs.e.o.Connection(name, override)
-}
-
-func (h *host) Secret(name string) (string, bool) {
-	v, ok := h.sr.rs.e.lookupSecret(name)
-	if ok {
-		h.sr.rs.e.o.Redactor.Add(v)
-	}
-	return v, ok
-}
-
-func (h *host) RunPlaybook(ctx context.Context, path string, inputs map[string]any) (steps.Outputs, error) {
-	return h.sr.rs.runChild(ctx, h.sr.rec.ID, path, inputs)
-}
-
-// AwaitApproval returns the answer when there is one. Otherwise it records
-// the request (once per process), notes the approval's deadline for the
-// run's wait, and suspends the step: the run parks (ApprovalPark) or waits
-// in waitApprovals and runs the step again (ApprovalWait).
-func (h *host) AwaitApproval(ctx context.Context, req steps.ApprovalRequest) (steps.ApprovalResponse, error) {
-	sr := h.sr
-	rs := sr.rs
-	a, err := rs.e.o.Store.GetApproval(ctx, rs.run.ID, sr.rec.ID)
-	if err == nil {
-		return steps.ApprovalResponse{Approved: a.Approved, By: a.By, Comment: a.Comment, Fields: a.Fields, At: a.At}, nil
-	}
-	if !errors.Is(err, state.ErrNotFound) {
-		return steps.ApprovalResponse{}, fmt.Errorf("read approval: %w", err)
-	}
-	if !req.Deadline.IsZero() && !rs.e.o.Clock.Now().Before(req.Deadline) {
-		return steps.ApprovalResponse{}, &fault.Error{Code: fault.Timeout, Message: "approval was not answered before " + req.Deadline.UTC().Format(time.RFC3339)}
-	}
-	ask := askedApproval(req)
-	sr.mu.Lock()
-	sr.rec.Approval = ask
-	sr.mu.Unlock()
-	rs.mu.Lock()
-	asked := rs.asked[sr.rec.ID]
-	rs.asked[sr.rec.ID] = true
-	if !req.Deadline.IsZero() && (rs.wakeBy.IsZero() || req.Deadline.Before(rs.wakeBy)) {
-		rs.wakeBy = req.Deadline
-	}
-	rs.mu.Unlock()
-	if !asked {
-		msg := fmt.Sprintf("waiting for approval: %s (answer with: runbook runs approve %s %s)", req.Message, rs.run.ID, sr.rec.ID)
-		ev := state.Event{Type: "approval.requested", Step: sr.rec.ID, Message: msg}
-		if !req.Deadline.IsZero() {
-			ev.Data = map[string]any{"deadline": req.Deadline.UTC().Format(time.RFC3339)}
-		}
-		sr.queue(ev)
-	}
-	return steps.ApprovalResponse{}, fault.ErrSuspended
-}
-
-// askedApproval is what the step record keeps of an approval request:
-// enough to check an answer before it is recorded, no default values.
-func askedApproval(req steps.ApprovalRequest) *state.ApprovalRequest {
-	ask := &state.ApprovalRequest{Approvers: req.Approvers, Deadline: req.Deadline}
-	if len(req.Fields) > 0 {
-		ask.Fields = make(map[string]state.ApprovalField, len(req.Fields))
-		for name, f := range req.Fields {
-			ask.Fields[name] = state.ApprovalField{Type: f.Type, Required: f.Required && f.Default == nil}
-		}
-	}
-	return ask
-}
-
-// eventHandler turns a step's log records into run events.
-type eventHandler struct {
-	sr      *stepRun
-	attempt int
-	attrs   []slog.Attr
-	group   string
-}
-
-func (h *eventHandler) Enabled(context.Context, slog.Level) bool { return true }
-
-func (h *eventHandler) Handle(_ context.Context, r slog.Record) error {
-	data := make(map[string]any, len(h.attrs)+r.NumAttrs())
-	for _, a := range h.attrs {
-		addAttr(data, "", a)
-	}
-	r.Attrs(func(a slog.Attr) bool {
-		addAttr(data, h.group, a)
-		return true
-	})
-	if len(data) == 0 {
-		data = nil
-	}
-	t := r.Time
-	if t.IsZero() {
-		t = h.sr.rs.e.o.Clock.Now()
-	}
-	h.sr.queue(state.Event{Time: t, Type: "log", Step: h.sr.rec.ID, Attempt: h.attempt,
-		Level: r.Level.String(), Message: r.Message, Data: data})
-	return nil
-}
-
-func (h *eventHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	c := *h
-	c.attrs = append(append([]slog.Attr(nil), h.attrs...), prefixed(h.group, as)...)
-	return &c
-}
-
-func (h *eventHandler) WithGroup(name string) slog.Handler {
-	c := *h
-	if c.group != "" {
-		name = c.group + "." + name
-	}
-	c.group = name
-	return &c
-}
-
-func prefixed(group string, as []slog.Attr) []slog.Attr {
-	if group == "" {
-		return as
-	}
-	out := make([]slog.Attr, len(as))
-	for i, a := range as {
-		out[i] = slog.Attr{Key: group + "." + a.Key, Value: a.Value}
-	}
-	return out
-}
-
-func addAttr(m map[string]any, group string, a slog.Attr) {
-	key := a.Key
-	if group != "" {
-		key = group + "." + key
-	}
-	v := a.Value.Resolve()
-	if v.Kind() == slog.KindGroup {
-		for _, g := range v.Group() {
-			addAttr(m, key, g)
-		}
-		return
-	}
-	switch v.Kind() {
-	case slog.KindDuration:
-		m[key] = v.Duration().String()
-	case slog.KindTime:
-		m[key] = v.Time().UTC().Format(time.RFC3339Nano)
-	case slog.KindAny:
-		if err, ok := v.Any().(error); ok {
-			m[key] = err.Error()
-			return
-		}
-		m[key] = v.Any()
-	default:
-		m[key] = v.Any()
-	}
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/secrets"
+	"github.com/runbook/runbook/internal/state"
 )
 
 // ResolveInputs checks given inputs against the playbook's declarations and
@@ -178,4 +181,40 @@ func kindOf(v any) string {
 		return "map"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// maskedSecretInputs names the secret inputs whose value is the mask: the
+// state file never keeps a secret input, so a run executed from its record
+// (resumed in another process, retried, launched late) lacks them.
+func maskedSecretInputs(pb *playbook.Playbook, inputs map[string]any) []string {
+	var out []string
+	for _, in := range pb.Inputs {
+		if v, ok := inputs[in.Name].(string); in.Secret && ok && v == secrets.Mask {
+			out = append(out, in.Name)
+		}
+	}
+	return out
+}
+
+// holdForSecretInputs cancels run r, unchanged otherwise, rather than run
+// it with a secret input's mask for its value: the error says how to
+// resume it with the value. Nothing else is written; a cancelled run
+// resumes where it stopped.
+func (e *Engine) holdForSecretInputs(ctx context.Context, r *state.Run, missing []string) (*state.Run, error) {
+	flags := make([]string, len(missing))
+	for i, name := range missing {
+		flags[i] = "-i " + name + "=VALUE"
+	}
+	err := &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
+		"run %s was started with secret input %s, whose value the state file does not keep; resume it with `runbook run --resume %s %s`",
+		r.ID, strings.Join(missing, ", "), r.ID, strings.Join(flags, " "))}
+	now := e.o.Clock.Now()
+	r.Status, r.EndedAt = state.RunCancelled, now
+	r.Error = &state.ErrorRecord{Code: string(err.Code), Message: err.Message}
+	ev := state.Event{Time: now, Type: "run." + string(r.Status), Message: "run cancelled: " + err.Message}
+	if serr := e.o.Store.SaveRun(ctx, r, ev); serr != nil {
+		return r, serr
+	}
+	e.observe(r.ID, ev)
+	return r, err
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/runbook/runbook/internal/secrets"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -16,7 +14,11 @@ import (
 	"github.com/runbook/runbook/internal/state"
 )
 
-// runState is one run being executed by this process.
+// runState is one run being executed by this process. It owns what is the
+// run's as a whole: its record and lifecycle (run.go), the order its lists
+// run in (schedule.go), the scope its expressions read (scope.go), its
+// concurrency key and its batched writes. Each step, and each for_each
+// item, runs as a stepRun of its own (step.go).
 type runState struct {
 	e   *Engine
 	pb  *playbook.Playbook
@@ -66,42 +68,6 @@ func (e *Engine) execute(parent context.Context, pb *playbook.Playbook, r *state
 		return rs.park(ctx)
 	}
 	return rs.end(ctx)
-}
-
-// maskedSecretInputs names the secret inputs whose value is the mask: the
-// state file never keeps a secret input, so a run executed from its record
-// (resumed in another process, retried, launched late) lacks them.
-func maskedSecretInputs(pb *playbook.Playbook, inputs map[string]any) []string {
-	var out []string
-	for _, in := range pb.Inputs {
-		if v, ok := inputs[in.Name].(string); in.Secret && ok && v == secrets.Mask {
-			out = append(out, in.Name)
-		}
-	}
-	return out
-}
-
-// holdForSecretInputs cancels run r, unchanged otherwise, rather than run
-// it with a secret input's mask for its value: the error says how to
-// resume it with the value. Nothing else is written; a cancelled run
-// resumes where it stopped.
-func (e *Engine) holdForSecretInputs(ctx context.Context, r *state.Run, missing []string) (*state.Run, error) {
-	flags := make([]string, len(missing))
-	for i, name := range missing {
-		flags[i] = "-i " + name + "=VALUE"
-	}
-	err := &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
-		"run %s was started with secret input %s, whose value the state file does not keep; resume it with `runbook run --resume %s %s`",
-		r.ID, strings.Join(missing, ", "), r.ID, strings.Join(flags, " "))}
-	now := e.o.Clock.Now()
-	r.Status, r.EndedAt = state.RunCancelled, now
-	r.Error = &state.ErrorRecord{Code: string(err.Code), Message: err.Message}
-	ev := state.Event{Time: now, Type: "run." + string(r.Status), Message: "run cancelled: " + err.Message}
-	if serr := e.o.Store.SaveRun(ctx, r, ev); serr != nil {
-		return r, serr
-	}
-	e.observe(r.ID, ev)
-	return r, err
 }
 
 func (e *Engine) newRunState(pb *playbook.Playbook, r *state.Run, inputs map[string]any) *runState {
@@ -319,129 +285,6 @@ func (rs *runState) allSteps() []*playbook.Step {
 	return append(all, rs.pb.Finally...)
 }
 
-func (rs *runState) buildEnv() error {
-	env := make(map[string]string, len(rs.e.o.Environ)+len(rs.pb.Env))
-	for _, kv := range rs.e.o.Environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
-	}
-	rs.env = env
-	if len(rs.pb.Env) == 0 {
-		return nil
-	}
-	keys := make([]string, 0, len(rs.pb.Env))
-	for k := range rs.pb.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	sc := rs.scope(nil)
-	for _, k := range keys {
-		v, err := rs.eval(rs.pb.Env[k], sc)
-		if err != nil {
-			return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("env.%s: %v", k, err)}
-		}
-		env[k] = stringify(v)
-	}
-	return nil
-}
-
-// scope returns the expression environment for a step (or item).
-func (rs *runState) scope(it *item) *expr.Scope {
-	sc := &expr.Scope{
-		Inputs:  rs.inputs,
-		Steps:   rs.scopeStep,
-		Env:     rs.env,
-		Secrets: rs.secrets,
-		Trigger: rs.run.Trigger,
-		Run: expr.RunInfo{
-			ID: rs.run.ID, Playbook: rs.pb.Name, StartedAt: rs.run.StartedAt, Status: rs.status,
-		},
-		Failed:    rs.failed,
-		Cancelled: rs.status == "cancelled",
-		Now:       rs.e.o.Clock.Now,
-		Secret:    rs.e.o.Redactor.Contains,
-	}
-	if it != nil {
-		sc.Item, sc.Index, sc.HasItem = it.value, it.index, true
-	}
-	return sc
-}
-
-func (rs *runState) acquireConcurrency(ctx context.Context) (release func(), err error) {
-	c := rs.pb.Concurrency
-	nop := func() {}
-	if c == nil || c.Key == nil {
-		return nop, nil
-	}
-	rs.mu.RLock()
-	kv, err := rs.eval(c.Key, rs.scope(nil))
-	rs.mu.RUnlock()
-	if err != nil {
-		return nop, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("concurrency.key: %v", err)}
-	}
-	key := rs.e.o.Redactor.String(stringify(kv))
-	rs.run.ConcurrencyKey = key
-	st := rs.e.o.Store
-	waitingLogged := false
-	for {
-		ok, holder, err := st.AcquireLock(ctx, state.Lock{Key: key, Owner: rs.run.ID, Process: rs.e.o.Process, Since: rs.e.o.Clock.Now()})
-		if err != nil {
-			return nop, fmt.Errorf("acquire concurrency key %q: %w", key, err)
-		}
-		if ok {
-			return func() { rs.e.releaseLock(ctx, key, rs.run.ID) }, nil
-		}
-		switch c.OnBusy {
-		case "skip":
-			return nop, fmt.Errorf("%w: %q is held by run %s", ErrBusy, key, holder.Owner)
-		case "cancel_running":
-			rs.e.Cancel(holder.Owner, fmt.Errorf("cancelled by run %s sharing concurrency key %q", rs.run.ID, key))
-		}
-		if !waitingLogged {
-			waitingLogged = true
-			rs.event(ctx, state.Event{Type: "run.queued", Message: fmt.Sprintf("waiting for concurrency key %q held by run %s", key, holder.Owner)})
-		}
-		// Wait for a key released in this process, or poll (a key held
-		// by another process, or released by a restart).
-		freed := rs.e.lockFreedChan()
-		wctx, stop := context.WithCancel(ctx)
-		go func() {
-			select {
-			case <-freed:
-				stop()
-			case <-wctx.Done():
-			}
-		}()
-		_ = rs.e.o.Clock.Sleep(wctx, rs.e.o.ApprovalPoll) // an error: woken by a release, or ctx ended
-		stop()
-		if ctx.Err() != nil {
-			return nop, context.Cause(ctx)
-		}
-	}
-}
-
-// lockFreedChan returns the channel closed at the next release of a
-// concurrency key in this process.
-func (e *Engine) lockFreedChan() <-chan struct{} {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.freed == nil {
-		e.freed = make(chan struct{})
-	}
-	return e.freed
-}
-
-// lockFreed wakes the runs queued on a concurrency key.
-func (e *Engine) lockFreed() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.freed != nil {
-		close(e.freed)
-		e.freed = nil
-	}
-}
-
 // event appends one event to the run's log now (run-level events).
 func (rs *runState) event(ctx context.Context, ev state.Event) {
 	if ev.Time.IsZero() {
@@ -624,79 +467,37 @@ func stepState(rec *state.StepRecord) *expr.StepState {
 	return ss
 }
 
-// connectionOverride returns the playbook's `connections:` settings for
-// name with every ${{ }} evaluated (secrets, env, inputs). The loader
-// checked the expressions; they are compiled here because the model keeps
-// connections as written.
-func (rs *runState) connectionOverride(name string) (map[string]any, error) {
-	raw := rs.pb.Connections[name]
-	if raw == nil {
-		return nil, nil
+// record returns the step's record, creating it in memory if new.
+func (rs *runState) record(id string) *state.StepRecord {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rec := rs.records[id]
+	if rec == nil {
+		rec = &state.StepRecord{RunID: rs.run.ID, ID: id, Status: state.StepPending}
+		rs.records[id] = rec
 	}
-	rs.mu.RLock()
-	defer rs.mu.RUnlock()
-	sc := rs.scope(nil)
-	out := make(map[string]any, len(raw))
-	for k, v := range raw {
-		val, err := evalConnectionValue(v, sc, rs.e.o.Redactor)
-		if err != nil {
-			return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("connections.%s.%s: %v", name, k, err)}
-		}
-		out[k] = val
-	}
-	return out, nil
+	return rec
 }
 
-func evalConnectionValue(v any, sc *expr.Scope, red Redactor) (any, error) {
-	switch x := v.(type) {
-	case string:
-		if !strings.Contains(x, "${{") {
-			return x, nil
-		}
-		t, err := expr.CompileTemplate(x, nil)
-		if err != nil {
-			return nil, err
-		}
-		return evalDerived(red, t, sc)
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			val, err := evalConnectionValue(e, sc, red)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = val
-		}
-		return out, nil
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			val, err := evalConnectionValue(e, sc, red)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = val
-		}
-		return out, nil
+// publish makes a finished step visible to later expressions.
+func (rs *runState) publish(rec *state.StepRecord) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.records[rec.ID] = rec
+	if isItem(rec.ID) {
+		return
 	}
-	return v, nil
+	rs.scopeStep[rec.ID] = stepState(rec)
 }
 
-// eval evaluates v in sc and registers with the Redactor, before the value
-// goes anywhere, every string of it derived from a secret (taint: see
-// expr.EvalDerived), so upper(), sha256(), slices and the like of a secret
-// are masked wherever the value is stored, logged or shown.
-func (rs *runState) eval(v expr.Value, sc *expr.Scope) (any, error) {
-	return evalDerived(rs.e.o.Redactor, v, sc)
+func isItem(id string) bool {
+	return len(id) > 0 && id[len(id)-1] == ']'
 }
 
-func evalDerived(red Redactor, v expr.Value, sc *expr.Scope) (any, error) {
-	if sc.Secret == nil {
-		sc.Secret = red.Contains
-	}
-	val, derived, err := expr.EvalDerived(v, sc)
-	if len(derived) > 0 {
-		red.AddDerived(derived...)
-	}
-	return val, err
+// setWaiting notes that a step waits for an approval: the run parks, or
+// waits, once its list has run (see runMain).
+func (rs *runState) setWaiting() {
+	rs.mu.Lock()
+	rs.waiting = true
+	rs.mu.Unlock()
 }

@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
 )
 
 // runList runs one list of steps (main, on_failure or finally) to the end:
@@ -99,3 +101,69 @@ const (
 	phaseOnFailure
 	phaseFinally
 )
+
+// runStep runs one step of a list to a final status and publishes it to
+// the scope of later steps. It reports whether the step is settled (its
+// dependents may start): waiting steps and steps left for a resume are not.
+func (rs *runState) runStep(ctx context.Context, st *playbook.Step, ph phase) bool {
+	rs.mu.RLock()
+	rec := rs.records[st.ID]
+	rs.mu.RUnlock()
+	if finished(rec) {
+		return true // finished in an earlier process
+	}
+	sr := rs.newStep(st, st.ID, nil, ph)
+	if skip, why := rs.blockedByNeeds(st); skip {
+		sr.skip(ctx, why)
+		return true
+	}
+	var status state.StepStatus
+	if st.ForEach != nil {
+		status = sr.forEach(ctx)
+	} else {
+		status = sr.run(ctx)
+	}
+	if status == state.StepFailed && !st.ContinueOnError {
+		rs.mu.Lock()
+		rs.failed = true
+		rs.mu.Unlock()
+	}
+	return status.Done() && status != state.StepCancelled
+}
+
+// blockedByNeeds reports whether a step with explicit needs must be skipped
+// because one of them did not succeed (unless its `if` uses a status
+// function, which then decides).
+func (rs *runState) blockedByNeeds(st *playbook.Step) (bool, string) {
+	if st.Needs == nil || (st.If != nil && st.If.UsesStatusFunc()) {
+		return false, ""
+	}
+	rs.mu.RLock()
+	defer rs.mu.RUnlock()
+	for _, need := range st.Needs {
+		ss := rs.scopeStep[need]
+		if ss == nil {
+			continue
+		}
+		switch ss.Status {
+		case string(state.StepSucceeded):
+		case string(state.StepFailed):
+			if rs.continues(need) {
+				continue
+			}
+			return true, fmt.Sprintf("needed step %s failed", need)
+		default:
+			return true, fmt.Sprintf("needed step %s was %s", need, ss.Status)
+		}
+	}
+	return false, ""
+}
+
+func (rs *runState) continues(id string) bool {
+	for _, s := range rs.allSteps() {
+		if s.ID == id {
+			return s.ContinueOnError
+		}
+	}
+	return false
+}

@@ -61,7 +61,8 @@ func (rs *runState) endWaiting(ctx context.Context) {
 	rs.mu.RUnlock()
 	sort.Slice(waiting, func(i, j int) bool { return waiting[i].ID < waiting[j].ID })
 	for _, rec := range waiting {
-		rs.finishStep(ctx, rec, nil, context.Cause(ctx), nil)
+		sr := &stepRun{rs: rs, rec: rec}
+		sr.finish(ctx, nil, context.Cause(ctx))
 	}
 }
 

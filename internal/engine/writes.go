@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/runbook/runbook/internal/state"
 )
 
 // writeCtx is the context of a state write made for a run whose context
@@ -33,52 +35,42 @@ func (e *Engine) writeCtx(ctx context.Context) (context.Context, context.CancelF
 	}
 }
 
-// Backoff between attempts to release a concurrency key whose release
-// failed.
-const (
-	releaseFirst = 100 * time.Millisecond
-	releaseMax   = 30 * time.Second
-	releaseFor   = time.Hour
-)
+// maxLazy bounds the records a run keeps unwritten.
+const maxLazy = 256
 
-// releaseLock frees the concurrency key that run runID holds. A release
-// that fails is logged and tried again in the background, with backoff,
-// until it succeeds, the key is no longer the run's, or releaseFor has
-// passed (the next start frees it then: ReleaseStaleLocks): a dead run
-// never keeps its key.
-func (e *Engine) releaseLock(ctx context.Context, key, runID string) {
-	wctx, stop := e.writeCtx(ctx)
-	err := e.o.Store.ReleaseLock(wctx, key, runID)
-	stop()
-	if err == nil {
-		e.lockFreed()
+// deferWrite keeps a record of a pure step for the run's next write.
+func (rs *runState) deferWrite(ctx context.Context, rec *state.StepRecord, evs []state.Event) {
+	rs.lazyMu.Lock()
+	rs.lazy = append(rs.lazy, rec)
+	rs.lazyEvents = append(rs.lazyEvents, evs...)
+	full := len(rs.lazy) >= maxLazy
+	rs.lazyMu.Unlock()
+	if full {
+		rs.flushLazy(ctx)
+	}
+}
+
+// write persists rec (nil: only what is deferred) after every deferred
+// record, in one transaction, so the store's event order is the order the
+// events happened in.
+func (rs *runState) write(ctx context.Context, rec *state.StepRecord, evs []state.Event) {
+	rs.lazyMu.Lock()
+	defer rs.lazyMu.Unlock()
+	recs := rs.lazy
+	if rec != nil {
+		recs = append(recs, rec)
+	}
+	evs = append(rs.lazyEvents, evs...)
+	rs.lazy, rs.lazyEvents = nil, nil
+	if len(recs) == 0 {
 		return
 	}
-	e.o.Logger.Error("release concurrency key; trying again", "run_id", runID, "key", key, "err", err)
-	go func() {
-		wait, until := releaseFirst, time.Now().Add(releaseFor)
-		for time.Now().Before(until) {
-			time.Sleep(wait)
-			wait = min(2*wait, releaseMax)
-			bg, cancel := context.WithTimeout(context.Background(), e.o.StateWrites)
-			err := e.o.Store.ReleaseLock(bg, key, runID)
-			held := true
-			if err != nil {
-				if locks, lerr := e.o.Store.Locks(bg); lerr == nil {
-					held = false
-					for _, l := range locks {
-						if l.Key == key && l.Owner == runID {
-							held = true
-						}
-					}
-				}
-			}
-			cancel()
-			if err == nil || !held {
-				e.lockFreed()
-				return
-			}
-			e.o.Logger.Error("release concurrency key; trying again", "run_id", runID, "key", key, "err", err, "in", wait)
-		}
-	}()
+	wctx, stop := rs.e.writeCtx(ctx)
+	defer stop()
+	if err := rs.e.o.Store.SaveSteps(wctx, recs, evs...); err != nil {
+		rs.e.o.Logger.Error("save steps", "run_id", rs.run.ID, "steps", len(recs), "err", err)
+	}
 }
+
+// flushLazy writes every deferred record now.
+func (rs *runState) flushLazy(ctx context.Context) { rs.write(ctx, nil, nil) }
