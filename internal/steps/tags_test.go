@@ -1,0 +1,63 @@
+package steps_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/runbook/runbook/internal/steps"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Inner is embedded to give an outer struct a second field named "a".
+type Inner struct {
+	A string `json:"a"`
+}
+
+func TestRegisterRejectsBadTags(t *testing.T) {
+	tests := []struct {
+		name   string
+		params any
+		want   string
+	}{
+		{"a bad regex", struct {
+			A string `json:"a" pattern:"("`
+		}{}, "pattern"},
+		{"a default that violates the constraints", struct {
+			A int `json:"a" max:"3" default:"5"`
+		}{}, `default "5"`},
+		{"a default of the wrong type", struct {
+			A int `json:"a" default:"x"`
+		}{}, `default "x"`},
+		{"an unsupported type", struct {
+			A chan int `json:"a"`
+		}{}, "unsupported type"},
+		{"min on a string", struct {
+			A string `json:"a" min:"1"`
+		}{}, "use minlen/maxlen"},
+		{"an unknown format", struct {
+			A string `json:"a" format:"email"`
+		}{}, `unknown format "email"`},
+		{"a field without a json name", struct{ A string }{}, "no json name"},
+		{"a map with non-string keys", struct {
+			A map[int]string `json:"a"`
+		}{}, "map keys must be strings"},
+		{"an enum of non-integers on an integer", struct {
+			A int `json:"a" enum:"a,b"`
+		}{}, "not an integer"},
+		{"a duplicate json name", struct {
+			Inner
+			B string `json:"a"`
+		}{}, "duplicate json name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+" panics at Register", func(t *testing.T) {
+			defer func() {
+				r := recover()
+				require.NotNil(t, r)
+				assert.Contains(t, fmt.Sprint(r), tt.want)
+			}()
+			register(t, steps.Descriptor{Params: tt.params})
+		})
+	}
+}
