@@ -67,52 +67,11 @@ func valueSchema(s *shape, r *rules) map[string]any {
 	case kAny:
 		return map[string]any{}
 	case kString:
-		real = map[string]any{"type": "string"}
-		if r.minLen >= 0 {
-			real["minLength"] = r.minLen
-		}
-		if r.maxLen >= 0 {
-			real["maxLength"] = r.maxLen
-		}
-		if len(r.enum) > 0 {
-			real["enum"] = stringsAny(r.enum)
-		}
-		switch {
-		case r.pattern != nil:
-			real["pattern"] = r.pattern.String()
-		case r.format == "duration":
-			real["pattern"] = durationPattern
-		case r.format == "semver":
-			real["pattern"] = semverRe.String()
-		}
-		if r.format == "uri" {
-			real["format"] = "uri"
-		}
-		if len(real) == 1 && r.format == "" {
-			return real // any string, expressions included
-		}
-		return withExpr(real, interpolationPattern)
+		return stringSchema(r)
 	case kBool:
 		real = map[string]any{"type": "boolean"}
 	case kInt, kFloat:
-		real = map[string]any{"type": "number"}
-		if s.kind == kInt {
-			real["type"] = "integer"
-		}
-		if r.min != nil {
-			real["minimum"] = jsonNumber(*r.min)
-		}
-		if r.max != nil {
-			real["maximum"] = jsonNumber(*r.max)
-		}
-		if len(r.enum) > 0 {
-			var e []any
-			for _, x := range r.enum {
-				n, _ := strconv.ParseInt(x, 10, 64)
-				e = append(e, n)
-			}
-			real["enum"] = e
-		}
+		real = numberSchema(s.kind, r)
 	case kDuration:
 		real = map[string]any{"type": []any{"string", "integer"}, "pattern": durationPattern, "minimum": 0}
 		if r.min != nil {
@@ -141,6 +100,61 @@ func valueSchema(s *shape, r *rules) map[string]any {
 		real = objectSchema(s.fields)
 	}
 	return withExpr(real, ExpressionPattern)
+}
+
+// stringSchema is the schema of a string position. A constrained string
+// also accepts any string holding an expression, whose value only the run
+// knows.
+func stringSchema(r *rules) map[string]any {
+	real := map[string]any{"type": "string"}
+	if r.minLen >= 0 {
+		real["minLength"] = r.minLen
+	}
+	if r.maxLen >= 0 {
+		real["maxLength"] = r.maxLen
+	}
+	if len(r.enum) > 0 {
+		real["enum"] = stringsAny(r.enum)
+	}
+	switch {
+	case r.pattern != nil:
+		real["pattern"] = r.pattern.String()
+	case r.format == "duration":
+		real["pattern"] = durationPattern
+	case r.format == "semver":
+		real["pattern"] = semverRe.String()
+	}
+	if r.format == "uri" {
+		real["format"] = "uri"
+	}
+	if len(real) == 1 && r.format == "" {
+		return real // any string, expressions included
+	}
+	return withExpr(real, interpolationPattern)
+}
+
+// numberSchema is the schema of an integer or number position, without
+// the expression alternative.
+func numberSchema(k kind, r *rules) map[string]any {
+	real := map[string]any{"type": "number"}
+	if k == kInt {
+		real["type"] = "integer"
+	}
+	if r.min != nil {
+		real["minimum"] = jsonNumber(*r.min)
+	}
+	if r.max != nil {
+		real["maximum"] = jsonNumber(*r.max)
+	}
+	if len(r.enum) > 0 {
+		var e []any
+		for _, x := range r.enum {
+			n, _ := strconv.ParseInt(x, 10, 64)
+			e = append(e, n)
+		}
+		real["enum"] = e
+	}
+	return real
 }
 
 func withExpr(real map[string]any, pattern string) map[string]any {
