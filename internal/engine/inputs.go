@@ -69,95 +69,128 @@ func ResolveInputs(pb *playbook.Playbook, given map[string]any) (map[string]any,
 	return out, nil
 }
 
+// convertInput converts v, given for input in, to the input's declared
+// type and checks it against the input's constraints.
 func convertInput(in *playbook.Input, v any) (any, error) {
-	s, isString := v.(string)
 	var out any
+	var err error
 	switch in.Type {
 	case "", "string":
-		if !isString {
-			return nil, fmt.Errorf("must be a string (got %s)", kindOf(v))
-		}
-		out = s
+		out, err = stringInput(v)
 	case "integer":
-		switch x := v.(type) {
-		case string:
-			n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("must be an integer (got %q)", x)
-			}
-			out = int(n)
-		case int:
-			out = x
-		case int64:
-			out = int(x)
-		case float64:
-			if x != math.Trunc(x) || math.IsInf(x, 0) {
-				return nil, fmt.Errorf("must be an integer (got %v)", x)
-			}
-			out = int(x)
-		default:
-			return nil, fmt.Errorf("must be an integer (got %s)", kindOf(v))
-		}
+		out, err = integerInput(v)
 	case "number":
-		switch x := v.(type) {
-		case string:
-			f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
-			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-				return nil, fmt.Errorf("must be a number (got %q)", x)
-			}
-			out = f
-		case int:
-			out = float64(x)
-		case int64:
-			out = float64(x)
-		case float64:
-			out = x
-		default:
-			return nil, fmt.Errorf("must be a number (got %s)", kindOf(v))
-		}
+		out, err = numberInput(v)
 	case "boolean":
-		switch x := v.(type) {
-		case string:
-			b, err := strconv.ParseBool(strings.TrimSpace(x))
-			if err != nil {
-				return nil, fmt.Errorf("must be true or false (got %q)", x)
-			}
-			out = b
-		case bool:
-			out = x
-		default:
-			return nil, fmt.Errorf("must be a boolean (got %s)", kindOf(v))
-		}
-	case "list", "map":
-		if isString {
-			var parsed any
-			if err := json.Unmarshal([]byte(s), &parsed); err != nil {
-				if in.Type == "list" {
-					// a,b,c is accepted as a list of strings on the command line
-					parts := strings.Split(s, ",")
-					l := make([]any, len(parts))
-					for i, p := range parts {
-						l[i] = strings.TrimSpace(p)
-					}
-					parsed = l
-				} else {
-					return nil, fmt.Errorf("must be a JSON object (got %q)", s)
-				}
-			}
-			v = parsed
-		}
-		if in.Type == "list" {
-			if _, ok := v.([]any); !ok {
-				return nil, fmt.Errorf("must be a list (got %s)", kindOf(v))
-			}
-		} else if _, ok := v.(map[string]any); !ok {
-			return nil, fmt.Errorf("must be a map (got %s)", kindOf(v))
-		}
-		out = v
+		out, err = booleanInput(v)
+	case "list":
+		out, err = listInput(v)
+	case "map":
+		out, err = mapInput(v)
 	default:
 		return nil, fmt.Errorf("unsupported input type %q", in.Type)
 	}
+	if err != nil {
+		return nil, err
+	}
 	return out, in.Check(out)
+}
+
+func stringInput(v any) (any, error) {
+	s, ok := v.(string)
+	if !ok {
+		return nil, fmt.Errorf("must be a string (got %s)", kindOf(v))
+	}
+	return s, nil
+}
+
+func integerInput(v any) (any, error) {
+	switch x := v.(type) {
+	case string:
+		n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("must be an integer (got %q)", x)
+		}
+		return int(n), nil
+	case int:
+		return x, nil
+	case int64:
+		return int(x), nil
+	case float64:
+		if x != math.Trunc(x) || math.IsInf(x, 0) {
+			return nil, fmt.Errorf("must be an integer (got %v)", x)
+		}
+		return int(x), nil
+	}
+	return nil, fmt.Errorf("must be an integer (got %s)", kindOf(v))
+}
+
+func numberInput(v any) (any, error) {
+	switch x := v.(type) {
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("must be a number (got %q)", x)
+		}
+		return f, nil
+	case int:
+		return float64(x), nil
+	case int64:
+		return float64(x), nil
+	case float64:
+		return x, nil
+	}
+	return nil, fmt.Errorf("must be a number (got %s)", kindOf(v))
+}
+
+func booleanInput(v any) (any, error) {
+	switch x := v.(type) {
+	case string:
+		b, err := strconv.ParseBool(strings.TrimSpace(x))
+		if err != nil {
+			return nil, fmt.Errorf("must be true or false (got %q)", x)
+		}
+		return b, nil
+	case bool:
+		return x, nil
+	}
+	return nil, fmt.Errorf("must be a boolean (got %s)", kindOf(v))
+}
+
+// listInput accepts a list, or a string holding one: JSON, or else a,b,c
+// (a list of strings, as the command line gives it).
+func listInput(v any) (any, error) {
+	if s, ok := v.(string); ok {
+		var parsed any
+		if err := json.Unmarshal([]byte(s), &parsed); err != nil {
+			parts := strings.Split(s, ",")
+			l := make([]any, len(parts))
+			for i, p := range parts {
+				l[i] = strings.TrimSpace(p)
+			}
+			parsed = l
+		}
+		v = parsed
+	}
+	if _, ok := v.([]any); !ok {
+		return nil, fmt.Errorf("must be a list (got %s)", kindOf(v))
+	}
+	return v, nil
+}
+
+// mapInput accepts a map, or a string holding a JSON object.
+func mapInput(v any) (any, error) {
+	if s, ok := v.(string); ok {
+		var parsed any
+		if err := json.Unmarshal([]byte(s), &parsed); err != nil {
+			return nil, fmt.Errorf("must be a JSON object (got %q)", s)
+		}
+		v = parsed
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, fmt.Errorf("must be a map (got %s)", kindOf(v))
+	}
+	return v, nil
 }
 
 func kindOf(v any) string {
