@@ -36,12 +36,17 @@ type approvalCheckpoint struct {
 var fieldName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[approvalParams]{
 		Type: "approval",
 		Summary: "Wait, durably, until someone approves or rejects. Only a rejection (or a timeout with " +
 			"on_timeout: reject) fails the step; an answer whose fields do not fit is refused and the run keeps waiting. " +
 			"Typed fields carry the approver's answers.",
-		Params: approvalParams{},
+		Example: map[string]any{
+			"message":   "Upgrade prod-1 to v1.29?",
+			"approvers": []any{"alice", "bob"},
+			"timeout":   "24h",
+			"fields":    map[string]any{"ticket": map[string]any{"type": "string", "required": true}},
+		},
 		Outputs: []steps.Output{
 			{Name: "approved", Type: "boolean", Description: "always true (a rejection fails the step)"},
 			{Name: "by", Type: "string", Description: "who answered (\"timeout\" when approved by on_timeout)"},
@@ -51,12 +56,11 @@ func init() {
 			{Name: "timed_out", Type: "boolean", Description: "true when on_timeout: approve answered it"},
 		},
 		Check: checkApproval,
-		Run:   steps.Typed(runApproval),
-	})
+		Run:   runApproval,
+	}))
 }
 
-func checkApproval(params any, dynamic map[string]bool) []fault.Problem {
-	p := params.(*approvalParams)
+func checkApproval(p *approvalParams, dynamic map[string]bool) []fault.Problem {
 	var out []fault.Problem
 	for _, name := range sortedNames(p.Fields) {
 		f := p.Fields[name]

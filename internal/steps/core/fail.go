@@ -14,12 +14,12 @@ type failParams struct {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[failParams]{
 		Type:    "fail",
 		Summary: "Fail the step with a message, an error code and optional data.",
-		Params:  failParams{},
-		Run:     steps.Typed(runFail),
-	})
+		Example: map[string]any{"message": "prod-1 is not ACTIVE", "code": "conflict", "data": map[string]any{"status": "UPDATE_FAILED"}},
+		Run:     runFail,
+	}))
 }
 
 func runFail(ctx context.Context, c *steps.Call, p *failParams) (steps.Outputs, error) {

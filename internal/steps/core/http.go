@@ -39,12 +39,17 @@ type httpParams struct {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[httpParams]{
 		Type: "http.request",
 		Summary: "Make an HTTP request. A status outside expect_status fails with a code " +
 			"classified from the status (429 throttled, 5xx unavailable, ...). Retries re-send the request: " +
 			"use idempotency_key for non-idempotent methods.",
-		Params: httpParams{},
+		Example: map[string]any{
+			"url":           "https://hooks.example.com/deploys",
+			"method":        "POST",
+			"json":          map[string]any{"text": "prod-1 upgraded to v1.29"},
+			"expect_status": []any{200, 202},
+		},
 		Outputs: []steps.Output{
 			{Name: "status", Type: "integer", Description: "HTTP status code"},
 			{Name: "headers", Type: "map", Description: "response headers (first value of each, canonical names)"},
@@ -54,12 +59,11 @@ func init() {
 			{Name: "duration_ms", Type: "integer", Description: "time the exchange took"},
 		},
 		Check: checkHTTP,
-		Run:   steps.Typed(runHTTP),
-	})
+		Run:   runHTTP,
+	}))
 }
 
-func checkHTTP(params any, dynamic map[string]bool) []fault.Problem {
-	p := params.(*httpParams)
+func checkHTTP(p *httpParams, dynamic map[string]bool) []fault.Problem {
 	var out []fault.Problem
 	bodies := 0
 	for _, b := range []struct {

@@ -15,14 +15,14 @@ type logParams struct {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[logParams]{
 		Type:    "log",
 		Summary: "Write a line to the run log.",
-		Params:  logParams{},
+		Example: map[string]any{"message": "upgrade finished", "level": "warn", "fields": map[string]any{"cluster": "prod-1", "groups": 3}},
 		Pure:    true,
 		Outputs: []steps.Output{{Name: "message", Type: "string", Description: "the message logged"}},
-		Run:     steps.Typed(runLog),
-	})
+		Run:     runLog,
+	}))
 }
 
 var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}

@@ -12,13 +12,13 @@ type playbookParams struct {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[playbookParams]{
 		Type:        "playbook",
 		Summary:     "Run another playbook as a child run; its outputs become this step's outputs.",
-		Params:      playbookParams{},
+		Example:     map[string]any{"path": "notify.yaml", "inputs": map[string]any{"channel": "#ops", "text": "prod-1 upgraded"}},
 		OpenOutputs: true,
-		Run:         steps.Typed(runPlaybook),
-	})
+		Run:         runPlaybook,
+	}))
 }
 
 func runPlaybook(ctx context.Context, c *steps.Call, p *playbookParams) (steps.Outputs, error) {

@@ -7,17 +7,18 @@ import (
 )
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[steps.None]{
 		Type:            "set",
 		Summary:         "Name values for later steps: every key of `with` becomes an output.",
+		Example:         map[string]any{"cluster": "prod-1", "replicas": 3},
 		OpenParams:      true,
 		Pure:            true,
 		OutputsFromWith: true,
 		Run:             runSet,
-	})
+	}))
 }
 
-func runSet(ctx context.Context, c *steps.Call) (steps.Outputs, error) {
+func runSet(ctx context.Context, c *steps.Call, _ *steps.None) (steps.Outputs, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -32,11 +32,11 @@ type shellParams struct {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[shellParams]{
 		Type: "shell",
 		Summary: "Run a command. It runs in its own process group; on cancel or timeout the group gets " +
 			"SIGTERM, then SIGKILL after kill_grace.",
-		Params: shellParams{},
+		Example: map[string]any{"command": "kubectl rollout status deployment/web", "timeout": "5m", "env": map[string]any{"KUBECONFIG": "kubeconfig.yaml"}},
 		Outputs: []steps.Output{
 			{Name: "exit_code", Type: "integer", Description: "exit code (-1 when killed by a signal)"},
 			{Name: "stdout", Type: "string", Description: "standard output, one trailing newline removed"},
@@ -46,12 +46,11 @@ func init() {
 			{Name: "duration_ms", Type: "integer", Description: "time the command ran"},
 		},
 		Check: checkShell,
-		Run:   steps.Typed(runShell),
-	})
+		Run:   runShell,
+	}))
 }
 
-func checkShell(params any, dynamic map[string]bool) []fault.Problem {
-	p := params.(*shellParams)
+func checkShell(p *shellParams, dynamic map[string]bool) []fault.Problem {
 	hasCmd := p.Command != "" || dynamic["command"]
 	hasArgv := p.Argv != nil || dynamic["argv"]
 	var out []fault.Problem

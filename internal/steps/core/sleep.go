@@ -23,13 +23,13 @@ type sleepCheckpoint struct {
 const checkpointMin = time.Second
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[sleepParams]{
 		Type:    "sleep",
 		Summary: "Wait for a duration; a resumed run waits only for what is left.",
-		Params:  sleepParams{},
+		Example: map[string]any{"duration": "30s"},
 		Outputs: []steps.Output{{Name: "slept", Type: "string", Description: "the duration waited, like 30s"}},
-		Run:     steps.Typed(runSleep),
-	})
+		Run:     runSleep,
+	}))
 }
 
 func runSleep(ctx context.Context, c *steps.Call, p *sleepParams) (steps.Outputs, error) {
