@@ -122,11 +122,16 @@ type batchDeleteParams struct {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[batchRunParams]{
 		Type: "easymaker.batch_inference.run",
 		Summary: "Run a batch inference (BatchInference().run; POST /batch-inferences). With wait, the step ends when it is " +
 			"COMPLETE and fails on FAIL_BATCH_INFERENCE.",
-		Params:   batchRunParams{},
+		Example: map[string]any{
+			"batch_inference_name": "nightly-scoring", "instance_count": 1, "instance_name": "c2.c4m8", "model_name": "mnist",
+			"pod_count": 1, "batch_size": 10, "inference_timeout_seconds": 60,
+			"input_data_uri": "obs://kr1-api-object-storage.nhncloudservice.com/v1/AUTH_tenant/ml/in/", "input_data_type": "JSONL",
+			"output_upload_uri": "obs://kr1-api-object-storage.nhncloudservice.com/v1/AUTH_tenant/ml/out/", "data_storage_size": 300,
+		},
 		Mutating: true,
 		Outputs: []steps.Output{
 			{Name: "batch_inference_id", Type: "string", Description: "the batch inference's ID"},
@@ -139,8 +144,7 @@ func init() {
 			{Name: "output_files", Type: "list", Description: "result files written under output_upload_uri"},
 			adoptedOutput,
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*batchRunParams)
+		Plan: func(p *batchRunParams) []steps.PlannedCall {
 			return []steps.PlannedCall{
 				{Method: http.MethodGet, Path: apiPath("flavors"), Note: fmt.Sprintf("resolves instance type %q to its ID", p.InstanceName)},
 				{Method: http.MethodGet, Path: apiPath("models"), Note: fmt.Sprintf("resolves model %q to its ID", p.ModelName)},
@@ -149,21 +153,21 @@ func init() {
 			}
 		},
 		Reconcile: reconcileBy(batchCreation, findBatch),
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *batchRunParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *batchRunParams) (steps.Outputs, error) {
 			return runCreate(ctx, c, batchCreation(c, p))
-		}),
-	})
-	steps.Register(steps.Descriptor{
+		},
+	}))
+	steps.Register(steps.Define(steps.Def[batchDeleteParams]{
 		Type:     "easymaker.batch_inference.delete",
 		Summary:  "Delete a batch inference (BatchInference().delete). One already gone counts as deleted.",
-		Params:   batchDeleteParams{},
+		Example:  map[string]any{"batch_inference_id": "bi-1"},
 		Mutating: true,
 		Outputs:  deleteOutputs,
-		Plan: func(params any) []steps.PlannedCall {
-			return []steps.PlannedCall{{Method: http.MethodDelete, Path: apiPath("batch-inferences", params.(*batchDeleteParams).BatchInferenceID)}}
+		Plan: func(p *batchDeleteParams) []steps.PlannedCall {
+			return []steps.PlannedCall{{Method: http.MethodDelete, Path: apiPath("batch-inferences", p.BatchInferenceID)}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *batchDeleteParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *batchDeleteParams) (steps.Outputs, error) {
 			return deleteResult(ctx, c, p.Connection, "batch inference", p.BatchInferenceID, (*easymaker.Client).DeleteBatchInference)
-		}),
-	})
+		},
+	}))
 }

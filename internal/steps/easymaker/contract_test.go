@@ -14,32 +14,10 @@ import (
 	"github.com/runbook/runbook/internal/steps/stepstest"
 )
 
-// validWith holds valid params of every easymaker step type.
-var validWith = map[string]map[string]any{
-	"easymaker.experiment.create":      experimentOK,
-	"easymaker.experiment.delete":      {"experiment_id": "exp-1"},
-	"easymaker.training.run":           trainingOK,
-	"easymaker.training.delete":        {"training_id": "trn-1"},
-	"easymaker.tuning.run":             tuningOK,
-	"easymaker.tuning.delete":          {"hyperparameter_tuning_id": "hpt-1"},
-	"easymaker.model.create":           modelOK,
-	"easymaker.model.create_from_uri":  uriModelOK,
-	"easymaker.model.delete":           {"model_id": "mdl-1"},
-	"easymaker.endpoint.create":        endpointOK,
-	"easymaker.endpoint.create_stage":  stageOK,
-	"easymaker.endpoint.stage":         {"endpoint_stage_id": "stg-1"},
-	"easymaker.endpoint.default_stage": {"endpoint_id": "ep-1"},
-	"easymaker.endpoint.predict":       {"endpoint_id": "ep-1", "json": map[string]any{"instances": []any{[]any{1.0}}}},
-	"easymaker.endpoint.delete":        {"endpoint_id": "ep-1"},
-	"easymaker.endpoint.delete_stage":  {"stage_id": "stg-1"},
-	"easymaker.batch_inference.run":    batchOK,
-	"easymaker.batch_inference.delete": {"batch_inference_id": "bi-1"},
-	"easymaker.list":                   {"what": "instances"},
-}
-
-// TestEveryStepTypePassesTheContract runs the contract against a simulator
-// whose every answer an injected latency holds for 5 s: each step type is
-// cancelled in the middle of its first call and must return at once.
+// TestEveryStepTypePassesTheContract runs the contract, with each type's
+// registered example as its params, against a simulator whose every
+// answer an injected latency holds for 5 s: each step type is cancelled in
+// the middle of its first call and must return at once.
 func TestEveryStepTypePassesTheContract(t *testing.T) {
 	s := startSim(t)
 	s.srv.Faults.Add(sim.Fault{Service: "easymaker", Latency: 5 * time.Second})
@@ -52,13 +30,12 @@ func TestEveryStepTypePassesTheContract(t *testing.T) {
 			types = append(types, name)
 		}
 	}
-	require.Len(t, types, len(validWith), "every easymaker step type has valid params here")
+	require.NotEmpty(t, types)
 	for _, typ := range types {
 		t.Run(typ, func(t *testing.T) {
-			w, ok := validWith[typ]
-			require.True(t, ok)
 			d := desc(t, typ)
-			stepstest.ContractWith(t, d, w, opts)
+			require.NotNil(t, d.Example, "%s has an example", typ)
+			stepstest.ContractWith(t, d, d.Example, opts)
 			assert.NotNil(t, d.Plan, "%s shows its calls in a plan", typ)
 			if d.Mutating && (strings.HasSuffix(typ, ".create") || strings.HasSuffix(typ, ".run") || strings.HasSuffix(typ, "create_stage") || strings.HasSuffix(typ, "create_from_uri")) {
 				assert.NotNil(t, d.Reconcile, "%s adopts what an interrupted attempt created", typ)

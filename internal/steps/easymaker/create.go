@@ -124,16 +124,16 @@ func createMayHaveBeenSent(c *steps.Call) bool {
 	return len(c.Resume) > 0 && json.Unmarshal(c.Resume, &cp) == nil && cp.Phase == phaseCalling
 }
 
-// reconcileBy builds a ReconcileFunc for a create: when the request may
+// reconcileBy builds the Reconcile hook of a create: when the request may
 // have been sent, find looks for the resource by the name being created;
 // one found is adopted (and, with wait, waited on as the step would
 // have); none lets the engine run the step again. k builds the step's
 // creation from its params.
 func reconcileBy[P any](k func(c *steps.Call, p *P) creation,
-	find func(ctx context.Context, cl *easymaker.Client, p *P) (*adoption, error)) steps.ReconcileFunc {
-	return func(ctx context.Context, c *steps.Call, _ steps.Intent) (steps.Outputs, bool, error) {
-		p, ok := c.Params.(*P)
-		if !ok || !createMayHaveBeenSent(c) {
+	find func(ctx context.Context, cl *easymaker.Client, p *P) (*adoption, error),
+) func(ctx context.Context, c *steps.Call, p *P, _ steps.Intent) (steps.Outputs, bool, error) {
+	return func(ctx context.Context, c *steps.Call, p *P, _ steps.Intent) (steps.Outputs, bool, error) {
+		if !createMayHaveBeenSent(c) {
 			return nil, false, nil
 		}
 		kc := k(c, p)

@@ -209,8 +209,7 @@ type predictParams struct {
 	JSON            any    `json:"json" required:"true" desc:"the request payload, e.g. {instances: [[1.0, 2.0]]}"`
 }
 
-func checkPredict(params any, dyn map[string]bool) []fault.Problem {
-	p := params.(*predictParams)
+func checkPredict(p *predictParams, dyn map[string]bool) []fault.Problem {
 	var ps problems
 	if dyn["endpoint_id"] || dyn["endpoint_stage_id"] {
 		return nil
@@ -278,11 +277,12 @@ type stageDeleteParams struct {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[endpointCreateParams]{
 		Type: "easymaker.endpoint.create",
 		Summary: "Create an endpoint with its default stage (Endpoint().create; POST /endpoints). With wait, the step ends " +
 			"when the endpoint and its default stage are ACTIVE.",
-		Params:   endpointCreateParams{},
+		Example: map[string]any{"endpoint_name": "mnist", "endpoint_instance_name": "c2.c8m16",
+			"endpoint_model_resource_list": []any{map[string]any{"modelId": "mdl-1", "apigwResourceUri": "/predict", "podCount": 1}}},
 		Mutating: true,
 		Outputs: []steps.Output{
 			{Name: "endpoint_id", Type: "string", Description: "the endpoint's ID"},
@@ -293,11 +293,10 @@ func init() {
 			{Name: "apigw_stage_url", Type: "string", Description: "the default stage's API gateway URL (\"\" before it is read)"},
 			adoptedOutput,
 		},
-		Check: func(params any, dyn map[string]bool) []fault.Problem {
-			return checkServing(dyn, &params.(*endpointCreateParams).serving)
+		Check: func(p *endpointCreateParams, dyn map[string]bool) []fault.Problem {
+			return checkServing(dyn, &p.serving)
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*endpointCreateParams)
+		Plan: func(p *endpointCreateParams) []steps.PlannedCall {
 			return []steps.PlannedCall{
 				{Method: http.MethodGet, Path: apiPath("flavors"), Note: fmt.Sprintf("resolves instance type %q to its ID", p.EndpointInstanceName)},
 				{Method: http.MethodPost, Path: apiPath("endpoints"), Body: endpointRequest(p, "{id of instance type "+p.EndpointInstanceName+"}"),
@@ -305,22 +304,22 @@ func init() {
 			}
 		},
 		Reconcile: reconcileBy(endpointCreation, findEndpoint),
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *endpointCreateParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *endpointCreateParams) (steps.Outputs, error) {
 			return runCreate(ctx, c, endpointCreation(c, p))
-		}),
-	})
-	steps.Register(steps.Descriptor{
+		},
+	}))
+	steps.Register(steps.Define(steps.Def[stageCreateParams]{
 		Type: "easymaker.endpoint.create_stage",
 		Summary: "Add a stage to an endpoint (Endpoint().create_stage; POST /endpoint-stages). With wait, the step ends " +
 			"when the stage is ACTIVE.",
-		Params:   stageCreateParams{},
+		Example: map[string]any{"endpoint_id": "ep-1", "stage_name": "canary", "endpoint_instance_name": "c2.c8m16",
+			"endpoint_model_resource_list": []any{map[string]any{"modelId": "mdl-2", "apigwResourceUri": "/predict", "podCount": 1}}},
 		Mutating: true,
 		Outputs:  append(append([]steps.Output{}, stageOutputs...), adoptedOutput),
-		Check: func(params any, dyn map[string]bool) []fault.Problem {
-			return checkServing(dyn, &params.(*stageCreateParams).serving)
+		Check: func(p *stageCreateParams, dyn map[string]bool) []fault.Problem {
+			return checkServing(dyn, &p.serving)
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*stageCreateParams)
+		Plan: func(p *stageCreateParams) []steps.PlannedCall {
 			return []steps.PlannedCall{
 				{Method: http.MethodGet, Path: apiPath("flavors"), Note: fmt.Sprintf("resolves instance type %q to its ID", p.EndpointInstanceName)},
 				{Method: http.MethodPost, Path: apiPath("endpoint-stages"), Body: stageRequest(p, "{id of instance type "+p.EndpointInstanceName+"}"),
@@ -328,19 +327,19 @@ func init() {
 			}
 		},
 		Reconcile: reconcileBy(stageCreation, findStage),
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *stageCreateParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *stageCreateParams) (steps.Outputs, error) {
 			return runCreate(ctx, c, stageCreation(c, p))
-		}),
-	})
-	steps.Register(steps.Descriptor{
+		},
+	}))
+	steps.Register(steps.Define(steps.Def[stageGetParams]{
 		Type:    "easymaker.endpoint.stage",
 		Summary: "Read a stage (Endpoint().get_endpoint_stage_by_id; GET /endpoint-stages/{id}).",
-		Params:  stageGetParams{},
+		Example: map[string]any{"endpoint_stage_id": "stg-1"},
 		Outputs: stageOutputs,
-		Plan: func(params any) []steps.PlannedCall {
-			return []steps.PlannedCall{{Method: http.MethodGet, Path: apiPath("endpoint-stages", params.(*stageGetParams).EndpointStageID)}}
+		Plan: func(p *stageGetParams) []steps.PlannedCall {
+			return []steps.PlannedCall{{Method: http.MethodGet, Path: apiPath("endpoint-stages", p.EndpointStageID)}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *stageGetParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *stageGetParams) (steps.Outputs, error) {
 			return read(ctx, c, p.Connection, func(cl *easymaker.Client) (steps.Outputs, error) {
 				s, err := cl.GetStage(ctx, p.EndpointStageID)
 				if err != nil {
@@ -348,17 +347,17 @@ func init() {
 				}
 				return stageView(s), nil
 			})
-		}),
-	})
-	steps.Register(steps.Descriptor{
+		},
+	}))
+	steps.Register(steps.Define(steps.Def[defaultStageParams]{
 		Type:    "easymaker.endpoint.default_stage",
 		Summary: "Read an endpoint's default stage (Endpoint().get_default_endpoint_stage; GET /endpoint-stages?endpointId=).",
-		Params:  defaultStageParams{},
+		Example: map[string]any{"endpoint_id": "ep-1"},
 		Outputs: stageOutputs,
-		Plan: func(params any) []steps.PlannedCall {
-			return []steps.PlannedCall{{Method: http.MethodGet, Path: apiPath("endpoint-stages") + "?endpointId=" + params.(*defaultStageParams).EndpointID}}
+		Plan: func(p *defaultStageParams) []steps.PlannedCall {
+			return []steps.PlannedCall{{Method: http.MethodGet, Path: apiPath("endpoint-stages") + "?endpointId=" + p.EndpointID}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *defaultStageParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *defaultStageParams) (steps.Outputs, error) {
 			return read(ctx, c, p.Connection, func(cl *easymaker.Client) (steps.Outputs, error) {
 				s, err := cl.DefaultStage(ctx, p.EndpointID)
 				if err != nil {
@@ -366,13 +365,13 @@ func init() {
 				}
 				return stageView(s), nil
 			})
-		}),
-	})
-	steps.Register(steps.Descriptor{
+		},
+	}))
+	steps.Register(steps.Define(steps.Def[predictParams]{
 		Type: "easymaker.endpoint.predict",
 		Summary: "Ask a model served by a stage (Endpoint().predict): POST {apigwStageUrl}{apigwResourceUri} with the JSON payload; " +
 			"the answer is the model server's raw JSON.",
-		Params: predictParams{},
+		Example: map[string]any{"endpoint_id": "ep-1", "json": map[string]any{"instances": []any{[]any{1.0, 2.0}}}},
 		Outputs: []steps.Output{
 			{Name: "predictions", Type: "any", Description: "the model server's answer, as JSON (e.g. {predictions: [...]})"},
 			{Name: "endpoint_stage_id", Type: "string", Description: "the stage asked"},
@@ -380,42 +379,41 @@ func init() {
 			{Name: "url", Type: "string", Description: "where the request went"},
 		},
 		Check: checkPredict,
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*predictParams)
+		Plan: func(p *predictParams) []steps.PlannedCall {
 			read := steps.PlannedCall{Method: http.MethodGet, Path: apiPath("endpoint-stages", p.EndpointStageID)}
 			if p.EndpointStageID == "" {
 				read = steps.PlannedCall{Method: http.MethodGet, Path: apiPath("endpoint-stages") + "?endpointId=" + p.EndpointID, Note: "finds the default stage"}
 			}
 			return []steps.PlannedCall{read, {Method: http.MethodPost, Path: "{apigwStageUrl}{apigwResourceUri}", Body: p.JSON, Note: "no auth header"}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *predictParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *predictParams) (steps.Outputs, error) {
 			return read(ctx, c, p.Connection, func(cl *easymaker.Client) (steps.Outputs, error) { return predict(ctx, cl, p) })
-		}),
-	})
-	steps.Register(steps.Descriptor{
+		},
+	}))
+	steps.Register(steps.Define(steps.Def[endpointDeleteParams]{
 		Type:     "easymaker.endpoint.delete",
 		Summary:  "Delete an endpoint and its stages (Endpoint().delete_endpoint). An endpoint already gone counts as deleted.",
-		Params:   endpointDeleteParams{},
+		Example:  map[string]any{"endpoint_id": "ep-1"},
 		Mutating: true,
 		Outputs:  deleteOutputs,
-		Plan: func(params any) []steps.PlannedCall {
-			return []steps.PlannedCall{{Method: http.MethodDelete, Path: apiPath("endpoints", params.(*endpointDeleteParams).EndpointID)}}
+		Plan: func(p *endpointDeleteParams) []steps.PlannedCall {
+			return []steps.PlannedCall{{Method: http.MethodDelete, Path: apiPath("endpoints", p.EndpointID)}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *endpointDeleteParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *endpointDeleteParams) (steps.Outputs, error) {
 			return deleteResult(ctx, c, p.Connection, "endpoint", p.EndpointID, (*easymaker.Client).DeleteEndpoint)
-		}),
-	})
-	steps.Register(steps.Descriptor{
+		},
+	}))
+	steps.Register(steps.Define(steps.Def[stageDeleteParams]{
 		Type:     "easymaker.endpoint.delete_stage",
 		Summary:  "Delete a stage (Endpoint().delete_endpoint_stage). A stage already gone counts as deleted.",
-		Params:   stageDeleteParams{},
+		Example:  map[string]any{"stage_id": "stg-1"},
 		Mutating: true,
 		Outputs:  deleteOutputs,
-		Plan: func(params any) []steps.PlannedCall {
-			return []steps.PlannedCall{{Method: http.MethodDelete, Path: apiPath("endpoint-stages", params.(*stageDeleteParams).StageID)}}
+		Plan: func(p *stageDeleteParams) []steps.PlannedCall {
+			return []steps.PlannedCall{{Method: http.MethodDelete, Path: apiPath("endpoint-stages", p.StageID)}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *stageDeleteParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *stageDeleteParams) (steps.Outputs, error) {
 			return deleteResult(ctx, c, p.Connection, "endpoint stage", p.StageID, (*easymaker.Client).DeleteStage)
-		}),
-	})
+		},
+	}))
 }

@@ -63,11 +63,11 @@ type experimentDeleteParams struct {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[experimentCreateParams]{
 		Type: "easymaker.experiment.create",
 		Summary: "Create an experiment (Experiment().create; POST /experiments). An experiment of the same name is adopted " +
 			"instead of creating another; with wait, the step ends when it is ACTIVE.",
-		Params:   experimentCreateParams{},
+		Example:  map[string]any{"experiment_name": "mnist", "experiment_description": "digit classifiers"},
 		Mutating: true,
 		Outputs: []steps.Output{
 			{Name: "experiment_id", Type: "string", Description: "the experiment's ID"},
@@ -75,15 +75,14 @@ func init() {
 			{Name: "status", Type: "string", Description: "its status (ACTIVE when waited)"},
 			adoptedOutput,
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*experimentCreateParams)
+		Plan: func(p *experimentCreateParams) []steps.PlannedCall {
 			return []steps.PlannedCall{
 				{Method: http.MethodGet, Path: apiPath("experiments"), Note: "looks for an experiment named " + p.ExperimentName + " (adopted if it exists)"},
 				{Method: http.MethodPost, Path: apiPath("experiments"), Body: experimentRequest(p), Note: waitNote(p.waitParams, 0, "ACTIVE")},
 			}
 		},
 		Reconcile: reconcileBy(experimentCreation, findExperiment),
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *experimentCreateParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *experimentCreateParams) (steps.Outputs, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, fmt.Errorf("%s: %w", c.StepID, err)
 			}
@@ -103,19 +102,19 @@ func init() {
 				}
 			}
 			return runCreate(ctx, c, k)
-		}),
-	})
-	steps.Register(steps.Descriptor{
+		},
+	}))
+	steps.Register(steps.Define(steps.Def[experimentDeleteParams]{
 		Type:     "easymaker.experiment.delete",
 		Summary:  "Delete an experiment (Experiment().delete; DELETE /experiments/{id}). An experiment already gone counts as deleted.",
-		Params:   experimentDeleteParams{},
+		Example:  map[string]any{"experiment_id": "exp-1"},
 		Mutating: true,
 		Outputs:  deleteOutputs,
-		Plan: func(params any) []steps.PlannedCall {
-			return []steps.PlannedCall{{Method: http.MethodDelete, Path: apiPath("experiments", params.(*experimentDeleteParams).ExperimentID)}}
+		Plan: func(p *experimentDeleteParams) []steps.PlannedCall {
+			return []steps.PlannedCall{{Method: http.MethodDelete, Path: apiPath("experiments", p.ExperimentID)}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *experimentDeleteParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *experimentDeleteParams) (steps.Outputs, error) {
 			return deleteResult(ctx, c, p.Connection, "experiment", p.ExperimentID, (*easymaker.Client).DeleteExperiment)
-		}),
-	})
+		},
+	}))
 }

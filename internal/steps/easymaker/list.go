@@ -121,25 +121,24 @@ func listAll(ctx context.Context, cl *easymaker.Client, what, experiment string)
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[listParams]{
 		Type: "easymaker.list",
 		Summary: "List instance types, images, algorithms, experiments, trainings, tunings, models or endpoints " +
 			"(the SDK CLI's -instance, -image, -algorithm, -experiment, -training, -tuning, -model, -endpoint).",
-		Params: listParams{},
+		Example: map[string]any{"what": "instances"},
 		Outputs: []steps.Output{
 			{Name: "items", Type: "list", Description: "the resources as the API gives them (camelCase keys: flavorId, flavorName, ...)"},
 			{Name: "names", Type: "list", Description: "their names, in the same order"},
 			{Name: "count", Type: "integer", Description: "how many"},
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*listParams)
+		Plan: func(p *listParams) []steps.PlannedCall {
 			path := apiPath(listPaths[p.What])
 			if p.ExperimentID != "" && (p.What == "trainings" || p.What == "tunings") {
 				path += "?experimentId=" + p.ExperimentID
 			}
 			return []steps.PlannedCall{{Method: http.MethodGet, Path: path}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *listParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *listParams) (steps.Outputs, error) {
 			return read(ctx, c, p.Connection, func(cl *easymaker.Client) (steps.Outputs, error) {
 				list, names, err := listAll(ctx, cl, p.What, p.ExperimentID)
 				if err != nil {
@@ -151,6 +150,6 @@ func init() {
 				}
 				return steps.Outputs{"items": list, "names": ns, "count": len(list)}, nil
 			})
-		}),
-	})
+		},
+	}))
 }

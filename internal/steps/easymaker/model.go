@@ -26,8 +26,7 @@ type modelCreateParams struct {
 	waitParams
 }
 
-func checkModelCreate(params any, dyn map[string]bool) []fault.Problem {
-	p := params.(*modelCreateParams)
+func checkModelCreate(p *modelCreateParams, dyn map[string]bool) []fault.Problem {
 	var ps problems
 	if dyn["training_id"] || dyn["hyperparameter_tuning_id"] {
 		return nil
@@ -114,16 +113,15 @@ var modelOutputs = []steps.Output{
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[modelCreateParams]{
 		Type: "easymaker.model.create",
 		Summary: "Register a model from a training or from a tuning's best training (Model().create; POST /models). " +
 			"With wait, the step ends when the model is ACTIVE.",
-		Params:   modelCreateParams{},
+		Example:  map[string]any{"training_id": "trn-1", "model_name": "mnist"},
 		Mutating: true,
 		Outputs:  modelOutputs,
 		Check:    checkModelCreate,
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*modelCreateParams)
+		Plan: func(p *modelCreateParams) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: http.MethodPost, Path: apiPath("models"), Body: modelRequest(p), Note: waitNote(p.waitParams, 0, "ACTIVE")}}
 		},
 		Reconcile: reconcileBy(func(_ *steps.Call, p *modelCreateParams) creation {
@@ -131,19 +129,19 @@ func init() {
 		}, func(ctx context.Context, cl *easymaker.Client, p *modelCreateParams) (*adoption, error) {
 			return findModel(ctx, cl, p.ModelName)
 		}),
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *modelCreateParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *modelCreateParams) (steps.Outputs, error) {
 			return runCreate(ctx, c, modelCreation(p.Connection, p.waitParams, modelRequest(p)))
-		}),
-	})
-	steps.Register(steps.Descriptor{
+		},
+	}))
+	steps.Register(steps.Define(steps.Def[modelFromURIParams]{
 		Type: "easymaker.model.create_from_uri",
 		Summary: "Register a model from files in storage (Model().create_by_model_uri; POST /models). " +
 			"With wait, the step ends when the model is ACTIVE.",
-		Params:   modelFromURIParams{},
+		Example: map[string]any{"framework_code": "PYTORCH", "model_name": "mnist",
+			"model_uri": "obs://kr1-api-object-storage.nhncloudservice.com/v1/AUTH_tenant/ml/model"},
 		Mutating: true,
 		Outputs:  modelOutputs,
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*modelFromURIParams)
+		Plan: func(p *modelFromURIParams) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: http.MethodPost, Path: apiPath("models"), Body: modelFromURIRequest(p), Note: waitNote(p.waitParams, 0, "ACTIVE")}}
 		},
 		Reconcile: reconcileBy(func(_ *steps.Call, p *modelFromURIParams) creation {
@@ -151,21 +149,21 @@ func init() {
 		}, func(ctx context.Context, cl *easymaker.Client, p *modelFromURIParams) (*adoption, error) {
 			return findModel(ctx, cl, p.ModelName)
 		}),
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *modelFromURIParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *modelFromURIParams) (steps.Outputs, error) {
 			return runCreate(ctx, c, modelCreation(p.Connection, p.waitParams, modelFromURIRequest(p)))
-		}),
-	})
-	steps.Register(steps.Descriptor{
+		},
+	}))
+	steps.Register(steps.Define(steps.Def[modelDeleteParams]{
 		Type:     "easymaker.model.delete",
 		Summary:  "Delete a model (Model().delete; DELETE /models/{id}). A model already gone counts as deleted.",
-		Params:   modelDeleteParams{},
+		Example:  map[string]any{"model_id": "mdl-1"},
 		Mutating: true,
 		Outputs:  deleteOutputs,
-		Plan: func(params any) []steps.PlannedCall {
-			return []steps.PlannedCall{{Method: http.MethodDelete, Path: apiPath("models", params.(*modelDeleteParams).ModelID)}}
+		Plan: func(p *modelDeleteParams) []steps.PlannedCall {
+			return []steps.PlannedCall{{Method: http.MethodDelete, Path: apiPath("models", p.ModelID)}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *modelDeleteParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *modelDeleteParams) (steps.Outputs, error) {
 			return deleteResult(ctx, c, p.Connection, "model", p.ModelID, (*easymaker.Client).DeleteModel)
-		}),
-	})
+		},
+	}))
 }

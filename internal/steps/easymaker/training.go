@@ -101,8 +101,7 @@ type trainingRunParams struct {
 	waitParams
 }
 
-func checkTrainingRun(params any, dyn map[string]bool) []fault.Problem {
-	p := params.(*trainingRunParams)
+func checkTrainingRun(p *trainingRunParams, dyn map[string]bool) []fault.Problem {
 	var ps problems
 	p.algorithmParams.check(&ps, dyn)
 	return ps
@@ -165,11 +164,16 @@ type trainingDeleteParams struct {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[trainingRunParams]{
 		Type: "easymaker.training.run",
 		Summary: "Run a training (Training().run; POST /trainings). Image, instance and algorithm names are resolved to IDs; " +
 			"with wait, the step ends when the training is COMPLETE and fails when its status contains FAIL or STOP.",
-		Params:   trainingRunParams{},
+		Example: map[string]any{
+			"experiment_id": "exp-1", "training_name": "mnist", "train_image_name": "Ubuntu 22.04 CPU TensorFlow Training",
+			"train_instance_name": "c2.c4m8", "distributed_node_count": 1, "algorithm_name": "Image Classification",
+			"model_upload_uri":    "obs://kr1-api-object-storage.nhncloudservice.com/v1/AUTH_tenant/ml/models/mnist",
+			"hyperparameter_list": []any{map[string]any{"hyperparameterKey": "epochs", "hyperparameterValue": "10"}},
+		},
 		Mutating: true,
 		Outputs: []steps.Output{
 			{Name: "training_id", Type: "string", Description: "the training's ID"},
@@ -181,28 +185,27 @@ func init() {
 			adoptedOutput,
 		},
 		Check: checkTrainingRun,
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*trainingRunParams)
+		Plan: func(p *trainingRunParams) []steps.PlannedCall {
 			calls, r := planNames(p.TrainImageName, p.TrainInstanceName, p.AlgorithmName)
 			return append(calls, steps.PlannedCall{Method: http.MethodPost, Path: apiPath("trainings"),
 				Body: trainingRequest(p, r), Note: waitNote(p.waitParams, p.TimeoutHours, "COMPLETE")})
 		},
 		Reconcile: reconcileBy(trainingCreation, findTraining),
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *trainingRunParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *trainingRunParams) (steps.Outputs, error) {
 			return runCreate(ctx, c, trainingCreation(c, p))
-		}),
-	})
-	steps.Register(steps.Descriptor{
+		},
+	}))
+	steps.Register(steps.Define(steps.Def[trainingDeleteParams]{
 		Type:     "easymaker.training.delete",
 		Summary:  "Delete a training (Training().delete; DELETE /trainings/{id}). A training already gone counts as deleted.",
-		Params:   trainingDeleteParams{},
+		Example:  map[string]any{"training_id": "trn-1"},
 		Mutating: true,
 		Outputs:  deleteOutputs,
-		Plan: func(params any) []steps.PlannedCall {
-			return []steps.PlannedCall{{Method: http.MethodDelete, Path: apiPath("trainings", params.(*trainingDeleteParams).TrainingID)}}
+		Plan: func(p *trainingDeleteParams) []steps.PlannedCall {
+			return []steps.PlannedCall{{Method: http.MethodDelete, Path: apiPath("trainings", p.TrainingID)}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *trainingDeleteParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *trainingDeleteParams) (steps.Outputs, error) {
 			return deleteResult(ctx, c, p.Connection, "training", p.TrainingID, (*easymaker.Client).DeleteTraining)
-		}),
-	})
+		},
+	}))
 }

@@ -56,8 +56,7 @@ type tuningRunParams struct {
 
 func (p *tuningRunParams) own() bool { return p.SourceDirURI != "" || p.EntryPoint != "" }
 
-func checkTuningRun(params any, dyn map[string]bool) []fault.Problem {
-	p := params.(*tuningRunParams)
+func checkTuningRun(p *tuningRunParams, dyn map[string]bool) []fault.Problem {
 	var ps problems
 	p.algorithmParams.check(&ps, dyn)
 	if !dyn["distributed_node_count"] && !dyn["parallel_trial_count"] {
@@ -255,11 +254,23 @@ type tuningDeleteParams struct {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[tuningRunParams]{
 		Type: "easymaker.tuning.run",
 		Summary: "Run a hyperparameter tuning (HyperparameterTuning().run; POST /hyperparameter-tunings). With wait, the step ends " +
 			"when the tuning is COMPLETE and gives its best training and that training's metrics.",
-		Params:   tuningRunParams{},
+		Example: map[string]any{
+			"experiment_id": "exp-1", "hyperparameter_tuning_name": "mnist-tune", "image_name": "Ubuntu 22.04 CPU TensorFlow Training",
+			"instance_name": "c2.c4m8", "parallel_trial_count": 2,
+			"source_dir_uri": "obs://kr1-api-object-storage.nhncloudservice.com/v1/AUTH_tenant/ml/src", "entry_point": "train.py",
+			"data_storage_size": 300, "model_upload_uri": "obs://kr1-api-object-storage.nhncloudservice.com/v1/AUTH_tenant/ml/models/mnist-tune",
+			"dataset_list": []any{map[string]any{"datasetName": "train", "dataUri": "obs://kr1-api-object-storage.nhncloudservice.com/v1/AUTH_tenant/ml/dataset"}},
+			"hyperparameter_spec_list": []any{
+				map[string]any{"hyperparameterName": "learning_rate", "hyperparameterTypeCode": "DOUBLE", "hyperparameterMinValue": 0.001, "hyperparameterMaxValue": 0.1},
+				map[string]any{"hyperparameterName": "optimizer", "hyperparameterTypeCode": "CATEGORICAL", "hyperparameterSpecifiedValues": "adam,sgd"},
+			},
+			"metric_list": []any{"val_loss", "accuracy"}, "objective_metric_name": "val_loss", "objective_type_code": "MINIMIZE",
+			"max_trial_count": 4, "tuning_strategy_name": "BAYESIAN_OPTIMIZATION", "early_stopping_algorithm": "MEDIAN",
+		},
 		Mutating: true,
 		Outputs: []steps.Output{
 			{Name: "hyperparameter_tuning_id", Type: "string", Description: "the tuning's ID"},
@@ -277,28 +288,27 @@ func init() {
 			adoptedOutput,
 		},
 		Check: checkTuningRun,
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*tuningRunParams)
+		Plan: func(p *tuningRunParams) []steps.PlannedCall {
 			calls, r := planNames(p.ImageName, p.InstanceName, p.AlgorithmName)
 			return append(calls, steps.PlannedCall{Method: http.MethodPost, Path: apiPath("hyperparameter-tunings"),
 				Body: tuningRequest(p, r), Note: waitNote(p.waitParams, p.TimeoutHours, "COMPLETE")})
 		},
 		Reconcile: reconcileBy(tuningCreation, findTuning),
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *tuningRunParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *tuningRunParams) (steps.Outputs, error) {
 			return runCreate(ctx, c, tuningCreation(c, p))
-		}),
-	})
-	steps.Register(steps.Descriptor{
+		},
+	}))
+	steps.Register(steps.Define(steps.Def[tuningDeleteParams]{
 		Type:     "easymaker.tuning.delete",
 		Summary:  "Delete a hyperparameter tuning (HyperparameterTuning().delete). A tuning already gone counts as deleted.",
-		Params:   tuningDeleteParams{},
+		Example:  map[string]any{"hyperparameter_tuning_id": "hpt-1"},
 		Mutating: true,
 		Outputs:  deleteOutputs,
-		Plan: func(params any) []steps.PlannedCall {
-			return []steps.PlannedCall{{Method: http.MethodDelete, Path: apiPath("hyperparameter-tunings", params.(*tuningDeleteParams).HyperparameterTuningID)}}
+		Plan: func(p *tuningDeleteParams) []steps.PlannedCall {
+			return []steps.PlannedCall{{Method: http.MethodDelete, Path: apiPath("hyperparameter-tunings", p.HyperparameterTuningID)}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *tuningDeleteParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *tuningDeleteParams) (steps.Outputs, error) {
 			return deleteResult(ctx, c, p.Connection, "hyperparameter tuning", p.HyperparameterTuningID, (*easymaker.Client).DeleteTuning)
-		}),
-	})
+		},
+	}))
 }
