@@ -60,10 +60,10 @@ func number(t nks.Text) any {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[groupRefParams]{
 		Type:    "nks.nodegroup.autoscaler.get",
 		Summary: "Read a node group's autoscaler settings.",
-		Params:  groupRefParams{},
+		Example: map[string]any{"cluster": "prod", "nodegroup": "pool-b"},
 		Outputs: []steps.Output{
 			{Name: "ca_enable", Type: "boolean", Description: "whether the autoscaler is on"},
 			{Name: "ca_max_node_count", Type: "any", Description: "most nodes (integer, null when unset)"},
@@ -73,15 +73,15 @@ func init() {
 			{Name: "ca_scale_down_util_thresh", Type: "any", Description: "utilisation threshold (null when unset)"},
 			{Name: "ca_scale_down_delay_after_add", Type: "any", Description: "minutes (null when unset)"},
 		},
-		Check: func(params any, dyn map[string]bool) []fault.Problem {
+		Check: func(p *groupRefParams, dyn map[string]bool) []fault.Problem {
 			var ps problems
-			checkGroupRef(&ps, dyn, *params.(*groupRefParams))
+			checkGroupRef(&ps, dyn, *p)
 			return ps
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			return []steps.PlannedCall{{Method: http.MethodGet, Path: groupPlanPath(*params.(*groupRefParams), "autoscale")}}
+		Plan: func(p *groupRefParams) []steps.PlannedCall {
+			return []steps.PlannedCall{{Method: http.MethodGet, Path: groupPlanPath(*p, "autoscale")}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *groupRefParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *groupRefParams) (steps.Outputs, error) {
 			return read(ctx, c, p.Connection, func(cl *nks.Client) (steps.Outputs, error) {
 				a, err := cl.GetAutoscaler(ctx, p.Cluster, p.NodeGroup)
 				if err != nil {
@@ -95,16 +95,15 @@ func init() {
 					"ca_scale_down_delay_after_add": number(a.CAScaleDownDelayAfterAdd),
 				}, nil
 			})
-		}),
-	})
-	steps.Register(steps.Descriptor{
+		},
+	}))
+	steps.Register(steps.Define(steps.Def[setAutoscalerParams]{
 		Type:     "nks.nodegroup.autoscaler.set",
 		Summary:  "Change a node group's autoscaler settings. With wait, the step ends when the NODEGROUP_SET_CLUSTER_AUTOSCALER task succeeds.",
-		Params:   setAutoscalerParams{},
 		Mutating: true,
+		Example:  map[string]any{"cluster": "prod", "nodegroup": "pool-b", "ca_enable": true, "ca_min_node_count": 1, "ca_max_node_count": 3, "ca_scale_down_util_thresh": 50},
 		Outputs:  groupOutputs,
-		Check: func(params any, dyn map[string]bool) []fault.Problem {
-			p := params.(*setAutoscalerParams)
+		Check: func(p *setAutoscalerParams, dyn map[string]bool) []fault.Problem {
 			var ps problems
 			checkGroupRef(&ps, dyn, p.groupRefParams)
 			if !dyn["ca_min_node_count"] && !dyn["ca_max_node_count"] {
@@ -112,15 +111,14 @@ func init() {
 			}
 			return ps
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*setAutoscalerParams)
+		Plan: func(p *setAutoscalerParams) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: http.MethodPost, Path: groupPlanPath(p.groupRefParams, "autoscale"), Body: autoscalerRequest(p)}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *setAutoscalerParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *setAutoscalerParams) (steps.Outputs, error) {
 			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: &p.waitParams, event: nks.EventNodeGroupSetAutoscaler,
 				call: groupCall(p.groupRefParams, func(ctx context.Context, cl *nks.Client) (string, error) {
 					return cl.SetAutoscaler(ctx, p.Cluster, p.NodeGroup, autoscalerRequest(p))
 				})})
-		}),
-	})
+		},
+	}))
 }

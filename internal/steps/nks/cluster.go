@@ -47,18 +47,18 @@ type clusterGetParams struct {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[connParam]{
 		Type:    "nks.cluster.list",
 		Summary: "List the clusters (the list fields: uuid, name, flavor_id, keypair, node_count, stack_id, status, labels).",
-		Params:  connParam{},
+		Example: map[string]any{},
 		Outputs: []steps.Output{
 			{Name: "clusters", Type: "list", Description: "clusters as maps: uuid, name, status, node_count, kube_tag, flavor_id, keypair, stack_id, labels"},
 			{Name: "count", Type: "integer", Description: "number of clusters"},
 		},
-		Plan: func(any) []steps.PlannedCall {
+		Plan: func(*connParam) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: http.MethodGet, Path: nks.Path("clusters")}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *connParam) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *connParam) (steps.Outputs, error) {
 			return read(ctx, c, p.Connection, func(cl *nks.Client) (steps.Outputs, error) {
 				list, err := cl.ListClusters(ctx)
 				if err != nil {
@@ -70,12 +70,12 @@ func init() {
 				}
 				return steps.Outputs{"clusters": out, "count": len(list)}, nil
 			})
-		}),
-	})
-	steps.Register(steps.Descriptor{
+		},
+	}))
+	steps.Register(steps.Define(steps.Def[clusterGetParams]{
 		Type:    "nks.cluster.get",
 		Summary: "Read one cluster by name or UUID.",
-		Params:  clusterGetParams{},
+		Example: map[string]any{"cluster": "prod"},
 		Outputs: []steps.Output{
 			{Name: "cluster", Type: "map", Description: "the cluster: uuid, name, status, status_reason, node_count, kube_tag, api_address, node_addresses, labels, ..."},
 			{Name: "uuid", Type: "string", Description: "cluster UUID"},
@@ -84,15 +84,15 @@ func init() {
 			{Name: "node_count", Type: "integer", Description: "worker nodes"},
 			{Name: "kube_tag", Type: "string", Description: "the master's version"},
 		},
-		Check: func(params any, dyn map[string]bool) []fault.Problem {
+		Check: func(p *clusterGetParams, dyn map[string]bool) []fault.Problem {
 			var ps problems
-			ps.name(dyn, "cluster", "cluster", params.(*clusterGetParams).Cluster)
+			ps.name(dyn, "cluster", "cluster", p.Cluster)
 			return ps
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			return []steps.PlannedCall{{Method: http.MethodGet, Path: nks.Path("clusters", params.(*clusterGetParams).Cluster)}}
+		Plan: func(p *clusterGetParams) []steps.PlannedCall {
+			return []steps.PlannedCall{{Method: http.MethodGet, Path: nks.Path("clusters", p.Cluster)}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *clusterGetParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *clusterGetParams) (steps.Outputs, error) {
 			return read(ctx, c, p.Connection, func(cl *nks.Client) (steps.Outputs, error) {
 				got, err := cl.GetCluster(ctx, p.Cluster)
 				if err != nil {
@@ -101,8 +101,8 @@ func init() {
 				return steps.Outputs{"cluster": clusterView(got), "uuid": got.UUID, "name": got.Name,
 					"status": got.Status, "node_count": got.NodeCount, "kube_tag": got.KubeTag()}, nil
 			})
-		}),
-	})
+		},
+	}))
 }
 
 // ---- nks.cluster.create ----------------------------------------------------
@@ -151,8 +151,7 @@ type createClusterParams struct {
 // labels a zero value may be an expression (only the whole labels map is
 // marked dynamic), so only non-zero values are checked; at run time the
 // required tags have already refused empty required labels.
-func checkCreateCluster(params any, dyn map[string]bool) []fault.Problem {
-	p := params.(*createClusterParams)
+func checkCreateCluster(p *createClusterParams, dyn map[string]bool) []fault.Problem {
 	var ps problems
 	ps.name(dyn, "name", "cluster", p.Name)
 	if dyn["labels"] {
@@ -245,27 +244,38 @@ func checkSupported(ctx context.Context, cl *nks.Client, version string) error {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[createClusterParams]{
 		Type:      "nks.cluster.create",
 		Preflight: preflightClusterCreate,
 		Summary: "Create a cluster (POST /v1/clusters). The version is checked against /v1/supports first; " +
 			"with wait, the step ends when the CLUSTER_CREATE task succeeds.",
-		Params:   createClusterParams{},
 		Mutating: true,
+		Example: map[string]any{
+			"name": "prod", "keypair": "ops-key", "node_count": 2,
+			"flavor_id": "1c5b8e4b-4a57-4d51-9c6f-2b9b3f6a7a01", "fixed_network": "a1b2c3d4-0000-4000-8000-000000000001",
+			"fixed_subnet": "a1b2c3d4-0000-4000-8000-000000000002",
+			"labels": map[string]any{
+				"availability_zone": "kr-pub-a", "node_image": "6f6b9a7e-2a3c-4d8b-9c41-0e5b1f0f6a11",
+				"boot_volume_type": "General HDD", "boot_volume_size": 50, "kube_tag": "v1.31.4",
+				"master_lb_floating_ip_enabled": true, "pods_network_cidr": "10.100.0.0/16", "pods_network_subnet": 24,
+				"cni_driver": "calico",
+			},
+			"extra_labels": map[string]any{"clusterautoscale": "nodegroupfeature"},
+			"wait":         true,
+		},
 		Outputs: withWaitOutputs(
 			steps.Output{Name: "uuid", Type: "string", Description: "the new cluster's UUID"},
 			steps.Output{Name: "name", Type: "string", Description: "the cluster name"},
 		),
 		Check: checkCreateCluster,
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*createClusterParams)
+		Plan: func(p *createClusterParams) []steps.PlannedCall {
 			return []steps.PlannedCall{
 				{Method: http.MethodGet, Path: nks.Path("supports"), Note: "checks that " + p.Labels.KubeTag + " is supported"},
 				{Method: http.MethodPost, Path: nks.Path("clusters"), Body: createClusterRequest(p)},
 			}
 		},
 		Reconcile: reconcileClusterCreate,
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *createClusterParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *createClusterParams) (steps.Outputs, error) {
 			return mutate(ctx, c, op{conn: p.Connection, wait: &p.waitParams, event: nks.EventClusterCreate,
 				call: func(ctx context.Context, cl *nks.Client, _ string) (mutationResult, error) {
 					if err := checkSupported(ctx, cl, p.Labels.KubeTag); err != nil {
@@ -277,8 +287,8 @@ func init() {
 					}
 					return mutationResult{ClusterUUID: id, ResourceUUID: id, Outputs: steps.Outputs{"uuid": id, "name": p.Name}}, nil
 				}})
-		}),
-	})
+		},
+	}))
 }
 
 // ---- nks.cluster.delete, nks.cluster.resize ----------------------------------
@@ -303,28 +313,27 @@ func resizeRequest(p *resizeParams) nks.ResizeRequest {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[deleteClusterParams]{
 		Type:     "nks.cluster.delete",
 		Summary:  "Delete a cluster. With wait, the step ends when the cluster is gone.",
-		Params:   deleteClusterParams{},
 		Mutating: true,
+		Example:  map[string]any{"cluster": "prod", "wait": true, "wait_timeout": "30m"},
 		Outputs: withWaitOutputs(
 			steps.Output{Name: "uuid", Type: "string", Description: "the deleted cluster's UUID"},
 			steps.Output{Name: "name", Type: "string", Description: "its name"},
 		),
-		Check: func(params any, dyn map[string]bool) []fault.Problem {
+		Check: func(p *deleteClusterParams, dyn map[string]bool) []fault.Problem {
 			var ps problems
-			ps.name(dyn, "cluster", "cluster", params.(*deleteClusterParams).Cluster)
+			ps.name(dyn, "cluster", "cluster", p.Cluster)
 			return ps
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*deleteClusterParams)
+		Plan: func(p *deleteClusterParams) []steps.PlannedCall {
 			return []steps.PlannedCall{
 				{Method: http.MethodGet, Path: nks.Path("clusters", p.Cluster), Note: "reads the UUID and name"},
 				{Method: http.MethodDelete, Path: nks.Path("clusters", p.Cluster)},
 			}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *deleteClusterParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *deleteClusterParams) (steps.Outputs, error) {
 			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: &p.waitParams, event: nks.EventClusterDelete,
 				call: func(ctx context.Context, cl *nks.Client, _ string) (mutationResult, error) {
 					got, err := cl.GetCluster(ctx, p.Cluster)
@@ -337,20 +346,19 @@ func init() {
 					return mutationResult{ClusterUUID: got.UUID, ResourceUUID: got.UUID,
 						Outputs: steps.Outputs{"uuid": got.UUID, "name": got.Name}}, nil
 				}})
-		}),
-	})
-	steps.Register(steps.Descriptor{
+		},
+	}))
+	steps.Register(steps.Define(steps.Def[resizeParams]{
 		Type:     "nks.cluster.resize",
 		Summary:  "Change a worker node group's node count (1..10). With wait, the step ends when the CLUSTER_RESIZE task succeeds.",
-		Params:   resizeParams{},
 		Mutating: true,
+		Example:  map[string]any{"cluster": "prod", "nodegroup": "default-worker", "node_count": 2, "nodes_to_remove": []any{"3f2a9c1e-7b4d-4e8a-9c0f-5d6e7f8a9b01"}},
 		Outputs: withWaitOutputs(
 			steps.Output{Name: "uuid", Type: "string", Description: "the cluster's UUID"},
 			steps.Output{Name: "nodegroup_uuid", Type: "string", Description: "the resized node group's UUID"},
 			steps.Output{Name: "node_count", Type: "integer", Description: "the requested node count"},
 		),
-		Check: func(params any, dyn map[string]bool) []fault.Problem {
-			p := params.(*resizeParams)
+		Check: func(p *resizeParams, dyn map[string]bool) []fault.Problem {
 			var ps problems
 			ps.name(dyn, "cluster", "cluster", p.Cluster)
 			ps.name(dyn, "nodegroup", "node group", p.NodeGroup)
@@ -359,14 +367,13 @@ func init() {
 			}
 			return ps
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*resizeParams)
+		Plan: func(p *resizeParams) []steps.PlannedCall {
 			return []steps.PlannedCall{
 				{Method: http.MethodGet, Path: nks.Path("clusters", p.Cluster, "nodegroups", p.NodeGroup), Note: "reads the node group's UUID"},
 				{Method: http.MethodPost, Path: nks.Path("clusters", p.Cluster, "actions", "resize"), Body: resizeRequest(p)},
 			}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *resizeParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *resizeParams) (steps.Outputs, error) {
 			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: &p.waitParams, event: nks.EventClusterResize,
 				call: func(ctx context.Context, cl *nks.Client, _ string) (mutationResult, error) {
 					g, err := cl.GetNodeGroup(ctx, p.Cluster, p.NodeGroup)
@@ -381,6 +388,6 @@ func init() {
 					return mutationResult{ClusterUUID: id, ResourceUUID: g.UUID,
 						Outputs: steps.Outputs{"uuid": id, "nodegroup_uuid": g.UUID, "node_count": p.NodeCount}}, nil
 				}})
-		}),
-	})
+		},
+	}))
 }

@@ -37,28 +37,27 @@ func taskView(t *nks.Task) map[string]any {
 const uuidNote = "a cluster name is first resolved to its UUID (GET /v1/clusters/{name}): the history paths take UUIDs"
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[listTasksParams]{
 		Type:    "nks.task.list",
 		Summary: "List a cluster's task history, optionally filtered by type, resource and state.",
-		Params:  listTasksParams{},
+		Example: map[string]any{"cluster": "prod", "type": "NODEGROUP_UPGRADE", "state": "FAIL"},
 		Outputs: []steps.Output{
 			{Name: "tasks", Type: "list", Description: "task records as maps: uuid, type, state, contents, resource_uuid, created_at, ..."},
 			{Name: "count", Type: "integer", Description: "number of tasks listed"},
 		},
-		Check: func(params any, dyn map[string]bool) []fault.Problem {
+		Check: func(p *listTasksParams, dyn map[string]bool) []fault.Problem {
 			var ps problems
-			ps.name(dyn, "cluster", "cluster", params.(*listTasksParams).Cluster)
+			ps.name(dyn, "cluster", "cluster", p.Cluster)
 			return ps
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*listTasksParams)
+		Plan: func(p *listTasksParams) []steps.PlannedCall {
 			call := steps.PlannedCall{Method: http.MethodGet, Path: nks.Path("clusters", p.Cluster, "events")}
 			if !uuidRE.MatchString(p.Cluster) {
 				call.Note = uuidNote
 			}
 			return []steps.PlannedCall{call}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *listTasksParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *listTasksParams) (steps.Outputs, error) {
 			return read(ctx, c, p.Connection, func(cl *nks.Client) (steps.Outputs, error) {
 				id, err := clusterUUID(ctx, cl, p.Cluster)
 				if err != nil {
@@ -78,31 +77,30 @@ func init() {
 				}
 				return steps.Outputs{"tasks": out, "count": len(out)}, nil
 			})
-		}),
-	})
-	steps.Register(steps.Descriptor{
+		},
+	}))
+	steps.Register(steps.Define(steps.Def[getTaskParams]{
 		Type:    "nks.task.get",
 		Summary: "Read one task history record.",
-		Params:  getTaskParams{},
+		Example: map[string]any{"cluster": "prod", "task": "5b1e0f6a-0000-4000-8000-00000000beef"},
 		Outputs: []steps.Output{
 			{Name: "task", Type: "map", Description: "the task record (see nks.task.list)"},
 			{Name: "state", Type: "string", Description: "SUCCESS, FAIL or IN_PROGRESS"},
 			{Name: "contents", Type: "string", Description: `progress text ("" when successful)`},
 		},
-		Check: func(params any, dyn map[string]bool) []fault.Problem {
+		Check: func(p *getTaskParams, dyn map[string]bool) []fault.Problem {
 			var ps problems
-			ps.name(dyn, "cluster", "cluster", params.(*getTaskParams).Cluster)
+			ps.name(dyn, "cluster", "cluster", p.Cluster)
 			return ps
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*getTaskParams)
+		Plan: func(p *getTaskParams) []steps.PlannedCall {
 			call := steps.PlannedCall{Method: http.MethodGet, Path: nks.Path("clusters", p.Cluster, "events", p.Task)}
 			if !uuidRE.MatchString(p.Cluster) {
 				call.Note = uuidNote
 			}
 			return []steps.PlannedCall{call}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *getTaskParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *getTaskParams) (steps.Outputs, error) {
 			return read(ctx, c, p.Connection, func(cl *nks.Client) (steps.Outputs, error) {
 				id, err := clusterUUID(ctx, cl, p.Cluster)
 				if err != nil {
@@ -114,6 +112,6 @@ func init() {
 				}
 				return steps.Outputs{"task": taskView(t), "state": t.State, "contents": t.Contents}, nil
 			})
-		}),
-	})
+		},
+	}))
 }

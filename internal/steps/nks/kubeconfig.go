@@ -33,18 +33,17 @@ func localFile(p string) error {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[kubeconfigParams]{
 		Type: "nks.cluster.kubeconfig",
 		Summary: "Read a cluster's kubeconfig. With file, it is saved inside the playbook directory with mode 0600 " +
 			"and only its path is output (the text holds credentials); an existing file is kept unless overwrite is true.",
-		Params:        kubeconfigParams{},
 		SecretOutputs: []string{"kubeconfig"},
+		Example:       map[string]any{"cluster": "prod", "file": "kube/config", "overwrite": true},
 		Outputs: []steps.Output{
 			{Name: "kubeconfig", Type: "string", Description: `the kubeconfig text ("" when saved to file)`},
 			{Name: "path", Type: "string", Description: `the file written, relative to the playbook directory ("" without file)`},
 		},
-		Check: func(params any, dyn map[string]bool) []fault.Problem {
-			p := params.(*kubeconfigParams)
+		Check: func(p *kubeconfigParams, dyn map[string]bool) []fault.Problem {
 			var ps problems
 			ps.name(dyn, "cluster", "cluster", p.Cluster)
 			if !dyn["file"] && p.File != "" {
@@ -52,15 +51,14 @@ func init() {
 			}
 			return ps
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*kubeconfigParams)
+		Plan: func(p *kubeconfigParams) []steps.PlannedCall {
 			call := steps.PlannedCall{Method: http.MethodGet, Path: nks.Path("clusters", p.Cluster, "config")}
 			if p.File != "" {
 				call.Note = "saved to " + p.File
 			}
 			return []steps.PlannedCall{call}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *kubeconfigParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *kubeconfigParams) (steps.Outputs, error) {
 			return read(ctx, c, p.Connection, func(cl *nks.Client) (steps.Outputs, error) {
 				kc, err := cl.Kubeconfig(ctx, p.Cluster)
 				if err != nil {
@@ -74,8 +72,8 @@ func init() {
 				}
 				return steps.Outputs{"kubeconfig": "", "path": filepath.Clean(p.File)}, nil
 			})
-		}),
-	})
+		},
+	}))
 }
 
 // saveFile writes data to name below dir with mode 0600, through os.Root

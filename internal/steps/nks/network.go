@@ -37,8 +37,7 @@ func podRuleField(msg string) string {
 	return "pod_cidr"
 }
 
-func checkCNI(params any, dyn map[string]bool) []fault.Problem {
-	p := params.(*cniParams)
+func checkCNI(p *cniParams, dyn map[string]bool) []fault.Problem {
 	var ps problems
 	ps.name(dyn, "cluster", "cluster", p.Cluster)
 	if !dyn["cni"] {
@@ -108,8 +107,7 @@ func ipaclRequest(p *setIPACLParams) nks.SetIPACLRequest {
 	return req
 }
 
-func checkSetIPACL(params any, dyn map[string]bool) []fault.Problem {
-	p := params.(*setIPACLParams)
+func checkSetIPACL(p *setIPACLParams, dyn map[string]bool) []fault.Problem {
 	var ps problems
 	ps.name(dyn, "cluster", "cluster", p.Cluster)
 	if !dyn["action"] && p.Action != "" {
@@ -134,23 +132,22 @@ func checkSetIPACL(params any, dyn map[string]bool) []fault.Problem {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[cniParams]{
 		Type: "nks.cluster.cni_update",
 		Summary: "Change the cluster network driver to calico with a new pod network. The pod network is checked " +
 			"against the cluster's service network and node count before the call. With wait, the step ends when " +
 			"the CLUSTER_CNI_UPDATE task succeeds.",
-		Params:   cniParams{},
 		Mutating: true,
+		Example:  map[string]any{"cluster": "prod", "pod_cidr": "10.200.0.0/22", "pod_subnet": 24, "num_buffer_nodes": 0, "num_max_unavailable_nodes": 2},
 		Outputs:  withWaitOutputs(steps.Output{Name: "uuid", Type: "string", Description: "the cluster's UUID"}),
 		Check:    checkCNI,
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*cniParams)
+		Plan: func(p *cniParams) []steps.PlannedCall {
 			return []steps.PlannedCall{
 				{Method: http.MethodGet, Path: nks.Path("clusters", p.Cluster), Note: "reads the service network and node count"},
 				{Method: http.MethodPost, Path: nks.Path("clusters", p.Cluster, "actions", "cni_update"), Body: cniRequest(p)},
 			}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *cniParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *cniParams) (steps.Outputs, error) {
 			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: &p.waitParams, event: nks.EventClusterCNIUpdate,
 				call: func(ctx context.Context, cl *nks.Client, clusterUUID string) (mutationResult, error) {
 					if err := checkCNIAgainstCluster(ctx, cl, clusterUUID, p); err != nil {
@@ -162,27 +159,27 @@ func init() {
 					}
 					return mutationResult{ClusterUUID: id, ResourceUUID: id, Outputs: steps.Outputs{"uuid": id}}, nil
 				}})
-		}),
-	})
-	steps.Register(steps.Descriptor{
+		},
+	}))
+	steps.Register(steps.Define(steps.Def[clusterGetParams]{
 		Type:    "nks.cluster.ipacl.get",
 		Summary: "Read the IP access control of the cluster's API endpoint.",
-		Params:  clusterGetParams{},
+		Example: map[string]any{"cluster": "prod", "connection": "nks-kr2"},
 		Outputs: []steps.Output{
 			{Name: "cluster_uuid", Type: "string", Description: "the cluster's UUID"},
 			{Name: "enable", Type: "boolean", Description: "whether access control is enforced"},
 			{Name: "action", Type: "string", Description: `ALLOW or DENY ("" when disabled)`},
 			{Name: "ipacl_targets", Type: "list", Description: "targets as maps {cidr_address, description} (empty when disabled)"},
 		},
-		Check: func(params any, dyn map[string]bool) []fault.Problem {
+		Check: func(p *clusterGetParams, dyn map[string]bool) []fault.Problem {
 			var ps problems
-			ps.name(dyn, "cluster", "cluster", params.(*clusterGetParams).Cluster)
+			ps.name(dyn, "cluster", "cluster", p.Cluster)
 			return ps
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			return []steps.PlannedCall{{Method: http.MethodGet, Path: nks.Path("clusters", params.(*clusterGetParams).Cluster, "api_ep_ipacl")}}
+		Plan: func(p *clusterGetParams) []steps.PlannedCall {
+			return []steps.PlannedCall{{Method: http.MethodGet, Path: nks.Path("clusters", p.Cluster, "api_ep_ipacl")}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *clusterGetParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *clusterGetParams) (steps.Outputs, error) {
 			return read(ctx, c, p.Connection, func(cl *nks.Client) (steps.Outputs, error) {
 				acl, err := cl.GetIPACL(ctx, p.Cluster)
 				if err != nil {
@@ -194,20 +191,20 @@ func init() {
 				}
 				return steps.Outputs{"cluster_uuid": acl.ClusterUUID, "enable": acl.Enable.Bool(), "action": acl.Action, "ipacl_targets": targets}, nil
 			})
-		}),
-	})
-	steps.Register(steps.Descriptor{
+		},
+	}))
+	steps.Register(steps.Define(steps.Def[setIPACLParams]{
 		Type:     "nks.cluster.ipacl.set",
 		Summary:  "Set the IP access control of the cluster's API endpoint.",
-		Params:   setIPACLParams{},
 		Mutating: true,
-		Outputs:  []steps.Output{{Name: "uuid", Type: "string", Description: "the cluster's UUID"}},
-		Check:    checkSetIPACL,
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*setIPACLParams)
+		Example: map[string]any{"cluster": "prod", "enable": true, "action": "DENY",
+			"ipacl_targets": []any{map[string]any{"cidr_address": "198.51.100.7", "description": "old office"}}},
+		Outputs: []steps.Output{{Name: "uuid", Type: "string", Description: "the cluster's UUID"}},
+		Check:   checkSetIPACL,
+		Plan: func(p *setIPACLParams) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: http.MethodPost, Path: nks.Path("clusters", p.Cluster, "api_ep_ipacl"), Body: ipaclRequest(p)}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *setIPACLParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *setIPACLParams) (steps.Outputs, error) {
 			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster,
 				call: func(ctx context.Context, cl *nks.Client, clusterUUID string) (mutationResult, error) {
 					id, err := cl.SetIPACL(ctx, p.Cluster, ipaclRequest(p))
@@ -216,6 +213,6 @@ func init() {
 					}
 					return mutationResult{ClusterUUID: id, ResourceUUID: id, Outputs: steps.Outputs{"uuid": id}}, nil
 				}})
-		}),
-	})
+		},
+	}))
 }

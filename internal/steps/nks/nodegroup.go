@@ -55,23 +55,23 @@ type listGroupsParams struct {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[listGroupsParams]{
 		Type:    "nks.nodegroup.list",
 		Summary: "List a cluster's node groups (uuid, name, flavor_id, image_id, min/max_node_count, node_count, role, stack_id, status).",
-		Params:  listGroupsParams{},
+		Example: map[string]any{"cluster": "prod"},
 		Outputs: []steps.Output{
 			{Name: "nodegroups", Type: "list", Description: "node groups as maps (see nks.nodegroup.get)"},
 			{Name: "count", Type: "integer", Description: "number of node groups"},
 		},
-		Check: func(params any, dyn map[string]bool) []fault.Problem {
+		Check: func(p *listGroupsParams, dyn map[string]bool) []fault.Problem {
 			var ps problems
-			ps.name(dyn, "cluster", "cluster", params.(*listGroupsParams).Cluster)
+			ps.name(dyn, "cluster", "cluster", p.Cluster)
 			return ps
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			return []steps.PlannedCall{{Method: http.MethodGet, Path: nks.Path("clusters", params.(*listGroupsParams).Cluster, "nodegroups")}}
+		Plan: func(p *listGroupsParams) []steps.PlannedCall {
+			return []steps.PlannedCall{{Method: http.MethodGet, Path: nks.Path("clusters", p.Cluster, "nodegroups")}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *listGroupsParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *listGroupsParams) (steps.Outputs, error) {
 			return read(ctx, c, p.Connection, func(cl *nks.Client) (steps.Outputs, error) {
 				list, err := cl.ListNodeGroups(ctx, p.Cluster)
 				if err != nil {
@@ -83,12 +83,12 @@ func init() {
 				}
 				return steps.Outputs{"nodegroups": out, "count": len(list)}, nil
 			})
-		}),
-	})
-	steps.Register(steps.Descriptor{
+		},
+	}))
+	steps.Register(steps.Define(steps.Def[groupRefParams]{
 		Type:    "nks.nodegroup.get",
 		Summary: "Read one node group by name or UUID (the service refuses default-master).",
-		Params:  groupRefParams{},
+		Example: map[string]any{"cluster": "prod", "nodegroup": "pool-b"},
 		Outputs: []steps.Output{
 			{Name: "nodegroup", Type: "map", Description: "the node group: uuid, name, cluster_id, status, node_count, kube_tag, node_addresses, labels, ..."},
 			{Name: "uuid", Type: "string", Description: "node group UUID"},
@@ -97,15 +97,15 @@ func init() {
 			{Name: "node_count", Type: "integer", Description: "nodes in the group"},
 			{Name: "kube_tag", Type: "string", Description: "the group's version"},
 		},
-		Check: func(params any, dyn map[string]bool) []fault.Problem {
+		Check: func(p *groupRefParams, dyn map[string]bool) []fault.Problem {
 			var ps problems
-			checkGroupRef(&ps, dyn, *params.(*groupRefParams))
+			checkGroupRef(&ps, dyn, *p)
 			return ps
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			return []steps.PlannedCall{{Method: http.MethodGet, Path: groupPlanPath(*params.(*groupRefParams))}}
+		Plan: func(p *groupRefParams) []steps.PlannedCall {
+			return []steps.PlannedCall{{Method: http.MethodGet, Path: groupPlanPath(*p)}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *groupRefParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *groupRefParams) (steps.Outputs, error) {
 			return read(ctx, c, p.Connection, func(cl *nks.Client) (steps.Outputs, error) {
 				g, err := cl.GetNodeGroup(ctx, p.Cluster, p.NodeGroup)
 				if err != nil {
@@ -114,8 +114,8 @@ func init() {
 				return steps.Outputs{"nodegroup": nodeGroupView(g), "uuid": g.UUID, "name": g.Name,
 					"status": g.Status, "node_count": g.NodeCount, "kube_tag": g.KubeTag()}, nil
 			})
-		}),
-	})
+		},
+	}))
 }
 
 // ---- nks.nodegroup.create, nks.nodegroup.delete ------------------------------
@@ -165,19 +165,20 @@ func createGroupRequest(p *createGroupParams) nks.CreateNodeGroupRequest {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[createGroupParams]{
 		Type:     "nks.nodegroup.create",
 		Summary:  "Create a worker node group. With wait, the step ends when the NODEGROUP_CREATE task succeeds.",
-		Params:   createGroupParams{},
 		Mutating: true,
+		Example: map[string]any{"cluster": "prod", "name": "pool-b", "flavor_id": "1c5b8e4b-4a57-4d51-9c6f-2b9b3f6a7a01",
+			"image_id": "6f6b9a7e-2a3c-4d8b-9c41-0e5b1f0f6a11", "node_count": 2,
+			"labels": map[string]any{"availability_zone": "kr-pub-b", "boot_volume_type": "General SSD", "boot_volume_size": 50}},
 		Outputs: withWaitOutputs(
 			steps.Output{Name: "uuid", Type: "string", Description: "the new node group's UUID"},
 			steps.Output{Name: "name", Type: "string", Description: "its name"},
 			steps.Output{Name: "cluster_uuid", Type: "string", Description: "the cluster's UUID"},
 		),
 		Reconcile: reconcileNodeGroupCreate,
-		Check: func(params any, dyn map[string]bool) []fault.Problem {
-			p := params.(*createGroupParams)
+		Check: func(p *createGroupParams, dyn map[string]bool) []fault.Problem {
 			var ps problems
 			ps.name(dyn, "cluster", "cluster", p.Cluster)
 			ps.name(dyn, "name", "node group", p.Name)
@@ -186,11 +187,10 @@ func init() {
 			}
 			return ps
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*createGroupParams)
+		Plan: func(p *createGroupParams) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: http.MethodPost, Path: nks.Path("clusters", p.Cluster, "nodegroups"), Body: createGroupRequest(p)}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *createGroupParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *createGroupParams) (steps.Outputs, error) {
 			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: &p.waitParams, event: nks.EventNodeGroupCreate,
 				call: func(ctx context.Context, cl *nks.Client, clusterUUID string) (mutationResult, error) {
 					g, err := cl.CreateNodeGroup(ctx, p.Cluster, createGroupRequest(p))
@@ -203,32 +203,32 @@ func init() {
 					return mutationResult{ClusterUUID: clusterUUID, ResourceUUID: g.UUID,
 						Outputs: steps.Outputs{"uuid": g.UUID, "name": g.Name, "cluster_uuid": clusterUUID}}, nil
 				}})
-		}),
-	})
+		},
+	}))
 
 	type deleteGroupParams struct {
 		groupRefParams
 		waitParams
 	}
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[deleteGroupParams]{
 		Type:     "nks.nodegroup.delete",
 		Summary:  "Delete a node group (the service refuses the last one). With wait, the step ends when the NODEGROUP_DELETE task succeeds.",
-		Params:   deleteGroupParams{},
 		Mutating: true,
+		Example:  map[string]any{"cluster": "prod", "nodegroup": "pool-b"},
 		Outputs:  groupOutputs,
-		Check: func(params any, dyn map[string]bool) []fault.Problem {
+		Check: func(p *deleteGroupParams, dyn map[string]bool) []fault.Problem {
 			var ps problems
-			checkGroupRef(&ps, dyn, params.(*deleteGroupParams).groupRefParams)
+			checkGroupRef(&ps, dyn, p.groupRefParams)
 			return ps
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			r := params.(*deleteGroupParams).groupRefParams
+		Plan: func(p *deleteGroupParams) []steps.PlannedCall {
+			r := p.groupRefParams
 			return []steps.PlannedCall{
 				{Method: http.MethodGet, Path: groupPlanPath(r), Note: "reads the node group's UUID"},
 				{Method: http.MethodDelete, Path: groupPlanPath(r)},
 			}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *deleteGroupParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *deleteGroupParams) (steps.Outputs, error) {
 			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: &p.waitParams, event: nks.EventNodeGroupDelete,
 				call: groupCall(p.groupRefParams, func(ctx context.Context, cl *nks.Client) (string, error) {
 					g, err := cl.GetNodeGroup(ctx, p.Cluster, p.NodeGroup)
@@ -237,8 +237,8 @@ func init() {
 					}
 					return g.UUID, cl.DeleteNodeGroup(ctx, p.Cluster, g.UUID)
 				})})
-		}),
-	})
+		},
+	}))
 }
 
 // ---- nks.nodegroup.upgrade, .userscript, .flavor -------------------------------
@@ -287,17 +287,16 @@ func checkMasterFirst(ctx context.Context, cl *nks.Client, clusterUUID, group, v
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[upgradeGroupParams]{
 		Type:      "nks.nodegroup.upgrade",
 		Preflight: preflightNodeGroupUpgrade,
 		Summary: "Upgrade one node group (default-master for the master components, which go first). " +
 			"The version is checked against /v1/supports and the master's version first. For the ordered " +
 			"whole-cluster upgrade use nks.cluster.upgrade.",
-		Params:   upgradeGroupParams{},
 		Mutating: true,
+		Example:  map[string]any{"cluster": "prod", "nodegroup": "default-master", "version": "v1.31.4"},
 		Outputs:  groupOutputs,
-		Check: func(params any, dyn map[string]bool) []fault.Problem {
-			p := params.(*upgradeGroupParams)
+		Check: func(p *upgradeGroupParams, dyn map[string]bool) []fault.Problem {
 			var ps problems
 			checkGroupRef(&ps, dyn, p.groupRefParams)
 			if !dyn["version"] && p.Version != "" {
@@ -306,15 +305,14 @@ func init() {
 			p.rolling.check(&ps, dyn)
 			return ps
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*upgradeGroupParams)
+		Plan: func(p *upgradeGroupParams) []steps.PlannedCall {
 			return []steps.PlannedCall{
 				{Method: http.MethodGet, Path: nks.Path("supports"), Note: "checks that " + p.Version + " is supported"},
 				{Method: http.MethodGet, Path: nks.Path("clusters", p.Cluster), Note: "reads the master's version"},
 				{Method: http.MethodPost, Path: groupPlanPath(p.groupRefParams, "upgrade"), Body: upgradeRequest(p)},
 			}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *upgradeGroupParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *upgradeGroupParams) (steps.Outputs, error) {
 			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: &p.waitParams, event: nks.EventNodeGroupUpgrade,
 				call: func(ctx context.Context, cl *nks.Client, clusterUUID string) (mutationResult, error) {
 					if err := checkSupported(ctx, cl, p.Version); err != nil {
@@ -327,39 +325,37 @@ func init() {
 						return cl.UpgradeNodeGroup(ctx, p.Cluster, p.NodeGroup, upgradeRequest(p))
 					})(ctx, cl, clusterUUID)
 				}})
-		}),
-	})
-	steps.Register(steps.Descriptor{
+		},
+	}))
+	steps.Register(steps.Define(steps.Def[userScriptParams]{
 		Type:     "nks.nodegroup.userscript",
 		Summary:  "Change a node group's user script (default-master for the master components).",
-		Params:   userScriptParams{},
 		Mutating: true,
+		Example:  map[string]any{"cluster": "prod", "nodegroup": "default-master", "contents": "#!/bin/sh\n"},
 		Outputs:  groupOutputs,
-		Check: func(params any, dyn map[string]bool) []fault.Problem {
+		Check: func(p *userScriptParams, dyn map[string]bool) []fault.Problem {
 			var ps problems
-			checkGroupRef(&ps, dyn, params.(*userScriptParams).groupRefParams)
+			checkGroupRef(&ps, dyn, p.groupRefParams)
 			return ps
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*userScriptParams)
+		Plan: func(p *userScriptParams) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: http.MethodPost, Path: groupPlanPath(p.groupRefParams, "userscript"),
 				Body: nks.UserScriptRequest{Contents: p.Contents}}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *userScriptParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *userScriptParams) (steps.Outputs, error) {
 			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: &p.waitParams, event: nks.EventNodeGroupUserScript,
 				call: groupCall(p.groupRefParams, func(ctx context.Context, cl *nks.Client) (string, error) {
 					return cl.SetUserScript(ctx, p.Cluster, p.NodeGroup, nks.UserScriptRequest{Contents: p.Contents})
 				})})
-		}),
-	})
-	steps.Register(steps.Descriptor{
+		},
+	}))
+	steps.Register(steps.Define(steps.Def[flavorParams]{
 		Type:     "nks.nodegroup.flavor",
 		Summary:  "Change a node group's instance flavor (a rolling update). With wait, the step ends when the NODEGROUP_UPDATE_FLAVOR task succeeds.",
-		Params:   flavorParams{},
 		Mutating: true,
+		Example:  map[string]any{"cluster": "prod", "nodegroup": "pool-b", "flavor_id": "2d6c9f5c-5b68-4e62-8d7a-3c0c4a7b8b02"},
 		Outputs:  groupOutputs,
-		Check: func(params any, dyn map[string]bool) []fault.Problem {
-			p := params.(*flavorParams)
+		Check: func(p *flavorParams, dyn map[string]bool) []fault.Problem {
 			var ps problems
 			checkGroupRef(&ps, dyn, p.groupRefParams)
 			if !dyn["type"] {
@@ -368,15 +364,14 @@ func init() {
 			p.rolling.check(&ps, dyn)
 			return ps
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*flavorParams)
+		Plan: func(p *flavorParams) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: http.MethodPatch, Path: groupPlanPath(p.groupRefParams), Body: flavorRequest(p)}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *flavorParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *flavorParams) (steps.Outputs, error) {
 			return mutate(ctx, c, op{conn: p.Connection, cluster: p.Cluster, wait: &p.waitParams, event: nks.EventNodeGroupUpdateFlavor,
 				call: groupCall(p.groupRefParams, func(ctx context.Context, cl *nks.Client) (string, error) {
 					return cl.ChangeFlavor(ctx, p.Cluster, p.NodeGroup, flavorRequest(p))
 				})})
-		}),
-	})
+		},
+	}))
 }

@@ -1,12 +1,15 @@
 package nks_test
 
 import (
-	"github.com/runbook/runbook/internal/sim"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/sim"
 	"github.com/runbook/runbook/internal/steps"
 	"github.com/runbook/runbook/internal/steps/stepstest"
 )
@@ -28,46 +31,29 @@ var ownTypes = []string{
 	"nks.task.list", "nks.task.get", "nks.supports",
 }
 
-// contractWith holds params each type accepts.
-var contractWith = map[string]map[string]any{
-	"nks.cluster.list":       {},
-	"nks.cluster.get":        {"cluster": "prod"},
-	"nks.cluster.create":     createWith("prod", "v1.31.4"),
-	"nks.cluster.delete":     {"cluster": "prod", "wait": true, "wait_timeout": "30m"},
-	"nks.cluster.resize":     {"cluster": "prod", "nodegroup": "default-worker", "node_count": 10, "nodes_to_remove": []any{"n-1"}},
-	"nks.cluster.kubeconfig": {"cluster": "prod", "file": "kube/config", "overwrite": true},
-	"nks.cluster.cni_update": {"cluster": "prod", "pod_cidr": "10.200.0.0/22", "pod_subnet": 24, "num_buffer_nodes": 0, "num_max_unavailable_nodes": 2},
-	"nks.cluster.ipacl.get":  {"cluster": "prod", "connection": "nks-kr2"},
-	"nks.cluster.ipacl.set": {"cluster": "prod", "enable": true, "action": "DENY",
-		"ipacl_targets": []any{map[string]any{"cidr_address": "198.51.100.7"}}},
-	"nks.nodegroup.list":           {"cluster": "prod"},
-	"nks.nodegroup.get":            {"cluster": "prod", "nodegroup": "pool-b"},
-	"nks.nodegroup.create":         groupWith("prod", "pool-b"),
-	"nks.nodegroup.delete":         {"cluster": "prod", "nodegroup": "pool-b"},
-	"nks.nodegroup.stop_nodes":     {"cluster": "prod", "nodegroup": "pool-b", "node_list": []any{"a", "b"}},
-	"nks.nodegroup.start_nodes":    {"cluster": "prod", "nodegroup": "pool-b", "node_list": []any{"a"}},
-	"nks.nodegroup.autoscaler.get": {"cluster": "prod", "nodegroup": "pool-b"},
-	"nks.nodegroup.autoscaler.set": {"cluster": "prod", "nodegroup": "pool-b", "ca_enable": true, "ca_min_node_count": 1, "ca_max_node_count": 3, "ca_scale_down_util_thresh": 50},
-	"nks.nodegroup.upgrade":        {"cluster": "prod", "nodegroup": "default-master", "version": "v1.31.4"},
-	"nks.nodegroup.userscript":     {"cluster": "prod", "nodegroup": "default-master", "contents": "#!/bin/sh\n"},
-	"nks.nodegroup.flavor":         {"cluster": "prod", "nodegroup": "pool-b", "flavor_id": "f-2"},
-	"nks.task.list":                {"cluster": "prod", "type": "NODEGROUP_UPGRADE", "state": "FAIL"},
-	"nks.task.get":                 {"cluster": "prod", "task": "t-1"},
-	"nks.supports":                 {},
-}
-
-// TestEveryOperationStepPassesTheContract runs the contract against the
-// simulator with every answer held back 5 s, so each operation is
-// cancelled in the middle of its first call.
-func TestEveryOperationStepPassesTheContract(t *testing.T) {
+// TestEveryStepPassesTheContractWithItsExample runs the contract on every
+// registered nks.* type, with the example its definition carries, against
+// the simulator with every answer held back 5 s, so each step is cancelled
+// in the middle of its first call.
+func TestEveryStepPassesTheContractWithItsExample(t *testing.T) {
 	require.Len(t, ownTypes, 23)
 	opts := slowSimContract(t)
-	for _, name := range ownTypes {
-		t.Run(name, func(t *testing.T) {
-			require.Contains(t, contractWith, name)
-			stepstest.ContractWith(t, desc(t, name), contractWith[name], opts)
+	var names []string
+	for _, d := range steps.All() {
+		if !strings.HasPrefix(d.Type, "nks.") {
+			continue
+		}
+		names = append(names, d.Type)
+		t.Run(d.Type, func(t *testing.T) {
+			require.NotNil(t, d.Example, "%s has an example", d.Type)
+			stepstest.ContractWith(t, d, d.Example, opts)
+			require.NotNil(t, d.Plan, "%s plans its calls", d.Type)
+			p, _, problems := d.Decode(d.Example)
+			require.Empty(t, problems)
+			assert.NotEmpty(t, d.Plan(p), "%s plans the calls of its example", d.Type)
 		})
 	}
+	assert.Subset(t, names, slices.Concat(ownTypes, []string{"nks.task.wait", "nks.cluster.upgrade"}), "the operations and the composite steps")
 }
 
 // slowSimContract starts the simulator with a 5 s latency on every call

@@ -16,14 +16,14 @@ const preflightTimeout = 15 * time.Second
 // the run starts, so an unsupported version is reported at its position in
 // the playbook like any other load-time error. top is the param holding
 // the version (checked only when literal); get reads the connection name
-// and the version from the decoded params. An unreachable service is not a
+// and the version from the params. An unreachable service is not a
 // finding: the step checks again before its call.
-func versionPreflight(top, path string, get func(params any) (connection, version string)) steps.PreflightFunc {
-	return func(ctx context.Context, host steps.Host, params any, dynamic map[string]bool) []fault.Problem {
-		if params == nil || dynamic[top] || dynamic["connection"] {
+func versionPreflight[P any](top, path string, get func(p *P) (connection, version string)) func(context.Context, steps.Host, *P, map[string]bool) []fault.Problem {
+	return func(ctx context.Context, host steps.Host, p *P, dynamic map[string]bool) []fault.Problem {
+		if dynamic[top] || dynamic["connection"] {
 			return nil
 		}
-		connection, version := get(params)
+		connection, version := get(p)
 		if version == "" {
 			return nil
 		}
@@ -45,16 +45,13 @@ func versionPreflight(top, path string, get func(params any) (connection, versio
 }
 
 var (
-	preflightClusterCreate = versionPreflight("labels", "labels.kube_tag", func(params any) (string, string) {
-		p := params.(*createClusterParams)
+	preflightClusterCreate = versionPreflight("labels", "labels.kube_tag", func(p *createClusterParams) (string, string) {
 		return p.Connection, p.Labels.KubeTag
 	})
-	preflightNodeGroupUpgrade = versionPreflight("version", "version", func(params any) (string, string) {
-		p := params.(*upgradeGroupParams)
+	preflightNodeGroupUpgrade = versionPreflight("version", "version", func(p *upgradeGroupParams) (string, string) {
 		return p.Connection, p.Version
 	})
-	preflightClusterUpgrade = versionPreflight("version", "version", func(params any) (string, string) {
-		p := params.(*clusterUpgradeParams)
+	preflightClusterUpgrade = versionPreflight("version", "version", func(p *clusterUpgradeParams) (string, string) {
 		return p.Connection, p.Version
 	})
 )

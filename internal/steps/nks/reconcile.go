@@ -23,11 +23,7 @@ import (
 //     arrived: run the step.
 
 // reconcileClusterCreate adopts the cluster of the name being created.
-func reconcileClusterCreate(ctx context.Context, c *steps.Call, _ steps.Intent) (steps.Outputs, bool, error) {
-	p, ok := c.Params.(*createClusterParams)
-	if !ok {
-		return nil, false, nil
-	}
+func reconcileClusterCreate(ctx context.Context, c *steps.Call, p *createClusterParams, _ steps.Intent) (steps.Outputs, bool, error) {
 	m, err := startMutation(c, p.Connection)
 	if err != nil || !m.inDoubt() {
 		return nil, false, err
@@ -51,11 +47,7 @@ func reconcileClusterCreate(ctx context.Context, c *steps.Call, _ steps.Intent) 
 
 // reconcileNodeGroupCreate adopts the node group of the name being
 // created in the step's cluster.
-func reconcileNodeGroupCreate(ctx context.Context, c *steps.Call, _ steps.Intent) (steps.Outputs, bool, error) {
-	p, ok := c.Params.(*createGroupParams)
-	if !ok {
-		return nil, false, nil
-	}
+func reconcileNodeGroupCreate(ctx context.Context, c *steps.Call, p *createGroupParams, _ steps.Intent) (steps.Outputs, bool, error) {
 	m, err := startMutation(c, p.Connection)
 	if err != nil || !m.inDoubt() {
 		return nil, false, err

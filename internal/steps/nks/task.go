@@ -29,27 +29,26 @@ type taskWaitCheckpoint struct {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[taskWaitParams]{
 		Type: "nks.task.wait",
 		Summary: "Wait for a cluster API task (the newest of its type on the resource, newer than the known ones) " +
 			"to reach SUCCESS; fail with its contents on FAIL. A resumed run keeps waiting on the same task.",
-		Params: taskWaitParams{},
+		Example: map[string]any{"cluster": "prod", "event_type": "CLUSTER_CREATE", "timeout": "10m"},
 		Outputs: []steps.Output{
 			{Name: "task_uuid", Type: "string", Description: "UUID of the task waited on"},
 			{Name: "status", Type: "string", Description: "the task's final state: SUCCESS"},
 			{Name: "contents", Type: "string", Description: "the task's contents (empty when successful)"},
 			{Name: "type", Type: "string", Description: "the task type"},
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*taskWaitParams)
+		Plan: func(p *taskWaitParams) []steps.PlannedCall {
 			return []steps.PlannedCall{
 				{Method: "GET", Path: nks.Path("clusters", p.Cluster), Note: "resolves the cluster's UUID"},
 				{Method: "GET", Path: nks.Path("clusters", "{cluster uuid}", "events"),
 					Note: "polled with backoff until the " + p.EventType + " task ends (then by its UUID)"},
 			}
 		},
-		Run: steps.Typed(runTaskWait),
-	})
+		Run: runTaskWait,
+	}))
 }
 
 func runTaskWait(ctx context.Context, c *steps.Call, p *taskWaitParams) (steps.Outputs, error) {

@@ -252,25 +252,3 @@ func TestTaskWait(t *testing.T) {
 		assert.True(t, strings.Contains(err.Error(), "after_task"), err.Error())
 	})
 }
-
-func TestCompositeStepsPassTheContract(t *testing.T) {
-	// Every answer is held back 5 s: each step is cancelled in the middle
-	// of its first call.
-	r := startFlowRig(t, 1)
-	r.srv.Faults.Add(sim.Fault{Latency: 5 * time.Second})
-	opts := stepstest.ContractOptions{Slow: true, Prepare: func(c *steps.Call) {
-		stepstest.HostOf(c).Connections["nks"] = r.conn
-	}}
-	for name, with := range map[string]map[string]any{
-		"nks.task.wait":       {"cluster": "prod", "event_type": "CLUSTER_CREATE", "timeout": "10m"},
-		"nks.cluster.upgrade": {"cluster": "prod", "version": "v1.31.4", "node_groups": []any{"pool-a"}, "num_buffer_nodes": 1},
-	} {
-		t.Run(name, func(t *testing.T) {
-			d, ok := steps.Lookup(name)
-			require.True(t, ok)
-			stepstest.ContractWith(t, d, with, opts)
-			require.NotNil(t, d.Plan)
-			assert.NotEmpty(t, d.Plan(stepstest.NewCall(t, d, with).Params))
-		})
-	}
-}

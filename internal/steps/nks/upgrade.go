@@ -60,12 +60,12 @@ type upgradeGroup struct {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[clusterUpgradeParams]{
 		Type:      "nks.cluster.upgrade",
 		Preflight: preflightClusterUpgrade,
 		Summary: "Upgrade a cluster to a supported version: default-master first, then each worker group in turn, " +
 			"each waited until its task succeeds; groups already at the version are skipped. Resumable mid-way.",
-		Params: clusterUpgradeParams{},
+		Example: map[string]any{"cluster": "prod", "version": "v1.31.4", "node_groups": []any{"pool-a"}, "num_buffer_nodes": 1},
 		Outputs: []steps.Output{
 			{Name: "version", Type: "string", Description: "the version the cluster runs"},
 			{Name: "upgraded", Type: "list", Description: "node groups upgraded, in order (default-master first)"},
@@ -73,14 +73,13 @@ func init() {
 			{Name: "tasks", Type: "map", Description: "node group name -> UUID of its NODEGROUP_UPGRADE task"},
 		},
 		Mutating: true,
-		Run:      steps.Typed(runClusterUpgrade),
+		Run:      runClusterUpgrade,
 		Check:    checkClusterUpgrade,
 		Plan:     planClusterUpgrade,
-	})
+	}))
 }
 
-func checkClusterUpgrade(params any, dynamic map[string]bool) []fault.Problem {
-	p := params.(*clusterUpgradeParams)
+func checkClusterUpgrade(p *clusterUpgradeParams, dynamic map[string]bool) []fault.Problem {
 	var out []fault.Problem
 	if dynamic["node_groups"] {
 		return nil
@@ -99,8 +98,7 @@ func checkClusterUpgrade(params any, dynamic map[string]bool) []fault.Problem {
 	return out
 }
 
-func planClusterUpgrade(params any) []steps.PlannedCall {
-	p := params.(*clusterUpgradeParams)
+func planClusterUpgrade(p *clusterUpgradeParams) []steps.PlannedCall {
 	calls := []steps.PlannedCall{
 		{Method: "GET", Path: nks.Path("supports"), Note: "the version must be marked supported"},
 		{Method: "GET", Path: nks.Path("clusters", p.Cluster)},

@@ -18,10 +18,10 @@ func stringMap(m map[string]string) map[string]any {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[connParam]{
 		Type:    "nks.supports",
 		Summary: "List the orchestrator versions the service offers and which are supported, and the task types.",
-		Params:  connParam{},
+		Example: map[string]any{},
 		Outputs: []steps.Output{
 			{Name: "versions", Type: "map", Description: "version -> true when supported"},
 			{Name: "latest", Type: "string", Description: `the newest supported version ("" when none)`},
@@ -29,10 +29,10 @@ func init() {
 			{Name: "cluster_events", Type: "map", Description: "cluster task types -> description"},
 			{Name: "nodegroup_events", Type: "map", Description: "node group task types -> description"},
 		},
-		Plan: func(any) []steps.PlannedCall {
+		Plan: func(*connParam) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: http.MethodGet, Path: nks.Path("supports")}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *connParam) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *connParam) (steps.Outputs, error) {
 			return read(ctx, c, p.Connection, func(cl *nks.Client) (steps.Outputs, error) {
 				sup, err := cl.Supports(ctx)
 				if err != nil {
@@ -55,6 +55,6 @@ func init() {
 					"cluster_events":   stringMap(sup.SupportedEventType.ClusterEvents),
 					"nodegroup_events": stringMap(sup.SupportedEventType.NodeGroupEvents)}, nil
 			})
-		}),
-	})
+		},
+	}))
 }
