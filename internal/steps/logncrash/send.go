@@ -19,23 +19,22 @@ type sendParams struct {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[sendParams]{
 		Type: "logncrash.send",
 		Summary: "Send one log line (with custom fields) to Log & Crash Search, as the ML SDK's logger does. " +
 			"Not mutating: a resumed run may send it again, and a duplicate log line is acceptable.",
-		Params:  sendParams{},
+		Example: map[string]any{"message": "training finished", "level": "INFO", "project_version": "2.0.0",
+			"fields": map[string]any{"training_id": "trn-1", "accuracy": 0.93}},
 		Outputs: []steps.Output{{Name: "sent", Type: "boolean", Description: "always true: the collector accepted the log"}},
 		Check:   checkSend,
-		Run:     steps.Typed(runSend),
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*sendParams)
+		Run:     runSend,
+		Plan: func(p *sendParams) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: "POST", Path: "/v2/log", Body: map[string]any{"body": p.Message, "logLevel": p.Level, "projectVersion": p.ProjectVersion}}}
 		},
-	})
+	}))
 }
 
-func checkSend(params any, dynamic map[string]bool) []fault.Problem {
-	p := params.(*sendParams)
+func checkSend(p *sendParams, dynamic map[string]bool) []fault.Problem {
 	if dynamic["fields"] {
 		return nil
 	}
