@@ -333,7 +333,7 @@ func (l *loader) strict(n *yaml.Node, path string, known ...string) *object {
 			continue // top-level extension keys hold anchors for reuse
 		}
 		if !contains(known, p.name) {
-			l.errf(p.key, joinPath(path, p.name), "unknown key %q%s", p.name, suggest.Hint(p.name, known))
+			l.errf(p.key, keyPath(path, p.name), "unknown key %q%s", p.name, suggest.Hint(p.name, known))
 		}
 	}
 	return o
