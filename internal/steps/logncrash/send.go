@@ -15,7 +15,7 @@ type sendParams struct {
 	Message        string         `json:"message" required:"true" minlen:"1" maxlen:"65536" desc:"the log text (body)"`
 	Level          string         `json:"level" default:"INFO" enum:"DEBUG,INFO,WARN,ERROR,FATAL" desc:"log level"`
 	ProjectVersion string         `json:"project_version" default:"1.0.0" minlen:"1" maxlen:"255" desc:"projectVersion of the log"`
-	Fields         map[string]any `json:"fields" desc:"custom fields: names of letters, digits and _ (not a reserved name such as body or host); strings, numbers, booleans"`
+	Fields         map[string]any `json:"fields" maxlen:"100" desc:"custom fields (at most 100, the collector's limit): names of letters, digits and _ (not a reserved name such as body or host); strings, numbers, booleans"`
 }
 
 func init() {
@@ -34,6 +34,9 @@ func init() {
 	}))
 }
 
+// checkSend checks the names of the custom fields (their number is in the
+// fields tag). It runs again before the send, when fields came from an
+// expression.
 func checkSend(p *sendParams, dynamic map[string]bool) []fault.Problem {
 	if dynamic["fields"] {
 		return nil
@@ -44,9 +47,6 @@ func checkSend(p *sendParams, dynamic map[string]bool) []fault.Problem {
 	}
 	sort.Strings(names)
 	var out []fault.Problem
-	if len(names) > logncrash.MaxFields {
-		out = append(out, fault.Problem{Path: "fields", Message: fmt.Sprintf("at most %d custom fields (got %d)", logncrash.MaxFields, len(names))})
-	}
 	for _, k := range names {
 		if msg := logncrash.ValidField(k); msg != "" {
 			out = append(out, fault.Problem{Path: "fields." + k, Message: msg})

@@ -1,15 +1,18 @@
 package logncrash_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/cloud/logncrash"
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/sim"
 	simlnc "github.com/runbook/runbook/internal/sim/logncrash"
@@ -60,6 +63,26 @@ func TestLoadTimeChecks(t *testing.T) {
 			assert.Contains(t, fmt.Sprint(ps), c.want)
 		})
 	}
+}
+
+// TestMoreFieldsThanTheCollectorTakesAreRefused: the limit is in the
+// schema an editor reads as well as in the load-time check.
+func TestMoreFieldsThanTheCollectorTakesAreRefused(t *testing.T) {
+	fields := map[string]any{}
+	for i := range logncrash.MaxFields + 1 {
+		fields[fmt.Sprintf("f%d", i)] = i
+	}
+	with := map[string]any{"message": "m", "fields": fields}
+	ps := desc(t).CheckLiteral(with)
+	require.Len(t, ps, 1)
+	assert.Equal(t, fmt.Sprintf("fields: must have at most %d entries (got %d)", logncrash.MaxFields, logncrash.MaxFields+1), ps[0].Error())
+	b, err := json.Marshal(with)
+	require.NoError(t, err)
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	require.NoError(t, err)
+	assert.Error(t, stepstest.CompileSchema(t, desc(t).ParamsSchema()).Validate(doc))
+	delete(fields, "f0")
+	assert.Empty(t, desc(t).CheckLiteral(with), "exactly %d fields are accepted", logncrash.MaxFields)
 }
 
 func TestSendRecordsTheLogInTheSimulator(t *testing.T) {
