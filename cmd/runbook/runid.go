@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/runbook/runbook/internal/api"
 	"github.com/runbook/runbook/internal/state"
 )
 
@@ -71,14 +72,12 @@ func (b *storeBackend) withPrefix(ctx context.Context, prefix string, limit int)
 // (docs/api.md, GET /api/v1/runs?prefix=).
 func (b *apiBackend) withPrefix(ctx context.Context, prefix string, limit int) ([]*state.Run, error) {
 	q := url.Values{"children": {"true"}, "prefix": {prefix}, "limit": {strconv.Itoa(limit)}}
-	var out struct {
-		Runs []*state.Run `json:"runs"`
-	}
+	var out api.RunList
 	if err := b.do(ctx, http.MethodGet, "/api/v1/runs?"+q.Encode(), nil, &out); err != nil {
 		return nil, err
 	}
 	// A server that predates the parameter lists every run: filter here too.
-	return runsWithPrefix(out.Runs, prefix, limit), nil
+	return runsWithPrefix(records(out.Runs), prefix, limit), nil
 }
 
 func runsWithPrefix(runs []*state.Run, prefix string, limit int) []*state.Run {

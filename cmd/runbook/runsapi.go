@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runbook/runbook/internal/api"
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/server"
@@ -195,12 +196,6 @@ type apiBackend struct {
 	hc    *http.Client
 }
 
-// apiRun is a run as the API shows it.
-type apiRun struct {
-	state.Run
-	Steps []*state.StepRecord `json:"steps"`
-}
-
 func (b *apiBackend) close() {}
 
 // do sends a request and decodes a 2xx answer into out (when not nil). An
@@ -243,11 +238,7 @@ func (b *apiBackend) do(ctx context.Context, method, path string, body, out any)
 // answerError turns an error answer of the API into an error with the
 // API's code.
 func (b *apiBackend) answerError(resp *http.Response) error {
-	var e struct {
-		Error    string   `json:"error"`
-		Code     string   `json:"code"`
-		Problems []string `json:"problems"`
-	}
+	var e api.ErrorBody
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if json.Unmarshal(data, &e) != nil || e.Error == "" {
 		e.Error = fmt.Sprintf("%s: %s", resp.Status, oneLine(string(data), 200))
@@ -282,17 +273,16 @@ func (b *apiBackend) list(ctx context.Context, f state.RunFilter) ([]*state.Run,
 		limit = 10000
 	}
 	q.Set("limit", strconv.Itoa(limit))
-	var out struct {
-		Runs []*state.Run `json:"runs"`
-	}
+	var out api.RunList
 	if err := b.do(ctx, http.MethodGet, "/api/v1/runs?"+q.Encode(), nil, &out); err != nil {
 		return nil, err
 	}
+	runs := records(out.Runs)
 	if f.ParentID == "" {
-		return out.Runs, nil
+		return runs, nil
 	}
 	var kids []*state.Run
-	for _, r := range out.Runs {
+	for _, r := range runs {
 		if r.ParentID == f.ParentID {
 			kids = append(kids, r)
 		}
@@ -300,8 +290,17 @@ func (b *apiBackend) list(ctx context.Context, f state.RunFilter) ([]*state.Run,
 	return kids, nil
 }
 
-func (b *apiBackend) show(ctx context.Context, id string) (*apiRun, error) {
-	var r apiRun
+// records are the runs of an API answer as the store holds them.
+func records(runs []api.Run) []*state.Run {
+	out := make([]*state.Run, len(runs))
+	for i, r := range runs {
+		out[i] = r.Run
+	}
+	return out
+}
+
+func (b *apiBackend) show(ctx context.Context, id string) (*api.Run, error) {
+	var r api.Run
 	err := b.do(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(id), nil, &r)
 	if fault.CodeOf(err) == fault.NotFound {
 		return nil, &exitError{code: 1, err: fmt.Errorf("no run %q", id), hint: "runbook runs list"}
@@ -317,7 +316,7 @@ func (b *apiBackend) get(ctx context.Context, id string) (*state.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &r.Run, nil
+	return r.Run, nil
 }
 
 func (b *apiBackend) steps(ctx context.Context, id string) ([]*state.StepRecord, error) {
@@ -325,7 +324,11 @@ func (b *apiBackend) steps(ctx context.Context, id string) ([]*state.StepRecord,
 	if err != nil {
 		return nil, err
 	}
-	return r.Steps, nil
+	recs := make([]*state.StepRecord, len(r.Steps))
+	for i, s := range r.Steps {
+		recs[i] = s.StepRecord
+	}
+	return recs, nil
 }
 
 func (b *apiBackend) children(ctx context.Context, id string) ([]*state.Run, error) {
@@ -336,9 +339,7 @@ func (b *apiBackend) events(ctx context.Context, id string, after uint64) ([]sta
 	const page = 10000
 	var all []state.Event
 	for {
-		var out struct {
-			Events []state.Event `json:"events"`
-		}
+		var out api.EventPage
 		path := fmt.Sprintf("/api/v1/runs/%s/events?after=%d&limit=%d", url.PathEscape(id), after, page)
 		if err := b.do(ctx, http.MethodGet, path, nil, &out); err != nil {
 			return nil, err
@@ -356,29 +357,18 @@ func (b *apiBackend) cancel(ctx context.Context, id string) error {
 }
 
 func (b *apiBackend) approve(ctx context.Context, id, step string, ans state.Approval) error {
-	body := map[string]any{"step": step, "approve": ans.Approved, "by": ans.By, "comment": ans.Comment}
-	if ans.Fields != nil {
-		body["fields"] = ans.Fields
-	}
+	body := api.ApproveRequest{Step: step, Approve: &ans.Approved, By: ans.By, Comment: ans.Comment, Fields: ans.Fields}
 	return b.do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/approve", body, nil)
 }
 
 func (b *apiBackend) retry(ctx context.Context, id, from string, secretInputs map[string]any) (*state.Run, error) {
-	var r apiRun
-	body := map[string]any{"from": from}
-	if len(secretInputs) > 0 {
-		body["inputs"] = secretInputs
-	}
+	var r api.Run
+	body := api.RetryRequest{From: from, Inputs: secretInputs}
 	err := b.do(ctx, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/retry", body, &r)
 	if err != nil {
 		return nil, err
 	}
-	return &r.Run, nil
-}
-
-// sseEnd is what the stream's final "end" event carries.
-type sseEnd struct {
-	Status state.RunStatus `json:"status"`
+	return r.Run, nil
 }
 
 // follow streams the events of run id after sequence number after through
@@ -457,7 +447,7 @@ func (b *apiBackend) stream(ctx context.Context, id string, after *uint64, each 
 			continue
 		}
 		if t == "end" {
-			var e sseEnd
+			var e api.StreamEnd
 			_ = json.Unmarshal([]byte(payload), &e)
 			// The server may end the stream before sending the events
 			// committed with the final status: read what is left.

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runbook/runbook/internal/api"
 	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
@@ -55,17 +56,10 @@ func (s *Server) routes() http.Handler {
 	return mux
 }
 
-// errorBody is the body of every error answer of the API, the same shape
-// as the webhook intake's.
-type errorBody struct {
-	Error string `json:"error"`
-	Code  string `json:"code"`
-	// Problems lists diagnostics (invalid inputs, playbook problems).
-	Problems []string `json:"problems,omitempty"`
-}
-
+// writeError answers with an api.ErrorBody, the same shape as the webhook
+// intake's error answers.
 func writeError(w http.ResponseWriter, status int, code fault.Code, msg string, problems ...string) {
-	writeJSON(w, status, errorBody{Error: msg, Code: string(code), Problems: problems})
+	writeJSON(w, status, api.ErrorBody{Error: msg, Code: string(code), Problems: problems})
 }
 
 // writeErr answers err with the status of its code.
@@ -155,9 +149,9 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	loadedAt, failed := s.cat.status()
-	body := map[string]any{"status": "ok", "playbooks": len(s.cat.all()), "runs_executing": s.runs.count(), "loaded_at": loadedAt.UTC().Format(time.RFC3339)}
+	body := api.Health{Status: "ok", Playbooks: len(s.cat.all()), RunsExecuting: s.runs.count(), LoadedAt: loadedAt.UTC().Format(time.RFC3339)}
 	if failed != nil {
-		body["reload_problems"] = len(failed.Problems)
+		body.ReloadProblems = len(failed.Problems)
 	}
 	writeJSON(w, http.StatusOK, body)
 }
@@ -207,53 +201,16 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 
 // --- playbooks ---
 
-// playbookView is a playbook as the API shows it.
-type playbookView struct {
-	Name        string        `json:"name"`
-	Description string        `json:"description,omitempty"`
-	File        string        `json:"file"`
-	Hash        string        `json:"hash"`
-	Inputs      []inputView   `json:"inputs"`
-	Triggers    []triggerView `json:"triggers"`
-	Steps       []stepView    `json:"steps,omitempty"`
-	Active      []string      `json:"active_runs"`
-}
-
-type inputView struct {
-	Name        string `json:"name"`
-	Type        string `json:"type"`
-	Required    bool   `json:"required"`
-	Default     any    `json:"default,omitempty"`
-	Enum        []any  `json:"enum,omitempty"`
-	Description string `json:"description,omitempty"`
-	Secret      bool   `json:"secret,omitempty"`
-}
-
-type triggerView struct {
-	Type     string   `json:"type"` // schedule or webhook
-	Cron     string   `json:"cron,omitempty"`
-	Timezone string   `json:"timezone,omitempty"`
-	Overlap  string   `json:"overlap,omitempty"`
-	Next     []string `json:"next,omitempty"`
-	Route    string   `json:"route,omitempty"`
-	Events   []string `json:"events,omitempty"`
-	Each     string   `json:"each,omitempty"`
-}
-
-type stepView struct {
-	ID   string `json:"id"`
-	Uses string `json:"uses"`
-	Name string `json:"name,omitempty"`
-}
-
-func (s *Server) viewPlaybook(pb *playbook.Playbook, detail bool) playbookView {
-	v := playbookView{Name: pb.Name, Description: pb.Description, File: pb.Path, Hash: pb.Hash,
-		Inputs: []inputView{}, Triggers: []triggerView{}, Active: s.runs.Active(pb.Name)}
+// viewPlaybook is pb as the API shows it; detail adds its steps and the
+// next fire times of its schedules.
+func (s *Server) viewPlaybook(pb *playbook.Playbook, detail bool) api.Playbook {
+	v := api.Playbook{Name: pb.Name, Description: pb.Description, File: pb.Path, Hash: pb.Hash,
+		Inputs: []api.Input{}, Triggers: []api.Trigger{}, Active: s.runs.Active(pb.Name)}
 	if v.Active == nil {
 		v.Active = []string{}
 	}
 	for _, in := range pb.Inputs {
-		iv := inputView{Name: in.Name, Type: in.Type, Required: in.Required, Enum: in.Enum, Description: in.Description, Secret: in.Secret}
+		iv := api.Input{Name: in.Name, Type: in.Type, Required: in.Required, Enum: in.Enum, Description: in.Description, Secret: in.Secret}
 		if in.HasDefault && !in.Secret {
 			iv.Default = in.Default
 		}
@@ -262,7 +219,7 @@ func (s *Server) viewPlaybook(pb *playbook.Playbook, detail bool) playbookView {
 	for _, t := range pb.Triggers {
 		switch {
 		case t.Schedule != nil:
-			tv := triggerView{Type: "schedule", Cron: t.Schedule.Cron, Timezone: t.Schedule.Timezone, Overlap: t.Schedule.Overlap}
+			tv := api.Trigger{Type: "schedule", Cron: t.Schedule.Cron, Timezone: t.Schedule.Timezone, Overlap: t.Schedule.Overlap}
 			if detail {
 				if next, err := nextSlots(t.Schedule, 3); err == nil {
 					tv.Next = next
@@ -270,25 +227,19 @@ func (s *Server) viewPlaybook(pb *playbook.Playbook, detail bool) playbookView {
 			}
 			v.Triggers = append(v.Triggers, tv)
 		case t.Webhook != nil:
-			v.Triggers = append(v.Triggers, triggerView{Type: "webhook", Route: t.Webhook.Route, Events: t.Webhook.Events, Each: t.Webhook.Each})
+			v.Triggers = append(v.Triggers, api.Trigger{Type: "webhook", Route: t.Webhook.Route, Events: t.Webhook.Events, Each: t.Webhook.Each})
 		}
 	}
 	if detail {
 		for _, st := range pb.Steps {
-			v.Steps = append(v.Steps, stepView{ID: st.ID, Uses: st.Uses, Name: st.Name})
+			v.Steps = append(v.Steps, api.PlaybookStep{ID: st.ID, Uses: st.Uses, Name: st.Name})
 		}
 	}
 	return v
 }
 
 func (s *Server) listPlaybooks(w http.ResponseWriter, _ *http.Request) {
-	out := struct {
-		Playbooks []playbookView `json:"playbooks"`
-		LoadedAt  time.Time      `json:"loaded_at"`
-		// ReloadProblems are the diagnostics of the last reload attempt
-		// when it was refused (the playbooks above stay in use).
-		ReloadProblems []string `json:"reload_problems,omitempty"`
-	}{Playbooks: []playbookView{}}
+	out := api.PlaybookList{Playbooks: []api.Playbook{}}
 	for _, pb := range s.cat.all() {
 		out.Playbooks = append(out.Playbooks, s.viewPlaybook(pb, false))
 	}
@@ -327,35 +278,14 @@ func (s *Server) reload(w http.ResponseWriter, _ *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "playbooks": len(s.cat.all())})
+	writeJSON(w, http.StatusOK, api.ReloadAnswer{Status: "ok", Playbooks: len(s.cat.all())})
 }
 
 // --- runs ---
 
-// runView is a run as the API shows it (no snapshot).
-type runView struct {
-	*state.Run
-	Snapshot  any        `json:"snapshot,omitempty"` // hides the embedded field
-	Executing bool       `json:"executing"`
-	Steps     []stepRec  `json:"steps,omitempty"`
-	Approval  *waitingOn `json:"waiting_for,omitempty"`
-}
-
-type stepRec struct {
-	*state.StepRecord
-	Checkpoint any `json:"checkpoint,omitempty"` // internal; hidden
-}
-
-type waitingOn struct {
-	Step string `json:"step"`
-}
-
-func (s *Server) viewRun(r *state.Run) runView {
-	return runView{Run: r, Executing: s.runs.isActive(r.ID)}
-}
-
-type startBody struct {
-	Inputs map[string]any `json:"inputs"`
+// viewRun is r as the API shows it, without its steps.
+func (s *Server) viewRun(r *state.Run) api.Run {
+	return api.Run{Run: r, Executing: s.runs.isActive(r.ID)}
 }
 
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
@@ -363,7 +293,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	if pb == nil {
 		return
 	}
-	var body startBody
+	var body api.StartRequest
 	if !decodeBody(w, r, &body) {
 		return
 	}
@@ -444,9 +374,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	out := struct {
-		Runs []runView `json:"runs"`
-	}{Runs: []runView{}}
+	out := api.RunList{Runs: []api.Run{}}
 	for _, run := range runs {
 		if run.ParentID != "" && !includeChildren {
 			continue
@@ -495,11 +423,11 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := s.viewRun(run)
-	v.Steps = []stepRec{}
+	v.Steps = []api.RunStep{}
 	for _, rec := range recs {
-		v.Steps = append(v.Steps, stepRec{StepRecord: rec})
-		if rec.Status == state.StepWaiting && v.Approval == nil {
-			v.Approval = &waitingOn{Step: rec.ID}
+		v.Steps = append(v.Steps, api.RunStep{StepRecord: rec})
+		if rec.Status == state.StepWaiting && v.WaitingFor == nil {
+			v.WaitingFor = &api.WaitingFor{Step: rec.ID}
 		}
 	}
 	writeJSON(w, http.StatusOK, v)
@@ -522,7 +450,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) {
 	if evs == nil {
 		evs = []state.Event{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"events": evs, "status": run.Status})
+	writeJSON(w, http.StatusOK, api.EventPage{Events: evs, Status: run.Status})
 }
 
 func pageParams(w http.ResponseWriter, r *http.Request) (after uint64, limit int, ok bool) {
@@ -572,15 +500,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		}
 		s.metrics.observe(run.ID, ev)
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"id": run.ID, "status": "cancelling"})
-}
-
-type approveBody struct {
-	Step    string         `json:"step"`
-	Approve *bool          `json:"approve"`
-	By      string         `json:"by"`
-	Comment string         `json:"comment"`
-	Fields  map[string]any `json:"fields"`
+	writeJSON(w, http.StatusAccepted, api.CancelAnswer{ID: run.ID, Status: "cancelling"})
 }
 
 func (s *Server) approveRun(w http.ResponseWriter, r *http.Request) {
@@ -588,7 +508,7 @@ func (s *Server) approveRun(w http.ResponseWriter, r *http.Request) {
 	if run == nil {
 		return
 	}
-	var body approveBody
+	var body api.ApproveRequest
 	if !decodeBody(w, r, &body) {
 		return
 	}
@@ -625,7 +545,7 @@ func (s *Server) approveRun(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": run.ID, "step": body.Step, "approved": *body.Approve})
+	writeJSON(w, http.StatusOK, api.ApproveAnswer{ID: run.ID, Step: body.Step, Approved: *body.Approve})
 }
 
 // problemsOf returns the problems listed in the Data of err's *fault.Error.
@@ -658,10 +578,6 @@ func (s *Server) waitingStep(ctx context.Context, runID string) (string, error) 
 	return "", &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("run %s waits on several approvals (%s); name one with \"step\"", runID, strings.Join(waiting, ", "))}
 }
 
-type resumeBody struct {
-	Inputs map[string]any `json:"inputs"` // secret inputs, which the state file does not keep
-}
-
 // resumeRun continues an unfinished run (cancelled, or left by a process
 // that stopped) in this server, from where it stopped.
 func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
@@ -669,7 +585,7 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 	if run == nil {
 		return
 	}
-	var body resumeBody
+	var body api.ResumeRequest
 	if !decodeBody(w, r, &body) {
 		return
 	}
@@ -677,12 +593,7 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"id": run.ID, "status": "resuming"})
-}
-
-type retryBody struct {
-	From   string         `json:"from"`
-	Inputs map[string]any `json:"inputs"` // secret inputs, which the state file does not keep
+	writeJSON(w, http.StatusAccepted, api.ResumeAnswer{ID: run.ID, Status: "resuming"})
 }
 
 func (s *Server) retryRun(w http.ResponseWriter, r *http.Request) {
@@ -690,7 +601,7 @@ func (s *Server) retryRun(w http.ResponseWriter, r *http.Request) {
 	if run == nil {
 		return
 	}
-	var body retryBody
+	var body api.RetryRequest
 	if !decodeBody(w, r, &body) {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/runbook/runbook/internal/api"
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
@@ -101,8 +102,9 @@ func (s *Server) streamLogs(w http.ResponseWriter, r *http.Request) {
 		flusher.Flush()
 		return true, nil
 	}
-	end := func(status string) {
-		fmt.Fprintf(w, "event: end\ndata: {\"status\":%q}\n\n", status)
+	end := func(status state.RunStatus) {
+		b, _ := json.Marshal(api.StreamEnd{Status: status})
+		fmt.Fprintf(w, "event: end\ndata: %s\n\n", b)
 		flusher.Flush()
 	}
 
@@ -113,7 +115,7 @@ func (s *Server) streamLogs(w http.ResponseWriter, r *http.Request) {
 	if ended || !follow {
 		cur, _ := s.store.GetRun(r.Context(), run.ID)
 		if cur != nil {
-			end(string(cur.Status))
+			end(cur.Status)
 		}
 		return
 	}
@@ -146,7 +148,7 @@ func (s *Server) streamLogs(w http.ResponseWriter, r *http.Request) {
 		if ended {
 			cur, _ := s.store.GetRun(r.Context(), run.ID)
 			if cur != nil {
-				end(string(cur.Status))
+				end(cur.Status)
 			}
 			return
 		}
