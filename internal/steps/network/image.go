@@ -22,22 +22,21 @@ type imageParams struct {
 const maxNamesShown = 40
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[imageParams]{
 		Type:    "image.find",
 		Summary: "Find the UUID of an image by name in the connection's region (node_image of a cluster create, image_id of a node group).",
-		Params:  imageParams{},
+		Example: map[string]any{"name": "Ubuntu Server 22.04.3 LTS"},
 		Outputs: []steps.Output{
 			{Name: "image_id", Type: "string", Description: "UUID of the image (base image UUIDs differ per region)"},
 			{Name: "name", Type: "string", Description: "its name"},
 			{Name: "image", Type: "map", Description: "the image: id, name, status, visibility"},
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*imageParams)
+		Plan: func(p *imageParams) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: http.MethodGet,
 				Path: planPath(network.ImagesPath(network.ImageFilter{Name: p.Name}), p.Name),
 				Note: "on the image API: the connection's image_url, else the region's host; an unknown name lists the images to name them"}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *imageParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *imageParams) (steps.Outputs, error) {
 			return read(ctx, c, p.Connection, func(cl *network.Client) (steps.Outputs, error) {
 				imgs, err := cl.ListImages(ctx, network.ImageFilter{Name: p.Name})
 				if err != nil {
@@ -57,8 +56,8 @@ func init() {
 				}
 				return nil, fault.Errorf(fault.Invalid, "image.find: %d images are named %q (%s); give the UUID instead", len(imgs), p.Name, strings.Join(ids, ", "))
 			})
-		}),
-	})
+		},
+	}))
 }
 
 // unknownImage lists the region's images to say which names exist.

@@ -54,21 +54,20 @@ const networkNote = "on the network API: the connection's network_url, else the 
 var yes = true
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[listParams]{
 		Type:    "network.list",
 		Summary: "List VPC networks, filtered by name, UUID, status, router:external, shared or project.",
-		Params:  listParams{},
+		Example: map[string]any{"router_external": true, "status": "ACTIVE"},
 		Outputs: []steps.Output{
 			{Name: "networks", Type: "list", Description: "networks as maps: id, name, status, subnets (UUIDs), router_external, shared, tenant_id"},
 			{Name: "network_ids", Type: "list", Description: "their UUIDs, in the API's order"},
 			{Name: "count", Type: "integer", Description: "number of networks listed"},
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*listParams)
+		Plan: func(p *listParams) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: http.MethodGet, Note: networkNote,
 				Path: planPath(network.NetworksPath(p.filter()), p.ID, p.Name, p.Status, p.TenantID)}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *listParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *listParams) (steps.Outputs, error) {
 			return read(ctx, c, p.Connection, func(cl *network.Client) (steps.Outputs, error) {
 				nets, err := cl.ListNetworks(ctx, p.filter())
 				if err != nil {
@@ -81,26 +80,25 @@ func init() {
 				}
 				return steps.Outputs{"networks": list, "network_ids": ids, "count": len(nets)}, nil
 			})
-		}),
-	})
+		},
+	}))
 
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[subnetsParams]{
 		Type:    "network.subnets",
 		Summary: "List the subnets of a VPC network.",
-		Params:  subnetsParams{},
+		Example: map[string]any{"network_id": "a1b2c3d4-0000-4000-8000-0000000000a1", "cidr": "192.168.0.0/24"},
 		Outputs: []steps.Output{
 			{Name: "subnets", Type: "list", Description: "subnets as maps: id, name, network_id, cidr, gateway_ip"},
 			{Name: "subnet_id_list", Type: "list", Description: "their UUIDs, in the API's order"},
 			{Name: "subnet_ids", Type: "string", Description: "the same UUIDs joined with colons (the form of the *_subnet_id_list labels)"},
 			{Name: "count", Type: "integer", Description: "number of subnets listed"},
 		},
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*subnetsParams)
+		Plan: func(p *subnetsParams) []steps.PlannedCall {
 			f := network.SubnetFilter{NetworkID: p.NetworkID, Name: p.Name, CIDR: p.CIDR}
 			return []steps.PlannedCall{{Method: http.MethodGet, Note: networkNote,
 				Path: planPath(network.SubnetsPath(f), p.NetworkID, p.Name, p.CIDR)}}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *subnetsParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *subnetsParams) (steps.Outputs, error) {
 			return read(ctx, c, p.Connection, func(cl *network.Client) (steps.Outputs, error) {
 				subs, err := cl.ListSubnets(ctx, network.SubnetFilter{NetworkID: p.NetworkID, Name: p.Name, CIDR: p.CIDR})
 				if err != nil {
@@ -113,14 +111,14 @@ func init() {
 				}
 				return steps.Outputs{"subnets": list, "subnet_id_list": strList(ids), "subnet_ids": strings.Join(ids, ":"), "count": len(subs)}, nil
 			})
-		}),
-	})
+		},
+	}))
 
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[externalParams]{
 		Type: "network.external",
 		Summary: "Find the internet-gateway network (router:external) and its subnets, " +
 			"for a cluster create's external_network_id and external_subnet_id_list.",
-		Params: externalParams{},
+		Example: map[string]any{"name": "Public Network"},
 		Outputs: []steps.Output{
 			{Name: "network_id", Type: "string", Description: "UUID of the internet-gateway network (label external_network_id)"},
 			{Name: "network_name", Type: "string", Description: "its name"},
@@ -128,15 +126,15 @@ func init() {
 			{Name: "subnet_ids", Type: "string", Description: "the same UUIDs joined with colons (the label value external_subnet_id_list)"},
 			{Name: "network", Type: "map", Description: "the network (see network.list)"},
 		},
-		Plan: func(params any) []steps.PlannedCall {
+		Plan: func(p *externalParams) []steps.PlannedCall {
 			call := steps.PlannedCall{Method: http.MethodGet, Note: networkNote,
 				Path: network.NetworksPath(network.NetworkFilter{RouterExternal: &yes})}
-			if p := params.(*externalParams); p.Name != "" {
+			if p.Name != "" {
 				call.Note += fmt.Sprintf("; the one named %s is taken", p.Name)
 			}
 			return []steps.PlannedCall{call}
 		},
-		Run: steps.Typed(func(ctx context.Context, c *steps.Call, p *externalParams) (steps.Outputs, error) {
+		Run: func(ctx context.Context, c *steps.Call, p *externalParams) (steps.Outputs, error) {
 			return read(ctx, c, p.Connection, func(cl *network.Client) (steps.Outputs, error) {
 				nets, err := cl.ListNetworks(ctx, network.NetworkFilter{RouterExternal: &yes})
 				if err != nil {
@@ -149,8 +147,8 @@ func init() {
 				return steps.Outputs{"network_id": n.ID, "network_name": n.Name, "subnet_id_list": strList(n.Subnets),
 					"subnet_ids": strings.Join(n.Subnets, ":"), "network": networkView(n)}, nil
 			})
-		}),
-	})
+		},
+	}))
 }
 
 // pickExternal chooses the internet-gateway network among the
