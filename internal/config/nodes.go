@@ -11,7 +11,7 @@ import (
 	yaml "go.yaml.in/yaml/v4"
 
 	"github.com/runbook/runbook/internal/playbook"
-	"github.com/runbook/runbook/internal/suggest"
+	"github.com/runbook/runbook/internal/yamlnode"
 )
 
 // Caps on what a value may expand to (aliases followed).
@@ -68,175 +68,17 @@ func (l *loader) parseYAML() *yaml.Node {
 		}
 		root = root.Content[0]
 	}
-	if isNull(root) {
+	if yamlnode.IsNull(root) {
 		return nil
 	}
 	return root
 }
 
-// deref follows aliases, giving up on cycles.
-func deref(n *yaml.Node) *yaml.Node {
-	for i := 0; n != nil && n.Kind == yaml.AliasNode && n.Alias != nil && i < maxDepth; i++ {
-		n = n.Alias
-	}
-	return n
-}
-
-func isNull(n *yaml.Node) bool {
-	n = deref(n)
-	return n == nil || n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
-}
-
-// kindWord names what a node holds, for "must be X (got Y)".
-func kindWord(n *yaml.Node) string {
-	n = deref(n)
-	if n == nil {
-		return "nothing"
-	}
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!str":
-			return "string"
-		case "!!int":
-			return "integer"
-		case "!!float":
-			return "number"
-		case "!!bool":
-			return "boolean"
-		case "!!null":
-			return "null"
-		}
-		return strings.TrimPrefix(n.ShortTag(), "!!")
-	}
-	return "an alias"
-}
-
-// pair is one key/value of a mapping.
-type pair struct {
-	name     string
-	key, val *yaml.Node
-}
-
-// object is a decoded mapping: its pairs in order and by name.
-type object struct {
-	node  *yaml.Node
-	pairs []pair
-	byKey map[string]pair
-}
-
-// get returns the value of key, nil when absent or null.
-func (o *object) get(key string) *yaml.Node {
-	p, ok := o.byKey[key]
-	if !ok || isNull(p.val) {
-		return nil
-	}
-	return deref(p.val)
-}
-
-// mapping decodes n as a mapping with unique scalar keys; `<<` merge keys
-// are honoured (explicit keys win).
-func (l *loader) mapping(n *yaml.Node, path string) *object {
-	n = deref(n)
-	if n == nil || n.Kind != yaml.MappingNode {
-		l.errf(n, path, "must be a mapping (got %s)", kindWord(n))
-		return nil
-	}
-	o := &object{node: n, byKey: map[string]pair{}}
-	var merged []pair
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		kd := deref(k)
-		if kd.Kind != yaml.ScalarNode {
-			l.errf(k, path, "mapping keys must be strings (got %s)", kindWord(kd))
-			continue
-		}
-		if kd.ShortTag() == "!!merge" {
-			merged = append(merged, l.mergeSources(v, path)...)
-			continue
-		}
-		if prev, dup := o.byKey[kd.Value]; dup {
-			l.errf(k, keyPath(path, kd.Value), "duplicate key %q (first at line %d)", kd.Value, prev.key.Line)
-			continue
-		}
-		p := pair{name: kd.Value, key: k, val: v}
-		o.byKey[p.name] = p
-		o.pairs = append(o.pairs, p)
-	}
-	for _, p := range merged {
-		if _, ok := o.byKey[p.name]; !ok {
-			o.byKey[p.name] = p
-			o.pairs = append(o.pairs, p)
-		}
-	}
-	return o
-}
-
-// mergeSources returns the pairs a `<<` value brings in.
-func (l *loader) mergeSources(v *yaml.Node, path string) []pair {
-	v = deref(v)
-	var srcs []*yaml.Node
-	switch v.Kind {
-	case yaml.MappingNode:
-		srcs = []*yaml.Node{v}
-	case yaml.SequenceNode:
-		srcs = v.Content
-	default:
-		l.errf(v, path, "<< must merge a mapping or a list of mappings (got %s)", kindWord(v))
-		return nil
-	}
-	var out []pair
-	seen := map[string]bool{}
-	for _, s := range srcs {
-		if o := l.mapping(s, path); o != nil {
-			for _, p := range o.pairs {
-				if !seen[p.name] {
-					seen[p.name] = true
-					out = append(out, p)
-				}
-			}
-		}
-	}
-	return out
-}
-
-// strict decodes n as a mapping whose keys must be among known. At the
-// top level (path "") keys starting with "x-" are allowed: they hold
-// anchors for reuse.
-func (l *loader) strict(n *yaml.Node, path string, known ...string) *object {
-	o := l.mapping(n, path)
-	if o == nil {
-		return nil
-	}
-	for _, p := range o.pairs {
-		if path == "" && strings.HasPrefix(p.name, "x-") {
-			continue
-		}
-		if !contains(known, p.name) {
-			l.errf(p.key, keyPath(path, p.name), "unknown key %q%s", p.name, suggest.Hint(p.name, known))
-		}
-	}
-	return o
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // str decodes a string scalar.
 func (l *loader) str(n *yaml.Node, path string) (string, bool) {
-	n = deref(n)
+	n = yamlnode.Deref(n)
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-		l.errf(n, path, "must be a string (got %s)", kindWord(n))
+		l.errf(n, path, "must be a string (got %s)", yamlnode.KindWord(n))
 		return "", false
 	}
 	return n.Value, true
@@ -254,10 +96,10 @@ func (l *loader) nonEmpty(n *yaml.Node, path string) (string, bool) {
 
 // boolean decodes a boolean scalar.
 func (l *loader) boolean(n *yaml.Node, path string) (bool, bool) {
-	n = deref(n)
+	n = yamlnode.Deref(n)
 	var v bool
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Load(&v) != nil {
-		l.errf(n, path, "must be a boolean (got %s)", kindWord(n))
+		l.errf(n, path, "must be a boolean (got %s)", yamlnode.KindWord(n))
 		return false, false
 	}
 	return v, true
@@ -265,9 +107,9 @@ func (l *loader) boolean(n *yaml.Node, path string) (bool, bool) {
 
 // duration decodes a duration of at least lo.
 func (l *loader) duration(n *yaml.Node, path string, lo time.Duration) (time.Duration, bool) {
-	n = deref(n)
+	n = yamlnode.Deref(n)
 	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!bool" {
-		l.errf(n, path, "must be a duration (got %s); use e.g. 30s, 5m, 2h, 7d", kindWord(n))
+		l.errf(n, path, "must be a duration (got %s); use e.g. 30s, 5m, 2h, 7d", yamlnode.KindWord(n))
 		return 0, false
 	}
 	d, err := playbook.ParseDuration(n.Value)
@@ -288,9 +130,9 @@ func (l *loader) duration(n *yaml.Node, path string, lo time.Duration) (time.Dur
 
 // size decodes a byte size between lo and hi.
 func (l *loader) size(n *yaml.Node, path string, lo, hi int64) (int64, bool) {
-	n = deref(n)
+	n = yamlnode.Deref(n)
 	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!str") {
-		l.errf(n, path, "must be a size (got %s); use bytes or e.g. 512KiB, 1MiB", kindWord(n))
+		l.errf(n, path, "must be a size (got %s); use bytes or e.g. 512KiB, 1MiB", yamlnode.KindWord(n))
 		return 0, false
 	}
 	v, err := ParseSize(n.Value)
@@ -345,7 +187,7 @@ func FormatSize(n int64) string {
 // value converts a connection setting to a Go value: string, int,
 // float64, bool, nil or map[string]any. Lists are refused.
 func (l *loader) value(n *yaml.Node, path string, depth int) (any, bool) {
-	n = deref(n)
+	n = yamlnode.Deref(n)
 	l.nodes++
 	if l.nodes > maxNodes || depth > maxDepth {
 		if l.nodes == maxNodes+1 || depth == maxDepth+1 {
@@ -355,22 +197,22 @@ func (l *loader) value(n *yaml.Node, path string, depth int) (any, bool) {
 	}
 	switch n.Kind {
 	case yaml.MappingNode:
-		o := l.mapping(n, path)
+		o := yamlnode.Mapping(l.errf, n, path)
 		if o == nil {
 			return nil, false
 		}
-		m := make(map[string]any, len(o.pairs))
+		m := make(map[string]any, len(o.Pairs))
 		ok := true
-		for _, p := range o.pairs {
-			v, vok := l.value(p.val, keyPath(path, p.name), depth+1)
+		for _, p := range o.Pairs {
+			v, vok := l.value(p.Val, yamlnode.KeyPath(path, p.Name), depth+1)
 			ok = ok && vok
-			m[p.name] = v
+			m[p.Name] = v
 		}
 		return m, ok
 	case yaml.ScalarNode:
 		return l.scalar(n, path)
 	}
-	l.errf(n, path, "must be a string, number, boolean or mapping (got %s)", kindWord(n))
+	l.errf(n, path, "must be a string, number, boolean or mapping (got %s)", yamlnode.KindWord(n))
 	return nil, false
 }
 
@@ -409,27 +251,4 @@ func (l *loader) scalar(n *yaml.Node, path string) (any, bool) {
 		}
 	}
 	return n.Value, true
-}
-
-// keyPath appends a map key, quoting it when it is not a plain name.
-func keyPath(path, key string) string {
-	if !plainName(key) {
-		return path + "[" + strconv.Quote(key) + "]"
-	}
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-func plainName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if r != '_' && r != '-' && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
-			return false
-		}
-	}
-	return true
 }

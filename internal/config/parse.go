@@ -5,12 +5,14 @@ import (
 	"net"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v4"
 
 	"github.com/runbook/runbook/internal/suggest"
+	"github.com/runbook/runbook/internal/yamlnode"
 )
 
 var (
@@ -44,35 +46,35 @@ func (l *loader) parse(c *Config) {
 	if root == nil {
 		return
 	}
-	o := l.strict(root, "", topKeys...)
+	o := yamlnode.Strict(l.errf, root, "", topKeys...)
 	if o == nil {
 		return
 	}
-	if n := o.get("playbooks"); n != nil {
+	if n := o.Get("playbooks"); n != nil {
 		if s, ok := l.nonEmpty(n, "playbooks"); ok {
 			c.Playbooks = c.resolve(s)
 		}
 	}
-	if n := o.get("state"); n != nil {
+	if n := o.Get("state"); n != nil {
 		if s, ok := l.nonEmpty(n, "state"); ok {
 			c.State = c.resolve(s)
 		}
 	}
-	if n := o.get("secrets_file"); n != nil {
+	if n := o.Get("secrets_file"); n != nil {
 		if s, ok := l.nonEmpty(n, "secrets_file"); ok {
 			c.SecretsFile = c.resolve(s)
 		}
 	}
-	if n := o.get("server"); n != nil {
+	if n := o.Get("server"); n != nil {
 		l.server(&c.Server, n)
 	}
-	if n := o.get("webhooks"); n != nil {
+	if n := o.Get("webhooks"); n != nil {
 		l.webhooks(&c.Webhooks, n)
 	}
-	if n := o.get("connections"); n != nil {
+	if n := o.Get("connections"); n != nil {
 		l.connections(c, n)
 	}
-	if n := o.get("schedules"); n != nil {
+	if n := o.Get("schedules"); n != nil {
 		if b, ok := l.boolean(n, "schedules"); ok {
 			c.Schedules = b
 		}
@@ -80,11 +82,11 @@ func (l *loader) parse(c *Config) {
 }
 
 func (l *loader) server(s *Server, n *yaml.Node) {
-	o := l.strict(n, "server", serverKeys...)
+	o := yamlnode.Strict(l.errf, n, "server", serverKeys...)
 	if o == nil {
 		return
 	}
-	if n := o.get("listen"); n != nil {
+	if n := o.Get("listen"); n != nil {
 		if v, ok := l.str(n, "server.listen"); ok {
 			if msg := checkListen(v); msg != "" {
 				l.errf(n, "server.listen", "%s", msg)
@@ -93,27 +95,27 @@ func (l *loader) server(s *Server, n *yaml.Node) {
 			}
 		}
 	}
-	if n := o.get("token_secret"); n != nil {
+	if n := o.Get("token_secret"); n != nil {
 		if v, ok := l.secretName(n, "server.token_secret"); ok {
 			s.TokenSecret = v
 		}
 	}
-	if n := o.get("shutdown_grace"); n != nil {
+	if n := o.Get("shutdown_grace"); n != nil {
 		if d, ok := l.duration(n, "server.shutdown_grace", 0); ok {
 			s.ShutdownGrace = d
 		}
 	}
-	if n := o.get("max_body"); n != nil {
+	if n := o.Get("max_body"); n != nil {
 		if v, ok := l.size(n, "server.max_body", 1, MaxBodyLimit); ok {
 			s.MaxBody = v
 		}
 	}
-	if n := o.get("reload"); n != nil {
+	if n := o.Get("reload"); n != nil {
 		if b, ok := l.boolean(n, "server.reload"); ok {
 			s.Reload = b
 		}
 	}
-	if n := o.get("reload_interval"); n != nil {
+	if n := o.Get("reload_interval"); n != nil {
 		if d, ok := l.duration(n, "server.reload_interval", MinReloadInterval); ok {
 			s.ReloadInterval = d
 		}
@@ -159,34 +161,34 @@ func (l *loader) secretName(n *yaml.Node, path string) (string, bool) {
 }
 
 func (l *loader) webhooks(w *Webhooks, n *yaml.Node) {
-	o := l.strict(n, "webhooks", webhookKeys...)
+	o := yamlnode.Strict(l.errf, n, "webhooks", webhookKeys...)
 	if o == nil {
 		return
 	}
-	if n := o.get("dedup_ttl"); n != nil {
+	if n := o.Get("dedup_ttl"); n != nil {
 		if d, ok := l.duration(n, "webhooks.dedup_ttl", MinDedupTTL); ok {
 			w.DedupTTL = d
 		}
 	}
-	rn := o.get("routes")
+	rn := o.Get("routes")
 	if rn == nil {
 		return
 	}
-	routes := l.mapping(rn, "webhooks.routes")
+	routes := yamlnode.Mapping(l.errf, rn, "webhooks.routes")
 	if routes == nil {
 		return
 	}
-	for _, p := range routes.pairs {
-		path := keyPath("webhooks.routes", p.name)
-		if !routeNameRE.MatchString(p.name) {
-			l.errf(p.key, path, "invalid route name %q: use 1-64 lower-case letters, digits, '_' or '-', starting with a letter or digit", p.name)
+	for _, p := range routes.Pairs {
+		path := yamlnode.KeyPath("webhooks.routes", p.Name)
+		if !routeNameRE.MatchString(p.Name) {
+			l.errf(p.Key, path, "invalid route name %q: use 1-64 lower-case letters, digits, '_' or '-', starting with a letter or digit", p.Name)
 		}
-		if isNull(p.val) {
-			l.errf(p.key, path, "secret is required (the name of the secret holding the webhook signature)")
+		if yamlnode.IsNull(p.Val) {
+			l.errf(p.Key, path, "secret is required (the name of the secret holding the webhook signature)")
 			continue
 		}
-		if r, ok := l.route(p.val, path); ok {
-			w.Routes[p.name] = r
+		if r, ok := l.route(p.Val, path); ok {
+			w.Routes[p.Name] = r
 		}
 	}
 }
@@ -195,16 +197,16 @@ func (l *loader) webhooks(w *Webhooks, n *yaml.Node) {
 // secret and/or secrets (names; at least one). Secrets beyond the first
 // are accepted as well (a rotation).
 func (l *loader) route(n *yaml.Node, path string) (Route, bool) {
-	ro := l.strict(n, path, routeKeys...)
+	ro := yamlnode.Strict(l.errf, n, path, routeKeys...)
 	if ro == nil {
 		return Route{}, false
 	}
 	var r Route
 	ok := true
-	if vn := ro.get("verify"); vn != nil {
+	if vn := ro.Get("verify"); vn != nil {
 		if v, isStr := l.str(vn, path+".verify"); !isStr {
 			ok = false
-		} else if !contains(VerifyModes, v) {
+		} else if !slices.Contains(VerifyModes, v) {
 			l.errf(vn, path+".verify", "unknown verify mode %q (want one of %s)%s", v, strings.Join(VerifyModes, ", "), suggest.Hint(v, VerifyModes))
 			ok = false
 		} else if v != VerifyShared {
@@ -212,17 +214,17 @@ func (l *loader) route(n *yaml.Node, path string) (Route, bool) {
 		}
 	}
 	var names []string
-	if sn := ro.get("secret"); sn != nil {
+	if sn := ro.Get("secret"); sn != nil {
 		if s, sok := l.secretName(sn, path+".secret"); sok {
 			names = append(names, s)
 		} else {
 			ok = false
 		}
 	}
-	if ln := ro.get("secrets"); ln != nil {
+	if ln := ro.Get("secrets"); ln != nil {
 		sp := path + ".secrets"
-		if d := deref(ln); d == nil || d.Kind != yaml.SequenceNode || len(d.Content) == 0 {
-			l.errf(ln, sp, "must be a non-empty list of secret names (got %s)", kindWord(ln))
+		if d := yamlnode.Deref(ln); d == nil || d.Kind != yaml.SequenceNode || len(d.Content) == 0 {
+			l.errf(ln, sp, "must be a non-empty list of secret names (got %s)", yamlnode.KindWord(ln))
 			ok = false
 		} else {
 			for i, it := range d.Content {
@@ -234,8 +236,8 @@ func (l *loader) route(n *yaml.Node, path string) (Route, bool) {
 			}
 		}
 	}
-	if ro.get("secret") == nil && ro.get("secrets") == nil {
-		l.errf(ro.node, path, "secret is required (the name of the secret holding the webhook signature)")
+	if ro.Get("secret") == nil && ro.Get("secrets") == nil {
+		l.errf(ro.Node, path, "secret is required (the name of the secret holding the webhook signature)")
 		return Route{}, false
 	}
 	if !ok || len(names) == 0 {
@@ -261,30 +263,30 @@ func knownConnection(name string) bool {
 }
 
 func (l *loader) connections(c *Config, n *yaml.Node) {
-	m := l.mapping(n, "connections")
+	m := yamlnode.Mapping(l.errf, n, "connections")
 	if m == nil {
 		return
 	}
-	for _, p := range m.pairs {
-		path := keyPath("connections", p.name)
-		if !knownConnection(p.name) {
-			hint := suggest.Hint(p.name, Services)
+	for _, p := range m.Pairs {
+		path := yamlnode.KeyPath("connections", p.Name)
+		if !knownConnection(p.Name) {
+			hint := suggest.Hint(p.Name, Services)
 			if hint == "" {
 				hint = "; known: " + strings.Join(Services, ", ") + ", or one of them with a suffix (nks-kr2)"
 			}
-			l.errf(p.key, path, "unknown connection %q%s", p.name, hint)
+			l.errf(p.Key, path, "unknown connection %q%s", p.Name, hint)
 		}
-		if isNull(p.val) {
-			c.Connections[p.name] = map[string]any{}
+		if yamlnode.IsNull(p.Val) {
+			c.Connections[p.Name] = map[string]any{}
 			continue
 		}
-		if deref(p.val).Kind != yaml.MappingNode {
-			l.errf(p.val, path, "must be a mapping of settings (got %s)", kindWord(p.val))
+		if yamlnode.Deref(p.Val).Kind != yaml.MappingNode {
+			l.errf(p.Val, path, "must be a mapping of settings (got %s)", yamlnode.KindWord(p.Val))
 			continue
 		}
-		v, ok := l.value(p.val, path, 1)
+		v, ok := l.value(p.Val, path, 1)
 		if ok {
-			c.Connections[p.name] = v.(map[string]any)
+			c.Connections[p.Name] = v.(map[string]any)
 		}
 	}
 }

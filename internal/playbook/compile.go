@@ -9,6 +9,7 @@ import (
 
 	"github.com/runbook/runbook/internal/expr"
 	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/yamlnode"
 )
 
 // compiled is a compiled value and what the params check sees of it: the
@@ -22,25 +23,25 @@ type compiled struct {
 // scalars literals, mappings and lists compiled element by element (the
 // written key order is kept).
 func (l *loader) compileValue(n *yaml.Node, path string, te *expr.TypeEnv) (compiled, bool) {
-	n = deref(n)
+	n = yamlnode.Deref(n)
 	switch n.Kind {
 	case yaml.MappingNode:
-		o := l.mapping(n, path)
+		o := yamlnode.Mapping(l.errf, n, path)
 		if o == nil {
 			return compiled{}, false
 		}
-		keys := make([]string, 0, len(o.pairs))
-		vals := make([]expr.Value, 0, len(o.pairs))
-		check := make(map[string]any, len(o.pairs))
+		keys := make([]string, 0, len(o.Pairs))
+		vals := make([]expr.Value, 0, len(o.Pairs))
+		check := make(map[string]any, len(o.Pairs))
 		ok := true
-		for _, p := range o.pairs {
-			c, cok := l.compileValue(p.val, keyPath(path, p.name), te)
+		for _, p := range o.Pairs {
+			c, cok := l.compileValue(p.Val, yamlnode.KeyPath(path, p.Name), te)
 			if !cok {
 				ok = false
 				continue
 			}
-			keys, vals = append(keys, p.name), append(vals, c.val)
-			check[p.name] = c.check
+			keys, vals = append(keys, p.Name), append(vals, c.val)
+			check[p.Name] = c.check
 		}
 		return compiled{val: expr.Map(keys, vals), check: check}, ok
 	case yaml.SequenceNode:
@@ -48,7 +49,7 @@ func (l *loader) compileValue(n *yaml.Node, path string, te *expr.TypeEnv) (comp
 		check := make([]any, 0, len(n.Content))
 		ok := true
 		for i, c := range n.Content {
-			cv, cok := l.compileValue(c, indexPath(path, i), te)
+			cv, cok := l.compileValue(c, yamlnode.IndexPath(path, i), te)
 			if !cok {
 				ok = false
 				continue
@@ -108,9 +109,9 @@ type tplKey struct {
 // program compiles an `if:`-like scalar: bare or one ${{ }}. Booleans are
 // accepted (`if: false`).
 func (l *loader) program(n *yaml.Node, path string, te *expr.TypeEnv) *expr.Program {
-	n = deref(n)
+	n = yamlnode.Deref(n)
 	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!str" && n.ShortTag() != "!!bool") {
-		l.errf(n, path, "must be an expression (got %s)", kindWord(n))
+		l.errf(n, path, "must be an expression (got %s)", yamlnode.KindWord(n))
 		return nil
 	}
 	p, err := expr.Compile(n.Value, te)
@@ -125,7 +126,7 @@ func (l *loader) program(n *yaml.Node, path string, te *expr.TypeEnv) *expr.Prog
 // forEach compiles `for_each:`: a literal list, or an expression (bare or
 // ${{ }}) that yields a list or map.
 func (l *loader) forEach(n *yaml.Node, path string, te *expr.TypeEnv) expr.Value {
-	n = deref(n)
+	n = yamlnode.Deref(n)
 	switch {
 	case n.Kind == yaml.SequenceNode:
 		c, ok := l.compileValue(n, path, te)
@@ -156,7 +157,7 @@ func (l *loader) forEach(n *yaml.Node, path string, te *expr.TypeEnv) expr.Value
 		l.noteRefs(v.Refs())
 		return v
 	}
-	l.errf(n, path, "must be a list or an expression (got %s)", kindWord(n))
+	l.errf(n, path, "must be a list or an expression (got %s)", yamlnode.KindWord(n))
 	return nil
 }
 

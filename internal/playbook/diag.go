@@ -3,7 +3,6 @@ package playbook
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -67,39 +66,4 @@ func sortDiagnostics(ds Diagnostics) Diagnostics {
 		out = append(out, d)
 	}
 	return out
-}
-
-// joinPath appends a field name to a diagnostic path.
-func joinPath(path, name string) string {
-	if path == "" {
-		return name
-	}
-	return path + "." + name
-}
-
-// keyPath appends a map key, quoting it when it is not a plain name.
-func keyPath(path, key string) string {
-	if plainName(key) {
-		return joinPath(path, key)
-	}
-	return path + "[" + strconv.Quote(key) + "]"
-}
-
-// indexPath appends a list index.
-func indexPath(path string, i int) string {
-	return path + "[" + strconv.Itoa(i) + "]"
-}
-
-// plainName reports whether key needs no quoting in a path (the same rule
-// as the steps package uses for Problem paths).
-func plainName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if r != '_' && r != '-' && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
-			return false
-		}
-	}
-	return true
 }

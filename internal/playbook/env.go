@@ -6,38 +6,39 @@ import (
 	yaml "go.yaml.in/yaml/v4"
 
 	"github.com/runbook/runbook/internal/expr"
+	"github.com/runbook/runbook/internal/yamlnode"
 )
 
 // env decodes `env:`: names to strings that may be templates over inputs
 // (and secrets). Numbers and booleans are kept as written.
-func (l *loader) env(pb *Playbook, o *object, inputs map[string]string) {
-	n := o.get("env")
+func (l *loader) env(pb *Playbook, o *yamlnode.Object, inputs map[string]string) {
+	n := o.Get("env")
 	if n == nil {
 		return
 	}
-	m := l.mapping(n, "env")
+	m := yamlnode.Mapping(l.errf, n, "env")
 	if m == nil {
 		return
 	}
 	te := &expr.TypeEnv{Inputs: inputs, Steps: map[string]expr.StepType{}, AllSteps: map[string]bool{}}
-	pb.Env = make(map[string]expr.Value, len(m.pairs))
-	for _, p := range m.pairs {
-		path := keyPath("env", p.name)
-		if !identRE.MatchString(p.name) {
-			l.errf(p.key, path, "invalid variable name %q: use letters, digits and _, not starting with a digit", p.name)
+	pb.Env = make(map[string]expr.Value, len(m.Pairs))
+	for _, p := range m.Pairs {
+		path := yamlnode.KeyPath("env", p.Name)
+		if !identRE.MatchString(p.Name) {
+			l.errf(p.Key, path, "invalid variable name %q: use letters, digits and _, not starting with a digit", p.Name)
 			continue
 		}
-		v := deref(p.val)
+		v := yamlnode.Deref(p.Val)
 		if v.Kind != yaml.ScalarNode || v.ShortTag() == "!!null" {
-			l.errf(v, path, "must be a string (got %s)", kindWord(v))
+			l.errf(v, path, "must be a string (got %s)", yamlnode.KindWord(v))
 			continue
 		}
 		if v.ShortTag() != "!!str" {
-			pb.Env[p.name] = expr.Literal(v.Value)
+			pb.Env[p.Name] = expr.Literal(v.Value)
 			continue
 		}
 		if val, ok := l.template(v, path, te); ok {
-			pb.Env[p.name] = val
+			pb.Env[p.Name] = val
 		}
 	}
 }
@@ -45,40 +46,40 @@ func (l *loader) env(pb *Playbook, o *object, inputs map[string]string) {
 // connections decodes `connections:` (service name -> settings). Values
 // stay as written; strings holding ${{ }} are compiled to report mistakes
 // and to collect the secrets they use.
-func (l *loader) connections(pb *Playbook, o *object, inputs map[string]string) {
-	n := o.get("connections")
+func (l *loader) connections(pb *Playbook, o *yamlnode.Object, inputs map[string]string) {
+	n := o.Get("connections")
 	if n == nil {
 		return
 	}
-	m := l.mapping(n, "connections")
+	m := yamlnode.Mapping(l.errf, n, "connections")
 	if m == nil {
 		return
 	}
 	te := &expr.TypeEnv{Inputs: inputs, Steps: map[string]expr.StepType{}, AllSteps: map[string]bool{}}
-	pb.Connections = make(map[string]map[string]any, len(m.pairs))
-	for _, p := range m.pairs {
-		path := keyPath("connections", p.name)
-		if isNull(p.val) {
-			pb.Connections[p.name] = map[string]any{}
+	pb.Connections = make(map[string]map[string]any, len(m.Pairs))
+	for _, p := range m.Pairs {
+		path := yamlnode.KeyPath("connections", p.Name)
+		if yamlnode.IsNull(p.Val) {
+			pb.Connections[p.Name] = map[string]any{}
 			continue
 		}
-		v, ok := l.value(p.val, path)
+		v, ok := l.value(p.Val, path)
 		if !ok {
 			continue
 		}
 		settings, isMap := v.(map[string]any)
 		if !isMap {
-			l.errf(p.val, path, "must be a mapping (got %s)", kindWord(p.val))
+			l.errf(p.Val, path, "must be a mapping (got %s)", yamlnode.KindWord(p.Val))
 			continue
 		}
-		pb.Connections[p.name] = settings
-		l.checkTemplates(p.val, path, te)
+		pb.Connections[p.Name] = settings
+		l.checkTemplates(p.Val, path, te)
 	}
 }
 
 // checkTemplates compiles every string with ${{ }} under n.
 func (l *loader) checkTemplates(n *yaml.Node, path string, te *expr.TypeEnv) {
-	n = deref(n)
+	n = yamlnode.Deref(n)
 	switch n.Kind {
 	case yaml.ScalarNode:
 		if n.ShortTag() == "!!str" && strings.Contains(n.Value, "${{") {
@@ -86,18 +87,18 @@ func (l *loader) checkTemplates(n *yaml.Node, path string, te *expr.TypeEnv) {
 		}
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			l.checkTemplates(n.Content[i+1], keyPath(path, deref(n.Content[i]).Value), te)
+			l.checkTemplates(n.Content[i+1], yamlnode.KeyPath(path, yamlnode.Deref(n.Content[i]).Value), te)
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
-			l.checkTemplates(c, indexPath(path, i), te)
+			l.checkTemplates(c, yamlnode.IndexPath(path, i), te)
 		}
 	}
 }
 
 // playbookOutputs compiles `outputs:`, which may read every main step.
-func (l *loader) playbookOutputs(pb *Playbook, o *object, ss *stepSet, inputs map[string]string) {
-	n := o.get("outputs")
+func (l *loader) playbookOutputs(pb *Playbook, o *yamlnode.Object, ss *stepSet, inputs map[string]string) {
+	n := o.Get("outputs")
 	if n == nil {
 		return
 	}
@@ -108,10 +109,10 @@ func (l *loader) playbookOutputs(pb *Playbook, o *object, ss *stepSet, inputs ma
 			te.Steps[sn.step.ID] = sc.stepType(sn)
 		}
 	}
-	if m := l.mapping(n, "outputs"); m != nil {
-		for _, p := range m.pairs {
-			if !identRE.MatchString(p.name) {
-				l.errf(p.key, keyPath("outputs", p.name), "invalid output name %q: use letters, digits and _", p.name)
+	if m := yamlnode.Mapping(l.errf, n, "outputs"); m != nil {
+		for _, p := range m.Pairs {
+			if !identRE.MatchString(p.Name) {
+				l.errf(p.Key, yamlnode.KeyPath("outputs", p.Name), "invalid output name %q: use letters, digits and _", p.Name)
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/runbook/runbook/internal/yamlnode"
 	yaml "go.yaml.in/yaml/v4"
 )
 
@@ -18,24 +19,24 @@ var inputKeys = []string{"type", "required", "default", "enum", "pattern", "min"
 
 // inputs decodes the `inputs:` mapping and returns the declared types by
 // name (the expression type environment).
-func (l *loader) inputs(pb *Playbook, o *object) map[string]string {
+func (l *loader) inputs(pb *Playbook, o *yamlnode.Object) map[string]string {
 	types := map[string]string{}
-	n := o.get("inputs")
+	n := o.Get("inputs")
 	if n == nil {
 		return types
 	}
-	m := l.mapping(n, "inputs")
+	m := yamlnode.Mapping(l.errf, n, "inputs")
 	if m == nil {
 		return types
 	}
-	for _, p := range m.pairs {
-		path := keyPath("inputs", p.name)
-		if !identRE.MatchString(p.name) {
-			l.errf(p.key, path, "invalid input name %q: use letters, digits and _, not starting with a digit", p.name)
+	for _, p := range m.Pairs {
+		path := yamlnode.KeyPath("inputs", p.Name)
+		if !identRE.MatchString(p.Name) {
+			l.errf(p.Key, path, "invalid input name %q: use letters, digits and _, not starting with a digit", p.Name)
 		}
-		in := &Input{Name: p.name, Type: "string", Pos: l.pos(p.key)}
-		if !isNull(p.val) {
-			l.input(in, p.val, path)
+		in := &Input{Name: p.Name, Type: "string", Pos: l.pos(p.Key)}
+		if !yamlnode.IsNull(p.Val) {
+			l.input(in, p.Val, path)
 		}
 		types[in.Name] = in.Type
 		pb.Inputs = append(pb.Inputs, in)
@@ -44,46 +45,46 @@ func (l *loader) inputs(pb *Playbook, o *object) map[string]string {
 }
 
 func (l *loader) input(in *Input, n *yaml.Node, path string) {
-	o := l.strict(n, path, inputKeys...)
+	o := yamlnode.Strict(l.errf, n, path, inputKeys...)
 	if o == nil {
 		return
 	}
-	if t := o.get("type"); t != nil {
-		if s, ok := l.oneOf(t, joinPath(path, "type"), inputTypes...); ok {
+	if t := o.Get("type"); t != nil {
+		if s, ok := l.oneOf(t, yamlnode.JoinPath(path, "type"), inputTypes...); ok {
 			in.Type = s
 		}
 	}
-	if v := o.get("required"); v != nil {
-		in.Required, _ = l.boolean(v, joinPath(path, "required"))
+	if v := o.Get("required"); v != nil {
+		in.Required, _ = l.boolean(v, yamlnode.JoinPath(path, "required"))
 	}
-	if v := o.get("secret"); v != nil {
-		in.Secret, _ = l.boolean(v, joinPath(path, "secret"))
+	if v := o.Get("secret"); v != nil {
+		in.Secret, _ = l.boolean(v, yamlnode.JoinPath(path, "secret"))
 	}
-	if v := o.get("description"); v != nil {
-		in.Description, _ = l.str(v, joinPath(path, "description"))
+	if v := o.Get("description"); v != nil {
+		in.Description, _ = l.str(v, yamlnode.JoinPath(path, "description"))
 	}
-	if v := o.get("pattern"); v != nil {
-		if s, ok := l.str(v, joinPath(path, "pattern")); ok {
+	if v := o.Get("pattern"); v != nil {
+		if s, ok := l.str(v, yamlnode.JoinPath(path, "pattern")); ok {
 			if _, err := regexp.Compile(s); err != nil {
-				l.errf(v, joinPath(path, "pattern"), "invalid pattern: %v", err)
+				l.errf(v, yamlnode.JoinPath(path, "pattern"), "invalid pattern: %v", err)
 			} else if in.Type != "string" && in.Type != "list" {
-				l.errf(v, joinPath(path, "pattern"), "pattern applies to string inputs, not %s", in.Type)
+				l.errf(v, yamlnode.JoinPath(path, "pattern"), "pattern applies to string inputs, not %s", in.Type)
 			} else {
 				in.Pattern = s
 			}
 		}
 	}
 	for _, k := range []string{"min", "max"} {
-		v := o.get(k)
+		v := o.Get(k)
 		if v == nil {
 			continue
 		}
-		f, ok := l.number(v, joinPath(path, k))
+		f, ok := l.number(v, yamlnode.JoinPath(path, k))
 		if !ok {
 			continue
 		}
 		if in.Type == "boolean" {
-			l.errf(v, joinPath(path, k), "%s does not apply to boolean inputs", k)
+			l.errf(v, yamlnode.JoinPath(path, k), "%s does not apply to boolean inputs", k)
 			continue
 		}
 		if k == "min" {
@@ -93,12 +94,12 @@ func (l *loader) input(in *Input, n *yaml.Node, path string) {
 		}
 	}
 	if in.Min != nil && in.Max != nil && *in.Min > *in.Max {
-		l.errf(o.get("max"), joinPath(path, "max"), "max (%s) is below min (%s)", fmtNum(*in.Max), fmtNum(*in.Min))
+		l.errf(o.Get("max"), yamlnode.JoinPath(path, "max"), "max (%s) is below min (%s)", fmtNum(*in.Max), fmtNum(*in.Min))
 	}
-	if v := o.get("enum"); v != nil {
-		if items, ok := l.list(v, joinPath(path, "enum")); ok {
+	if v := o.Get("enum"); v != nil {
+		if items, ok := l.list(v, yamlnode.JoinPath(path, "enum")); ok {
 			for i, it := range items {
-				ip := indexPath(joinPath(path, "enum"), i)
+				ip := yamlnode.IndexPath(yamlnode.JoinPath(path, "enum"), i)
 				x, ok := l.value(it, ip)
 				if !ok {
 					continue
@@ -111,14 +112,14 @@ func (l *loader) input(in *Input, n *yaml.Node, path string) {
 			}
 		}
 	}
-	if p, ok := o.byKey["default"]; ok {
-		dp := joinPath(path, "default")
-		x, vok := l.value(p.val, dp)
+	if p, ok := o.Lookup("default"); ok {
+		dp := yamlnode.JoinPath(path, "default")
+		x, vok := l.value(p.Val, dp)
 		if vok {
 			in.Default, in.HasDefault = x, true
 			if x != nil {
 				if err := in.Check(x); err != nil {
-					l.errf(p.val, dp, "%v", err)
+					l.errf(p.Val, dp, "%v", err)
 				}
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runbook/runbook/internal/yamlnode"
 	yaml "go.yaml.in/yaml/v4"
 )
 
@@ -105,11 +106,11 @@ func (l *loader) parse(opts LoadOptions) *Playbook {
 		}
 		root = root.Content[0]
 	}
-	o := l.strict(root, "", topKeys...)
+	o := yamlnode.Strict(l.errf, root, "", topKeys...)
 	if o == nil {
 		return nil
 	}
-	pb := &Playbook{Pos: l.pos(deref(root))}
+	pb := &Playbook{Pos: l.pos(yamlnode.Deref(root))}
 	l.header(pb, o)
 	inputs := l.inputs(pb, o)
 	ss := l.stepLists(pb, o)
@@ -127,30 +128,30 @@ func (l *loader) parse(opts LoadOptions) *Playbook {
 }
 
 // header decodes version, name, description, timeout and max_parallel.
-func (l *loader) header(pb *Playbook, o *object) {
-	if n := o.get("version"); n == nil {
-		l.errf(o.node, "", "version is required (version: 1)")
+func (l *loader) header(pb *Playbook, o *yamlnode.Object) {
+	if n := o.Get("version"); n == nil {
+		l.errf(o.Node, "", "version is required (version: 1)")
 	} else if v, ok := l.integer(n, "version"); ok {
 		if v != 1 {
 			l.errf(n, "version", "unsupported version %d; this runbook reads version 1", v)
 		}
 		pb.Version = v
 	}
-	if n := o.get("name"); n == nil {
-		l.errf(o.node, "", "name is required")
+	if n := o.Get("name"); n == nil {
+		l.errf(o.Node, "", "name is required")
 	} else if s, ok := l.str(n, "name"); ok {
 		if !nameRE.MatchString(s) {
 			l.errf(n, "name", "invalid name %q: use 1-63 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit", s)
 		}
 		pb.Name = s
 	}
-	if n := o.get("description"); n != nil {
+	if n := o.Get("description"); n != nil {
 		pb.Description, _ = l.str(n, "description")
 	}
-	if n := o.get("timeout"); n != nil {
+	if n := o.Get("timeout"); n != nil {
 		pb.Timeout = l.positiveDuration(n, "timeout")
 	}
-	if n := o.get("max_parallel"); n != nil {
+	if n := o.Get("max_parallel"); n != nil {
 		pb.MaxParallel = l.atLeastOne(n, "max_parallel")
 	}
 }

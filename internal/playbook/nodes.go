@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	yaml "go.yaml.in/yaml/v4"
 
 	"github.com/runbook/runbook/internal/expr"
+	"github.com/runbook/runbook/internal/yamlnode"
 
 	"github.com/runbook/runbook/internal/suggest"
 )
@@ -179,194 +181,25 @@ func (m *measurer) walk(n *yaml.Node, depth int) size {
 	return s
 }
 
-// deref follows aliases (measure has ruled out cycles).
-func deref(n *yaml.Node) *yaml.Node {
-	for n != nil && n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
-	}
-	return n
-}
-
-// kindWord names what a node holds, for "must be X (got Y)".
-func kindWord(n *yaml.Node) string {
-	n = deref(n)
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!str":
-			return "string"
-		case "!!int":
-			return "integer"
-		case "!!float":
-			return "number"
-		case "!!bool":
-			return "boolean"
-		case "!!null":
-			return "null"
-		case "!!timestamp":
-			return "timestamp"
-		}
-		return strings.TrimPrefix(n.ShortTag(), "!!")
-	}
-	return "nothing"
-}
-
-func isNull(n *yaml.Node) bool {
-	n = deref(n)
-	return n == nil || n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
-}
-
-// pair is one key/value of a mapping.
-type pair struct {
-	name     string
-	key, val *yaml.Node
-}
-
-// object is a decoded mapping: its pairs in order and by name.
-type object struct {
-	node  *yaml.Node
-	path  string
-	pairs []pair
-	byKey map[string]pair
-}
-
-// get returns the value of key, nil when absent or null.
-func (o *object) get(key string) *yaml.Node {
-	p, ok := o.byKey[key]
-	if !ok || isNull(p.val) {
-		return nil
-	}
-	return deref(p.val)
-}
-
-// keyNode returns the key node of key (nil when absent).
-func (o *object) keyNode(key string) *yaml.Node {
-	return o.byKey[key].key
-}
-
-// has reports whether key is present and not null.
-func (o *object) has(key string) bool { return o.get(key) != nil }
-
-// mapping decodes n as a mapping. Keys must be scalars and unique; `<<`
-// merge keys are honoured (explicit keys win). It reports and returns nil
-// when n is not a mapping.
-func (l *loader) mapping(n *yaml.Node, path string) *object {
-	n = deref(n)
-	if n == nil || n.Kind != yaml.MappingNode {
-		l.errf(n, path, "must be a mapping (got %s)", kindWord(n))
-		return nil
-	}
-	o := &object{node: n, path: path, byKey: map[string]pair{}}
-	var merged []pair
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		kd := deref(k)
-		if kd.Kind != yaml.ScalarNode {
-			l.errf(k, path, "mapping keys must be strings (got %s)", kindWord(kd))
-			continue
-		}
-		if kd.ShortTag() == "!!merge" {
-			merged = append(merged, l.mergeSources(v, path)...)
-			continue
-		}
-		name := kd.Value
-		if prev, dup := o.byKey[name]; dup {
-			l.errf(k, keyPath(path, name), "duplicate key %q (first at line %d)", name, prev.key.Line)
-			continue
-		}
-		p := pair{name: name, key: k, val: v}
-		o.byKey[name] = p
-		o.pairs = append(o.pairs, p)
-	}
-	for _, p := range merged {
-		if _, ok := o.byKey[p.name]; !ok {
-			o.byKey[p.name] = p
-			o.pairs = append(o.pairs, p)
-		}
-	}
-	return o
-}
-
-// mergeSources returns the pairs a `<<` value brings in: one mapping or a
-// list of mappings (earlier ones win).
-func (l *loader) mergeSources(v *yaml.Node, path string) []pair {
-	v = deref(v)
-	var srcs []*yaml.Node
-	switch v.Kind {
-	case yaml.MappingNode:
-		srcs = []*yaml.Node{v}
-	case yaml.SequenceNode:
-		srcs = v.Content
-	default:
-		l.errf(v, path, "<< must merge a mapping or a list of mappings (got %s)", kindWord(v))
-		return nil
-	}
-	var out []pair
-	seen := map[string]bool{}
-	for _, s := range srcs {
-		o := l.mapping(s, path)
-		if o == nil {
-			continue
-		}
-		for _, p := range o.pairs {
-			if !seen[p.name] {
-				seen[p.name] = true
-				out = append(out, p)
-			}
-		}
-	}
-	return out
-}
-
-// strict decodes n as a mapping whose keys must be among known.
-func (l *loader) strict(n *yaml.Node, path string, known ...string) *object {
-	o := l.mapping(n, path)
-	if o == nil {
-		return nil
-	}
-	for _, p := range o.pairs {
-		if path == "" && strings.HasPrefix(p.name, "x-") {
-			continue // top-level extension keys hold anchors for reuse
-		}
-		if !contains(known, p.name) {
-			l.errf(p.key, keyPath(path, p.name), "unknown key %q%s", p.name, suggest.Hint(p.name, known))
-		}
-	}
-	return o
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // list decodes n as a sequence.
 func (l *loader) list(n *yaml.Node, path string) ([]*yaml.Node, bool) {
-	n = deref(n)
+	n = yamlnode.Deref(n)
 	if n == nil || n.Kind != yaml.SequenceNode {
-		l.errf(n, path, "must be a list (got %s)", kindWord(n))
+		l.errf(n, path, "must be a list (got %s)", yamlnode.KindWord(n))
 		return nil, false
 	}
 	out := make([]*yaml.Node, len(n.Content))
 	for i, c := range n.Content {
-		out[i] = deref(c)
+		out[i] = yamlnode.Deref(c)
 	}
 	return out, true
 }
 
 // str decodes a string scalar.
 func (l *loader) str(n *yaml.Node, path string) (string, bool) {
-	n = deref(n)
+	n = yamlnode.Deref(n)
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-		l.errf(n, path, "must be a string (got %s)", kindWord(n))
+		l.errf(n, path, "must be a string (got %s)", yamlnode.KindWord(n))
 		return "", false
 	}
 	return n.Value, true
@@ -374,9 +207,9 @@ func (l *loader) str(n *yaml.Node, path string) (string, bool) {
 
 // integer decodes an integer scalar.
 func (l *loader) integer(n *yaml.Node, path string) (int, bool) {
-	n = deref(n)
+	n = yamlnode.Deref(n)
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
-		l.errf(n, path, "must be an integer (got %s)", kindWord(n))
+		l.errf(n, path, "must be an integer (got %s)", yamlnode.KindWord(n))
 		return 0, false
 	}
 	var v int
@@ -389,9 +222,9 @@ func (l *loader) integer(n *yaml.Node, path string) (int, bool) {
 
 // number decodes an integer or float scalar.
 func (l *loader) number(n *yaml.Node, path string) (float64, bool) {
-	n = deref(n)
+	n = yamlnode.Deref(n)
 	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") {
-		l.errf(n, path, "must be a number (got %s)", kindWord(n))
+		l.errf(n, path, "must be a number (got %s)", yamlnode.KindWord(n))
 		return 0, false
 	}
 	var v float64
@@ -404,9 +237,9 @@ func (l *loader) number(n *yaml.Node, path string) (float64, bool) {
 
 // boolean decodes a boolean scalar.
 func (l *loader) boolean(n *yaml.Node, path string) (bool, bool) {
-	n = deref(n)
+	n = yamlnode.Deref(n)
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
-		l.errf(n, path, "must be a boolean (got %s)", kindWord(n))
+		l.errf(n, path, "must be a boolean (got %s)", yamlnode.KindWord(n))
 		return false, false
 	}
 	var v bool
@@ -423,7 +256,7 @@ func (l *loader) oneOf(n *yaml.Node, path string, values ...string) (string, boo
 	if !ok {
 		return "", false
 	}
-	if !contains(values, s) {
+	if !slices.Contains(values, s) {
 		l.errf(n, path, "must be one of %s (got %q)%s", strings.Join(values, ", "), s, suggest.Hint(s, values))
 		return "", false
 	}
@@ -433,9 +266,9 @@ func (l *loader) oneOf(n *yaml.Node, path string, values ...string) (string, boo
 // duration decodes a duration string: Go syntax ("90s", "1h30m") plus a
 // whole-days prefix ("2d", "1d12h"). Negative durations are refused.
 func (l *loader) duration(n *yaml.Node, path string) (time.Duration, bool) {
-	n = deref(n)
+	n = yamlnode.Deref(n)
 	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" || n.ShortTag() == "!!bool" {
-		l.errf(n, path, "must be a duration (got %s); use e.g. 30s, 5m, 2h, 1d", kindWord(n))
+		l.errf(n, path, "must be a duration (got %s); use e.g. 30s, 5m, 2h, 1d", yamlnode.KindWord(n))
 		return 0, false
 	}
 	d, err := ParseDuration(n.Value)
@@ -485,26 +318,26 @@ func ParseDuration(s string) (time.Duration, error) {
 // value converts a node to a JSON-like Go value: string, int, float64,
 // bool, nil, []any, map[string]any.
 func (l *loader) value(n *yaml.Node, path string) (any, bool) {
-	n = deref(n)
+	n = yamlnode.Deref(n)
 	switch n.Kind {
 	case yaml.MappingNode:
-		o := l.mapping(n, path)
+		o := yamlnode.Mapping(l.errf, n, path)
 		if o == nil {
 			return nil, false
 		}
-		m := make(map[string]any, len(o.pairs))
+		m := make(map[string]any, len(o.Pairs))
 		ok := true
-		for _, p := range o.pairs {
-			v, vok := l.value(p.val, keyPath(path, p.name))
+		for _, p := range o.Pairs {
+			v, vok := l.value(p.Val, yamlnode.KeyPath(path, p.Name))
 			ok = ok && vok
-			m[p.name] = v
+			m[p.Name] = v
 		}
 		return m, ok
 	case yaml.SequenceNode:
 		out := make([]any, len(n.Content))
 		ok := true
 		for i, c := range n.Content {
-			v, vok := l.value(c, indexPath(path, i))
+			v, vok := l.value(c, yamlnode.IndexPath(path, i))
 			ok = ok && vok
 			out[i] = v
 		}

@@ -7,6 +7,7 @@ import (
 	yaml "go.yaml.in/yaml/v4"
 
 	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/yamlnode"
 
 	"github.com/runbook/runbook/internal/suggest"
 )
@@ -22,7 +23,7 @@ var retryKeys = []string{"attempts", "delay", "backoff", "max_delay", "jitter", 
 // expressions are compiled from once every id is known.
 type stepNode struct {
 	step  *Step
-	obj   *object
+	obj   *yamlnode.Object
 	path  string // "steps[2]"
 	list  string // "steps", "on_failure" or "finally"
 	index int    // in its list
@@ -45,18 +46,18 @@ var listNames = []string{"steps", "on_failure", "finally"}
 
 // stepLists decodes steps, on_failure and finally. It returns nil when
 // there are too many steps to go on.
-func (l *loader) stepLists(pb *Playbook, o *object) *stepSet {
+func (l *loader) stepLists(pb *Playbook, o *yamlnode.Object) *stepSet {
 	ss := &stepSet{lists: map[string][]*stepNode{}, byID: map[string]*stepNode{}, ids: map[string]bool{}}
 	total := 0
 	lists := map[string][]*yaml.Node{}
 	for _, name := range listNames {
-		n := o.get(name)
+		n := o.Get(name)
 		if n == nil {
 			if name == "steps" {
-				if k := o.keyNode("steps"); k != nil {
+				if k := o.KeyNode("steps"); k != nil {
 					l.errf(k, "steps", "must list at least one step")
 				} else {
-					l.errf(o.node, "", "steps is required (the list of steps to run)")
+					l.errf(o.Node, "", "steps is required (the list of steps to run)")
 				}
 			}
 			continue
@@ -72,7 +73,7 @@ func (l *loader) stepLists(pb *Playbook, o *object) *stepSet {
 		lists[name] = items
 	}
 	if total > MaxSteps {
-		l.errf(o.node, "", "playbook has %d steps (limit %d)", total, MaxSteps)
+		l.errf(o.Node, "", "playbook has %d steps (limit %d)", total, MaxSteps)
 		return nil
 	}
 	for _, name := range listNames {
@@ -97,60 +98,60 @@ func (l *loader) stepLists(pb *Playbook, o *object) *stepSet {
 // step decodes the structure of one step; expressions come later.
 func (l *loader) step(n *yaml.Node, path string) *stepNode {
 	sn := &stepNode{step: &Step{Pos: l.pos(n)}, path: path}
-	o := l.strict(n, path, stepKeys...)
+	o := yamlnode.Strict(l.errf, n, path, stepKeys...)
 	if o == nil {
 		return sn
 	}
 	sn.obj = o
 	st := sn.step
-	if v := o.get("id"); v == nil {
+	if v := o.Get("id"); v == nil {
 		l.errf(n, path, "id is required")
-	} else if s, ok := l.str(v, joinPath(path, "id")); ok {
+	} else if s, ok := l.str(v, yamlnode.JoinPath(path, "id")); ok {
 		if !identRE.MatchString(s) {
-			l.errf(v, joinPath(path, "id"), "invalid step id %q: use letters, digits and _, not starting with a digit (ids appear in expressions as steps.<id>)", s)
+			l.errf(v, yamlnode.JoinPath(path, "id"), "invalid step id %q: use letters, digits and _, not starting with a digit (ids appear in expressions as steps.<id>)", s)
 		} else {
 			st.ID = s
 		}
 	}
-	if v := o.get("name"); v != nil {
-		st.Name, _ = l.str(v, joinPath(path, "name"))
+	if v := o.Get("name"); v != nil {
+		st.Name, _ = l.str(v, yamlnode.JoinPath(path, "name"))
 	}
-	if v := o.get("uses"); v == nil {
+	if v := o.Get("uses"); v == nil {
 		l.errf(n, path, "uses is required (the step type)")
-	} else if s, ok := l.str(v, joinPath(path, "uses")); ok {
+	} else if s, ok := l.str(v, yamlnode.JoinPath(path, "uses")); ok {
 		st.Uses = s
 		if d, ok := steps.Lookup(s); ok {
 			st.Desc = d
 		} else {
-			l.errf(v, joinPath(path, "uses"), "unknown step type %q%s", s, suggest.Hint(s, steps.Names()))
+			l.errf(v, yamlnode.JoinPath(path, "uses"), "unknown step type %q%s", s, suggest.Hint(s, steps.Names()))
 		}
 	}
-	if v := o.get("with"); v != nil && v.Kind != yaml.MappingNode {
-		l.errf(v, joinPath(path, "with"), "must be a mapping (got %s)", kindWord(v))
+	if v := o.Get("with"); v != nil && v.Kind != yaml.MappingNode {
+		l.errf(v, yamlnode.JoinPath(path, "with"), "must be a mapping (got %s)", yamlnode.KindWord(v))
 	}
-	if p, ok := o.byKey["needs"]; ok {
-		l.needs(sn, p.val, joinPath(path, "needs"))
+	if p, ok := o.Lookup("needs"); ok {
+		l.needs(sn, p.Val, yamlnode.JoinPath(path, "needs"))
 	}
-	if v := o.get("max_parallel"); v != nil {
-		st.MaxParallel = l.atLeastOne(v, joinPath(path, "max_parallel"))
-		if !o.has("for_each") {
-			l.errf(o.keyNode("max_parallel"), joinPath(path, "max_parallel"), "max_parallel applies to for_each steps only")
+	if v := o.Get("max_parallel"); v != nil {
+		st.MaxParallel = l.atLeastOne(v, yamlnode.JoinPath(path, "max_parallel"))
+		if !o.Has("for_each") {
+			l.errf(o.KeyNode("max_parallel"), yamlnode.JoinPath(path, "max_parallel"), "max_parallel applies to for_each steps only")
 		}
 	}
-	if v := o.get("timeout"); v != nil {
-		st.Timeout = l.positiveDuration(v, joinPath(path, "timeout"))
+	if v := o.Get("timeout"); v != nil {
+		st.Timeout = l.positiveDuration(v, yamlnode.JoinPath(path, "timeout"))
 	}
-	if v := o.get("continue_on_error"); v != nil {
-		st.ContinueOnError, _ = l.boolean(v, joinPath(path, "continue_on_error"))
+	if v := o.Get("continue_on_error"); v != nil {
+		st.ContinueOnError, _ = l.boolean(v, yamlnode.JoinPath(path, "continue_on_error"))
 	}
-	if v := o.get("retry"); v != nil {
-		st.Retry = l.retry(v, joinPath(path, "retry"))
+	if v := o.Get("retry"); v != nil {
+		st.Retry = l.retry(v, yamlnode.JoinPath(path, "retry"))
 	}
-	if v := o.get("outputs"); v != nil {
-		if m := l.mapping(v, joinPath(path, "outputs")); m != nil {
-			for _, p := range m.pairs {
-				if !identRE.MatchString(p.name) {
-					l.errf(p.key, keyPath(joinPath(path, "outputs"), p.name), "invalid output name %q: use letters, digits and _", p.name)
+	if v := o.Get("outputs"); v != nil {
+		if m := yamlnode.Mapping(l.errf, v, yamlnode.JoinPath(path, "outputs")); m != nil {
+			for _, p := range m.Pairs {
+				if !identRE.MatchString(p.Name) {
+					l.errf(p.Key, yamlnode.KeyPath(yamlnode.JoinPath(path, "outputs"), p.Name), "invalid output name %q: use letters, digits and _", p.Name)
 				}
 			}
 		}
@@ -161,8 +162,8 @@ func (l *loader) step(n *yaml.Node, path string) *stepNode {
 // needs decodes `needs:` — a list of step ids or a single id. An empty
 // list means "no dependencies" (Needs non-nil and empty).
 func (l *loader) needs(sn *stepNode, n *yaml.Node, path string) {
-	n = deref(n)
-	if isNull(n) {
+	n = yamlnode.Deref(n)
+	if yamlnode.IsNull(n) {
 		return
 	}
 	sn.step.Needs = []string{}
@@ -179,7 +180,7 @@ func (l *loader) needs(sn *stepNode, n *yaml.Node, path string) {
 	for i, it := range items {
 		ip := path
 		if n.Kind == yaml.SequenceNode {
-			ip = indexPath(path, i)
+			ip = yamlnode.IndexPath(path, i)
 		}
 		s, ok := l.str(it, ip)
 		if !ok {
@@ -198,39 +199,39 @@ func (l *loader) needs(sn *stepNode, n *yaml.Node, path string) {
 // retry decodes a retry policy; defaults: 3 attempts, 1s delay, backoff 1.
 func (l *loader) retry(n *yaml.Node, path string) *Retry {
 	r := &Retry{Attempts: 3, Delay: time.Second, Backoff: 1}
-	o := l.strict(n, path, retryKeys...)
+	o := yamlnode.Strict(l.errf, n, path, retryKeys...)
 	if o == nil {
 		return r
 	}
-	if v := o.get("attempts"); v != nil {
-		if a, ok := l.integer(v, joinPath(path, "attempts")); ok {
+	if v := o.Get("attempts"); v != nil {
+		if a, ok := l.integer(v, yamlnode.JoinPath(path, "attempts")); ok {
 			if a < 1 || a > 100 {
-				l.errf(v, joinPath(path, "attempts"), "must be between 1 and 100 (got %d)", a)
+				l.errf(v, yamlnode.JoinPath(path, "attempts"), "must be between 1 and 100 (got %d)", a)
 			} else {
 				r.Attempts = a
 			}
 		}
 	}
-	if v := o.get("delay"); v != nil {
-		r.Delay, _ = l.duration(v, joinPath(path, "delay"))
+	if v := o.Get("delay"); v != nil {
+		r.Delay, _ = l.duration(v, yamlnode.JoinPath(path, "delay"))
 	}
-	if v := o.get("max_delay"); v != nil {
-		r.MaxDelay, _ = l.duration(v, joinPath(path, "max_delay"))
+	if v := o.Get("max_delay"); v != nil {
+		r.MaxDelay, _ = l.duration(v, yamlnode.JoinPath(path, "max_delay"))
 		if r.MaxDelay > 0 && r.MaxDelay < r.Delay {
-			l.errf(v, joinPath(path, "max_delay"), "must not be shorter than delay (%s)", r.Delay)
+			l.errf(v, yamlnode.JoinPath(path, "max_delay"), "must not be shorter than delay (%s)", r.Delay)
 		}
 	}
-	if v := o.get("backoff"); v != nil {
-		if b, ok := l.number(v, joinPath(path, "backoff")); ok {
+	if v := o.Get("backoff"); v != nil {
+		if b, ok := l.number(v, yamlnode.JoinPath(path, "backoff")); ok {
 			if b < 1 || b > 100 {
-				l.errf(v, joinPath(path, "backoff"), "must be between 1 and 100 (got %s)", fmtNum(b))
+				l.errf(v, yamlnode.JoinPath(path, "backoff"), "must be between 1 and 100 (got %s)", fmtNum(b))
 			} else {
 				r.Backoff = b
 			}
 		}
 	}
-	if v := o.get("jitter"); v != nil {
-		r.Jitter, _ = l.boolean(v, joinPath(path, "jitter"))
+	if v := o.Get("jitter"); v != nil {
+		r.Jitter, _ = l.boolean(v, yamlnode.JoinPath(path, "jitter"))
 	}
 	return r
 }

@@ -8,6 +8,7 @@ import (
 	yaml "go.yaml.in/yaml/v4"
 
 	"github.com/runbook/runbook/internal/expr"
+	"github.com/runbook/runbook/internal/yamlnode"
 
 	"github.com/runbook/runbook/internal/suggest"
 )
@@ -19,8 +20,8 @@ var (
 )
 
 // triggers decodes `triggers:`.
-func (l *loader) triggers(pb *Playbook, o *object, inputs map[string]string) {
-	n := o.get("triggers")
+func (l *loader) triggers(pb *Playbook, o *yamlnode.Object, inputs map[string]string) {
+	n := o.Get("triggers")
 	if n == nil {
 		return
 	}
@@ -29,29 +30,29 @@ func (l *loader) triggers(pb *Playbook, o *object, inputs map[string]string) {
 		return
 	}
 	for i, it := range items {
-		path := indexPath("triggers", i)
+		path := yamlnode.IndexPath("triggers", i)
 		t := &Trigger{Pos: l.pos(it)}
-		to := l.strict(it, path, "schedule", "webhook", "inputs")
+		to := yamlnode.Strict(l.errf, it, path, "schedule", "webhook", "inputs")
 		if to == nil {
 			continue
 		}
-		s, w := to.get("schedule"), to.get("webhook")
+		s, w := to.Get("schedule"), to.Get("webhook")
 		switch {
 		case s != nil && w != nil:
-			l.errf(to.keyNode("webhook"), path, "a trigger is either a schedule or a webhook, not both")
+			l.errf(to.KeyNode("webhook"), path, "a trigger is either a schedule or a webhook, not both")
 		case s != nil:
-			t.Schedule = l.schedule(s, joinPath(path, "schedule"))
+			t.Schedule = l.schedule(s, yamlnode.JoinPath(path, "schedule"))
 		case w != nil:
-			t.Webhook = l.webhook(w, joinPath(path, "webhook"))
+			t.Webhook = l.webhook(w, yamlnode.JoinPath(path, "webhook"))
 		default:
 			l.errf(it, path, "a trigger needs schedule: or webhook:")
 		}
 		set := map[string]bool{}
-		if v := to.get("inputs"); v != nil {
-			t.Inputs, set = l.triggerInputs(v, joinPath(path, "inputs"), inputs)
+		if v := to.Get("inputs"); v != nil {
+			t.Inputs, set = l.triggerInputs(v, yamlnode.JoinPath(path, "inputs"), inputs)
 		}
 		if set != nil {
-			l.requiredByTrigger(pb, it, joinPath(path, "inputs"), set)
+			l.requiredByTrigger(pb, it, yamlnode.JoinPath(path, "inputs"), set)
 		}
 		pb.Triggers = append(pb.Triggers, t)
 	}
@@ -59,72 +60,72 @@ func (l *loader) triggers(pb *Playbook, o *object, inputs map[string]string) {
 
 func (l *loader) schedule(n *yaml.Node, path string) *Schedule {
 	s := &Schedule{Overlap: "skip", Catchup: "none"}
-	o := l.strict(n, path, scheduleKeys...)
+	o := yamlnode.Strict(l.errf, n, path, scheduleKeys...)
 	if o == nil {
 		return s
 	}
-	if v := o.get("timezone"); v != nil {
-		if tz, ok := l.str(v, joinPath(path, "timezone")); ok {
+	if v := o.Get("timezone"); v != nil {
+		if tz, ok := l.str(v, yamlnode.JoinPath(path, "timezone")); ok {
 			s.Timezone = tz
 			loc, err := time.LoadLocation(tz)
 			if err != nil || tz == "" {
-				l.errf(v, joinPath(path, "timezone"), "unknown time zone %q; use an IANA name like Asia/Seoul or UTC", tz)
+				l.errf(v, yamlnode.JoinPath(path, "timezone"), "unknown time zone %q; use an IANA name like Asia/Seoul or UTC", tz)
 			} else {
 				s.Location = loc
 			}
 		}
 	}
-	if v := o.get("cron"); v == nil {
+	if v := o.Get("cron"); v == nil {
 		l.errf(n, path, "cron is required")
-	} else if c, ok := l.str(v, joinPath(path, "cron")); ok {
+	} else if c, ok := l.str(v, yamlnode.JoinPath(path, "cron")); ok {
 		s.Cron = c
 		if strings.HasPrefix(c, "CRON_TZ=") || strings.HasPrefix(c, "TZ=") {
 			if s.Timezone != "" {
-				l.errf(v, joinPath(path, "cron"), "time zone given twice: in cron (%s) and in timezone", strings.Fields(c)[0])
+				l.errf(v, yamlnode.JoinPath(path, "cron"), "time zone given twice: in cron (%s) and in timezone", strings.Fields(c)[0])
 			}
 		}
 		if _, err := cronParser.Parse(c); err != nil {
-			l.errf(v, joinPath(path, "cron"), "invalid cron expression %q: %v; use 5 fields (minute hour day-of-month month day-of-week), 6 with seconds first, or a descriptor like @daily", c, err)
+			l.errf(v, yamlnode.JoinPath(path, "cron"), "invalid cron expression %q: %v; use 5 fields (minute hour day-of-month month day-of-week), 6 with seconds first, or a descriptor like @daily", c, err)
 		}
 	}
 	if s.Location == nil {
 		s.Location = time.UTC
 	}
-	if v := o.get("overlap"); v != nil {
-		s.Overlap, _ = l.oneOf(v, joinPath(path, "overlap"), "skip", "queue", "allow", "replace")
+	if v := o.Get("overlap"); v != nil {
+		s.Overlap, _ = l.oneOf(v, yamlnode.JoinPath(path, "overlap"), "skip", "queue", "allow", "replace")
 	}
-	if v := o.get("catchup"); v != nil {
-		s.Catchup, _ = l.oneOf(v, joinPath(path, "catchup"), "none", "latest", "all")
+	if v := o.Get("catchup"); v != nil {
+		s.Catchup, _ = l.oneOf(v, yamlnode.JoinPath(path, "catchup"), "none", "latest", "all")
 	}
-	if v := o.get("catchup_window"); v != nil {
-		s.CatchupWindow = l.positiveDuration(v, joinPath(path, "catchup_window"))
+	if v := o.Get("catchup_window"); v != nil {
+		s.CatchupWindow = l.positiveDuration(v, yamlnode.JoinPath(path, "catchup_window"))
 	}
-	if v := o.get("jitter"); v != nil {
-		s.Jitter, _ = l.duration(v, joinPath(path, "jitter"))
+	if v := o.Get("jitter"); v != nil {
+		s.Jitter, _ = l.duration(v, yamlnode.JoinPath(path, "jitter"))
 	}
 	return s
 }
 
 func (l *loader) webhook(n *yaml.Node, path string) *Webhook {
 	w := &Webhook{}
-	o := l.strict(n, path, webhookKeys...)
+	o := yamlnode.Strict(l.errf, n, path, webhookKeys...)
 	if o == nil {
 		return w
 	}
-	if v := o.get("route"); v == nil {
+	if v := o.Get("route"); v == nil {
 		l.errf(n, path, "route is required (the path segment the webhook is served on)")
-	} else if r, ok := l.str(v, joinPath(path, "route")); ok {
+	} else if r, ok := l.str(v, yamlnode.JoinPath(path, "route")); ok {
 		if !routeOK(r) {
-			l.errf(v, joinPath(path, "route"), "invalid route %q: use letters, digits, '-', '_', '.' and '/'", r)
+			l.errf(v, yamlnode.JoinPath(path, "route"), "invalid route %q: use letters, digits, '-', '_', '.' and '/'", r)
 		}
 		w.Route = r
 	}
-	if v := o.get("event"); v != nil {
-		ep := joinPath(path, "event")
+	if v := o.Get("event"); v != nil {
+		ep := yamlnode.JoinPath(path, "event")
 		if v.Kind == yaml.SequenceNode {
 			items, _ := l.list(v, ep)
 			for i, it := range items {
-				if s, ok := l.str(it, indexPath(ep, i)); ok {
+				if s, ok := l.str(it, yamlnode.IndexPath(ep, i)); ok {
 					w.Events = append(w.Events, s)
 				}
 			}
@@ -132,11 +133,11 @@ func (l *loader) webhook(n *yaml.Node, path string) *Webhook {
 			w.Events = []string{s}
 		}
 	}
-	if v := o.get("each"); v != nil {
-		w.Each, _ = l.oneOf(v, joinPath(path, "each"), "hook")
+	if v := o.Get("each"); v != nil {
+		w.Each, _ = l.oneOf(v, yamlnode.JoinPath(path, "each"), "hook")
 	}
-	if v := o.get("if"); v != nil {
-		w.If = l.program(v, joinPath(path, "if"), &expr.TypeEnv{Inputs: map[string]string{}, Steps: map[string]expr.StepType{}, AllSteps: map[string]bool{}})
+	if v := o.Get("if"); v != nil {
+		w.If = l.program(v, yamlnode.JoinPath(path, "if"), &expr.TypeEnv{Inputs: map[string]string{}, Steps: map[string]expr.StepType{}, AllSteps: map[string]bool{}})
 	}
 	return w
 }
@@ -160,7 +161,7 @@ func routeOK(r string) bool {
 func (l *loader) requiredByTrigger(pb *Playbook, trig *yaml.Node, path string, set map[string]bool) {
 	for _, in := range pb.Inputs {
 		if in.Required && !in.HasDefault && !set[in.Name] {
-			l.errf(trig, keyPath(path, in.Name),
+			l.errf(trig, yamlnode.KeyPath(path, in.Name),
 				"required input %q has no default and this trigger does not set it; add inputs: {%s: ...} to the trigger, or give the input a default",
 				in.Name, in.Name)
 		}
@@ -171,42 +172,42 @@ func (l *loader) requiredByTrigger(pb *Playbook, trig *yaml.Node, path string, s
 // declared inputs, values templates over `trigger`. set holds every
 // declared input the mapping names (nil when n is not a mapping).
 func (l *loader) triggerInputs(n *yaml.Node, path string, inputs map[string]string) (out map[string]expr.Value, set map[string]bool) {
-	o := l.mapping(n, path)
+	o := yamlnode.Mapping(l.errf, n, path)
 	if o == nil {
 		return nil, nil
 	}
 	te := &expr.TypeEnv{Inputs: map[string]string{}, Steps: map[string]expr.StepType{}, AllSteps: map[string]bool{}}
 	out, set = map[string]expr.Value{}, map[string]bool{}
 	names := sortedKeys(inputs)
-	for _, p := range o.pairs {
-		kp := keyPath(path, p.name)
-		set[p.name] = true
-		if _, ok := inputs[p.name]; !ok {
-			l.errf(p.key, kp, "unknown input %q%s", p.name, suggest.Hint(p.name, names))
+	for _, p := range o.Pairs {
+		kp := yamlnode.KeyPath(path, p.Name)
+		set[p.Name] = true
+		if _, ok := inputs[p.Name]; !ok {
+			l.errf(p.Key, kp, "unknown input %q%s", p.Name, suggest.Hint(p.Name, names))
 			continue
 		}
-		if v, ok := l.compileValue(p.val, kp, te); ok {
-			out[p.name] = v.val
+		if v, ok := l.compileValue(p.Val, kp, te); ok {
+			out[p.Name] = v.val
 		}
 	}
 	return out, set
 }
 
 // concurrency decodes `concurrency: {key, on_busy}`.
-func (l *loader) concurrency(pb *Playbook, o *object, inputs map[string]string) {
-	n := o.get("concurrency")
+func (l *loader) concurrency(pb *Playbook, o *yamlnode.Object, inputs map[string]string) {
+	n := o.Get("concurrency")
 	if n == nil {
 		return
 	}
 	c := &Concurrency{OnBusy: "queue", Pos: l.pos(n)}
-	co := l.strict(n, "concurrency", "key", "on_busy")
+	co := yamlnode.Strict(l.errf, n, "concurrency", "key", "on_busy")
 	if co == nil {
 		return
 	}
-	if v := co.get("on_busy"); v != nil {
+	if v := co.Get("on_busy"); v != nil {
 		c.OnBusy, _ = l.oneOf(v, "concurrency.on_busy", "queue", "skip", "cancel_running")
 	}
-	if v := co.get("key"); v == nil {
+	if v := co.Get("key"); v == nil {
 		l.errf(n, "concurrency", "key is required (runs with the same key do not overlap)")
 	} else if _, ok := l.str(v, "concurrency.key"); ok {
 		te := &expr.TypeEnv{Inputs: inputs, Steps: map[string]expr.StepType{}, AllSteps: map[string]bool{}}

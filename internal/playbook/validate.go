@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/runbook/runbook/internal/suggest"
+	"github.com/runbook/runbook/internal/yamlnode"
 )
 
 // resolve checks step ids and needs, detects cycles, fills DependsOn and
@@ -16,7 +17,7 @@ func (l *loader) resolve(ss *stepSet) {
 			continue
 		}
 		if prev, dup := ss.byID[id]; dup {
-			l.errf(sn.obj.get("id"), joinPath(sn.path, "id"), "duplicate step id %q (first used by %s at line %d)", id, prev.path, prev.step.Pos.Line)
+			l.errf(sn.obj.Get("id"), yamlnode.JoinPath(sn.path, "id"), "duplicate step id %q (first used by %s at line %d)", id, prev.path, prev.step.Pos.Line)
 			continue
 		}
 		ss.byID[id] = sn
@@ -87,7 +88,7 @@ func (l *loader) order(ss *stepSet, list []*stepNode) {
 		}
 		st.DependsOn = make([]string, 0, len(st.Needs))
 		for k, need := range st.Needs {
-			at, path := sn.needNodes[k], joinPath(sn.path, "needs")
+			at, path := sn.needNodes[k], yamlnode.JoinPath(sn.path, "needs")
 			j, ok := idx[need]
 			switch {
 			case ok && j == i:
@@ -183,7 +184,7 @@ func (g *graph) cycle(i, j int, explicit bool, need int) {
 		g.l.errAt(sn.step.Pos, sn.path, "%s", msg)
 		return
 	}
-	g.l.errf(sn.needNodes[need], joinPath(sn.path, "needs"), "%s", msg)
+	g.l.errf(sn.needNodes[need], yamlnode.JoinPath(sn.path, "needs"), "%s", msg)
 }
 
 func (g *graph) name(i int) string {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/runbook/runbook/internal/expr"
 	"github.com/runbook/runbook/internal/steps"
+	"github.com/runbook/runbook/internal/yamlnode"
 )
 
 // scope builds the type environments of the playbook's expressions.
@@ -29,9 +30,9 @@ func (sc *scope) stepType(sn *stepNode) expr.StepType {
 	case d == nil:
 		t.Open = true // unknown type: already reported
 	case d.OutputsFromWith:
-		if w := sn.obj.get("with"); w != nil && w.Kind == yaml.MappingNode {
+		if w := sn.obj.Get("with"); w != nil && w.Kind == yaml.MappingNode {
 			for i := 0; i+1 < len(w.Content); i += 2 {
-				t.Outputs[deref(w.Content[i]).Value] = true
+				t.Outputs[yamlnode.Deref(w.Content[i]).Value] = true
 			}
 		}
 	case d.OpenOutputs:
@@ -43,12 +44,12 @@ func (sc *scope) stepType(sn *stepNode) expr.StepType {
 		}
 	}
 	if sn.obj != nil {
-		if o := sn.obj.get("outputs"); o != nil && o.Kind == yaml.MappingNode {
+		if o := sn.obj.Get("outputs"); o != nil && o.Kind == yaml.MappingNode {
 			for i := 0; i+1 < len(o.Content); i += 2 {
-				t.Outputs[deref(o.Content[i]).Value] = true
+				t.Outputs[yamlnode.Deref(o.Content[i]).Value] = true
 			}
 		}
-		t.ForEach = sn.obj.has("for_each")
+		t.ForEach = sn.obj.Has("for_each")
 	}
 	sc.types[sn.step.ID] = t
 	return t
@@ -67,7 +68,7 @@ func (sc *scope) visible(sn, other *stepNode) bool {
 // referenced), which keeps a 10,000-step playbook linear.
 func (sc *scope) env(sn *stepNode) *expr.TypeEnv {
 	te := &expr.TypeEnv{Inputs: sc.inputs, Steps: map[string]expr.StepType{}, AllSteps: sc.all}
-	for _, tok := range identTokens(sn.obj.node) {
+	for _, tok := range identTokens(sn.obj.Node) {
 		other, ok := sc.ss.byID[tok]
 		if !ok || other == sn || other.obj == nil {
 			continue
@@ -86,7 +87,7 @@ func identTokens(n *yaml.Node) []string {
 	var walk func(n *yaml.Node)
 	visited := map[*yaml.Node]bool{}
 	walk = func(n *yaml.Node) {
-		n = deref(n)
+		n = yamlnode.Deref(n)
 		if n == nil || visited[n] {
 			return
 		}
@@ -143,42 +144,42 @@ func (l *loader) compileSteps(pb *Playbook, ss *stepSet, inputs map[string]strin
 func (l *loader) compileStep(sc *scope, sn *stepNode) {
 	st, o := sn.step, sn.obj
 	base := sc.env(sn)
-	if v := o.get("for_each"); v != nil {
+	if v := o.Get("for_each"); v != nil {
 		st.forEachNode = v
-		st.ForEach = l.forEach(v, joinPath(sn.path, "for_each"), base)
+		st.ForEach = l.forEach(v, yamlnode.JoinPath(sn.path, "for_each"), base)
 	}
 	te := *base
-	te.Item = o.has("for_each")
+	te.Item = o.Has("for_each")
 	l.compileWith(sn, &te)
-	if v := o.get("if"); v != nil {
-		st.If = l.program(v, joinPath(sn.path, "if"), &te)
+	if v := o.Get("if"); v != nil {
+		st.If = l.program(v, yamlnode.JoinPath(sn.path, "if"), &te)
 	}
-	if r := o.get("retry"); r != nil && r.Kind == yaml.MappingNode && st.Retry != nil {
-		if ro := l.mapping(r, ""); ro != nil {
-			if v := ro.get("if"); v != nil {
+	if r := o.Get("retry"); r != nil && r.Kind == yaml.MappingNode && st.Retry != nil {
+		if ro := yamlnode.Mapping(l.errf, r, ""); ro != nil {
+			if v := ro.Get("if"); v != nil {
 				rte := te
 				rte.Error = true
-				st.Retry.If = l.program(v, joinPath(sn.path, "retry.if"), &rte)
+				st.Retry.If = l.program(v, yamlnode.JoinPath(sn.path, "retry.if"), &rte)
 			}
 		}
 	}
-	if v := o.get("outputs"); v != nil && v.Kind == yaml.MappingNode {
+	if v := o.Get("outputs"); v != nil && v.Kind == yaml.MappingNode {
 		ote := te
 		ote.Result = true
-		st.Outputs = l.compileMap(v, joinPath(sn.path, "outputs"), &ote)
+		st.Outputs = l.compileMap(v, yamlnode.JoinPath(sn.path, "outputs"), &ote)
 	}
 }
 
 // compileMap compiles a mapping of name -> value.
 func (l *loader) compileMap(n *yaml.Node, path string, te *expr.TypeEnv) map[string]expr.Value {
-	o := l.mapping(n, path)
+	o := yamlnode.Mapping(l.errf, n, path)
 	if o == nil {
 		return nil
 	}
-	out := make(map[string]expr.Value, len(o.pairs))
-	for _, p := range o.pairs {
-		if c, ok := l.compileValue(p.val, keyPath(path, p.name), te); ok {
-			out[p.name] = c.val
+	out := make(map[string]expr.Value, len(o.Pairs))
+	for _, p := range o.Pairs {
+		if c, ok := l.compileValue(p.Val, yamlnode.KeyPath(path, p.Name), te); ok {
+			out[p.Name] = c.val
 		}
 	}
 	return out
@@ -187,25 +188,25 @@ func (l *loader) compileMap(n *yaml.Node, path string, te *expr.TypeEnv) map[str
 // compileWith compiles `with` and checks its literal values.
 func (l *loader) compileWith(sn *stepNode, te *expr.TypeEnv) {
 	st := sn.step
-	path := joinPath(sn.path, "with")
+	path := yamlnode.JoinPath(sn.path, "with")
 	check := map[string]any{}
-	w := sn.obj.get("with")
+	w := sn.obj.Get("with")
 	st.DiagPath, st.withNode = sn.path, w
 	if w != nil && w.Kind == yaml.MappingNode {
-		o := l.mapping(w, path)
+		o := yamlnode.Mapping(l.errf, w, path)
 		if o == nil {
 			return
 		}
-		st.With = make(map[string]expr.Value, len(o.pairs))
-		for _, p := range o.pairs {
-			c, ok := l.compileValue(p.val, keyPath(path, p.name), te)
+		st.With = make(map[string]expr.Value, len(o.Pairs))
+		for _, p := range o.Pairs {
+			c, ok := l.compileValue(p.Val, yamlnode.KeyPath(path, p.Name), te)
 			if !ok {
-				check[p.name] = steps.Dynamic{} // reported; do not pile on
+				check[p.Name] = steps.Dynamic{} // reported; do not pile on
 				continue
 			}
-			st.With[p.name] = c.val
-			st.WithKeys = append(st.WithKeys, p.name)
-			check[p.name] = c.check
+			st.With[p.Name] = c.val
+			st.WithKeys = append(st.WithKeys, p.Name)
+			check[p.Name] = c.check
 		}
 	} else if w != nil {
 		return // not a mapping: reported by step
@@ -224,8 +225,8 @@ func (l *loader) compileWith(sn *stepNode, te *expr.TypeEnv) {
 		}
 		at := problemNode(w, pr.Path)
 		if at == nil {
-			at = sn.obj.get("uses")
-			if k := sn.obj.keyNode("with"); k != nil {
+			at = sn.obj.Get("uses")
+			if k := sn.obj.KeyNode("with"); k != nil {
 				at = k
 			}
 		}
@@ -238,7 +239,7 @@ func (l *loader) compileWith(sn *stepNode, te *expr.TypeEnv) {
 // key found, or the list element. It stops at the deepest node that
 // exists (a missing required key points at its parent's key).
 func problemNode(with *yaml.Node, path string) *yaml.Node {
-	cur := deref(with)
+	cur := yamlnode.Deref(with)
 	if cur == nil {
 		return nil
 	}
@@ -248,8 +249,8 @@ func problemNode(with *yaml.Node, path string) *yaml.Node {
 		case cur.Kind == yaml.MappingNode && !s.isIndex:
 			found := false
 			for i := 0; i+1 < len(cur.Content); i += 2 {
-				if deref(cur.Content[i]).Value == s.key {
-					last, cur, found = cur.Content[i], deref(cur.Content[i+1]), true
+				if yamlnode.Deref(cur.Content[i]).Value == s.key {
+					last, cur, found = cur.Content[i], yamlnode.Deref(cur.Content[i+1]), true
 					break
 				}
 			}
@@ -257,7 +258,7 @@ func problemNode(with *yaml.Node, path string) *yaml.Node {
 				return last
 			}
 		case cur.Kind == yaml.SequenceNode && s.isIndex && s.index < len(cur.Content):
-			cur = deref(cur.Content[s.index])
+			cur = yamlnode.Deref(cur.Content[s.index])
 			last = cur
 		default:
 			return last
@@ -332,7 +333,7 @@ func (s *Step) WithNode(name string) *yaml.Node {
 	}
 	for i := 0; i+1 < len(s.withNode.Content); i += 2 {
 		if s.withNode.Content[i].Value == name {
-			return deref(s.withNode.Content[i+1])
+			return yamlnode.Deref(s.withNode.Content[i+1])
 		}
 	}
 	return nil
@@ -344,7 +345,7 @@ func (s *Step) ForEachNode() *yaml.Node { return s.forEachNode }
 
 // ParamDiagnostic is a diagnostic about a `with` entry of the step.
 func (s *Step) ParamDiagnostic(path, message string) Diagnostic {
-	p := joinPath(s.DiagPath, "with")
+	p := yamlnode.JoinPath(s.DiagPath, "with")
 	switch {
 	case path == "":
 	case strings.HasPrefix(path, "["):
