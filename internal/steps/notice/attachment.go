@@ -24,11 +24,11 @@ type attachmentParams struct {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[attachmentParams]{
 		Type: "notice.attachment",
 		Summary: "Save a notice's attachment into a directory below the playbook's: the name is checked (nothing " +
 			"leaves the directory), the size limited, an existing file kept unless overwrite; written 0600.",
-		Params: attachmentParams{},
+		Example: map[string]any{"notice_id": 12, "attachment": "maintenance-2026-12.pdf", "dir": "downloads"},
 		Outputs: []steps.Output{
 			{Name: "path", Type: "string", Description: "the saved file, relative to the playbook directory"},
 			{Name: "bytes", Type: "integer", Description: "its size"},
@@ -36,18 +36,17 @@ func init() {
 			{Name: "sha256", Type: "string", Description: "hex SHA-256 of its contents"},
 		},
 		Check: checkAttachment,
-		Plan: func(any) []steps.PlannedCall {
+		Plan: func(*attachmentParams) []steps.PlannedCall {
 			return []steps.PlannedCall{
 				{Method: "GET", Path: "/{serviceId}/api/v2/notice/detail/{id}.json", Note: "find the attachment"},
 				{Method: "GET", Path: "/{serviceId}/api/v2/notice/attachments/{attachmentId}"},
 			}
 		},
-		Run: steps.Typed(runAttachment),
-	})
+		Run: runAttachment,
+	}))
 }
 
-func checkAttachment(params any, dynamic map[string]bool) []fault.Problem {
-	p := params.(*attachmentParams)
+func checkAttachment(p *attachmentParams, dynamic map[string]bool) []fault.Problem {
 	var out []fault.Problem
 	if !dynamic["dir"] && p.Dir != "." {
 		if err := localPath("dir", p.Dir); err != nil {

@@ -13,19 +13,19 @@ type connParams struct {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[connParams]{
 		Type:    "notice.categories",
 		Summary: "List the help center's notice headings (categories).",
-		Params:  connParams{},
+		Example: map[string]any{"language": "en"},
 		Outputs: []steps.Output{
 			{Name: "categories", Type: "list", Description: "headings in their order: {id, name, order, languages}"},
 			{Name: "count", Type: "integer", Description: "number of headings"},
 		},
-		Plan: func(any) []steps.PlannedCall {
+		Plan: func(*connParams) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: "GET", Path: "/{serviceId}/api/v2/notice/categories.json"}}
 		},
-		Run: steps.Typed(runCategories),
-	})
+		Run: runCategories,
+	}))
 }
 
 func runCategories(ctx context.Context, c *steps.Call, p *connParams) (steps.Outputs, error) {

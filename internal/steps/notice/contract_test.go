@@ -1,13 +1,13 @@
 package notice_test
 
 import (
-	"github.com/runbook/runbook/internal/sim"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/sim"
 	"github.com/runbook/runbook/internal/steps"
 	_ "github.com/runbook/runbook/internal/steps/notice"
 	"github.com/runbook/runbook/internal/steps/stepstest"
@@ -20,16 +20,6 @@ func desc(t *testing.T, name string) *steps.Descriptor {
 	return d
 }
 
-// validWith holds params every notice step type accepts.
-var validWith = map[string]map[string]any{
-	"notice.categories": {"language": "en"},
-	"notice.tags":       {"language": "ja"},
-	"notice.list":       {"language": "ko", "sort": []any{"isTop:desc", "updatedDt:asc"}, "page_size": 200, "all": true, "limit": 450},
-	"notice.get":        {"id": 12, "language": "zh"},
-	"notice.attachment": {"notice_id": 3, "attachment": "a-1", "dir": "downloads", "max_bytes": 1024},
-	"notice.digest":     {"url": "https://hooks.example.com/x", "body_shape": "slack", "first_run": "since:7d", "category_id": 2},
-}
-
 func TestEveryNoticeStepPassesTheContract(t *testing.T) {
 	var names []string
 	for _, n := range steps.Names() {
@@ -37,7 +27,7 @@ func TestEveryNoticeStepPassesTheContract(t *testing.T) {
 			names = append(names, n)
 		}
 	}
-	require.Len(t, names, len(validWith), "every notice step type has contract params")
+	require.NotEmpty(t, names)
 	// Every answer of the simulator is held back 5 s: each step is
 	// cancelled in the middle of its first call.
 	h := startHelpCenter(t)
@@ -47,8 +37,9 @@ func TestEveryNoticeStepPassesTheContract(t *testing.T) {
 	}}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			require.Contains(t, validWith, name)
-			stepstest.ContractWith(t, desc(t, name), validWith[name], opts)
+			d := desc(t, name)
+			require.NotNil(t, d.Example, "every notice step type has an example")
+			stepstest.ContractWith(t, d, d.Example, opts)
 		})
 	}
 }

@@ -61,12 +61,13 @@ const (
 )
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[digestParams]{
 		Type: "notice.digest",
 		Summary: "Post the help-center notices that are new or updated since the last digest (a cursor in the state " +
 			"store, per connection, service and filters) to a URL or a file. The cursor advances only after the post " +
 			"succeeded; a resumed step re-sends the same digest with the same Idempotency-Key instead of a second one.",
-		Params:   digestParams{},
+		Example: map[string]any{"url": "https://hooks.example.com/services/notices", "body_shape": "slack",
+			"first_run": "since:7d", "category_id": 2},
 		Mutating: true,
 		Outputs: []steps.Output{
 			{Name: "posted", Type: "boolean", Description: "whether a digest was posted or written"},
@@ -77,14 +78,13 @@ func init() {
 			{Name: "idempotency_key", Type: "string", Description: "the Idempotency-Key sent with the post (\"\" when nothing was posted)"},
 		},
 		Check:     checkDigest,
-		Run:       steps.Typed(runDigest),
+		Run:       runDigest,
 		Reconcile: reconcileDigest,
 		Plan:      planDigest,
-	})
+	}))
 }
 
-func checkDigest(params any, dynamic map[string]bool) []fault.Problem {
-	p := params.(*digestParams)
+func checkDigest(p *digestParams, dynamic map[string]bool) []fault.Problem {
 	var out []fault.Problem
 	hasURL, hasFile := p.URL != "" || dynamic["url"], p.File != "" || dynamic["file"]
 	switch {
@@ -125,8 +125,7 @@ func checkDigest(params any, dynamic map[string]bool) []fault.Problem {
 	return out
 }
 
-func planDigest(params any) []steps.PlannedCall {
-	p := params.(*digestParams)
+func planDigest(p *digestParams) []steps.PlannedCall {
 	calls := []steps.PlannedCall{{Method: "GET", Path: "/{serviceId}/api/v2/notice/list.json",
 		Note: "pages sorted by updatedDt:desc until the saved cursor"}}
 	if p.URL != "" {
@@ -267,7 +266,7 @@ func finishDigest(ctx context.Context, c *steps.Call, p *digestParams, cp digest
 
 // reconcileDigest adopts a digest whose delivery was recorded before the
 // process died; otherwise Run resumes from the checkpoint.
-func reconcileDigest(ctx context.Context, c *steps.Call, _ steps.Intent) (steps.Outputs, bool, error) {
+func reconcileDigest(ctx context.Context, c *steps.Call, _ *digestParams, _ steps.Intent) (steps.Outputs, bool, error) {
 	cp, ok := resumeCheckpoint(c)
 	if !ok || cp.Phase != phasePosted {
 		return nil, false, nil

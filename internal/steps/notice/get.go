@@ -13,18 +13,18 @@ type getParams struct {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[getParams]{
 		Type:    "notice.get",
 		Summary: "Read one notice with its contents, tags and attachments.",
-		Params:  getParams{},
+		Example: map[string]any{"id": 12, "language": "zh"},
 		Outputs: []steps.Output{
 			{Name: "notice", Type: "map", Description: "the notice as notice.list gives it, plus content, read_count and attachments [{id, file_name, content_type, size}]"},
 		},
-		Plan: func(any) []steps.PlannedCall {
+		Plan: func(*getParams) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: "GET", Path: "/{serviceId}/api/v2/notice/detail/{id}.json"}}
 		},
-		Run: steps.Typed(runGet),
-	})
+		Run: runGet,
+	}))
 }
 
 func runGet(ctx context.Context, c *steps.Call, p *getParams) (steps.Outputs, error) {

@@ -20,10 +20,10 @@ type listParams struct {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[listParams]{
 		Type:    "notice.list",
 		Summary: "List notices, one page or (all: true) every page up to a limit, filtered by heading, tag or search words.",
-		Params:  listParams{},
+		Example: map[string]any{"language": "ko", "category_id": 2, "sort": []any{"isTop:desc", "updatedDt:desc"}, "page_size": 200, "all": true, "limit": 500},
 		Outputs: []steps.Output{
 			{Name: "notices", Type: "list", Description: "notices: {id, title, category_id, category, pinned, display_at, updated_at (RFC 3339), tags, is_new, url?}"},
 			{Name: "count", Type: "integer", Description: "notices returned"},
@@ -32,15 +32,14 @@ func init() {
 			{Name: "truncated", Type: "boolean", Description: "with all: whether limit stopped the walk"},
 		},
 		Check: checkList,
-		Plan: func(any) []steps.PlannedCall {
+		Plan: func(*listParams) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: "GET", Path: "/{serviceId}/api/v2/notice/list.json"}}
 		},
-		Run: steps.Typed(runList),
-	})
+		Run: runList,
+	}))
 }
 
-func checkList(params any, dynamic map[string]bool) []fault.Problem {
-	p := params.(*listParams)
+func checkList(p *listParams, dynamic map[string]bool) []fault.Problem {
 	seen := map[string]bool{}
 	var out []fault.Problem
 	if dynamic["sort"] {

@@ -7,19 +7,19 @@ import (
 )
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[connParams]{
 		Type:    "notice.tags",
 		Summary: "List the help center's notice tags.",
-		Params:  connParams{},
+		Example: map[string]any{"language": "ja"},
 		Outputs: []steps.Output{
 			{Name: "tags", Type: "list", Description: "tags: {id, name, languages}"},
 			{Name: "count", Type: "integer", Description: "number of tags"},
 		},
-		Plan: func(any) []steps.PlannedCall {
+		Plan: func(*connParams) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: "GET", Path: "/{serviceId}/api/v2/notice/tags.json"}}
 		},
-		Run: steps.Typed(runTags),
-	})
+		Run: runTags,
+	}))
 }
 
 func runTags(ctx context.Context, c *steps.Call, p *connParams) (steps.Outputs, error) {
