@@ -21,29 +21,28 @@ type downloadParams struct {
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[downloadParams]{
 		Type: "objectstorage.download",
 		Summary: "Download an object, or every object below a prefix, into a directory below the playbook's: names that " +
 			"would leave it are refused, files written 0600, MD5 checked against the ETag, existing files kept unless overwrite.",
-		Params: downloadParams{},
+		Example: map[string]any{"uri": "obs://kr1-api-object-storage.nhncloudservice.com/v1/AUTH_9f8e7d6c5b4a/ml/datasets/mnist/",
+			"dir": "data", "overwrite": true},
 		Outputs: append([]steps.Output{
 			{Name: "files", Type: "integer", Description: "how many files were saved"},
 			{Name: "paths", Type: "list", Description: "each saved file, relative to the playbook directory"},
 		}, transferOutputs...),
 		Check: checkDownload,
-		Run:   steps.Typed(runDownload),
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*downloadParams)
+		Run:   runDownload,
+		Plan: func(p *downloadParams) []steps.PlannedCall {
 			return []steps.PlannedCall{
 				{Method: "GET", Path: "/v1/AUTH_{tenant}/{container}?format=json&prefix={object}", Note: "list a prefix (HEAD for one object)"},
 				{Method: "GET", Path: "/v1/AUTH_{tenant}/{container}/{object}", Note: "for each object of " + p.URI + " into " + p.Dir},
 			}
 		},
-	})
+	}))
 }
 
-func checkDownload(params any, dynamic map[string]bool) []fault.Problem {
-	p := params.(*downloadParams)
+func checkDownload(p *downloadParams, dynamic map[string]bool) []fault.Problem {
 	var out []fault.Problem
 	if !dynamic["uri"] {
 		out = append(out, checkURI("uri", p.URI)...)

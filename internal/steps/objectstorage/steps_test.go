@@ -42,10 +42,13 @@ func TestTheStepsPassTheContract(t *testing.T) {
 		must(os.MkdirAll(filepath.Join(c.Dir, "out", "model"), 0o755))
 		must(os.WriteFile(filepath.Join(c.Dir, "out", "model", "weights.bin"), []byte("w"), 0o644))
 	}}
-	stepstest.ContractWith(t, desc(t, "objectstorage.upload"), map[string]any{
-		"uri": "obs://" + host + "/v1/AUTH_t/c/models/", "path": "out/model", "overwrite": false, "max_files": 10}, opts)
-	stepstest.ContractWith(t, desc(t, "objectstorage.download"), map[string]any{
-		"uri": "obs://" + host + "/v1/AUTH_t/c/data/", "dir": "data", "overwrite": true, "max_bytes": 1 << 20}, opts)
+	for _, name := range []string{"objectstorage.upload", "objectstorage.download"} {
+		t.Run(name, func(t *testing.T) {
+			d := desc(t, name)
+			require.NotNil(t, d.Example, "%s has an example", name)
+			stepstest.ContractWith(t, d, d.Example, opts)
+		})
+	}
 }
 
 func TestUploadIsMutatingAndDownloadIsNot(t *testing.T) {

@@ -26,21 +26,21 @@ var transferOutputs = []steps.Output{
 }
 
 func init() {
-	steps.Register(steps.Descriptor{
+	steps.Register(steps.Define(steps.Def[uploadParams]{
 		Type: "objectstorage.upload",
 		Summary: "Upload a file or a directory tree (below the playbook directory) to object storage: each file streamed " +
 			"with its MD5 checked by the server, retried on 429/5xx. Idempotent: resuming re-uploads.",
-		Params: uploadParams{},
+		Example: map[string]any{"uri": "obs://kr1-api-object-storage.nhncloudservice.com/v1/AUTH_9f8e7d6c5b4a/ml/models/mnist/",
+			"path": "out/model", "overwrite": false},
 		Outputs: append([]steps.Output{
 			{Name: "objects", Type: "integer", Description: "how many objects were written"},
 			{Name: "uris", Type: "list", Description: "obs:// URI of each object written"},
 		}, transferOutputs...),
 		Mutating:  true,
 		Check:     checkUpload,
-		Run:       steps.Typed(runUpload),
+		Run:       runUpload,
 		Reconcile: reconcileUpload,
-		Plan: func(params any) []steps.PlannedCall {
-			p := params.(*uploadParams)
+		Plan: func(p *uploadParams) []steps.PlannedCall {
 			var out []steps.PlannedCall
 			if p.CreateContainer {
 				out = append(out, steps.PlannedCall{Method: "PUT", Path: "/v1/AUTH_{tenant}/{container}", Note: "create the container if missing"})
@@ -50,11 +50,10 @@ func init() {
 			}
 			return append(out, steps.PlannedCall{Method: "PUT", Path: "/v1/AUTH_{tenant}/{container}/{object}", Note: "for each file below " + p.Path + " to " + p.URI})
 		},
-	})
+	}))
 }
 
-func checkUpload(params any, dynamic map[string]bool) []fault.Problem {
-	p := params.(*uploadParams)
+func checkUpload(p *uploadParams, dynamic map[string]bool) []fault.Problem {
 	var out []fault.Problem
 	if !dynamic["uri"] {
 		out = append(out, checkURI("uri", p.URI)...)
@@ -122,11 +121,7 @@ func uploadOutputs(res objectstorage.Result) steps.Outputs {
 // the same bytes (checked by MD5); otherwise the step runs again, which is
 // safe: uploads are idempotent PUTs, and without overwrite an object that
 // already holds the file's bytes is not a conflict.
-func reconcileUpload(ctx context.Context, c *steps.Call, _ steps.Intent) (steps.Outputs, bool, error) {
-	p, ok := c.Params.(*uploadParams)
-	if !ok {
-		return nil, false, fmt.Errorf("step %s: params are %T", c.StepID, c.Params)
-	}
+func reconcileUpload(ctx context.Context, c *steps.Call, p *uploadParams, _ steps.Intent) (steps.Outputs, bool, error) {
 	root, cl, err := prepare(c, p)
 	if err != nil {
 		return nil, false, err
