@@ -59,7 +59,7 @@ type Descriptor struct {
 	Type    string
 	Summary string
 	// Params is a zero value of the params struct (not a pointer), or nil
-	// for a step without params. Field tags (see params.go): json, required,
+	// for a step without params. Field tags (see tags.go): json, required,
 	// min, max, minlen, maxlen, enum, pattern, format, default, desc.
 	Params any
 	// Example is a valid `with` map (see Def.Example).
