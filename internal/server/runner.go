@@ -136,8 +136,11 @@ func (r *runner) start(ctx context.Context, pb *playbook.Playbook, req engine.St
 	if err != nil {
 		return nil, err
 	}
+	// The executor changes run from the launch on: the caller gets the
+	// record as committed.
+	committed := *run
 	r.launch(run, pb, req.Inputs, true)
-	return run, nil
+	return &committed, nil
 }
 
 // StartFailed implements trigger.FailRecorder: a run that could not start
@@ -409,8 +412,9 @@ func (r *runner) retry(ctx context.Context, runID, from string, secretInputs map
 			return nil, err
 		}
 	}
+	committed := *run // as in start
 	r.launch(run, pb, inputs, true)
-	return run, nil
+	return &committed, nil
 }
 
 // resume continues run (its record) in this server, with the values given
