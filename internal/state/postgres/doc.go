@@ -1,0 +1,90 @@
+// Package postgres implements state.Store in a PostgreSQL database, so
+// that several "runbook serve" replicas share one state: runs, steps,
+// events, intents, approvals, locks, cursors and deduplication keys. It
+// passes the same contract suite as the bbolt store
+// (internal/state/statetest).
+//
+// # Opening
+//
+// Open takes a postgres:// or postgresql:// URL (or libpq's key=value
+// form; pgxpool's pool_* parameters apply), connects, and applies the
+// migrations the database lacks before returning. Open is bounded by
+// Options.Timeout (default 30 seconds) besides ctx. Its errors are coded
+// (internal/fault): Invalid for a DSN that does not parse, Unavailable
+// for a server that does not answer. No error or log line carries the
+// DSN or its password: the database is named host:port/database.
+//
+// # Schema and migrations
+//
+// The schema is versioned SQL embedded in the binary (migrations/
+// NNNN_name.sql). Open takes a session advisory lock (keyed by the schema
+// the tables live in), creates runbook_schema_migrations if needed,
+// applies each missing version in its own transaction and records it
+// with a checksum, then releases the lock: replicas starting together
+// wait for one another and each version is applied once. A crash
+// mid-way rolls the version back and drops the lock with the connection.
+// Migrations are additive only (new tables, columns, indexes; never a
+// drop, rename or type change, which a test enforces), so a replica of
+// the previous release keeps working while the others are upgraded;
+// versions in the database that this build does not know are logged,
+// not refused. Pending lists the versions a database lacks without
+// applying them (for a "migrate --dry-run"). The tables go in the first
+// schema of the connection's search_path (public unless the DSN sets
+// search_path).
+//
+// # Tables
+//
+//	runbook_runs        one row per run: record (JSON) and the columns
+//	                    listings use: status, playbook, parent_id,
+//	                    trigger_type, trigger_key, created_ns, ...
+//	runbook_snapshots   playbook sources by hash, shared by runs
+//	runbook_steps       one row per step, ord = first-saved order
+//	runbook_events      (run_id, seq) -> event, seq from 1 per run
+//	runbook_intents, runbook_approvals   (run_id, step) -> record
+//	runbook_locks       key -> owner; the primary key is the lock
+//	runbook_cursors     key -> bytes
+//	runbook_dedup       key -> first_seen, expires_at, value
+//
+// Records are kept whole as JSON (type json: the text as written, so
+// nanosecond times and "\u0000" in a webhook payload round-trip; jsonb
+// would refuse the latter) beside the columns that filters, orders and
+// foreign keys use. Keys and IDs are COLLATE "C", ordered by bytes as
+// the bbolt store orders them, whatever the database's locale.
+// ListRuns orders by (created_ns, id) descending; every listing index
+// ends with those columns, so a filtered page is one index range, and
+// ListRunsAfter pages by keyset from a Cursor (the last run of a page).
+//
+// # Transactions and exactly-once
+//
+// Every method is one transaction (read committed), or one statement
+// where one suffices. Event numbers come from the run's last_seq, taken
+// with an UPDATE that holds the run's row until commit, so concurrent
+// writers of a run (on any replica) get consecutive numbers. Steps,
+// events, intents and approvals reference their run (ON DELETE CASCADE);
+// a write to a run that does not exist fails with state.ErrNotFound and
+// writes nothing. Claims are primary keys written with INSERT ... ON
+// CONFLICT: a dedup key, a lock, a run ID. A transaction that claims a
+// key another has just claimed waits for that one to end and then finds
+// it taken, so a webhook delivery, a hook or a schedule slot is started
+// once whichever replicas receive it. Transactions that PostgreSQL aborts
+// for a deadlock (two deliveries claiming the same hooks in another
+// order) or a serialization failure are run again, up to five times in
+// all, which is why Delivery.Done may be called more than once.
+//
+// Deduplication expiry is measured on the store's clock (Options.Now),
+// to the microsecond, not the server's: replicas' clocks should be
+// synchronized, and a skew between them shifts expiry by that much.
+// Expired keys are deleted 64 at a time by later Dedup and
+// CommitDelivery calls (FOR UPDATE SKIP LOCKED, so replicas pruning at
+// once do not wait for each other).
+//
+// # Caveats
+//
+// A method whose context is cancelled before it starts fails with the
+// context's error and writes nothing; once started, a cancelled context
+// rolls its transaction back, except when it ends while the COMMIT is on
+// its way: then, as with any database, the caller cannot tell whether it
+// committed (the exactly-once claims make a retry safe). The store does not redact: callers do.
+// RunFilter has no cursor yet: ListRunsAfter is this store's own until
+// the Store interface grows one.
+package postgres

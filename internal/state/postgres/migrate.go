@@ -1,0 +1,226 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// migrationFiles are the schema's versions: NNNN_name.sql, applied in
+// order, each once, never edited once released (a new version adds to the
+// schema instead), and only ever additive, so that an older runbook keeps
+// working on a schema a newer one has migrated (replicas are upgraded one
+// at a time).
+//
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Migration is one version of the schema.
+type Migration struct {
+	Version int    // from 1, without gaps
+	Name    string // the file name without version and extension
+	SQL     string
+}
+
+// checksum identifies the text of a migration, recorded when it is
+// applied so that an edited migration is noticed.
+func (m Migration) checksum() string {
+	sum := sha256.Sum256([]byte(m.SQL))
+	return hex.EncodeToString(sum[:])
+}
+
+var migrationName = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+)\.sql$`)
+
+// Migrations returns every migration this build knows, in order.
+func Migrations() ([]Migration, error) {
+	entries, err := fs.ReadDir(migrationFiles, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("read embedded migrations: %w", err)
+	}
+	var out []Migration
+	for _, e := range entries {
+		m := migrationName.FindStringSubmatch(e.Name())
+		if m == nil {
+			return nil, fmt.Errorf("embedded migration %s: name is not NNNN_name.sql", e.Name())
+		}
+		data, err := migrationFiles.ReadFile(path.Join("migrations", e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("read embedded migration %s: %w", e.Name(), err)
+		}
+		v, _ := strconv.Atoi(m[1])
+		out = append(out, Migration{Version: v, Name: m[2], SQL: string(data)})
+	}
+	slices.SortFunc(out, func(a, b Migration) int { return a.Version - b.Version })
+	for i, m := range out {
+		if m.Version != i+1 {
+			return nil, fmt.Errorf("embedded migrations: version %d where %d belongs (versions run from 1 without gaps)", m.Version, i+1)
+		}
+	}
+	return out, nil
+}
+
+// migrationsTable records the applied versions. It is created by the
+// migrator itself, not by a migration, so that the first migration is
+// recorded like every other.
+const migrationsTable = `CREATE TABLE IF NOT EXISTS runbook_schema_migrations (
+    version    integer PRIMARY KEY,
+    name       text NOT NULL,
+    checksum   text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)`
+
+// migrationLock is the first half of the advisory lock held while
+// migrating ("runb"); the second is a hash of the schema the tables go
+// in, so that runbook installations in different schemas of one database
+// do not wait for each other.
+const migrationLock = 0x72756e62
+
+// Pending returns the migrations that the database at dsn lacks, in
+// order, without applying them: what "runbook migrate --dry-run" shows.
+// A database without runbook's tables lacks them all.
+func Pending(ctx context.Context, dsn string) ([]Migration, error) {
+	cfg, err := parseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig)
+	if err != nil {
+		return nil, unavailable(cfg, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	all, err := Migrations()
+	if err != nil {
+		return nil, err
+	}
+	applied, err := appliedVersions(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	var out []Migration
+	for _, m := range all {
+		if _, ok := applied[m.Version]; !ok {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// appliedVersions returns the checksum of each applied version; none when
+// the migrations table does not exist yet.
+func appliedVersions(ctx context.Context, conn *pgx.Conn) (map[int]string, error) {
+	var exists bool
+	err := conn.QueryRow(ctx, `SELECT to_regclass('runbook_schema_migrations') IS NOT NULL`).Scan(&exists)
+	if err != nil {
+		return nil, fmt.Errorf("look for the migrations table: %w", err)
+	}
+	out := map[int]string{}
+	if !exists {
+		return out, nil
+	}
+	rows, err := conn.Query(ctx, `SELECT version, checksum FROM runbook_schema_migrations`)
+	if err != nil {
+		return nil, fmt.Errorf("read applied migrations: %w", err)
+	}
+	var v int
+	var sum string
+	_, err = pgx.ForEachRow(rows, []any{&v, &sum}, func() error {
+		out[v] = sum
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read applied migrations: %w", err)
+	}
+	return out, nil
+}
+
+// migrate applies the pending migrations, each in its own transaction,
+// under a session advisory lock: replicas opening the store at once wait
+// for each other, and each migration is applied once. The lock goes with
+// the connection if the process dies mid-way; a migration that failed is
+// rolled back whole and tried again by the next Open.
+func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	all, err := Migrations()
+	if err != nil {
+		return err
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1, hashtext(current_schema()))`, migrationLock); err != nil {
+		return fmt.Errorf("migrate: take the migration lock: %w", err)
+	}
+	defer func() {
+		// On a cancelled ctx the unlock still runs; if it fails, the
+		// connection is closed (which releases the lock) rather than
+		// returned to the pool holding it.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockReleaseTimeout)
+		defer cancel()
+		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1, hashtext(current_schema()))`, migrationLock); err != nil {
+			_ = conn.Conn().Close(uctx)
+		}
+	}()
+	if _, err := conn.Exec(ctx, migrationsTable); err != nil {
+		return fmt.Errorf("migrate: create runbook_schema_migrations: %w", err)
+	}
+	applied, err := appliedVersions(ctx, conn.Conn())
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	known := map[int]bool{}
+	for _, m := range all {
+		known[m.Version] = true
+		sum, ok := applied[m.Version]
+		if ok {
+			if sum != m.checksum() {
+				log.Warn("state migration differs from the one applied", "version", m.Version, "name", m.Name)
+			}
+			continue
+		}
+		if err := apply(ctx, conn.Conn(), m); err != nil {
+			return err
+		}
+		log.Info("state migration applied", "version", m.Version, "name", m.Name)
+	}
+	for v := range applied {
+		if !known[v] {
+			// Migrations are additive: this build's queries still hold.
+			log.Info("state schema has a migration this build does not know (a newer runbook applied it)", "version", v)
+		}
+	}
+	return nil
+}
+
+// apply runs one migration and records it, in one transaction.
+func apply(ctx context.Context, conn *pgx.Conn, m Migration) error {
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, m.SQL, pgx.QueryExecModeSimpleProtocol); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO runbook_schema_migrations (version, name, checksum) VALUES ($1, $2, $3)`,
+			m.Version, m.Name, m.checksum())
+		return err
+	})
+	if err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Position > 0 {
+			return fmt.Errorf("migration %04d_%s: at character %d: %w", m.Version, m.Name, pe.Position, err)
+		}
+		return fmt.Errorf("migration %04d_%s: %w", m.Version, m.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,184 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/state"
+)
+
+var _ state.Store = (*Store)(nil)
+
+// DefaultTimeout bounds Open (connecting, waiting for another replica's
+// migration, migrating) when Options.Timeout is zero and ctx has no
+// earlier deadline.
+const DefaultTimeout = 30 * time.Second
+
+// lockReleaseTimeout bounds releasing the migration lock after a failed or
+// cancelled Open.
+const lockReleaseTimeout = 5 * time.Second
+
+// maxAttempts bounds how often a transaction that PostgreSQL aborted for
+// a deadlock or a serialization failure is run again.
+const maxAttempts = 5
+
+// Options configure Open.
+type Options struct {
+	// Now is the clock used for deduplication expiry and for defaults (an
+	// event, run or lock without a time). Default time.Now. Replicas
+	// compare each other's times: keep their clocks synchronized.
+	Now func() time.Time
+	// Logger receives the migrations applied at Open. Default: none.
+	Logger *slog.Logger
+	// Timeout bounds Open (default DefaultTimeout).
+	Timeout time.Duration
+	// MaxConns caps the connection pool (0: the DSN's pool_max_conns, else
+	// pgxpool's default, the larger of 4 and the number of CPUs).
+	MaxConns int32
+}
+
+// Store is a state.Store in a PostgreSQL database, shared by every
+// replica that opens it.
+type Store struct {
+	pool   *pgxpool.Pool
+	now    func() time.Time
+	target string // host:port/database, for messages (never the password)
+}
+
+// Open connects to the database at dsn (a postgres:// or postgresql://
+// URL, or libpq's key=value form), applies the migrations it lacks and
+// returns the store. Errors are coded (internal/fault): Invalid for a DSN
+// that does not parse, Unavailable for a server that cannot be reached.
+// Neither the DSN's password nor the DSN itself appears in an error or a
+// log line.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+
+	cfg, err := parseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, unavailable(cfg, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, unavailable(cfg, err)
+	}
+	log := opts.Logger.With("database", target(cfg))
+	if err := migrate(ctx, pool, log); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open state database %s: %w", target(cfg), err)
+	}
+	return &Store{pool: pool, now: opts.Now, target: target(cfg)}, nil
+}
+
+// parseDSN parses a DSN into a pool configuration, refusing URLs of other
+// schemes (which libpq's key=value parser would misread).
+func parseDSN(dsn string) (*pgxpool.Config, error) {
+	if scheme, _, ok := strings.Cut(dsn, "://"); ok && scheme != "postgres" && scheme != "postgresql" {
+		return nil, fault.Errorf(fault.Invalid, "state database: scheme %q: want a postgres:// or postgresql:// URL", scheme)
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx's parse errors carry the DSN with its password redacted.
+		return nil, fault.Errorf(fault.Invalid, "state database: %w", err)
+	}
+	return cfg, nil
+}
+
+// target names the database for messages: host:port/database.
+func target(cfg *pgxpool.Config) string {
+	c := cfg.ConnConfig
+	host := c.Host
+	if !strings.HasPrefix(host, "/") { // not a socket directory
+		host = net.JoinHostPort(host, strconv.Itoa(int(c.Port)))
+	}
+	return host + "/" + c.Database
+}
+
+func unavailable(cfg *pgxpool.Config, err error) error {
+	return fault.Errorf(fault.Unavailable, "state database %s: %w", target(cfg), err)
+}
+
+// Target names the database the store is on (host:port/database), for
+// messages; it never includes the password.
+func (s *Store) Target() string { return s.target }
+
+// Close closes the pool, waiting for the connections in use to be
+// returned.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// write runs fn in a transaction and commits it. PostgreSQL aborts a
+// transaction that deadlocks or fails to serialize with another; write
+// then runs fn again (up to maxAttempts in all), so fn must be safe to run
+// more than once and reset at its start whatever outer variables it sets.
+func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for attempt := 1; ; attempt++ {
+		err := pgx.BeginFunc(ctx, s.pool, fn)
+		if err == nil || attempt == maxAttempts || !retryable(err) {
+			return err
+		}
+	}
+}
+
+// retryable reports whether PostgreSQL aborted a transaction that may
+// succeed when run again.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01") // serialization_failure, deadlock_detected
+}
+
+// isForeignKeyViolation reports a write that names a run that does not
+// exist.
+func isForeignKeyViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23503"
+}
+
+// nullTime is t for a nullable timestamptz column: nil when zero.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// orEmpty is b for a NOT NULL bytea column: pgx writes a nil slice as NULL.
+func orEmpty(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}

@@ -1,0 +1,215 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+// PutIntent records (or replaces) the intent of a run's step. It fails with
+// state.ErrNotFound when the run does not exist.
+func (s *Store) PutIntent(ctx context.Context, in state.Intent) error {
+	if err := s.putRunRecord(ctx, "runbook_intents", in.RunID, in.Step, in); err != nil {
+		return fmt.Errorf("put intent %s/%s: %w", in.RunID, in.Step, err)
+	}
+	return nil
+}
+
+// GetIntent returns the intent of a run's step or state.ErrNotFound.
+func (s *Store) GetIntent(ctx context.Context, runID, step string) (*state.Intent, error) {
+	in := new(state.Intent)
+	if err := s.getRunRecord(ctx, "runbook_intents", runID, step, in); err != nil {
+		return nil, fmt.Errorf("get intent %s/%s: %w", runID, step, err)
+	}
+	return in, nil
+}
+
+// PutApproval records (or replaces) the answer to a run's approval step.
+// It fails with state.ErrNotFound when the run does not exist.
+func (s *Store) PutApproval(ctx context.Context, a state.Approval) error {
+	if err := s.putRunRecord(ctx, "runbook_approvals", a.RunID, a.Step, a); err != nil {
+		return fmt.Errorf("put approval %s/%s: %w", a.RunID, a.Step, err)
+	}
+	return nil
+}
+
+// GetApproval returns the answer to a run's approval step or
+// state.ErrNotFound.
+func (s *Store) GetApproval(ctx context.Context, runID, step string) (*state.Approval, error) {
+	a := new(state.Approval)
+	if err := s.getRunRecord(ctx, "runbook_approvals", runID, step, a); err != nil {
+		return nil, fmt.Errorf("get approval %s/%s: %w", runID, step, err)
+	}
+	return a, nil
+}
+
+// putRunRecord upserts v as the record of (runID, step) in table, one of
+// the per-step tables whose run_id references the run: a run that does
+// not exist fails the foreign key, reported as state.ErrNotFound.
+func (s *Store) putRunRecord(ctx context.Context, table, runID, step string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO `+table+` (run_id, step, record) VALUES ($1, $2, $3)
+ON CONFLICT (run_id, step) DO UPDATE SET record = EXCLUDED.record`, runID, step, data)
+	if isForeignKeyViolation(err) {
+		return fmt.Errorf("run %s: %w", runID, state.ErrNotFound)
+	}
+	return err
+}
+
+func (s *Store) getRunRecord(ctx context.Context, table, runID, step string, v any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var data []byte
+	err := s.pool.QueryRow(ctx, `SELECT record FROM `+table+` WHERE run_id = $1 AND step = $2`, runID, step).Scan(&data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return state.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("decode: %w: %w", state.ErrCorrupt, err)
+	}
+	return nil
+}
+
+// AcquireLock takes l.Key for l.Owner when it is free, or reports true
+// without change when l.Owner already holds it. Otherwise it returns false
+// and the holder. A zero l.Since is set to now. The key's primary key
+// makes the claim: of two replicas inserting it at once, one waits for the
+// other's commit and finds the key taken.
+func (s *Store) AcquireLock(ctx context.Context, l state.Lock) (ok bool, holder *state.Lock, err error) {
+	if l.Since.IsZero() {
+		l.Since = s.now()
+	}
+	data, err := json.Marshal(l)
+	if err != nil {
+		return false, nil, fmt.Errorf("acquire lock %s: encode: %w", l.Key, err)
+	}
+	err = s.write(ctx, func(tx pgx.Tx) error {
+		ok, holder = false, nil // the function may run again (see write)
+		// A holder that releases between the insert and the read leaves
+		// the key free: insert again (a few times at most).
+		for range maxAttempts {
+			tag, err := tx.Exec(ctx, `INSERT INTO runbook_locks (key, owner, process, since, record)
+VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key) DO NOTHING`, l.Key, l.Owner, l.Process, l.Since, data)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 1 {
+				ok = true
+				return nil
+			}
+			var cur []byte
+			err = tx.QueryRow(ctx, `SELECT record FROM runbook_locks WHERE key = $1`, l.Key).Scan(&cur)
+			if errors.Is(err, pgx.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			h := new(state.Lock)
+			if err := json.Unmarshal(cur, h); err != nil {
+				return fmt.Errorf("decode lock: %w: %w", state.ErrCorrupt, err)
+			}
+			if h.Owner == l.Owner {
+				ok = true
+				return nil
+			}
+			holder = h
+			return nil
+		}
+		return errors.New("the key kept changing hands")
+	})
+	if err != nil {
+		return false, nil, fmt.Errorf("acquire lock %s: %w", l.Key, err)
+	}
+	return ok, holder, nil
+}
+
+// ReleaseLock frees key when owner holds it. A free key is not an error;
+// a key held by someone else is left held and reported as an error.
+func (s *Store) ReleaseLock(ctx context.Context, key, owner string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("release lock %s: %w", key, err)
+	}
+	// One statement: the delete, and the holder when it is not owner.
+	var other string
+	err := s.pool.QueryRow(ctx, `WITH released AS (
+	DELETE FROM runbook_locks WHERE key = $1 AND owner = $2
+)
+SELECT owner FROM runbook_locks WHERE key = $1 AND owner <> $2`, key, owner).Scan(&other)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("release lock %s: %w", key, err)
+	}
+	return fmt.Errorf("release lock %s: held by %s, not %s", key, other, owner)
+}
+
+// Locks returns the held locks ordered by key.
+func (s *Store) Locks(ctx context.Context) ([]state.Lock, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("list locks: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT record FROM runbook_locks ORDER BY key`)
+	if err != nil {
+		return nil, fmt.Errorf("list locks: %w", err)
+	}
+	var out []state.Lock
+	var data []byte
+	_, err = pgx.ForEachRow(rows, []any{&data}, func() error {
+		var l state.Lock
+		if err := json.Unmarshal(data, &l); err != nil {
+			return fmt.Errorf("decode lock: %w: %w", state.ErrCorrupt, err)
+		}
+		out = append(out, l)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list locks: %w", err)
+	}
+	return out, nil
+}
+
+// GetCursor returns the value stored under key or state.ErrNotFound.
+func (s *Store) GetCursor(ctx context.Context, key string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("get cursor %s: %w", key, err)
+	}
+	var val []byte
+	err := s.pool.QueryRow(ctx, `SELECT value FROM runbook_cursors WHERE key = $1`, key).Scan(&val)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = state.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get cursor %s: %w", key, err)
+	}
+	return orEmpty(val), nil
+}
+
+// PutCursor stores val under key, replacing any previous value.
+func (s *Store) PutCursor(ctx context.Context, key string, val []byte) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("put cursor %s: %w", key, err)
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO runbook_cursors (key, value) VALUES ($1, $2)
+ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, key, orEmpty(val))
+	if err != nil {
+		return fmt.Errorf("put cursor %s: %w", key, err)
+	}
+	return nil
+}

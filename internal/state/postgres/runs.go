@@ -1,0 +1,310 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+// runColumns are the columns a run's record sets, in the order of
+// runArgs. last_seq is not among them: it is the store's.
+const runColumns = `id, playbook, status, parent_id, trigger_type, trigger_key, concurrency_key, owner,
+	created_ns, created_at, started_at, ended_at, hash, snapshot, record`
+
+const insertRun = `INSERT INTO runbook_runs (` + runColumns + `, last_seq)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+ON CONFLICT (id) DO NOTHING`
+
+// updateRun replaces a run's columns and reserves $16 event numbers,
+// returning the number before them.
+const updateRun = `UPDATE runbook_runs SET (` + runColumns + `) =
+	($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15),
+	last_seq = last_seq + $16
+WHERE id = $1
+RETURNING last_seq - $16`
+
+// storeSnapshot keeps a playbook source under its hash unless the hash
+// is taken, and reports whether the hash now holds this source. (A hash
+// stored by a transaction that committed while this statement waited
+// reads as not holding it: the run then keeps its own copy, which is
+// correct, only larger.)
+const storeSnapshot = `WITH stored AS (
+	INSERT INTO runbook_snapshots (hash, source) VALUES ($1, $2)
+	ON CONFLICT (hash) DO NOTHING
+	RETURNING true
+)
+SELECT EXISTS (SELECT FROM stored) OR EXISTS (SELECT FROM runbook_snapshots WHERE hash = $1 AND source = $2)`
+
+// selectRun reads runs with their snapshots: the run's own, else the one
+// stored under its hash.
+const selectRun = `SELECT r.record, COALESCE(r.snapshot, s.source)
+FROM runbook_runs r
+LEFT JOIN runbook_snapshots s ON r.snapshot IS NULL AND r.hash <> '' AND s.hash = r.hash`
+
+// runArgs returns the values of runColumns for r, whose record (JSON,
+// without the snapshot) is record and whose snapshot column is snapshot.
+func runArgs(r *state.Run, record, snapshot []byte) []any {
+	triggerType, _ := r.Trigger["type"].(string)
+	triggerKey, _ := r.Trigger["key"].(string)
+	return []any{
+		r.ID, r.Playbook, string(r.Status), r.ParentID, triggerType, triggerKey, r.ConcurrencyKey, r.Owner,
+		r.CreatedAt.UnixNano(), r.CreatedAt, nullTime(r.StartedAt), nullTime(r.EndedAt), r.Hash, snapshot, record,
+	}
+}
+
+// encodeRun returns r's record: its JSON without the snapshot, which is
+// stored apart (see snapshotColumn).
+func encodeRun(r *state.Run) ([]byte, error) {
+	rec := *r
+	rec.Snapshot = nil
+	data, err := json.Marshal(&rec)
+	if err != nil {
+		return nil, fmt.Errorf("encode run: %w", err)
+	}
+	return data, nil
+}
+
+// snapshotColumn stores r's snapshot under its hash when it can and
+// returns what the run's own snapshot column holds: nothing when the hash
+// holds this source (or there is no snapshot), the source otherwise (no
+// hash, or a hash first stored with another source: the hash is not
+// trusted over the source).
+func snapshotColumn(ctx context.Context, tx pgx.Tx, r *state.Run) ([]byte, error) {
+	if len(r.Snapshot) == 0 {
+		return nil, nil
+	}
+	if r.Hash == "" {
+		return r.Snapshot, nil
+	}
+	var shared bool
+	if err := tx.QueryRow(ctx, storeSnapshot, r.Hash, r.Snapshot).Scan(&shared); err != nil {
+		return nil, fmt.Errorf("store snapshot %s: %w", r.Hash, err)
+	}
+	if shared {
+		return nil, nil
+	}
+	return r.Snapshot, nil
+}
+
+// CreateRun stores a new run and its first events (numbered from 1). It
+// fails with state.ErrExists when the ID is taken, writing nothing. A zero
+// CreatedAt is set to now, in r too.
+func (s *Store) CreateRun(ctx context.Context, r *state.Run, events ...state.Event) error {
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = s.now()
+	}
+	record, err := encodeRun(r)
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	evs, err := s.encodeEvents(events)
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	err = s.write(ctx, func(tx pgx.Tx) error { return createRun(ctx, tx, r, record, evs) })
+	if err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// createRun inserts a run, encoded, with its first events; it fails with
+// state.ErrExists when the ID is taken.
+func createRun(ctx context.Context, tx pgx.Tx, r *state.Run, record []byte, evs [][]byte) error {
+	snapshot, err := snapshotColumn(ctx, tx, r)
+	if err != nil {
+		return err
+	}
+	tag, err := tx.Exec(ctx, insertRun, append(runArgs(r, record, snapshot), len(evs))...)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("run %s: %w", r.ID, state.ErrExists)
+	}
+	return insertEvents(ctx, tx, r.ID, 0, evs)
+}
+
+// SaveRun replaces a run's record and appends events. It fails with
+// state.ErrNotFound for a run never created. A zero CreatedAt keeps the
+// stored one.
+func (s *Store) SaveRun(ctx context.Context, r *state.Run, events ...state.Event) error {
+	evs, err := s.encodeEvents(events)
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", r.ID, err)
+	}
+	err = s.write(ctx, func(tx pgx.Tx) error {
+		rec := r
+		if r.CreatedAt.IsZero() {
+			created, err := storedCreatedAt(ctx, tx, r.ID)
+			if err != nil {
+				return err
+			}
+			cp := *r
+			cp.CreatedAt = created
+			rec = &cp
+		}
+		record, err := encodeRun(rec)
+		if err != nil {
+			return err
+		}
+		snapshot, err := snapshotColumn(ctx, tx, rec)
+		if err != nil {
+			return err
+		}
+		var base int64
+		err = tx.QueryRow(ctx, updateRun, append(runArgs(rec, record, snapshot), len(evs))...).Scan(&base)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("run %s: %w", r.ID, state.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		return insertEvents(ctx, tx, r.ID, base, evs)
+	})
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// storedCreatedAt returns the creation time of a stored run as its record
+// has it (the column has microseconds only).
+func storedCreatedAt(ctx context.Context, tx pgx.Tx, id string) (time.Time, error) {
+	var data []byte
+	err := tx.QueryRow(ctx, `SELECT record FROM runbook_runs WHERE id = $1 FOR NO KEY UPDATE`, id).Scan(&data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, fmt.Errorf("run %s: %w", id, state.ErrNotFound)
+	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	old, err := decodeRun(id, data, nil)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return old.CreatedAt, nil
+}
+
+func decodeRun(id string, record, snapshot []byte) (*state.Run, error) {
+	r := new(state.Run)
+	if err := json.Unmarshal(record, r); err != nil {
+		return nil, fmt.Errorf("decode run %s: %w: %w", id, state.ErrCorrupt, err)
+	}
+	if len(snapshot) > 0 {
+		r.Snapshot = snapshot
+	}
+	return r, nil
+}
+
+// GetRun returns a run or state.ErrNotFound.
+func (s *Store) GetRun(ctx context.Context, id string) (*state.Run, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("get run: %w", err)
+	}
+	var record, snapshot []byte
+	err := s.pool.QueryRow(ctx, selectRun+` WHERE r.id = $1`, id).Scan(&record, &snapshot)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("get run: run %s: %w", id, state.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get run %s: %w", id, err)
+	}
+	r, err := decodeRun(id, record, snapshot)
+	if err != nil {
+		return nil, fmt.Errorf("get run: %w", err)
+	}
+	return r, nil
+}
+
+// Cursor is a position in the newest-first listing of runs: the creation
+// time and ID of the last run of a page. The zero Cursor is the start.
+type Cursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// CursorAfter returns the position just past r in the listing.
+func CursorAfter(r *state.Run) Cursor { return Cursor{CreatedAt: r.CreatedAt, ID: r.ID} }
+
+func (c Cursor) isStart() bool { return c.ID == "" && c.CreatedAt.IsZero() }
+
+// ListRuns returns the runs matching f, newest first (by CreatedAt, then
+// ID descending).
+func (s *Store) ListRuns(ctx context.Context, f state.RunFilter) ([]*state.Run, error) {
+	return s.ListRunsAfter(ctx, f, Cursor{})
+}
+
+// ListRunsAfter returns the runs matching f that come after c in the
+// newest-first listing: with c from the last run of a page (CursorAfter),
+// the next page. Each page is one index range scan however deep it is
+// (keyset paging), and a run created meanwhile neither shifts the pages
+// nor repeats a run.
+func (s *Store) ListRunsAfter(ctx context.Context, f state.RunFilter, c Cursor) ([]*state.Run, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	sql, args := listQuery(f, c)
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	out := []*state.Run{}
+	var record, snapshot []byte
+	_, err = pgx.ForEachRow(rows, []any{&record, &snapshot}, func() error {
+		r, err := decodeRun("", record, snapshot)
+		if err != nil {
+			return err
+		}
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return out, nil
+}
+
+// listQuery builds the listing's query with only the conditions f and c
+// set, so that the planner sees plain conditions that match an index.
+func listQuery(f state.RunFilter, c Cursor) (string, []any) {
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if len(f.Status) > 0 {
+		statuses := make([]string, len(f.Status))
+		for i, st := range f.Status {
+			statuses[i] = string(st)
+		}
+		where = append(where, "r.status = ANY("+arg(statuses)+"::text[])")
+	}
+	if f.Playbook != "" {
+		where = append(where, "r.playbook = "+arg(f.Playbook))
+	}
+	if f.ParentID != "" {
+		where = append(where, "r.parent_id = "+arg(f.ParentID))
+	}
+	if !c.isStart() {
+		where = append(where, "(r.created_ns, r.id) < ("+arg(c.CreatedAt.UnixNano())+", "+arg(c.ID)+")")
+	}
+	sql := selectRun
+	if len(where) > 0 {
+		sql += "\nWHERE " + strings.Join(where, " AND ")
+	}
+	sql += "\nORDER BY r.created_ns DESC, r.id DESC"
+	if f.Limit > 0 {
+		sql += "\nLIMIT " + arg(f.Limit)
+	}
+	return sql, args
+}

@@ -1,0 +1,256 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+// upsertSteps writes step records ($2 ids, $3 statuses, $4 records) of run
+// $1 in the order given: a new step draws its ord then, a saved one keeps
+// its own.
+const upsertSteps = `INSERT INTO runbook_steps (run_id, step_id, status, record)
+SELECT $1, s.id, s.status, s.record
+FROM unnest($2::text[], $3::text[], $4::json[]) WITH ORDINALITY AS s(id, status, record, n)
+ORDER BY s.n
+ON CONFLICT (run_id, step_id) DO UPDATE SET status = EXCLUDED.status, record = EXCLUDED.record`
+
+// SaveStep writes one step record and appends events, in one transaction.
+// It fails with state.ErrNotFound when the run does not exist.
+func (s *Store) SaveStep(ctx context.Context, rec *state.StepRecord, events ...state.Event) error {
+	return s.SaveSteps(ctx, []*state.StepRecord{rec}, events...)
+}
+
+// SaveSteps writes several step records of one run and appends events, in
+// one transaction. A step given twice is saved once, at the place of its
+// first record, with its last.
+func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events ...state.Event) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	runID := recs[0].RunID
+	var ids, statuses []string
+	var records [][]byte
+	at := map[string]int{}
+	for _, rec := range recs {
+		if rec.RunID != runID {
+			return fmt.Errorf("save steps: records of runs %s and %s in one call", runID, rec.RunID)
+		}
+		data, err := json.Marshal(rec)
+		if err != nil {
+			return fmt.Errorf("save step %s/%s: encode: %w", rec.RunID, rec.ID, err)
+		}
+		if i, ok := at[rec.ID]; ok { // one statement cannot write a row twice
+			statuses[i], records[i] = string(rec.Status), data
+			continue
+		}
+		at[rec.ID] = len(ids)
+		ids, statuses, records = append(ids, rec.ID), append(statuses, string(rec.Status)), append(records, data)
+	}
+	evs, err := s.encodeEvents(events)
+	if err != nil {
+		return fmt.Errorf("save steps of run %s: %w", runID, err)
+	}
+	err = s.write(ctx, func(tx pgx.Tx) error {
+		base, err := reserveEvents(ctx, tx, runID, len(evs))
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, upsertSteps, runID, ids, statuses, records); err != nil {
+			return err
+		}
+		return insertEvents(ctx, tx, runID, base, evs)
+	})
+	if err != nil {
+		if len(recs) == 1 {
+			return fmt.Errorf("save step %s/%s: %w", runID, recs[0].ID, err)
+		}
+		return fmt.Errorf("save %d steps of run %s: %w", len(recs), runID, err)
+	}
+	return nil
+}
+
+// GetStep returns one step record or state.ErrNotFound.
+func (s *Store) GetStep(ctx context.Context, runID, stepID string) (*state.StepRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("get step %s/%s: %w", runID, stepID, err)
+	}
+	var data []byte
+	err := s.pool.QueryRow(ctx, `SELECT record FROM runbook_steps WHERE run_id = $1 AND step_id = $2`, runID, stepID).Scan(&data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = fmt.Errorf("step %s: %w", stepID, state.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get step %s/%s: %w", runID, stepID, err)
+	}
+	rec, err := decodeStep(data)
+	if err != nil {
+		return nil, fmt.Errorf("get step %s/%s: %w", runID, stepID, err)
+	}
+	return rec, nil
+}
+
+// Steps returns a run's step records in the order they were first saved,
+// or state.ErrNotFound when the run does not exist. One query: a run
+// without steps is one row without a record, an unknown run no row.
+func (s *Store) Steps(ctx context.Context, runID string) ([]*state.StepRecord, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("steps of run %s: %w", runID, err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT s.record FROM runbook_runs r
+LEFT JOIN runbook_steps s ON s.run_id = r.id
+WHERE r.id = $1
+ORDER BY s.ord`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("steps of run %s: %w", runID, err)
+	}
+	out := []*state.StepRecord{}
+	found := false
+	var data []byte
+	_, err = pgx.ForEachRow(rows, []any{&data}, func() error {
+		found = true
+		if data == nil {
+			return nil
+		}
+		rec, err := decodeStep(data)
+		if err != nil {
+			return err
+		}
+		out = append(out, rec)
+		return nil
+	})
+	if err == nil && !found {
+		err = fmt.Errorf("run %s: %w", runID, state.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("steps of run %s: %w", runID, err)
+	}
+	return out, nil
+}
+
+func decodeStep(data []byte) (*state.StepRecord, error) {
+	rec := new(state.StepRecord)
+	if err := json.Unmarshal(data, rec); err != nil {
+		return nil, fmt.Errorf("decode step: %w: %w", state.ErrCorrupt, err)
+	}
+	return rec, nil
+}
+
+// AppendEvents appends events to a run's log, or fails with
+// state.ErrNotFound when the run does not exist.
+func (s *Store) AppendEvents(ctx context.Context, runID string, events ...state.Event) error {
+	evs, err := s.encodeEvents(events)
+	if err != nil {
+		return fmt.Errorf("append events to run %s: %w", runID, err)
+	}
+	err = s.write(ctx, func(tx pgx.Tx) error {
+		base, err := reserveEvents(ctx, tx, runID, len(evs))
+		if err != nil {
+			return err
+		}
+		return insertEvents(ctx, tx, runID, base, evs)
+	})
+	if err != nil {
+		return fmt.Errorf("append events to run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// reserveEvents takes the next n event numbers of a run and returns the
+// number before them, or fails with state.ErrNotFound. Taking them locks
+// the run's row until the transaction ends, so writers of one run number
+// their events one after the other, without gaps.
+func reserveEvents(ctx context.Context, tx pgx.Tx, runID string, n int) (int64, error) {
+	var base int64
+	var err error
+	if n == 0 {
+		err = tx.QueryRow(ctx, `SELECT last_seq FROM runbook_runs WHERE id = $1`, runID).Scan(&base)
+	} else {
+		err = tx.QueryRow(ctx, `UPDATE runbook_runs SET last_seq = last_seq + $2 WHERE id = $1 RETURNING last_seq - $2`, runID, n).Scan(&base)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("run %s: %w", runID, state.ErrNotFound)
+	}
+	return base, err
+}
+
+// insertEvents writes encoded events numbered from base+1.
+func insertEvents(ctx context.Context, tx pgx.Tx, runID string, base int64, evs [][]byte) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO runbook_events (run_id, seq, event)
+SELECT $1, $2 + e.n, e.event FROM unnest($3::json[]) WITH ORDINALITY AS e(event, n)`, runID, base, evs)
+	return err
+}
+
+// encodeEvents encodes events for insertEvents: without their Seq (the
+// row's seq column is the event's number), a zero Time set to now.
+func (s *Store) encodeEvents(events []state.Event) ([][]byte, error) {
+	out := make([][]byte, len(events))
+	for i, ev := range events {
+		ev.Seq = 0
+		if ev.Time.IsZero() {
+			ev.Time = s.now()
+		}
+		data, err := json.Marshal(ev)
+		if err != nil {
+			return nil, fmt.Errorf("encode event %s: %w", ev.Type, err)
+		}
+		out[i] = data
+	}
+	return out, nil
+}
+
+// Events returns a run's events with Seq > after, at most limit (0: all),
+// or state.ErrNotFound when the run does not exist. One query: a run
+// without such events is one row without an event, an unknown run no row.
+func (s *Store) Events(ctx context.Context, runID string, after uint64, limit int) ([]state.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("events of run %s: %w", runID, err)
+	}
+	var lim *int // NULL: no limit
+	if limit > 0 {
+		lim = &limit
+	}
+	from := int64(min(after, math.MaxInt64)) // seq is a bigint: nothing is past MaxInt64
+	rows, err := s.pool.Query(ctx, `SELECT e.seq, e.event FROM runbook_runs r
+LEFT JOIN LATERAL (
+	SELECT seq, event FROM runbook_events WHERE run_id = r.id AND seq > $2 ORDER BY seq LIMIT $3
+) e ON true
+WHERE r.id = $1
+ORDER BY e.seq`, runID, from, lim)
+	if err != nil {
+		return nil, fmt.Errorf("events of run %s: %w", runID, err)
+	}
+	out := []state.Event{}
+	found := false
+	var seq *int64
+	var data []byte
+	_, err = pgx.ForEachRow(rows, []any{&seq, &data}, func() error {
+		found = true
+		if seq == nil {
+			return nil
+		}
+		var ev state.Event
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return fmt.Errorf("decode event %d: %w: %w", *seq, state.ErrCorrupt, err)
+		}
+		ev.Seq = uint64(*seq)
+		out = append(out, ev)
+		return nil
+	})
+	if err == nil && !found {
+		err = fmt.Errorf("run %s: %w", runID, state.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("events of run %s: %w", runID, err)
+	}
+	return out, nil
+}
