@@ -94,55 +94,84 @@ func (p *Program) tainted(s *Scope) bool {
 	if s.Secret == nil {
 		return false
 	}
-	h := func(v any) bool { return holds(v, s.Secret) }
-	if p.result && h(s.Result) {
+	if p.result && holds(s.Result, s.Secret) {
 		return true
 	}
-	if p.errRef && s.Error != nil && (s.Secret(s.Error.Message) || h(s.Error.Data)) {
+	if p.errRef && errorHolds(s.Error, s.Secret) {
 		return true
 	}
 	for _, r := range p.refs {
-		switch r.Kind {
-		case "input":
-			if r.Name == "" && h(s.Inputs) || r.Name != "" && h(s.Inputs[r.Name]) {
-				return true
-			}
-		case "env":
-			if r.Name == "" {
-				for _, e := range s.Env {
-					if s.Secret(e) {
-						return true
-					}
-				}
-			} else if s.Secret(s.Env[r.Name]) {
-				return true
-			}
-		case "trigger":
-			if r.Name == "" && h(s.Trigger) || r.Name != "" && h(s.Trigger[r.Name]) {
-				return true
-			}
-		case "item":
-			if s.HasItem && h(s.Item) {
-				return true
-			}
-		case "step":
-			for id, st := range s.Steps {
-				if st == nil || r.Name != "" && id != r.Name {
-					continue
-				}
-				if r.Output != "" {
-					if h(st.Outputs[r.Output]) {
-						return true
-					}
-					continue
-				}
-				if h(st.Outputs) || st.Error != nil && (s.Secret(st.Error.Message) || h(st.Error.Data)) {
-					return true
-				}
-			}
+		if refTainted(r, s) {
+			return true
 		}
 	}
 	return false
+}
+
+// refTainted reports whether the scope value r reads holds a secret.
+func refTainted(r Ref, s *Scope) bool {
+	switch r.Kind {
+	case "input":
+		return namedHolds(s.Inputs, r.Name, s.Secret)
+	case "env":
+		return envHolds(s.Env, r.Name, s.Secret)
+	case "trigger":
+		return namedHolds(s.Trigger, r.Name, s.Secret)
+	case "item":
+		return s.HasItem && holds(s.Item, s.Secret)
+	case "step":
+		return stepsHold(s.Steps, r, s.Secret)
+	}
+	return false
+}
+
+// namedHolds reports whether m[name] holds a secret, or any of m when name
+// is "".
+func namedHolds(m map[string]any, name string, secret func(string) bool) bool {
+	if name == "" {
+		return holds(m, secret)
+	}
+	return holds(m[name], secret)
+}
+
+// envHolds reports whether the variable name holds a secret, or any
+// variable when name is "" (values only: variable names are not secret).
+func envHolds(env map[string]string, name string, secret func(string) bool) bool {
+	if name != "" {
+		return secret(env[name])
+	}
+	for _, e := range env {
+		if secret(e) {
+			return true
+		}
+	}
+	return false
+}
+
+// stepsHold reports whether what r reads of the steps holds a secret: one
+// output when r names it, else the outputs and error of the step r names
+// (every step when r names none).
+func stepsHold(steps map[string]*StepState, r Ref, secret func(string) bool) bool {
+	for id, st := range steps {
+		if st == nil || r.Name != "" && id != r.Name {
+			continue
+		}
+		if r.Output != "" {
+			if holds(st.Outputs[r.Output], secret) {
+				return true
+			}
+			continue
+		}
+		if holds(st.Outputs, secret) || errorHolds(st.Error, secret) {
+			return true
+		}
+	}
+	return false
+}
+
+// errorHolds reports whether an error's message or data holds a secret.
+func errorHolds(e *ErrorInfo, secret func(string) bool) bool {
+	return e != nil && (secret(e.Message) || holds(e.Data, secret))
 }
 
 // holds reports whether secret is true of a string leaf or key of v.
