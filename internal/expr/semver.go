@@ -6,6 +6,27 @@ import (
 	"strings"
 )
 
+// This file matches ranges itself rather than with
+// github.com/Masterminds/semver/v3 (checked at v3.5.0), which disagrees
+// with the documented behaviour of semverSatisfies on 7.0.0:
+//
+//   - "^x", "^x.x" and "<=x" are false there; npm reads ^* and <=* as *, so
+//     they are true here.
+//   - ">x" and "!=x" are true there; npm's >* matches nothing, and so do
+//     >x and !=x here.
+//   - "==1.2.3" is an "improper constraint" there; == is = here.
+//   - "x-rc" matches there; here it is refused as an invalid version.
+//   - Its version parsers either refuse the "v" of Kubernetes versions
+//     (StrictNewVersion: "invalid characters in version") or accept
+//     partial ones (NewVersion: "1.2" is 1.2.0), where semverCompare
+//     wants v1.29.3 accepted and 1.2 refused.
+//   - Its errors ("improper constraint: \">=\"") do not say what is wrong;
+//     here they name the empty constraint, the missing number or the
+//     extra part.
+//
+// Working around all of these would keep this parser and tokenizer and
+// leave the library only the comparisons below.
+
 // semver is a parsed semantic version (semver.org 2.0.0, leading "v"
 // allowed). parts counts the numbers given ("1.2" has 2), for ranges.
 type semver struct {
