@@ -3,7 +3,6 @@ package easymaker
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/runbook/runbook/internal/cloud/easymaker"
@@ -77,6 +76,14 @@ func tags(ts []Tag) []easymaker.Tag {
 	return out
 }
 
+// param is the key the element's path is given under.
+func (d Dataset) param() string {
+	if d.DataURI == "" && d.DatasetURI != "" {
+		return "datasetUri"
+	}
+	return "dataUri"
+}
+
 func datasets(ds []Dataset) []easymaker.Dataset {
 	if len(ds) == 0 {
 		return nil
@@ -136,52 +143,40 @@ func (ps *problems) add(path, format string, args ...any) {
 	*ps = append(*ps, fault.Problem{Path: path, Message: fmt.Sprintf(format, args...)})
 }
 
-// storage is what the params say about the storage the resource needs.
-type storage struct {
-	dyn   map[string]bool
-	field string // data_storage_size
-	size  int
-	paths map[string]string // input path fields (JSON path) -> value
+// known adds the findings of a rule of internal/cloud/easymaker, except
+// those at a path computed by an expression: its value is judged when the
+// step runs.
+func (ps *problems) known(dyn map[string]bool, found []fault.Problem) {
+	for _, p := range found {
+		if !dyn[p.Path] {
+			*ps = append(*ps, p)
+		}
+	}
 }
 
-// checkStorage requires data_storage_size when an input path is in object
-// storage (obs://): the service copies the data to a volume of that size.
-// With NAS paths only it is not needed. Dynamic fields are not judged.
-func (ps *problems) checkStorage(s storage, pathFields ...string) {
-	if s.dyn[s.field] || s.size != 0 {
+// checkStorage applies easymaker.DataStorageRequired: data_storage_size
+// when an input path is in object storage. Not judged when the size or an
+// input is computed by an expression.
+func (ps *problems) checkStorage(dyn map[string]bool, size int, inputs []easymaker.StorageInput, inputFields ...string) {
+	if dyn["data_storage_size"] {
 		return
 	}
-	for _, f := range pathFields {
-		if s.dyn[f] {
+	for _, f := range inputFields {
+		if dyn[f] {
 			return
 		}
 	}
-	for _, k := range sortedKeys(s.paths) {
-		if strings.HasPrefix(s.paths[k], "obs://") {
-			*ps = append(*ps, fault.Problem{Path: s.field, Message: fmt.Sprintf(
-				"is required (300 to 10000 GB) when data comes from object storage (%s is %s); it is not needed with NAS (nas://) paths", k, s.paths[k])})
-			return
-		}
-	}
+	*ps = append(*ps, easymaker.DataStorageRequired(size, inputs...)...)
 }
 
-// checkAlgorithm: exactly one of a provided algorithm (algorithm_name) and
-// an own one (source_dir_uri + entry_point).
+// checkAlgorithm applies easymaker.AlgorithmChoice: exactly one of a
+// provided algorithm (algorithm_name) and an own one (source_dir_uri +
+// entry_point).
 func (ps *problems) checkAlgorithm(dyn map[string]bool, name, sourceDir, entry string) {
 	if dyn["algorithm_name"] || dyn["source_dir_uri"] || dyn["entry_point"] {
 		return
 	}
-	own := sourceDir != "" || entry != ""
-	switch {
-	case name != "" && own:
-		ps.add("algorithm_name", "give either a provided algorithm (algorithm_name) or an own one (source_dir_uri and entry_point), not both")
-	case name == "" && !own:
-		ps.add("algorithm_name", "is required unless an own algorithm is given (source_dir_uri and entry_point)")
-	case own && sourceDir == "":
-		ps.add("source_dir_uri", "is required with entry_point (an own algorithm needs both)")
-	case own && entry == "":
-		ps.add("entry_point", "is required with source_dir_uri (an own algorithm needs both)")
-	}
+	*ps = append(*ps, easymaker.AlgorithmChoice("algorithm_name", name, sourceDir, entry)...)
 }
 
 // checkTorchrun: nproc_per_node only with use_torchrun.
@@ -189,7 +184,7 @@ func (ps *problems) checkTorchrun(dyn map[string]bool, use bool, nproc int) {
 	if dyn["use_torchrun"] || dyn["nproc_per_node"] {
 		return
 	}
-	if nproc != 0 && !use {
+	if easymaker.NprocWithoutTorchrun(use, nproc) {
 		ps.add("nproc_per_node", "is only used with use_torchrun: true (PyTorch images); set use_torchrun or drop nproc_per_node")
 	}
 }
@@ -224,27 +219,13 @@ func (ps *problems) checkDatasetPaths(dyn map[string]bool, ds []Dataset) {
 	}
 }
 
-// checkResources: apigwResourceUri values are distinct in one list.
+// checkResources applies easymaker.RepeatedResourceURIs: apigwResourceUri
+// values are distinct in one list.
 func (ps *problems) checkResources(dyn map[string]bool, rs []ModelResource) {
 	if dyn["endpoint_model_resource_list"] {
 		return
 	}
-	seen := map[string]int{}
-	for i, r := range rs {
-		if j, dup := seen[r.APIGWResourceURI]; dup && r.APIGWResourceURI != "" {
-			ps.add(fmt.Sprintf("endpoint_model_resource_list[%d].apigwResourceUri", i), "repeats element %d (%s)", j, r.APIGWResourceURI)
-		}
-		seen[r.APIGWResourceURI] = i
-	}
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	*ps = append(*ps, easymaker.RepeatedResourceURIs(modelResources(rs))...)
 }
 
 // read runs a read-only call with a client for conn.

@@ -6,13 +6,19 @@
 // # Params
 //
 // Params are named like the SDK's parameters (snake_case) with the same
-// defaults, plus `connection` (default "easymaker"). Every range of the
-// spec's tables is a struct tag or a Check rule, so literal values are
-// refused when the playbook loads (with their position) and computed ones
-// by Decode before any call; a value computed inside a literal list
-// element (a dataUri, a hyperparameter bound) is skipped at load time,
-// where Check learns its path from the dynamic set, and judged then. Image, instance and algorithm names are
-// resolved to IDs through the client's Resolve* calls.
+// defaults, plus `connection` (default "easymaker"). Every per-field
+// range of the spec's tables is a struct tag, so the JSON Schema carries
+// it (a test holds the tags to the limits of internal/cloud/easymaker).
+// The rules that relate several params (nodes x trials, storage for
+// object storage inputs, the algorithm choice, a tuning's objective,
+// hyperparameter specs, distinct resource paths) are the exported rules
+// of internal/cloud/easymaker, which the simulator applies too; the
+// Check funcs call them. Literal values are refused when the playbook
+// loads (with their position) and computed ones by Decode before any
+// call; a value computed inside a literal list element (a dataUri, a
+// hyperparameter bound) is skipped at load time, where Check learns its
+// path from the dynamic set, and judged then. Image, instance and
+// algorithm names are resolved to IDs through the client's Resolve* calls.
 //
 // # Waits
 //

@@ -34,12 +34,11 @@ func (a *algorithmParams) check(ps *problems, dyn map[string]bool) {
 	ps.checkTorchrun(dyn, a.UseTorchrun, a.NprocPerNode)
 	ps.checkDatasets(dyn, a.DatasetList)
 	ps.checkDatasetPaths(dyn, a.DatasetList)
-	paths := map[string]string{"source_dir_uri": a.SourceDirURI, "check_point_input_uri": a.CheckPointInputURI}
+	inputs := []easymaker.StorageInput{{Param: "source_dir_uri", URI: a.SourceDirURI}, {Param: "check_point_input_uri", URI: a.CheckPointInputURI}}
 	for i, d := range a.DatasetList {
-		paths[fmt.Sprintf("dataset_list[%d]", i)] = d.uri()
+		inputs = append(inputs, easymaker.StorageInput{Param: fmt.Sprintf("dataset_list[%d].%s", i, d.param()), URI: d.uri()})
 	}
-	ps.checkStorage(storage{dyn: dyn, field: "data_storage_size", size: a.DataStorageSize, paths: paths},
-		"source_dir_uri", "check_point_input_uri", "dataset_list")
+	ps.checkStorage(dyn, a.DataStorageSize, inputs, "source_dir_uri", "check_point_input_uri", "dataset_list")
 }
 
 func (a *algorithmParams) nproc() int {

@@ -3,7 +3,6 @@ package easymaker
 import (
 	"context"
 	"fmt"
-	"math"
 	"net/http"
 	"strings"
 
@@ -60,105 +59,57 @@ func checkTuningRun(p *tuningRunParams, dyn map[string]bool) []fault.Problem {
 	var ps problems
 	p.algorithmParams.check(&ps, dyn)
 	if !dyn["distributed_node_count"] && !dyn["parallel_trial_count"] {
-		if n := p.DistributedNodeCount * p.ParallelTrialCount; n > 10 {
-			ps.add("parallel_trial_count", "distributed_node_count x parallel_trial_count must be at most 10 (got %d x %d = %d)",
-				p.DistributedNodeCount, p.ParallelTrialCount, n)
-		}
+		ps = append(ps, easymaker.NodesTimesTrials(p.DistributedNodeCount, p.ParallelTrialCount)...)
 	}
-	ownKnown := !dyn["source_dir_uri"] && !dyn["entry_point"] && !dyn["algorithm_name"]
-	if ownKnown && p.own() {
-		if !dyn["metric_list"] && len(p.MetricList) == 0 {
-			ps.add("metric_list", "is required with an own algorithm (source_dir_uri and entry_point): the metric names the training logs")
-		}
-		if !dyn["objective_metric_name"] && p.ObjectiveMetricName == "" {
-			ps.add("objective_metric_name", "is required with an own algorithm: one of metric_list")
-		}
-		if !dyn["objective_type_code"] && p.ObjectiveTypeCode == "" {
-			ps.add("objective_type_code", "is required with an own algorithm: MINIMIZE or MAXIMIZE")
-		}
+	if !dyn["source_dir_uri"] && !dyn["entry_point"] && !dyn["algorithm_name"] && p.own() {
+		ps.known(dyn, easymaker.OwnAlgorithmObjective(p.MetricList, p.ObjectiveMetricName, p.ObjectiveTypeCode))
 	}
-	if !dyn["metric_list"] {
-		for i, m := range p.MetricList {
-			if at := fmt.Sprintf("metric_list[%d]", i); !dyn[at] && strings.TrimSpace(m) == "" {
-				ps.add(at, "is empty: a metric name is required")
-			}
-		}
-	}
-	if !dyn["metric_list"] && !dyn["objective_metric_name"] && p.ObjectiveMetricName != "" && len(p.MetricList) > 0 {
-		// A name computed by an expression may be the objective: only a
-		// list of known names is judged.
-		found := false
-		for i, m := range p.MetricList {
-			found = found || m == p.ObjectiveMetricName || dyn[fmt.Sprintf("metric_list[%d]", i)]
-		}
-		if !found {
-			ps.add("objective_metric_name", "must be one of metric_list (%s; got %q)", strings.Join(p.MetricList, ", "), p.ObjectiveMetricName)
-		}
-	}
-	if !dyn["hyperparameter_spec_list"] {
-		grid := p.TuningStrategyName == easymaker.StrategyGrid && !dyn["tuning_strategy_name"]
-		for i, s := range p.HyperparameterSpecList {
-			at := fmt.Sprintf("hyperparameter_spec_list[%d]", i)
-			if dyn[at] {
-				continue
-			}
-			checkSpec(&ps, at+".", s)
-			checkSpecPresence(&ps, dyn, at+".", s, grid)
-		}
-	}
+	ps.checkMetrics(dyn, p.MetricList, p.ObjectiveMetricName)
+	ps.checkSpecs(dyn, p.HyperparameterSpecList, p.TuningStrategyName == easymaker.StrategyGrid && !dyn["tuning_strategy_name"])
 	return ps
 }
 
-// checkSpec applies the rules of hyperparameter_spec_list that judge the
-// values given: min not above max, whole numbers for INT, a positive step,
-// no value list on a numeric type.
-func checkSpec(ps *problems, at string, s HyperparameterSpec) {
-	switch t := s.HyperparameterTypeCode; t {
-	case easymaker.HyperparameterTypeInt, easymaker.HyperparameterTypeFloat:
-		if s.HyperparameterMinValue != nil && s.HyperparameterMaxValue != nil && *s.HyperparameterMinValue > *s.HyperparameterMaxValue {
-			ps.add(at+"hyperparameterMaxValue", "must not be below hyperparameterMinValue (got min %g, max %g)", *s.HyperparameterMinValue, *s.HyperparameterMaxValue)
+// checkMetrics requires metric names and applies
+// easymaker.ObjectiveInMetrics. A name computed by an expression may be
+// the objective: only a list of known names is judged.
+func (ps *problems) checkMetrics(dyn map[string]bool, metrics []string, objective string) {
+	if dyn["metric_list"] {
+		return
+	}
+	computed := false
+	for i, m := range metrics {
+		at := fmt.Sprintf("metric_list[%d]", i)
+		switch {
+		case dyn[at]:
+			computed = true
+		case strings.TrimSpace(m) == "":
+			ps.add(at, "is empty: a metric name is required")
 		}
-		if s.HyperparameterStep != nil && *s.HyperparameterStep <= 0 {
-			ps.add(at+"hyperparameterStep", "must be positive (got %g)", *s.HyperparameterStep)
-		}
-		if t == easymaker.HyperparameterTypeInt {
-			for _, f := range []struct {
-				name string
-				v    *float64
-			}{{"hyperparameterMinValue", s.HyperparameterMinValue}, {"hyperparameterMaxValue", s.HyperparameterMaxValue}, {"hyperparameterStep", s.HyperparameterStep}} {
-				if f.v != nil && *f.v != math.Trunc(*f.v) {
-					ps.add(at+f.name, "must be a whole number for type INT (got %g)", *f.v)
-				}
-			}
-		}
-		if s.HyperparameterSpecifiedValues != "" {
-			ps.add(at+"hyperparameterSpecifiedValues", "is for DISCRETE and CATEGORICAL; type %s takes min and max values", t)
+	}
+	if !computed && !dyn["objective_metric_name"] {
+		*ps = append(*ps, easymaker.ObjectiveInMetrics(metrics, objective)...)
+	}
+}
+
+// checkSpecs applies easymaker.HyperparameterSpecRules to each element of
+// hyperparameter_spec_list (grid: the GRID strategy). An element or a
+// field computed by an expression counts as given at load time; at run
+// time its value is judged.
+func (ps *problems) checkSpecs(dyn map[string]bool, ss []HyperparameterSpec, grid bool) {
+	if dyn["hyperparameter_spec_list"] {
+		return
+	}
+	for i, s := range ss {
+		if !dyn[fmt.Sprintf("hyperparameter_spec_list[%d]", i)] {
+			ps.known(dyn, easymaker.HyperparameterSpecRules(i, s.api(), grid))
 		}
 	}
 }
 
-// checkSpecPresence requires what a hyperparameter_spec_list element's
-// type needs: min and max for INT and DOUBLE (and a step with the GRID
-// strategy), the values for DISCRETE and CATEGORICAL. A value computed by
-// an expression (at, a path ending in ".", names it in dyn) counts as
-// given at load time; at run time its value is judged.
-func checkSpecPresence(ps *problems, dyn map[string]bool, at string, s HyperparameterSpec, grid bool) {
-	need := func(field string, given bool, format string, args ...any) {
-		if !given && !dyn[at+field] {
-			ps.add(at+field, format, args...)
-		}
-	}
-	switch t := s.HyperparameterTypeCode; t {
-	case easymaker.HyperparameterTypeInt, easymaker.HyperparameterTypeFloat:
-		need("hyperparameterMinValue", s.HyperparameterMinValue != nil, "is required for type %s", t)
-		need("hyperparameterMaxValue", s.HyperparameterMaxValue != nil, "is required for type %s", t)
-		if grid {
-			need("hyperparameterStep", s.HyperparameterStep != nil, "is required for type %s with the GRID strategy", t)
-		}
-	case easymaker.HyperparameterTypeDisc, easymaker.HyperparameterTypeCat:
-		need("hyperparameterSpecifiedValues", strings.TrimSpace(s.HyperparameterSpecifiedValues) != "",
-			"is required for type %s: values separated by commas", t)
-	}
+func (s HyperparameterSpec) api() easymaker.HyperparameterSpec {
+	return easymaker.HyperparameterSpec{HyperparameterName: s.HyperparameterName, HyperparameterTypeCode: s.HyperparameterTypeCode,
+		HyperparameterMinValue: s.HyperparameterMinValue, HyperparameterMaxValue: s.HyperparameterMaxValue,
+		HyperparameterStep: s.HyperparameterStep, HyperparameterSpecifiedValues: s.HyperparameterSpecifiedValues}
 }
 
 func specs(ss []HyperparameterSpec) []easymaker.HyperparameterSpec {
@@ -167,9 +118,7 @@ func specs(ss []HyperparameterSpec) []easymaker.HyperparameterSpec {
 	}
 	out := make([]easymaker.HyperparameterSpec, len(ss))
 	for i, s := range ss {
-		out[i] = easymaker.HyperparameterSpec{HyperparameterName: s.HyperparameterName, HyperparameterTypeCode: s.HyperparameterTypeCode,
-			HyperparameterMinValue: s.HyperparameterMinValue, HyperparameterMaxValue: s.HyperparameterMaxValue,
-			HyperparameterStep: s.HyperparameterStep, HyperparameterSpecifiedValues: s.HyperparameterSpecifiedValues}
+		out[i] = s.api()
 	}
 	return out
 }
