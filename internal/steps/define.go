@@ -47,6 +47,9 @@ func Define[P any](d Def[P]) Descriptor {
 	if _, none := any(*new(P)).(None); !none {
 		out.Params = *new(P)
 	}
+	// The adapters below live in this package: the package is read from
+	// the family's own params type or Run.
+	out.Package = definingPackage(out.Params, d.Run)
 	if d.Run != nil {
 		out.Run = Typed(d.Run)
 	}

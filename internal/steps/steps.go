@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"reflect"
 	"regexp"
+	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,6 +60,11 @@ type Descriptor struct {
 	// dot separated (e.g. "log", "http.request", "nks.cluster.create").
 	Type    string
 	Summary string
+	// Package is the import path of the package that defines the type
+	// (".../internal/steps/core"); its last element names the family.
+	// Register fills it, when empty, from the params type or else the Run
+	// function; Define fills it from the typed hooks its adapters hide.
+	Package string
 	// Params is a zero value of the params struct (not a pointer), or nil
 	// for a step without params. Field tags (see tags.go): json, required,
 	// min, max, minlen, maxlen, enum, pattern, format, default, desc.
@@ -203,6 +210,9 @@ func Register(d Descriptor) {
 	if d.Run == nil {
 		panic(fmt.Sprintf("steps: %s: Run is nil", d.Type))
 	}
+	if d.Package == "" {
+		d.Package = definingPackage(d.Params, d.Run)
+	}
 	if d.Params != nil {
 		t := reflect.TypeOf(d.Params)
 		if t.Kind() != reflect.Struct {
@@ -272,4 +282,30 @@ func (c *Call) SaveCheckpoint(ctx context.Context, v any) error {
 		return fmt.Errorf("%s: encode checkpoint: %w", c.StepID, err)
 	}
 	return c.Host.Checkpoint(ctx, b)
+}
+
+// definingPackage is the import path of the package that defines a step
+// type: that of its params type, or else that of its run function.
+func definingPackage(params, run any) string {
+	if params != nil {
+		if pkg := reflect.TypeOf(params).PkgPath(); pkg != "" {
+			return pkg
+		}
+	}
+	v := reflect.ValueOf(run)
+	if v.Kind() != reflect.Func || v.IsNil() {
+		return ""
+	}
+	fn := runtime.FuncForPC(v.Pointer())
+	if fn == nil {
+		return ""
+	}
+	// github.com/x/y/internal/steps/core.runSet, or .../core.init.func1
+	name := fn.Name()
+	slash := strings.LastIndex(name, "/")
+	dot := strings.Index(name[slash+1:], ".")
+	if dot < 0 {
+		return ""
+	}
+	return name[:slash+1+dot]
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"testing"
 	"time"
 
@@ -47,6 +48,7 @@ func TestEveryCoreStepPassesTheContract(t *testing.T) {
 	for _, d := range steps.All() {
 		t.Run(d.Type, func(t *testing.T) {
 			require.NotNil(t, d.Example, "every registered core step has an example")
+			assert.Equal(t, "core", path.Base(d.Package), "the family is the package that defines the step")
 			with := d.Example
 			if standIn, ok := standIns[d.Type]; ok {
 				exampleLoads(t, d)
