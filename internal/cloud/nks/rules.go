@@ -10,10 +10,13 @@ import (
 	"unicode/utf8"
 )
 
-// This file holds the spec's request rules as pure functions. The steps
-// check literal params with them at load time and expression-fed params
-// before the call; the simulator enforces the same rules on what it
-// receives. Every function returns nil or an error whose message is a
+// This file holds the spec's request rules: its limits as constants and
+// its rules as pure functions. The simulator enforces them on what it
+// receives. The steps carry each per-field limit in a params tag (so the
+// playbook schema shows it; their tests compare every such tag with the
+// constant here) and check the rules between fields with these functions,
+// on literal params at load time and on expression-fed params before the
+// call. Every function returns nil or an error whose message is a
 // self-contained sentence fit for a diagnostic ("pod subnet /29 is too
 // small; ..."); the caller prefixes the position or field path.
 
@@ -28,6 +31,12 @@ const (
 	MinPodSubnet     = 20
 	MaxPodSubnet     = 28
 	DefaultPodSubnet = 24
+	// MinBufferNodes and MinMaxUnavailableNodes are the lower bounds of a
+	// rolling update's num_buffer_nodes and num_max_unavailable_nodes; the
+	// upper bounds depend on the node group (CheckBufferNodes,
+	// CheckMaxUnavailableNodes).
+	MinBufferNodes         = 0
+	MinMaxUnavailableNodes = 1
 	// PodSubnetMargin: the pod subnet size must be at least this much
 	// greater than the pod network's prefix length.
 	PodSubnetMargin = 2
@@ -47,6 +56,13 @@ const (
 	CNICalico = "calico"
 	// FlavorChangeType is the only accepted "type" of a flavor change.
 	FlavorChangeType = "flavor_id"
+	// IPACLAllow and IPACLDeny are the actions of the API endpoint's IP
+	// access control.
+	IPACLAllow = "ALLOW"
+	IPACLDeny  = "DENY"
+	// VersionPattern is the form of an orchestrator version (kube_tag,
+	// upgrade version): vMAJOR.MINOR.PATCH without leading zeros.
+	VersionPattern = `^v(0|[1-9][0-9]*)[.](0|[1-9][0-9]*)[.](0|[1-9][0-9]*)$`
 	// BridgeRangeLastVersion is the newest version whose clusters must not
 	// overlap BridgeRange.
 	BridgeRangeLastVersion = "v1.23.3"
@@ -267,8 +283,8 @@ func CheckCNIPodCIDR(podCIDR string, podSubnet int, avoid CNINetworks) []error {
 // maxPerGroup <= 0 means the maximum is unknown (load time): only the
 // lower bound is checked.
 func CheckBufferNodes(n, maxPerGroup, current int) error {
-	if n < 0 {
-		return fmt.Errorf("buffer nodes %d is negative; it must be at least 0", n)
+	if n < MinBufferNodes {
+		return fmt.Errorf("buffer nodes %d is negative; it must be at least %d", n, MinBufferNodes)
 	}
 	if maxPerGroup > 0 {
 		limit := max(maxPerGroup-current, 0)
@@ -284,11 +300,20 @@ func CheckBufferNodes(n, maxPerGroup, current int) error {
 // flavor change, of the cluster for a CNI change). current <= 0 means
 // unknown (load time): only the lower bound is checked.
 func CheckMaxUnavailableNodes(n, current int) error {
-	if n < 1 {
-		return fmt.Errorf("max unavailable nodes %d is too few; it must be at least 1", n)
+	if n < MinMaxUnavailableNodes {
+		return fmt.Errorf("max unavailable nodes %d is too few; it must be at least %d", n, MinMaxUnavailableNodes)
 	}
 	if current > 0 && n > current {
 		return fmt.Errorf("max unavailable nodes %d is more than the %d current nodes", n, current)
+	}
+	return nil
+}
+
+// CheckAutoscalerNodeCounts checks that the autoscaler's fewest nodes
+// (ca_min_node_count) is not above its most nodes (ca_max_node_count).
+func CheckAutoscalerNodeCounts(minNodes, maxNodes int) error {
+	if minNodes > maxNodes {
+		return fmt.Errorf("autoscaler minimum %d is above the maximum %d", minNodes, maxNodes)
 	}
 	return nil
 }
@@ -319,7 +344,7 @@ func CheckDescription(what, s string) error {
 	return nil
 }
 
-var versionRE = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$`)
+var versionRE = regexp.MustCompile(VersionPattern)
 
 // Version is an orchestrator version (kube_tag) like v1.28.3.
 type Version struct{ Major, Minor, Patch int }
@@ -493,8 +518,8 @@ func CheckIPACLEnable(v string) error {
 
 // CheckIPACLAction checks the IP access control's action: ALLOW or DENY.
 func CheckIPACLAction(v string) error {
-	if v != "ALLOW" && v != "DENY" {
-		return fmt.Errorf("IP access control action must be ALLOW or DENY (got %q)", v)
+	if v != IPACLAllow && v != IPACLDeny {
+		return fmt.Errorf("IP access control action must be %s or %s (got %q)", IPACLAllow, IPACLDeny, v)
 	}
 	return nil
 }

@@ -332,3 +332,17 @@ func TestEnumRules(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { wantErr(t, tc.err, tc.want) })
 	}
 }
+
+func TestCheckAutoscalerNodeCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		min, max int
+		want     string
+	}{
+		{"a minimum below the maximum is fine", 1, 3, ""},
+		{"equal bounds are fine", 2, 2, ""},
+		{"a minimum above the maximum is refused", 5, 2, "autoscaler minimum 5 is above the maximum 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { wantErr(t, CheckAutoscalerNodeCounts(tc.min, tc.max), tc.want) })
+	}
+}

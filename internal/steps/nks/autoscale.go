@@ -23,9 +23,8 @@ type caSettings struct {
 }
 
 func (s caSettings) check(ps *problems, prefix string) {
-	if s.CAMaxNodeCount != nil && s.CAMinNodeCount != nil && *s.CAMinNodeCount > *s.CAMaxNodeCount {
-		*ps = append(*ps, fault.Problem{Path: prefix + "ca_min_node_count",
-			Message: "autoscaler minimum " + strconv.Itoa(*s.CAMinNodeCount) + " is above the maximum " + strconv.Itoa(*s.CAMaxNodeCount)})
+	if s.CAMaxNodeCount != nil && s.CAMinNodeCount != nil {
+		ps.add(prefix+"ca_min_node_count", nks.CheckAutoscalerNodeCounts(*s.CAMinNodeCount, *s.CAMaxNodeCount))
 	}
 }
 

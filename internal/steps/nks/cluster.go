@@ -118,7 +118,7 @@ type createClusterLabels struct {
 	ExternalSubnetIDList []string `json:"external_subnet_id_list" desc:"subnets attached to the internet gateway (sent colon-separated)"`
 	CAEnable             bool     `json:"ca_enable" default:"false" desc:"enable the autoscaler on the default worker group"`
 	caSettings
-	KubeTag                   string   `json:"kube_tag" required:"true" desc:"orchestrator version, like v1.29.3 (must be supported by /v1/supports)"`
+	KubeTag                   string   `json:"kube_tag" required:"true" pattern:"^v(0|[1-9][0-9]*)[.](0|[1-9][0-9]*)[.](0|[1-9][0-9]*)$" desc:"orchestrator version, like v1.29.3 (must be supported by /v1/supports)"`
 	UserScript                string   `json:"user_script" desc:"user script (old)"`
 	UserScriptV2              string   `json:"user_script_v2" desc:"user script"`
 	MasterLBFloatingIPEnabled bool     `json:"master_lb_floating_ip_enabled" default:"false" desc:"give the API endpoint a public address"`
@@ -127,7 +127,7 @@ type createClusterLabels struct {
 	AdditionalSubnetIDList    []string `json:"additional_subnet_id_list" desc:"additional VPC subnets (sent colon-separated)"`
 	ServiceClusterIPRange     string   `json:"service_cluster_ip_range" desc:"service network CIDR"`
 	PodsNetworkCIDR           string   `json:"pods_network_cidr" desc:"pod network CIDR"`
-	PodsNetworkSubnet         int      `json:"pods_network_subnet" desc:"pod subnet size, 20..28 and at least the pod network's prefix + 2"`
+	PodsNetworkSubnet         int      `json:"pods_network_subnet" min:"20" max:"28" desc:"pod subnet size, at least the pod network's prefix + 2"`
 	CNIDriver                 string   `json:"cni_driver" desc:"network driver (calico, calico-ebpf)"`
 	NCRSgw                    string   `json:"ncr_sgw" desc:"service gateway UUID of the registry type"`
 	OBSSgw                    string   `json:"obs_sgw" desc:"service gateway UUID of the object storage type"`
@@ -135,7 +135,7 @@ type createClusterLabels struct {
 
 type createClusterParams struct {
 	connParam
-	Name          string              `json:"name" required:"true" desc:"cluster name"`
+	Name          string              `json:"name" required:"true" maxlen:"255" desc:"cluster name"`
 	Keypair       string              `json:"keypair" required:"true" desc:"key pair of the default worker group"`
 	NodeCount     int                 `json:"node_count" required:"true" min:"1" desc:"nodes of the default worker group"`
 	FlavorID      string              `json:"flavor_id" required:"true" desc:"flavor UUID of the default workers"`
@@ -147,26 +147,18 @@ type createClusterParams struct {
 	waitParams
 }
 
-// checkCreateCluster applies the spec's rules to literal values. Inside
-// labels a zero value may be an expression (only the whole labels map is
-// marked dynamic), so only non-zero values are checked; at run time the
-// required tags have already refused empty required labels.
+// checkCreateCluster applies the spec's rules between labels. A label
+// given by an expression, or whose value failed its own tag, is left zero
+// by the decoder, and zero labels are not checked: one bad label does not
+// hide the problems of the others. At run time the required tags have
+// already refused empty required labels.
 func checkCreateCluster(p *createClusterParams, dyn map[string]bool) []fault.Problem {
 	var ps problems
 	ps.name(dyn, "name", "cluster", p.Name)
-	if dyn["labels"] {
-		return ps
-	}
 	l := p.Labels
-	if l.KubeTag != "" {
-		ps.add("labels.kube_tag", nks.CheckVersion(l.KubeTag))
-	}
 	var errs []error
-	switch {
-	case l.PodsNetworkSubnet != 0 && l.PodsNetworkCIDR != "":
+	if l.PodsNetworkSubnet != 0 && l.PodsNetworkCIDR != "" {
 		errs = nks.CheckPodSubnet(l.PodsNetworkCIDR, l.PodsNetworkSubnet)
-	case l.PodsNetworkSubnet != 0:
-		errs = []error{nks.CheckPodSubnetSize(l.PodsNetworkSubnet)}
 	}
 	errs = append(errs, nks.CheckClusterNetworks(nks.ClusterNetworks{
 		PodsNetwork: l.PodsNetworkCIDR, ServiceNetwork: l.ServiceClusterIPRange, KubeTag: l.KubeTag,
@@ -302,8 +294,8 @@ type deleteClusterParams struct {
 type resizeParams struct {
 	connParam
 	clusterParam
-	NodeGroup     string   `json:"nodegroup" required:"true" desc:"worker node group name or UUID"`
-	NodeCount     int      `json:"node_count" required:"true" desc:"new number of nodes, 1..10 (the quota's maximum)"`
+	NodeGroup     string   `json:"nodegroup" required:"true" maxlen:"255" desc:"worker node group name or UUID"`
+	NodeCount     int      `json:"node_count" required:"true" min:"1" max:"10" desc:"new number of nodes (the maximum is the node quota's)"`
 	NodesToRemove []string `json:"nodes_to_remove" desc:"node UUIDs to delete when scaling down (default: chosen at random)"`
 	waitParams
 }
@@ -362,9 +354,6 @@ func init() {
 			var ps problems
 			ps.name(dyn, "cluster", "cluster", p.Cluster)
 			ps.name(dyn, "nodegroup", "node group", p.NodeGroup)
-			if !dyn["node_count"] {
-				ps.add("node_count", nks.CheckResizeNodeCount(p.NodeCount, 0))
-			}
 			return ps
 		},
 		Plan: func(p *resizeParams) []steps.PlannedCall {

@@ -22,14 +22,21 @@
 //
 // # Checks
 //
-// The spec's limits are the functions of internal/cloud/nks/rules.go, one
-// definition each. Check funcs apply them to literal values, so `runbook
-// validate` reports node_count 11 or pod subnet 29 with the file position;
-// Decode runs the same Check before Run, so a value computed by an
-// expression fails the step before any API call. Rules that need the
-// service (a version /v1/supports marks true, a worker not above the
-// master, a pod network clear of the cluster's service network) are
-// checked in Run, before the mutating request.
+// The spec's limits are defined once, in internal/cloud/nks/rules.go,
+// which the simulator enforces too. A limit of one field (resize
+// node_count 1..10, pod subnet 20..28, the rolling-update minimums, the
+// CNI, flavor change and IP access control values, name lengths, the
+// version form) is a params tag, so the playbook schema shows it to
+// editors; limits_test.go compares every such tag with its rules.go
+// constant. Rules between fields (a pod subnet that fits its network,
+// CIDR bands that do not overlap, the autoscaler's minimum not above its
+// maximum) are Check funcs that call rules.go. Both apply to literal
+// values, so `runbook validate` reports node_count 11 or pod subnet 29
+// with the file position; Decode applies both before Run, so a value
+// computed by an expression fails the step before any API call. Rules
+// that need the service (a version /v1/supports marks true, a worker not
+// above the master, a pod network clear of the cluster's service network)
+// are checked in Run, before the mutating request.
 //
 // # Mutations
 //

@@ -17,9 +17,9 @@ import (
 type cniParams struct {
 	connParam
 	clusterParam
-	CNI       string `json:"cni" default:"calico" desc:"target network driver; calico is the only one (from flannel)"`
+	CNI       string `json:"cni" default:"calico" enum:"calico" desc:"target network driver; calico is the only one (from flannel)"`
 	PodCIDR   string `json:"pod_cidr" required:"true" desc:"pod network CIDR, at least a /24, clear of 169.254.0.0/16, 198.18.0.0/19 and the cluster's networks"`
-	PodSubnet int    `json:"pod_subnet" default:"24" desc:"pod subnet size, 20..28 and at least the pod network's prefix + 2"`
+	PodSubnet int    `json:"pod_subnet" default:"24" min:"20" max:"28" desc:"pod subnet size, at least the pod network's prefix + 2"`
 	rolling
 	waitParams
 }
@@ -40,24 +40,18 @@ func podRuleField(msg string) string {
 func checkCNI(p *cniParams, dyn map[string]bool) []fault.Problem {
 	var ps problems
 	ps.name(dyn, "cluster", "cluster", p.Cluster)
-	if !dyn["cni"] {
-		ps.add("cni", nks.CheckCNI(p.CNI))
-	}
 	var errs []error
 	switch {
 	case !dyn["pod_cidr"] && !dyn["pod_subnet"] && p.PodCIDR != "":
 		errs = nks.CheckCNIPodCIDR(p.PodCIDR, p.PodSubnet, nks.CNINetworks{})
 	case !dyn["pod_cidr"] && p.PodCIDR != "":
 		errs = nks.CheckClusterNetworks(nks.ClusterNetworks{PodsNetwork: p.PodCIDR})
-	case !dyn["pod_subnet"]:
-		errs = []error{nks.CheckPodSubnetSize(p.PodSubnet)}
 	}
 	for _, err := range errs {
 		if err != nil {
 			ps.add(podRuleField(err.Error()), err)
 		}
 	}
-	p.rolling.check(&ps, dyn)
 	return ps
 }
 
@@ -88,14 +82,14 @@ func checkCNIAgainstCluster(ctx context.Context, cl *nks.Client, clusterUUID str
 
 type ipaclTarget struct {
 	CIDRAddress string `json:"cidr_address" required:"true" desc:"IP address or CIDR range"`
-	Description string `json:"description" desc:"what the target is"`
+	Description string `json:"description" maxlen:"255" desc:"what the target is"`
 }
 
 type setIPACLParams struct {
 	connParam
 	clusterParam
 	Enable       bool          `json:"enable" default:"false" desc:"enforce the access control; when false the other settings are ignored"`
-	Action       string        `json:"action" desc:"ALLOW or DENY the targets (required when enable is true)"`
+	Action       string        `json:"action" enum:"ALLOW,DENY" desc:"allow or deny the targets (required when enable is true)"`
 	IPACLTargets []ipaclTarget `json:"ipacl_targets" desc:"targets (required when enable is true)"`
 }
 
@@ -110,9 +104,6 @@ func ipaclRequest(p *setIPACLParams) nks.SetIPACLRequest {
 func checkSetIPACL(p *setIPACLParams, dyn map[string]bool) []fault.Problem {
 	var ps problems
 	ps.name(dyn, "cluster", "cluster", p.Cluster)
-	if !dyn["action"] && p.Action != "" {
-		ps.add("action", nks.CheckIPACLAction(p.Action))
-	}
 	if !dyn["ipacl_targets"] {
 		for i, t := range p.IPACLTargets {
 			if t.CIDRAddress != "" {

@@ -135,7 +135,7 @@ type createGroupLabels struct {
 type createGroupParams struct {
 	connParam
 	clusterParam
-	Name        string            `json:"name" required:"true" desc:"node group name"`
+	Name        string            `json:"name" required:"true" maxlen:"255" desc:"node group name"`
 	FlavorID    string            `json:"flavor_id" required:"true" desc:"flavor UUID of the nodes"`
 	ImageID     string            `json:"image_id" required:"true" desc:"base image UUID"`
 	NodeCount   int               `json:"node_count" default:"1" min:"1" desc:"nodes"`
@@ -245,7 +245,7 @@ func init() {
 
 type upgradeGroupParams struct {
 	groupRefParams
-	Version string `json:"version" required:"true" desc:"target version, like v1.30.3 (must be supported by /v1/supports)"`
+	Version string `json:"version" required:"true" pattern:"^v(0|[1-9][0-9]*)[.](0|[1-9][0-9]*)[.](0|[1-9][0-9]*)$" desc:"target version, like v1.30.3 (must be supported by /v1/supports)"`
 	rolling
 	waitParams
 }
@@ -258,7 +258,7 @@ type userScriptParams struct {
 
 type flavorParams struct {
 	groupRefParams
-	Type     string `json:"type" default:"flavor_id" desc:"must be flavor_id"`
+	Type     string `json:"type" default:"flavor_id" enum:"flavor_id" desc:"what changes: the flavor"`
 	FlavorID string `json:"flavor_id" required:"true" desc:"the new flavor UUID"`
 	rolling
 	waitParams
@@ -299,10 +299,6 @@ func init() {
 		Check: func(p *upgradeGroupParams, dyn map[string]bool) []fault.Problem {
 			var ps problems
 			checkGroupRef(&ps, dyn, p.groupRefParams)
-			if !dyn["version"] && p.Version != "" {
-				ps.add("version", nks.CheckVersion(p.Version))
-			}
-			p.rolling.check(&ps, dyn)
 			return ps
 		},
 		Plan: func(p *upgradeGroupParams) []steps.PlannedCall {
@@ -358,10 +354,6 @@ func init() {
 		Check: func(p *flavorParams, dyn map[string]bool) []fault.Problem {
 			var ps problems
 			checkGroupRef(&ps, dyn, p.groupRefParams)
-			if !dyn["type"] {
-				ps.add("type", nks.CheckFlavorChangeType(p.Type))
-			}
-			p.rolling.check(&ps, dyn)
 			return ps
 		},
 		Plan: func(p *flavorParams) []steps.PlannedCall {

@@ -64,9 +64,9 @@ func TestLiteralValuesBreakingTheSpecAreLoadErrorsWithPositions(t *testing.T) {
 	require.ErrorAs(t, err, &ds)
 	got := strings.Split(ds.Error(), "\n")
 	assert.Equal(t, []string{
-		"bad.yaml:9:7: steps[0].with.node_count: node count 11 is out of range; it must be between 1 and 10",
-		"bad.yaml:15:7: steps[1].with.pod_subnet: pod subnet /29 is too small; the prefix must be between 20 and 28",
-		`bad.yaml:30:9: steps[2].with.labels.kube_tag: version "1.29" is not of the form v1.28.3`,
+		"bad.yaml:9:7: steps[0].with.node_count: must be between 1 and 10 (got 11)",
+		"bad.yaml:15:7: steps[1].with.pod_subnet: must be between 20 and 28 (got 29)",
+		`bad.yaml:30:9: steps[2].with.labels.kube_tag: must match ` + cloud.VersionPattern + ` (got "1.29")`,
 		"bad.yaml:31:9: steps[2].with.labels.pods_network_cidr: pod network 198.18.0.0/16 overlaps the internal band 198.18.0.0/19",
 	}, got)
 }
@@ -82,7 +82,7 @@ func TestLoadTimeChecksOfEachType(t *testing.T) {
 		{"a pod network smaller than /24 is refused", "nks.cluster.cni_update",
 			map[string]any{"cluster": "c", "pod_cidr": "10.0.0.0/26", "pod_subnet": 28}, "pod_cidr: pod network 10.0.0.0/26 is too small"},
 		{"only calico is a CNI target", "nks.cluster.cni_update",
-			map[string]any{"cluster": "c", "pod_cidr": "10.0.0.0/16", "cni": "cilium"}, `cni: CNI "cilium" cannot be selected`},
+			map[string]any{"cluster": "c", "pod_cidr": "10.0.0.0/16", "cni": "cilium"}, `cni: must be one of calico (got "cilium")`},
 		{"the pod network avoids the link-local band at create", "nks.cluster.create",
 			withLabel("pods_network_cidr", "169.254.0.0/16"), "labels.pods_network_cidr: pod network 169.254.0.0/16 overlaps the link-local band"},
 		{"pod and service networks must not overlap", "nks.cluster.create",
@@ -90,11 +90,11 @@ func TestLoadTimeChecksOfEachType(t *testing.T) {
 		{"old versions avoid the bridge range", "nks.cluster.create",
 			withLabels(map[string]any{"kube_tag": "v1.23.3", "pods_network_cidr": "172.17.0.0/16"}), "bridge range"},
 		{"max unavailable nodes is at least 1", "nks.nodegroup.upgrade",
-			map[string]any{"cluster": "c", "nodegroup": "g", "version": "v1.31.4", "num_max_unavailable_nodes": 0}, "num_max_unavailable_nodes: max unavailable nodes 0 is too few"},
+			map[string]any{"cluster": "c", "nodegroup": "g", "version": "v1.31.4", "num_max_unavailable_nodes": 0}, "num_max_unavailable_nodes: must be at least 1 (got 0)"},
 		{"buffer nodes is not negative", "nks.nodegroup.flavor",
-			map[string]any{"cluster": "c", "nodegroup": "g", "flavor_id": "f", "num_buffer_nodes": -1}, "num_buffer_nodes: buffer nodes -1 is negative"},
+			map[string]any{"cluster": "c", "nodegroup": "g", "flavor_id": "f", "num_buffer_nodes": -1}, "num_buffer_nodes: must be at least 0 (got -1)"},
 		{"the flavor change type is flavor_id", "nks.nodegroup.flavor",
-			map[string]any{"cluster": "c", "nodegroup": "g", "flavor_id": "f", "type": "image"}, `type: flavor change type must be "flavor_id"`},
+			map[string]any{"cluster": "c", "nodegroup": "g", "flavor_id": "f", "type": "image"}, `type: must be one of flavor_id (got "image")`},
 		{"an empty node in the list is refused", "nks.nodegroup.stop_nodes",
 			map[string]any{"cluster": "c", "nodegroup": "g", "node_list": []any{"a", ""}}, "node_list: node list"},
 		{"enabled IP access control needs an action and targets", "nks.cluster.ipacl.set",
@@ -196,8 +196,8 @@ func TestTheSameValuesThroughExpressionsFailBeforeAnyCall(t *testing.T) {
 		step   string
 		want   string
 	}{
-		{"node_count 11", map[string]any{"count": 11}, "resize", "node_count: node count 11 is out of range; it must be between 1 and 10"},
-		{"pod subnet 29", map[string]any{"subnet": 29}, "cni", "pod_subnet: pod subnet /29 is too small"},
+		{"node_count 11", map[string]any{"count": 11}, "resize", "node_count: must be between 1 and 10 (got 11)"},
+		{"pod subnet 29", map[string]any{"subnet": 29}, "cni", "pod_subnet: must be between 20 and 28 (got 29)"},
 		{"a pod network in 198.18.0.0/19", map[string]any{"pods": "198.18.0.0/16"}, "create", "labels.pods_network_cidr: pod network 198.18.0.0/16 overlaps the internal band 198.18.0.0/19"},
 	}
 	for _, tc := range cases {

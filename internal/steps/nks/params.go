@@ -10,6 +10,10 @@ import (
 // The params many cluster steps share: the connection, the cluster and
 // node group they act on, and the rolling-update bounds. Each step's own
 // params live beside it.
+//
+// A limit of one field is a tag, so the playbook schema carries it; its
+// value is the constant of internal/cloud/nks/rules.go (limits_test.go
+// compares them). A rule between fields is a Check that calls rules.go.
 
 type connParam struct {
 	Connection string `json:"connection" default:"nks" minlen:"1" desc:"name of the connection to the cluster API"`
@@ -41,17 +45,8 @@ func groupPlanPath(r groupRefParams, rest ...string) string {
 
 // rolling are the rolling-update bounds of an upgrade and a flavor change.
 type rolling struct {
-	NumBufferNodes         *int `json:"num_buffer_nodes" desc:"extra nodes added during the update (default 1; at most the group maximum minus current nodes)"`
-	NumMaxUnavailableNodes *int `json:"num_max_unavailable_nodes" desc:"nodes updated at once (default 1; at most the current nodes)"`
-}
-
-func (r rolling) check(ps *problems, dyn map[string]bool) {
-	if r.NumBufferNodes != nil && !dyn["num_buffer_nodes"] {
-		ps.add("num_buffer_nodes", nks.CheckBufferNodes(*r.NumBufferNodes, 0, 0))
-	}
-	if r.NumMaxUnavailableNodes != nil && !dyn["num_max_unavailable_nodes"] {
-		ps.add("num_max_unavailable_nodes", nks.CheckMaxUnavailableNodes(*r.NumMaxUnavailableNodes, 0))
-	}
+	NumBufferNodes         *int `json:"num_buffer_nodes" min:"0" desc:"extra nodes added during the update (default 1; at most the group maximum minus current nodes)"`
+	NumMaxUnavailableNodes *int `json:"num_max_unavailable_nodes" min:"1" desc:"nodes updated at once (default 1; at most the current nodes)"`
 }
 
 // problems collects rule violations found by the Check funcs.
