@@ -3,7 +3,6 @@ package easymaker
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -67,5 +66,3 @@ func (c *Client) bearer(ctx context.Context) (string, error) {
 	c.token, c.tokenExp = tok.AccessToken, c.cfg.Now().Add(time.Duration(tok.ExpiresIn)*time.Second)
 	return c.token, nil
 }
-
-func asStepsError(err error, target **fault.Error) bool { return errors.As(err, target) }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runbook/runbook/internal/cloud/httpcall"
 	"github.com/runbook/runbook/internal/cloud/retry"
 	"github.com/runbook/runbook/internal/fault"
 )
@@ -115,6 +116,8 @@ type Client struct {
 	base   *url.URL
 	prefix string // /v1.0/appkeys/{appkey}
 
+	policy, predictPolicy httpcall.Policy
+
 	tokMu     sync.Mutex
 	token     string
 	tokenExp  time.Time
@@ -168,7 +171,21 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Client{cfg: cfg, base: u, prefix: "/v1.0/appkeys/" + url.PathEscape(cfg.AppKey)}, nil
+	c := &Client{cfg: cfg, base: u, prefix: "/v1.0/appkeys/" + url.PathEscape(cfg.AppKey)}
+	// The retry policies (doc.go, Errors and retries). The SDK repeats 413,
+	// 429 and 503; 413 and 429 refuse a call before the service acts, so
+	// any call is sent again after them, creates included. After a 5xx or a
+	// connection failure only GETs are: a create, delete or stop may have
+	// happened. A 401 gets one fresh bearer token. Inference has no side
+	// effect, so a predict is sent again after anything transient.
+	c.policy = httpcall.Policy{
+		Attempts: cfg.MaxAttempts, Backoff: baseBackoff, MaxBackoff: maxBackoff, MaxRetryAfter: maxRetryAfter,
+		Repeat: httpcall.Safe, Refused: []int{http.StatusRequestEntityTooLarge}, Refresh: c.refresh,
+		Client: cfg.HTTPClient, Sleep: cfg.Sleep, Now: cfg.Now,
+	}
+	c.predictPolicy = c.policy
+	c.predictPolicy.Repeat, c.predictPolicy.Refresh = httpcall.Always, nil
+	return c, nil
 }
 
 // BaseURL returns the address calls go to (no trailing slash).
@@ -198,15 +215,8 @@ type envelope struct {
 
 // do sends one operation: method, path below the appkey prefix (already
 // escaped, query included), in as the JSON body (nil: none). On a 2xx
-// answer whose header says isSuccessful it returns the raw body.
-//
-// Retries: GET, DELETE and PUT (stop) are repeated on 413, 429, 503 and
-// network errors (MaxAttempts in all, exponential backoff with jitter,
-// Retry-After honoured). POST is repeated only on 429 (the rate limiter
-// refused it, so nothing was created); other failures of a create are
-// returned, marked ambiguous where the service may have acted, and the
-// steps reconcile by name. Any call is repeated once after a 401 with a
-// fresh token when the access key pair is used.
+// answer whose header says isSuccessful it returns the raw body. The
+// client's policy (New) decides what is repeated.
 func (c *Client) do(ctx context.Context, method, path string, in any) ([]byte, error) {
 	op := method + " " + strings.SplitN(path, "?", 2)[0]
 	var body []byte
@@ -216,86 +226,64 @@ func (c *Client) do(ctx context.Context, method, path string, in any) ([]byte, e
 			return nil, &fault.Error{Code: fault.Internal, Message: "easymaker: " + op + ": encoding the request", Err: err}
 		}
 	}
-	idempotent := method != http.MethodPost
-	reauthed := false
-	for attempt := 1; ; attempt++ {
-		resp, err := c.send(ctx, method, c.base.String()+c.prefix+path, body)
-		var raw []byte
-		if err == nil {
-			raw, err = io.ReadAll(io.LimitReader(resp.Body, maxBody))
-			resp.Body.Close()
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("easymaker: %s: %w", op, ctx.Err())
-			}
-			var se *fault.Error
-			if asStepsError(err, &se) { // token errors
-				return nil, se
-			}
-			if idempotent && attempt < c.cfg.MaxAttempts {
-				if err := c.cfg.Sleep(ctx, retry.Backoff(attempt, baseBackoff, maxBackoff)); err != nil {
-					return nil, fmt.Errorf("easymaker: %s: %w", op, err)
-				}
-				continue
-			}
-			return nil, &fault.Error{Code: fault.Unavailable, Message: "easymaker: " + op + attemptsNote(attempt), Err: err,
-				Data: map[string]any{"ambiguous": !idempotent}}
-		}
-		if resp.StatusCode/100 == 2 {
-			var env envelope
-			if json.Unmarshal(raw, &env) == nil && (env.Header.IsSuccessful || env.Header == (Header{})) {
-				return raw, nil
-			}
-			ae := parseAPIError(op, resp.StatusCode, raw)
-			return nil, ae.stepsError()
-		}
+	var raw []byte
+	_, err := httpcall.Do(ctx, c.policy, httpcall.Call{
+		Op: "easymaker: " + op,
+		Request: func(ctx context.Context) (*http.Request, error) {
+			return c.request(ctx, method, c.base.String()+c.prefix+path, body)
+		},
+		Read: func(resp *http.Response) error {
+			var err error
+			raw, err = c.readEnvelope(op, resp)
+			return err
+		},
+		Failed: c.failed(op),
+	})
+	return raw, err
+}
+
+// readEnvelope reads a 2xx answer: its raw body when the envelope's header
+// says isSuccessful (or there is no header), else the header's error.
+func (c *Client) readEnvelope(op string, resp *http.Response) ([]byte, error) {
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return nil, &fault.Error{Code: fault.Unavailable, Message: "easymaker: " + op + ": reading the answer", Err: err}
+	}
+	var env envelope
+	if json.Unmarshal(raw, &env) == nil && (env.Header.IsSuccessful || env.Header == (Header{})) {
+		return raw, nil
+	}
+	return nil, parseAPIError(op, resp.StatusCode, raw).stepsError()
+}
+
+// failed reads a failed answer of op into an *APIError.
+func (c *Client) failed(op string) func(resp *http.Response, raw []byte) error {
+	return func(resp *http.Response, raw []byte) error {
 		ae := parseAPIError(op, resp.StatusCode, raw)
 		ae.RetryAfter = retry.After(resp.Header.Get("Retry-After"), c.cfg.Now())
-		if resp.StatusCode == http.StatusUnauthorized && !reauthed && c.usesToken() {
-			reauthed = true
-			c.dropToken()
-			attempt-- // the rejected request does not count
-			continue
-		}
-		retryable := resp.StatusCode == http.StatusTooManyRequests ||
-			(idempotent && (resp.StatusCode == http.StatusRequestEntityTooLarge || resp.StatusCode == http.StatusServiceUnavailable))
-		if retryable && attempt < c.cfg.MaxAttempts {
-			wait := retry.Backoff(attempt, baseBackoff, maxBackoff)
-			if ae.RetryAfter > 0 {
-				wait = min(ae.RetryAfter, maxRetryAfter)
-			}
-			if err := c.cfg.Sleep(ctx, wait); err != nil {
-				return nil, fmt.Errorf("easymaker: %s: %w", op, err)
-			}
-			continue
-		}
-		se := ae.stepsError()
-		if retryable && attempt > 1 {
-			se.Message = fmt.Sprintf("gave up after %d attempts", attempt)
-		}
-		if !idempotent && resp.StatusCode >= 500 {
-			se.Data["ambiguous"] = true
-		}
-		return nil, se
+		return ae.stepsError()
 	}
 }
 
-func attemptsNote(attempt int) string {
-	if attempt > 1 {
-		return fmt.Sprintf(" (gave up after %d attempts)", attempt)
+// refresh drops the bearer token a 401 refused; with a secret key there is
+// nothing to refresh.
+func (c *Client) refresh(context.Context, *http.Request) bool {
+	if !c.usesToken() {
+		return false
 	}
-	return ""
+	c.dropToken()
+	return true
 }
 
-func (c *Client) send(ctx context.Context, method, target string, body []byte) (*http.Response, error) {
+func (c *Client) request(ctx context.Context, method, target string, body []byte) (*http.Request, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, target, rd)
 	if err != nil {
-		return nil, err
+		return nil, &fault.Error{Code: fault.Invalid, Message: "easymaker: " + method + " " + target, Err: err}
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -310,7 +298,7 @@ func (c *Client) send(ctx context.Context, method, target string, body []byte) (
 		}
 		req.Header.Set(HeaderAuthorization, "Bearer "+tok)
 	}
-	return c.cfg.HTTPClient.Do(req)
+	return req, nil
 }
 
 // call sends one operation and decodes the resource under key of the

@@ -49,8 +49,14 @@
 // from the HTTP status (fault.CodeForHTTPStatus: 404 not_found, 409
 // conflict, 400 invalid, 401/403 unauthorized, 429 throttled, 5xx
 // unavailable); a 2xx answer whose header says isSuccessful false is
-// invalid. GET, DELETE and PUT .../stop are retried on 413, 429, 503 and
-// network errors with backoff, honouring Retry-After. POST creates are
-// retried only on 429; other failures are returned (Data["ambiguous"] when
-// the service may have acted) and the steps reconcile by name.
+// invalid.
+//
+// The loop is internal/cloud/httpcall's; the policies are stated in New.
+// Every call is repeated after 413 and 429 (the SDK's retried statuses
+// that refuse a call before the service acts), with backoff, honouring
+// Retry-After. After a 5xx or a connection failure only GETs are repeated:
+// a create, delete or stop may have happened, so its error carries
+// Data["ambiguous"] and the steps reconcile by name (a delete treats
+// not_found as done). Predict, which has no side effect, is repeated after
+// either.
 package easymaker

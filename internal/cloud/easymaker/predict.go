@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
 
-	"github.com/runbook/runbook/internal/cloud/retry"
+	"github.com/runbook/runbook/internal/cloud/httpcall"
 	"github.com/runbook/runbook/internal/fault"
 )
 
@@ -37,7 +36,8 @@ func StageURL(apigwStageURL string) string {
 // Predict sends body (any JSON value; json.RawMessage and []byte go as
 // they are) to POST {apigwStageUrl}{resourceURI} without an auth header
 // and returns the model server's raw JSON answer. Inference has no side
-// effect, so 413, 429, 503 and network errors are retried like a GET.
+// effect, so 413, 429, 5xx and network errors are retried like a GET
+// (Client.predictPolicy).
 func (c *Client) Predict(ctx context.Context, stage *EndpointStage, resourceURI string, body any) (json.RawMessage, error) {
 	if stage == nil || strings.TrimSpace(stage.APIGWStageURL) == "" {
 		return nil, fault.Errorf(fault.Invalid, "easymaker: predict: the stage has no apigwStageUrl (is it ACTIVE?)")
@@ -62,52 +62,34 @@ func (c *Client) Predict(ctx context.Context, stage *EndpointStage, resourceURI 
 	}
 	target := StageURL(stage.APIGWStageURL) + resourceURI
 	op := "POST " + target
-	for attempt := 1; ; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(payload))
-		if err != nil {
-			return nil, &fault.Error{Code: fault.Invalid, Message: "easymaker: predict: " + target, Err: err}
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json")
-		resp, err := c.cfg.HTTPClient.Do(req)
-		var raw []byte
-		if err == nil {
-			raw, err = io.ReadAll(io.LimitReader(resp.Body, maxBody))
-			resp.Body.Close()
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("easymaker: predict: %w", ctx.Err())
+	var out json.RawMessage
+	_, err := httpcall.Do(ctx, c.predictPolicy, httpcall.Call{
+		Op: "easymaker: predict: " + target,
+		Request: func(ctx context.Context) (*http.Request, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(payload))
+			if err != nil {
+				return nil, &fault.Error{Code: fault.Invalid, Message: "easymaker: predict: " + target, Err: err}
 			}
-			if attempt < c.cfg.MaxAttempts {
-				if err := c.cfg.Sleep(ctx, retry.Backoff(attempt, baseBackoff, maxBackoff)); err != nil {
-					return nil, fmt.Errorf("easymaker: predict: %w", err)
-				}
-				continue
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json")
+			return req, nil
+		},
+		Read: func(resp *http.Response) error {
+			defer resp.Body.Close()
+			raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+			switch {
+			case err != nil:
+				return &fault.Error{Code: fault.Unavailable, Message: "easymaker: " + op + ": reading the answer", Err: err}
+			case !json.Valid(raw):
+				return &fault.Error{Code: fault.Failed, Message: "easymaker: predict: the model server answered something that is not JSON: " + snippet(raw)}
 			}
-			return nil, &fault.Error{Code: fault.Unavailable, Message: "easymaker: " + op + attemptsNote(attempt), Err: err}
-		}
-		if resp.StatusCode/100 == 2 {
-			if !json.Valid(raw) {
-				return nil, &fault.Error{Code: fault.Failed, Message: "easymaker: predict: the model server answered something that is not JSON: " + snippet(raw)}
-			}
-			return json.RawMessage(raw), nil
-		}
-		ae := parseAPIError(op, resp.StatusCode, raw)
-		ae.RetryAfter = retry.After(resp.Header.Get("Retry-After"), c.cfg.Now())
-		switch resp.StatusCode {
-		case http.StatusRequestEntityTooLarge, http.StatusTooManyRequests, http.StatusServiceUnavailable:
-			if attempt < c.cfg.MaxAttempts {
-				wait := retry.Backoff(attempt, baseBackoff, maxBackoff)
-				if ae.RetryAfter > 0 {
-					wait = min(ae.RetryAfter, maxRetryAfter)
-				}
-				if err := c.cfg.Sleep(ctx, wait); err != nil {
-					return nil, fmt.Errorf("easymaker: predict: %w", err)
-				}
-				continue
-			}
-		}
-		return nil, ae.stepsError()
+			out = raw
+			return nil
+		},
+		Failed: c.failed(op),
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }

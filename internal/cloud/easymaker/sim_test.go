@@ -321,11 +321,25 @@ func TestIdempotentCallsAreRetriedAndCreatesAreNot(t *testing.T) {
 	_, err = c.CreateExperiment(ctx, em.CreateExperimentRequest{ExperimentName: "e"})
 	require.NoError(t, err, "a create refused by the rate limiter (429) is retried")
 
+	f.srv.Faults.Add(sim.Fault{Service: "easymaker", Method: "POST", Status: 413, Count: 1})
+	_, err = c.CreateExperiment(ctx, em.CreateExperimentRequest{ExperimentName: "e2"})
+	require.NoError(t, err, "a create refused with 413 (the SDK's other refusal) is retried")
+
 	f.srv.Faults.Add(sim.Fault{Service: "easymaker", Method: "DELETE", Status: 413, Count: 1})
 	e, err := c.FindExperimentByName(ctx, "e")
 	require.NoError(t, err)
 	require.NotNil(t, e)
 	require.NoError(t, c.DeleteExperiment(ctx, e.ExperimentID), "a delete is retried on 413")
+
+	e2, err := c.FindExperimentByName(ctx, "e2")
+	require.NoError(t, err)
+	require.NotNil(t, e2)
+	f.srv.Journal.Reset()
+	f.srv.Faults.Add(sim.Fault{Service: "easymaker", Method: "DELETE", Status: 503, Count: 1})
+	err = c.DeleteExperiment(ctx, e2.ExperimentID)
+	require.ErrorAs(t, err, &se, "a delete is not repeated after a 503: it may have happened")
+	assert.Equal(t, true, se.Data["ambiguous"])
+	assert.Len(t, f.srv.Journal.Calls("easymaker", "DELETE", ""), 1)
 }
 
 func TestListsFollowPages(t *testing.T) {

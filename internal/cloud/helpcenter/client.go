@@ -1,6 +1,7 @@
 package helpcenter
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runbook/runbook/internal/fault"
-
+	"github.com/runbook/runbook/internal/cloud/httpcall"
 	"github.com/runbook/runbook/internal/cloud/retry"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 // Config configures a Client.
@@ -42,8 +43,9 @@ type Config struct {
 
 // Client calls the help-center notice API. It is safe for concurrent use.
 type Client struct {
-	cfg  Config
-	base *url.URL
+	cfg    Config
+	base   *url.URL
+	policy httpcall.Policy
 }
 
 // Backoff bounds: the first retry waits up to baseBackoff, doubling up to
@@ -83,7 +85,14 @@ func New(cfg Config) (*Client, error) {
 		cfg.Sleep = retry.Sleep
 	}
 	u.RawQuery, u.Fragment = "", ""
-	return &Client{cfg: cfg, base: u}, nil
+	// The retry policy (doc.go, Retries): every operation is a GET, sent
+	// again after 429, 5xx (status or result code) and connection failures.
+	// The signature is no token: there is nothing to refresh.
+	policy := httpcall.Policy{
+		Attempts: cfg.MaxAttempts, Backoff: baseBackoff, MaxBackoff: maxBackoff, MaxRetryAfter: maxRetryAfter,
+		Repeat: httpcall.Safe, Client: cfg.HTTPClient, Sleep: cfg.Sleep, Now: cfg.Now,
+	}
+	return &Client{cfg: cfg, base: u, policy: policy}, nil
 }
 
 // ConfigFrom reads a runbook connection map: base_url and service_id
@@ -243,47 +252,27 @@ func (c *Client) getJSON(ctx context.Context, path string, q url.Values, out any
 	return nil
 }
 
-// get sends a GET with retries and returns a 2xx response whose envelope,
-// if it is JSON, was successful. The caller closes the body.
+// get sends a GET and returns a 2xx response whose envelope, if it is
+// JSON, was successful. The caller closes the body.
 func (c *Client) get(ctx context.Context, path string, q url.Values) (*http.Response, error) {
 	op := "GET " + path
-	var last error
-	for attempt := 1; ; attempt++ {
-		resp, err := c.once(ctx, path, q)
-		if err == nil {
-			return resp, nil
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s: %w", op, ctx.Err())
-		}
-		last = err
-		code := fault.CodeOf(err)
-		if (code != fault.Throttled && code != fault.Unavailable) || attempt >= c.cfg.MaxAttempts {
-			break
-		}
-		wait := retry.Backoff(attempt, baseBackoff, maxBackoff)
-		var ae *APIError
-		if errors.As(err, &ae) && ae.RetryAfter > 0 {
-			wait = min(ae.RetryAfter, maxRetryAfter)
-		}
-		if err := c.cfg.Sleep(ctx, wait); err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-	}
-	if c.cfg.MaxAttempts > 1 && fault.Retryable(last) {
-		var se *fault.Error
-		if errors.As(last, &se) {
-			return nil, &fault.Error{Code: se.Code, Message: fmt.Sprintf("gave up after %d attempts", c.cfg.MaxAttempts), Data: se.Data, Err: se}
-		}
-	}
-	return nil, last
+	return httpcall.Do(ctx, c.policy, httpcall.Call{
+		Op:      op,
+		Request: func(ctx context.Context) (*http.Request, error) { return c.request(ctx, op, path, q) },
+		Read:    func(resp *http.Response) error { return c.checkEnvelope(op, resp) },
+		Failed: func(resp *http.Response, body []byte) error {
+			ae := c.apiError(op, resp)
+			ae.ResultMessage = snippet(body)
+			if env, ok := readEnvelope(resp, body); ok {
+				ae.ResultCode, ae.ResultMessage = env.Header.ResultCode, env.Header.ResultMessage
+			}
+			return classify(ae)
+		},
+	})
 }
 
-// once sends one GET. JSON answers are checked for an unsuccessful
-// envelope, which is read here and returned as an error; a successful body
-// is handed back unread (buffered).
-func (c *Client) once(ctx context.Context, path string, q url.Values) (*http.Response, error) {
-	op := "GET " + path
+// request builds a signed GET: the signature's timestamp is the attempt's.
+func (c *Client) request(ctx context.Context, op, path string, q url.Values) (*http.Request, error) {
 	u := *c.base
 	u.Path = c.base.Path + path
 	u.RawPath = ""
@@ -302,40 +291,48 @@ func (c *Client) once(ctx context.Context, path string, q url.Values) (*http.Res
 		req.Header.Set("Authorization", Sign(c.cfg.SecurityKey, c.cfg.OrgID, signed, q, ts))
 		req.Header.Set("X-TC-Timestamp", strconv.FormatInt(ts, 10))
 	}
-	resp, err := c.cfg.HTTPClient.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s: %w", op, ctx.Err())
-		}
-		return nil, &fault.Error{Code: fault.Unavailable, Message: op, Err: err}
-	}
-	isJSON := strings.Contains(strings.ToLower(resp.Header.Get("Content-Type")), "json")
-	if resp.StatusCode/100 == 2 && !isJSON {
-		return resp, nil // a file
+	return req, nil
+}
+
+// checkEnvelope reads a 2xx answer. A file is left unread for the caller;
+// a JSON answer must be a successful envelope, which is buffered back into
+// the body. An unsuccessful one is classified by its result code (a 500
+// in a 200 answer is repeated like a 5xx).
+func (c *Client) checkEnvelope(op string, resp *http.Response) error {
+	if !isJSON(resp) {
+		return nil // a file
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
 	resp.Body.Close()
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s: %w", op, ctx.Err())
-		}
-		return nil, &fault.Error{Code: fault.Unavailable, Message: op + ": reading the response", Err: err}
+		return &fault.Error{Code: fault.Unavailable, Message: op + ": reading the response", Err: err}
 	}
-	ae := &APIError{Op: op, HTTPStatus: resp.StatusCode, RetryAfter: retry.After(resp.Header.Get("Retry-After"), c.cfg.Now())}
-	var env envelope
-	if isJSON && json.Unmarshal(body, &env) == nil && (env.Header.ResultCode != 0 || env.Header.IsSuccessful) {
-		if env.Header.IsSuccessful && resp.StatusCode/100 == 2 {
-			resp.Body = io.NopCloser(strings.NewReader(string(body)))
-			return resp, nil
-		}
+	env, ok := readEnvelope(resp, body)
+	switch {
+	case ok && env.Header.IsSuccessful:
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		return nil
+	case ok:
+		ae := c.apiError(op, resp)
 		ae.ResultCode, ae.ResultMessage = env.Header.ResultCode, env.Header.ResultMessage
-		return nil, classify(ae)
+		return classify(ae)
 	}
-	if resp.StatusCode/100 == 2 {
-		return nil, &fault.Error{Code: fault.Internal, Message: op + ": the answer is not a result envelope: " + snippet(body)}
-	}
-	ae.ResultMessage = snippet(body)
-	return nil, classify(ae)
+	return &fault.Error{Code: fault.Internal, Message: op + ": the answer is not a result envelope: " + snippet(body)}
+}
+
+func (c *Client) apiError(op string, resp *http.Response) *APIError {
+	return &APIError{Op: op, HTTPStatus: resp.StatusCode, RetryAfter: retry.After(resp.Header.Get("Retry-After"), c.cfg.Now())}
+}
+
+func isJSON(resp *http.Response) bool {
+	return strings.Contains(strings.ToLower(resp.Header.Get("Content-Type")), "json")
+}
+
+// readEnvelope reads body as the API's envelope (ok: it is one).
+func readEnvelope(resp *http.Response, body []byte) (envelope, bool) {
+	var env envelope
+	ok := isJSON(resp) && json.Unmarshal(body, &env) == nil && (env.Header.ResultCode != 0 || env.Header.IsSuccessful)
+	return env, ok
 }
 
 func snippet(b []byte) string {

@@ -31,8 +31,9 @@
 //
 // # Retries
 //
-// Every operation is a GET and is retried on 429, 5xx (HTTP status or
-// envelope resultCode) and network errors: Config.MaxAttempts attempts in
+// Every operation is a GET and is retried (internal/cloud/httpcall's loop,
+// the policy stated in New) on 429, 5xx (HTTP status, or the resultCode of
+// a 200 envelope) and network errors: Config.MaxAttempts attempts in
 // all (default 4), exponential backoff with jitter, Retry-After
 // honoured, the wait cut short by ctx. Config.Sleep replaces the wait in
 // tests.

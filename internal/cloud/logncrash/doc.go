@@ -8,7 +8,8 @@
 // (starting with a letter) and may not collide with the reserved names
 // (ValidField, shared with the simulator). The collector answers an
 // envelope {"header":{"isSuccessful","resultCode","resultMessage"}}; a
-// false isSuccessful is an error even with HTTP 200. 429 and 5xx are
-// retried: sending is not idempotent, but a duplicate log line is an
-// acceptable price for not losing one.
+// false isSuccessful is an error even with HTTP 200. 429, 5xx and
+// connection failures are retried (internal/cloud/httpcall's loop, the
+// policy stated in New): sending is not idempotent, but a duplicate log
+// line is an acceptable price for not losing one.
 package logncrash

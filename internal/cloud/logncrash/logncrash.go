@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runbook/runbook/internal/cloud/httpcall"
 	"github.com/runbook/runbook/internal/cloud/retry"
 	"github.com/runbook/runbook/internal/fault"
 )
@@ -120,6 +121,7 @@ func ConfigFrom(conn map[string]any) (Config, error) {
 type Client struct {
 	cfg      Config
 	endpoint string
+	policy   httpcall.Policy
 }
 
 // New checks cfg and returns a Client.
@@ -147,7 +149,14 @@ func New(cfg Config) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fault.Errorf(fault.Invalid, "logncrash: base_url must be an http(s) URL with a host (got %q)", cfg.BaseURL)
 	}
-	return &Client{cfg: cfg, endpoint: base + "/v2/log"}, nil
+	// The retry policy: a log is sent again after 429, 5xx and connection
+	// failures, though the collector may have stored it: a duplicate line
+	// is acceptable (the step says so), a lost one is not.
+	policy := httpcall.Policy{
+		Attempts: cfg.MaxAttempts, Backoff: 500 * time.Millisecond, MaxBackoff: 10 * time.Second, MaxRetryAfter: time.Minute,
+		Repeat: httpcall.Always, Client: cfg.HTTPClient, Sleep: cfg.Sleep, Now: cfg.Now,
+	}
+	return &Client{cfg: cfg, endpoint: base + "/v2/log", policy: policy}, nil
 }
 
 // Body returns the JSON object Send posts for l (after defaults), or an
@@ -229,45 +238,24 @@ func (c *Client) Send(ctx context.Context, l Log) error {
 		return &fault.Error{Code: fault.Internal, Message: "logncrash: encoding the log", Err: err}
 	}
 	const op = "logncrash: POST /v2/log"
-	for attempt := 1; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("%s: %w", op, err)
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(raw))
-		if err != nil {
-			return &fault.Error{Code: fault.Invalid, Message: op, Err: err}
-		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := c.cfg.HTTPClient.Do(req)
-		var retryAfter time.Duration
-		if err == nil {
-			answer, rerr := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-			resp.Body.Close()
-			retryAfter = retry.After(resp.Header.Get("Retry-After"), c.cfg.Now())
-			err = check(op, resp.StatusCode, answer, rerr)
-			if err == nil {
-				return nil
+	_, err = httpcall.Do(ctx, c.policy, httpcall.Call{
+		Op: op,
+		Request: func(ctx context.Context) (*http.Request, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(raw))
+			if err != nil {
+				return nil, &fault.Error{Code: fault.Invalid, Message: op, Err: err}
 			}
-		} else if ctx.Err() != nil {
-			return fmt.Errorf("%s: %w", op, ctx.Err())
-		} else {
-			err = &fault.Error{Code: fault.Unavailable, Message: op, Err: err}
-		}
-		code := fault.CodeOf(err)
-		if (code != fault.Throttled && code != fault.Unavailable) || attempt >= c.cfg.MaxAttempts {
-			if attempt > 1 {
-				return fmt.Errorf("after %d attempts: %w", attempt, err)
-			}
-			return err
-		}
-		wait := retry.Backoff(attempt, 500*time.Millisecond, 10*time.Second)
-		if retryAfter > 0 {
-			wait = min(retryAfter, time.Minute)
-		}
-		if err := c.cfg.Sleep(ctx, wait); err != nil {
-			return fmt.Errorf("%s: %w", op, err)
-		}
-	}
+			req.Header.Set("Content-Type", "application/json")
+			return req, nil
+		},
+		Read: func(resp *http.Response) error {
+			defer resp.Body.Close()
+			answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			return check(op, resp.StatusCode, answer, err)
+		},
+		Failed: func(resp *http.Response, answer []byte) error { return check(op, resp.StatusCode, answer, nil) },
+	})
+	return err
 }
 
 // check classifies the collector's answer.

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runbook/runbook/internal/cloud/httpcall"
 	"github.com/runbook/runbook/internal/cloud/retry"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 // TokenSource hands out the token sent as X-Auth-Token.
@@ -92,6 +94,7 @@ type Client struct {
 	cfg     Config
 	network *url.URL
 	image   *url.URL
+	policy  httpcall.Policy
 }
 
 const (
@@ -149,6 +152,14 @@ func New(cfg Config) (*Client, error) {
 		cfg.Now = time.Now
 	}
 	c.cfg = cfg
+	// The retry policy (doc.go, Retries): every call is a GET, sent again
+	// after 429, 5xx and connection failures, and once after a 401 with a
+	// fresh token.
+	c.policy = httpcall.Policy{
+		Attempts: cfg.MaxAttempts, Backoff: baseBackoff, MaxBackoff: maxBackoff, MaxRetryAfter: maxRetryAfter,
+		Repeat: httpcall.Safe, Refresh: httpcall.RefreshToken(cfg.Tokens, HeaderToken),
+		Client: cfg.HTTPClient, Sleep: cfg.Sleep, Now: cfg.Now,
+	}
 	return c, nil
 }
 
@@ -162,82 +173,39 @@ func (c *Client) ImageURL() string { return c.image.String() }
 // get sends GET base+pathQuery and decodes a 2xx answer into out.
 func (c *Client) get(ctx context.Context, base *url.URL, pathQuery string, out any) error {
 	op := "GET " + pathQuery
-	reauthed := false
-	for attempt := 1; ; attempt++ {
-		token, err := c.cfg.Tokens.Token(ctx)
-		if err != nil {
-			return fmt.Errorf("%s: %w", op, err)
-		}
-		status, header, raw, err := c.send(ctx, base.String()+pathQuery, token)
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("%s: %w", op, ctx.Err())
+	_, err := httpcall.Do(ctx, c.policy, httpcall.Call{
+		Op: op,
+		Request: func(ctx context.Context) (*http.Request, error) {
+			token, err := c.cfg.Tokens.Token(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", op, err)
 			}
-			if attempt < c.cfg.MaxAttempts {
-				if err := c.cfg.Sleep(ctx, retry.Backoff(attempt, baseBackoff, maxBackoff)); err != nil {
-					return fmt.Errorf("%s: %w", op, err)
-				}
-				continue
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.String()+pathQuery, nil)
+			if err != nil {
+				return nil, &Error{Class: Invalid, Op: op, Err: err}
 			}
-			return &Error{Class: Unavailable, Op: op, Message: attemptsNote(attempt), Err: err}
-		}
-		if status/100 == 2 {
+			req.Header.Set("Accept", "application/json")
+			req.Header.Set(HeaderToken, token)
+			return req, nil
+		},
+		Read: func(resp *http.Response) error {
+			defer resp.Body.Close()
+			raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+			if err != nil {
+				return err // the loop's: a cut answer is a connection failure
+			}
 			if err := json.Unmarshal(raw, out); err != nil {
-				return &Error{Class: Internal, Op: op, Status: status, Message: "decoding the answer", Err: err}
+				return &Error{Class: Internal, Op: op, Status: resp.StatusCode, Message: "decoding the answer", Err: err}
 			}
 			return nil
-		}
-		e := parseError(op, status, raw)
-		e.RetryAfter = retry.After(header.Get("Retry-After"), c.cfg.Now())
-		if status == http.StatusUnauthorized && !reauthed {
-			reauthed = true
-			c.cfg.Tokens.Invalidate(token)
-			if fresh, err := c.cfg.Tokens.Token(ctx); err == nil && fresh != token {
-				attempt-- // the rejected request does not count
-				continue
-			}
-		}
-		if (e.Class == Throttled || e.Class == Unavailable) && attempt < c.cfg.MaxAttempts {
-			wait := retry.Backoff(attempt, baseBackoff, maxBackoff)
-			if e.RetryAfter > 0 {
-				wait = min(e.RetryAfter, maxRetryAfter)
-			}
-			if err := c.cfg.Sleep(ctx, wait); err != nil {
-				return fmt.Errorf("%s: %w", op, err)
-			}
-			continue
-		}
-		if attempt > 1 {
-			e.Message += attemptsNote(attempt)
-		}
-		return e
-	}
-}
-
-func attemptsNote(attempt int) string {
-	if attempt > 1 {
-		return fmt.Sprintf(" (gave up after %d attempts)", attempt)
-	}
-	return ""
-}
-
-func (c *Client) send(ctx context.Context, u, token string) (int, http.Header, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set(HeaderToken, token)
-	resp, err := c.cfg.HTTPClient.Do(req)
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	return resp.StatusCode, resp.Header, raw, nil
+		},
+		Failed: func(resp *http.Response, raw []byte) error {
+			e := parseError(op, resp.StatusCode, raw)
+			e.RetryAfter = retry.After(resp.Header.Get("Retry-After"), c.cfg.Now())
+			return e
+		},
+	})
+	return err
 }
 
 // Class classifies an Error for the retry policy and for users. The values
@@ -291,12 +259,17 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// ClassOf returns the Class of the first *Error in err's chain ("" when
-// there is none).
+// ClassOf returns the Class of the first *Error in err's chain, else the
+// code of its *fault.Error (a connection failure of the call loop, a token
+// source's error), else "".
 func ClassOf(err error) Class {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Class
+	}
+	var fe *fault.Error
+	if errors.As(err, &fe) {
+		return Class(fe.Code)
 	}
 	return ""
 }

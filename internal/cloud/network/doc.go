@@ -28,20 +28,21 @@
 // # Errors
 //
 // Every error this package makes is an *Error whose Class classifies it:
-// 429 throttled, 5xx and network errors unavailable, 404 not_found, 401
-// and 403 unauthorized, other 4xx and bad settings invalid, an unreadable
-// answer internal. Class values are spelled as the step error codes
-// (fault.Code) they stand for, so the steps convert with one conversion;
-// this package does not import the step contract (a cloud client sits
-// below it). Errors of the TokenSource are wrapped unchanged. Neutron's
-// body {"NeutronError":{"type","message","detail"}} fills Type and
-// Message; Glance's plain-text 404 becomes the Message.
+// 429 throttled, 5xx unavailable, 404 not_found, 401 and 403
+// unauthorized, other 4xx and bad settings invalid, an unreadable answer
+// internal. Class values are spelled as the step error codes (fault.Code)
+// they stand for, so the steps convert with one conversion. A connection
+// failure is the call loop's *fault.Error coded unavailable, and errors of
+// the TokenSource are wrapped unchanged; ClassOf reads the class of all
+// three. Neutron's body {"NeutronError":{"type","message","detail"}} fills
+// Type and Message; Glance's plain-text 404 becomes the Message.
 //
 // # Retries
 //
+// The loop is internal/cloud/httpcall's; the policy is stated in New.
 // Calls are retried on 429, 5xx and network errors: Config.MaxAttempts in
-// all (default 4), backoff with jitter from internal/cloud/retry,
-// Retry-After honoured, the wait cut short by ctx. A 401 is retried once
-// with a fresh token (TokenSource.Invalidate, then Token); a static token
-// that comes back unchanged is not resent.
+// all (default 4), backoff with jitter, Retry-After honoured, the wait cut
+// short by ctx. A 401 is retried once with a fresh token
+// (TokenSource.Invalidate, then Token); a static token that comes back
+// unchanged is not resent.
 package network

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runbook/runbook/internal/fault"
-
+	"github.com/runbook/runbook/internal/cloud/httpcall"
 	"github.com/runbook/runbook/internal/cloud/retry"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 // TokenSource hands out the token sent as X-Auth-Token.
@@ -72,8 +72,9 @@ type Config struct {
 
 // Client calls the cluster API. It is safe for concurrent use.
 type Client struct {
-	cfg  Config
-	base *url.URL
+	cfg    Config
+	base   *url.URL
+	policy httpcall.Policy
 }
 
 // Backoff bounds: the first retry waits up to baseBackoff, doubling up to
@@ -118,7 +119,16 @@ func New(cfg Config) (*Client, error) {
 		cfg.Now = time.Now
 	}
 	u.RawQuery, u.Fragment, u.RawPath = "", "", ""
-	return &Client{cfg: cfg, base: u}, nil
+	c := &Client{cfg: cfg, base: u}
+	// The retry policy (doc.go, Retries): only GETs are sent again after a
+	// 5xx or a connection failure; any call after a 429, and once after a
+	// 401 with a fresh token.
+	c.policy = httpcall.Policy{
+		Attempts: cfg.MaxAttempts, Backoff: baseBackoff, MaxBackoff: maxBackoff, MaxRetryAfter: maxRetryAfter,
+		Repeat: httpcall.Safe, Refresh: httpcall.RefreshToken(cfg.Tokens, HeaderToken),
+		Client: cfg.HTTPClient, Sleep: cfg.Sleep, Now: cfg.Now,
+	}
+	return c, nil
 }
 
 // ConfigFrom reads a runbook connection map: base_url (overrides the
@@ -172,13 +182,8 @@ func checkID(what, v string) error {
 }
 
 // do sends one operation: method and path (escaped, from Path), in as the
-// JSON body (nil: none), out as the decoded 2xx answer (nil: ignored).
-//
-// Retries: a GET is repeated on 429, 5xx and network errors (MaxAttempts
-// in all, exponential backoff with jitter, Retry-After honoured). A
-// mutating call is repeated only when the service provably did not act on
-// it: 429 (rejected by the rate limiter). Any method is repeated once
-// after a 401 with a fresh token.
+// JSON body (nil: none), out as the decoded 2xx answer (nil: ignored). The
+// client's policy (New) decides what is repeated.
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
 	op := method + " " + path
 	var body []byte
@@ -188,94 +193,45 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 			return &fault.Error{Code: fault.Internal, Message: op + ": encoding the request", Err: err}
 		}
 	}
-	idempotent := method == http.MethodGet
-	reauthed := false
-	for attempt := 1; ; attempt++ {
-		token, err := c.cfg.Tokens.Token(ctx)
-		if err != nil {
-			return fmt.Errorf("%s: %w", op, err)
-		}
-		resp, err := c.send(ctx, method, path, token, body)
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("%s: %w", op, ctx.Err())
+	_, err := httpcall.Do(ctx, c.policy, httpcall.Call{
+		Op: op,
+		Request: func(ctx context.Context) (*http.Request, error) {
+			token, err := c.cfg.Tokens.Token(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", op, err)
 			}
-			if idempotent && attempt < c.cfg.MaxAttempts {
-				if err := c.cfg.Sleep(ctx, retry.Backoff(attempt, baseBackoff, maxBackoff)); err != nil {
-					return fmt.Errorf("%s: %w", op, err)
-				}
-				continue
-			}
-			return &fault.Error{Code: fault.Unavailable, Message: op + attemptsNote(attempt), Err: err,
-				Data: map[string]any{"ambiguous": !idempotent}}
-		}
-		raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-		resp.Body.Close()
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("%s: %w", op, ctx.Err())
-			}
-			if idempotent && attempt < c.cfg.MaxAttempts {
-				if err := c.cfg.Sleep(ctx, retry.Backoff(attempt, baseBackoff, maxBackoff)); err != nil {
-					return fmt.Errorf("%s: %w", op, err)
-				}
-				continue
-			}
-			return &fault.Error{Code: fault.Unavailable, Message: op + ": reading the answer" + attemptsNote(attempt), Err: err,
-				Data: map[string]any{"ambiguous": !idempotent}}
-		}
-		if resp.StatusCode/100 == 2 {
-			if out == nil || len(bytes.TrimSpace(raw)) == 0 {
-				return nil
-			}
-			if err := json.Unmarshal(raw, out); err != nil {
-				return &fault.Error{Code: fault.Internal, Message: op + ": decoding the answer", Err: err}
-			}
-			return nil
-		}
-		ae := parseAPIError(op, resp.StatusCode, raw)
-		ae.RetryAfter = retry.After(resp.Header.Get("Retry-After"), c.cfg.Now())
-		if resp.StatusCode == http.StatusUnauthorized && !reauthed {
-			reauthed = true
-			c.cfg.Tokens.Invalidate(token)
-			if fresh, err := c.cfg.Tokens.Token(ctx); err == nil && fresh != token {
-				attempt-- // the rejected request does not count
-				continue
-			}
-		}
-		retryable := resp.StatusCode == http.StatusTooManyRequests || (idempotent && resp.StatusCode >= 500)
-		if retryable && attempt < c.cfg.MaxAttempts {
-			wait := retry.Backoff(attempt, baseBackoff, maxBackoff)
-			if ae.RetryAfter > 0 {
-				wait = min(ae.RetryAfter, maxRetryAfter)
-			}
-			if err := c.cfg.Sleep(ctx, wait); err != nil {
-				return fmt.Errorf("%s: %w", op, err)
-			}
-			continue
-		}
-		se := ae.stepsError()
-		if retryable && attempt > 1 {
-			se.Message = fmt.Sprintf("gave up after %d attempts", attempt)
-		}
-		if !idempotent && resp.StatusCode >= 500 {
-			se.Data["ambiguous"] = true
-		}
-		return se
-	}
+			return c.request(ctx, method, path, token, body)
+		},
+		Read: func(resp *http.Response) error { return decode(op, resp, out) },
+		Failed: func(resp *http.Response, raw []byte) error {
+			ae := parseAPIError(op, resp.StatusCode, raw)
+			ae.RetryAfter = retry.After(resp.Header.Get("Retry-After"), c.cfg.Now())
+			return ae.stepsError()
+		},
+	})
+	return err
 }
 
-func attemptsNote(attempt int) string {
-	if attempt > 1 {
-		return fmt.Sprintf(" (gave up after %d attempts)", attempt)
+// decode reads a 2xx answer into out (nil, or an empty body: ignored).
+func decode(op string, resp *http.Response, out any) error {
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return &fault.Error{Code: fault.Unavailable, Message: op + ": reading the answer", Err: err}
 	}
-	return ""
+	if out == nil || len(bytes.TrimSpace(raw)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return &fault.Error{Code: fault.Internal, Message: op + ": decoding the answer", Err: err}
+	}
+	return nil
 }
 
-func (c *Client) send(ctx context.Context, method, path, token string, body []byte) (*http.Response, error) {
+func (c *Client) request(ctx context.Context, method, path, token string, body []byte) (*http.Request, error) {
 	u, err := url.Parse(c.base.String() + path)
 	if err != nil {
-		return nil, err
+		return nil, &fault.Error{Code: fault.Invalid, Message: method + " " + path, Err: err}
 	}
 	var rd io.Reader
 	if body != nil {
@@ -283,14 +239,14 @@ func (c *Client) send(ctx context.Context, method, path, token string, body []by
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
-		return nil, err
+		return nil, &fault.Error{Code: fault.Invalid, Message: method + " " + path, Err: err}
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(HeaderVersion, APIVersion)
 	req.Header.Set(HeaderOpenStackVersion, APIVersion)
 	req.Header.Set(HeaderToken, token)
-	return c.cfg.HTTPClient.Do(req)
+	return req, nil
 }
 
 // uuidAnswer is the answer of most mutating calls: the UUID of the cluster

@@ -37,15 +37,17 @@
 //
 // # Retries
 //
+// The loop is internal/cloud/httpcall's; the policy is stated in New.
 // GETs are retried on 429, 5xx and network errors: Config.MaxAttempts in
 // all (default 4), exponential backoff with jitter, Retry-After honoured,
 // the wait cut short by ctx; Config.Sleep replaces it in tests. Mutating
 // calls (POST, PATCH, DELETE) are never repeated after a 5xx or a network
-// error: the service may have acted, so the error carries Data
-// "ambiguous": true and the engine's intent/reconcile path decides. They
-// are repeated on 429, which the service answers without acting. Any call
-// answered 401 is repeated once with a fresh token (TokenSource.Invalidate,
-// then Token); a static token that comes back unchanged is not resent.
+// error once the request left: the service may have acted, so the error
+// carries Data "ambiguous": true and the engine's intent/reconcile path
+// decides. They are repeated on 429, which the service answers without
+// acting, and after a connection that was never made. Any call answered
+// 401 is repeated once with a fresh token (TokenSource.Invalidate, then
+// Token); a static token that comes back unchanged is not resent.
 //
 // # Quirks tolerated
 //

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runbook/runbook/internal/cloud/httpcall"
 	"github.com/runbook/runbook/internal/cloud/identity"
 	"github.com/runbook/runbook/internal/cloud/retry"
 	"github.com/runbook/runbook/internal/fault"
@@ -175,10 +176,12 @@ func (r request) op() string {
 	return s
 }
 
-// do sends req with retries and token refresh; it returns a response with
-// a 2xx or 304 status whose body the caller closes. ok(status) may accept
-// other statuses (a 404 that is an answer).
-func (c *Client) do(ctx context.Context, req request, ok func(int) bool) (*http.Response, error) {
+// do sends req; it returns a response with a 2xx or 304 status whose body
+// the caller closes. ok(status) may accept other statuses (a 404 that is
+// an answer). read, when not nil, reads the answer within the attempt (a
+// download checked against its ETag), so that a transfer cut short or
+// corrupted is sent again; the response's body is then already closed.
+func (c *Client) do(ctx context.Context, req request, ok func(int) bool, read func(*http.Response) error) (*http.Response, error) {
 	op := "objectstorage: " + req.op()
 	src, err := c.source(req.u.Tenant())
 	if err != nil {
@@ -188,90 +191,65 @@ func (c *Client) do(ctx context.Context, req request, ok func(int) bool) (*http.
 	if len(req.query) > 0 {
 		target += "?" + req.query.Encode()
 	}
-	reauthed := false
-	for attempt := 1; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-		token, err := src.Token(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
-		var body io.ReadCloser
-		if req.body != nil {
-			if body, err = req.body(); err != nil {
-				return nil, &fault.Error{Code: fault.Invalid, Message: op + ": reading the local file", Err: err}
-			}
-		}
-		hr, err := http.NewRequestWithContext(ctx, req.method, target, body)
-		if err != nil {
-			if body != nil {
-				body.Close()
-			}
-			return nil, &fault.Error{Code: fault.Invalid, Message: op, Err: err}
-		}
-		if body != nil {
-			hr.ContentLength = req.size
-			if req.size == 0 {
-				hr.Body = http.NoBody
-				body.Close()
-			}
-		}
-		for k, v := range req.header {
-			hr.Header[k] = v
-		}
-		hr.Header.Set("X-Auth-Token", token)
-		resp, err := c.cfg.HTTPClient.Do(hr)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("%s: %w", op, ctx.Err())
-			}
-			if attempt < c.cfg.MaxAttempts {
-				if err := c.cfg.Sleep(ctx, retry.Backoff(attempt, baseBackoff, maxBackoff)); err != nil {
-					return nil, fmt.Errorf("%s: %w", op, err)
-				}
-				continue
-			}
-			return nil, &fault.Error{Code: fault.Unavailable, Message: op + attemptsNote(attempt), Err: err}
-		}
-		if resp.StatusCode/100 == 2 || resp.StatusCode == http.StatusNotModified || (ok != nil && ok(resp.StatusCode)) {
-			return resp, nil
-		}
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		resp.Body.Close()
-		status := resp.StatusCode
-		if status == http.StatusUnauthorized && !reauthed && !src.Static() {
-			reauthed = true
-			src.Invalidate(token)
-			attempt-- // the refused token does not count
-			continue
-		}
-		code := fault.CodeForHTTPStatus(status)
-		if code == fault.Throttled || code == fault.Unavailable {
-			if attempt < c.cfg.MaxAttempts {
-				wait := retry.Backoff(attempt, baseBackoff, maxBackoff)
-				if ra := retry.After(resp.Header.Get("Retry-After"), c.cfg.Now()); ra > 0 {
-					wait = min(ra, maxRetryAfter)
-				}
-				if err := c.cfg.Sleep(ctx, wait); err != nil {
-					return nil, fmt.Errorf("%s: %w", op, err)
-				}
-				continue
-			}
-		}
-		return nil, statusError(op, status, raw, attempt)
+	return httpcall.Do(ctx, c.policy(src), httpcall.Call{
+		Op:      op,
+		Request: func(ctx context.Context) (*http.Request, error) { return c.request(ctx, op, target, req, src) },
+		Accept: func(status int) bool {
+			return status == http.StatusNotModified || (ok != nil && ok(status))
+		},
+		Read:   read,
+		Failed: func(resp *http.Response, raw []byte) error { return statusError(op, resp.StatusCode, raw) },
+	})
+}
+
+// policy is how calls are repeated: every Swift call used here is
+// idempotent (GET, HEAD, and PUT of a container or of an object whose
+// ETag the server checks: a repeat stores the same bytes), so 429, 5xx and
+// connection failures are all retried. A 401 gets one fresh token from
+// the tenant's source (a static token is not resent).
+func (c *Client) policy(src *identity.Source) httpcall.Policy {
+	return httpcall.Policy{
+		Attempts: c.cfg.MaxAttempts, Backoff: baseBackoff, MaxBackoff: maxBackoff, MaxRetryAfter: maxRetryAfter,
+		Repeat: httpcall.Always, Refresh: httpcall.RefreshToken(src, "X-Auth-Token"),
+		Client: c.cfg.HTTPClient, Sleep: c.cfg.Sleep, Now: c.cfg.Now,
 	}
 }
 
-func attemptsNote(attempt int) string {
-	if attempt <= 1 {
-		return ""
+// request builds one attempt of req, its body opened afresh.
+func (c *Client) request(ctx context.Context, op, target string, req request, src *identity.Source) (*http.Request, error) {
+	token, err := src.Token(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	return fmt.Sprintf(" (after %d attempts)", attempt)
+	var body io.ReadCloser
+	if req.body != nil {
+		if body, err = req.body(); err != nil {
+			return nil, &fault.Error{Code: fault.Invalid, Message: op + ": reading the local file", Err: err}
+		}
+	}
+	hr, err := http.NewRequestWithContext(ctx, req.method, target, body)
+	if err != nil {
+		if body != nil {
+			body.Close()
+		}
+		return nil, &fault.Error{Code: fault.Invalid, Message: op, Err: err}
+	}
+	if body != nil {
+		hr.ContentLength = req.size
+		if req.size == 0 {
+			hr.Body = http.NoBody
+			body.Close()
+		}
+	}
+	for k, v := range req.header {
+		hr.Header[k] = v
+	}
+	hr.Header.Set("X-Auth-Token", token)
+	return hr, nil
 }
 
 // statusError classifies an unexpected status.
-func statusError(op string, status int, raw []byte, attempt int) error {
+func statusError(op string, status int, raw []byte) error {
 	msg := swiftMessage(raw)
 	hint := ""
 	switch status {
@@ -289,7 +267,7 @@ func statusError(op string, status int, raw []byte, attempt int) error {
 		code = fault.Unavailable // a transfer error: trying again may succeed
 	}
 	return &fault.Error{Code: code, Data: map[string]any{"http_status": status},
-		Message: fmt.Sprintf("%s: HTTP %d%s%s", op, status, msg, hint) + attemptsNote(attempt)}
+		Message: fmt.Sprintf("%s: HTTP %d%s%s", op, status, msg, hint)}
 }
 
 // swiftMessage extracts readable text from an error body (Swift answers
@@ -330,7 +308,7 @@ type Info struct {
 
 // Head reads an object's metadata; found is false for a missing object.
 func (c *Client) Head(ctx context.Context, u URI) (Info, bool, error) {
-	resp, err := c.do(ctx, request{method: http.MethodHead, u: u, object: u.Object}, func(s int) bool { return s == http.StatusNotFound })
+	resp, err := c.do(ctx, request{method: http.MethodHead, u: u, object: u.Object}, func(s int) bool { return s == http.StatusNotFound }, nil)
 	if err != nil {
 		return Info{}, false, err
 	}
@@ -349,7 +327,7 @@ func infoOf(name string, resp *http.Response) Info {
 
 // ContainerExists reports whether u's container exists.
 func (c *Client) ContainerExists(ctx context.Context, u URI) (bool, error) {
-	resp, err := c.do(ctx, request{method: http.MethodHead, u: u}, func(s int) bool { return s == http.StatusNotFound })
+	resp, err := c.do(ctx, request{method: http.MethodHead, u: u}, func(s int) bool { return s == http.StatusNotFound }, nil)
 	if err != nil {
 		return false, err
 	}
@@ -359,7 +337,7 @@ func (c *Client) ContainerExists(ctx context.Context, u URI) (bool, error) {
 
 // CreateContainer creates u's container (nothing happens when it exists).
 func (c *Client) CreateContainer(ctx context.Context, u URI) error {
-	resp, err := c.do(ctx, request{method: http.MethodPut, u: u, body: emptyBody}, nil)
+	resp, err := c.do(ctx, request{method: http.MethodPut, u: u, body: emptyBody}, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -382,7 +360,7 @@ func (c *Client) List(ctx context.Context, u URI) ([]Info, error) {
 		if marker != "" {
 			q.Set("marker", marker)
 		}
-		resp, err := c.do(ctx, request{method: http.MethodGet, u: u, query: q, header: http.Header{"Accept": {"application/json"}}}, nil)
+		resp, err := c.do(ctx, request{method: http.MethodGet, u: u, query: q, header: http.Header{"Accept": {"application/json"}}}, nil, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -21,7 +21,9 @@
 // are refused before anything moves unless Overwrite (an upload finding
 // the same bytes already stored is not a conflict, so re-running one is
 // safe); every call is idempotent, so 429, 5xx and connection errors are
-// retried with backoff, and a 401 replaces the token once. Errors are
+// retried with backoff by internal/cloud/httpcall's loop (the policy is
+// Client.policy), a download cut short or failing its ETag check
+// included, and a 401 replaces the token once. Errors are
 // *fault.Error: 404 not_found, 401/403 unauthorized, 409 conflict, 5xx and
 // ETag mismatches unavailable, bad paths and limits invalid.
 package objectstorage

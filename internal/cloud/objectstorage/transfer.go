@@ -345,7 +345,7 @@ func (c *Client) put(ctx context.Context, root *os.Root, u URI, f localFile) (st
 			return readCloser{ctxReader{ctx, io.LimitReader(fh, f.size)}, fh}, nil
 		},
 	}
-	resp, err := c.do(ctx, req, nil)
+	resp, err := c.do(ctx, req, nil, nil)
 	if err != nil {
 		return "", err
 	}
@@ -469,34 +469,26 @@ func (c *Client) DownloadTo(ctx context.Context, uri string, root *os.Root, o Op
 	return res, nil
 }
 
-// get downloads one object into local (below root), retrying a transfer
-// cut short or failing its MD5 check.
+// get downloads one object into local (below root). The download is read
+// within the call's attempt, so a transfer cut short or failing its MD5
+// check is sent again like any other unavailable answer.
 func (c *Client) get(ctx context.Context, root *os.Root, u URI, local string, overwrite bool) (int64, string, error) {
-	var last error
-	for attempt := 1; attempt <= c.cfg.MaxAttempts; attempt++ {
-		n, etag, err := c.getOnce(ctx, root, u, local, overwrite)
-		if err == nil {
-			return n, etag, nil
-		}
-		if ctx.Err() != nil || !fault.Retryable(err) || fault.CodeOf(err) == fault.Throttled {
-			return 0, "", err
-		}
-		last = err
-		if attempt < c.cfg.MaxAttempts {
-			if err := c.cfg.Sleep(ctx, baseBackoff); err != nil {
-				return 0, "", err
-			}
-		}
-	}
-	return 0, "", last
-}
-
-func (c *Client) getOnce(ctx context.Context, root *os.Root, u URI, local string, overwrite bool) (int64, string, error) {
-	resp, err := c.do(ctx, request{method: http.MethodGet, u: u, object: u.Object}, nil)
+	var n int64
+	var sum string
+	_, err := c.do(ctx, request{method: http.MethodGet, u: u, object: u.Object}, nil, func(resp *http.Response) error {
+		defer resp.Body.Close()
+		var err error
+		n, sum, err = save(ctx, root, u, local, overwrite, resp)
+		return err
+	})
 	if err != nil {
 		return 0, "", err
 	}
-	defer resp.Body.Close()
+	return n, sum, nil
+}
+
+// save writes an answer's body into local, checking it against its ETag.
+func save(ctx context.Context, root *os.Root, u URI, local string, overwrite bool, resp *http.Response) (int64, string, error) {
 	etag := strings.Trim(resp.Header.Get("ETag"), `"`)
 	// A large-object manifest's ETag is not the MD5 of its bytes.
 	check := resp.Header.Get("X-Static-Large-Object") == "" && resp.Header.Get("X-Object-Manifest") == "" &&

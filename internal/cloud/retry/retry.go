@@ -1,8 +1,9 @@
 // Package retry is the timing of the cloud clients' retries: exponential
 // backoff with equal jitter, the Retry-After header, and a sleep that ends
-// with its context. Which calls may be retried is each client's decision
-// (never a mutating call whose outcome is unknown); how long to wait is
-// decided here, once.
+// with its context. The call loop that uses them is internal/cloud/httpcall;
+// which calls may be retried is each client's policy there (never a
+// mutating call whose outcome is unknown); how long to wait is decided
+// here, once.
 package retry
 
 import (
