@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/runbook/runbook/internal/expr"
 	"github.com/runbook/runbook/internal/playbook"
@@ -55,19 +54,7 @@ type preflightHost struct {
 var errNotInPreflight = errors.New("not available before the run starts")
 
 func (h *preflightHost) Connection(name string) (map[string]any, error) {
-	env := map[string]string{}
-	for _, kv := range h.e.o.Environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
-	}
-	secretVals := map[string]string{}
-	for _, n := range h.pb.Secrets {
-		if v, ok := h.e.lookupSecret(n); ok {
-			secretVals[n] = v
-		}
-	}
-	sc := &expr.Scope{Env: env, Secrets: secretVals}
+	sc := &expr.Scope{Env: h.e.environ(), Secrets: h.e.secretValues(h.pb)}
 	override := map[string]any{}
 	for k, v := range h.pb.Connections[name] {
 		val, err := evalConnectionValue(v, sc, h.e.o.Redactor)

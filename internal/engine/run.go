@@ -90,12 +90,7 @@ func (e *Engine) newRunState(pb *playbook.Playbook, r *state.Run, inputs map[str
 		asked:     map[string]bool{},
 		status:    "running",
 	}
-	rs.secrets = map[string]string{}
-	for _, name := range pb.Secrets {
-		if v, ok := e.lookupSecret(name); ok {
-			rs.secrets[name] = v
-		}
-	}
+	rs.secrets = e.secretValues(pb)
 	return rs
 }
 
@@ -413,14 +408,9 @@ func (rs *runState) finish(ctx context.Context, cause error) (*state.Run, error)
 func (rs *runState) evalOutputs() (map[string]any, error) {
 	rs.mu.RLock()
 	defer rs.mu.RUnlock()
-	sc := rs.scope(nil)
 	out := make(map[string]any, len(rs.pb.Outputs))
-	for k, v := range rs.pb.Outputs {
-		val, err := rs.eval(v, sc)
-		if err != nil {
-			return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("outputs.%s: %v", k, err)}
-		}
-		out[k] = val
+	if err := rs.evalInto(out, "outputs", rs.pb.Outputs, rs.scope(nil)); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

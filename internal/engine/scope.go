@@ -9,17 +9,13 @@ import (
 
 	"github.com/runbook/runbook/internal/expr"
 	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/playbook"
 )
 
 // buildEnv sets the run's env: the process environment, overlaid with the
 // playbook's env: evaluated in the order of their names.
 func (rs *runState) buildEnv() error {
-	env := make(map[string]string, len(rs.e.o.Environ)+len(rs.pb.Env))
-	for _, kv := range rs.e.o.Environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
-	}
+	env := rs.e.environ()
 	rs.env = env
 	if len(rs.pb.Env) == 0 {
 		return nil
@@ -156,4 +152,39 @@ func stringify(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+// environ returns the process environment (Options.Environ) as a map.
+func (e *Engine) environ() map[string]string {
+	env := make(map[string]string, len(e.o.Environ))
+	for _, kv := range e.o.Environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// secretValues returns the values of pb's secrets that are set, by name.
+func (e *Engine) secretValues(pb *playbook.Playbook) map[string]string {
+	out := map[string]string{}
+	for _, name := range pb.Secrets {
+		if v, ok := e.lookupSecret(name); ok {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+// evalInto evaluates every expression of exprs in sc into out, by key. An
+// error names the key under field ("outputs.url").
+func (rs *runState) evalInto(out map[string]any, field string, exprs map[string]expr.Value, sc *expr.Scope) error {
+	for k, v := range exprs {
+		val, err := rs.eval(v, sc)
+		if err != nil {
+			return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("%s.%s: %v", field, k, err)}
+		}
+		out[k] = val
+	}
+	return nil
 }

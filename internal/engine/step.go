@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -104,17 +103,13 @@ func (sr *stepRun) shouldRun(ctx context.Context) (bool, error) {
 // values computed by expressions get the same checks literals got at load.
 func (sr *stepRun) params() (any, map[string]any, error) {
 	rs, st := sr.rs, sr.st
-	rs.mu.RLock()
-	sc := rs.scope(sr.it)
 	with := make(map[string]any, len(st.With))
-	var err error
-	for k, v := range st.With {
-		if with[k], err = rs.eval(v, sc); err != nil {
-			rs.mu.RUnlock()
-			return nil, nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("with.%s: %v", k, err)}
-		}
-	}
+	rs.mu.RLock()
+	err := rs.evalInto(with, "with", st.With, rs.scope(sr.it))
 	rs.mu.RUnlock()
+	if err != nil {
+		return nil, nil, err
+	}
 	if st.Desc.OutputsFromWith {
 		return nil, with, nil
 	}
@@ -148,12 +143,8 @@ func (sr *stepRun) outputs(raw map[string]any) (map[string]any, error) {
 	defer rs.mu.RUnlock()
 	sc := rs.scope(sr.it)
 	sc.Result = raw
-	for k, v := range st.Outputs {
-		val, err := rs.eval(v, sc)
-		if err != nil {
-			return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("outputs.%s: %v", k, err)}
-		}
-		out[k] = val
+	if err := rs.evalInto(out, "outputs", st.Outputs, sc); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
