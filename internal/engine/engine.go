@@ -319,11 +319,8 @@ func WithSecretInputs(pb *playbook.Playbook, r *state.Run, given map[string]any)
 
 // resumable reads run runID and parses its snapshot, if it can resume.
 func (e *Engine) resumable(ctx context.Context, runID string) (*playbook.Playbook, *state.Run, error) {
-	r, err := e.o.Store.GetRun(ctx, runID)
+	r, err := e.storedRun(ctx, runID)
 	if err != nil {
-		if errors.Is(err, state.ErrNotFound) {
-			return nil, nil, &fault.Error{Code: fault.NotFound, Message: fmt.Sprintf("no run %q", runID)}
-		}
 		return nil, nil, err
 	}
 	switch r.Status {
@@ -332,12 +329,9 @@ func (e *Engine) resumable(ctx context.Context, runID string) (*playbook.Playboo
 	case state.RunFailed:
 		return nil, nil, &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("run %s failed; retry it instead of resuming", r.ID)}
 	}
-	if e.o.Parse == nil {
-		return nil, nil, errors.New("engine: Options.Parse is required to resume")
-	}
-	pb, err := e.o.Parse(r.File, r.Snapshot)
+	pb, err := e.parseSnapshot(r, "resume")
 	if err != nil {
-		return nil, nil, fmt.Errorf("resume %s: the playbook snapshot no longer loads: %w", r.ID, err)
+		return nil, nil, err
 	}
 	if pb.Hash == r.Hash && len(pb.Source) == len(r.Snapshot) {
 		// Share the (cached) playbook's bytes: many waiting runs of one
@@ -349,6 +343,28 @@ func (e *Engine) resumable(ctx context.Context, runID string) (*playbook.Playboo
 			"resume %s: secret %s not set", r.ID, strings.Join(e.missingSecrets(pb), ", "))}
 	}
 	return pb, r, nil
+}
+
+// storedRun reads run runID; NotFound when there is none.
+func (e *Engine) storedRun(ctx context.Context, runID string) (*state.Run, error) {
+	r, err := e.o.Store.GetRun(ctx, runID)
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, &fault.Error{Code: fault.NotFound, Message: fmt.Sprintf("no run %q", runID)}
+	}
+	return r, err
+}
+
+// parseSnapshot parses the playbook snapshot of run r, to verb it
+// (resume, retry).
+func (e *Engine) parseSnapshot(r *state.Run, verb string) (*playbook.Playbook, error) {
+	if e.o.Parse == nil {
+		return nil, fmt.Errorf("engine: Options.Parse is required to %s", verb)
+	}
+	pb, err := e.o.Parse(r.File, r.Snapshot)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: the playbook snapshot no longer loads: %w", verb, r.ID, err)
+	}
+	return pb, nil
 }
 
 // Cancel cancels a run executing in this process. It reports whether the

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -35,23 +34,17 @@ import (
 // old run no longer changes), so a crash between the two commits never
 // runs a reused step again.
 func (e *Engine) Retry(ctx context.Context, runID, from string) (*state.Run, *playbook.Playbook, error) {
-	old, err := e.o.Store.GetRun(ctx, runID)
+	old, err := e.storedRun(ctx, runID)
 	if err != nil {
-		if errors.Is(err, state.ErrNotFound) {
-			return nil, nil, &fault.Error{Code: fault.NotFound, Message: fmt.Sprintf("no run %q", runID)}
-		}
 		return nil, nil, err
 	}
 	if old.Status != state.RunFailed && old.Status != state.RunCancelled {
 		return nil, nil, &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf(
 			"run %s is %s; only a failed or cancelled run can be retried", old.ID, old.Status)}
 	}
-	if e.o.Parse == nil {
-		return nil, nil, errors.New("engine: Options.Parse is required to retry")
-	}
-	pb, err := e.o.Parse(old.File, old.Snapshot)
+	pb, err := e.parseSnapshot(old, "retry")
 	if err != nil {
-		return nil, nil, fmt.Errorf("retry %s: the playbook snapshot no longer loads: %w", old.ID, err)
+		return nil, nil, err
 	}
 	recs, err := e.o.Store.Steps(ctx, old.ID)
 	if err != nil {
