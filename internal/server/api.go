@@ -31,7 +31,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/hooks/", s.countDeliveries(s.intake))
 	mux.HandleFunc("GET /healthz", s.healthz)
-	mux.HandleFunc("GET /metrics", s.serveMetrics)
+	mux.Handle("GET /metrics", s.metrics.handler)
 
 	api := http.NewServeMux()
 	api.HandleFunc("GET /api/v1/playbooks", s.listPlaybooks)
@@ -154,11 +154,6 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 		body.ReloadProblems = len(failed.Problems)
 	}
 	writeJSON(w, http.StatusOK, body)
-}
-
-func (s *Server) serveMetrics(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	s.metrics.write(w, s.runs.count(), len(s.cat.all()))
 }
 
 // countDeliveries records each webhook answer in the metrics.

@@ -1,42 +1,45 @@
 package server
 
 import (
-	"fmt"
-	"io"
-	"math"
+	"cmp"
+	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/runbook/runbook/internal/state"
 )
 
-// metrics is the /metrics endpoint: a few families written in the
-// Prometheus text exposition format (version 0.0.4). A client library
-// would add a dependency for four families; these are small enough to
-// write by hand.
+// metrics is the /metrics endpoint: runbook's families (docs/api.md) and
+// the Go runtime's and the process's, in a registry of the server's own,
+// so that two servers in one process (tests) count apart.
 type metrics struct {
-	mu sync.Mutex
+	handler http.Handler
 
-	// runs by status: counted from the store at start, then kept current
-	// from the engine's events. status[id] is the last status of an
-	// unfinished run (finished runs leave the map).
-	runs   map[state.RunStatus]int64
-	status map[string]state.RunStatus
-
-	stepStart    map[string]time.Time  // run + "\x00" + step -> started
-	stepDuration map[string]*histogram // by outcome (succeeded, failed, ...)
-	deliveries   map[[2]string]int64   // route, outcome
-	lateness     *histogram
-	firings      map[string]int64 // outcome
-	reloads      map[string]int64 // ok, failed
+	runs         map[state.RunStatus]prometheus.Gauge // runbook_runs by status
+	stepDuration *prometheus.HistogramVec
+	deliveries   *prometheus.CounterVec
+	firings      *prometheus.CounterVec
+	lateness     prometheus.Histogram
+	reloads      *prometheus.CounterVec
 	// recovered counts unfinished runs this process took up again, by
 	// how it found them: "returned" (its executor came back with the run
 	// unfinished) or "orphaned" (the watchdog found it without one).
-	recovered map[string]int64
-	started   time.Time
+	recovered *prometheus.CounterVec
+
+	// The runs gauge is counted from the store at start, then kept current
+	// from the engine's events: status[id] is the last status of an
+	// unfinished run (finished runs leave the map). stepStart is when each
+	// executing step (run + "\x00" + step) started.
+	mu        sync.Mutex
+	status    map[string]state.RunStatus
+	stepStart map[string]time.Time
 }
 
 // Buckets, in seconds.
@@ -45,13 +48,89 @@ var (
 	lateBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5}
 )
 
-func newMetrics() *metrics {
-	return &metrics{
-		runs: map[state.RunStatus]int64{}, status: map[string]state.RunStatus{},
-		stepStart: map[string]time.Time{}, stepDuration: map[string]*histogram{},
-		deliveries: map[[2]string]int64{}, lateness: newHistogram(lateBuckets),
-		firings: map[string]int64{}, reloads: map[string]int64{}, recovered: map[string]int64{}, started: time.Now(),
+// runStatuses are the label values of runbook_runs, each always shown.
+var runStatuses = []state.RunStatus{state.RunPending, state.RunRunning, state.RunWaiting, state.RunSucceeded, state.RunFailed, state.RunCancelled, state.RunSkipped}
+
+// newMetrics registers every family. executing and playbooks are read at
+// each scrape: the runs executing in this process and the playbooks
+// loaded.
+func newMetrics(executing, playbooks func() int) *metrics {
+	started := time.Now()
+	m := &metrics{
+		runs: map[state.RunStatus]prometheus.Gauge{},
+		stepDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "runbook_step_duration_seconds", Help: "Duration of step executions, by outcome.", Buckets: stepBuckets,
+		}, []string{"outcome"}),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "runbook_webhook_deliveries_total", Help: "Webhook deliveries by route and outcome.",
+		}, []string{"route", "outcome"}),
+		firings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "runbook_schedule_firings_total", Help: "Schedule slots handled, by outcome.",
+		}, []string{"outcome"}),
+		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "runbook_schedule_lateness_seconds", Help: "Start of an on-time scheduled run minus its intended fire time.", Buckets: lateBuckets,
+		}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "runbook_reloads_total", Help: "Playbook directory reloads, by result.",
+		}, []string{"result"}),
+		recovered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "runbook_runs_recovered_total",
+			Help: "Unfinished runs taken up again: their executor returned without finishing them, or the watchdog found them without one.",
+		}, []string{"reason"}),
+		status:    map[string]state.RunStatus{},
+		stepStart: map[string]time.Time{},
 	}
+	runs := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "runbook_runs", Help: "Runs in the state store by status."}, []string{"status"})
+	for _, st := range runStatuses {
+		m.runs[st] = runs.WithLabelValues(string(st))
+	}
+	for _, how := range []string{"returned", "orphaned"} {
+		m.recovered.WithLabelValues(how)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		runs, m.stepDuration, m.deliveries, m.firings, m.lateness, m.reloads, m.recovered,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_runs_executing", Help: "Runs executing in this process (including waiting ones)."},
+			func() float64 { return float64(executing()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_playbooks", Help: "Playbooks loaded."},
+			func() float64 { return float64(playbooks()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_uptime_seconds", Help: "Seconds since the server started."},
+			func() float64 { return time.Since(started).Seconds() }),
+	)
+	m.handler = promhttp.HandlerFor(labelOrder{reg, map[string][]string{
+		"runbook_webhook_deliveries_total": {"route", "outcome"},
+	}}, promhttp.HandlerOpts{})
+	return m
+}
+
+// labelOrder writes the labels of the families it names in the order
+// given, route before outcome, as /metrics always showed them; the client
+// library sorts labels by name. Prometheus reads either order alike; this
+// keeps the text that people grep unchanged.
+type labelOrder struct {
+	prometheus.Gatherer
+	order map[string][]string // family -> label names
+}
+
+func (g labelOrder) Gather() ([]*dto.MetricFamily, error) {
+	mfs, err := g.Gatherer.Gather()
+	for _, mf := range mfs {
+		names, ok := g.order[mf.GetName()]
+		if !ok {
+			continue
+		}
+		for _, m := range mf.Metric {
+			// The slice is the metric's own: sort a copy.
+			labels := slices.Clone(m.Label)
+			slices.SortStableFunc(labels, func(a, b *dto.LabelPair) int {
+				return cmp.Compare(slices.Index(names, a.GetName()), slices.Index(names, b.GetName()))
+			})
+			m.Label = labels
+		}
+	}
+	return mfs, err
 }
 
 // seed counts the runs already in the store.
@@ -59,10 +138,17 @@ func (m *metrics) seed(runs []*state.Run) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, r := range runs {
-		m.runs[r.Status]++
+		m.addRuns(r.Status, 1)
 		if !r.Status.Done() {
 			m.status[r.ID] = r.Status
 		}
+	}
+}
+
+// addRuns moves the runbook_runs gauge of status st by n.
+func (m *metrics) addRuns(st state.RunStatus, n float64) {
+	if g, ok := m.runs[st]; ok {
+		g.Add(n)
 	}
 }
 
@@ -94,10 +180,10 @@ func (m *metrics) observe(runID string, ev state.Event) {
 	if st, ok := runStatusOf(ev.Type); ok {
 		prev, known := m.status[runID]
 		if known {
-			m.runs[prev]--
+			m.addRuns(prev, -1)
 		}
 		if known || ev.Type == "run.created" {
-			m.runs[st]++
+			m.addRuns(st, 1)
 		}
 		if st.Done() {
 			delete(m.status, runID)
@@ -120,176 +206,31 @@ func (m *metrics) observe(runID string, ev state.Event) {
 		}
 		delete(m.stepStart, key)
 		outcome := strings.TrimPrefix(ev.Type, "step.")
-		h := m.stepDuration[outcome]
-		if h == nil {
-			h = newHistogram(stepBuckets)
-			m.stepDuration[outcome] = h
-		}
-		h.observe(ev.Time.Sub(t0).Seconds())
+		m.stepDuration.WithLabelValues(outcome).Observe(ev.Time.Sub(t0).Seconds())
 	}
 }
 
 func (m *metrics) delivery(route, outcome string) {
-	m.mu.Lock()
-	m.deliveries[[2]string{route, outcome}]++
-	m.mu.Unlock()
+	// A label value must be UTF-8; a route name from YAML is.
+	m.deliveries.WithLabelValues(strings.ToValidUTF8(route, "\uFFFD"), outcome).Inc()
 }
 
 func (m *metrics) firing(outcome string, late time.Duration, onTime bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.firings[outcome]++
+	m.firings.WithLabelValues(outcome).Inc()
 	if onTime {
-		m.lateness.observe(late.Seconds())
+		m.lateness.Observe(late.Seconds())
 	}
 }
 
 // recover counts an unfinished run taken up again (see recovered).
 func (m *metrics) recover(how string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.recovered[how]++
+	m.recovered.WithLabelValues(how).Inc()
 }
 
 func (m *metrics) reload(ok bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if ok {
-		m.reloads["ok"]++
+		m.reloads.WithLabelValues("ok").Inc()
 	} else {
-		m.reloads["failed"]++
+		m.reloads.WithLabelValues("failed").Inc()
 	}
-}
-
-// write prints every family. active is the number of runs executing in
-// this process; playbooks the number loaded.
-func (m *metrics) write(w io.Writer, active, playbooks int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p := &promWriter{w: w}
-	p.family("runbook_runs", "gauge", "Runs in the state store by status.")
-	for _, st := range []state.RunStatus{state.RunPending, state.RunRunning, state.RunWaiting, state.RunSucceeded, state.RunFailed, state.RunCancelled, state.RunSkipped} {
-		p.sample("runbook_runs", labels("status", string(st)), float64(m.runs[st]))
-	}
-	p.family("runbook_runs_executing", "gauge", "Runs executing in this process (including waiting ones).")
-	p.sample("runbook_runs_executing", "", float64(active))
-	p.family("runbook_playbooks", "gauge", "Playbooks loaded.")
-	p.sample("runbook_playbooks", "", float64(playbooks))
-
-	p.family("runbook_step_duration_seconds", "histogram", "Duration of step executions, by outcome.")
-	for _, outcome := range sortedKeys(m.stepDuration) {
-		m.stepDuration[outcome].write(p, "runbook_step_duration_seconds", labels("outcome", outcome))
-	}
-
-	p.family("runbook_webhook_deliveries_total", "counter", "Webhook deliveries by route and outcome.")
-	keys := make([][2]string, 0, len(m.deliveries))
-	for k := range m.deliveries {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b [2]string) int { return strings.Compare(a[0]+"\x00"+a[1], b[0]+"\x00"+b[1]) })
-	for _, k := range keys {
-		p.sample("runbook_webhook_deliveries_total", labels("route", k[0], "outcome", k[1]), float64(m.deliveries[k]))
-	}
-
-	p.family("runbook_schedule_firings_total", "counter", "Schedule slots handled, by outcome.")
-	for _, o := range sortedKeys(m.firings) {
-		p.sample("runbook_schedule_firings_total", labels("outcome", o), float64(m.firings[o]))
-	}
-	p.family("runbook_schedule_lateness_seconds", "histogram", "Start of an on-time scheduled run minus its intended fire time.")
-	m.lateness.write(p, "runbook_schedule_lateness_seconds", "")
-
-	p.family("runbook_reloads_total", "counter", "Playbook directory reloads, by result.")
-	for _, o := range sortedKeys(m.reloads) {
-		p.sample("runbook_reloads_total", labels("result", o), float64(m.reloads[o]))
-	}
-	p.family("runbook_runs_recovered_total", "counter", "Unfinished runs taken up again: their executor returned without finishing them, or the watchdog found them without one.")
-	for _, how := range []string{"returned", "orphaned"} {
-		p.sample("runbook_runs_recovered_total", labels("reason", how), float64(m.recovered[how]))
-	}
-	p.family("runbook_uptime_seconds", "gauge", "Seconds since the server started.")
-	p.sample("runbook_uptime_seconds", "", time.Since(m.started).Seconds())
-}
-
-// histogram is a cumulative-bucket histogram.
-type histogram struct {
-	bounds []float64
-	counts []uint64 // per bucket, not cumulative; last is +Inf
-	sum    float64
-	n      uint64
-}
-
-func newHistogram(bounds []float64) *histogram {
-	return &histogram{bounds: bounds, counts: make([]uint64, len(bounds)+1)}
-}
-
-func (h *histogram) observe(v float64) {
-	i, _ := slices.BinarySearch(h.bounds, v)
-	h.counts[i]++
-	h.sum += v
-	h.n++
-}
-
-func (h *histogram) write(p *promWriter, name, lbls string) {
-	var cum uint64
-	for i, b := range h.bounds {
-		cum += h.counts[i]
-		p.sample(name+"_bucket", joinLabels(lbls, labels("le", formatFloat(b))), float64(cum))
-	}
-	p.sample(name+"_bucket", joinLabels(lbls, labels("le", "+Inf")), float64(h.n))
-	p.sample(name+"_sum", lbls, h.sum)
-	p.sample(name+"_count", lbls, float64(h.n))
-}
-
-type promWriter struct{ w io.Writer }
-
-func (p *promWriter) family(name, typ, help string) {
-	fmt.Fprintf(p.w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-}
-
-func (p *promWriter) sample(name, lbls string, v float64) {
-	if lbls != "" {
-		lbls = "{" + lbls + "}"
-	}
-	fmt.Fprintf(p.w, "%s%s %s\n", name, lbls, formatFloat(v))
-}
-
-// labels formats name/value pairs, escaping values as the format requires.
-func labels(kv ...string) string {
-	var b strings.Builder
-	for i := 0; i+1 < len(kv); i += 2 {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(kv[i])
-		b.WriteString(`="`)
-		b.WriteString(strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`).Replace(kv[i+1]))
-		b.WriteByte('"')
-	}
-	return b.String()
-}
-
-func joinLabels(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a + "," + b
-}
-
-func formatFloat(v float64) string {
-	switch {
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case v == math.Trunc(v) && math.Abs(v) < 1e15:
-		return strconv.FormatInt(int64(v), 10)
-	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -144,7 +143,6 @@ func TestTheWatchdogResumesAnUnfinishedRunWithoutAnExecutor(t *testing.T) {
 	waitRun(t, store, lost.ID, state.RunSucceeded)
 	assert.Zero(t, r.adoptOrphans(ctx, 0), "a finished run is not taken up again")
 
-	var metrics strings.Builder
-	r.s.metrics.write(&metrics, 0, 1)
+	metrics := scrape(r.s)
 	assert.Contains(t, metrics.String(), `runbook_runs_recovered_total{reason="orphaned"} 1`)
 }

@@ -116,8 +116,9 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{
 		o: o, log: o.Logger, store: o.Engine.Store, cat: newCatalog(o.Playbooks), cache: &parseCache{},
-		metrics: newMetrics(), events: newBroker(), ready: make(chan struct{}),
+		events: newBroker(), ready: make(chan struct{}),
 	}
+	s.metrics = newMetrics(func() int { return s.runs.count() }, func() int { return len(s.cat.all()) })
 	if _, err := s.cat.load(); err != nil {
 		return nil, err
 	}
