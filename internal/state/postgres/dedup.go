@@ -33,6 +33,17 @@ const pruneDedup = `DELETE FROM runbook_dedup WHERE key IN (
 	ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
 )`
 
+// prune deletes a few keys expired at now. It comes last in its
+// transaction: it waits for no lock (SKIP LOCKED), and a transaction that
+// waits for a key it deleted then waits for a transaction that waits for
+// nothing more, never for one waiting on it in turn.
+func prune(ctx context.Context, tx pgx.Tx, now time.Time) error {
+	if _, err := tx.Exec(ctx, pruneDedup, now, pruneBatch); err != nil {
+		return fmt.Errorf("prune expired keys: %w", err)
+	}
+	return nil
+}
+
 // live is the condition for a key that has not expired at $2.
 const live = `(expires_at IS NULL OR expires_at > $2)`
 
@@ -73,12 +84,11 @@ func dedupValue(ctx context.Context, tx pgx.Tx, key string) ([]byte, error) {
 func (s *Store) Dedup(ctx context.Context, key string, ttl time.Duration) (seen bool, err error) {
 	now := s.now()
 	err = s.write(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, pruneDedup, now, pruneBatch); err != nil {
-			return fmt.Errorf("prune: %w", err)
-		}
 		var err error
-		seen, err = claim(ctx, tx, key, now, ttl, nil)
-		return err
+		if seen, err = claim(ctx, tx, key, now, ttl, nil); err != nil {
+			return err
+		}
+		return prune(ctx, tx, now)
 	})
 	if err != nil {
 		return false, fmt.Errorf("dedup %s: %w", key, err)

@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -15,8 +17,15 @@ import (
 // then finds the key live, a duplicate, whichever replica took the
 // webhook. (The bbolt store claims the key last, in a transaction no
 // other writer shares; the outcome is the same unless a unit's claim is
-// the delivery's own key, which the webhook intake never does.) Runs and
-// events are encoded before the transaction.
+// the delivery's own key, which the webhook intake never does.)
+//
+// Before claiming anything, the transaction takes an advisory lock for
+// each key it will claim, in one order for every transaction (see
+// claimLocks): two deliveries of the same hooks in another order (a
+// redelivery on another replica) then wait for each other instead of
+// deadlocking, which PostgreSQL would detect only after deadlock_timeout
+// (a second) and break by aborting one. Runs and events are encoded
+// before the transaction.
 func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.DeliveryResult, error) {
 	now := s.now()
 	records := make([][]byte, len(d.Units))
@@ -33,11 +42,12 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 			return state.DeliveryResult{}, fmt.Errorf("commit delivery %s: run %s: %w", d.Key, u.Run.ID, err)
 		}
 	}
+	locks := claimLocks(d)
 	var res state.DeliveryResult
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		res = state.DeliveryResult{} // the function may run again (see write)
-		if _, err := tx.Exec(ctx, pruneDedup, now, pruneBatch); err != nil {
-			return fmt.Errorf("prune: %w", err)
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k`, locks); err != nil {
+			return fmt.Errorf("lock claims: %w", err)
 		}
 		seen, err := claim(ctx, tx, d.Key, now, d.TTL, nil)
 		if err != nil {
@@ -45,8 +55,10 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 		}
 		if seen {
 			res.Duplicate = true
-			res.Value, err = dedupValue(ctx, tx, d.Key)
-			return err
+			if res.Value, err = dedupValue(ctx, tx, d.Key); err != nil {
+				return err
+			}
+			return prune(ctx, tx, now)
 		}
 		for i, u := range d.Units {
 			if u.Claim != "" {
@@ -68,15 +80,39 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 			}
 			res.Created = append(res.Created, u.Run.ID)
 		}
-		if d.Done == nil {
-			return nil
+		if d.Done != nil {
+			done := orEmpty(d.Done(res.Created, res.Earlier))
+			if _, err := tx.Exec(ctx, `UPDATE runbook_dedup SET value = $2 WHERE key = $1`, d.Key, done); err != nil {
+				return err
+			}
 		}
-		done := orEmpty(d.Done(res.Created, res.Earlier))
-		_, err = tx.Exec(ctx, `UPDATE runbook_dedup SET value = $2 WHERE key = $1`, d.Key, done)
-		return err
+		return prune(ctx, tx, now)
 	})
 	if err != nil {
 		return state.DeliveryResult{}, fmt.Errorf("commit delivery %s: %w", d.Key, err)
 	}
 	return res, nil
+}
+
+// claimLocks returns the advisory lock keys of the dedup keys a delivery
+// claims: a 64-bit hash of each, distinct and ascending, the order in
+// which every delivery takes them. A collision of two keys' hashes costs
+// only a wait. The keys share PostgreSQL's advisory lock space with the
+// migration lock (a pair of 32-bit halves there): a collision with it
+// would also cost only a wait.
+func claimLocks(d state.Delivery) []int64 {
+	keys := []int64{lockKey(d.Key)}
+	for _, u := range d.Units {
+		if u.Claim != "" {
+			keys = append(keys, lockKey(u.Claim))
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+func lockKey(key string) int64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte("runbook/dedup/" + key)) // never fails
+	return int64(h.Sum64())
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -54,6 +55,9 @@ type Store struct {
 	pool   *pgxpool.Pool
 	now    func() time.Time
 	target string // host:port/database, for messages (never the password)
+	// retries counts transactions run again after PostgreSQL aborted
+	// them (deadlock, serialization failure).
+	retries atomic.Int64
 }
 
 // Open connects to the database at dsn (a postgres:// or postgresql://
@@ -150,6 +154,7 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 		if err == nil || attempt == maxAttempts || !retryable(err) {
 			return err
 		}
+		s.retries.Add(1)
 	}
 }
 

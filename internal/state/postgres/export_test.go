@@ -1,0 +1,8 @@
+package postgres
+
+// Retries returns how many transactions the store ran again after
+// PostgreSQL aborted them (a deadlock, a serialization failure).
+func Retries(s *Store) int64 { return s.retries.Load() }
+
+// ListQuery is the SQL and arguments of ListRunsAfter.
+var ListQuery = listQuery
