@@ -274,7 +274,10 @@ func (s *Store) ListRunsAfter(ctx context.Context, f state.RunFilter, c Cursor) 
 }
 
 // listQuery builds the listing's query with only the conditions f and c
-// set, so that the planner sees plain conditions that match an index.
+// set, so that the planner sees plain conditions that match an index: a
+// page without a filter, or filtered by one status, a playbook or a
+// parent, is read from an index in listing order, starting at the
+// cursor. (Several statuses are read from the status index and sorted.)
 func listQuery(f state.RunFilter, c Cursor) (string, []any) {
 	var where []string
 	var args []any
@@ -282,7 +285,11 @@ func listQuery(f state.RunFilter, c Cursor) (string, []any) {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	if len(f.Status) > 0 {
+	switch len(f.Status) {
+	case 0:
+	case 1: // equality: the status index then yields the listing order
+		where = append(where, "r.status = "+arg(string(f.Status[0])))
+	default: // the matches of several statuses are sorted
 		statuses := make([]string, len(f.Status))
 		for i, st := range f.Status {
 			statuses[i] = string(st)

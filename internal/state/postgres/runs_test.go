@@ -1,0 +1,206 @@
+package postgres_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/postgres"
+	"github.com/runbook/runbook/internal/state/postgres/pgtest"
+)
+
+func ids(runs []*state.Run) []string {
+	out := []string{}
+	for _, r := range runs {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
+// seedRuns creates 25 runs, three at each instant, of two playbooks and
+// alternating statuses.
+func seedRuns(t *testing.T, s *postgres.Store) {
+	t.Helper()
+	base := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	for i := range 25 {
+		r := &state.Run{
+			ID: fmt.Sprintf("run-%02d", i), Playbook: []string{"upgrade", "digest"}[i%2],
+			Status:    []state.RunStatus{state.RunSucceeded, state.RunFailed}[i%3%2],
+			CreatedAt: base.Add(time.Duration(i/3) * time.Nanosecond), // nanoseconds apart: a timestamptz would tie them
+		}
+		require.NoError(t, s.CreateRun(ctx, r))
+	}
+}
+
+func TestPagesOfRunsFollowOnWithoutGapsOrRepeats(t *testing.T) {
+	s := open(t, pgtest.DB(t), postgres.Options{})
+	seedRuns(t, s)
+	for _, f := range []state.RunFilter{
+		{},
+		{Playbook: "upgrade"},
+		{Status: []state.RunStatus{state.RunFailed}},
+	} {
+		t.Run(fmt.Sprintf("%+v", f), func(t *testing.T) {
+			all, err := s.ListRuns(ctx, f)
+			require.NoError(t, err)
+			require.NotEmpty(t, all)
+			var paged []*state.Run
+			f.Limit = 4
+			cursor := postgres.Cursor{}
+			for range 20 {
+				page, err := s.ListRunsAfter(ctx, f, cursor)
+				require.NoError(t, err)
+				if len(page) == 0 {
+					break
+				}
+				paged = append(paged, page...)
+				cursor = postgres.CursorAfter(page[len(page)-1])
+			}
+			assert.Equal(t, ids(all), ids(paged))
+		})
+	}
+}
+
+func TestARunCreatedWhilePagingDoesNotShiftThePages(t *testing.T) {
+	s := open(t, pgtest.DB(t), postgres.Options{})
+	seedRuns(t, s)
+	first, err := s.ListRuns(ctx, state.RunFilter{Limit: 5})
+	require.NoError(t, err)
+	require.NoError(t, s.CreateRun(ctx, &state.Run{ID: "newest", Playbook: "upgrade", CreatedAt: time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)}))
+	next, err := s.ListRunsAfter(ctx, state.RunFilter{Limit: 5}, postgres.CursorAfter(first[4]))
+	require.NoError(t, err)
+	all, err := s.ListRuns(ctx, state.RunFilter{})
+	require.NoError(t, err)
+	assert.Equal(t, ids(all[6:11]), ids(next), "the second page follows the first, the new run is before both")
+}
+
+// IDs and keys order by bytes, as in the bbolt store, whatever the
+// database's collation: "Z" before "a", "B" before "a".
+func TestIDsAndKeysOrderByBytes(t *testing.T) {
+	s := open(t, pgtest.DB(t), postgres.Options{})
+	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, id := range []string{"a", "B", "Z", "é"} {
+		require.NoError(t, s.CreateRun(ctx, &state.Run{ID: id, Playbook: "pb", CreatedAt: at}))
+		_, _, err := s.AcquireLock(ctx, state.Lock{Key: id, Owner: "r"})
+		require.NoError(t, err)
+	}
+	runs, err := s.ListRuns(ctx, state.RunFilter{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"é", "a", "Z", "B"}, ids(runs))
+	locks, err := s.Locks(ctx)
+	require.NoError(t, err)
+	var keys []string
+	for _, l := range locks {
+		keys = append(keys, l.Key)
+	}
+	assert.Equal(t, []string{"B", "Z", "a", "é"}, keys)
+}
+
+func TestRunsOfOneSourceShareItsSnapshot(t *testing.T) {
+	dsn := pgtest.DB(t)
+	s := open(t, dsn, postgres.Options{})
+	src := []byte(strings.Repeat("steps: []\n", 500))
+	for i := range 3 {
+		require.NoError(t, s.CreateRun(ctx, &state.Run{ID: fmt.Sprint("r", i), Playbook: "pb", Hash: "h1", Snapshot: src}))
+	}
+	var snapshots, inline int
+	conn := connect(t, dsn)
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM runbook_snapshots`).Scan(&snapshots))
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM runbook_runs WHERE snapshot IS NOT NULL`).Scan(&inline))
+	assert.Equal(t, 1, snapshots)
+	assert.Zero(t, inline)
+	r, err := s.GetRun(ctx, "r2")
+	require.NoError(t, err)
+	assert.Equal(t, src, r.Snapshot)
+
+	t.Run("a source stored under a taken hash keeps its own copy", func(t *testing.T) {
+		require.NoError(t, s.CreateRun(ctx, &state.Run{ID: "other", Playbook: "pb", Hash: "h1", Snapshot: []byte("another source")}))
+		r, err := s.GetRun(ctx, "other")
+		require.NoError(t, err)
+		assert.Equal(t, "another source", string(r.Snapshot))
+		r, err = s.GetRun(ctx, "r0")
+		require.NoError(t, err)
+		assert.Equal(t, src, r.Snapshot, "the hash's first source is untouched")
+	})
+
+	t.Run("a run saved without its snapshot still reads it by hash", func(t *testing.T) {
+		r, err := s.GetRun(ctx, "r1")
+		require.NoError(t, err)
+		r.Snapshot = nil
+		r.Status = state.RunSucceeded
+		require.NoError(t, s.SaveRun(ctx, r))
+		got, err := s.GetRun(ctx, "r1")
+		require.NoError(t, err)
+		assert.Equal(t, src, got.Snapshot)
+	})
+}
+
+// A webhook payload may hold any JSON string, NUL included: the records
+// are stored as json text, which keeps it (jsonb would refuse it).
+func TestRecordsKeepEveryCharacterOfTheirStrings(t *testing.T) {
+	s := open(t, pgtest.DB(t), postgres.Options{})
+	odd := "nul\x00, tab\t, quote\", emoji 🙂, invalid-free ünïcode"
+	r := &state.Run{ID: "r1", Playbook: "pb", Inputs: map[string]any{"text": odd},
+		Trigger: map[string]any{"type": "webhook", "payload": map[string]any{"k": odd}}, CreatedAt: time.Date(2030, 1, 1, 0, 0, 0, 1, time.UTC)}
+	require.NoError(t, s.CreateRun(ctx, r, state.Event{Type: "log", Message: odd, Time: r.CreatedAt}))
+	got, err := s.GetRun(ctx, "r1")
+	require.NoError(t, err)
+	assert.Equal(t, r, got)
+	evs, err := s.Events(ctx, "r1", 0, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	assert.Equal(t, odd, evs[0].Message)
+}
+
+func TestARunsTriggerIsAColumnForLookups(t *testing.T) {
+	dsn := pgtest.DB(t)
+	s := open(t, dsn, postgres.Options{})
+	require.NoError(t, s.CreateRun(ctx, &state.Run{ID: "r1", Playbook: "pb",
+		Trigger: map[string]any{"type": "webhook", "route": "gh", "key": "pb/0/hook-7"}}))
+	var typ, key string
+	require.NoError(t, connect(t, dsn).QueryRow(ctx, `SELECT trigger_type, trigger_key FROM runbook_runs WHERE id = 'r1'`).Scan(&typ, &key))
+	assert.Equal(t, "webhook", typ)
+	assert.Equal(t, "pb/0/hook-7", key)
+}
+
+// Each listing shape is served by an index in listing order: no sort of
+// the matches, whatever their number, and a page reads a page of rows.
+func TestListingsReadAnIndexInOrder(t *testing.T) {
+	dsn := pgtest.DB(t)
+	open(t, dsn, postgres.Options{})
+	conn := connect(t, dsn)
+	// With sorting and the other ways of reading disabled, a Sort left in
+	// the plan means that no index yields the listing order.
+	_, err := conn.Exec(ctx, `SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off`)
+	require.NoError(t, err)
+	for name, f := range map[string]state.RunFilter{
+		"newest":      {Limit: 50},
+		"by status":   {Status: []state.RunStatus{state.RunFailed}, Limit: 50},
+		"by playbook": {Playbook: "upgrade", Limit: 50},
+		"by parent":   {ParentID: "r1", Limit: 50},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, cursor := range []postgres.Cursor{{}, {CreatedAt: time.Now(), ID: "r9"}} {
+				sql, args := postgres.ListQuery(f, cursor)
+				rows, err := conn.Query(ctx, "EXPLAIN "+sql, args...)
+				require.NoError(t, err)
+				var plan []string
+				for rows.Next() {
+					var line string
+					require.NoError(t, rows.Scan(&line))
+					plan = append(plan, line)
+				}
+				require.NoError(t, rows.Err())
+				text := strings.Join(plan, "\n")
+				assert.Contains(t, text, "Index Scan Backward using runbook_runs_", text)
+				assert.NotContains(t, text, "Sort", text)
+				assert.NotRegexp(t, `(?m)^\s*(->\s*)?Filter:`, text, "every condition on runs is an index condition")
+			}
+		})
+	}
+}
