@@ -53,5 +53,11 @@
 // written or shown, and the scope later steps see holds the same redacted
 // outputs a resumed run would read back.
 //
+// Inside, a runState is one run executing in this process: its record
+// and lifecycle, the order its lists run in, the scope its expressions
+// read, its batched writes. Each step, and each for_each item, runs as a
+// stepRun, which owns the step's record from its condition through its
+// attempts to its final status.
+//
 // The engine imports the step contract (internal/steps), never a family.
 package engine

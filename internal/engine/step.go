@@ -23,8 +23,8 @@ type stepRun struct {
 	it  *item // the for_each element; nil for a step
 	ph  phase
 
-	// lazy defers the record's writes to the run's next write (pure steps
-	// and skips, which a resume recomputes identically).
+	// lazy defers the record's writes to the run's next write: skips, and
+	// the attempts of pure steps, which a resume recomputes identically.
 	lazy bool
 	// continuing: this attempt goes on with a suspended one (a waiting
 	// approval): same attempt number, no new step.started.
@@ -34,8 +34,9 @@ type stepRun struct {
 	pending []state.Event
 }
 
-// newStep returns the stepRun of record id (created in memory if new): st
-// itself, or its for_each element it.
+// newStep returns the stepRun of st's record id (created in memory if
+// new); it is the element of a for_each item's record, nil for the step's
+// own.
 func (rs *runState) newStep(st *playbook.Step, id string, it *item, ph phase) *stepRun {
 	return &stepRun{rs: rs, st: st, rec: rs.record(id), it: it, ph: ph}
 }
