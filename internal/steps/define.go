@@ -17,9 +17,9 @@ type Def[P any] struct {
 	Type    string
 	Summary string
 	// Example is a valid `with` map as a user writes it. Every step type
-	// has one: the shared contract suite (stepstest) decodes it, checks it
-	// against the schema and runs the step with it, and the step reference
-	// shows it. A step without params gives an empty map.
+	// has one: its family's contract test hands it to the shared contract
+	// suite (stepstest), which decodes it, checks it against the schema and
+	// runs the step with it. A step without params gives an empty map.
 	Example         map[string]any
 	Outputs         []Output
 	OpenOutputs     bool
