@@ -137,6 +137,41 @@ func TestServeRefusesInvalidPlaybooksPrintingEveryProblem(t *testing.T) {
 	assert.Empty(t, r.stdout)
 }
 
+// TestServeNamesEveryMissingRouteSecretAndARehearsalLeavesTheRouteOut: a
+// webhook route whose secret (or one of its secrets) is unset stops the
+// start, every such route named; with --sim the server starts without it.
+func TestServeNamesEveryMissingRouteSecretAndARehearsalLeavesTheRouteOut(t *testing.T) {
+	c := newCLI(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	c.file("runbook.yaml", `playbooks: playbooks
+webhooks:
+  routes:
+    sms: {secret: SMS_SECRET}
+    pair: {secret: A_SECRET, secrets: [B_SECRET]}
+    ok: {secret: A_SECRET}
+`)
+	c.env = append(c.env, "A_SECRET=first-route-secret")
+	r := c.run("serve", "--listen", "127.0.0.1:0")
+	assert.Equal(t, 2, r.code, r)
+	assert.Contains(t, r.stderr, "runbook.yaml: webhooks.routes.pair.secret: secret B_SECRET is not set\n"+
+		"runbook.yaml: webhooks.routes.sms.secret: secret SMS_SECRET is not set\n", r)
+	assert.Empty(t, r.stdout)
+
+	s := c.serve("--sim")
+	post := func(route string) int {
+		resp, err := http.Post(s.url+"/hooks/"+route, "application/json", strings.NewReader("{}"))
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusNotFound, post("sms"), "a route left out is unknown")
+	assert.Equal(t, http.StatusNotFound, post("pair"))
+	assert.Equal(t, http.StatusUnauthorized, post("ok"), "a route with its secret is served (and wants it)")
+	s.stop(t)
+	assert.Contains(t, s.stderr.String(), "warning: webhook route sms is disabled: secret SMS_SECRET is not set")
+	assert.Contains(t, s.stderr.String(), "warning: webhook route pair is disabled: secret B_SECRET is not set")
+}
+
 func TestServeDefaultsToLoopback(t *testing.T) {
 	c := newCLI(t)
 	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
