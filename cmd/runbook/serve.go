@@ -14,7 +14,9 @@ import (
 	"syscall"
 
 	"github.com/runbook/runbook/internal/config"
+	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/server"
+	"github.com/runbook/runbook/internal/state/bolt"
 	"github.com/runbook/runbook/internal/trigger"
 )
 
@@ -24,7 +26,69 @@ var serveVerb = &verb{
 	run:     cmdServe,
 }
 
+// serveFlags are the command line of runbook serve.
+type serveFlags struct {
+	config    string // --config
+	listen    string // --listen, over server.listen
+	playbooks string // --playbooks, over playbooks:
+	verbose   bool
+	state     stateFlags
+	sims      simFlags
+}
+
 func cmdServe(ctx context.Context, a *app, args []string) error {
+	f, err := parseServeFlags(a, args)
+	if err != nil {
+		return err
+	}
+	setServeMemoryLimit()
+	cfg, err := a.serveConfig(f)
+	if err != nil {
+		return err
+	}
+	src, err := a.loadSecrets(&f.state)
+	if err != nil {
+		return err
+	}
+	sec, err := a.serveSecrets(cfg, src, f.sims.embedded || f.sims.url != "")
+	if err != nil {
+		return err
+	}
+	statePath, store, err := openServeState(&f.state)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	conns, stopSim, err := f.sims.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopSim()
+	conns.defaults = sec.connections
+
+	logger := a.serveLogger(f.verbose)
+	eo := a.engineOptions(store, src)
+	eo.Connection = conns.resolve
+	eo.Logger = logger
+	srv, err := a.newServer(server.Options{
+		Engine: eo, Playbooks: cfg.Playbooks, Listen: cfg.Server.Listen, Token: sec.token,
+		Routes: sec.routes, MaxBody: cfg.Server.MaxBody, DedupTTL: cfg.Webhooks.DedupTTL,
+		Schedules: cfg.Schedules, Reload: cfg.Server.Reload, ReloadInterval: cfg.Server.ReloadInterval,
+		ShutdownGrace: cfg.Server.ShutdownGrace, StateFile: statePath, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	return a.serve(ctx, srv, func(addr string) {
+		api := "API at http://" + addr + "/api/v1"
+		if sec.token == "" {
+			api = "API disabled (secret " + cfg.Server.TokenSecret + " is not set)"
+		}
+		fmt.Fprintf(a.stdout, "runbook serve: listening on http://%s; %s; playbooks from %s; state %s\n", addr, api, cfg.Playbooks, statePath)
+	})
+}
+
+func parseServeFlags(a *app, args []string) (*serveFlags, error) {
 	fs := newFlagSet(a, command{
 		name:  "serve",
 		usage: "[--config runbook.yaml] [--sim] [flags]",
@@ -38,147 +102,202 @@ a reload with a problem keeps the playbooks in use. SIGTERM shuts down
 gracefully: webhooks answer 503, in-flight deliveries are committed, runs
 are suspended with their state saved and resume at the next start.`,
 	})
-	cfgPath := fs.String("config", "", "config `file` (default ./runbook.yaml when it exists)")
-	listen := fs.String("listen", "", "listen `address` (overrides server.listen)")
-	dir := fs.String("playbooks", "", "playbook `directory` (overrides playbooks:)")
-	verbose := fs.Bool("v", false, "log every run start and end (info level)")
-	var sf stateFlags
-	sf.addState(fs)
-	sf.addSecrets(fs)
-	var sims simFlags
-	sims.add(fs)
+	f := &serveFlags{}
+	fs.StringVar(&f.config, "config", "", "config `file` (default ./runbook.yaml when it exists)")
+	fs.StringVar(&f.listen, "listen", "", "listen `address` (overrides server.listen)")
+	fs.StringVar(&f.playbooks, "playbooks", "", "playbook `directory` (overrides playbooks:)")
+	fs.BoolVar(&f.verbose, "v", false, "log every run start and end (info level)")
+	f.state.addState(fs)
+	f.state.addSecrets(fs)
+	f.sims.add(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := wantArgs(fs, pos, 0, 0, ""); err != nil {
-		return err
-	}
+	return f, wantArgs(fs, pos, 0, 0, "")
+}
 
+// serveMemoryLimit is the default soft memory limit of `runbook serve`:
+// 10,000 waiting runs stay under 300 MB of RSS with it (BenchmarkWaitingRuns
+// with GOMEMLIMIT=160MiB); a busier server goes past it, at the price of
+// more frequent collections (the runtime caps their CPU share).
+const serveMemoryLimit = 160 << 20
+
+// setServeMemoryLimit sets serveMemoryLimit unless GOMEMLIMIT is set
+// (GOMEMLIMIT=off: no limit). A server holds thousands of waiting runs
+// whose stacks grow while they resume; a soft limit makes the runtime
+// collect and return that memory promptly instead of at its leisure.
+func setServeMemoryLimit() {
 	if os.Getenv("GOMEMLIMIT") == "" {
-		// A server holds thousands of waiting runs whose stacks grow while
-		// they resume; a soft limit makes the runtime collect and return
-		// that memory promptly instead of at its leisure. GOMEMLIMIT
-		// overrides it (GOMEMLIMIT=off: none).
 		debug.SetMemoryLimit(serveMemoryLimit)
 	}
-	cfg, err := loadConfig(*cfgPath)
+}
+
+// serveConfig loads the config file and lays the flags over it: --listen,
+// --playbooks, and the config's state and secrets files under --state and
+// --secrets. A config with problems prints every one (exit 2).
+func (a *app) serveConfig(f *serveFlags) (*config.Config, error) {
+	cfg, err := loadConfig(f.config)
 	if err != nil {
 		fmt.Fprintln(a.stderr, strings.TrimRight(err.Error(), "\n"))
-		return &exitError{code: 2, err: err, quiet: true, hint: "runbook config check shows every problem of the config"}
+		return nil, &exitError{code: 2, err: err, quiet: true, hint: "runbook config check shows every problem of the config"}
 	}
-	if *listen != "" {
-		cfg.Server.Listen = *listen
+	if f.listen != "" {
+		cfg.Server.Listen = f.listen
 	}
-	if *dir != "" {
-		abs, err := filepath.Abs(*dir)
+	if f.playbooks != "" {
+		abs, err := filepath.Abs(f.playbooks)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cfg.Playbooks = abs
 	}
-	if sf.state == "" {
-		sf.state = cfg.State
+	if f.state.state == "" {
+		f.state.state = cfg.State
 	}
-	if sf.secrets == "" {
-		sf.secrets = cfg.SecretsFile
+	if f.state.secrets == "" {
+		f.state.secrets = cfg.SecretsFile
 	}
+	return cfg, nil
+}
 
-	src, err := a.loadSecrets(&sf)
+// loadConfig loads --config, else ./runbook.yaml when it exists, else the
+// defaults.
+func loadConfig(path string) (*config.Config, error) {
+	if path != "" {
+		return config.Load(path)
+	}
+	if _, err := os.Stat("runbook.yaml"); err == nil {
+		return config.Load("runbook.yaml")
+	}
+	wd, err := os.Getwd()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	token := ""
-	if cfg.Server.TokenSecret != "" {
-		if v, ok := src.Lookup(cfg.Server.TokenSecret); ok && v != "" {
-			token = v
-			a.redactor.Add(v)
-		}
-	}
-	routes := map[string]trigger.Route{}
-	var missing []string
-routeLoop:
-	for name, r := range cfg.Webhooks.Routes {
-		var values []string
-		for _, secret := range append([]string{r.Secret}, r.Secrets...) {
-			v, ok := src.Lookup(secret)
-			if (!ok || v == "") && (sims.embedded || sims.url != "") {
-				// A rehearsal may leave a route out; a real server may not.
-				fmt.Fprintf(a.stderr, "warning: webhook route %s is disabled: secret %s is not set\n", name, secret)
-				continue routeLoop
-			}
-			if !ok || v == "" {
-				missing = append(missing, fmt.Sprintf("webhooks.routes.%s.secret: secret %s is not set", name, secret))
-				continue routeLoop
-			}
-			a.redactor.Add(v)
-			values = append(values, v)
-		}
-		routes[name] = trigger.Route{Verify: r.Verify, Secret: values[0], Secrets: values[1:]}
-	}
-	defaults, err := cfg.ResolveConnections(func(name string) (string, bool) {
+	return config.Default(wd), nil
+}
+
+// serveSecrets are the secret values the config names, resolved before
+// the server starts.
+type serveSecrets struct {
+	token       string // the API bearer token; "" disables the API
+	routes      map[string]trigger.Route
+	connections map[string]map[string]any
+}
+
+// serveSecrets resolves the API token, every secret of each webhook route
+// and the credentials of the config's connections, adding each value to
+// the redactor. Any missing secret is an error that lists them all (exit
+// 2), except that a rehearsal (--sim, --sim-url) leaves out a route whose
+// secret is missing, with a warning; a missing token disables the API.
+func (a *app) serveSecrets(cfg *config.Config, src *secrets.Source, rehearsal bool) (*serveSecrets, error) {
+	lookup := func(name string) (string, bool) {
 		v, ok := src.Lookup(name)
 		if ok {
 			a.redactor.Add(v)
 		}
 		return v, ok
-	})
+	}
+	sec := &serveSecrets{}
+	if cfg.Server.TokenSecret != "" {
+		sec.token, _ = lookup(cfg.Server.TokenSecret)
+	}
+	var missing []string
+	sec.routes, missing = a.webhookRoutes(cfg, lookup, rehearsal)
+	conns, err := cfg.ResolveConnections(lookup)
 	if err != nil {
 		missing = append(missing, err.Error())
 	}
+	sec.connections = conns
 	if len(missing) > 0 {
 		sort.Strings(missing)
 		for _, m := range missing {
 			fmt.Fprintln(a.stderr, cfg.File+": "+m)
 		}
-		return &exitError{code: 2, err: errors.New("secrets are missing"), quiet: true, hint: "set them in the environment (RUNBOOK_SECRET_NAME or NAME) or in the secrets file"}
+		return nil, &exitError{code: 2, err: errors.New("secrets are missing"), quiet: true, hint: "set them in the environment (RUNBOOK_SECRET_NAME or NAME) or in the secrets file"}
 	}
+	return sec, nil
+}
 
-	statePath, err := sf.statePath()
-	if err != nil {
-		return err
+// webhookRoutes resolves the secrets of each webhook route of the config.
+// It returns the routes whose every secret is set, and a problem for each
+// route with one missing (in a rehearsal, a warning instead).
+func (a *app) webhookRoutes(cfg *config.Config, lookup func(string) (string, bool), rehearsal bool) (map[string]trigger.Route, []string) {
+	routes := map[string]trigger.Route{}
+	var missing []string
+	for name, r := range cfg.Webhooks.Routes {
+		values, absent := secretValues(lookup, append([]string{r.Secret}, r.Secrets...))
+		switch {
+		case absent == "":
+			routes[name] = trigger.Route{Verify: r.Verify, Secret: values[0], Secrets: values[1:]}
+		case rehearsal:
+			// A rehearsal may leave a route out; a real server may not.
+			fmt.Fprintf(a.stderr, "warning: webhook route %s is disabled: secret %s is not set\n", name, absent)
+		default:
+			missing = append(missing, fmt.Sprintf("webhooks.routes.%s.secret: secret %s is not set", name, absent))
+		}
 	}
-	if err := os.MkdirAll(filepath.Dir(statePath), 0o700); err != nil {
-		return err
+	return routes, missing
+}
+
+// secretValues looks up names in order, up to the first that is unset or
+// empty: it returns the values found and that name ("" when every one is
+// set).
+func secretValues(lookup func(string) (string, bool), names []string) (values []string, absent string) {
+	for _, name := range names {
+		v, ok := lookup(name)
+		if !ok || v == "" {
+			return values, name
+		}
+		values = append(values, v)
+	}
+	return values, ""
+}
+
+// openServeState opens the state file the server holds, creating its
+// directory.
+func openServeState(sf *stateFlags) (string, *bolt.Store, error) {
+	path, err := sf.statePath()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", nil, err
 	}
 	store, err := sf.openStore()
 	if err != nil {
-		return err
+		return "", nil, err
 	}
-	defer store.Close()
+	return path, store, nil
+}
 
-	conns, stopSim, err := sims.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer stopSim()
-	conns.defaults = defaults
-
+// serveLogger is the server's log on stderr, secrets masked: warnings, and
+// with -v every run start and end.
+func (a *app) serveLogger(verbose bool) *slog.Logger {
 	level := slog.LevelWarn
-	if *verbose {
+	if verbose {
 		level = slog.LevelInfo
 	}
-	logger := slog.New(a.redactor.Handler(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level})))
-	eo := a.engineOptions(store, src)
-	eo.Connection = conns.resolve
-	eo.Logger = logger
-	srv, err := server.New(server.Options{
-		Engine: eo, Playbooks: cfg.Playbooks, Listen: cfg.Server.Listen, Token: token,
-		Routes: routes, MaxBody: cfg.Server.MaxBody, DedupTTL: cfg.Webhooks.DedupTTL,
-		Schedules: cfg.Schedules, Reload: cfg.Server.Reload, ReloadInterval: cfg.Server.ReloadInterval,
-		ShutdownGrace: cfg.Server.ShutdownGrace, StateFile: statePath, Logger: logger,
-	})
-	if err != nil {
-		var le *server.LoadError
-		if errors.As(err, &le) {
-			for _, p := range le.Problems {
-				fmt.Fprintln(a.stderr, p)
-			}
-			return &exitError{code: 2, err: err, quiet: true, hint: "runbook validate FILE shows the problems of one playbook; the server starts only when every playbook is valid"}
-		}
-		return err
-	}
+	return slog.New(a.redactor.Handler(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level})))
+}
 
+// newServer builds the server; an invalid playbook directory prints every
+// problem (exit 2).
+func (a *app) newServer(o server.Options) (*server.Server, error) {
+	srv, err := server.New(o)
+	var le *server.LoadError
+	if errors.As(err, &le) {
+		for _, p := range le.Problems {
+			fmt.Fprintln(a.stderr, p)
+		}
+		return nil, &exitError{code: 2, err: err, quiet: true, hint: "runbook validate FILE shows the problems of one playbook; the server starts only when every playbook is valid"}
+	}
+	return srv, err
+}
+
+// serve runs srv until ctx ends, reloading its playbooks on SIGHUP, and
+// calls listening with its address once it listens.
+func (a *app) serve(ctx context.Context, srv *server.Server, listening func(addr string)) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -197,11 +316,7 @@ routeLoop:
 	go func() {
 		select {
 		case <-srv.Ready():
-			api := "API at http://" + srv.Addr() + "/api/v1"
-			if token == "" {
-				api = "API disabled (secret " + cfg.Server.TokenSecret + " is not set)"
-			}
-			fmt.Fprintf(a.stdout, "runbook serve: listening on http://%s; %s; playbooks from %s; state %s\n", srv.Addr(), api, cfg.Playbooks, statePath)
+			listening(srv.Addr())
 		case <-ctx.Done():
 		}
 	}()
@@ -209,26 +324,4 @@ routeLoop:
 		return &exitError{code: 1, err: err, hint: "runbook serve --listen 127.0.0.1:0 picks a free port"}
 	}
 	return nil
-}
-
-// serveMemoryLimit is the default soft memory limit of `runbook serve`:
-// 10,000 waiting runs stay under 300 MB of RSS with it (BenchmarkWaitingRuns
-// with GOMEMLIMIT=160MiB); a busier server goes past it, at the price of
-// more frequent collections (the runtime caps their CPU share).
-const serveMemoryLimit = 160 << 20
-
-// loadConfig loads --config, else ./runbook.yaml when it exists, else the
-// defaults.
-func loadConfig(path string) (*config.Config, error) {
-	if path != "" {
-		return config.Load(path)
-	}
-	if _, err := os.Stat("runbook.yaml"); err == nil {
-		return config.Load("runbook.yaml")
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return nil, err
-	}
-	return config.Default(wd), nil
 }
