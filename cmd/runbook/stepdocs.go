@@ -12,9 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"reflect"
 	"regexp"
-	"runtime"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -31,23 +29,10 @@ const stepDocsCommand = "make docs (runbook steps --markdown docs/steps)"
 // stepFamily is the last element of the Go package that registered d
 // (core, nks, easymaker, ...).
 func stepFamily(d *steps.Descriptor) string {
-	pkg := ""
-	if d.Params != nil {
-		pkg = reflect.TypeOf(d.Params).PkgPath()
-	}
-	if pkg == "" && d.Run != nil {
-		name := runtime.FuncForPC(reflect.ValueOf(d.Run).Pointer()).Name()
-		// github.com/x/y/internal/steps/core.runSet -> .../core
-		if i := strings.LastIndex(name, "/"); i >= 0 {
-			if j := strings.Index(name[i:], "."); j >= 0 {
-				pkg = name[:i+j]
-			}
-		}
-	}
-	if pkg == "" {
+	if d.Package == "" {
 		return "other"
 	}
-	return path.Base(pkg)
+	return path.Base(d.Package)
 }
 
 // stepDocs renders every page: file name -> content.
