@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/state"
+)
+
+func cmdRunsApprove(ctx context.Context, a *app, args []string) error {
+	fs := newFlagSet(a, command{
+		name: "runs approve", usage: "RUN_ID STEP [--reject] [--comment text] [--by name] [--field key=value ...]",
+		summary: "Answer a waiting approval, then continue the run here with the same progress output as 'runbook run'.",
+		details: `--field values are JSON when they parse as JSON, strings otherwise.
+An approval whose fields do not fit the step's declared fields (one left
+out, a wrong type, an unknown name) is refused with exit code 2 and every
+problem listed; nothing is recorded and the run keeps waiting. Only
+--reject fails the step.
+With --no-resume the answer is only recorded; continue later with
+'runbook run --resume RUN_ID'. When runbook serve holds the state file the
+answer goes through its API and the server continues the run; the progress
+shown is the server's, until the run ends or waits again.`,
+	})
+	reject := fs.Bool("reject", false, "reject instead of approving")
+	comment := fs.String("comment", "", "a `comment` recorded with the answer")
+	by := fs.String("by", "", "who answers (default $USER, else the login name); recorded with the answer")
+	var fields kvList
+	fs.Var(&fields, "field", "response field `key=value` (repeatable)")
+	noResume := fs.Bool("no-resume", false, "record the answer without continuing the run (with a server: do not wait for it)")
+	out := addOutputFlag(fs, "text")
+	quiet := fs.Bool("quiet", false, "no progress: print only the outcome")
+	o := newRunsOpener(a, fs)
+	var sims simFlags
+	sims.add(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(fs, pos, 2, 2, "RUN_ID and STEP"); err != nil {
+		return err
+	}
+	runID, step := pos[0], pos[1]
+	if *by == "" {
+		*by = currentUser()
+	}
+	answer := state.Approval{Approved: !*reject, By: *by, Comment: *comment}
+	for i, k := range fields.keys {
+		v, err := jsonValue(fields.vals[i])
+		if err != nil {
+			return usageErrorf("runs approve", "--field %s: %v", k, err)
+		}
+		if answer.Fields == nil {
+			answer.Fields = map[string]any{}
+		}
+		answer.Fields[k] = v
+	}
+	verdict := "approved"
+	if *reject {
+		verdict = "rejected"
+	}
+	b, runID, err := o.openForRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	r, err := b.get(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if api, ok := b.(*apiBackend); ok {
+		return a.approveRemote(ctx, api, r, step, answer, verdict, *noResume, out, *quiet)
+	}
+	store := b.(*storeBackend).store
+	src, err := o.secrets()
+	if err != nil {
+		return err
+	}
+	root := rootRun(ctx, store, r)
+	conns, stopSim, err := sims.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopSim()
+	prog := nopProgress{}
+	opts := a.engineOptions(store, src)
+	opts.Connection = conns.resolve
+	var p progress = prog
+	if !*noResume {
+		p = a.newProgress(out, *quiet, root.ID)
+	}
+	opts.Observer = p.observe
+	eng := engine.New(opts)
+	if err := eng.Approve(ctx, runID, step, answer); err != nil {
+		p.close()
+		return withHint(err, "runbook runs show "+runID)
+	}
+	if *noResume {
+		fmt.Fprintf(a.stdout, "step %s of run %s %s; continue with: runbook run --resume %s\n", step, runID, verdict, root.ID)
+		return nil
+	}
+	if err := eng.ReleaseStaleLocks(ctx); err != nil {
+		p.close()
+		return withHint(err, "")
+	}
+	res, err := eng.Resume(ctx, root.ID)
+	p.close()
+	if res == nil {
+		return withHint(err, "runbook run --resume "+root.ID)
+	}
+	return a.finishRun(ctx, store, res, err, out)
+}
+
+// currentUser names who runs the command: $USER, else the login name of
+// the process's user, else its uid. Never empty: every answer is recorded
+// with who gave it.
+func currentUser() string {
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "uid " + strconv.Itoa(os.Getuid())
+}
+
+// rootRun follows ParentID links to the top-level run: resuming it resumes
+// its sub-playbook runs.
+func rootRun(ctx context.Context, store state.Store, r *state.Run) *state.Run {
+	for range 16 {
+		if r.ParentID == "" {
+			return r
+		}
+		p, err := store.GetRun(ctx, r.ParentID)
+		if err != nil {
+			return r
+		}
+		r = p
+	}
+	return r
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/state"
+)
+
+func cmdRunsCancel(ctx context.Context, a *app, args []string) error {
+	fs := newFlagSet(a, command{
+		name: "runs cancel", usage: "RUN_ID",
+		summary: "Cancel an unfinished run (and its sub-playbook runs). It can still be resumed with 'runbook run --resume RUN_ID'.",
+	})
+	o := newRunsOpener(a, fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(fs, pos, 1, 1, "the RUN_ID (runbook runs list shows them)"); err != nil {
+		return err
+	}
+	b, id, err := o.openForRun(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	r, err := b.get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if r.Status.Done() {
+		return &exitError{code: 1, err: &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("run %s already %s", r.ID, r.Status)}, hint: "runbook runs show " + r.ID}
+	}
+	if api, ok := b.(*apiBackend); ok {
+		if err := api.cancel(ctx, r.ID); err != nil {
+			return withHint(err, "runbook runs show "+r.ID)
+		}
+		// The server stops the run's steps; wait for the run to end so the
+		// next command sees it cancelled.
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			cur, err := api.get(ctx, r.ID)
+			if err != nil {
+				return err
+			}
+			if cur.Status.Done() {
+				fmt.Fprintf(a.stdout, "run %s %s\n", r.ID, cur.Status)
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		fmt.Fprintf(a.stdout, "run %s is cancelling; runbook runs show %s tells when it ended\n", r.ID, r.ID)
+		return nil
+	}
+	store := b.(*storeBackend).store
+	// This process holds the state file, so no other process executes the
+	// run: marking it cancelled is all there is to do.
+	cancelled, err := cancelRun(ctx, store, r)
+	if err != nil {
+		return withHint(err, "")
+	}
+	locks, err := store.Locks(ctx)
+	if err == nil {
+		for _, l := range locks {
+			if cancelled[l.Owner] {
+				_ = store.ReleaseLock(ctx, l.Key, l.Owner)
+			}
+		}
+	}
+	fmt.Fprintf(a.stdout, "run %s cancelled\n", r.ID)
+	return nil
+}
+
+// cancelRun marks r and its unfinished sub-playbook runs cancelled and
+// returns their IDs.
+func cancelRun(ctx context.Context, store state.Store, r *state.Run) (map[string]bool, error) {
+	done := map[string]bool{}
+	queue := []*state.Run{r}
+	user := os.Getenv("USER")
+	msg := "run cancelled"
+	if user != "" {
+		msg += " by " + user
+	}
+	for len(queue) > 0 && len(done) < 1000 {
+		cur := queue[0]
+		queue = queue[1:]
+		if done[cur.ID] || cur.Status.Done() {
+			continue
+		}
+		now := time.Now()
+		cur.Status, cur.EndedAt, cur.Owner = state.RunCancelled, now, ""
+		cur.Error = &state.ErrorRecord{Code: string(fault.Cancelled), Message: msg}
+		if err := store.SaveRun(ctx, cur, state.Event{Time: now, Type: "run.cancelled", Message: msg}); err != nil {
+			return done, fmt.Errorf("cancel run %s: %w", cur.ID, err)
+		}
+		done[cur.ID] = true
+		children, err := store.ListRuns(ctx, state.RunFilter{ParentID: cur.ID})
+		if err != nil {
+			return done, err
+		}
+		sort.Slice(children, func(i, j int) bool { return children[i].ID < children[j].ID })
+		queue = append(queue, children...)
+	}
+	return done, nil
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+// statusList is --status: comma separated, repeatable.
+type statusList []state.RunStatus
+
+func (l *statusList) String() string { return "" }
+
+func (l *statusList) Set(s string) error {
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		switch st := state.RunStatus(p); st {
+		case state.RunPending, state.RunRunning, state.RunWaiting, state.RunSucceeded,
+			state.RunFailed, state.RunCancelled, state.RunSkipped:
+			*l = append(*l, st)
+		default:
+			return fmt.Errorf("unknown status %q (pending, running, waiting, succeeded, failed, cancelled, skipped)", p)
+		}
+	}
+	return nil
+}
+
+func cmdRunsList(ctx context.Context, a *app, args []string) error {
+	fs := newFlagSet(a, command{
+		name: "runs list", usage: "[--status s] [--playbook name] [--limit n] [--output json]",
+		summary: "List runs, newest first.",
+	})
+	var status statusList
+	fs.Var(&status, "status", "only runs with this `status` (comma separated or repeated)")
+	pbName := fs.String("playbook", "", "only runs of this playbook `name`")
+	limit := fs.Int("limit", 20, "at most `n` runs (0: all)")
+	out := addOutputFlag(fs, "text")
+	o := newRunsOpener(a, fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(fs, pos, 0, 0, ""); err != nil {
+		return err
+	}
+	b, err := o.open(ctx)
+	if err != nil {
+		return err
+	}
+	var runs []*state.Run
+	if b != nil {
+		defer b.close()
+		runs, err = b.list(ctx, state.RunFilter{Status: status, Playbook: *pbName, Limit: *limit})
+		if err != nil {
+			return withHint(err, "")
+		}
+	}
+	if out.json {
+		list := make([]*state.Run, len(runs))
+		for i, r := range runs {
+			cp := *r
+			cp.Snapshot = nil
+			list[i] = &cp
+		}
+		return writeJSON(a.stdout, list)
+	}
+	if len(runs) == 0 {
+		fmt.Fprintln(a.stdout, "no runs")
+		return nil
+	}
+	tw := newTable(a.stdout, 2)
+	tw.row("RUN", "PLAYBOOK", "STATUS", "STARTED", "DURATION", "ERROR")
+	for _, r := range runs {
+		errText := ""
+		if r.Error != nil {
+			errText = oneLine(r.Error.Message, 60)
+		}
+		tw.row(r.ID, r.Playbook, string(r.Status), formatTime(startOf(r)), runDuration(r), errText)
+	}
+	return tw.flush()
+}
+
+func startOf(r *state.Run) time.Time {
+	if !r.StartedAt.IsZero() {
+		return r.StartedAt
+	}
+	return r.CreatedAt
+}
+
+func runDuration(r *state.Run) string {
+	switch {
+	case r.StartedAt.IsZero():
+		return "-"
+	case r.EndedAt.IsZero():
+		return formatDuration(time.Since(r.StartedAt)) + "…"
+	}
+	return formatDuration(r.EndedAt.Sub(r.StartedAt))
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

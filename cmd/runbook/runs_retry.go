@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/playbook"
+)
+
+func cmdRunsRetry(ctx context.Context, a *app, args []string) error {
+	fs := newFlagSet(a, command{
+		name: "runs retry", usage: "RUN_ID [--from STEP] [-i SECRET=VALUE ...] [flags]",
+		summary: "Run a failed or cancelled run again as a new run, from a step, keeping the outputs of the steps before it.",
+		details: `Without --from the retry starts at the first step that did not succeed.
+Steps before it that succeeded (and do not need the step retried from) are
+reused as they are; the others run again. The new run executes here with
+the same progress and exit code as 'runbook run' (0 succeeded, 1 failed
+or cancelled, 2 usage); through runbook serve the server executes it and
+its progress is shown until it ends or waits for an approval (--detach:
+print the new run's ID and return). The state file never keeps a secret
+input: give the run's secret inputs again with -i (other inputs are kept).`,
+	})
+	from := fs.String("from", "", "retry from this `step` (default: the first step that did not succeed)")
+	var secretInputs kvList
+	fs.Var(&secretInputs, "i", "a secret input `name=value` of the run, given again (repeatable)")
+	detach := fs.Bool("detach", false, "through runbook serve: print the new run's ID without following it")
+	out := addOutputFlag(fs, "text")
+	quiet := fs.Bool("quiet", false, "no progress: print only the outcome")
+	o := newRunsOpener(a, fs)
+	var sims simFlags
+	sims.add(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(fs, pos, 1, 1, "the RUN_ID (runbook runs list --status failed shows them)"); err != nil {
+		return err
+	}
+	runID := pos[0]
+	given, err := readInputs("", &secretInputs)
+	if err != nil {
+		return err
+	}
+	b, runID, err := o.openForRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	if api, ok := b.(*apiBackend); ok {
+		r, err := api.retry(ctx, runID, *from, given)
+		if err != nil {
+			return withHint(err, "runbook runs show "+runID)
+		}
+		if *detach {
+			if out.json {
+				return writeJSON(a.stdout, map[string]string{"id": r.ID, "retry_of": r.RetryOf, "retry_from": r.RetryFrom})
+			}
+			fmt.Fprintf(a.stdout, "run %s retries run %s from step %s; follow it with: runbook runs logs -f %s\n", r.ID, runID, r.RetryFrom, r.ID)
+			return nil
+		}
+		p := a.newProgress(out, *quiet, r.ID)
+		err = a.watchRemote(ctx, api, []string{r.ID}, []uint64{0}, p)
+		p.close()
+		if err != nil {
+			return err
+		}
+		return a.finishRemote(ctx, api, r.ID, out)
+	}
+	if *detach {
+		return usageErrorf("runs retry", "--detach needs runbook serve: without a server the retry runs in this process")
+	}
+	store := b.(*storeBackend).store
+	src, err := o.secrets()
+	if err != nil {
+		return err
+	}
+	conns, stopSim, err := sims.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopSim()
+	prog := a.newProgress(out, *quiet, "")
+	opts := a.engineOptions(store, src)
+	opts.Connection = conns.resolve
+	opts.Observer = prog.observe
+	eng := engine.New(opts)
+	if err := eng.ReleaseStaleLocks(ctx); err != nil {
+		prog.close()
+		return withHint(err, "")
+	}
+	if len(given) > 0 { // refused before a new run is created
+		old, err := store.GetRun(ctx, runID)
+		if err == nil {
+			var pb *playbook.Playbook
+			if pb, err = playbook.Parse(old.File, old.Snapshot, playbook.LoadOptions{}); err == nil {
+				_, err = engine.WithSecretInputs(pb, old, given)
+			}
+		}
+		if err != nil {
+			prog.close()
+			return withHint(err, "runbook runs show "+runID)
+		}
+	}
+	r, pb, err := eng.Retry(ctx, runID, *from)
+	if err != nil {
+		prog.close()
+		return withHint(err, "runbook runs show "+runID)
+	}
+	inputs, err := engine.WithSecretInputs(pb, r, given)
+	if err != nil {
+		prog.close()
+		return withHint(err, "runbook runs show "+runID)
+	}
+	res, err := eng.ExecuteInputs(ctx, pb, r, inputs)
+	prog.close()
+	if res == nil {
+		return withHint(err, "runbook run --resume "+r.ID)
+	}
+	return a.finishRun(ctx, store, res, err, out)
+}

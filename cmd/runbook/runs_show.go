@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+func cmdRunsShow(ctx context.Context, a *app, args []string) error {
+	fs := newFlagSet(a, command{
+		name: "runs show", usage: "RUN_ID [--output json]",
+		summary: "Show a run: status, inputs, error, and each step's status, attempts and duration (outputs with --output json).",
+	})
+	out := addOutputFlag(fs, "text")
+	o := newRunsOpener(a, fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := wantArgs(fs, pos, 1, 1, "the RUN_ID (runbook runs list shows them)"); err != nil {
+		return err
+	}
+	b, id, err := o.openForRun(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	doc, err := docOf(ctx, b, id)
+	if err != nil {
+		return err
+	}
+	if out.json {
+		return writeJSON(a.stdout, doc)
+	}
+	w := a.stdout
+	r := doc.Run
+	fmt.Fprintf(w, "run %s\n", r.ID)
+	pb := r.Playbook
+	if r.File != "" {
+		pb += " (" + r.File + ")"
+	}
+	fmt.Fprintf(w, "  playbook:  %s\n", pb)
+	fmt.Fprintf(w, "  status:    %s\n", r.Status)
+	if r.ParentID != "" {
+		fmt.Fprintf(w, "  parent:    %s (step %s)\n", r.ParentID, r.ParentStep)
+	}
+	if r.RetryOf != "" {
+		fmt.Fprintf(w, "  retries:   %s (from step %s)\n", r.RetryOf, r.RetryFrom)
+	}
+	fmt.Fprintf(w, "  created:   %s\n", formatTime(r.CreatedAt))
+	if !r.StartedAt.IsZero() {
+		fmt.Fprintf(w, "  started:   %s\n", formatTime(r.StartedAt))
+	}
+	if !r.EndedAt.IsZero() {
+		fmt.Fprintf(w, "  ended:     %s (%s)\n", formatTime(r.EndedAt), runDuration(r))
+	}
+	if len(r.Inputs) > 0 {
+		fmt.Fprintf(w, "  inputs:   %s\n", formatData(r.Inputs))
+	}
+	if len(r.Trigger) > 0 {
+		fmt.Fprintf(w, "  trigger:  %s\n", formatData(r.Trigger))
+	}
+	if r.Error != nil {
+		fmt.Fprintf(w, "  error:     %s (%s)\n", r.Error.Message, r.Error.Code)
+	}
+	if len(r.Outputs) > 0 {
+		fmt.Fprintf(w, "  outputs:  %s\n", formatData(r.Outputs))
+	}
+	if len(doc.Steps) == 0 {
+		fmt.Fprintln(w, "\nno steps have run")
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := newTable(w, 2)
+	tw.row("STEP", "STATUS", "ATTEMPTS", "DURATION", "ERROR")
+	waiting := false
+	for _, s := range doc.Steps {
+		dur := "-"
+		if !s.StartedAt.IsZero() && !s.EndedAt.IsZero() {
+			dur = formatDuration(s.EndedAt.Sub(s.StartedAt))
+		} else if !s.StartedAt.IsZero() && !s.Status.Done() {
+			dur = formatDuration(time.Since(s.StartedAt)) + "…"
+		}
+		errText := ""
+		if s.Error != nil {
+			errText = oneLine(s.Error.Message, 80)
+		}
+		tw.row(s.ID, string(s.Status), strconv.Itoa(s.Attempts), dur, errText)
+		waiting = waiting || s.Status == state.StepWaiting
+	}
+	if err := tw.flush(); err != nil {
+		return err
+	}
+	// A parked run is waiting; under runbook serve the run stays running
+	// while its approval step waits.
+	if r.Status == state.RunWaiting || waiting && !r.Status.Done() {
+		runID, step := waitingOn(ctx, b, r.ID)
+		fmt.Fprintf(w, "\nwaiting for approval of step %s; answer with: runbook runs approve %s %s\n", step, runID, step)
+	}
+	return nil
+}
+
+// docOf reads a run and its steps, without the playbook snapshot and the
+// steps' internal checkpoints: the document of runs show --output json.
+func docOf(ctx context.Context, b runsBackend, id string) (*runDocument, error) {
+	r, err := b.get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := b.steps(ctx, id)
+	if err != nil {
+		return nil, withHint(err, "")
+	}
+	cp := *r
+	cp.Snapshot = nil
+	for _, rec := range recs {
+		rec.Checkpoint = nil
+	}
+	if recs == nil {
+		recs = []*state.StepRecord{}
+	}
+	return &runDocument{Run: &cp, Steps: recs}, nil
+}
+
+// waitingOn finds the approval step a run waits on, following
+// sub-playbook runs: it returns the run that owns the step.
+func waitingOn(ctx context.Context, b runsBackend, runID string) (string, string) {
+	for range 16 { // sub-playbooks nest; bound the walk
+		recs, err := b.steps(ctx, runID)
+		if err != nil {
+			return runID, "?"
+		}
+		var step string
+		for _, rec := range recs {
+			if rec.Status == state.StepWaiting {
+				step = rec.ID
+				break
+			}
+		}
+		if step == "" {
+			return runID, "?"
+		}
+		children, err := b.children(ctx, runID)
+		next := ""
+		if err == nil {
+			for _, c := range children {
+				if c.ParentStep == step && !c.Status.Done() {
+					next = c.ID
+					break
+				}
+			}
+		}
+		if next == "" {
+			return runID, step
+		}
+		runID = next
+	}
+	return runID, "?"
+}
