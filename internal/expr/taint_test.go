@@ -49,6 +49,8 @@ func TestEvalDerived(t *testing.T) {
 		{"masked step outputs do not derive", "${{ steps.a.outputs.masked + steps.a.outputs.name }}", nil},
 		{"a step output holding a secret derives", "${{ lower(steps.b.outputs.token) }}", []string{strings.ToLower("x" + tok)}},
 		{"a plain output of a step with a secret one does not derive", "${{ upper(steps.b.outputs.plain) }}", nil},
+		{"a step's status does not derive from another step's secret", "${{ upper(steps.a.status) }}", nil},
+		{"a step chosen at run time derives from any step's secret", `${{ upper(steps[lower("B")].outputs.token) }}`, []string{strings.ToUpper("x" + tok)}},
 		{"a dynamic env index holding a secret derives", `${{ lower(env["DERI" + "VED"]) }}`, []string{strings.ToLower("x" + tok)}},
 		{"an error message holding a secret derives", "${{ upper(error.message) }}", []string{strings.ToUpper("refused " + tok)}},
 	}
