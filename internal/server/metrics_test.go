@@ -8,8 +8,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/runbook/runbook/internal/state"
 )
+
+// TestMetricsCarryTheRuntimeAndProcessFamilies: dashboards made for Go
+// services find go_* and process_* beside runbook's own families.
+func TestMetricsCarryTheRuntimeAndProcessFamilies(t *testing.T) {
+	r, _ := newTestRunner(t)
+	body := scrape(r.s).String()
+	for _, want := range []string{
+		"# TYPE go_goroutines gauge", "# TYPE go_gc_duration_seconds summary", "# TYPE go_memstats_heap_alloc_bytes gauge",
+		"# TYPE process_resident_memory_bytes gauge", "# TYPE process_open_fds gauge",
+		"# TYPE runbook_uptime_seconds gauge", `runbook_runs{status="pending"} 0`,
+	} {
+		assert.Contains(t, body, want)
+	}
+}
+
+// TestTwoServersCountApart: each server has its own registry, so two in
+// one process (tests, an embedding program) neither collide nor share
+// counts.
+func TestTwoServersCountApart(t *testing.T) {
+	a, _ := newTestRunner(t)
+	b, _ := newTestRunner(t)
+	a.s.metrics.delivery("sms", "accepted")
+	assert.Contains(t, scrape(a.s).String(), `runbook_webhook_deliveries_total{route="sms",outcome="accepted"} 1`)
+	assert.NotContains(t, scrape(b.s).String(), "runbook_webhook_deliveries_total")
+}
 
 // BenchmarkMetricsObserve is the cost the metrics add to every run: the
 // events of a run of one step, as the engine reports them.
