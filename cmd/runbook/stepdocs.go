@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -78,8 +79,6 @@ func stepDocs() (map[string][]byte, error) {
 }
 
 const generatedNote = "<!-- Generated from the step registry by `" + stepDocsCommand + "`. Do not edit. -->\n\n"
-
-var withKey = regexp.MustCompile(`with\.([A-Za-z0-9_]+)`)
 
 var anchorStrip = regexp.MustCompile(`[^a-z0-9_ -]`)
 
@@ -163,103 +162,46 @@ func cell(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// stepExample is a minimal playbook using d with its required params, one
-// that the loader accepts. Literal values are tried first; a param whose
-// literal the loader refuses is given by an input instead.
+// stepExample is a one-step playbook using d with its registered Example
+// (the valid params the contract suite runs), checked to load.
 func stepExample(d *steps.Descriptor) (string, error) {
-	schema := d.ParamsSchema()
-	with := map[string]any{}
+	if d.Example == nil {
+		return "", fmt.Errorf("%s has no Example", d.Type)
+	}
 	var order []string
-	props, _ := schema["properties"].(map[string]any)
-	for _, name := range requiredOf(schema) {
-		ps, _ := props[name].(map[string]any)
-		with[name] = exampleValue(name, realSchema(ps))
-		order = append(order, name)
-	}
-	if d.OutputsFromWith || (d.OpenParams && len(order) == 0) {
-		with["greeting"] = "hello"
-		order = append(order, "greeting")
-	}
-	src, err := loadableExample(d, props, with, order)
-	if err != nil {
-		// A rule between params (command or argv) asks for one optional
-		// param: the first that makes the example load is shown.
-		var optional []string
-		for name := range props {
-			if _, ok := with[name]; !ok {
-				optional = append(optional, name)
-			}
+	for _, name := range d.ParamNames() {
+		if _, ok := d.Example[name]; ok {
+			order = append(order, name)
 		}
-		sort.Strings(optional)
-		for _, name := range optional {
-			ps, _ := props[name].(map[string]any)
-			w := map[string]any{name: exampleValue(name, realSchema(ps))}
-			for k, v := range with {
-				w[k] = v
-			}
-			if s, e := loadableExample(d, props, w, append(order[:len(order):len(order)], name)); e == nil {
-				return s, nil
-			}
+	}
+	var extra []string
+	for name := range d.Example {
+		if !slices.Contains(order, name) {
+			extra = append(extra, name)
 		}
-		return "", err
+	}
+	sort.Strings(extra)
+	order = append(order, extra...)
+	src := renderExample(d, d.Example, order)
+	if _, err := playbook.Parse("example.yaml", []byte(src), playbook.LoadOptions{}); err != nil {
+		return "", fmt.Errorf("%s: its Example does not load: %w", d.Type, err)
 	}
 	return src, nil
 }
 
-// loadableExample renders the example, giving params by inputs one after
-// another until the loader accepts it.
-func loadableExample(d *steps.Descriptor, props map[string]any, lit map[string]any, order []string) (string, error) {
-	with := make(map[string]any, len(lit))
-	for k, v := range lit {
-		with[k] = v
+// isCollection reports a map or list value, which YAML writes as a block.
+func isCollection(v any) bool {
+	switch v.(type) {
+	case map[string]any, []any:
+		return true
 	}
-	inputs := map[string]string{}
-	try := func() (string, error) {
-		src := renderExample(d, with, order, inputs)
-		_, err := playbook.Parse("example.yaml", []byte(src), playbook.LoadOptions{})
-		return src, err
-	}
-	byInput := func(name string) {
-		ps, _ := props[name].(map[string]any)
-		inputs[name] = inputType(realSchema(ps))
-		with[name] = "${{ inputs." + name + " }}"
-	}
-	src, err := try()
-	for err != nil && len(inputs) < len(order) {
-		// Give by inputs the params the diagnostics name, else the next one.
-		named := false
-		for _, m := range withKey.FindAllStringSubmatch(err.Error(), -1) {
-			if _, ok := with[m[1]]; ok && inputs[m[1]] == "" {
-				byInput(m[1])
-				named = true
-			}
-		}
-		for _, name := range order {
-			if !named && inputs[name] == "" {
-				byInput(name)
-				break
-			}
-		}
-		src, err = try()
-	}
-	if err != nil {
-		return "", fmt.Errorf("%s: no example loads: %w", d.Type, err)
-	}
-	return src, nil
+	return false
 }
 
-func renderExample(d *steps.Descriptor, with map[string]any, order []string, inputs map[string]string) string {
+func renderExample(d *steps.Descriptor, with map[string]any, order []string) string {
 	var b strings.Builder
 	b.WriteString("version: 1\n")
 	fmt.Fprintf(&b, "name: example-%s\n", strings.ReplaceAll(strings.ReplaceAll(d.Type, ".", "-"), "_", "-"))
-	if len(inputs) > 0 {
-		b.WriteString("inputs:\n")
-		for _, name := range order {
-			if t, ok := inputs[name]; ok {
-				fmt.Fprintf(&b, "  %s: {type: %s, required: true}\n", name, t)
-			}
-		}
-	}
 	id := d.Type[strings.LastIndex(d.Type, ".")+1:]
 	fmt.Fprintf(&b, "steps:\n  - id: %s\n    uses: %s\n", id, d.Type)
 	if len(order) > 0 {
@@ -270,7 +212,7 @@ func renderExample(d *steps.Descriptor, with map[string]any, order []string, inp
 				v = []byte(fmt.Sprintf("%q\n", fmt.Sprint(with[name])))
 			}
 			text := strings.TrimRight(string(v), "\n")
-			if strings.Contains(text, "\n") {
+			if strings.Contains(text, "\n") || isCollection(with[name]) && text != "{}" && text != "[]" {
 				fmt.Fprintf(&b, "      %s:\n", name)
 				for _, line := range strings.Split(text, "\n") {
 					fmt.Fprintf(&b, "        %s\n", line)
@@ -283,89 +225,10 @@ func renderExample(d *steps.Descriptor, with map[string]any, order []string, inp
 	return b.String()
 }
 
-func requiredOf(schema map[string]any) []string {
-	var out []string
-	if rs, ok := schema["required"].([]any); ok {
-		for _, r := range rs {
-			if s, ok := r.(string); ok {
-				out = append(out, s)
-			}
-		}
-	}
-	return out
-}
-
-func inputType(s map[string]any) string {
-	switch schemaType(s) {
-	case "integer", "number", "boolean":
-		return schemaType(s)
-	}
-	switch s["type"] {
-	case "array":
-		return "list"
-	case "object":
-		return "map"
-	}
-	return "string"
-}
-
 // sampleStrings are tried, in order, against a string param's pattern.
 var sampleStrings = []string{
 	"v1.31.4", "10.100.0.0/16", "192.168.0.10", "kr1", "m2.c4m8", "30s", "https://example.com/hook",
 	"00000000-0000-0000-0000-000000000001", "example", "a",
-}
-
-// exampleValue is a literal that fits s (the real schema of one param).
-func exampleValue(name string, s map[string]any) any {
-	if e, ok := s["enum"].([]any); ok && len(e) > 0 {
-		return e[0]
-	}
-	switch schemaType(s) {
-	case "duration":
-		if lo, ok := asInt64(s["minimum"]); ok && lo > 30 {
-			return secondsText(lo)
-		}
-		return "30s"
-	case "boolean":
-		return true
-	case "integer", "number":
-		lo, hasLo := asInt64(s["minimum"])
-		hi, hasHi := asInt64(s["maximum"])
-		switch {
-		case hasLo && lo >= 1:
-			return lo
-		case hasHi && hi < 1:
-			return hi
-		}
-		return 1
-	}
-	switch s["type"] {
-	case "string":
-		return exampleString(name, s)
-	case "array":
-		n, _ := asInt64(s["minItems"])
-		if n < 1 {
-			n = 1
-		}
-		items, _ := s["items"].(map[string]any)
-		list := make([]any, n)
-		for i := range list {
-			list[i] = exampleValue(name, realSchema(items))
-		}
-		return list
-	case "object":
-		if props, ok := s["properties"].(map[string]any); ok {
-			obj := map[string]any{}
-			for _, k := range requiredOf(s) {
-				ps, _ := props[k].(map[string]any)
-				obj[k] = exampleValue(k, realSchema(ps))
-			}
-			return obj
-		}
-		ap, _ := s["additionalProperties"].(map[string]any)
-		return map[string]any{"key": exampleValue("value", realSchema(ap))}
-	}
-	return "example"
 }
 
 func exampleString(name string, s map[string]any) string {

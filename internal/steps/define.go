@@ -17,9 +17,10 @@ type Def[P any] struct {
 	Type    string
 	Summary string
 	// Example is a valid `with` map as a user writes it. Every step type
-	// has one: its family's contract test hands it to the shared contract
-	// suite (stepstest), which decodes it, checks it against the schema and
-	// runs the step with it. A step without params gives an empty map.
+	// has one: the shared contract suite (stepstest, run over every
+	// registered type) decodes it, checks it against the schema and runs
+	// the step with it, and the step reference (docs/steps) shows it as a
+	// one-step playbook that loads. A step without params gives an empty map.
 	Example         map[string]any
 	Outputs         []Output
 	OpenOutputs     bool
