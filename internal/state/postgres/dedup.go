@@ -50,11 +50,7 @@ const live = `(expires_at IS NULL OR expires_at > $2)`
 // claim records key at now unless it is seen (see claimKey), and
 // reports whether it was. val is attached when the key is recorded.
 func claim(ctx context.Context, tx pgx.Tx, key string, now time.Time, ttl time.Duration, val []byte) (seen bool, err error) {
-	var expires, since *time.Time
-	if ttl > 0 {
-		exp, from := now.Add(ttl), now.Add(-ttl)
-		expires, since = &exp, &from
-	}
+	expires, since := claimTimes(now, ttl)
 	var recorded bool
 	err = tx.QueryRow(ctx, claimKey, key, now, expires, val, since).Scan(&recorded)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -64,6 +60,17 @@ func claim(ctx context.Context, tx pgx.Tx, key string, now time.Time, ttl time.D
 		return false, fmt.Errorf("claim %s: %w", key, err)
 	}
 	return false, nil
+}
+
+// claimTimes returns claimKey's expiry and the time after which a
+// recorded key is seen, for a key claimed at now with ttl: none (NULL)
+// when ttl is 0, kept for good.
+func claimTimes(now time.Time, ttl time.Duration) (expires, since *time.Time) {
+	if ttl <= 0 {
+		return nil, nil
+	}
+	exp, from := now.Add(ttl), now.Add(-ttl)
+	return &exp, &from
 }
 
 // dedupValue returns the value attached to a key (nil: none).
@@ -83,14 +90,19 @@ func dedupValue(ctx context.Context, tx pgx.Tx, key string) ([]byte, error) {
 // Times are the store's clock (Options.Now), kept to the microsecond.
 func (s *Store) Dedup(ctx context.Context, key string, ttl time.Duration) (seen bool, err error) {
 	now := s.now()
-	err = s.write(ctx, func(tx pgx.Tx) error {
-		var err error
-		if seen, err = claim(ctx, tx, key, now, ttl, nil); err != nil {
-			return err
+	b := &pgx.Batch{}
+	expires, since := claimTimes(now, ttl)
+	b.Queue(claimKey, key, now, expires, nil, since).QueryRow(func(row pgx.Row) error {
+		var recorded bool
+		err := row.Scan(&recorded)
+		seen = errors.Is(err, pgx.ErrNoRows)
+		if seen {
+			return nil
 		}
-		return prune(ctx, tx, now)
+		return err
 	})
-	if err != nil {
+	b.Queue(pruneDedup, now, pruneBatch) // last: see prune
+	if err := s.send(ctx, b); err != nil {
 		return false, fmt.Errorf("dedup %s: %w", key, err)
 	}
 	return seen, nil

@@ -75,7 +75,9 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 					continue
 				}
 			}
-			if err := createRun(ctx, tx, u.Run, records[i], events[i]); err != nil {
+			b := &pgx.Batch{}
+			queueCreateRun(b, u.Run, records[i], events[i])
+			if err := createRunError(u.Run.ID, tx.SendBatch(ctx, b).Close()); err != nil {
 				return err
 			}
 			res.Created = append(res.Created, u.Run.ID)

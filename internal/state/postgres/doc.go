@@ -56,19 +56,32 @@
 //
 // # Transactions and exactly-once
 //
-// Every method is one transaction (read committed), or one statement
-// where one suffices. Event numbers come from the run's last_seq, taken
-// with an UPDATE that holds the run's row until commit, so concurrent
-// writers of a run (on any replica) get consecutive numbers. Steps,
-// events, intents and approvals reference their run (ON DELETE CASCADE);
-// a write to a run that does not exist fails with state.ErrNotFound and
-// writes nothing. Claims are primary keys written with INSERT ... ON
-// CONFLICT: a dedup key, a lock, a run ID. A transaction that claims a
-// key another has just claimed waits for that one to end and then finds
-// it taken, so a webhook delivery, a hook or a schedule slot is started
-// once whichever replicas receive it. Transactions that PostgreSQL aborts
-// for a deadlock (two deliveries claiming the same hooks in another
-// order) or a serialization failure are run again, up to five times in
+// Every method is one transaction (read committed), and the writes the
+// engine makes for every step (CreateRun, SaveRun, SaveStep(s),
+// AppendEvents, Dedup) are one round trip: their statements go in one
+// pgx.Batch, which PostgreSQL runs as one implicit transaction, all or
+// nothing. Each batch is built so that a refusal leaves nothing written:
+// a taken run ID fails the run's insert on its primary key, which undoes
+// the statements before it; a missing run fails a foreign key or matches
+// no row. CommitDelivery and AcquireLock, which decide as they go, are
+// explicit transactions.
+//
+// Event numbers come from the run's last_seq, taken with an UPDATE that
+// holds the run's row until commit, so concurrent writers of a run (on
+// any replica) get consecutive numbers and a call's events stay
+// together. Steps, events, intents and approvals reference their run (ON
+// DELETE CASCADE); a write to a run that does not exist fails with
+// state.ErrNotFound and writes nothing.
+//
+// Claims are primary keys written with INSERT ... ON CONFLICT: a dedup
+// key, a lock, a run ID. A transaction that claims a key another has just
+// claimed waits for that one to end and then finds it taken, so a webhook
+// delivery, a hook or a schedule slot starts its runs once, whichever
+// replicas receive it. A delivery first takes an advisory lock for each
+// key it will claim, in one global order, so that two deliveries of the
+// same hooks in another order wait for each other instead of
+// deadlocking. A transaction that PostgreSQL aborts all the same (a
+// deadlock, a serialization failure) is run again, up to five times in
 // all, which is why Delivery.Done may be called more than once.
 //
 // Deduplication expiry is measured on the store's clock (Options.Now),

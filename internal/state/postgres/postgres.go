@@ -158,11 +158,42 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	}
 }
 
+// send sends the statements queued in b in one round trip. Sent on its
+// own, a batch is one implicit transaction: pgx follows its last
+// statement with the batch's only Sync, so PostgreSQL commits the
+// statements together there, or none of them if one fails. Their results
+// are read, in order, by the callbacks queued with them; the first error,
+// a statement's or a callback's, is returned. By the time a callback
+// reads a result the server has run the batch through, so a batch is
+// built so that what a callback refuses (a run that does not exist)
+// leaves nothing written: a later statement then fails on a constraint
+// or matches no row. A batch that PostgreSQL aborted for a deadlock or a
+// serialization failure is sent again: callbacks reset what they set.
+func (s *Store) send(ctx context.Context, b *pgx.Batch) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for attempt := 1; ; attempt++ {
+		err := s.pool.SendBatch(ctx, b).Close()
+		if err == nil || attempt == maxAttempts || !retryable(err) {
+			return err
+		}
+		s.retries.Add(1)
+	}
+}
+
 // retryable reports whether PostgreSQL aborted a transaction that may
 // succeed when run again.
 func retryable(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01") // serialization_failure, deadlock_detected
+}
+
+// isUniqueViolation reports a write refused by the named unique
+// constraint (a claim already taken).
+func isUniqueViolation(err error, constraint string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == constraint
 }
 
 // isForeignKeyViolation reports a write that names a run that does not

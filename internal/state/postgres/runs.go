@@ -10,38 +10,45 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/runbook/runbook/internal/state"
 )
 
 // runColumns are the columns a run's record sets, in the order of
-// runArgs. last_seq is not among them: it is the store's.
+// runArgs ($1 to $15). last_seq is not among them: it is the store's.
 const runColumns = `id, playbook, status, parent_id, trigger_type, trigger_key, concurrency_key, owner,
 	created_ns, created_at, started_at, ended_at, hash, snapshot, record`
 
+// snapshotValue is what a run's snapshot column holds, given its hash $13
+// and source $14: nothing when runbook_snapshots holds that source under
+// that hash (stored by the statement before), else the source itself (no
+// hash, or a hash first stored with another source: the hash is not
+// trusted over the source).
+const snapshotValue = `CASE WHEN $13 <> '' AND EXISTS (SELECT FROM runbook_snapshots WHERE hash = $13 AND source = $14)
+	THEN NULL ELSE $14 END`
+
+// insertRun inserts a run whose first $16 events follow. A taken ID fails
+// on the primary key, and with it the transaction (see createRunError).
 const insertRun = `INSERT INTO runbook_runs (` + runColumns + `, last_seq)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-ON CONFLICT (id) DO NOTHING`
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, ` + snapshotValue + `, $15, $16)`
 
-// updateRun replaces a run's columns and reserves $16 event numbers,
-// returning the number before them.
+// updateRun replaces a run's columns and reserves $16 event numbers.
 const updateRun = `UPDATE runbook_runs SET (` + runColumns + `) =
-	($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15),
+	($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, ` + snapshotValue + `, $15),
 	last_seq = last_seq + $16
-WHERE id = $1
-RETURNING last_seq - $16`
+WHERE id = $1`
 
-// storeSnapshot keeps a playbook source under its hash unless the hash
-// is taken, and reports whether the hash now holds this source. (A hash
-// stored by a transaction that committed while this statement waited
-// reads as not holding it: the run then keeps its own copy, which is
-// correct, only larger.)
-const storeSnapshot = `WITH stored AS (
-	INSERT INTO runbook_snapshots (hash, source) VALUES ($1, $2)
-	ON CONFLICT (hash) DO NOTHING
-	RETURNING true
-)
-SELECT EXISTS (SELECT FROM stored) OR EXISTS (SELECT FROM runbook_snapshots WHERE hash = $1 AND source = $2)`
+// storeSnapshot keeps source $2 under hash $1 unless the hash is taken.
+// Run with a new run, it is undone if the run's insert fails.
+const storeSnapshot = `INSERT INTO runbook_snapshots (hash, source) VALUES ($1, $2)
+ON CONFLICT (hash) DO NOTHING`
+
+// storeSnapshotOf is storeSnapshot for an existing run $3: with no such
+// run it stores nothing.
+const storeSnapshotOf = `INSERT INTO runbook_snapshots (hash, source)
+SELECT $1, $2 WHERE EXISTS (SELECT FROM runbook_runs WHERE id = $3)
+ON CONFLICT (hash) DO NOTHING`
 
 // selectRun reads runs with their snapshots: the run's own, else the one
 // stored under its hash.
@@ -49,19 +56,24 @@ const selectRun = `SELECT r.record, COALESCE(r.snapshot, s.source)
 FROM runbook_runs r
 LEFT JOIN runbook_snapshots s ON r.snapshot IS NULL AND r.hash <> '' AND s.hash = r.hash`
 
-// runArgs returns the values of runColumns for r, whose record (JSON,
-// without the snapshot) is record and whose snapshot column is snapshot.
-func runArgs(r *state.Run, record, snapshot []byte) []any {
+// runArgs returns the values of runColumns for r, whose record is record
+// (JSON, without the snapshot); $14 is the source, which snapshotValue
+// keeps in the row or not.
+func runArgs(r *state.Run, record []byte) []any {
 	triggerType, _ := r.Trigger["type"].(string)
 	triggerKey, _ := r.Trigger["key"].(string)
+	var source []byte // NULL: no snapshot
+	if len(r.Snapshot) > 0 {
+		source = r.Snapshot
+	}
 	return []any{
 		r.ID, r.Playbook, string(r.Status), r.ParentID, triggerType, triggerKey, r.ConcurrencyKey, r.Owner,
-		r.CreatedAt.UnixNano(), r.CreatedAt, nullTime(r.StartedAt), nullTime(r.EndedAt), r.Hash, snapshot, record,
+		r.CreatedAt.UnixNano(), r.CreatedAt, nullTime(r.StartedAt), nullTime(r.EndedAt), r.Hash, source, record,
 	}
 }
 
 // encodeRun returns r's record: its JSON without the snapshot, which is
-// stored apart (see snapshotColumn).
+// stored apart (see snapshotValue).
 func encodeRun(r *state.Run) ([]byte, error) {
 	rec := *r
 	rec.Snapshot = nil
@@ -72,31 +84,9 @@ func encodeRun(r *state.Run) ([]byte, error) {
 	return data, nil
 }
 
-// snapshotColumn stores r's snapshot under its hash when it can and
-// returns what the run's own snapshot column holds: nothing when the hash
-// holds this source (or there is no snapshot), the source otherwise (no
-// hash, or a hash first stored with another source: the hash is not
-// trusted over the source).
-func snapshotColumn(ctx context.Context, tx pgx.Tx, r *state.Run) ([]byte, error) {
-	if len(r.Snapshot) == 0 {
-		return nil, nil
-	}
-	if r.Hash == "" {
-		return r.Snapshot, nil
-	}
-	var shared bool
-	if err := tx.QueryRow(ctx, storeSnapshot, r.Hash, r.Snapshot).Scan(&shared); err != nil {
-		return nil, fmt.Errorf("store snapshot %s: %w", r.Hash, err)
-	}
-	if shared {
-		return nil, nil
-	}
-	return r.Snapshot, nil
-}
-
-// CreateRun stores a new run and its first events (numbered from 1). It
-// fails with state.ErrExists when the ID is taken, writing nothing. A zero
-// CreatedAt is set to now, in r too.
+// CreateRun stores a new run and its first events (numbered from 1), in
+// one round trip. It fails with state.ErrExists when the ID is taken,
+// writing nothing. A zero CreatedAt is set to now, in r too.
 func (s *Store) CreateRun(ctx context.Context, r *state.Run, events ...state.Event) error {
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = s.now()
@@ -109,71 +99,88 @@ func (s *Store) CreateRun(ctx context.Context, r *state.Run, events ...state.Eve
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
-	err = s.write(ctx, func(tx pgx.Tx) error { return createRun(ctx, tx, r, record, evs) })
-	if err != nil {
+	b := &pgx.Batch{}
+	queueCreateRun(b, r, record, evs)
+	if err := createRunError(r.ID, s.send(ctx, b)); err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
 	return nil
 }
 
-// createRun inserts a run, encoded, with its first events; it fails with
-// state.ErrExists when the ID is taken.
-func createRun(ctx context.Context, tx pgx.Tx, r *state.Run, record []byte, evs [][]byte) error {
-	snapshot, err := snapshotColumn(ctx, tx, r)
-	if err != nil {
-		return err
+// queueCreateRun queues the statements that insert a run, encoded, with
+// its first events, for a batch of their own or within a transaction.
+func queueCreateRun(b *pgx.Batch, r *state.Run, record []byte, evs [][]byte) {
+	if r.Hash != "" && len(r.Snapshot) > 0 {
+		b.Queue(storeSnapshot, r.Hash, r.Snapshot)
 	}
-	tag, err := tx.Exec(ctx, insertRun, append(runArgs(r, record, snapshot), len(evs))...)
-	if err != nil {
-		return err
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("run %s: %w", r.ID, state.ErrExists)
-	}
-	return insertEvents(ctx, tx, r.ID, 0, evs)
+	b.Queue(insertRun, append(runArgs(r, record), len(evs))...)
+	queueEvents(b, r.ID, evs)
 }
 
-// SaveRun replaces a run's record and appends events. It fails with
-// state.ErrNotFound for a run never created. A zero CreatedAt keeps the
-// stored one.
+// createRunError turns the failed insert of a taken run ID into
+// state.ErrExists.
+func createRunError(id string, err error) error {
+	if isUniqueViolation(err, "runbook_runs_pkey") {
+		return fmt.Errorf("run %s: %w", id, state.ErrExists)
+	}
+	return err
+}
+
+// SaveRun replaces a run's record and appends events, in one round trip.
+// It fails with state.ErrNotFound for a run never created, writing
+// nothing. A zero CreatedAt keeps the stored one (read first, in the same
+// transaction).
 func (s *Store) SaveRun(ctx context.Context, r *state.Run, events ...state.Event) error {
 	evs, err := s.encodeEvents(events)
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", r.ID, err)
 	}
-	err = s.write(ctx, func(tx pgx.Tx) error {
-		rec := r
-		if r.CreatedAt.IsZero() {
+	if r.CreatedAt.IsZero() {
+		err = s.write(ctx, func(tx pgx.Tx) error {
 			created, err := storedCreatedAt(ctx, tx, r.ID)
 			if err != nil {
 				return err
 			}
 			cp := *r
 			cp.CreatedAt = created
-			rec = &cp
+			b, err := queueSaveRun(&cp, evs)
+			if err != nil {
+				return err
+			}
+			return tx.SendBatch(ctx, b).Close()
+		})
+	} else {
+		var b *pgx.Batch
+		if b, err = queueSaveRun(r, evs); err == nil {
+			err = s.send(ctx, b)
 		}
-		record, err := encodeRun(rec)
-		if err != nil {
-			return err
-		}
-		snapshot, err := snapshotColumn(ctx, tx, rec)
-		if err != nil {
-			return err
-		}
-		var base int64
-		err = tx.QueryRow(ctx, updateRun, append(runArgs(rec, record, snapshot), len(evs))...).Scan(&base)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("run %s: %w", r.ID, state.ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		return insertEvents(ctx, tx, r.ID, base, evs)
-	})
+	}
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", r.ID, err)
 	}
 	return nil
+}
+
+// queueSaveRun returns the statements that replace a run and append its
+// events. When the run does not exist, the update reports ErrNotFound and
+// the other statements match nothing.
+func queueSaveRun(r *state.Run, evs [][]byte) (*pgx.Batch, error) {
+	record, err := encodeRun(r)
+	if err != nil {
+		return nil, err
+	}
+	b := &pgx.Batch{}
+	if r.Hash != "" && len(r.Snapshot) > 0 {
+		b.Queue(storeSnapshotOf, r.Hash, r.Snapshot, r.ID)
+	}
+	b.Queue(updateRun, append(runArgs(r, record), len(evs))...).Exec(func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("run %s: %w", r.ID, state.ErrNotFound)
+		}
+		return nil
+	})
+	queueEvents(b, r.ID, evs)
+	return b, nil
 }
 
 // storedCreatedAt returns the creation time of a stored run as its record

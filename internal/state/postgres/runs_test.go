@@ -204,3 +204,32 @@ func TestListingsReadAnIndexInOrder(t *testing.T) {
 		})
 	}
 }
+
+// A write is one batch of statements that PostgreSQL runs as one
+// transaction: when the run's insert fails on its taken ID, the snapshot
+// stored by the statement before is undone with it.
+func TestARefusedCreateLeavesNothingBehind(t *testing.T) {
+	dsn := pgtest.DB(t)
+	s := open(t, dsn, postgres.Options{})
+	require.NoError(t, s.CreateRun(ctx, &state.Run{ID: "r1", Playbook: "pb"}))
+	err := s.CreateRun(ctx, &state.Run{ID: "r1", Playbook: "pb", Hash: "new-hash", Snapshot: []byte("src")}, state.Event{Type: "run.created"})
+	require.ErrorIs(t, err, state.ErrExists)
+	var snapshots, events int
+	conn := connect(t, dsn)
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM runbook_snapshots`).Scan(&snapshots))
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM runbook_events`).Scan(&events))
+	assert.Zero(t, snapshots)
+	assert.Zero(t, events)
+}
+
+func TestSavingARunNeverCreatedLeavesNothingBehind(t *testing.T) {
+	dsn := pgtest.DB(t)
+	s := open(t, dsn, postgres.Options{})
+	err := s.SaveRun(ctx, &state.Run{ID: "ghost", Playbook: "pb", Hash: "h", Snapshot: []byte("src"), CreatedAt: time.Now()}, state.Event{Type: "x"})
+	require.ErrorIs(t, err, state.ErrNotFound)
+	err = s.SaveSteps(ctx, []*state.StepRecord{{RunID: "ghost", ID: "a"}}, state.Event{Type: "x"})
+	require.ErrorIs(t, err, state.ErrNotFound)
+	var rows int
+	require.NoError(t, connect(t, dsn).QueryRow(ctx, `SELECT (SELECT count(*) FROM runbook_snapshots) + (SELECT count(*) FROM runbook_events) + (SELECT count(*) FROM runbook_steps)`).Scan(&rows))
+	assert.Zero(t, rows)
+}

@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/runbook/runbook/internal/state"
 )
@@ -21,7 +22,8 @@ FROM unnest($2::text[], $3::text[], $4::json[]) WITH ORDINALITY AS s(id, status,
 ORDER BY s.n
 ON CONFLICT (run_id, step_id) DO UPDATE SET status = EXCLUDED.status, record = EXCLUDED.record`
 
-// SaveStep writes one step record and appends events, in one transaction.
+// SaveStep writes one step record and appends events, in one transaction
+// and one round trip.
 // It fails with state.ErrNotFound when the run does not exist.
 func (s *Store) SaveStep(ctx context.Context, rec *state.StepRecord, events ...state.Event) error {
 	return s.SaveSteps(ctx, []*state.StepRecord{rec}, events...)
@@ -57,16 +59,12 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 	if err != nil {
 		return fmt.Errorf("save steps of run %s: %w", runID, err)
 	}
-	err = s.write(ctx, func(tx pgx.Tx) error {
-		base, err := reserveEvents(ctx, tx, runID, len(evs))
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, upsertSteps, runID, ids, statuses, records); err != nil {
-			return err
-		}
-		return insertEvents(ctx, tx, runID, base, evs)
-	})
+	// An unknown run fails the reservation and the steps' foreign key.
+	b := &pgx.Batch{}
+	queueReserve(b, runID, len(evs))
+	b.Queue(upsertSteps, runID, ids, statuses, records)
+	queueEvents(b, runID, evs)
+	err = s.send(ctx, b)
 	if err != nil {
 		if len(recs) == 1 {
 			return fmt.Errorf("save step %s/%s: %w", runID, recs[0].ID, err)
@@ -149,45 +147,48 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, events ...state.
 	if err != nil {
 		return fmt.Errorf("append events to run %s: %w", runID, err)
 	}
-	err = s.write(ctx, func(tx pgx.Tx) error {
-		base, err := reserveEvents(ctx, tx, runID, len(evs))
-		if err != nil {
-			return err
-		}
-		return insertEvents(ctx, tx, runID, base, evs)
-	})
+	b := &pgx.Batch{}
+	queueReserve(b, runID, len(evs))
+	queueEvents(b, runID, evs)
+	err = s.send(ctx, b)
 	if err != nil {
 		return fmt.Errorf("append events to run %s: %w", runID, err)
 	}
 	return nil
 }
 
-// reserveEvents takes the next n event numbers of a run and returns the
-// number before them, or fails with state.ErrNotFound. Taking them locks
-// the run's row until the transaction ends, so writers of one run number
-// their events one after the other, without gaps.
-func reserveEvents(ctx context.Context, tx pgx.Tx, runID string, n int) (int64, error) {
-	var base int64
-	var err error
-	if n == 0 {
-		err = tx.QueryRow(ctx, `SELECT last_seq FROM runbook_runs WHERE id = $1`, runID).Scan(&base)
-	} else {
-		err = tx.QueryRow(ctx, `UPDATE runbook_runs SET last_seq = last_seq + $2 WHERE id = $1 RETURNING last_seq - $2`, runID, n).Scan(&base)
-	}
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, fmt.Errorf("run %s: %w", runID, state.ErrNotFound)
-	}
-	return base, err
-}
-
-// insertEvents writes encoded events numbered from base+1.
-func insertEvents(ctx context.Context, tx pgx.Tx, runID string, base int64, evs [][]byte) error {
-	if len(evs) == 0 {
+// queueReserve queues the reservation of a run's next n event numbers,
+// which fails with state.ErrNotFound when the run does not exist. Taking
+// the numbers (last_seq) locks the run's row until the transaction ends,
+// so writers of one run, on any replica, number their events one after
+// the other, without gaps. With no events to number it only checks that
+// the run exists.
+func queueReserve(b *pgx.Batch, runID string, n int) {
+	found := func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("run %s: %w", runID, state.ErrNotFound)
+		}
 		return nil
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO runbook_events (run_id, seq, event)
-SELECT $1, $2 + e.n, e.event FROM unnest($3::json[]) WITH ORDINALITY AS e(event, n)`, runID, base, evs)
-	return err
+	if n == 0 {
+		b.Queue(`SELECT FROM runbook_runs WHERE id = $1`, runID).Exec(found)
+		return
+	}
+	b.Queue(`UPDATE runbook_runs SET last_seq = last_seq + $2 WHERE id = $1`, runID, n).Exec(found)
+}
+
+// queueEvents queues the insert of encoded events, numbered as the last
+// len(evs) numbers of the run's last_seq, reserved by the statement
+// before (queueReserve, or insertRun for a new run). With no such run it
+// inserts nothing.
+func queueEvents(b *pgx.Batch, runID string, evs [][]byte) {
+	if len(evs) == 0 {
+		return
+	}
+	b.Queue(`INSERT INTO runbook_events (run_id, seq, event)
+SELECT r.id, r.last_seq - $2 + e.n, e.event
+FROM runbook_runs r, unnest($3::json[]) WITH ORDINALITY AS e(event, n)
+WHERE r.id = $1`, runID, len(evs), evs)
 }
 
 // encodeEvents encodes events for insertEvents: without their Seq (the
