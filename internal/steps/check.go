@@ -39,7 +39,11 @@ func (dc *decoder) checkString(path, s string, r *rules) bool {
 		return false
 	}
 	if r.pattern != nil && !r.pattern.MatchString(s) {
-		dc.add(path, "must match %s (got %s)", r.pattern, quote(s))
+		if r.like != "" {
+			dc.add(path, "must be of the form %s (got %s)", r.like, quote(s))
+		} else {
+			dc.add(path, "must match %s (got %s)", r.pattern, quote(s))
+		}
 		ok = false
 	}
 	if r.format != "" {

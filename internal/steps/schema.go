@@ -119,6 +119,9 @@ func stringSchema(r *rules) map[string]any {
 	switch {
 	case r.pattern != nil:
 		real["pattern"] = r.pattern.String()
+		if r.like != "" {
+			real["examples"] = []any{r.like}
+		}
 	case r.format == "duration":
 		real["pattern"] = durationPattern
 	case r.format == "semver":

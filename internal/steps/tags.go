@@ -11,6 +11,8 @@ package steps
 //	minlen, maxlen     strings: characters (runes); lists and maps: element count
 //	enum:"GET,POST"    strings or integers (each element of a list)
 //	pattern:"^v\d+$"   Go regexp, strings (each element of a list)
+//	like:"v1"          with pattern: an example that matches it; a value that does
+//	                   not is told "must be of the form v1", not the pattern
 //	format:"uri"       duration, cidr, ip, uri, semver
 //	default:"30s"      applied when the key is absent; lists of scalars as "a,b" or JSON
 //	desc:"..."         description in the schema
@@ -61,6 +63,7 @@ type rules struct {
 	minLen, maxLen int      // -1 when unset
 	enum           []string
 	pattern        *regexp.Regexp
+	like           string // an example the pattern matches, for messages
 	format         string
 	leaf           *rules // scalar rules only, for elements
 }
@@ -242,11 +245,14 @@ func parseRules(tag reflect.StructTag, s *shape) (rules, error) {
 	if r.pattern, err = parsePattern(tag, leaf); err != nil {
 		return r, err
 	}
+	if r.like, err = parseLike(tag, r.pattern); err != nil {
+		return r, err
+	}
 	if r.format, err = parseFormat(tag, leaf); err != nil {
 		return r, err
 	}
 	r.leaf = &rules{min: r.min, max: r.max, minLen: -1, maxLen: -1,
-		enum: r.enum, pattern: r.pattern, format: r.format}
+		enum: r.enum, pattern: r.pattern, like: r.like, format: r.format}
 	return r, nil
 }
 
@@ -328,6 +334,22 @@ func parsePattern(tag reflect.StructTag, leaf *shape) (*regexp.Regexp, error) {
 		return nil, fmt.Errorf("pattern: %w", err)
 	}
 	return re, nil
+}
+
+// parseLike reads a like tag: an example value of a pattern, which the
+// message of a value that does not match shows instead of the pattern.
+func parseLike(tag reflect.StructTag, pattern *regexp.Regexp) (string, error) {
+	v, ok := tag.Lookup("like")
+	if !ok {
+		return "", nil
+	}
+	if pattern == nil {
+		return "", fmt.Errorf("like applies with a pattern")
+	}
+	if !pattern.MatchString(v) {
+		return "", fmt.Errorf("like: %q does not match the pattern %s", v, pattern)
+	}
+	return v, nil
 }
 
 // parseFormat reads a format tag. A Duration may say format:"duration",

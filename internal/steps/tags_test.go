@@ -23,6 +23,12 @@ func TestRegisterRejectsBadTags(t *testing.T) {
 		{"a bad regex", struct {
 			A string `json:"a" pattern:"("`
 		}{}, "pattern"},
+		{"an example of no pattern", struct {
+			A string `json:"a" like:"v1"`
+		}{}, "like applies with a pattern"},
+		{"an example its pattern refuses", struct {
+			A string `json:"a" pattern:"^v\\d+$" like:"1"`
+		}{}, `like: "1" does not match`},
 		{"a default that violates the constraints", struct {
 			A int `json:"a" max:"3" default:"5"`
 		}{}, `default "5"`},
@@ -60,4 +66,20 @@ func TestRegisterRejectsBadTags(t *testing.T) {
 			register(t, steps.Descriptor{Params: tt.params})
 		})
 	}
+}
+
+func TestAPatternWithAnExampleIsToldByTheExample(t *testing.T) {
+	d := register(t, steps.Descriptor{Params: struct {
+		Release string   `json:"release" pattern:"^r\\d+$" like:"r12"`
+		Tags    []string `json:"tags" pattern:"^[a-z]+$" like:"prod"`
+	}{}})
+	_, _, problems := d.Decode(map[string]any{"release": "12", "tags": []any{"ok", "NO"}})
+	var msgs []string
+	for _, p := range problems {
+		msgs = append(msgs, p.Error())
+	}
+	assert.Equal(t, []string{`release: must be of the form r12 (got "12")`, `tags[1]: must be of the form prod (got "NO")`}, msgs)
+	props := d.ParamsSchema()["properties"].(map[string]any)
+	assert.Contains(t, fmt.Sprint(props["release"]), "examples:[r12]")
+	assert.Contains(t, fmt.Sprint(props["release"]), `pattern:^r\d+$`)
 }

@@ -118,7 +118,7 @@ type createClusterLabels struct {
 	ExternalSubnetIDList []string `json:"external_subnet_id_list" desc:"subnets attached to the internet gateway (sent colon-separated)"`
 	CAEnable             bool     `json:"ca_enable" default:"false" desc:"enable the autoscaler on the default worker group"`
 	caSettings
-	KubeTag                   string   `json:"kube_tag" required:"true" pattern:"^v(0|[1-9][0-9]*)[.](0|[1-9][0-9]*)[.](0|[1-9][0-9]*)$" desc:"orchestrator version, like v1.29.3 (must be supported by /v1/supports)"`
+	KubeTag                   string   `json:"kube_tag" required:"true" pattern:"^v(0|[1-9][0-9]*)[.](0|[1-9][0-9]*)[.](0|[1-9][0-9]*)$" like:"v1.28.3" desc:"orchestrator version, like v1.29.3 (must be supported by /v1/supports)"`
 	UserScript                string   `json:"user_script" desc:"user script (old)"`
 	UserScriptV2              string   `json:"user_script_v2" desc:"user script"`
 	MasterLBFloatingIPEnabled bool     `json:"master_lb_floating_ip_enabled" default:"false" desc:"give the API endpoint a public address"`

@@ -245,7 +245,7 @@ func init() {
 
 type upgradeGroupParams struct {
 	groupRefParams
-	Version string `json:"version" required:"true" pattern:"^v(0|[1-9][0-9]*)[.](0|[1-9][0-9]*)[.](0|[1-9][0-9]*)$" desc:"target version, like v1.30.3 (must be supported by /v1/supports)"`
+	Version string `json:"version" required:"true" pattern:"^v(0|[1-9][0-9]*)[.](0|[1-9][0-9]*)[.](0|[1-9][0-9]*)$" like:"v1.28.3" desc:"target version, like v1.30.3 (must be supported by /v1/supports)"`
 	rolling
 	waitParams
 }

@@ -66,7 +66,7 @@ func TestLiteralValuesBreakingTheSpecAreLoadErrorsWithPositions(t *testing.T) {
 	assert.Equal(t, []string{
 		"bad.yaml:9:7: steps[0].with.node_count: must be between 1 and 10 (got 11)",
 		"bad.yaml:15:7: steps[1].with.pod_subnet: must be between 20 and 28 (got 29)",
-		`bad.yaml:30:9: steps[2].with.labels.kube_tag: must match ` + cloud.VersionPattern + ` (got "1.29")`,
+		`bad.yaml:30:9: steps[2].with.labels.kube_tag: must be of the form v1.28.3 (got "1.29")`,
 		"bad.yaml:31:9: steps[2].with.labels.pods_network_cidr: pod network 198.18.0.0/16 overlaps the internal band 198.18.0.0/19",
 	}, got)
 }

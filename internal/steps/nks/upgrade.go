@@ -17,7 +17,7 @@ import (
 type clusterUpgradeParams struct {
 	Connection             string         `json:"connection" desc:"connection name (default nks)"`
 	Cluster                string         `json:"cluster" required:"true" maxlen:"255" desc:"cluster name or UUID"`
-	Version                string         `json:"version" required:"true" pattern:"^v(0|[1-9][0-9]*)[.](0|[1-9][0-9]*)[.](0|[1-9][0-9]*)$" desc:"target version like v1.31.4; must be marked supported by /v1/supports"`
+	Version                string         `json:"version" required:"true" pattern:"^v(0|[1-9][0-9]*)[.](0|[1-9][0-9]*)[.](0|[1-9][0-9]*)$" like:"v1.28.3" desc:"target version like v1.31.4; must be marked supported by /v1/supports"`
 	NodeGroups             []string       `json:"node_groups" desc:"worker node groups to upgrade, in this order (default: every worker group, by name); default-master always goes first"`
 	WaitTimeout            steps.Duration `json:"wait_timeout" default:"2h" min:"1s" max:"72h" desc:"how long each node group's upgrade task may take"`
 	NumBufferNodes         *int           `json:"num_buffer_nodes" min:"0" desc:"buffer nodes per worker group upgrade (service default 1)"`
