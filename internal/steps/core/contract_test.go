@@ -3,13 +3,8 @@ package core_test
 import (
 	"bytes"
 	"encoding/json"
-	"io"
-	"maps"
-	"net/http"
-	"net/http/httptest"
 	"path"
 	"testing"
-	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
@@ -27,35 +22,17 @@ func desc(t *testing.T, name string) *steps.Descriptor {
 	return d
 }
 
-func TestEveryCoreStepPassesTheContract(t *testing.T) {
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Reading the body lets the server notice the client going away.
-		_, _ = io.Copy(io.Discard, r.Body)
-		select {
-		case <-r.Context().Done():
-		case <-time.After(10 * time.Second):
-		}
-	}))
-	defer slow.Close()
-
-	// The examples of http.request and shell name a URL and a command that
-	// exist where a user runs them; for the run these stand-ins take their
-	// place and keep the step busy until it is cancelled.
-	standIns := map[string]map[string]any{
-		"http.request": {"url": slow.URL},
-		"shell":        {"command": "sleep 10"},
-	}
+// TestEveryCoreStepIsOfTheFamilyAndItsExampleLoads checks every registered
+// core step type: the family is the package that defines it, and its
+// registered example, as written, loads. (The contract suite runs over
+// every registered type in internal/steps/all, with stand-ins for the URL
+// and the command of the http.request and shell examples.)
+func TestEveryCoreStepIsOfTheFamilyAndItsExampleLoads(t *testing.T) {
 	for _, d := range steps.All() {
 		t.Run(d.Type, func(t *testing.T) {
 			require.NotNil(t, d.Example, "every registered core step has an example")
 			assert.Equal(t, "core", path.Base(d.Package), "the family is the package that defines the step")
-			with := d.Example
-			if standIn, ok := standIns[d.Type]; ok {
-				exampleLoads(t, d)
-				with = maps.Clone(d.Example)
-				maps.Copy(with, standIn)
-			}
-			stepstest.Contract(t, d, with)
+			exampleLoads(t, d)
 		})
 	}
 }

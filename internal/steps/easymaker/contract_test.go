@@ -4,26 +4,19 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbook/runbook/internal/sim"
 	"github.com/runbook/runbook/internal/steps"
-	"github.com/runbook/runbook/internal/steps/stepstest"
 )
 
-// TestEveryStepTypePassesTheContract runs the contract, with each type's
-// registered example as its params, against a simulator whose every
-// answer an injected latency holds for 5 s: each step type is cancelled in
-// the middle of its first call and must return at once.
-func TestEveryStepTypePassesTheContract(t *testing.T) {
-	s := startSim(t)
-	s.srv.Faults.Add(sim.Fault{Service: "easymaker", Latency: 5 * time.Second})
-	opts := stepstest.ContractOptions{Slow: true, Prepare: func(c *steps.Call) {
-		stepstest.HostOf(c).Connections["easymaker"] = s.conn
-	}}
+// TestEveryStepTypePlansItsCallsAndNamesItsConnection checks every
+// registered easymaker.* type: it has an example, shows its calls in a
+// plan, takes a connection param, and a mutating create or run adopts what
+// an interrupted attempt created. (The contract suite runs over every
+// registered type in internal/steps/all.)
+func TestEveryStepTypePlansItsCallsAndNamesItsConnection(t *testing.T) {
 	var types []string
 	for _, name := range steps.Names() {
 		if strings.HasPrefix(name, "easymaker.") {
@@ -35,7 +28,6 @@ func TestEveryStepTypePassesTheContract(t *testing.T) {
 		t.Run(typ, func(t *testing.T) {
 			d := desc(t, typ)
 			require.NotNil(t, d.Example, "%s has an example", typ)
-			stepstest.ContractWith(t, d, d.Example, opts)
 			assert.NotNil(t, d.Plan, "%s shows its calls in a plan", typ)
 			if d.Mutating && (strings.HasSuffix(typ, ".create") || strings.HasSuffix(typ, ".run") || strings.HasSuffix(typ, "create_stage") || strings.HasSuffix(typ, "create_from_uri")) {
 				assert.NotNil(t, d.Reconcile, "%s adopts what an interrupted attempt created", typ)

@@ -3,14 +3,11 @@ package network_test
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbook/runbook/internal/sim"
 	"github.com/runbook/runbook/internal/steps"
-	"github.com/runbook/runbook/internal/steps/stepstest"
 )
 
 // ownTypes returns the example of every step type of this family, read
@@ -26,22 +23,6 @@ func ownTypes(t *testing.T) map[string]map[string]any {
 	}
 	require.NotEmpty(t, out)
 	return out
-}
-
-// TestEveryLookupStepPassesTheContract runs the contract against the
-// simulator with every answer held back 5 s, so each step is cancelled in
-// the middle of its first call.
-func TestEveryLookupStepPassesTheContract(t *testing.T) {
-	s := startSim(t)
-	s.srv.Faults.Add(sim.Fault{Latency: 5 * time.Second})
-	opts := stepstest.ContractOptions{Slow: true, Prepare: func(c *steps.Call) {
-		stepstest.HostOf(c).Connections["nks"] = s.conn
-	}}
-	for name, with := range ownTypes(t) {
-		t.Run(name, func(t *testing.T) {
-			stepstest.ContractWith(t, desc(t, name), with, opts)
-		})
-	}
 }
 
 func TestLookupsAreReadsThatPlanTheirCalls(t *testing.T) {

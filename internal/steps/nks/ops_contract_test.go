@@ -4,14 +4,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbook/runbook/internal/sim"
 	"github.com/runbook/runbook/internal/steps"
-	"github.com/runbook/runbook/internal/steps/stepstest"
 )
 
 func desc(t testing.TB, name string) *steps.Descriptor {
@@ -31,13 +28,12 @@ var ownTypes = []string{
 	"nks.task.list", "nks.task.get", "nks.supports",
 }
 
-// TestEveryStepPassesTheContractWithItsExample runs the contract on every
-// registered nks.* type, with the example its definition carries, against
-// the simulator with every answer held back 5 s, so each step is cancelled
-// in the middle of its first call.
-func TestEveryStepPassesTheContractWithItsExample(t *testing.T) {
+// TestEveryStepPlansTheCallsOfItsExample checks every registered nks.*
+// type: it has an example, and its plan shows the calls of that example;
+// the operations and the composite steps are all registered. (The contract
+// suite runs over every registered type in internal/steps/all.)
+func TestEveryStepPlansTheCallsOfItsExample(t *testing.T) {
 	require.Len(t, ownTypes, 23)
-	opts := slowSimContract(t)
 	var names []string
 	for _, d := range steps.All() {
 		if !strings.HasPrefix(d.Type, "nks.") {
@@ -46,7 +42,6 @@ func TestEveryStepPassesTheContractWithItsExample(t *testing.T) {
 		names = append(names, d.Type)
 		t.Run(d.Type, func(t *testing.T) {
 			require.NotNil(t, d.Example, "%s has an example", d.Type)
-			stepstest.ContractWith(t, d, d.Example, opts)
 			require.NotNil(t, d.Plan, "%s plans its calls", d.Type)
 			p, _, problems := d.Decode(d.Example)
 			require.Empty(t, problems)
@@ -54,18 +49,6 @@ func TestEveryStepPassesTheContractWithItsExample(t *testing.T) {
 		})
 	}
 	assert.Subset(t, names, slices.Concat(ownTypes, []string{"nks.task.wait", "nks.cluster.upgrade"}), "the operations and the composite steps")
-}
-
-// slowSimContract starts the simulator with a 5 s latency on every call
-// and returns contract options that connect the calls to it.
-func slowSimContract(t *testing.T) stepstest.ContractOptions {
-	t.Helper()
-	s := startOpsSim(t)
-	s.srv.Faults.Add(sim.Fault{Latency: 5 * time.Second})
-	return stepstest.ContractOptions{Slow: true, Prepare: func(c *steps.Call) {
-		stepstest.HostOf(c).Connections["nks"] = s.conn
-		stepstest.HostOf(c).Connections["nks-kr2"] = s.conn // nks.cluster.ipacl.get names its connection
-	}}
 }
 
 func TestMutatingOperationsAreMarkedAndReadsAreNotPure(t *testing.T) {

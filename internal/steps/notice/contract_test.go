@@ -2,15 +2,12 @@ package notice_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbook/runbook/internal/sim"
 	"github.com/runbook/runbook/internal/steps"
 	_ "github.com/runbook/runbook/internal/steps/notice"
-	"github.com/runbook/runbook/internal/steps/stepstest"
 )
 
 func desc(t *testing.T, name string) *steps.Descriptor {
@@ -20,7 +17,10 @@ func desc(t *testing.T, name string) *steps.Descriptor {
 	return d
 }
 
-func TestEveryNoticeStepPassesTheContract(t *testing.T) {
+// TestEveryNoticeStepHasAnExample checks that every registered notice.*
+// type carries an example. (The contract suite runs over every registered
+// type, with its example, in internal/steps/all.)
+func TestEveryNoticeStepHasAnExample(t *testing.T) {
 	var names []string
 	for _, n := range steps.Names() {
 		if len(n) > 7 && n[:7] == "notice." {
@@ -28,18 +28,9 @@ func TestEveryNoticeStepPassesTheContract(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, names)
-	// Every answer of the simulator is held back 5 s: each step is
-	// cancelled in the middle of its first call.
-	h := startHelpCenter(t)
-	h.srv.Faults.Add(sim.Fault{Latency: 5 * time.Second})
-	opts := stepstest.ContractOptions{Slow: true, Prepare: func(c *steps.Call) {
-		stepstest.HostOf(c).Connections["helpcenter"] = h.conn
-	}}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			d := desc(t, name)
-			require.NotNil(t, d.Example, "every notice step type has an example")
-			stepstest.ContractWith(t, d, d.Example, opts)
+			require.NotNil(t, desc(t, name).Example, "every notice step type has an example")
 		})
 	}
 }

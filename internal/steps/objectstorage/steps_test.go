@@ -30,24 +30,12 @@ func desc(t *testing.T, name string) *steps.Descriptor {
 
 const host = "kr1-api-object-storage.nhncloudservice.com"
 
-// TestTheStepsPassTheContract runs the contract against the simulators
-// with every answer (the identity token's too) held back 5 s, so each step
-// is cancelled in the middle of its first call.
-func TestTheStepsPassTheContract(t *testing.T) {
-	e := start(t)
-	e.srv.Faults.Add(sim.Fault{Latency: 5 * time.Second})
-	opts := stepstest.ContractOptions{Slow: true, Prepare: func(c *steps.Call) {
-		stepstest.HostOf(c).Connections["objectstorage"] = e.conn
-		must := func(err error) { require.NoError(t, err) }
-		must(os.MkdirAll(filepath.Join(c.Dir, "out", "model"), 0o755))
-		must(os.WriteFile(filepath.Join(c.Dir, "out", "model", "weights.bin"), []byte("w"), 0o644))
-	}}
+// TestUploadAndDownloadHaveAnExample checks that both step types carry an
+// example. (The contract suite runs over every registered type, with its
+// example, in internal/steps/all.)
+func TestUploadAndDownloadHaveAnExample(t *testing.T) {
 	for _, name := range []string{"objectstorage.upload", "objectstorage.download"} {
-		t.Run(name, func(t *testing.T) {
-			d := desc(t, name)
-			require.NotNil(t, d.Example, "%s has an example", name)
-			stepstest.ContractWith(t, d, d.Example, opts)
-		})
+		require.NotNil(t, desc(t, name).Example, "%s has an example", name)
 	}
 }
 
