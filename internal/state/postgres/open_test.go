@@ -92,3 +92,14 @@ func TestTheLogsNameTheDatabaseNeverThePassword(t *testing.T) {
 	assert.Contains(t, logs.String(), "database="+target)
 	assert.NotContains(t, logs.String(), password)
 }
+
+func TestAKeywordDSNMayHoldWhatLooksLikeAScheme(t *testing.T) {
+	u, err := url.Parse(pgtest.DB(t))
+	require.NoError(t, err)
+	host, port, _ := net.SplitHostPort(u.Host)
+	password, _ := u.User.Password()
+	// The application name holds "://": still a key=value DSN, not a URL.
+	dsn := fmt.Sprintf("application_name=http://x host=%s port=%s user=%s password=%s dbname=%s search_path=%s sslmode=disable",
+		host, port, u.User.Username(), password, strings.TrimPrefix(u.Path, "/"), u.Query().Get("search_path"))
+	open(t, dsn, postgres.Options{})
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -42,7 +43,9 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives the migrations applied at Open. Default: none.
 	Logger *slog.Logger
-	// Timeout bounds Open (default DefaultTimeout).
+	// Timeout bounds Open (default DefaultTimeout), migrations included:
+	// a migration that outlasts it is rolled back, so one that rewrites a
+	// large table needs a longer Timeout.
 	Timeout time.Duration
 	// MaxConns caps the connection pool (0: the DSN's pool_max_conns, else
 	// pgxpool's default, the larger of 4 and the number of CPUs).
@@ -102,11 +105,14 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	return &Store{pool: pool, now: opts.Now, target: target(cfg)}, nil
 }
 
+// urlScheme matches the scheme of a URL (a key=value DSN has none).
+var urlScheme = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9+.-]*)://`)
+
 // parseDSN parses a DSN into a pool configuration, refusing URLs of other
 // schemes (which libpq's key=value parser would misread).
 func parseDSN(dsn string) (*pgxpool.Config, error) {
-	if scheme, _, ok := strings.Cut(dsn, "://"); ok && scheme != "postgres" && scheme != "postgresql" {
-		return nil, fault.Errorf(fault.Invalid, "state database: scheme %q: want a postgres:// or postgresql:// URL", scheme)
+	if m := urlScheme.FindStringSubmatch(dsn); m != nil && m[1] != "postgres" && m[1] != "postgresql" {
+		return nil, fault.Errorf(fault.Invalid, "state database: scheme %q: want a postgres:// or postgresql:// URL", m[1])
 	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {

@@ -52,7 +52,7 @@ ON CONFLICT (hash) DO NOTHING`
 
 // selectRun reads runs with their snapshots: the run's own, else the one
 // stored under its hash.
-const selectRun = `SELECT r.record, COALESCE(r.snapshot, s.source)
+const selectRun = `SELECT r.id, r.record, COALESCE(r.snapshot, s.source)
 FROM runbook_runs r
 LEFT JOIN runbook_snapshots s ON r.snapshot IS NULL AND r.hash <> '' AND s.hash = r.hash`
 
@@ -218,7 +218,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (*state.Run, error) {
 		return nil, fmt.Errorf("get run: %w", err)
 	}
 	var record, snapshot []byte
-	err := s.pool.QueryRow(ctx, selectRun+` WHERE r.id = $1`, id).Scan(&record, &snapshot)
+	err := s.pool.QueryRow(ctx, selectRun+` WHERE r.id = $1`, id).Scan(&id, &record, &snapshot)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("get run: run %s: %w", id, state.ErrNotFound)
 	}
@@ -265,9 +265,10 @@ func (s *Store) ListRunsAfter(ctx context.Context, f state.RunFilter, c Cursor) 
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	out := []*state.Run{}
+	var id string
 	var record, snapshot []byte
-	_, err = pgx.ForEachRow(rows, []any{&record, &snapshot}, func() error {
-		r, err := decodeRun("", record, snapshot)
+	_, err = pgx.ForEachRow(rows, []any{&id, &record, &snapshot}, func() error {
+		r, err := decodeRun(id, record, snapshot)
 		if err != nil {
 			return err
 		}
