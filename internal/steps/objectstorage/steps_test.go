@@ -201,8 +201,9 @@ func TestAMissingObjectIsNotFound(t *testing.T) {
 	assert.Equal(t, fault.NotFound, fault.CodeOf(err), "%v", err)
 }
 
-// The contract suite has no connection to reach, so mid-run cancellation
-// is exercised here against a slow simulator.
+// TestCancellingASlowTransferReturnsPromptly cancels a download while the
+// object's answer is held back, after the token was fetched: the contract
+// suite (internal/steps/all) cancels during the first call, the token's.
 func TestCancellingASlowTransferReturnsPromptly(t *testing.T) {
 	e := start(t)
 	e.store.Put(e.tenant, "c", "slow", []byte("x"), "")
