@@ -83,8 +83,11 @@ func BenchmarkSaveRun(b *testing.B) {
 
 // BenchmarkSaveStep measures one step as the engine writes it: a running
 // and a succeeded SaveStep, each with one event (bolt's BenchmarkSaveStep).
+// The nosync cases show what the flush to disk costs (they are not
+// configurations): bbolt without fsync, PostgreSQL with
+// synchronous_commit off (the commit does not wait for its WAL flush).
 func BenchmarkSaveStep(b *testing.B) {
-	eachStore(b, func(b *testing.B, s state.Store) {
+	run := func(b *testing.B, s state.Store) {
 		if err := s.CreateRun(ctx, benchRun("r1")); err != nil {
 			b.Fatal(err)
 		}
@@ -106,6 +109,18 @@ func BenchmarkSaveStep(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/2, "ns/SaveStep")
+	}
+	eachStore(b, run)
+	b.Run("bolt-nosync", func(b *testing.B) {
+		s, err := bolt.Open(filepath.Join(b.TempDir(), "state.db"), bolt.Options{NoSync: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.Close() })
+		run(b, s)
+	})
+	b.Run("postgres-nosync", func(b *testing.B) {
+		run(b, open(b, pgtest.DB(b)+"&synchronous_commit=off", postgres.Options{}))
 	})
 }
 
