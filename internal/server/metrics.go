@@ -1,9 +1,7 @@
 package server
 
 import (
-	"cmp"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -11,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/runbook/runbook/internal/state"
 )
@@ -99,38 +96,8 @@ func newMetrics(executing, playbooks func() int) *metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_uptime_seconds", Help: "Seconds since the server started."},
 			func() float64 { return time.Since(started).Seconds() }),
 	)
-	m.handler = promhttp.HandlerFor(labelOrder{reg, map[string][]string{
-		"runbook_webhook_deliveries_total": {"route", "outcome"},
-	}}, promhttp.HandlerOpts{})
+	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	return m
-}
-
-// labelOrder writes the labels of the families it names in the order
-// given, route before outcome, as /metrics always showed them; the client
-// library sorts labels by name. Prometheus reads either order alike; this
-// keeps the text that people grep unchanged.
-type labelOrder struct {
-	prometheus.Gatherer
-	order map[string][]string // family -> label names
-}
-
-func (g labelOrder) Gather() ([]*dto.MetricFamily, error) {
-	mfs, err := g.Gatherer.Gather()
-	for _, mf := range mfs {
-		names, ok := g.order[mf.GetName()]
-		if !ok {
-			continue
-		}
-		for _, m := range mf.Metric {
-			// The slice is the metric's own: sort a copy.
-			labels := slices.Clone(m.Label)
-			slices.SortStableFunc(labels, func(a, b *dto.LabelPair) int {
-				return cmp.Compare(slices.Index(names, a.GetName()), slices.Index(names, b.GetName()))
-			})
-			m.Label = labels
-		}
-	}
-	return mfs, err
 }
 
 // seed counts the runs already in the store.

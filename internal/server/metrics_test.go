@@ -34,7 +34,7 @@ func TestTwoServersCountApart(t *testing.T) {
 	a, _ := newTestRunner(t)
 	b, _ := newTestRunner(t)
 	a.s.metrics.delivery("sms", "accepted")
-	assert.Contains(t, scrape(a.s).String(), `runbook_webhook_deliveries_total{route="sms",outcome="accepted"} 1`)
+	assert.Contains(t, scrape(a.s).String(), `runbook_webhook_deliveries_total{outcome="accepted",route="sms"} 1`)
 	assert.NotContains(t, scrape(b.s).String(), "runbook_webhook_deliveries_total")
 }
 

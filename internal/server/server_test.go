@@ -547,9 +547,9 @@ func TestMetrics(t *testing.T) {
 	s := string(r.body)
 	for _, want := range []string{
 		`runbook_runs{status="running"} 1`,
-		`runbook_webhook_deliveries_total{route="sms",outcome="accepted"} 1`,
-		`runbook_webhook_deliveries_total{route="sms",outcome="duplicate"} 1`,
-		`runbook_webhook_deliveries_total{route="sms",outcome="401"} 1`,
+		`runbook_webhook_deliveries_total{outcome="accepted",route="sms"} 1`,
+		`runbook_webhook_deliveries_total{outcome="duplicate",route="sms"} 1`,
+		`runbook_webhook_deliveries_total{outcome="401",route="sms"} 1`,
 		`# TYPE runbook_step_duration_seconds histogram`,
 		`runbook_step_duration_seconds_count{outcome="succeeded"}`,
 		`# TYPE runbook_schedule_lateness_seconds histogram`,
