@@ -89,6 +89,7 @@ func TestRunsVerbsTakeAUniquePrefixOfARunID(t *testing.T) {
 		var doc runDocument
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc), r)
 		assert.Equal(t, bad, doc.Run.RetryOf)
+		all = append(all, doc.Run.ID) // later prefixes must be unique among the retry too
 	})
 	t.Run("an ambiguous prefix is a usage error listing the candidates", func(t *testing.T) {
 		p := commonPrefix(ids[0], ids[1])
