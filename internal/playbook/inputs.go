@@ -59,6 +59,11 @@ func (l *loader) input(in *Input, n *yaml.Node, path string) {
 	}
 	if v := o.Get("secret"); v != nil {
 		in.Secret, _ = l.boolean(v, yamlnode.JoinPath(path, "secret"))
+		// Masking works on text: a secret number or list would be stored
+		// and shown as it is.
+		if in.Secret && in.Type != "" && in.Type != "string" {
+			l.errf(v, yamlnode.JoinPath(path, "secret"), "secret applies to string inputs, not %s (a secret is masked as text)", in.Type)
+		}
 	}
 	if v := o.Get("description"); v != nil {
 		in.Description, _ = l.str(v, yamlnode.JoinPath(path, "description"))
