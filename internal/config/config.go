@@ -42,13 +42,16 @@ const (
 
 // Config is a loaded, validated runbook.yaml with defaults filled in.
 type Config struct {
-	File        string // the file as given ("" for Default)
-	Dir         string // absolute directory of File; relative paths resolve against it
-	Playbooks   string // absolute playbook directory
-	State       string // absolute state file, "" for the CLI's rule
-	SecretsFile string // absolute secrets file, "" for none
-	Server      Server
-	Webhooks    Webhooks
+	File      string // the file as given ("" for Default)
+	Dir       string // absolute directory of File; relative paths resolve against it
+	Playbooks string // absolute playbook directory
+	State     string // absolute state file or a postgres:// DSN (no password), "" for the CLI's rule
+	// StatePasswordSecret names the secret holding the database password
+	// of a DSN State (see StateDSN).
+	StatePasswordSecret string
+	SecretsFile         string // absolute secrets file, "" for none
+	Server              Server
+	Webhooks            Webhooks
 	// Connections holds default settings per connection name; a string
 	// value may be exactly `${{ secrets.NAME }}` (see ResolveConnections).
 	Connections map[string]map[string]any
@@ -166,6 +169,9 @@ func (c *Config) SecretRefs() []string {
 	set := map[string]bool{}
 	if c.Server.TokenSecret != "" {
 		set[c.Server.TokenSecret] = true
+	}
+	if c.StatePasswordSecret != "" {
+		set[c.StatePasswordSecret] = true
 	}
 	for _, r := range c.Webhooks.Routes {
 		for _, name := range append([]string{r.Secret}, r.Secrets...) {

@@ -56,9 +56,7 @@ func (l *loader) parse(c *Config) {
 		}
 	}
 	if n := o.Get("state"); n != nil {
-		if s, ok := l.nonEmpty(n, "state"); ok {
-			c.State = c.resolve(s)
-		}
+		l.state(c, n)
 	}
 	if n := o.Get("secrets_file"); n != nil {
 		if s, ok := l.nonEmpty(n, "secrets_file"); ok {
