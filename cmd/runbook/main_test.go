@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/state/postgres/pgtest"
 )
 
 // bin is the real runbook binary, built once for every test.
@@ -33,7 +35,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := pgtest.Main(m) // stops the PostgreSQL server a test started
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

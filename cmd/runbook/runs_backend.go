@@ -42,7 +42,7 @@ var (
 )
 
 // storeBackend reads the state file directly: no server holds it.
-type storeBackend struct{ store *bolt.Store }
+type storeBackend struct{ store state.Store }
 
 func (b *storeBackend) list(ctx context.Context, f state.RunFilter) ([]*state.Run, error) {
 	return b.store.ListRuns(ctx, f)
@@ -130,6 +130,15 @@ func (o *runsOpener) open(ctx context.Context) (runsBackend, error) {
 	path, err := o.sf.statePath()
 	if err != nil {
 		return nil, err
+	}
+	if isDSN(path) {
+		// A database is shared: the verbs read and write it directly
+		// while servers run.
+		st, err := openLocation(path, lockTimeout)
+		if err != nil {
+			return nil, storeError(err)
+		}
+		return &storeBackend{store: st}, nil
 	}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil, nil

@@ -16,7 +16,7 @@ import (
 	"github.com/runbook/runbook/internal/config"
 	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/server"
-	"github.com/runbook/runbook/internal/state/bolt"
+	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/trigger"
 )
 
@@ -54,6 +54,11 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
+	if f.state.state == cfg.State && cfg.StatePasswordSecret != "" {
+		if f.state.state, err = cfg.StateDSN(src.Lookup); err != nil {
+			return &exitError{code: 2, err: err, hint: "set the secret (environment or secrets file) that holds the database password"}
+		}
+	}
 	statePath, store, err := openServeState(&f.state)
 	if err != nil {
 		return err
@@ -74,7 +79,7 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 		Engine: eo, Playbooks: cfg.Playbooks, Listen: cfg.Server.Listen, Token: sec.token,
 		Routes: sec.routes, MaxBody: cfg.Server.MaxBody, DedupTTL: cfg.Webhooks.DedupTTL,
 		Schedules: cfg.Schedules, Reload: cfg.Server.Reload, ReloadInterval: cfg.Server.ReloadInterval,
-		ShutdownGrace: cfg.Server.ShutdownGrace, StateFile: statePath, Logger: logger,
+		ShutdownGrace: cfg.Server.ShutdownGrace, StateFile: stateFile(statePath), Logger: logger,
 	})
 	if err != nil {
 		return err
@@ -84,7 +89,7 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 		if sec.token == "" {
 			api = "API disabled (secret " + cfg.Server.TokenSecret + " is not set)"
 		}
-		fmt.Fprintf(a.stdout, "runbook serve: listening on http://%s; %s; playbooks from %s; state %s\n", addr, api, cfg.Playbooks, statePath)
+		fmt.Fprintf(a.stdout, "runbook serve: listening on http://%s; %s; playbooks from %s; state %s\n", addr, api, cfg.Playbooks, displayLocation(statePath))
 	})
 }
 
@@ -254,15 +259,17 @@ func secretValues(lookup func(string) (string, bool), names []string) (values []
 	return values, ""
 }
 
-// openServeState opens the state file the server holds, creating its
-// directory.
-func openServeState(sf *stateFlags) (string, *bolt.Store, error) {
+// openServeState opens the state the server holds: a file (its directory
+// created) or a database shared with other replicas.
+func openServeState(sf *stateFlags) (string, state.Store, error) {
 	path, err := sf.statePath()
 	if err != nil {
 		return "", nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return "", nil, err
+	if !isDSN(path) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return "", nil, err
+		}
 	}
 	store, err := sf.openStore()
 	if err != nil {

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/state/bolt"
 )
 
 // redactor is the engine's Redactor: one per process, used for everything
@@ -37,7 +37,7 @@ type stateFlags struct {
 }
 
 func (sf *stateFlags) addState(fs *flag.FlagSet) {
-	fs.StringVar(&sf.state, "state", "", "state `file` (default $RUNBOOK_STATE, else $XDG_STATE_HOME/runbook/state.db)")
+	fs.StringVar(&sf.state, "state", "", "state `file` or postgres:// database (default $RUNBOOK_STATE, else $XDG_STATE_HOME/runbook/state.db)")
 }
 
 func (sf *stateFlags) addSecrets(fs *flag.FlagSet) {
@@ -67,30 +67,30 @@ func (sf *stateFlags) statePath() (string, error) {
 // process to release it.
 const lockTimeout = time.Second
 
-// openStore opens the state file for writing.
-func (sf *stateFlags) openStore() (*bolt.Store, error) {
+// openStore opens the state (file or database) for writing.
+func (sf *stateFlags) openStore() (state.Store, error) {
 	path, err := sf.statePath()
 	if err != nil {
 		return nil, err
 	}
-	st, err := bolt.Open(path, bolt.Options{Timeout: lockTimeout})
+	st, err := openLocation(path, lockTimeout)
 	if err != nil {
 		return nil, storeError(err)
 	}
 	return st, nil
 }
 
-// openExisting opens the state file when it exists (nil, nil when there is
-// none yet: nothing has run).
-func (sf *stateFlags) openExisting() (*bolt.Store, error) {
+// openExisting opens the state when it exists (nil, nil when there is no
+// state file yet: nothing has run). A database always exists.
+func (sf *stateFlags) openExisting() (state.Store, error) {
 	path, err := sf.statePath()
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(path); !isDSN(path) && errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	st, err := bolt.Open(path, bolt.Options{Timeout: lockTimeout})
+	st, err := openLocation(path, lockTimeout)
 	if err != nil {
 		return nil, storeError(err)
 	}
@@ -104,6 +104,10 @@ func storeError(err error) error {
 		return &exitError{code: 1, err: err, hint: "wait for the other runbook process to finish, or use --state PATH for a separate state file"}
 	case errors.Is(err, state.ErrCorrupt):
 		return &exitError{code: 1, err: err, hint: "move the file aside and use a fresh one (--state PATH)"}
+	case fault.CodeOf(err) == fault.Invalid:
+		return &exitError{code: 2, err: err, hint: "a database state is postgres://USER@HOST:PORT/DB (the password from PGPASSWORD or the URL)"}
+	case fault.CodeOf(err) == fault.Unavailable:
+		return &exitError{code: 1, err: err, hint: "check that the PostgreSQL server named by --state or $RUNBOOK_STATE is up and reachable"}
 	}
 	return &exitError{code: 1, err: err, hint: "runbook run --state PATH FILE"}
 }
