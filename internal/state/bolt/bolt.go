@@ -314,13 +314,23 @@ func (s *Store) Close() error {
 // is returned and none of its writes are kept; a panic from bbolt (a
 // damaged page found mid-way) rolls back and returns state.ErrCorrupt.
 func (s *Store) update(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
+	return s.write(ctx, fn, false)
+}
+
+// updateUrgent is update in the writer's urgent lane: for writes a caller
+// outside the process waits on (a webhook sender for its answer).
+func (s *Store) updateUrgent(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
+	return s.write(ctx, fn, true)
+}
+
+func (s *Store) write(ctx context.Context, fn func(tx *bbolt.Tx) error, urgent bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if s.w == nil {
 		return fmt.Errorf("state file %s: %w", s.path, berrors.ErrDatabaseReadOnly)
 	}
-	return s.nameFile(s.w.do(ctx, fn))
+	return s.nameFile(s.w.do(ctx, fn, urgent))
 }
 
 // view runs fn in one read-only transaction.

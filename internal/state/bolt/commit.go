@@ -21,6 +21,13 @@ const maxGroup = 256
 // several writes it waits up to a millisecond for as many to queue (see
 // linger); a lone caller commits as soon as the writer takes it.
 //
+// Urgent updates (a webhook delivery's claims and runs, whose sender waits
+// for the answer) have a lane of their own: the writer takes them before
+// the others, alone, so an acknowledgement waits for at most the commit in
+// flight and its own small one, never behind a queue of step writes. A
+// group of urgent updates alone is followed by a group that serves the
+// other lane first when it is waiting, so step writes are never starved.
+//
 // When a function returns an error the transaction is rolled back, its
 // caller gets the error and the others run again in the next transaction;
 // update functions must therefore be safe to run more than once. A panic
@@ -33,9 +40,13 @@ type committer struct {
 
 	mu     sync.Mutex
 	queue  []*writeReq
-	closed bool
-	wake   chan struct{} // capacity 1: work queued or closing
-	done   chan struct{} // closed when the writer has exited
+	urgent []*writeReq
+	// urgentLast says the last group was urgent updates alone: the next
+	// one serves the queue first.
+	urgentLast bool
+	closed     bool
+	wake       chan struct{} // capacity 1: work queued or closing
+	done       chan struct{} // closed when the writer has exited
 }
 
 // writeReq is one queued update. taken and abandoned are guarded by
@@ -54,17 +65,21 @@ func startCommitter(s *Store, linger time.Duration) *committer {
 	return c
 }
 
-// do queues fn and waits for its outcome. A ctx that ends before the
-// writer takes fn returns ctx.Err() and fn never runs; once taken, fn's
-// outcome is awaited whatever ctx does.
-func (c *committer) do(ctx context.Context, fn func(tx *bbolt.Tx) error) error {
+// do queues fn (in the urgent lane when urgent) and waits for its
+// outcome. A ctx that ends before the writer takes fn returns ctx.Err()
+// and fn never runs; once taken, fn's outcome is awaited whatever ctx does.
+func (c *committer) do(ctx context.Context, fn func(tx *bbolt.Tx) error, urgent bool) error {
 	r := &writeReq{fn: fn, errc: make(chan error, 1)}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return fmt.Errorf("state file %s: %w", c.s.path, berrors.ErrDatabaseNotOpen)
 	}
-	c.queue = append(c.queue, r)
+	if urgent {
+		c.urgent = append(c.urgent, r)
+	} else {
+		c.queue = append(c.queue, r)
+	}
 	c.mu.Unlock()
 	c.signal()
 	select {
@@ -128,16 +143,16 @@ const (
 	lingerFor  = time.Millisecond
 )
 
-// linger waits until want updates are queued, lingerFor has passed or the
-// committer closes.
+// linger waits until want updates are queued, lingerFor has passed, an
+// urgent update is queued or the committer closes.
 func (c *committer) linger(want int) {
 	t := time.NewTimer(c.lingerFor)
 	defer t.Stop()
 	for {
 		c.mu.Lock()
-		n, closed := len(c.queue), c.closed
+		n, urgent, closed := len(c.queue), len(c.urgent), c.closed
 		c.mu.Unlock()
-		if n >= want || closed {
+		if n >= want || urgent > 0 || closed {
 			return
 		}
 		select {
@@ -148,14 +163,32 @@ func (c *committer) linger(want int) {
 	}
 }
 
-// take removes up to maxGroup live requests from the queue and marks them
-// taken; closed reports whether the committer is closing.
+// take removes up to maxGroup live requests and marks them taken: urgent
+// ones alone, unless the last group was urgent ones alone and others wait;
+// then both lanes, the queue first. closed reports whether the committer
+// is closing.
 func (c *committer) take() (group []*writeReq, closed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	switch {
+	case len(c.urgent) > 0 && !(c.urgentLast && len(c.queue) > 0):
+		group = takeLane(&c.urgent, group)
+		c.urgentLast = true
+	default:
+		group = takeLane(&c.queue, group)
+		group = takeLane(&c.urgent, group)
+		c.urgentLast = false
+	}
+	return group, c.closed
+}
+
+// takeLane moves live requests from the front of lane into group, up to
+// maxGroup in all.
+func takeLane(lane *[]*writeReq, group []*writeReq) []*writeReq {
+	q := *lane
 	n := 0
-	for n < len(c.queue) && len(group) < maxGroup {
-		r := c.queue[n]
+	for n < len(q) && len(group) < maxGroup {
+		r := q[n]
 		n++
 		if r.abandoned {
 			continue
@@ -163,12 +196,13 @@ func (c *committer) take() (group []*writeReq, closed bool) {
 		r.taken = true
 		group = append(group, r)
 	}
-	clear(c.queue[:n])
-	c.queue = c.queue[n:]
-	if len(c.queue) == 0 {
-		c.queue = nil // let a large backing array go
+	clear(q[:n])
+	q = q[n:]
+	if len(q) == 0 {
+		q = nil // let a large backing array go
 	}
-	return group, c.closed
+	*lane = q
+	return group
 }
 
 // commit runs group in one transaction, dropping (and answering) each

@@ -43,7 +43,7 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 	}
 	key := []byte(d.Key)
 	var res state.DeliveryResult
-	err := s.update(ctx, func(tx *bbolt.Tx) error {
+	err := s.updateUrgent(ctx, func(tx *bbolt.Tx) error {
 		res = state.DeliveryResult{} // the function may run again (see update)
 		b := tx.Bucket(bucketDedup)
 		exp := tx.Bucket(bucketDedupExp)

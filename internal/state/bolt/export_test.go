@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -19,12 +20,19 @@ func Update(ctx context.Context, s *Store, fn func(tx *bbolt.Tx) error) error {
 	return s.update(ctx, fn)
 }
 
-// Queued returns how many update functions wait for the writer.
+// UpdateUrgent runs fn through the committer's urgent lane, as
+// CommitDelivery does.
+func UpdateUrgent(ctx context.Context, s *Store, fn func(tx *bbolt.Tx) error) error {
+	return s.updateUrgent(ctx, fn)
+}
+
+// Queued returns how many update functions wait for the writer, in both
+// lanes.
 func Queued(s *Store) int {
 	s.w.mu.Lock()
 	defer s.w.mu.Unlock()
 	n := 0
-	for _, r := range s.w.queue {
+	for _, r := range append(slices.Clone(s.w.queue), s.w.urgent...) {
 		if !r.abandoned {
 			n++
 		}
