@@ -97,7 +97,7 @@ again (--resume RUN_ID -i NAME=VALUE); other inputs cannot change.`,
 	if *resume == "" {
 		// Limits only the live service knows (supported versions) are
 		// checked before anything starts, reported like load errors.
-		if err := eng.Preflight(ctx, pb); err != nil {
+		if err := eng.PreflightInputs(ctx, pb, given); err != nil {
 			prog.close()
 			fmt.Fprintln(a.stderr, strings.TrimRight(a.redactor.String(err.Error()), "\n"))
 			return &exitError{code: 2, err: err, quiet: true, hint: "the service's own limits are checked before every run; fix the value and run again"}

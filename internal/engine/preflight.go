@@ -15,8 +15,18 @@ import (
 // are playbook diagnostics at the params' positions; a service that cannot
 // be reached is not a finding (the step checks again before its call).
 func (e *Engine) Preflight(ctx context.Context, pb *playbook.Playbook) error {
+	return e.PreflightInputs(ctx, pb, nil)
+}
+
+// PreflightInputs is Preflight for a run given these inputs: a param whose
+// expressions read only inputs (a version given with -i) is evaluated
+// against them and checked too. Inputs that do not resolve (a missing
+// required one, a wrong type), and secret inputs, leave their params
+// unchecked: the run reports those itself.
+func (e *Engine) PreflightInputs(ctx context.Context, pb *playbook.Playbook, given map[string]any) error {
 	var diags playbook.Diagnostics
 	h := &preflightHost{e: e, pb: pb}
+	sc := preflightScope(pb, given)
 	lists := [][]*playbook.Step{pb.Steps, pb.OnFailure, pb.Finally}
 	for _, list := range lists {
 		for _, st := range list {
@@ -26,8 +36,8 @@ func (e *Engine) Preflight(ctx context.Context, pb *playbook.Playbook) error {
 			with := make(map[string]any, len(st.With))
 			for k, v := range st.With {
 				with[k] = steps.Dynamic{}
-				if v.Literal() {
-					if val, err := v.Eval(&expr.Scope{}); err == nil {
+				if preflightKnown(pb, v, sc) {
+					if val, err := v.Eval(sc); err == nil {
 						with[k] = val
 					}
 				}
