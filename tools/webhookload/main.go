@@ -1,0 +1,268 @@
+// Command webhookload measures webhook-to-finished-run throughput of a real
+// `runbook serve`: it starts the binary on loopback with a fresh state file
+// and one playbook (the shipped sms-unsubscribe, or a one-step `log`
+// playbook with -playbook log), posts signed UNSUBSCRIBE deliveries from
+// many senders with the simulator's webhook sender, and waits until every
+// run the deliveries started has finished. It prints the acknowledgement
+// rate and latencies, the end-to-end rate (deliveries whose runs all
+// finished per second), the state file's growth and serve's peak RSS.
+//
+// Everything runs on 127.0.0.1 and stops by itself (-timeout bounds the
+// wait for the runs). `make bench` does not run it (it takes tens of
+// seconds); run it as `go run ./tools/webhookload -n 20000 -c 32`.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/runbook/runbook/internal/sim/webhook"
+)
+
+const secret = "load-test-signature"
+
+// logPlaybook is the engine-only case: one step that touches nothing.
+const logPlaybook = `version: 1
+name: sms-log
+inputs:
+  number: {type: string}
+triggers:
+  - webhook: {route: sms, event: UNSUBSCRIBE, each: hook}
+    inputs:
+      number: ${{ trigger.hook.recipientNo }}
+steps:
+  - id: note
+    uses: log
+    with: {message: "unsubscribed ${{ inputs.number }}"}
+`
+
+func main() {
+	bin := flag.String("bin", "", "runbook binary (built into a temp dir when empty)")
+	which := flag.String("playbook", "sms-unsubscribe", "sms-unsubscribe (the shipped playbook) or log (one log step)")
+	count := flag.Int("n", 10000, "deliveries to send")
+	conc := flag.Int("c", 32, "concurrent senders")
+	hooks := flag.Int("hooks", 1, "hooks per delivery (1..1000); each starts a run")
+	timeout := flag.Duration("timeout", 5*time.Minute, "how long to wait for every run to finish")
+	flag.Parse()
+	if err := run(*bin, *which, *count, *conc, *hooks, *timeout); err != nil {
+		fmt.Fprintln(os.Stderr, "webhookload:", err)
+		os.Exit(1)
+	}
+}
+
+func run(bin, which string, count, conc, hooks int, timeout time.Duration) error {
+	dir, err := os.MkdirTemp("", "runbook-webhookload-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if bin == "" {
+		bin = filepath.Join(dir, "runbook")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/runbook")
+		build.Stdout, build.Stderr = os.Stdout, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("build runbook: %w", err)
+		}
+	}
+	if err := setUp(dir, which); err != nil {
+		return err
+	}
+	srv, err := startServe(bin, dir)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+
+	before := fileSize(filepath.Join(dir, "state.db"))
+	start := time.Now()
+	rep, err := webhook.Send(context.Background(), webhook.Options{
+		To: srv.url + "/hooks/sms", Event: "UNSUBSCRIBE", Count: count, Secret: secret,
+		Concurrency: conc, MaxHooks: hooks, Seed: uint64(time.Now().UnixNano()),
+	})
+	if err != nil {
+		return err
+	}
+	acked := time.Since(start)
+	finished, err := srv.waitFinished(rep.Hooks, timeout)
+	drained := time.Since(start)
+	fmt.Printf("playbook %s: %d deliveries (%d hooks) from %d senders\n", which, rep.Deliveries, rep.Hooks, conc)
+	fmt.Printf("  answers:   %v in %s: %.0f deliveries/s; ack p50 %s, p90 %s, p99 %s, max %s\n",
+		rep.ByStatus, acked.Round(time.Millisecond), rep.PerSec, rep.P50.Round(10*time.Microsecond),
+		rep.P90.Round(10*time.Microsecond), rep.P99.Round(10*time.Microsecond), rep.Max.Round(10*time.Microsecond))
+	fmt.Printf("  finished:  %d of %d runs after %s: %.0f deliveries/s end to end\n",
+		finished, rep.Hooks, drained.Round(time.Millisecond), float64(rep.Deliveries)/drained.Seconds())
+	fmt.Printf("  state:     +%.1f MB; serve peak RSS %.0f MB\n",
+		float64(fileSize(filepath.Join(dir, "state.db"))-before)/1e6, float64(srv.peakRSS())/1e6)
+	return err
+}
+
+// setUp writes the config and the playbook directory into dir.
+func setUp(dir, which string) error {
+	pbDir := filepath.Join(dir, "playbooks")
+	if err := os.MkdirAll(pbDir, 0o755); err != nil {
+		return err
+	}
+	var src []byte
+	switch which {
+	case "sms-unsubscribe":
+		b, err := os.ReadFile("playbooks/sms-unsubscribe.yaml")
+		if err != nil {
+			return fmt.Errorf("run from the repository root: %w", err)
+		}
+		src = b
+	case "log":
+		src = []byte(logPlaybook)
+	default:
+		return fmt.Errorf("-playbook %q: want sms-unsubscribe or log", which)
+	}
+	if err := os.WriteFile(filepath.Join(pbDir, which+".yaml"), src, 0o644); err != nil {
+		return err
+	}
+	config := `playbooks: playbooks
+state: state.db
+server:
+  listen: 127.0.0.1:0
+  token_secret: LOAD_API_TOKEN
+  max_body: 1MiB
+webhooks:
+  routes:
+    sms:
+      secret: LOAD_SMS_SECRET
+schedules: false
+`
+	return os.WriteFile(filepath.Join(dir, "runbook.yaml"), []byte(config), 0o644)
+}
+
+// server is a running `runbook serve`.
+type server struct {
+	cmd   *exec.Cmd
+	url   string
+	token string
+}
+
+var listening = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
+
+func startServe(bin, dir string) (*server, error) {
+	cmd := exec.Command(bin, "serve", "--config", filepath.Join(dir, "runbook.yaml"))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"LOAD_API_TOKEN=load-token", "LOAD_SMS_SECRET="+secret,
+		"SMS_SUPPRESSION_FILE="+filepath.Join(dir, "suppression.txt"), "HOME="+dir, "XDG_STATE_HOME="+dir)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &server{cmd: cmd, token: "load-token"}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+	}()
+	select {
+	case s.url = <-found:
+		return s, nil
+	case <-time.After(30 * time.Second):
+		s.stop()
+		return nil, errors.New("runbook serve did not say where it listens within 30 s")
+	}
+}
+
+func (s *server) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// waitFinished polls the run counts of /metrics until want runs have a
+// final status or timeout passes, and returns how many had.
+func (s *server) waitFinished(want int, timeout time.Duration) (int, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		n, err := s.finished()
+		if err != nil {
+			return 0, err
+		}
+		if n >= want {
+			return n, nil
+		}
+		if time.Now().After(deadline) {
+			return n, fmt.Errorf("%d of %d runs finished within %s", n, want, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+var finalRuns = regexp.MustCompile(`(?m)^runbook_runs\{status="(succeeded|failed|cancelled)"\} ([0-9.e+]+)$`)
+
+func (s *server) finished() (int, error) {
+	req, err := http.NewRequest(http.MethodGet, s.url+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, m := range finalRuns.FindAllStringSubmatch(string(body), -1) {
+		f, _ := strconv.ParseFloat(m[2], 64)
+		total += int(f)
+	}
+	return total, nil
+}
+
+// peakRSS is serve's peak resident set (VmHWM), 0 when unknown.
+func (s *server) peakRSS() int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+func fileSize(p string) int64 {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
