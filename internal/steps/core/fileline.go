@@ -1,0 +1,236 @@
+package core
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/steps"
+)
+
+type fileLineParams struct {
+	Path string `json:"path" required:"true" maxlen:"4096" desc:"the file; a relative path resolves against base. It must stay inside the playbook's directory, runbook's state directory or a directory of $RUNBOOK_FILE_ROOTS (colon separated)"`
+	Line string `json:"line" required:"true" maxlen:"65536" desc:"the line that must be present, without its newline"`
+	Base string `json:"base" enum:"playbook,state" default:"playbook" desc:"what a relative path is relative to: the playbook's directory, or runbook's state directory ($XDG_STATE_HOME/runbook, else ~/.local/state/runbook)"`
+}
+
+func init() {
+	steps.Register(steps.Define(steps.Def[fileLineParams]{
+		Type: "file.line",
+		Summary: "Make sure a line is present in a text file, as Ansible's lineinfile does: append it when no line " +
+			"equals it, creating the file (mode 0600) and its directories (0700) when missing. The append is one " +
+			"write, synced, under a lock other runbook processes honour; running it again changes nothing.",
+		Example: map[string]any{"path": "suppression/numbers.txt", "line": "+821012345678"},
+		Outputs: []steps.Output{
+			{Name: "added", Type: "boolean", Description: "whether the line was appended (false: it was there)"},
+			{Name: "path", Type: "string", Description: "the absolute path of the file"},
+		},
+		Check: checkFileLine,
+		Run:   runFileLine,
+	}))
+}
+
+func checkFileLine(p *fileLineParams, dynamic map[string]bool) []fault.Problem {
+	if !dynamic["line"] && strings.ContainsAny(p.Line, "\r\n") {
+		return []fault.Problem{{Path: "line", Message: "must be one line (it holds a newline)"}}
+	}
+	return nil
+}
+
+func runFileLine(ctx context.Context, c *steps.Call, p *fileLineParams) (steps.Outputs, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if ps := checkFileLine(p, nil); len(ps) > 0 {
+		return nil, fault.ProblemsError(c.StepID, ps)
+	}
+	path, err := lineFilePath(c.Dir, p.Path, p.Base)
+	if err != nil {
+		return nil, err
+	}
+	added, err := lineFiles.ensure(path, p.Line)
+	if err != nil {
+		return nil, err
+	}
+	return steps.Outputs{"added": added, "path": path}, nil
+}
+
+// stateDir is runbook's own state directory, where a relative path with
+// base: state lands.
+func stateDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "runbook"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fault.Errorf(fault.Invalid, "base: state: no state directory: %v", err)
+	}
+	return filepath.Join(home, ".local", "state", "runbook"), nil
+}
+
+// lineFilePath resolves path against base, creates its directory and
+// checks that the real directory lies inside an allowed root.
+func lineFilePath(playbookDir, path, base string) (string, error) {
+	sd, err := stateDir()
+	if err != nil {
+		return "", err
+	}
+	if !filepath.IsAbs(path) {
+		root := playbookDir
+		if base == "state" {
+			root = sd
+		}
+		path = filepath.Join(root, path)
+	}
+	path = filepath.Clean(path)
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fault.Errorf(fault.Failed, "create the directory of %s: %v", path, err)
+	}
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", fault.Errorf(fault.Failed, "resolve %s: %v", dir, err)
+	}
+	roots := []string{playbookDir, sd}
+	for _, r := range filepath.SplitList(os.Getenv("RUNBOOK_FILE_ROOTS")) {
+		if r != "" {
+			roots = append(roots, r)
+		}
+	}
+	for _, r := range roots {
+		if r == "" {
+			continue
+		}
+		if rr, err := filepath.EvalSymlinks(r); err == nil && within(realDir, rr) {
+			return filepath.Join(realDir, filepath.Base(path)), nil
+		}
+	}
+	return "", fault.Errorf(fault.Invalid, "path %s is outside the directories a step may write (the playbook's, %s, and $RUNBOOK_FILE_ROOTS)", path, sd)
+}
+
+func within(dir, root string) bool {
+	rel, err := filepath.Rel(root, dir)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// lineFiles caches, per file, the lines it holds, so that a busy file is
+// read once, not once per run: the cache is trusted while the file's size
+// and modification time are the ones this process left.
+var lineFiles = &lineCache{files: map[string]*lineFile{}}
+
+type lineCache struct {
+	mu    sync.Mutex
+	files map[string]*lineFile
+}
+
+type lineFile struct {
+	mu      sync.Mutex
+	lines   map[string]bool
+	size    int64
+	modTime time.Time
+	endsNL  bool // the file is empty or ends with a newline
+}
+
+func (c *lineCache) get(path string) *lineFile {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := c.files[path]
+	if f == nil {
+		f = &lineFile{}
+		c.files[path] = f
+	}
+	return f
+}
+
+// ensure appends line to the file at path unless a line equals it, and
+// reports whether it appended.
+func (c *lineCache) ensure(path, line string) (bool, error) {
+	lf := c.get(path)
+	lf.mu.Lock()
+	defer lf.mu.Unlock()
+	fh, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return false, fault.Errorf(fault.Failed, "open %s: %v", path, err)
+	}
+	defer fh.Close()
+	// Other processes (a `runbook run` beside serve) take the same lock.
+	if err := syscall.Flock(int(fh.Fd()), syscall.LOCK_EX); err != nil {
+		return false, fault.Errorf(fault.Failed, "lock %s: %v", path, err)
+	}
+	defer syscall.Flock(int(fh.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it too
+	fi, err := fh.Stat()
+	if err != nil {
+		return false, fault.Errorf(fault.Failed, "stat %s: %v", path, err)
+	}
+	if lf.lines == nil || fi.Size() != lf.size || !fi.ModTime().Equal(lf.modTime) {
+		if err := lf.load(fh, fi.Size()); err != nil {
+			return false, fault.Errorf(fault.Failed, "read %s: %v", path, err)
+		}
+	}
+	if lf.lines[line] {
+		return false, nil
+	}
+	text := line + "\n"
+	if !lf.endsNL {
+		text = "\n" + text // a torn last line (a crash mid-write) stays its own line
+	}
+	if _, err := fh.WriteString(text); err != nil {
+		lf.lines = nil
+		return false, fault.Errorf(fault.Failed, "append to %s: %v", path, err)
+	}
+	if err := fh.Sync(); err != nil {
+		lf.lines = nil
+		return false, fault.Errorf(fault.Failed, "sync %s: %v", path, err)
+	}
+	after, err := fh.Stat()
+	if err != nil {
+		lf.lines = nil
+		return false, fault.Errorf(fault.Failed, "stat %s: %v", path, err)
+	}
+	lf.lines[line] = true
+	lf.size, lf.modTime, lf.endsNL = after.Size(), after.ModTime(), true
+	return true, nil
+}
+
+// load reads every line of the file into the cache.
+func (lf *lineFile) load(fh *os.File, size int64) error {
+	lf.lines, lf.endsNL = map[string]bool{}, true
+	if _, err := fh.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	r := bufio.NewReaderSize(fh, 64<<10)
+	var last []byte
+	for {
+		b, err := r.ReadBytes('\n')
+		if len(b) > 0 {
+			last = b
+			lf.lines[string(bytes.TrimRight(b, "\r\n"))] = true
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	lf.endsNL = len(last) == 0 || last[len(last)-1] == '\n'
+	fi, err := fh.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() != size {
+		return fmt.Errorf("the file changed while read under the lock")
+	}
+	lf.size, lf.modTime = fi.Size(), fi.ModTime()
+	return nil
+}
