@@ -1,0 +1,140 @@
+package playtest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// runFile loads a test file and runs its cases (those filter selects).
+func runFile(t *testing.T, path, filter string) []*Result {
+	t.Helper()
+	f, err := Load(path)
+	require.NoError(t, err)
+	var re *regexp.Regexp
+	if filter != "" {
+		re = regexp.MustCompile(filter)
+	}
+	jobs := Selected([]*File{f}, re)
+	require.NotEmpty(t, jobs, "the filter selects cases")
+	return RunAll(context.Background(), jobs, 0, Options{Dir: t.TempDir()}, nil)
+}
+
+// failures lists a result's failures without the file name.
+func failures(r *Result) []string {
+	var out []string
+	for _, f := range r.Failures {
+		out = append(out, strings.TrimPrefix(f.String(), f.Pos.File+":"))
+	}
+	return out
+}
+
+func TestTheExampleCasesPass(t *testing.T) {
+	for _, r := range runFile(t, "testdata/hello.test.yaml", "") {
+		assert.True(t, r.Passed, "%s: %v", r.Name(), failures(r))
+		require.Len(t, r.Runs, 1)
+		assert.NotEmpty(t, r.Runs[0].ID)
+	}
+}
+
+// Expectations that do not hold fail the case, each with expected and
+// actual and the position of the expectation.
+func TestWrongExpectationsFailAtTheirPositions(t *testing.T) {
+	p := testDir(t, `version: 1
+playbook: hello.yaml
+cases:
+  - name: wrong about everything
+    inputs: {who: team}
+    expect:
+      status: failed
+      outputs: {greeting: "hello, world"}
+      steps:
+        greet: {attempts: 2, outputs: {greeting: '${{ result.greeting == "hi" }}'}}
+        loud: succeeded
+        check: {status: skipped, error: boom}
+      runs: 2
+      calls:
+        - {service: nks, method: POST, path: /v1/clusters}
+      no_calls:
+        - {service: sink}
+      files:
+        out.txt: {exists: true}
+      that:
+        - ${{ inputs.who == "world" }}
+`)
+	res := runFile(t, p, "")
+	require.Len(t, res, 1)
+	r := res[0]
+	assert.False(t, r.Passed)
+	assert.Equal(t, []string{
+		`7:15: status: expected "failed", got "succeeded"`,
+		`8:27: outputs.greeting: expected "hello, world", got "hello, team"`,
+		`10:27: steps.greet.attempts: expected 2, got 1`,
+		`10:50: steps.greet.outputs.greeting: ${{ result.greeting == "hi" }} is false for "hello, team"`,
+		`11:15: steps.loud.status: expected "succeeded", got "skipped"`,
+		`12:41: steps.check.error: expected an error, got none`,
+		`13:13: runs: expected 2, got 1`,
+		`15:11: calls[0]: expected a call POST nks /v1/clusters, got none; no calls to nks`,
+		`19:27: files["out.txt"].exists: expected true, got false`,
+		`21:11: that[0]: ${{ inputs.who == "world" }} is false, expected true`,
+	}, failures(r))
+}
+
+// A changed playbook fails the shipped tests that describe its behaviour:
+// the tests catch a wrong playbook, each at the expectation it breaks.
+func TestTheShippedTestsCatchAWrongPlaybook(t *testing.T) {
+	for _, tc := range []struct {
+		name, playbook, test, filter string
+		from, to                     string
+		want                         string
+	}{
+		{
+			name: "the report no longer runs after a failed upgrade", playbook: "nks-maintenance-upgrade.yaml",
+			test: "nks-maintenance-upgrade.test.yaml", filter: "worker group whose upgrade fails",
+			from: "  - id: report\n    if: ${{ always() }}\n", to: "  - id: report\n",
+			want: `runs[0].steps.report.status: expected "succeeded", got "skipped"`,
+		},
+		{
+			name: "the upgrade forgets the worker groups", playbook: "nks-maintenance-upgrade.yaml",
+			test: "nks-maintenance-upgrade.test.yaml", filter: "control plane first",
+			from: "      node_groups: ${{ inputs.node_groups }}\n", to: "      node_groups: [default-master]\n",
+			want: `steps.upgrade.outputs.upgraded: expected ["default-master","default-worker","gpu-pool"], got ["default-master"]`,
+		},
+		{
+			name: "the digest looks back a month", playbook: "notice-digest.yaml",
+			test: "notice-digest.test.yaml", filter: "last three days",
+			from: "first_run: since:3d", to: "first_run: since:30d",
+			want: `steps.digest.outputs.count: expected 2, got 3`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			src, err := os.ReadFile(filepath.Join("../../playbooks", tc.playbook))
+			require.NoError(t, err)
+			require.Contains(t, string(src), tc.from, "the mutation applies")
+			changed := strings.Replace(string(src), tc.from, tc.to, 1)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, tc.playbook), []byte(changed), 0o600))
+			test, err := os.ReadFile(filepath.Join("../../playbooks", tc.test))
+			require.NoError(t, err)
+			p := filepath.Join(dir, tc.test)
+			require.NoError(t, os.WriteFile(p, test, 0o600))
+
+			res := runFile(t, p, tc.filter)
+			require.Len(t, res, 1)
+			assert.False(t, res[0].Passed)
+			var msgs []string
+			for _, f := range res[0].Failures {
+				msgs = append(msgs, f.Path+": "+f.Message)
+				assert.Equal(t, p, f.Pos.File)
+				assert.Positive(t, f.Pos.Line)
+			}
+			assert.Contains(t, msgs, tc.want)
+		})
+	}
+}
