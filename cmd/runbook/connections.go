@@ -24,6 +24,8 @@ type simFlags struct {
 	embedded bool
 	url      string
 	speed    float64
+	// fromRun is the run whose recorded simulator url is (no flag given).
+	fromRun string
 }
 
 func (f *simFlags) add(fs *flag.FlagSet) {
@@ -58,7 +60,11 @@ func (f *simFlags) open(ctx context.Context) (c *connections, stop func(), err e
 	case f.url != "":
 		c.sim, err = fetchConnections(ctx, f.url)
 		if err != nil {
-			return nil, nil, &exitError{code: 1, err: err, hint: "start one with: runbook sim"}
+			hint := "start one with: runbook sim"
+			if f.fromRun != "" {
+				hint = "run " + f.fromRun + " was started with --sim-url " + f.url + "; start that simulator again (runbook sim --addr HOST:PORT), or give --sim-url"
+			}
+			return nil, nil, &exitError{code: 1, err: err, hint: hint}
 		}
 	}
 	return c, stop, nil
@@ -102,7 +108,7 @@ func (c *connections) resolve(name string, override map[string]any) (map[string]
 	}
 	if len(out) == 0 {
 		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
-			"connection %q is not configured: add it under `connections:` in the playbook, or run against the simulator with --sim", name)}
+			"connection %q is not configured: add it under `connections:` in the playbook, or run against the simulators with --sim (or --sim-url URL of a running `runbook sim`)", name)}
 	}
 	if c.sim != nil && !fromSim {
 		names := make([]string, 0, len(c.sim))

@@ -80,6 +80,9 @@ again (--resume RUN_ID -i NAME=VALUE); other inputs cannot change.`,
 	if *resume != "" && pb != nil {
 		a.noteChanged(ctx, store, *resume, pb)
 	}
+	if *resume != "" {
+		sims.remember(ctx, store, *resume)
+	}
 	conns, stopSim, err := sims.open(ctx)
 	if err != nil {
 		return err
@@ -88,6 +91,7 @@ again (--resume RUN_ID -i NAME=VALUE); other inputs cannot change.`,
 	prog := a.newProgress(out, *quiet, *resume)
 	opts := a.engineOptions(store, src)
 	opts.Connection = conns.resolve
+	opts.Sim = sims.recorded()
 	opts.Observer = prog.observe
 	eng := engine.New(opts)
 	if err := eng.ReleaseStaleLocks(ctx); err != nil {

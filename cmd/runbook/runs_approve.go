@@ -80,6 +80,7 @@ shown is the server's, until the run ends or waits again.`,
 		return err
 	}
 	root := rootRun(ctx, store, r)
+	sims.remember(ctx, store, root.ID)
 	conns, stopSim, err := sims.open(ctx)
 	if err != nil {
 		return err
@@ -88,6 +89,7 @@ shown is the server's, until the run ends or waits again.`,
 	prog := nopProgress{}
 	opts := a.engineOptions(store, src)
 	opts.Connection = conns.resolve
+	opts.Sim = sims.recorded()
 	var p progress = prog
 	if !*noResume {
 		p = a.newProgress(out, *quiet, root.ID)

@@ -75,6 +75,7 @@ input: give the run's secret inputs again with -i (other inputs are kept).`,
 	if err != nil {
 		return err
 	}
+	sims.remember(ctx, store, runID)
 	conns, stopSim, err := sims.open(ctx)
 	if err != nil {
 		return err
@@ -83,6 +84,7 @@ input: give the run's secret inputs again with -i (other inputs are kept).`,
 	prog := a.newProgress(out, *quiet, "")
 	opts := a.engineOptions(store, src)
 	opts.Connection = conns.resolve
+	opts.Sim = sims.recorded()
 	opts.Observer = prog.observe
 	eng := engine.New(opts)
 	if err := eng.ReleaseStaleLocks(ctx); err != nil {

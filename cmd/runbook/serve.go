@@ -74,6 +74,7 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 	logger := a.serveLogger(f.verbose)
 	eo := a.engineOptions(store, src)
 	eo.Connection = conns.resolve
+	eo.Sim = f.sims.recorded()
 	eo.Logger = logger
 	srv, err := a.newServer(server.Options{
 		Engine: eo, Playbooks: cfg.Playbooks, Listen: cfg.Server.Listen, Token: sec.token,

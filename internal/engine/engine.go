@@ -87,6 +87,9 @@ type Options struct {
 	// context ended (cancelled, or suspended at shutdown). While the run
 	// lives its writes have no deadline: a slow store is waited for.
 	StateWrites time.Duration
+	// Sim is recorded as state.Run.Sim on every run this engine creates:
+	// the URL of the simulator its connections point at, if any.
+	Sim string
 }
 
 // Engine runs playbooks.
@@ -185,7 +188,7 @@ func (e *Engine) Prepare(pb *playbook.Playbook, req StartRequest) (*state.Run, s
 		ID: id, Playbook: pb.Name, File: pb.Path, Snapshot: pb.Source, Hash: pb.Hash,
 		Inputs: e.redactMap(inputs), Trigger: e.redactMap(req.Trigger),
 		Status: state.RunPending, ParentID: req.ParentID, ParentStep: req.ParentStep,
-		CreatedAt: now,
+		CreatedAt: now, Sim: e.o.Sim,
 	}
 	ev := state.Event{Time: now, Type: "run.created", Message: "run created for playbook " + pb.Name}
 	return r, ev, nil

@@ -21,7 +21,7 @@ func (e *Engine) StartFailed(ctx context.Context, pb *playbook.Playbook, req Sta
 		Inputs: e.redactMap(req.Inputs), Trigger: e.redactMap(req.Trigger),
 		Status:    state.RunFailed,
 		Error:     &state.ErrorRecord{Code: string(fault.CodeOf(reason)), Message: e.o.Redactor.String(reason.Error())},
-		CreatedAt: now, EndedAt: now,
+		CreatedAt: now, EndedAt: now, Sim: e.o.Sim,
 	}
 	ev := state.Event{Time: now, Type: "run.failed", Message: "run could not start: " + r.Error.Message}
 	if err := e.createRun(ctx, r, true, ev); err != nil {

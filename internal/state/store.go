@@ -95,6 +95,10 @@ type Run struct {
 	// Deadline is the run timeout as an absolute time (zero: none), so a
 	// resumed run keeps its original deadline.
 	Deadline time.Time `json:"deadline,omitzero"`
+	// Sim is the URL of the `runbook sim` the run was started against
+	// (--sim-url), without credentials, so an approval, a resume or a
+	// retry reaches the same simulated resources; empty otherwise.
+	Sim string `json:"sim,omitempty"`
 }
 
 // ErrorRecord is a persisted, redacted error.
