@@ -291,7 +291,7 @@ func TestServeKill9WhileWebhooksArrive(t *testing.T) {
 	c.file("playbooks/sms-unsubscribe.yaml", string(src))
 	c.file("runbook.yaml", "webhooks:\n  routes:\n    sms: {secret: SMS_WEBHOOK_SECRET}\n")
 	supp := filepath.Join(c.dir, "suppression.txt")
-	c.env = append(c.env, "SMS_WEBHOOK_SECRET=hook-secret", "SMS_SUPPRESSION_FILE="+supp)
+	c.env = append(c.env, "SMS_WEBHOOK_SECRET=hook-secret", "SMS_SUPPRESSION_FILE="+supp, "RUNBOOK_FILE_ROOTS="+c.dir)
 
 	deliveries := makeDeliveries(200)
 	s := c.serve()

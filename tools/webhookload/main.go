@@ -160,7 +160,7 @@ func startServe(bin, dir string) (*server, error) {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),
 		"LOAD_API_TOKEN=load-token", "LOAD_SMS_SECRET="+secret,
-		"SMS_SUPPRESSION_FILE="+filepath.Join(dir, "suppression.txt"), "HOME="+dir, "XDG_STATE_HOME="+dir)
+		"SMS_SUPPRESSION_FILE="+filepath.Join(dir, "suppression.txt"), "RUNBOOK_FILE_ROOTS="+dir, "HOME="+dir, "XDG_STATE_HOME="+dir)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
