@@ -139,8 +139,13 @@ func checkRoutes(a *app, cfg *config.Config, pbs []*playbook.Playbook) {
 			if t.Webhook == nil {
 				continue
 			}
-			if _, ok := cfg.Webhooks.Routes[t.Webhook.Route]; !ok {
+			route, ok := cfg.Webhooks.Routes[t.Webhook.Route]
+			if !ok {
 				fmt.Fprintf(a.stderr, "warning: %s: webhook route %q is not in webhooks.routes of %s; its deliveries would get 404\n", t.Pos, t.Webhook.Route, cfg.File)
+				continue
+			}
+			if t.Webhook.Each == "hook" && route.Verify == config.VerifyStandard {
+				fmt.Fprintf(a.stderr, "warning: %s: each: hook on route %q, which %s verifies as standard-webhooks: such a delivery has no hooks, so this trigger would start no run (drop each: hook to start one run per delivery)\n", t.Pos, t.Webhook.Route, cfg.File)
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -90,6 +91,16 @@ Try: see docs/config.md for every field and its default
 		r := c.run("config", "check", cfg)
 		assert.Equal(t, 0, r.code, r)
 		assert.Regexp(t, `warning: pb3/mail.yaml:4:\d+: webhook route "mail" is not in webhooks.routes`, r.stderr)
+	})
+	t.Run("each: hook on a Standard Webhooks route is a warning", func(t *testing.T) {
+		require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "pb5"), 0o755))
+		c.file("pb5/per-hook.yaml", strings.Replace(webhookPlaybook, "{route: mail}", "{route: mail, each: hook}", 1))
+		c.file("pb5/per-delivery.yaml", strings.Replace(strings.Replace(webhookPlaybook, "on-mail", "on-mail-2", 1), "{route: mail}", "{route: events}", 1))
+		cfg := c.file("five.yaml", "playbooks: pb5\nwebhooks:\n  routes:\n    mail: {verify: standard-webhooks, secret: MAIL_KEY}\n    events: {verify: standard-webhooks, secret: MAIL_KEY}\n")
+		r := c.run("config", "check", cfg)
+		assert.Equal(t, 0, r.code, r)
+		assert.Regexp(t, `warning: pb5/per-hook.yaml:4:\d+: each: hook on route "mail", which \S*five.yaml verifies as standard-webhooks: such a delivery has no hooks`, r.stderr)
+		assert.NotContains(t, r.stderr, "per-delivery.yaml", "a trigger without each: hook is fine there")
 	})
 	t.Run("a missing playbook directory is an error", func(t *testing.T) {
 		cfg := c.file("four.yaml", "playbooks: nowhere\n")
