@@ -138,3 +138,29 @@ func TestTheShippedTestsCatchAWrongPlaybook(t *testing.T) {
 		})
 	}
 }
+
+// A world the simulators could not have reached is refused at the entry
+// that declares it, and the case does not run.
+func TestAnImpossibleWorldFailsTheCaseAtItsEntry(t *testing.T) {
+	p := testDir(t, `version: 1
+playbook: hello.yaml
+cases:
+  - name: a worker ahead of the control plane
+    world:
+      nks:
+        clusters:
+          - name: prod
+            version: v1.29.3
+            node_groups: [{name: gpu, version: v1.31.4}]
+          - name: staging
+          - name: staging
+    expect: {status: succeeded}
+`)
+	res := runFile(t, p, "")
+	require.Len(t, res, 1)
+	assert.Equal(t, []string{
+		`8:13: seed cluster "prod": node group gpu at v1.31.4 would be newer than the control plane (v1.29.3)`,
+		`12:13: seed cluster "staging": a cluster with that name exists`,
+	}, failures(res[0]))
+	assert.Empty(t, res[0].Runs, "nothing ran")
+}
