@@ -121,7 +121,7 @@ again (--resume RUN_ID -i NAME=VALUE); other inputs cannot change.`,
 	if r == nil {
 		hint := "runbook runs list"
 		if *resume == "" {
-			hint = "runbook plan " + pos[0] + " to see the inputs the playbook takes"
+			hint = startHint(err, pos[0])
 		}
 		return withHint(err, hint)
 	}

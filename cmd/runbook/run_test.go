@@ -233,5 +233,5 @@ steps:
 	c.env = withoutEnv(c.env, "RUNBOOK_SECRET_TOKEN")
 	r = c.run("run", pb)
 	assert.Equal(t, 2, r.code, r)
-	assert.Contains(t, r.stderr, "secret TOKEN not set")
+	assert.Contains(t, r.stderr, "secret TOKEN is not set")
 }

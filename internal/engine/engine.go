@@ -176,8 +176,7 @@ func (e *Engine) Prepare(pb *playbook.Playbook, req StartRequest) (*state.Run, s
 	}
 	e.registerSecretInputs(pb, inputs)
 	if missing := e.missingSecrets(pb); len(missing) > 0 {
-		return nil, state.Event{}, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
-			"secret %s not set (set the environment variable or add it to the secrets file)", strings.Join(missing, ", "))}
+		return nil, state.Event{}, e.secretsNotSet("", missing)
 	}
 	now := e.o.Clock.Now()
 	id := req.ID
@@ -341,9 +340,8 @@ func (e *Engine) resumable(ctx context.Context, runID string) (*playbook.Playboo
 		// playbook hold one copy of the snapshot, not one each.
 		r.Snapshot = pb.Source
 	}
-	if e.missingSecrets(pb) != nil {
-		return nil, nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
-			"resume %s: secret %s not set", r.ID, strings.Join(e.missingSecrets(pb), ", "))}
+	if missing := e.missingSecrets(pb); missing != nil {
+		return nil, nil, e.secretsNotSet("resume "+r.ID, missing)
 	}
 	return pb, r, nil
 }

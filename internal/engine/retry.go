@@ -54,8 +54,7 @@ func (e *Engine) Retry(ctx context.Context, runID, from string) (*state.Run, *pl
 		return nil, nil, err
 	}
 	if missing := e.missingSecrets(pb); len(missing) > 0 {
-		return nil, nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
-			"retry %s: secret %s not set", old.ID, strings.Join(missing, ", "))}
+		return nil, nil, e.secretsNotSet("retry "+old.ID, missing)
 	}
 	now := e.o.Clock.Now()
 	r := &state.Run{

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runbook/runbook/internal/auth"
 	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/secrets"
@@ -37,9 +38,12 @@ type Options struct {
 	Playbooks string
 	// Listen is the address of the HTTP server (default 127.0.0.1:8088).
 	Listen string
-	// Token is the API bearer token; empty disables the API (webhooks,
-	// /healthz and /metrics still answer).
+	// Token is the API bearer token (the admin role); the API is disabled
+	// (webhooks, /healthz and /metrics still answer) when it is empty and
+	// Auth gives no other way in.
 	Token string
+	// Auth adds users, OIDC and audit retention (auth.go).
+	Auth AuthOptions
 	// Routes are the webhook routes, by name.
 	Routes   map[string]trigger.Route
 	MaxBody  int64
@@ -82,7 +86,10 @@ type Server struct {
 	intake  *trigger.Intake
 	handler http.Handler
 	ready   chan struct{}
-	addr    string
+
+	authn     *auth.Authenticator
+	authStore state.AuthStore // nil when the store keeps no tokens or audit
+	addr      string
 
 	reloadMu sync.Mutex
 }
@@ -118,6 +125,11 @@ func New(o Options) (*Server, error) {
 		o: o, log: o.Logger, store: o.Engine.Store, cat: newCatalog(o.Playbooks), cache: &parseCache{},
 		events: newBroker(), ready: make(chan struct{}),
 	}
+	authn, authStore, err := newAuthenticator(o, o.Engine.Store)
+	if err != nil {
+		return nil, err
+	}
+	s.authn, s.authStore = authn, authStore
 	s.metrics = newMetrics(func() int { return s.runs.count() }, func() int { return len(s.cat.all()) })
 	if _, err := s.cat.load(); err != nil {
 		return nil, err
@@ -249,6 +261,7 @@ func (s *Server) Run(ctx context.Context) error {
 		wg.Go(func() { s.watch(bg) })
 	}
 	wg.Go(func() { s.runs.watchdog(bg, s.o.Watchdog, s.o.Orphaned) })
+	wg.Go(func() { s.pruneAudit(bg) })
 	s.log.Info("runbook serve is ready", "addr", s.addr, "playbooks", len(s.cat.all()), "api", s.o.Token != "")
 	close(s.ready)
 

@@ -660,7 +660,7 @@ steps:
 	assert.Equal(t, "failed", run["status"])
 	rec := run["error"].(map[string]any)
 	assert.Equal(t, "invalid", rec["code"])
-	assert.Contains(t, rec["message"], "secret VAULT_TOKEN not set")
+	assert.Contains(t, rec["message"], "secret VAULT_TOKEN is not set")
 	trig := run["trigger"].(map[string]any)
 	assert.Equal(t, "schedule", trig["type"])
 	assert.NotEmpty(t, trig["slot"])
