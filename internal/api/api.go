@@ -14,6 +14,8 @@ type ErrorBody struct {
 	Code string `json:"code"`
 	// Problems lists diagnostics (invalid inputs, playbook problems).
 	Problems []string `json:"problems,omitempty"`
+	// Permission is, in a 403, the permission the caller lacks.
+	Permission string `json:"permission,omitempty"`
 }
 
 // Playbook is a loaded playbook.

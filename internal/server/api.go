@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,6 +44,7 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("POST /api/v1/runs/{id}/retry", s.retryRun)
 	api.HandleFunc("POST /api/v1/runs/{id}/resume", s.resumeRun)
 	api.HandleFunc("POST /api/v1/reload", s.reload)
+	s.authRoutes(api)
 	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fault.NotFound, fmt.Sprintf("no API route %s %s (see docs/api.md)", r.Method, r.URL.Path))
 	})
@@ -81,31 +80,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(b, '\n'))
-}
-
-// authenticate checks the bearer token in constant time.
-func (s *Server) authenticate(next http.Handler) http.Handler {
-	want := sha256.Sum256([]byte(s.o.Token))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.o.Token == "" {
-			writeError(w, http.StatusServiceUnavailable, fault.Unavailable, "the API is disabled: the server has no API token (set the secret named by server.token_secret, RUNBOOK_API_TOKEN by default)")
-			return
-		}
-		// The scheme is case-insensitive (RFC 9110 section 11.1).
-		scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-		if !strings.EqualFold(scheme, "Bearer") {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="runbook"`)
-			writeError(w, http.StatusUnauthorized, fault.Unauthorized, "missing bearer token: send Authorization: Bearer TOKEN")
-			return
-		}
-		got := sha256.Sum256([]byte(strings.TrimSpace(token)))
-		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="runbook", error="invalid_token"`)
-			writeError(w, http.StatusUnauthorized, fault.Unauthorized, "invalid bearer token")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // decodeBody reads a JSON request body into v. An empty body leaves v
@@ -233,9 +207,12 @@ func (s *Server) viewPlaybook(pb *playbook.Playbook, detail bool) api.Playbook {
 	return v
 }
 
-func (s *Server) listPlaybooks(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) listPlaybooks(w http.ResponseWriter, r *http.Request) {
 	out := api.PlaybookList{Playbooks: []api.Playbook{}}
 	for _, pb := range s.cat.all() {
+		if !visible(r, pb.Name) {
+			continue
+		}
 		out.Playbooks = append(out.Playbooks, s.viewPlaybook(pb, false))
 	}
 	loadedAt, failed := s.cat.status()
@@ -294,7 +271,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	}
 	inputs := normalizeNumbers(body.Inputs)
 	m, _ := inputs.(map[string]any)
-	run, err := s.runs.start(r.Context(), pb, engine.StartRequest{Inputs: m, Trigger: map[string]any{"type": "api"}})
+	run, err := s.runs.start(r.Context(), pb, engine.StartRequest{Inputs: m, Trigger: map[string]any{"type": "api", "by": callerName(r)}})
 	if err != nil {
 		if errors.Is(err, errShuttingDown) {
 			writeError(w, http.StatusServiceUnavailable, fault.Unavailable, err.Error())
@@ -303,6 +280,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	noteAudit(r, "run", run.ID)
 	w.Header().Set("Location", "/api/v1/runs/"+run.ID)
 	writeJSON(w, http.StatusCreated, s.viewRun(run))
 }
@@ -374,7 +352,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		if run.ParentID != "" && !includeChildren {
 			continue
 		}
-		if !strings.HasPrefix(run.ID, prefix) {
+		if !strings.HasPrefix(run.ID, prefix) || !visible(r, run.Playbook) {
 			continue
 		}
 		if len(out.Runs) >= limit {
@@ -402,6 +380,9 @@ func (s *Server) runOr404(w http.ResponseWriter, r *http.Request) *state.Run {
 	}
 	if err != nil {
 		writeErr(w, err)
+		return nil
+	}
+	if !s.inScope(w, r, run.Playbook) {
 		return nil
 	}
 	return run
@@ -519,11 +500,15 @@ func (s *Server) approveRun(w http.ResponseWriter, r *http.Request) {
 		}
 		body.Step = step
 	}
-	if body.By == "" {
-		body.By = "api"
+	by, roles, ok := s.answerer(w, r, body.By)
+	if !ok {
+		return
 	}
+	noteAudit(r, "step", body.Step)
+	noteAudit(r, "approved", *body.Approve)
+	noteAudit(r, "by", by)
 	fields, _ := normalizeNumbers(body.Fields).(map[string]any)
-	a := state.Approval{Approved: *body.Approve, By: body.By, Comment: body.Comment, Fields: fields}
+	a := state.Approval{Approved: *body.Approve, By: by, Roles: roles, Comment: body.Comment, Fields: fields}
 	if err := s.eng.Approve(r.Context(), run.ID, body.Step, a); err != nil {
 		// An answer that does not fit the step's fields: 400 with every
 		// problem; the run keeps waiting.
@@ -600,11 +585,12 @@ func (s *Server) retryRun(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	next, err := s.runs.retry(r.Context(), run.ID, body.From, body.Inputs)
+	next, err := s.runs.retry(r.Context(), run.ID, body.From, body.Inputs, callerName(r))
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	noteAudit(r, "run", next.ID)
 	w.Header().Set("Location", "/api/v1/runs/"+next.ID)
 	writeJSON(w, http.StatusCreated, s.viewRun(next))
 }

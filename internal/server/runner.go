@@ -384,7 +384,7 @@ func (r *runner) suspendAll(grace time.Duration) {
 // before it.
 // The values given for secret inputs (its record masks them) are checked
 // before the new run is created.
-func (r *runner) retry(ctx context.Context, runID, from string, secretInputs map[string]any) (*state.Run, error) {
+func (r *runner) retry(ctx context.Context, runID, from string, secretInputs map[string]any, by string) (*state.Run, error) {
 	if err := r.base.Err(); err != nil {
 		return nil, errShuttingDown
 	}
@@ -403,6 +403,9 @@ func (r *runner) retry(ctx context.Context, runID, from string, secretInputs map
 	}
 	run, pb, err := r.s.eng.Retry(ctx, runID, from)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.s.recordRetrier(ctx, run, by); err != nil {
 		return nil, err
 	}
 	r.s.cache.put(pb)

@@ -134,6 +134,10 @@ type ApprovalRequest struct {
 	Approvers []string                 `json:"approvers,omitempty"`
 	Fields    map[string]ApprovalField `json:"fields,omitempty"`
 	Deadline  time.Time                `json:"deadline,omitzero"`
+	// Required is how many distinct approvers must approve (0: 1);
+	// AllowSelfApproval lets whoever started the run be one of them.
+	Required          int  `json:"required,omitempty"`
+	AllowSelfApproval bool `json:"allow_self_approval,omitempty"`
 }
 
 // ApprovalField is one typed field of an approval's answer. Its default
@@ -175,6 +179,13 @@ type Approval struct {
 	Comment  string         `json:"comment,omitempty"`
 	Fields   map[string]any `json:"fields,omitempty"`
 	At       time.Time      `json:"at"`
+	// Roles are the answerer's roles when it was given (approvers may
+	// name roles).
+	Roles []string `json:"roles,omitempty"`
+	// Pending marks an approval that still needs more answers (the
+	// step's required); Answers lists every answer given, in order.
+	Pending bool             `json:"pending,omitempty"`
+	Answers []ApprovalAnswer `json:"answers,omitempty"`
 }
 
 // Lock is a held concurrency key.

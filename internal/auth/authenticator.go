@@ -1,0 +1,130 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+// ErrInvalidToken: the bearer token is not one the server knows, is
+// revoked, or (OIDC) does not verify. Its message never holds the token.
+var ErrInvalidToken = errors.New("invalid bearer token")
+
+// User is a user or service account of the config (auth.users).
+type User struct {
+	Name        string
+	Roles       []string
+	Playbooks   []string // limit every role to these playbook patterns
+	TokenSHA256 string   // hex SHA-256 of the user's token
+}
+
+// TokenStore is where the tokens made by `runbook token create` are
+// kept (the state store).
+type TokenStore interface {
+	Tokens(ctx context.Context) ([]state.Token, error)
+}
+
+// Options configure an Authenticator.
+type Options struct {
+	// ServerToken is the token named by server.token_secret: admin. Empty:
+	// none. Only its hash is kept.
+	ServerToken string
+	Users       []User
+	Tokens      TokenStore    // nil: no stored tokens
+	OIDC        *OIDCVerifier // nil: no OIDC
+}
+
+// Authenticator tells who presents a bearer token.
+type Authenticator struct {
+	server string // hash of the server token, "" for none
+	users  []User
+	tokens TokenStore
+	oidc   *OIDCVerifier
+}
+
+// New checks the options and returns an Authenticator.
+func New(o Options) (*Authenticator, error) {
+	a := &Authenticator{users: o.Users, tokens: o.Tokens, oidc: o.OIDC}
+	if o.ServerToken != "" {
+		a.server = HashToken(o.ServerToken)
+	}
+	seen := map[string]bool{}
+	for _, u := range o.Users {
+		if err := CheckName(u.Name); err != nil {
+			return nil, fmt.Errorf("auth user: %w", err)
+		}
+		if seen[u.Name] {
+			return nil, fmt.Errorf("auth user %s: named twice", u.Name)
+		}
+		seen[u.Name] = true
+		if err := CheckRoles(u.Roles); err != nil {
+			return nil, fmt.Errorf("auth user %s: %w", u.Name, err)
+		}
+		if err := CheckPatterns(u.Playbooks); err != nil {
+			return nil, fmt.Errorf("auth user %s: %w", u.Name, err)
+		}
+		if err := CheckHash(u.TokenSHA256); err != nil {
+			return nil, fmt.Errorf("auth user %s: %w", u.Name, err)
+		}
+	}
+	return a, nil
+}
+
+// Enabled reports whether a bearer can be accepted without a stored
+// token: a server token, configured users or OIDC.
+func (a *Authenticator) Enabled() bool {
+	return a.server != "" || len(a.users) > 0 || a.oidc != nil
+}
+
+// ServerName is the name of the identity of the server token.
+const ServerName = "server-token"
+
+// Authenticate returns the identity of bearer, or an error wrapping
+// ErrInvalidToken. Hashes are compared in constant time, each against
+// every known hash.
+func (a *Authenticator) Authenticate(ctx context.Context, bearer string) (*Identity, error) {
+	if bearer == "" {
+		return nil, ErrInvalidToken
+	}
+	if a.oidc != nil && looksLikeJWT(bearer) {
+		return a.oidc.Verify(ctx, bearer)
+	}
+	h := HashToken(bearer)
+	var found *Identity
+	if a.server != "" && sameHash(h, a.server) {
+		found = &Identity{Name: ServerName, Kind: KindServer, Grants: []Grant{{Role: RoleAdmin}}}
+	}
+	for _, u := range a.users {
+		if sameHash(h, u.TokenSHA256) && found == nil {
+			found = &Identity{Name: u.Name, Kind: KindUser, Grants: Grants(u.Roles, u.Playbooks)}
+		}
+	}
+	if found != nil {
+		return found, nil
+	}
+	if a.tokens == nil {
+		return nil, ErrInvalidToken
+	}
+	toks, err := a.tokens.Tokens(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read tokens: %w", err)
+	}
+	for _, t := range toks {
+		if sameHash(h, t.Hash) && t.RevokedAt.IsZero() && found == nil {
+			found = &Identity{Name: t.Name, Kind: KindToken, Grants: Grants(t.Roles, t.Playbooks)}
+		}
+	}
+	if found == nil {
+		return nil, ErrInvalidToken
+	}
+	return found, nil
+}
+
+// looksLikeJWT reports whether s has a JWT's three dot-separated parts (a
+// token of NewToken has no dot).
+func looksLikeJWT(s string) bool {
+	return strings.Count(s, ".") == 2 && !strings.HasPrefix(s, TokenPrefix)
+}

@@ -1,0 +1,215 @@
+package auth
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Permission is one thing an identity may do.
+type Permission string
+
+// The permissions. Those marked global are not about one playbook: only an
+// unscoped grant gives them.
+const (
+	ReadPlaybooks Permission = "playbooks.read"
+	ReadRuns      Permission = "runs.read"
+	StartRuns     Permission = "runs.start"
+	CancelRuns    Permission = "runs.cancel"
+	RetryRuns     Permission = "runs.retry"
+	ResumeRuns    Permission = "runs.resume"
+	ApproveRuns   Permission = "runs.approve"
+	Reload        Permission = "server.reload" // global
+	ManageTokens  Permission = "tokens.manage" // global
+	ReadAudit     Permission = "audit.read"    // global
+	Admin         Permission = "server.admin"  // global: anything without a narrower permission
+)
+
+// global reports whether p is not about one playbook.
+func global(p Permission) bool {
+	return p == Reload || p == ManageTokens || p == ReadAudit || p == Admin
+}
+
+// The roles.
+const (
+	RoleViewer   = "viewer"
+	RoleOperator = "operator"
+	RoleApprover = "approver"
+	RoleAdmin    = "admin"
+)
+
+// RolePermissions is what each role may do.
+var RolePermissions = map[string][]Permission{
+	RoleViewer:   {ReadPlaybooks, ReadRuns},
+	RoleOperator: {ReadPlaybooks, ReadRuns, StartRuns, CancelRuns, RetryRuns, ResumeRuns},
+	RoleApprover: {ReadPlaybooks, ReadRuns, ApproveRuns},
+	RoleAdmin:    {ReadPlaybooks, ReadRuns, StartRuns, CancelRuns, RetryRuns, ResumeRuns, ApproveRuns, Reload, ManageTokens, ReadAudit, Admin},
+}
+
+// RoleNames lists the roles, sorted.
+func RoleNames() []string {
+	out := make([]string, 0, len(RolePermissions))
+	for r := range RolePermissions {
+		out = append(out, r)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// CheckRoles returns an error naming the first unknown role, or nil.
+func CheckRoles(roles []string) error {
+	if len(roles) == 0 {
+		return fmt.Errorf("at least one role is needed (%s)", strings.Join(RoleNames(), ", "))
+	}
+	for _, r := range roles {
+		if _, ok := RolePermissions[r]; !ok {
+			return fmt.Errorf("unknown role %q (want %s)", r, strings.Join(RoleNames(), ", "))
+		}
+	}
+	return nil
+}
+
+// CheckPatterns returns an error naming the first malformed playbook
+// pattern, or nil.
+func CheckPatterns(patterns []string) error {
+	for _, p := range patterns {
+		if p == "" {
+			return fmt.Errorf("empty playbook pattern")
+		}
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("playbook pattern %q: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// Grant is a role, limited to the playbooks matching one of Playbooks
+// when that is not empty.
+type Grant struct {
+	Role      string   `json:"role"`
+	Playbooks []string `json:"playbooks,omitempty"`
+}
+
+// covers reports whether the grant applies to playbook (a global action
+// when playbook is "").
+func (g Grant) covers(playbook string) bool {
+	if len(g.Playbooks) == 0 {
+		return true
+	}
+	if playbook == "" {
+		return false
+	}
+	for _, p := range g.Playbooks {
+		if ok, _ := path.Match(p, playbook); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Identity kinds.
+const (
+	KindUser   = "user"   // auth.users of the config
+	KindToken  = "token"  // created with runbook token create
+	KindOIDC   = "oidc"   // a JWT of the configured issuer
+	KindServer = "server" // the token named by server.token_secret
+)
+
+// Identity is who presented a token. It never holds the token.
+type Identity struct {
+	Name   string  `json:"name"`
+	Kind   string  `json:"kind"`
+	Grants []Grant `json:"grants"`
+}
+
+// Grants gives each role the same playbook patterns.
+func Grants(roles, playbooks []string) []Grant {
+	out := make([]Grant, 0, len(roles))
+	for _, r := range roles {
+		out = append(out, Grant{Role: r, Playbooks: slices.Clone(playbooks)})
+	}
+	return out
+}
+
+// Roles lists the identity's roles, sorted, without duplicates.
+func (id *Identity) Roles() []string {
+	var out []string
+	for _, g := range id.Grants {
+		if !slices.Contains(out, g.Role) {
+			out = append(out, g.Role)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Can reports whether the identity may do p on playbook; playbook "" asks
+// for p on every playbook (and is how global permissions are asked).
+func (id *Identity) Can(p Permission, playbook string) bool {
+	if id == nil {
+		return false
+	}
+	for _, g := range id.Grants {
+		if global(p) && len(g.Playbooks) > 0 {
+			continue
+		}
+		if slices.Contains(RolePermissions[g.Role], p) && g.covers(playbook) {
+			return true
+		}
+	}
+	return false
+}
+
+// CanSome reports whether the identity may do p on at least one playbook
+// (for global permissions: at all). A listing checks this, then Can for
+// each item it shows.
+func (id *Identity) CanSome(p Permission) bool {
+	if id == nil {
+		return false
+	}
+	for _, g := range id.Grants {
+		if global(p) && len(g.Playbooks) > 0 {
+			continue
+		}
+		if slices.Contains(RolePermissions[g.Role], p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Permissions lists every permission the identity has on at least one
+// playbook, sorted: what a UI needs to show or hide its actions.
+func (id *Identity) Permissions() []Permission {
+	var out []Permission
+	for _, ps := range RolePermissions {
+		for _, p := range ps {
+			if !slices.Contains(out, p) && id.CanSome(p) {
+				out = append(out, p)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Matches reports whether an approvers entry names this identity: "NAME"
+// matches the identity's name or one of its roles, "user:NAME" only the
+// name and "role:NAME" only a role.
+func (id *Identity) Matches(entry string) bool {
+	return MatchesApprover(entry, id.Name, id.Roles())
+}
+
+// MatchesApprover reports whether an approvers entry names the answerer
+// with name and roles (see Identity.Matches).
+func MatchesApprover(entry, name string, roles []string) bool {
+	switch {
+	case strings.HasPrefix(entry, "user:"):
+		return name == strings.TrimPrefix(entry, "user:")
+	case strings.HasPrefix(entry, "role:"):
+		return slices.Contains(roles, strings.TrimPrefix(entry, "role:"))
+	}
+	return entry == name || slices.Contains(roles, entry)
+}
