@@ -27,7 +27,7 @@ const maxAPIBody = 1 << 20
 // webhooks under /hooks/ (their own signature), /healthz and /metrics.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/hooks/", s.countDeliveries(s.intake))
+	mux.Handle("/hooks/", s.countDeliveries(s.logDeliveries(s.intake)))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.Handle("GET /metrics", s.metrics.handler)
 

@@ -154,6 +154,7 @@ func New(o Options) (*Server, error) {
 	eo.Observer = func(runID string, ev state.Event) {
 		s.metrics.observe(runID, ev)
 		s.events.publish(runID, ev)
+		s.logRunEnd(runID, ev)
 		if observer != nil {
 			observer(runID, ev)
 		}
@@ -202,7 +203,7 @@ func (s *Server) Reload() error {
 	changed, err := s.cat.load()
 	s.metrics.reload(err == nil)
 	if err != nil {
-		s.log.Error("reload refused: the playbooks in use are kept", "dir", s.o.Playbooks, "err", err)
+		s.logReloadRefused(err)
 		return err
 	}
 	if changed {

@@ -1,0 +1,128 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/trigger"
+)
+
+// What an operator reads in serve's log: refused reloads one problem a
+// line, each webhook delivery, each run that ends or waits.
+
+// logReloadRefused logs a refused reload: a line that says so, then one
+// line per problem (a problem's own lines too), never one joined blob.
+func (s *Server) logReloadRefused(err error) {
+	var le *loadError
+	if !errors.As(err, &le) || len(le.Problems) == 0 {
+		s.log.Error("reload refused: the playbooks in use are kept", "dir", s.o.Playbooks, "err", err)
+		return
+	}
+	s.log.Error("reload refused: the playbooks in use are kept", "dir", s.o.Playbooks, "problems", len(le.Problems))
+	for _, p := range le.Problems {
+		for line := range strings.SplitSeq(strings.TrimRight(p, "\n"), "\n") {
+			s.log.Error("reload problem", "problem", line)
+		}
+	}
+}
+
+// runEndTimeout bounds the read of a run's record for its end line.
+const runEndTimeout = 2 * time.Second
+
+// logRunEnd logs a run that ended (info; warn when it failed) or waits
+// for an approval (info), with its playbook and how long it ran.
+func (s *Server) logRunEnd(runID string, ev state.Event) {
+	status, ok := strings.CutPrefix(ev.Type, "run.")
+	if !ok {
+		return
+	}
+	level := slog.LevelInfo
+	switch state.RunStatus(status) {
+	case state.RunSucceeded, state.RunCancelled, state.RunSkipped, state.RunWaiting:
+	case state.RunFailed:
+		level = slog.LevelWarn
+	default:
+		return
+	}
+	attrs := []any{"run_id", runID, "status", status}
+	ctx, cancel := context.WithTimeout(context.Background(), runEndTimeout)
+	defer cancel()
+	if r, err := s.store.GetRun(ctx, runID); err == nil {
+		attrs = append(attrs, "playbook", r.Playbook)
+		if !r.StartedAt.IsZero() && !r.EndedAt.IsZero() {
+			attrs = append(attrs, "duration", r.EndedAt.Sub(r.StartedAt).Round(time.Millisecond).String())
+		}
+		if r.Error != nil && state.RunStatus(status) != state.RunSucceeded {
+			attrs = append(attrs, "error", r.Error.Message)
+		}
+	}
+	msg := "run ended"
+	if state.RunStatus(status) == state.RunWaiting {
+		msg = "run waiting for an approval"
+	}
+	s.log.Log(ctx, level, msg, attrs...)
+}
+
+// answerHead is how much of a delivery's answer logDeliveries reads: its
+// status and run IDs, or its error.
+const answerHead = 4 << 10
+
+// logDeliveries logs each webhook delivery once answered: route, HTTP
+// status and outcome with the runs it started (info), or why it was
+// refused (warn; error for a failure of the server).
+func (s *Server) logDeliveries(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &answerRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		route := strings.TrimPrefix(r.URL.Path, "/hooks/")
+		if len(route) > 64 {
+			route = route[:64] + "…"
+		}
+		attrs := []any{"route", route, "code", rec.status}
+		if rec.status == http.StatusOK {
+			var a trigger.Answer
+			_ = json.Unmarshal(rec.body.Bytes(), &a)
+			attrs = append(attrs, "outcome", a.Status, "runs", strings.Join(a.Runs, ","))
+			if len(a.Skipped) > 0 {
+				attrs = append(attrs, "skipped", strings.Join(a.Skipped, ","))
+			}
+			s.log.Info("webhook delivery", attrs...)
+			return
+		}
+		var e trigger.ErrorBody
+		_ = json.Unmarshal(rec.body.Bytes(), &e)
+		attrs = append(attrs, "err", e.Error)
+		level := slog.LevelWarn
+		if rec.status >= 500 {
+			level = slog.LevelError
+		}
+		s.log.Log(r.Context(), level, "webhook delivery refused", attrs...)
+	})
+}
+
+// answerRecorder keeps the status and the first answerHead bytes of an
+// answer.
+type answerRecorder struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (r *answerRecorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *answerRecorder) Write(b []byte) (int, error) {
+	if room := answerHead - r.body.Len(); room > 0 {
+		r.body.Write(b[:min(len(b), room)])
+	}
+	return r.ResponseWriter.Write(b)
+}
