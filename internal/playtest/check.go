@@ -216,24 +216,14 @@ func (k *checker) compare(c *Check, path string, actual any, scope *expr.Scope) 
 // steps, trigger and status, the case's env, and result (the outputs of
 // the step or run being checked).
 func (k *checker) scope(tr *RunTrace, result map[string]any) *expr.Scope {
-	s := &expr.Scope{Env: k.cr.env, Result: result, Steps: map[string]*expr.StepState{}, Now: k.cr.srv.Clock.Now}
-	if tr == nil {
-		return s
-	}
-	if tr.Run != nil {
-		r := tr.Run
-		s.Inputs, s.Trigger = r.Inputs, r.Trigger
-		s.Run = expr.RunInfo{ID: r.ID, Playbook: r.Playbook, StartedAt: r.StartedAt, Status: string(r.Status)}
-	} else {
-		s.Run.Status = tr.Status
-	}
-	for _, rec := range tr.Steps {
-		st := &expr.StepState{Outputs: rec.Outputs, Status: string(rec.Status)}
-		if rec.Error != nil {
-			st.Error = &expr.ErrorInfo{Code: rec.Error.Code, Message: rec.Error.Message, Data: rec.Error.Data, Attempt: rec.Attempts}
+	s := &expr.Scope{Env: k.cr.env, Steps: map[string]*expr.StepState{}}
+	if tr != nil {
+		s = traceScope(tr, k.cr.env)
+		if tr.Run == nil {
+			s.Run.Status = tr.Status
 		}
-		s.Steps[rec.ID] = st
 	}
+	s.Result, s.Now = result, k.cr.srv.Clock.Now
 	return s
 }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/runbook/runbook/internal/expr"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
 )
@@ -34,7 +35,7 @@ type StepCover struct {
 
 // BranchCover is one branch and the number of cases that took it.
 type BranchCover struct {
-	Name  string `json:"name"` // if true, if false, retried, failed and continued, on_failure ran
+	Name  string `json:"name"` // if true, if false (not for `if: always()`), retried, failed and continued, on_failure ran
 	Taken int    `json:"taken"`
 }
 
@@ -85,7 +86,10 @@ func newCoverAcc(pb *playbook.Playbook) *coverAcc {
 	}{{"steps", pb.Steps}, {"on_failure", pb.OnFailure}, {"finally", pb.Finally}} {
 		for i, s := range l.steps {
 			sc := &StepCover{ID: s.ID, List: l.name}
-			if s.If != nil {
+			switch {
+			case s.If != nil && alwaysTrue(s.If):
+				sc.Branches = append(sc.Branches, &BranchCover{Name: "if true"})
+			case s.If != nil:
 				sc.Branches = append(sc.Branches, &BranchCover{Name: "if true"}, &BranchCover{Name: "if false"})
 			}
 			if s.Retry != nil && s.Retry.Attempts > 1 {
@@ -113,12 +117,16 @@ func (acc *coverAcc) add(r *Result) {
 	ran := map[string]bool{}
 	taken := map[*BranchCover]bool{}
 	for _, t := range r.Runs {
+		scope := traceScope(&t, r.Env)
 		for _, rec := range t.Steps {
 			sc, ok := acc.steps[rec.ID]
 			if !ok {
 				continue // a for_each item: its step's record counts
 			}
 			acc.record(sc, rec, ran, taken)
+			if b := sc.branch("if false"); b != nil && rec.Status == state.StepSkipped && conditionFalse(acc.defs[rec.ID].If, scope) {
+				taken[b] = true
+			}
 		}
 	}
 	for id := range ran {
@@ -140,10 +148,6 @@ func (acc *coverAcc) record(sc *StepCover, rec *state.StepRecord, ran map[string
 			if executed {
 				taken[b] = true
 			}
-		case "if false":
-			if rec.Status == state.StepSkipped {
-				taken[b] = true
-			}
 		case "retried":
 			if rec.Attempts > 1 {
 				taken[b] = true
@@ -158,6 +162,60 @@ func (acc *coverAcc) record(sc *StepCover, rec *state.StepRecord, ran map[string
 			}
 		}
 	}
+}
+
+// branch returns the step's branch of that name (nil: none).
+func (s *StepCover) branch(name string) *BranchCover {
+	for _, b := range s.Branches {
+		if b.Name == name {
+			return b
+		}
+	}
+	return nil
+}
+
+// alwaysTrue reports whether a condition reads nothing and holds whatever
+// the run's state (`always()`): its false branch cannot be taken, so it is
+// not counted.
+func alwaysTrue(p *expr.Program) bool {
+	if len(p.Refs()) > 0 {
+		return false
+	}
+	for _, s := range []*expr.Scope{{}, {Failed: true}, {Failed: true, Cancelled: true}} {
+		if ok, err := p.EvalBool(s); err != nil || !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// conditionFalse reports whether a skipped step was skipped by its own
+// condition: its `if` is false over what the run ended with. A step
+// skipped because an earlier one failed (its `if` still true) did not
+// take the false branch.
+func conditionFalse(p *expr.Program, scope *expr.Scope) bool {
+	if p == nil {
+		return false
+	}
+	ok, err := p.EvalBool(scope)
+	return err == nil && !ok
+}
+
+// traceScope is what a run's conditions read once it ended.
+func traceScope(t *RunTrace, env map[string]string) *expr.Scope {
+	s := &expr.Scope{Env: env, Steps: map[string]*expr.StepState{}, Failed: t.Status == string(state.RunFailed)}
+	if t.Run != nil {
+		s.Inputs, s.Trigger = t.Run.Inputs, t.Run.Trigger
+		s.Run = expr.RunInfo{ID: t.Run.ID, Playbook: t.Run.Playbook, StartedAt: t.Run.StartedAt, Status: string(t.Run.Status)}
+	}
+	for _, rec := range t.Steps {
+		st := &expr.StepState{Outputs: rec.Outputs, Status: string(rec.Status)}
+		if rec.Error != nil {
+			st.Error = &expr.ErrorInfo{Code: rec.Error.Code, Message: rec.Error.Message, Data: rec.Error.Data, Attempt: rec.Attempts}
+		}
+		s.Steps[rec.ID] = st
+	}
+	return s
 }
 
 // WriteCoverage prints the coverage of each playbook: a summary line, then

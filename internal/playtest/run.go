@@ -73,6 +73,8 @@ type Result struct {
 	Runs []RunTrace
 	// Dir is the case directory when Options.Keep is set.
 	Dir string
+	// Env is the run's environment (what `env` held), for coverage.
+	Env map[string]string
 }
 
 // Name is the case's full name: the test file's base name without
@@ -145,7 +147,7 @@ func RunCase(ctx context.Context, f *File, c *Case, o Options) *Result {
 		if ctx.Err() != nil {
 			res.Failures = append(res.Failures, Failure{Pos: c.Pos, Message: fmt.Sprintf("the case did not end within %s (a wait the world never satisfies, or an approval with no answer?)", o.Timeout)})
 		}
-		res.Runs = cr.traces(context.WithoutCancel(ctx))
+		res.Runs, res.Env = cr.traces(context.WithoutCancel(ctx)), cr.env
 		res.Failures = append(res.Failures, cr.problems...)
 		res.Failures = append(res.Failures, cr.check(res.Runs)...)
 	}
