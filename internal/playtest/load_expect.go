@@ -205,9 +205,7 @@ func (l *loader) callMatch(n *yaml.Node, path string, withCount bool) *CallMatch
 		m.Service = s
 	}
 	if v := o.Get("method"); v != nil {
-		if s, ok := l.str(v, path+".method"); ok {
-			m.Method = strings.ToUpper(s)
-		}
+		m.Method = l.method(v, path+".method")
 	}
 	if v := o.Get("path"); v != nil {
 		if s, ok := l.str(v, path+".path"); ok {
@@ -314,5 +312,18 @@ func (l *loader) strings(n *yaml.Node, path string) []*Check {
 	return out
 }
 
-// httpMethods are the methods a call selector may name.
+// httpMethods are the methods a call selector or a fault may name.
 var httpMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// method decodes an HTTP method (any case).
+func (l *loader) method(n *yaml.Node, path string) string {
+	s, ok := l.str(n, path)
+	if !ok {
+		return ""
+	}
+	m := strings.ToUpper(s)
+	if !contains(httpMethods, m) {
+		l.errf(n, path, "must be one of %s (got %q)", strings.Join(httpMethods, ", "), s)
+	}
+	return m
+}

@@ -361,9 +361,7 @@ func (l *loader) httpFault(n *yaml.Node, path string) *HTTPFault {
 		f.Service = s
 	}
 	if v := o.Get("method"); v != nil {
-		if s, ok := l.str(v, path+".method"); ok {
-			f.Method = strings.ToUpper(s)
-		}
+		f.Method = l.method(v, path+".method")
 	}
 	if v := o.Get("path"); v != nil {
 		f.Path, _ = l.str(v, path+".path")

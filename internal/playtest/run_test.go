@@ -164,3 +164,48 @@ cases:
 	}, failures(res[0]))
 	assert.Empty(t, res[0].Runs, "nothing ran")
 }
+
+const gatedBook = `version: 1
+name: gated
+steps:
+  - id: approve
+    uses: approval
+    with:
+      message: go?
+      fields:
+        ticket: {type: string, required: true}
+  - id: go
+    uses: log
+    with: {message: "going for ${{ steps.approve.outputs.fields.ticket }}"}
+`
+
+// A run parks on an approval; the case answers it, or leaves it waiting;
+// an answer the step refuses is the case's failure, at the answer.
+func TestApprovalsAreAnsweredOrLeftWaiting(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "gated.yaml"), []byte(gatedBook), 0o600))
+	p := filepath.Join(dir, "gated.test.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(`version: 1
+playbook: gated.yaml
+cases:
+  - name: answered
+    approvals: [{step: approve, by: alice, fields: {ticket: CHG-1}}]
+    expect:
+      status: succeeded
+      steps: {approve: {outputs: {by: alice}}, go: succeeded}
+  - name: unanswered
+    expect:
+      status: waiting
+      steps: {approve: waiting, go: not_run}
+  - name: answered without the ticket
+    approvals: [{step: approve, by: alice}]
+    expect: {status: waiting}
+`), 0o600))
+	res := runFile(t, p, "")
+	require.Len(t, res, 3)
+	assert.True(t, res[0].Passed, failures(res[0]))
+	assert.True(t, res[1].Passed, failures(res[1]))
+	got := failures(res[2])
+	require.Len(t, got, 1)
+	assert.Contains(t, got[0], "14:17: approvals: the answer was refused: answer to step approve of run ")
+}

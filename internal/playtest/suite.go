@@ -2,7 +2,6 @@ package playtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -136,6 +135,3 @@ func LoadAll(paths []string) (files []*File, invalid map[string]error) {
 	}
 	return files, invalid
 }
-
-// ErrNoTests is returned by callers that found no test file.
-var ErrNoTests = errors.New("no test files")
