@@ -8,14 +8,12 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 // SecretSource resolves secret names (environment, secrets file).
@@ -388,84 +386,6 @@ func (e *Engine) Cancel(runID string, cause error) bool {
 }
 
 var errCancelledByUser = errors.New("cancelled")
-
-// Approve records the answer to a waiting approval step. A run waiting
-// for it in this process (ApprovalWait) continues at once; elsewhere, at
-// its next poll (or, parked, when resumed).
-//
-// An approval (not a rejection) whose fields do not fit the step's typed
-// fields, or an answer by someone the step does not list as an approver,
-// is refused before anything is recorded: the run keeps waiting. The
-// refusal is Invalid (Unauthorized for the approver) and lists every
-// problem in its Data["problems"]. An answer needs a non-empty By.
-func (e *Engine) Approve(ctx context.Context, runID, step string, a state.Approval) error {
-	rec, err := e.o.Store.GetStep(ctx, runID, step)
-	if err != nil {
-		if errors.Is(err, state.ErrNotFound) {
-			return &fault.Error{Code: fault.NotFound, Message: fmt.Sprintf("run %s has no step %q waiting", runID, step)}
-		}
-		return err
-	}
-	if rec.Status != state.StepWaiting && rec.Status != state.StepRunning {
-		return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("step %s of run %s is %s, not waiting for approval", step, runID, rec.Status)}
-	}
-	if _, err := e.o.Store.GetApproval(ctx, runID, step); err == nil {
-		return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("step %s of run %s is already answered", step, runID)}
-	}
-	if err := checkAnswer(runID, step, rec.Approval, a); err != nil {
-		return err
-	}
-	a.RunID, a.Step = runID, step
-	if a.At.IsZero() {
-		a.At = e.o.Clock.Now()
-	}
-	a.Comment = e.o.Redactor.String(a.Comment)
-	if err := e.o.Store.PutApproval(ctx, a); err != nil {
-		return err
-	}
-	verdict := "approved"
-	if !a.Approved {
-		verdict = "rejected"
-	}
-	ev := state.Event{Time: a.At, Type: "approval.answered", Step: step, Message: verdict + " by " + a.By}
-	if err := e.o.Store.AppendEvents(ctx, runID, ev); err != nil {
-		return err
-	}
-	e.observe(runID, ev)
-	e.wake(runID)
-	return nil
-}
-
-// checkAnswer refuses an answer the waiting step would fail on. A step
-// that has not yet recorded its request (it is starting) is not checked
-// here; the step checks the answer itself.
-func checkAnswer(runID, step string, ask *state.ApprovalRequest, a state.Approval) error {
-	if strings.TrimSpace(a.By) == "" {
-		return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("an answer to step %s of run %s must say who gives it (by)", step, runID)}
-	}
-	if ask == nil {
-		return nil
-	}
-	if len(ask.Approvers) > 0 && !slices.Contains(ask.Approvers, a.By) {
-		return &fault.Error{Code: fault.Unauthorized, Message: fmt.Sprintf(
-			"step %s of run %s may be answered only by %s, not %q; the run keeps waiting", step, runID, strings.Join(ask.Approvers, ", "), a.By)}
-	}
-	if !a.Approved {
-		return nil // a rejection carries no fields to check
-	}
-	decl := make(map[string]steps.Field, len(ask.Fields))
-	for name, f := range ask.Fields {
-		decl[name] = steps.Field{Type: f.Type, Required: f.Required}
-	}
-	_, problems := steps.CheckAnswer(decl, a.Fields)
-	if len(problems) == 0 {
-		return nil
-	}
-	return &fault.Error{Code: fault.Invalid,
-		Message: fmt.Sprintf("answer to step %s of run %s refused, the run keeps waiting", step, runID),
-		Err:     errors.New(strings.Join(problems, "; ")),
-		Data:    map[string]any{"problems": problems}}
-}
 
 // ReleaseStaleLocks releases concurrency locks held by runs that are not
 // executing in this process. Call it when this process is the only writer

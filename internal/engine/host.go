@@ -69,10 +69,10 @@ func (h *host) AwaitApproval(ctx context.Context, req steps.ApprovalRequest) (st
 	sr := h.sr
 	rs := sr.rs
 	a, err := rs.e.o.Store.GetApproval(ctx, rs.run.ID, sr.rec.ID)
-	if err == nil {
-		return steps.ApprovalResponse{Approved: a.Approved, By: a.By, Comment: a.Comment, Fields: a.Fields, At: a.At}, nil
+	if err == nil && !a.Pending {
+		return answered(a), nil
 	}
-	if !errors.Is(err, state.ErrNotFound) {
+	if err != nil && !errors.Is(err, state.ErrNotFound) {
 		return steps.ApprovalResponse{}, fmt.Errorf("read approval: %w", err)
 	}
 	if !req.Deadline.IsZero() && !rs.e.o.Clock.Now().Before(req.Deadline) {
@@ -103,7 +103,7 @@ func (h *host) AwaitApproval(ctx context.Context, req steps.ApprovalRequest) (st
 // askedApproval is what the step record keeps of an approval request:
 // enough to check an answer before it is recorded, no default values.
 func askedApproval(req steps.ApprovalRequest) *state.ApprovalRequest {
-	ask := &state.ApprovalRequest{Approvers: req.Approvers, Deadline: req.Deadline}
+	ask := &state.ApprovalRequest{Approvers: req.Approvers, Deadline: req.Deadline, Required: req.Required, AllowSelfApproval: req.AllowSelfApproval}
 	if len(req.Fields) > 0 {
 		ask.Fields = make(map[string]state.ApprovalField, len(req.Fields))
 		for name, f := range req.Fields {

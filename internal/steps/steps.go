@@ -177,6 +177,10 @@ type ApprovalRequest struct {
 	Approvers []string         `json:"approvers,omitempty"`
 	Fields    map[string]Field `json:"fields,omitempty"`
 	Deadline  time.Time        `json:"deadline,omitzero"`
+	// Required is how many distinct approvers must approve (0: 1);
+	// AllowSelfApproval lets whoever started the run approve it.
+	Required          int  `json:"required,omitempty"`
+	AllowSelfApproval bool `json:"allow_self_approval,omitempty"`
 }
 
 // Field is a typed response field of an approval.
@@ -193,6 +197,10 @@ type ApprovalResponse struct {
 	Comment  string         `json:"comment,omitempty"`
 	Fields   map[string]any `json:"fields,omitempty"`
 	At       time.Time      `json:"at"`
+	// Roles are the (last) answerer's roles; Approvers lists everyone
+	// who approved, in order.
+	Roles     []string `json:"roles,omitempty"`
+	Approvers []string `json:"approvers,omitempty"`
 }
 
 var (

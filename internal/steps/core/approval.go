@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/runbook/runbook/internal/auth"
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
@@ -22,7 +24,9 @@ type approvalField struct {
 
 type approvalParams struct {
 	Message   string                   `json:"message" required:"true" desc:"what the approver is asked"`
-	Approvers []string                 `json:"approvers" desc:"who may answer (default: anyone allowed to answer runs)"`
+	Approvers []string                 `json:"approvers" desc:"who may answer: user names or roles (role:NAME or user:NAME to be explicit); default: anyone allowed to answer runs"`
+	Required  int                      `json:"required" min:"1" max:"10" default:"1" desc:"how many distinct approvers must approve; a rejection by any of them rejects"`
+	AllowSelf bool                     `json:"allow_self_approval" desc:"whoever started the run (for a triggered run: the webhook or schedule) may approve it"`
 	Timeout   steps.Duration           `json:"timeout" max:"8760h" desc:"answer by on_timeout when unanswered this long (default: wait forever); the deadline is fixed when the step first waits and survives a restart"`
 	OnTimeout string                   `json:"on_timeout" enum:"reject,approve" default:"reject" desc:"what the timeout answers: reject fails the step with code timeout; approve approves it by \"timeout\" with the fields' defaults"`
 	Fields    map[string]approvalField `json:"fields" desc:"typed values the approver fills in"`
@@ -49,7 +53,8 @@ func init() {
 		},
 		Outputs: []steps.Output{
 			{Name: "approved", Type: "boolean", Description: "always true (a rejection fails the step)"},
-			{Name: "by", Type: "string", Description: "who answered (\"timeout\" when approved by on_timeout)"},
+			{Name: "by", Type: "string", Description: "who answered (\"timeout\" when approved by on_timeout); with required > 1, the last approver"},
+			{Name: "approvers", Type: "list", Description: "everyone who approved, in order"},
 			{Name: "comment", Type: "string", Description: "the approver's comment"},
 			{Name: "fields", Type: "map", Description: "the typed answers, defaults applied"},
 			{Name: "answered_at", Type: "string", Description: "when it was answered (RFC 3339)"},
@@ -102,7 +107,7 @@ func runApproval(ctx context.Context, c *steps.Call, p *approvalParams) (steps.O
 			}
 		}
 	}
-	req := steps.ApprovalRequest{Message: p.Message, Approvers: p.Approvers, Deadline: cp.Deadline}
+	req := steps.ApprovalRequest{Message: p.Message, Approvers: p.Approvers, Deadline: cp.Deadline, Required: p.Required, AllowSelfApproval: p.AllowSelf}
 	if len(p.Fields) > 0 {
 		req.Fields = make(map[string]steps.Field, len(p.Fields))
 		for name, f := range p.Fields {
@@ -125,15 +130,20 @@ func runApproval(ctx context.Context, c *steps.Call, p *approvalParams) (steps.O
 		return steps.Outputs{
 			"approved":    true,
 			"by":          "timeout",
+			"approvers":   []string{},
 			"comment":     "approved on timeout (on_timeout: approve)",
 			"fields":      fields,
 			"answered_at": cp.Deadline.UTC().Format(time.RFC3339),
 			"timed_out":   true,
 		}, nil
 	}
-	if len(p.Approvers) > 0 && !contains(p.Approvers, resp.By) {
+	if len(p.Approvers) > 0 && !slices.ContainsFunc(p.Approvers, func(e string) bool { return auth.MatchesApprover(e, resp.By, resp.Roles) }) {
 		return nil, &fault.Error{Code: fault.Unauthorized,
 			Message: fmt.Sprintf("answered by %q, who is not one of the approvers (%s)", resp.By, strings.Join(p.Approvers, ", "))}
+	}
+	if resp.Approved && len(resp.Approvers) > 0 && len(resp.Approvers) < max(p.Required, 1) {
+		return nil, &fault.Error{Code: fault.Unauthorized,
+			Message: fmt.Sprintf("approved by %s only: %d distinct approvers are required", strings.Join(resp.Approvers, ", "), p.Required)}
 	}
 	if !resp.Approved {
 		msg := "rejected by " + orUnknown(resp.By)
@@ -150,9 +160,13 @@ func runApproval(ctx context.Context, c *steps.Call, p *approvalParams) (steps.O
 	if at.IsZero() {
 		at = c.Now()
 	}
+	if resp.Approvers == nil {
+		resp.Approvers = []string{resp.By}
+	}
 	return steps.Outputs{
 		"approved":    true,
 		"by":          resp.By,
+		"approvers":   resp.Approvers,
 		"comment":     resp.Comment,
 		"fields":      fields,
 		"answered_at": at.UTC().Format(time.RFC3339),

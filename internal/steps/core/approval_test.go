@@ -31,7 +31,7 @@ func TestApproval(t *testing.T) {
 		out, err := d.Run(context.Background(), c)
 		require.NoError(t, err)
 		assert.Equal(t, steps.Outputs{
-			"approved": true, "by": "kim", "comment": "go", "answered_at": "2026-03-04T05:06:07Z",
+			"approved": true, "by": "kim", "approvers": []string{"kim"}, "comment": "go", "answered_at": "2026-03-04T05:06:07Z",
 			"fields": map[string]any{"replicas": int64(3), "note": "none", "force": true}, "timed_out": false,
 		}, out)
 		reqs := stepstest.HostOf(c).ApprovalRequests()
