@@ -216,6 +216,7 @@ type Store interface {
 	CreateRun(ctx context.Context, r *Run, events ...Event) error // ErrExists if taken
 	SaveRun(ctx context.Context, r *Run, events ...Event) error
 	GetRun(ctx context.Context, id string) (*Run, error) // ErrNotFound
+	DeleteRun(ctx context.Context, id string) error      // a finished run and all it holds; ErrNotFound, ErrNotFinished
 	// ListRuns returns runs newest first.
 	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
 

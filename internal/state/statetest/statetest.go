@@ -41,6 +41,7 @@ func run(t *testing.T, open opener) {
 		fn   func(t *testing.T, open opener)
 	}{
 		{"runs", testRuns},
+		{"deleting runs", testDeleteRuns},
 		{"listing runs", testListRuns},
 		{"steps", testSteps},
 		{"events", testEvents},
