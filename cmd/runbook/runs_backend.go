@@ -192,7 +192,11 @@ func (o *runsOpener) api(base string) (*apiBackend, error) {
 	if err != nil {
 		return nil, err
 	}
-	token, ok := src.Lookup(apiTokenSecret)
+	// The caller's own token first; else the server's (admin) token.
+	token, ok := os.Getenv("RUNBOOK_TOKEN"), os.Getenv("RUNBOOK_TOKEN") != ""
+	if !ok {
+		token, ok = src.Lookup(apiTokenSecret)
+	}
 	if !ok {
 		return nil, &exitError{code: 1, err: fmt.Errorf("runbook serve at %s holds the runs, and its API needs a token: the secret %s is not set", base, apiTokenSecret),
 			hint: "export " + apiTokenSecret + "=TOKEN (or RUNBOOK_SECRET_" + apiTokenSecret + ", or put it in the secrets file)"}

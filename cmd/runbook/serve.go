@@ -76,11 +76,16 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 	eo.Connection = conns.resolve
 	eo.Sim = f.sims.recorded()
 	eo.Logger = logger
+	authOptions, err := serverAuth(cfg)
+	if err != nil {
+		return err
+	}
 	srv, err := a.newServer(server.Options{
 		Engine: eo, Playbooks: cfg.Playbooks, Listen: cfg.Server.Listen, Token: sec.token,
 		Routes: sec.routes, MaxBody: cfg.Server.MaxBody, DedupTTL: cfg.Webhooks.DedupTTL,
 		Schedules: cfg.Schedules, Reload: cfg.Server.Reload, ReloadInterval: cfg.Server.ReloadInterval,
 		ShutdownGrace: cfg.Server.ShutdownGrace, StateFile: stateFile(statePath), Logger: logger,
+		Auth: authOptions,
 	})
 	if err != nil {
 		return err

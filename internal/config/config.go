@@ -56,6 +56,7 @@ type Config struct {
 	// value may be exactly `${{ secrets.NAME }}` (see ResolveConnections).
 	Connections map[string]map[string]any
 	Schedules   bool // fire schedule triggers
+	Auth        Auth // users, OIDC, audit retention (auth.go)
 }
 
 // Server holds the settings of `runbook serve`'s HTTP server.

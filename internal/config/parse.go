@@ -16,7 +16,7 @@ import (
 )
 
 var (
-	topKeys     = []string{"playbooks", "state", "secrets_file", "server", "webhooks", "connections", "schedules"}
+	topKeys     = []string{"playbooks", "state", "secrets_file", "server", "webhooks", "connections", "schedules", "auth"}
 	serverKeys  = []string{"listen", "token_secret", "shutdown_grace", "max_body", "reload", "reload_interval"}
 	webhookKeys = []string{"dedup_ttl", "routes"}
 	routeKeys   = []string{"verify", "secret", "secrets"}
@@ -76,6 +76,9 @@ func (l *loader) parse(c *Config) {
 		if b, ok := l.boolean(n, "schedules"); ok {
 			c.Schedules = b
 		}
+	}
+	if n := o.Get("auth"); n != nil {
+		l.auth(&c.Auth, n)
 	}
 }
 
