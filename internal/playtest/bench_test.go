@@ -27,7 +27,7 @@ func BenchmarkCaseOverhead(b *testing.B) {
 	}
 }
 
-// BenchmarkShippedSuite runs every case of playbooks/*.test.yaml, in
+// BenchmarkShippedSuite runs every case of playbooks/tests/*.test.yaml, in
 // parallel as `runbook test playbooks/` does (-p default), once per
 // iteration: the figure the issue bounds (10 s on 2 cores).
 func BenchmarkShippedSuite(b *testing.B) {
@@ -35,7 +35,7 @@ func BenchmarkShippedSuite(b *testing.B) {
 	// XDG_STATE_HOME (as under runbook test): a fresh one per iteration.
 	b.Setenv("HOME", b.TempDir())
 	b.Setenv("XDG_STATE_HOME", b.TempDir())
-	paths, err := filepath.Glob("../../playbooks/*" + Suffix)
+	paths, err := filepath.Glob("../../playbooks/tests/*" + Suffix)
 	if err != nil || len(paths) == 0 {
 		b.Fatal("no shipped test files", err)
 	}

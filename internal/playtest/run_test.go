@@ -120,9 +120,10 @@ func TestTheShippedTestsCatchAWrongPlaybook(t *testing.T) {
 			require.Contains(t, string(src), tc.from, "the mutation applies")
 			changed := strings.Replace(string(src), tc.from, tc.to, 1)
 			require.NoError(t, os.WriteFile(filepath.Join(dir, tc.playbook), []byte(changed), 0o600))
-			test, err := os.ReadFile(filepath.Join("../../playbooks", tc.test))
+			test, err := os.ReadFile(filepath.Join("../../playbooks/tests", tc.test))
 			require.NoError(t, err)
-			p := filepath.Join(dir, tc.test)
+			require.NoError(t, os.Mkdir(filepath.Join(dir, "tests"), 0o700))
+			p := filepath.Join(dir, "tests", tc.test)
 			require.NoError(t, os.WriteFile(p, test, 0o600))
 
 			res := runFile(t, p, tc.filter)

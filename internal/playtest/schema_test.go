@@ -57,7 +57,7 @@ func validateSchema(t *testing.T, src []byte) error {
 
 // Every shipped test file is valid for editors too.
 func TestShippedTestFilesMatchTheSchema(t *testing.T) {
-	files, err := filepath.Glob("../../playbooks/*" + Suffix)
+	files, err := filepath.Glob("../../playbooks/tests/*" + Suffix)
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(files), 4)
 	for _, f := range files {
