@@ -44,6 +44,16 @@ func (l *loader) inputs(pb *Playbook, o *yamlnode.Object) map[string]string {
 	return types
 }
 
+// inputSecret reads an input's secret key. Masking works on text: a
+// secret number or list would be stored and shown as it is, so only a
+// string input may be secret.
+func (l *loader) inputSecret(in *Input, v *yaml.Node, path string) {
+	in.Secret, _ = l.boolean(v, path)
+	if in.Secret && in.Type != "" && in.Type != "string" {
+		l.errf(v, path, "secret applies to string inputs, not %s (a secret is masked as text)", in.Type)
+	}
+}
+
 func (l *loader) input(in *Input, n *yaml.Node, path string) {
 	o := yamlnode.Strict(l.errf, n, path, inputKeys...)
 	if o == nil {
@@ -58,12 +68,7 @@ func (l *loader) input(in *Input, n *yaml.Node, path string) {
 		in.Required, _ = l.boolean(v, yamlnode.JoinPath(path, "required"))
 	}
 	if v := o.Get("secret"); v != nil {
-		in.Secret, _ = l.boolean(v, yamlnode.JoinPath(path, "secret"))
-		// Masking works on text: a secret number or list would be stored
-		// and shown as it is.
-		if in.Secret && in.Type != "" && in.Type != "string" {
-			l.errf(v, yamlnode.JoinPath(path, "secret"), "secret applies to string inputs, not %s (a secret is masked as text)", in.Type)
-		}
+		l.inputSecret(in, v, yamlnode.JoinPath(path, "secret"))
 	}
 	if v := o.Get("description"); v != nil {
 		in.Description, _ = l.str(v, yamlnode.JoinPath(path, "description"))
