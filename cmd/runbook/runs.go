@@ -11,7 +11,7 @@ import (
 
 var runsVerb = &verb{
 	name:    "runs",
-	summary: "list, inspect, approve, cancel and retry runs",
+	summary: "list, inspect, approve, cancel, retry and prune runs",
 	run:     cmdRuns,
 }
 
@@ -28,6 +28,7 @@ func runsSubVerbs() []subVerb {
 		{"approve", "answer a waiting approval and continue the run", cmdRunsApprove},
 		{"cancel", "cancel an unfinished run", cmdRunsCancel},
 		{"retry", "run a failed or cancelled run again from a step", cmdRunsRetry},
+		{"prune", "delete finished runs older than an age", cmdRunsPrune},
 	}
 }
 

@@ -72,6 +72,7 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 	conns.defaults = sec.connections
 
 	logger := a.serveLogger(f.verbose)
+	defer startRetention(ctx, store, cfg.Retention, logger)()
 	eo := a.engineOptions(store, src)
 	eo.Connection = conns.resolve
 	eo.Sim = f.sims.recorded()

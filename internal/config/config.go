@@ -55,8 +55,9 @@ type Config struct {
 	// Connections holds default settings per connection name; a string
 	// value may be exactly `${{ secrets.NAME }}` (see ResolveConnections).
 	Connections map[string]map[string]any
-	Schedules   bool // fire schedule triggers
-	Auth        Auth // users, OIDC, audit retention (auth.go)
+	Schedules   bool      // fire schedule triggers
+	Retention   Retention // runs serve deletes daily (retention.go)
+	Auth        Auth      // users, OIDC, audit retention (auth.go)
 }
 
 // Server holds the settings of `runbook serve`'s HTTP server.

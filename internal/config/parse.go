@@ -16,7 +16,7 @@ import (
 )
 
 var (
-	topKeys     = []string{"playbooks", "state", "secrets_file", "server", "webhooks", "connections", "schedules", "auth"}
+	topKeys     = []string{"playbooks", "state", "secrets_file", "server", "webhooks", "connections", "schedules", "retention", "auth"}
 	serverKeys  = []string{"listen", "token_secret", "shutdown_grace", "max_body", "reload", "reload_interval"}
 	webhookKeys = []string{"dedup_ttl", "routes"}
 	routeKeys   = []string{"verify", "secret", "secrets"}
@@ -71,6 +71,9 @@ func (l *loader) parse(c *Config) {
 	}
 	if n := o.Get("connections"); n != nil {
 		l.connections(c, n)
+	}
+	if n := o.Get("retention"); n != nil {
+		l.retention(&c.Retention, n)
 	}
 	if n := o.Get("schedules"); n != nil {
 		if b, ok := l.boolean(n, "schedules"); ok {
