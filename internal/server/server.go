@@ -176,7 +176,7 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s.intake = intake
-	s.handler = s.routes()
+	s.handler = s.withUI(s.routes())
 	return s, nil
 }
 

@@ -1,0 +1,201 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/runbook/runbook/internal/api"
+	"github.com/runbook/runbook/internal/fault"
+)
+
+// deliveryCapacity is how many webhook deliveries the server keeps for
+// GET /api/v1/deliveries.
+const deliveryCapacity = 1000
+
+// deliveryHead is how much of a delivery's body is kept to read its
+// hooksId, event and hooks from; an answer's body is kept up to the same.
+const deliveryHead = 64 << 10
+
+// deliveryLog keeps the latest webhook deliveries this process answered,
+// in memory: what was received, what became of it and the runs it
+// started. The runs themselves, and the deduplication, are in the store;
+// this is the log the UI shows beside them, and it starts empty at each
+// start of the server.
+type deliveryLog struct {
+	mu    sync.Mutex
+	since time.Time
+	ring  []api.Delivery
+	next  int // index of the next write in ring
+	full  bool
+}
+
+func newDeliveryLog() *deliveryLog {
+	return &deliveryLog{since: time.Now(), ring: make([]api.Delivery, deliveryCapacity)}
+}
+
+func (l *deliveryLog) add(d api.Delivery) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ring[l.next] = d
+	l.next = (l.next + 1) % len(l.ring)
+	l.full = l.full || l.next == 0
+}
+
+// list returns the deliveries newest first that keep accepts, at most limit.
+func (l *deliveryLog) list(limit int, keep func(*api.Delivery) bool) []api.Delivery {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.next
+	if l.full {
+		n = len(l.ring)
+	}
+	out := []api.Delivery{}
+	for i := 1; i <= n && len(out) < limit; i++ {
+		d := &l.ring[(l.next-i+len(l.ring))%len(l.ring)]
+		if keep(d) {
+			out = append(out, *d)
+		}
+	}
+	return out
+}
+
+// hookBodyHead keeps the first bytes read through it.
+type hookBodyHead struct {
+	io.ReadCloser
+	head []byte
+}
+
+func (h *hookBodyHead) Read(p []byte) (int, error) {
+	n, err := h.ReadCloser.Read(p)
+	if room := deliveryHead - len(h.head); room > 0 && n > 0 {
+		h.head = append(h.head, p[:min(n, room)]...)
+	}
+	return n, err
+}
+
+// hookAnswer keeps the status and the first bytes of an answer.
+type hookAnswer struct {
+	http.ResponseWriter
+	status int
+	body   []byte
+}
+
+func (a *hookAnswer) WriteHeader(code int) {
+	a.status = code
+	a.ResponseWriter.WriteHeader(code)
+}
+
+func (a *hookAnswer) Write(b []byte) (int, error) {
+	if room := deliveryHead - len(a.body); room > 0 {
+		a.body = append(a.body, b[:min(len(b), room)]...)
+	}
+	return a.ResponseWriter.Write(b)
+}
+
+// recordDeliveries logs every webhook request that next answers.
+func (m *uiMount) recordDeliveries(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		body := &hookBodyHead{ReadCloser: r.Body}
+		r.Body = body
+		rec := &hookAnswer{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		d := api.Delivery{At: start, Route: strings.TrimPrefix(r.URL.Path, "/hooks/"), Status: rec.status,
+			DurationMS: float64(time.Since(start).Microseconds()) / 1000}
+		var answer struct {
+			Status string   `json:"status"`
+			Runs   []string `json:"runs"`
+			Error  string   `json:"error"`
+			Code   string   `json:"code"`
+		}
+		_ = json.Unmarshal(rec.body, &answer)
+		d.Runs, d.Error, d.Code = answer.Runs, answer.Error, answer.Code
+		switch {
+		case rec.status == http.StatusOK && answer.Status == "duplicate":
+			d.Outcome = "duplicate"
+		case rec.status == http.StatusOK:
+			d.Outcome = "accepted"
+		default:
+			d.Outcome = "refused"
+		}
+		d.ID, d.Event, d.Hooks = envelopeOf(body.head)
+		if id := r.Header.Get("webhook-id"); id != "" {
+			d.ID = id
+		}
+		m.deliveries.add(d)
+	})
+}
+
+// envelopeOf reads hooksId, event (or a Standard Webhooks body's type)
+// and the number of hooks from the start of a delivery's body, as far as
+// it goes.
+func envelopeOf(head []byte) (id, event string, hooks int) {
+	dec := json.NewDecoder(bytes.NewReader(head))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", "", 0
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return id, event, hooks
+		}
+		key, _ := t.(string)
+		switch key {
+		case "hooksId", "event", "type":
+			var v any
+			if dec.Decode(&v) != nil {
+				return id, event, hooks
+			}
+			if str, ok := v.(string); ok {
+				if key == "hooksId" {
+					id = str
+				} else if event == "" || key == "event" {
+					event = str
+				}
+			}
+		case "hooks":
+			var list []json.RawMessage
+			if dec.Decode(&list) != nil {
+				return id, event, hooks
+			}
+			hooks = len(list)
+		default:
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return id, event, hooks
+			}
+		}
+	}
+	return id, event, hooks
+}
+
+// listDeliveries answers GET /api/v1/deliveries?route=&outcome=&limit=.
+func (m *uiMount) listDeliveries(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := 200
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > deliveryCapacity {
+			writeError(w, http.StatusBadRequest, fault.Invalid, "limit must be an integer in 1..1000")
+			return
+		}
+		limit = n
+	}
+	route, outcome := q.Get("route"), q.Get("outcome")
+	switch outcome {
+	case "", "accepted", "duplicate", "refused":
+	default:
+		writeError(w, http.StatusBadRequest, fault.Invalid, "outcome must be accepted, duplicate or refused")
+		return
+	}
+	list := m.deliveries.list(limit, func(d *api.Delivery) bool {
+		return (route == "" || d.Route == route) && (outcome == "" || d.Outcome == outcome)
+	})
+	writeJSON(w, http.StatusOK, api.DeliveryList{Deliveries: list, Since: m.deliveries.since.UTC(), Capacity: deliveryCapacity})
+}

@@ -1,0 +1,98 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/runbook/runbook/internal/auth"
+	"github.com/runbook/runbook/internal/ui"
+)
+
+// uiMount is what the web UI adds to the server: the API endpoints it
+// reads (documented in docs/api.md with the rest), the log of webhook
+// deliveries, and the UI itself at /.
+type uiMount struct {
+	s          *Server
+	deliveries *deliveryLog
+}
+
+// withUI mounts the web UI over core (the API, webhooks, /healthz and
+// /metrics): the UI answers every path core does not own, and calls the
+// API in process.
+func (s *Server) withUI(core http.Handler) http.Handler {
+	m := &uiMount{s: s, deliveries: newDeliveryLog()}
+	routes := map[string]http.HandlerFunc{
+		"GET /api/v1/runs/page":                   s.pageRuns,
+		"GET /api/v1/runs/{id}/definition":        s.runDefinition,
+		"GET /api/v1/playbooks/{name}/definition": s.playbookDefinition,
+		"GET /api/v1/deliveries":                  m.listDeliveries,
+		"GET /api/v1/schedules":                   s.listSchedules,
+	}
+	// The routes go through the API's authentication as one mux, so that
+	// it sees each request's pattern as it does the others'.
+	own := http.NewServeMux()
+	for pattern, h := range routes {
+		own.HandleFunc(pattern, h)
+	}
+	authed := s.authenticate(own)
+	apiMux := http.NewServeMux()
+	for pattern := range routes {
+		apiMux.Handle(pattern, authed)
+	}
+	apiMux.Handle("/hooks/", m.recordDeliveries(core))
+	apiMux.Handle("/", core)
+
+	web, err := ui.New(ui.Options{API: apiMux, Identify: s.identify, Logger: s.log})
+	if err != nil {
+		// The UI's templates and assets are embedded: only a broken build
+		// fails here, and its tests fail first.
+		panic(err)
+	}
+	root := http.NewServeMux()
+	for _, p := range []string{"/api/", "/hooks/", "/healthz", "/metrics"} {
+		root.Handle(p, apiMux)
+	}
+	root.Handle("/", web)
+	return root
+}
+
+// identify is who an API token belongs to, for the UI's sign-in: the
+// API's own authentication, with the identity's roles as the actions the
+// UI may offer. The server token names no one (its holder says who they
+// are at sign-in, as `by` with the API).
+func (s *Server) identify(ctx context.Context, token string) (ui.Identity, error) {
+	if !s.apiEnabled(ctx) {
+		return ui.Identity{}, errors.New("the API is disabled: the server has no API token and no users (set the secret named by server.token_secret, RUNBOOK_API_TOKEN by default, or configure auth.users), so nobody can sign in")
+	}
+	id, err := s.authn.Authenticate(ctx, token)
+	if errors.Is(err, auth.ErrInvalidToken) {
+		return ui.Identity{}, ui.ErrBadToken
+	}
+	if err != nil {
+		s.log.Error("ui sign-in: the token cannot be checked", "err", err)
+		return ui.Identity{}, errors.New("the token cannot be checked now; try again")
+	}
+	return uiIdentity(id), nil
+}
+
+// uiIdentity is an identity as the UI sees it: each grant's role becomes
+// the actions of the UI it permits, on the grant's playbooks.
+func uiIdentity(id *auth.Identity) ui.Identity {
+	out := ui.Identity{}
+	if id.Kind != auth.KindServer {
+		out.Name = id.Name
+	}
+	for _, g := range id.Grants {
+		var acts []ui.Action
+		for _, p := range auth.RolePermissions[g.Role] {
+			for _, a := range ui.Actions {
+				if string(a) == string(p) {
+					acts = append(acts, a)
+				}
+			}
+		}
+		out.Perms.Grants = append(out.Perms.Grants, ui.Grant{Actions: acts, Playbooks: g.Playbooks})
+	}
+	return out
+}

@@ -1,0 +1,95 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"path"
+	"slices"
+)
+
+// Action is something a user may be allowed to do. Reading is allowed to
+// everyone signed in; every action below changes something. The names are
+// the API's permissions.
+type Action string
+
+// The actions the UI offers.
+const (
+	StartRun   Action = "runs.start"
+	CancelRun  Action = "runs.cancel"
+	RetryRun   Action = "runs.retry"
+	ResumeRun  Action = "runs.resume"
+	ApproveRun Action = "runs.approve"
+	Reload     Action = "server.reload"
+)
+
+// Actions lists every Action.
+var Actions = []Action{StartRun, CancelRun, RetryRun, ResumeRun, ApproveRun, Reload}
+
+// Grant allows some actions, on the playbooks whose names match one of
+// Playbooks (path.Match patterns), or on every playbook and on actions
+// about none (a reload) when Playbooks is empty.
+type Grant struct {
+	Actions   []Action
+	Playbooks []string
+}
+
+func (g Grant) covers(pb string) bool {
+	if len(g.Playbooks) == 0 {
+		return true
+	}
+	for _, p := range g.Playbooks {
+		if ok, _ := path.Match(p, pb); ok && pb != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Permissions is what an identity may do: the union of its grants. The
+// zero value may only read.
+type Permissions struct {
+	Grants []Grant
+}
+
+// AllPermissions may do everything.
+func AllPermissions() Permissions {
+	return Permissions{Grants: []Grant{{Actions: slices.Clone(Actions)}}}
+}
+
+// Allows reports whether the permissions allow a on playbook pb ("" for
+// an action on no playbook, such as a reload).
+func (p Permissions) Allows(a Action, pb string) bool {
+	for _, g := range p.Grants {
+		if slices.Contains(g.Actions, a) && g.covers(pb) {
+			return true
+		}
+	}
+	return false
+}
+
+// AllowsAny reports whether a is allowed on some playbook.
+func (p Permissions) AllowsAny(a Action) bool {
+	for _, g := range p.Grants {
+		if slices.Contains(g.Actions, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// Identity is who a token belongs to.
+type Identity struct {
+	// Name is who the token names; empty when it names no one: the name
+	// given at login is then recorded as who answers and cancels, as `by`
+	// is with the API.
+	Name  string
+	Perms Permissions
+}
+
+// IdentifyFunc returns the identity of an API token. It returns
+// ErrBadToken for a token the API would refuse, and another error when
+// no token can be checked (the API is disabled).
+type IdentifyFunc func(ctx context.Context, token string) (Identity, error)
+
+// ErrBadToken: the token is not one the API accepts.
+var ErrBadToken = errors.New("this token is not valid for this server")

@@ -1,0 +1,513 @@
+package ui_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The browser test drives Debian's chromium against a real `runbook serve
+// --sim`: it signs in, starts a playbook from its form, watches the
+// timeline and the output fill in live, answers an approval (wrongly
+// first), retries from a step, cancels a run, and saves a screenshot of
+// every page in its artifact directory (go test -artifacts), and in
+// $RUNBOOK_UI_SCREENSHOTS when set (docs/ui/ is made that way).
+
+const browserDemo = `version: 1
+name: ui-demo
+description: Create a cluster on the simulator, ask for approval, then a step that fails until ok.flag exists.
+inputs:
+  cluster: {type: string, required: true, pattern: '^[a-z][a-z0-9-]{2,30}$', description: cluster name}
+  nodes: {type: integer, default: 2, min: 1, max: 10, description: worker nodes}
+steps:
+  - id: hello
+    uses: log
+    with: {message: "creating ${{ inputs.cluster }} with ${{ inputs.nodes }} nodes"}
+  - id: create
+    uses: nks.cluster.create
+    with:
+      name: ${{ inputs.cluster }}
+      keypair: demo-key
+      node_count: ${{ inputs.nodes }}
+      flavor_id: 1c5b8e4b-4a57-4d51-9c6f-2b9b3f6a7a01
+      fixed_network: a1b2c3d4-0000-4000-8000-000000000001
+      fixed_subnet: a1b2c3d4-0000-4000-8000-000000000002
+      labels:
+        kube_tag: v1.29.3
+        availability_zone: kr-pub-a
+        node_image: 6f6b9a7e-2a3c-4d8b-9c41-0e5b1f0f6a11
+        boot_volume_type: General SSD
+        boot_volume_size: 50
+      wait: true
+      wait_timeout: 30m
+  - id: settle
+    uses: sleep
+    with: {duration: 700ms}
+  - id: approve
+    uses: approval
+    with:
+      message: "Upgrade ${{ inputs.cluster }} now?"
+      fields:
+        ticket: {type: string, required: true}
+        window: {type: integer, required: true}
+  - id: flaky
+    uses: shell
+    with: {command: 'test -f ok.flag && echo "flag found, going on"'}
+  - id: report
+    uses: log
+    with: {message: "cluster ${{ steps.create.outputs.uuid }} ready"}
+`
+
+const browserSlow = `version: 1
+name: ui-slow
+description: Sleeps for an hour (to be cancelled).
+triggers:
+  - schedule: {cron: "0 3 * * *", timezone: Asia/Seoul, overlap: skip}
+steps:
+  - id: nap
+    uses: sleep
+    with: {duration: 1h}
+`
+
+const browserHook = `version: 1
+name: ui-unsubscribe
+description: One run per UNSUBSCRIBE hook.
+triggers:
+  - webhook: {route: sms, event: UNSUBSCRIBE, each: hook}
+steps:
+  - id: note
+    uses: log
+    with: {message: "unsubscribe ${{ trigger.hook.recipientNo }}"}
+`
+
+// chromium finds the browser, or skips (fails under
+// RUNBOOK_REQUIRE_BROWSER=1 or CI=true).
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("RUNBOOK_REQUIRE_BROWSER") == "1" || os.Getenv("CI") == "true" {
+		t.Fatal("chromium is not installed; the browser tests need it (apt-get install chromium)")
+	}
+	t.Skip("chromium is not installed: the browser tests are skipped (RUNBOOK_REQUIRE_BROWSER=1 makes this a failure)")
+	return ""
+}
+
+// serveProc is a `runbook serve --sim` process.
+type serveProc struct {
+	url, dir string
+}
+
+// startServe builds runbook and serves the browser playbooks on the
+// embedded simulators, until the test ends.
+func startServe(t *testing.T) *serveProc {
+	t.Helper()
+	work := t.TempDir()
+	bin := filepath.Join(work, "runbook")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/runbook")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	pbs := filepath.Join(work, "playbooks")
+	require.NoError(t, os.Mkdir(pbs, 0o700))
+	for name, src := range map[string]string{"ui-demo.yaml": browserDemo, "ui-slow.yaml": browserSlow, "ui-unsubscribe.yaml": browserHook} {
+		require.NoError(t, os.WriteFile(filepath.Join(pbs, name), []byte(src), 0o600))
+	}
+	cfg := filepath.Join(work, "runbook.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(`playbooks: playbooks
+server:
+  listen: 127.0.0.1:0
+  reload: false
+webhooks:
+  routes:
+    sms: {secret: SMS_WEBHOOK_SECRET}
+`), 0o600))
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "serve", "--sim", "--sim-speed", "3000", "--config", cfg, "--state", filepath.Join(work, "state.db"))
+	cmd.Env = append(os.Environ(), "RUNBOOK_API_TOKEN="+token, "SMS_WEBHOOK_SECRET=s3cret", "XDG_STATE_HOME="+work)
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+	})
+	addr := make(chan string, 1)
+	go func() {
+		re := regexp.MustCompile(`listening on (http://[^;\s]+)`)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case u := <-addr:
+		return &serveProc{url: u, dir: pbs}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("runbook serve did not start: %s", stderr.String())
+	}
+	return nil
+}
+
+// browser is one tab of chromium and where its screenshots go.
+type browser struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+	dirs []string
+
+	watch            *commitWatch
+	shown, refreshed []int64 // latencies measured so far, ms
+}
+
+func newBrowser(t *testing.T, base string) *browser {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.WindowSize(1280, 900),
+		chromedp.Flag("disable-gpu", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancel()
+		cancelAlloc()
+	})
+	dirs := []string{t.ArtifactDir()}
+	if d := os.Getenv("RUNBOOK_UI_SCREENSHOTS"); d != "" {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		dirs = append(dirs, d)
+	}
+	b := &browser{t: t, ctx: ctx, base: base, dirs: dirs}
+	b.do(chromedp.EmulateViewport(1280, 900))
+	return b
+}
+
+func (b *browser) do(actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	require.NoError(b.t, chromedp.Do(b.ctx, actions...))
+}
+
+func (b *browser) open(path string) { b.t.Helper(); b.do(chromedp.Navigate(b.base + path)) }
+
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	s, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(sel)))
+	require.NoError(b.t, err, sel)
+	return s
+}
+
+func (b *browser) eval(js string) string {
+	b.t.Helper()
+	s, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](js))
+	require.NoError(b.t, err, js)
+	return s
+}
+
+func (b *browser) path() string {
+	b.t.Helper()
+	loc, err := chromedp.Run(b.ctx, chromedp.Location())
+	require.NoError(b.t, err)
+	return strings.TrimPrefix(loc, b.base)
+}
+
+// waitFor waits until the element matching sel is visible.
+func (b *browser) waitFor(sel string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer cancel()
+	require.NoError(b.t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))), "waiting for %s on %s", sel, b.path())
+}
+
+// shot saves a full-page screenshot.
+func (b *browser) shot(name string) {
+	b.t.Helper()
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	require.NoError(b.t, err)
+	for _, d := range b.dirs {
+		require.NoError(b.t, os.WriteFile(filepath.Join(d, name+".png"), png, 0o644))
+	}
+}
+
+// commitWatch polls a run's events through the API, every few
+// milliseconds, to learn when each was committed: no later than the first
+// poll that returns it, no earlier than the poll before.
+type commitWatch struct {
+	mu        sync.Mutex
+	committed map[uint64]int64 // seq -> Unix ms of the poll before the one that first saw it
+	stop      func()
+	done      chan struct{}
+}
+
+func watchCommits(t *testing.T, base, runID string) *commitWatch {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &commitWatch{committed: map[uint64]int64{}, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		first := true
+		prev := time.Now().UnixMilli()
+		for ctx.Err() == nil {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/runs/"+runID+"/events?limit=10000", nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return
+			}
+			var page struct {
+				Events []struct {
+					Seq uint64 `json:"seq"`
+				} `json:"events"`
+			}
+			_ = json.NewDecoder(resp.Body).Decode(&page)
+			resp.Body.Close()
+			w.mu.Lock()
+			for _, ev := range page.Events {
+				if _, ok := w.committed[ev.Seq]; !ok {
+					// Events already there at the first poll were committed
+					// before the watch: they are not measured.
+					w.committed[ev.Seq] = prev
+					if first {
+						w.committed[ev.Seq] = -1
+					}
+				}
+			}
+			w.mu.Unlock()
+			first = false
+			prev = time.Now().UnixMilli()
+			time.Sleep(3 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(w.close)
+	return w
+}
+
+func (w *commitWatch) close() {
+	w.stop()
+	<-w.done
+}
+
+// seenTimes is window.runbookSeen: when the page showed each event and
+// when its regions next reflected it.
+type seenTimes map[string]struct {
+	Type      string `json:"type"`
+	Shown     int64  `json:"shown"`
+	Refreshed int64  `json:"refreshed"`
+}
+
+// latencies adds the page's measures to b's: it compares when the page showed each event the watch saw
+// committed with when it was committed: the worst time to the event in
+// the page's logs, and to the page's status, graph and timeline.
+func (b *browser) latencies() {
+	b.t.Helper()
+	var seen seenTimes
+	require.NoError(b.t, json.Unmarshal([]byte(b.eval(`JSON.stringify(window.runbookSeen || {})`)), &seen))
+	w := b.watch
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k, s := range seen {
+		seq, err := strconv.ParseUint(k, 10, 64)
+		require.NoError(b.t, err)
+		at, ok := w.committed[seq]
+		if !ok || at < 0 {
+			continue
+		}
+		b.shown = append(b.shown, s.Shown-at)
+		if s.Type != "log" && s.Refreshed > 0 {
+			b.refreshed = append(b.refreshed, s.Refreshed-at)
+		}
+	}
+}
+
+func postHook(t *testing.T, base, sig, body string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+"/hooks/sms", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Cloud-Webhook-Signature", sig)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+}
+
+func TestBrowser(t *testing.T) {
+	chromium(t)
+	srv := startServe(t)
+	b := newBrowser(t, srv.url)
+	top := t
+	var demoRun string
+
+	t.Run("signs in with the API token", func(t *testing.T) {
+		b.t = t
+		b.open("/runs")
+		b.waitFor(`input[name="token"]`)
+		b.shot("login")
+		b.do(chromedp.SetValue(chromedp.CSS("#token"), token), chromedp.SetValue(chromedp.CSS("#name"), "ops-alice"),
+			chromedp.Submit(chromedp.CSS("#token")))
+		b.waitFor("table.list")
+		assert.Equal(t, "/runs", b.path())
+		assert.Contains(t, b.text(".user"), "ops-alice")
+	})
+
+	t.Run("starts a playbook from its form, after an input the CLI would refuse", func(t *testing.T) {
+		b.t = t
+		b.open("/playbooks/ui-demo")
+		b.waitFor("#start-form")
+		b.shot("playbook")
+		b.do(chromedp.SetValue(chromedp.CSS("#f-cluster"), "Bad Name"), chromedp.SetValue(chromedp.CSS("#f-nodes"), "42"),
+			chromedp.Click(chromedp.CSS("#start-form button.primary")))
+		b.waitFor(".has-error .field-error")
+		assert.Contains(t, b.text("#e-cluster"), "cluster")
+		assert.Contains(t, b.text("#e-nodes"), "nodes")
+		b.shot("playbook-invalid")
+		b.do(chromedp.SetValue(chromedp.CSS("#f-cluster"), "demo-one"), chromedp.SetValue(chromedp.CSS("#f-nodes"), "3"),
+			chromedp.Click(chromedp.CSS("#start-form button.primary")))
+		b.waitFor("#run")
+		require.True(t, strings.HasPrefix(b.path(), "/runs/"), b.path())
+		demoRun = strings.TrimPrefix(b.path(), "/runs/")
+		b.watch = watchCommits(top, srv.url, demoRun)
+	})
+
+	t.Run("its timeline and output fill in live, without a reload", func(t *testing.T) {
+		b.t = t
+		b.eval(`window.__sameDocument = "yes"`)
+		b.waitFor(`#step-create .st-succeeded`)
+		b.waitFor(`#timeline rect.seg-succeeded`)
+		b.waitFor(`#log-hello li.ev-log`)
+		b.waitFor(`#approval form`)
+		assert.Equal(t, "yes", b.eval(`window.__sameDocument || ""`), "the page updated itself")
+		assert.Contains(t, b.text("#log-hello"), "creating demo-one with 3 nodes")
+		assert.Contains(t, b.text(".head-line"), "waiting")
+		assert.Contains(t, b.eval(`document.querySelector("#step-create .plan").textContent`), "POST")
+		b.shot("run-live")
+		b.latencies()
+	})
+
+	t.Run("a wrong answer to the approval is refused beside its fields, and the run keeps waiting", func(t *testing.T) {
+		b.t = t
+		b.do(chromedp.SetValue(chromedp.CSS("#f-window"), "soon"), chromedp.Click(chromedp.CSS(`#approval button[value="approve"]`)))
+		b.waitFor("#approval .field-error")
+		assert.Contains(t, b.text("#e-ticket"), "field ticket is required")
+		assert.Contains(t, b.text("#e-window"), "field window must be an integer")
+		assert.Contains(t, b.text(".head-line"), "waiting")
+		b.shot("approval-refused")
+		b.do(chromedp.SetValue(chromedp.CSS("#f-ticket"), "CHG-1234"), chromedp.SetValue(chromedp.CSS("#f-window"), "30"),
+			chromedp.SetValue(chromedp.CSS(`#approval textarea[name="comment"]`), "window confirmed"),
+			chromedp.Click(chromedp.CSS(`#approval button[value="approve"]`)))
+		b.waitFor(`.head-line .st-failed`)
+		assert.Contains(t, b.text("#step-flaky"), "exit")
+		b.shot("run-failed")
+		b.latencies()
+		b.watch.close()
+		shown, refreshed := b.shown, b.refreshed
+		require.NotEmpty(t, shown, "no live update was measured")
+		require.NotEmpty(t, refreshed, "no refresh was measured")
+		slices.Sort(shown)
+		slices.Sort(refreshed)
+		t.Logf("live updates after the event's commit: in the logs %d events, median %d ms, worst %d ms; in the status, graph and timeline %d events, median %d ms, worst %d ms",
+			len(shown), shown[len(shown)/2], shown[len(shown)-1], len(refreshed), refreshed[len(refreshed)/2], refreshed[len(refreshed)-1])
+		assert.LessOrEqual(t, shown[len(shown)-1], int64(500), "an event reached the page's log more than 500 ms after its commit")
+		assert.LessOrEqual(t, refreshed[len(refreshed)-1], int64(500), "an event reached the page's status more than 500 ms after its commit")
+	})
+
+	t.Run("retries from the failed step, reusing the steps before it", func(t *testing.T) {
+		b.t = t
+		require.NoError(t, os.WriteFile(filepath.Join(srv.dir, "ok.flag"), []byte("ok\n"), 0o600))
+		b.do(chromedp.SetValue(chromedp.CSS(".retry-form select"), "flaky"), chromedp.Click(chromedp.CSS(".retry-form button")))
+		b.waitFor(`.head-line .st-succeeded`)
+		assert.NotEqual(t, "/runs/"+demoRun, b.path(), "a retry is a new run")
+		assert.Contains(t, b.text(".facts"), demoRun)
+		assert.Contains(t, b.text("#log-create"), "step.reused")
+		assert.Contains(t, b.eval(`document.querySelector("#step-flaky .outputs").textContent`), "flag found")
+		b.shot("run-retried")
+	})
+
+	t.Run("cancels a run", func(t *testing.T) {
+		b.t = t
+		b.open("/playbooks/ui-slow")
+		b.do(chromedp.Click(chromedp.CSS("#start-form button.primary")))
+		b.waitFor(`.head-line .st-running`)
+		b.eval(`window.confirm = function () { return true }; ""`)
+		b.do(chromedp.Click(chromedp.CSS(`form[action$="/cancel"] button`)))
+		b.waitFor(`.head-line .st-cancelled`)
+		assert.Contains(t, b.text("#run"), "cancelled by ops-alice")
+	})
+
+	t.Run("every page, at 1280 px, on a phone and dark", func(t *testing.T) {
+		b.t = t
+		b.open("/playbooks/ui-demo")
+		b.do(chromedp.SetValue(chromedp.CSS("#f-cluster"), "demo-two"), chromedp.Click(chromedp.CSS("#start-form button.primary")))
+		b.waitFor("#approval form")
+		postHook(t, srv.url, "s3cret", `{"hooksId":"h-1","event":"UNSUBSCRIBE","hooks":[{"hookId":"k-1","recipientNo":"01012345678"}]}`)
+		postHook(t, srv.url, "s3cret", `{"hooksId":"h-1","event":"UNSUBSCRIBE","hooks":[{"hookId":"k-1","recipientNo":"01012345678"}]}`)
+		postHook(t, srv.url, "forged", `{"hooksId":"h-2","event":"UNSUBSCRIBE","hooks":[{"hookId":"k-2"}]}`)
+		for _, p := range []struct{ path, wait, name string }{
+			{"/runs", "table.list tbody tr", "runs"},
+			{"/runs?status=failed&status=cancelled", "table.list", "runs-filtered"},
+			{"/playbooks", "table.list", "playbooks"},
+			{"/approvals", "#approval", "approvals"},
+			{"/deliveries", "table.list", "deliveries"},
+			{"/schedules", ".card", "schedules"},
+			{"/health", ".cards", "health"},
+		} {
+			b.open(p.path)
+			b.waitFor(p.wait)
+			b.shot(p.name)
+		}
+		b.open("/deliveries")
+		body := b.text("table.list")
+		assert.Contains(t, body, "accepted")
+		assert.Contains(t, body, "duplicate")
+		assert.Contains(t, body, "refused")
+
+		b.open("/runs/" + demoRun + "#step-create")
+		b.waitFor("#step-create")
+		b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+		b.open("/runs/" + demoRun)
+		b.waitFor("#timeline")
+		wide := b.eval(`String(document.documentElement.scrollWidth)`)
+		assert.Equal(t, "390", wide, "nothing is wider than a phone's screen")
+		b.shot("run-phone")
+		b.do(chromedp.EmulateViewport(1280, 900))
+		_, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+		require.NoError(t, err)
+		b.open("/runs/" + demoRun)
+		b.waitFor("#timeline")
+		b.shot("run-dark")
+	})
+
+	t.Run("keyboard: j selects the first run and Enter opens it", func(t *testing.T) {
+		b.t = t
+		b.open("/runs")
+		b.waitFor("table.list tbody tr.row")
+		b.do(chromedp.KeyEvent("j"), chromedp.KeyEvent("\r"))
+		b.waitFor("#run")
+		assert.True(t, strings.HasPrefix(b.path(), "/runs/"), b.path())
+	})
+
+}

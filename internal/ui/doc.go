@@ -1,0 +1,31 @@
+// Package ui is runbook's web UI: server-rendered HTML pages (html/template)
+// with small progressive scripts, embedded in the binary and served by
+// `runbook serve` at /.
+//
+// # Over the API, in process
+//
+// Every page is built from /api/v1 answers, and every action is an /api/v1
+// call: the UI calls the server's API handler in process (Options.API)
+// with the bearer token of the signed-in user, so the API's checks (token,
+// role, input validation, "the run keeps waiting") are the UI's, and
+// nothing the UI shows is reachable only through it. Live updates are the
+// API's Server-Sent Events stream of a run, passed through
+// (/runs/{id}/live).
+//
+// # Sessions
+//
+// /login takes an API token and keeps it server-side in a session; the
+// browser holds only a random session ID in an HttpOnly, SameSite=Strict
+// cookie. Sessions live in memory: a restart signs everyone out, and
+// several replicas need sticky sessions. Every form carries the session's
+// CSRF token and every POST also checks Origin / Sec-Fetch-Site. What a
+// user may do comes from Options.Identify as a Permissions value; a page
+// offers only the actions it allows (the API enforces them regardless).
+//
+// # Assets
+//
+// templates/ and static/ are the sources and what is served (go:embed);
+// there is no build step. Responses carry a Content-Security-Policy
+// without inline script or style, so every script is static/app.js and
+// geometry (timeline bars, graph) is SVG attributes, not style attributes.
+package ui
