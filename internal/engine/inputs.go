@@ -13,6 +13,7 @@ import (
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/suggest"
 )
 
 // ResolveInputs checks given inputs against the playbook's declarations and
@@ -60,7 +61,7 @@ func ResolveInputs(pb *playbook.Playbook, given map[string]any) (map[string]any,
 		if len(names) == 0 {
 			problems = append(problems, fmt.Sprintf("unknown input %q (the playbook declares no inputs)", k))
 		} else {
-			problems = append(problems, fmt.Sprintf("unknown input %q (inputs: %s)", k, strings.Join(names, ", ")))
+			problems = append(problems, fmt.Sprintf("unknown input %q (inputs: %s)%s", k, strings.Join(names, ", "), suggest.Hint(k, names)))
 		}
 	}
 	if len(problems) > 0 {
