@@ -77,6 +77,11 @@ type Run struct {
 	Trigger  map[string]any `json:"trigger,omitempty"`
 	Status   RunStatus      `json:"status"`
 	Error    *ErrorRecord   `json:"error,omitempty"`
+	// Delivery refers to the stored webhook delivery the run was started
+	// for; its trigger.payload and trigger.hook are resolved from it (see
+	// DeliveryRef). Nil for other runs, and for runs of earlier builds,
+	// whose Trigger carries the payload inline.
+	Delivery *DeliveryRef `json:"delivery,omitempty"`
 	// Outputs are the playbook's outputs, set when the run ends.
 	Outputs map[string]any `json:"outputs,omitempty"`
 	// ParentID/ParentStep link a sub-playbook run to its caller.
@@ -217,7 +222,9 @@ type Store interface {
 	SaveRun(ctx context.Context, r *Run, events ...Event) error
 	GetRun(ctx context.Context, id string) (*Run, error) // ErrNotFound
 	DeleteRun(ctx context.Context, id string) error      // a finished run and all it holds; ErrNotFound, ErrNotFinished
-	// ListRuns returns runs newest first.
+	// ListRuns returns runs newest first, without the webhook payload a
+	// run of an earlier build carries inline in its trigger ("payload" and
+	// "hook"; GetRun returns the run whole).
 	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
 
 	SaveStep(ctx context.Context, s *StepRecord, events ...Event) error
@@ -261,9 +268,12 @@ type Store interface {
 	DedupSet(ctx context.Context, key string, val []byte) error
 
 	// CommitDelivery commits a webhook delivery in one transaction: its
-	// claim, the claims of its units and the runs they start, all or
-	// nothing. See Delivery.
+	// claim, the claims of its units, the runs they start and its body,
+	// all or nothing. See Delivery.
 	CommitDelivery(ctx context.Context, d Delivery) (DeliveryResult, error)
+	// GetDelivery returns the body CommitDelivery stored under id
+	// (ErrNotFound).
+	GetDelivery(ctx context.Context, id string) ([]byte, error)
 
 	Close() error
 }
@@ -276,11 +286,15 @@ type Store interface {
 // attached) and creates Run with Events, as CreateRun does (a taken run ID
 // fails the whole delivery with ErrExists). Last, Key is claimed and given
 // the value Done returns. Claims are recorded with TTL, as Dedup records
-// them.
+// them. When a run is created and ID is set, Body is stored under ID, once
+// for all the runs (which refer to it, see DeliveryRef); an ID already
+// stored fails the delivery with ErrExists.
 type Delivery struct {
 	Key   string
 	TTL   time.Duration
 	Units []DeliveryUnit
+	ID    string // the stored body's ID; empty: no body is stored
+	Body  []byte
 	// Done returns the value attached to Key, given the IDs of the runs
 	// created and the values of the skipped units' claims (as in
 	// DeliveryResult). It is called inside the transaction, possibly more

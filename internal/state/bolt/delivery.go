@@ -11,7 +11,7 @@ import (
 
 // CommitDelivery commits a webhook delivery in one transaction (see
 // state.Delivery): so one delivery costs the shared writer one update,
-// not one per claim, run and done record. Runs and events are encoded
+// not one per claim, run, body and done record. Runs and events are encoded
 // before the transaction; a unit skipped for its claim wastes only that.
 func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.DeliveryResult, error) {
 	now := s.now()
@@ -75,6 +75,11 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 				return err
 			}
 			res.Created = append(res.Created, u.id)
+		}
+		if len(res.Created) > 0 && d.ID != "" {
+			if err := putDelivery(tx, d.ID, d.Body); err != nil {
+				return err
+			}
 		}
 		if _, err := claim(b, exp, key, now, d.TTL); err != nil {
 			return err

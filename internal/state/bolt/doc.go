@@ -31,6 +31,8 @@
 //	cursors/<key>                  raw bytes
 //	dedup/<key>                    first-seen, expiry, value (DedupSet)
 //	dedup_expiry/<t><key>          expiry index for pruning
+//	deliveries/<delivery id>       a webhook delivery's body, once for its runs
+//	                               (created by the first delivery that stores one)
 //
 // Integers and times in keys are big-endian, so byte order is numeric
 // order (times have their sign bit flipped).

@@ -305,6 +305,7 @@ func (s *Store) ListRuns(ctx context.Context, f state.RunFilter) ([]*state.Run, 
 				return err
 			}
 			r = withSnapshot(tx, r)
+			r.Trigger = state.BriefTrigger(r.Trigger) // see state.Store.ListRuns
 			out = append(out, r)
 			if f.Limit > 0 && len(out) >= f.Limit {
 				return nil

@@ -82,6 +82,11 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 			}
 			res.Created = append(res.Created, u.Run.ID)
 		}
+		if len(res.Created) > 0 && d.ID != "" {
+			if err := putDelivery(ctx, tx, d.ID, d.Body, now); err != nil {
+				return err
+			}
+		}
 		if d.Done != nil {
 			done := orEmpty(d.Done(res.Created, res.Earlier))
 			if _, err := tx.Exec(ctx, `UPDATE runbook_dedup SET value = $2 WHERE key = $1`, d.Key, done); err != nil {

@@ -44,6 +44,7 @@
 //	runbook_locks       key -> owner; the primary key is the lock
 //	runbook_cursors     key -> bytes
 //	runbook_dedup       key -> first_seen, expires_at, value
+//	runbook_deliveries  id -> a webhook delivery's body, once for its runs
 //
 // Records are kept whole as JSON (type json: the text as written, so
 // nanosecond times and "\u0000" in a webhook payload round-trip; jsonb

@@ -272,6 +272,7 @@ func (s *Store) ListRunsAfter(ctx context.Context, f state.RunFilter, c Cursor) 
 		if err != nil {
 			return err
 		}
+		r.Trigger = state.BriefTrigger(r.Trigger) // see state.Store.ListRuns
 		out = append(out, r)
 		return nil
 	})

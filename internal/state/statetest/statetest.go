@@ -51,6 +51,7 @@ func run(t *testing.T, open opener) {
 		{"dedup", testDedup},
 		{"dedup values", testDedupValues},
 		{"deliveries", testDeliveries},
+		{"delivery bodies", testDeliveryBodies},
 		{"cancelled contexts", testCancelled},
 		{"concurrent writers", testConcurrent},
 	}
