@@ -116,6 +116,12 @@ func docOf(ctx context.Context, b runsBackend, id string) (*runDocument, error) 
 	}
 	cp := *r
 	cp.Snapshot = nil
+	if sb, ok := b.(*storeBackend); ok && r.Delivery != nil {
+		// The server resolves it for an API backend.
+		if cp.Trigger, err = state.ResolveTrigger(ctx, sb.store, r); err != nil {
+			return nil, withHint(err, "")
+		}
+	}
 	for _, rec := range recs {
 		rec.Checkpoint = nil
 	}

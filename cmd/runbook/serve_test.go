@@ -352,8 +352,10 @@ func TestServeKill9WhileWebhooksArrive(t *testing.T) {
 
 	perHook := map[string]int{}
 	for _, r := range runs {
-		trig := r.(map[string]any)["trigger"].(map[string]any)
-		perHook[trig["hook"].(map[string]any)["hookId"].(string)]++
+		// A listing carries no payload: the hook is named by the run's
+		// key, "<playbook>/<trigger>/id:<hookId>".
+		_, hookID, _ := strings.Cut(r.(map[string]any)["trigger"].(map[string]any)["key"].(string), "/id:")
+		perHook[hookID]++
 	}
 	total := 0
 	for _, d := range deliveries {

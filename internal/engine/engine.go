@@ -94,6 +94,8 @@ type Options struct {
 type Engine struct {
 	o Options
 
+	deliveries deliveryCache // payloads of stored webhook deliveries (delivery.go)
+
 	mu      sync.Mutex
 	active  map[string]context.CancelCauseFunc // running runs of this process
 	waiters map[string]context.CancelFunc      // runs waiting for an approval here
@@ -142,6 +144,10 @@ type StartRequest struct {
 	Trigger    map[string]any
 	ParentID   string
 	ParentStep string
+	// Delivery refers to the stored webhook delivery the run is for;
+	// trigger.payload and trigger.hook are resolved from it when the run
+	// executes (Trigger lacks them).
+	Delivery *state.DeliveryRef
 }
 
 // ErrBusy is the cause of a run skipped because its concurrency key was held.
@@ -183,7 +189,7 @@ func (e *Engine) Prepare(pb *playbook.Playbook, req StartRequest) (*state.Run, s
 	}
 	r := &state.Run{
 		ID: id, Playbook: pb.Name, File: pb.Path, Snapshot: pb.Source, Hash: pb.Hash,
-		Inputs: e.redactMap(inputs), Trigger: e.redactMap(req.Trigger),
+		Inputs: e.redactMap(inputs), Trigger: e.redactMap(req.Trigger), Delivery: req.Delivery,
 		Status: state.RunPending, ParentID: req.ParentID, ParentStep: req.ParentStep,
 		CreatedAt: now, Sim: e.o.Sim,
 	}

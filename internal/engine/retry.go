@@ -59,7 +59,7 @@ func (e *Engine) Retry(ctx context.Context, runID, from string) (*state.Run, *pl
 	now := e.o.Clock.Now()
 	r := &state.Run{
 		ID: newRunID(now), Playbook: old.Playbook, File: old.File, Snapshot: old.Snapshot, Hash: old.Hash,
-		Inputs: old.Inputs, Trigger: old.Trigger, Status: state.RunPending,
+		Inputs: old.Inputs, Trigger: old.Trigger, Delivery: old.Delivery, Status: state.RunPending,
 		RetryOf: old.ID, RetryFrom: from, CreatedAt: now, Sim: e.o.Sim,
 	}
 	ev := state.Event{Time: now, Type: "run.created",

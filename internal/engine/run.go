@@ -23,6 +23,9 @@ type runState struct {
 	e   *Engine
 	pb  *playbook.Playbook
 	run *state.Run
+	// trigger is what expressions see as `trigger`: run.Trigger, with the
+	// payload and hook of its stored delivery (resolveTrigger).
+	trigger map[string]any
 
 	inputs  map[string]any
 	env     map[string]string
@@ -84,7 +87,7 @@ func (e *Engine) newRunState(pb *playbook.Playbook, r *state.Run, inputs map[str
 		}
 	}
 	rs := &runState{
-		e: e, pb: pb, run: r, inputs: inputs,
+		e: e, pb: pb, run: r, inputs: inputs, trigger: r.Trigger,
 		scopeStep: map[string]*expr.StepState{},
 		records:   map[string]*state.StepRecord{},
 		asked:     map[string]bool{},
@@ -132,6 +135,13 @@ func (rs *runState) begin(ctx context.Context) (_ context.Context, stop func(), 
 		}
 	}
 	if err := rs.loadRecords(ctx); err != nil {
+		return ctx, stop, r, err
+	}
+	if err := rs.resolveTrigger(ctx); err != nil {
+		if errors.Is(err, state.ErrNotFound) || errors.Is(err, state.ErrCorrupt) {
+			out, err = rs.finish(ctx, err)
+			return ctx, stop, out, err
+		}
 		return ctx, stop, r, err
 	}
 	if err := rs.buildEnv(); err != nil {

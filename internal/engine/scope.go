@@ -43,7 +43,7 @@ func (rs *runState) scope(it *item) *expr.Scope {
 		Steps:   rs.scopeStep,
 		Env:     rs.env,
 		Secrets: rs.secrets,
-		Trigger: rs.run.Trigger,
+		Trigger: rs.trigger,
 		Run: expr.RunInfo{
 			ID: rs.run.ID, Playbook: rs.pb.Name, StartedAt: rs.run.StartedAt, Status: rs.status,
 		},

@@ -398,6 +398,10 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	if run.Trigger, err = state.ResolveTrigger(r.Context(), s.store, run); err != nil {
+		writeErr(w, err)
+		return
+	}
 	v := s.viewRun(run)
 	v.Steps = []api.RunStep{}
 	for _, rec := range recs {

@@ -64,7 +64,7 @@ func (r *runner) Prepare(_ context.Context, req trigger.StartRequest) (*state.Ru
 	if err := r.base.Err(); err != nil {
 		return nil, nil, errShuttingDown
 	}
-	run, ev, err := r.s.eng.Prepare(req.Playbook, engine.StartRequest{Inputs: req.Inputs, Trigger: req.Trigger})
+	run, ev, err := r.s.eng.Prepare(req.Playbook, engine.StartRequest{Inputs: req.Inputs, Trigger: req.Trigger, Delivery: req.Delivery})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -353,6 +353,11 @@ func (r *runner) resumeAll(ctx context.Context) (int, error) {
 	for _, run := range runs {
 		if run.ParentID != "" || run.Status.Done() {
 			continue
+		}
+		// Read it whole: a listed run of an earlier build lacks the
+		// webhook payload its trigger carries inline.
+		if run, err = r.s.store.GetRun(ctx, run.ID); err != nil {
+			return n, fmt.Errorf("read run to resume: %w", err)
 		}
 		pb, err := r.s.cache.parse(run.File, run.Snapshot)
 		if err != nil {

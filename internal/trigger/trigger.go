@@ -65,4 +65,16 @@ type StartRequest struct {
 	// for a webhook {"type": "webhook", "route", "event", "payload",
 	// "hook" (with each: hook), "delivery" (hooksId)}.
 	Trigger map[string]any
+	// Delivery, set by the webhook intake for a Preparer, refers to the
+	// delivery's body stored with the runs (state.Delivery.Body): Trigger
+	// then lacks "payload" and "hook", which the run resolves from it.
+	Delivery *state.DeliveryRef
+}
+
+// PayloadRedactor is implemented by a Preparer whose run records are
+// redacted: the webhook intake passes a delivery's payload through it,
+// once every unit is prepared, before storing it as the delivery's body,
+// as each run's trigger was redacted when it carried the payload.
+type PayloadRedactor interface {
+	RedactPayload(v any) any
 }

@@ -77,6 +77,7 @@ type unit struct {
 	inputs  map[string]any
 	key     string // identity, stored in trig["key"]
 	perHook bool
+	hook    int // with perHook, the index of its hook in the delivery; else -1
 }
 
 // deliver handles one delivery and returns its answer once the claims and
@@ -249,30 +250,14 @@ func (in *Intake) commitDelivery(ctx context.Context, p Preparer, route string, 
 		return ans, err
 	}
 	matched, matchSkipped := in.match(route, d)
+	var body []byte // the delivery's body, stored once for its runs
 	for attempt := 1; ; attempt++ {
-		skipped := slices.Clip(matchSkipped)
-		units := make([]unit, 0, len(matched))
-		du := make([]state.DeliveryUnit, 0, len(matched))
-		for _, u := range matched {
-			run, evs, err := p.Prepare(ctx, StartRequest{Playbook: u.pb, Inputs: u.inputs, Trigger: u.trig})
-			if refused(err) {
-				if attempt == 1 {
-					in.opts.Logger.Error("webhook trigger inputs refused", "route", route, "delivery", d.HooksID, "playbook", u.pb.Name, "err", err)
-				}
-				skipped = append(skipped, u.pb.Name)
-				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("start %s: %w", u.pb.Name, err)
-			}
-			units = append(units, u)
-			du = append(du, state.DeliveryUnit{Run: run, Events: evs})
-			i := len(du) - 1
-			if u.perHook {
-				du[i].Claim = unitClaim(route, u)
-				du[i].ClaimValue = runsRecord(run.ID)
-			}
+		deliveryID := newDeliveryID(in.opts.Now())
+		units, du, skipped, err := in.prepareUnits(ctx, p, route, d, matched, deliveryID, attempt == 1)
+		if err != nil {
+			return nil, err
 		}
+		skipped = append(slices.Clip(matchSkipped), skipped...)
 		// unitRuns lists the runs of the units in order: created, or for a
 		// unit skipped as a hook delivered before, what its claim names.
 		unitRuns := func(created []string, earlier [][]byte) []string {
@@ -294,7 +279,13 @@ func (in *Intake) commitDelivery(ctx context.Context, p Preparer, route string, 
 			b, _ := json.Marshal(doneRecord{Runs: unitRuns(created, earlier)})
 			return b
 		}
-		res, err := in.opts.Store.CommitDelivery(ctx, state.Delivery{Key: claim, TTL: in.opts.DedupTTL, Units: du, Done: done})
+		if body == nil && len(du) > 0 {
+			if body, err = deliveryBody(p, d); err != nil {
+				return nil, err
+			}
+		}
+		res, err := in.opts.Store.CommitDelivery(ctx, state.Delivery{
+			Key: claim, TTL: in.opts.DedupTTL, Units: du, Done: done, ID: deliveryID, Body: body})
 		if errors.Is(err, state.ErrExists) && attempt < commitAttempts {
 			continue
 		}
@@ -418,6 +409,7 @@ func (in *Intake) match(route string, d *Delivery) (units []unit, skipped []stri
 					trig := webhookTrigger(route, d, payload, key)
 					trig["hook"] = h
 					if u, ok := in.unit(pb, t, trig, key, true); ok {
+						u.hook = i
 						units = append(units, u)
 					} else if u.pb != nil {
 						skipped = append(skipped, pb.Name)
@@ -467,7 +459,7 @@ func (in *Intake) unit(pb *playbook.Playbook, t *playbook.Trigger, trig map[stri
 			inputs[name] = val
 		}
 	}
-	return unit{pb: pb, trig: trig, inputs: inputs, key: key, perHook: perHook}, true
+	return unit{pb: pb, trig: trig, inputs: inputs, key: key, perHook: perHook, hook: -1}, true
 }
 
 // webhookTrigger is what a run sees as `trigger` (see StartRequest), plus
