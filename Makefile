@@ -18,8 +18,9 @@ vet: ## go vet
 fmt-check: ## fail when gofmt would change a file
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-schema: ## regenerate schema/playbook.schema.json from the step registry
+schema: ## regenerate schema/playbook.schema.json (step registry) and schema/playbook-test.schema.json
 	$(GO) run ./cmd/runbook schema > schema/playbook.schema.json
+	$(GO) run ./cmd/runbook test --schema > schema/playbook-test.schema.json
 
 docs: ## regenerate docs/steps (one page per step family) from the step registry
 	$(GO) run ./cmd/runbook steps --markdown docs/steps
