@@ -388,7 +388,7 @@ func (l *loader) httpFault(n *yaml.Node, path string) *HTTPFault {
 }
 
 func (l *loader) taskFault(n *yaml.Node, path string) *TaskFault {
-	o := l.strict(n, path, "operation", "cluster", "node_group", "contents", "times")
+	o := l.strict(n, path, "operation", "cluster", "node_group", "contents", "after", "times")
 	if o == nil {
 		return nil
 	}
@@ -412,6 +412,9 @@ func (l *loader) taskFault(n *yaml.Node, path string) *TaskFault {
 	}
 	if v := o.Get("times"); v != nil {
 		f.Times, _ = l.integer(v, path+".times", 1, 100)
+	}
+	if v := o.Get("after"); v != nil {
+		f.After, _ = l.integer(v, path+".after", 0, 100)
 	}
 	return f
 }

@@ -153,6 +153,7 @@ type TaskFault struct {
 	Cluster   string
 	NodeGroup string
 	Contents  string
+	After     int // matching tasks that succeed before the first that fails
 	Times     int
 }
 

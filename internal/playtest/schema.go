@@ -179,6 +179,7 @@ func faultSchema() obj {
 		object("", obj{"task": object("end the next matching cluster tasks in FAIL", obj{
 			"operation": enum("task type", taskTypes()...), "cluster": str(""), "node_group": str(""),
 			"contents": str("the task's contents"), "times": integer("how many matching tasks fail (default 1)", 1, 100),
+			"after": integer("how many matching tasks succeed before the first that fails (default 0: the next one fails)", 0, 100),
 		}, "operation")}, "task"),
 		object("", obj{"kill": object("kill the run after a step ends, then resume it", obj{"after": str("step id")}, "after")}, "kill"),
 	}}

@@ -117,8 +117,14 @@ func injectFaults(srv *sim.Server, k *sink, faults []Fault) {
 				contents = t.Operation + " failed (injected by the test)"
 			}
 			svc := srv.Service("nks").(*simnks.Service)
-			for range t.Times {
-				svc.FailNext(simnks.Failure{Operation: t.Operation, Cluster: t.Cluster, Nodegroup: t.NodeGroup, Contents: contents})
+			// The first rule waits for After successes; the ones after it
+			// fail the tasks that follow at once.
+			for i := range t.Times {
+				after := 0
+				if i == 0 {
+					after = t.After
+				}
+				svc.FailNext(simnks.Failure{Operation: t.Operation, Cluster: t.Cluster, Nodegroup: t.NodeGroup, Contents: contents, After: after})
 			}
 		}
 	}

@@ -148,6 +148,22 @@ func TestFailNextEndsTheMatchingTaskInFailWithItsContents(t *testing.T) {
 	assert.Equal(t, 400, r.status)
 }
 
+func TestAFailureRuleCanLetTasksSucceedFirst(t *testing.T) {
+	e := start(t)
+	id := e.createCluster("nth", nil)
+	r := e.do("POST", "/_admin/fail-next", map[string]any{
+		"operation": "NODEGROUP_USERSCRIPT_UPDATE", "nodegroup": "default-worker", "contents": "third time", "after": 2,
+	})
+	require.Equal(t, 204, r.status, r.raw)
+	var states []string
+	for range 4 {
+		e.mustDo(202, "POST", "/v1/clusters/nth/nodegroups/default-worker/userscript", map[string]any{"contents": "#!/bin/sh\n"})
+		e.srv.Clock.Advance(time.Hour)
+		states = append(states, e.lastEvent(id, "NODEGROUP_USERSCRIPT_UPDATE")["state"].(string))
+	}
+	assert.Equal(t, []string{"SUCCESS", "SUCCESS", "FAIL", "SUCCESS"}, states, "after: 2 fails the third task only")
+}
+
 func TestDurationsAreConfigurable(t *testing.T) {
 	e := start(t)
 	require.Equal(t, 204, e.do("POST", "/_admin/durations", map[string]any{"CLUSTER_CREATE": "30s"}).status)

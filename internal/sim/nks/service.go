@@ -45,6 +45,9 @@ type Failure struct {
 	Cluster   string `json:"cluster,omitempty"`
 	Nodegroup string `json:"nodegroup,omitempty"`
 	Contents  string `json:"contents"`
+	// After lets this many matching tasks succeed first: the rule fails the
+	// next one after them (After 2: the third upgrade of the group fails).
+	After int `json:"after,omitempty"`
 }
 
 // Service is the simulated cluster API.

@@ -162,7 +162,8 @@ func (s *Service) duration(typ string) time.Duration {
 	return time.Minute
 }
 
-// takeFailure consumes the first fail-next rule matching a new task.
+// takeFailure consumes the first fail-next rule matching a new task; a
+// rule still counting successes (After) lets the task succeed.
 func (s *Service) takeFailure(typ string, c *cluster, g *nodegroup) (string, bool) {
 	for i, f := range s.failNext {
 		if !strings.EqualFold(f.Operation, typ) {
@@ -173,6 +174,10 @@ func (s *Service) takeFailure(typ string, c *cluster, g *nodegroup) (string, boo
 		}
 		if f.Nodegroup != "" && (g == nil || (f.Nodegroup != g.uuid && f.Nodegroup != g.name)) {
 			continue
+		}
+		if f.After > 0 {
+			s.failNext[i].After--
+			return "", false
 		}
 		s.failNext = slices.Delete(s.failNext, i, i+1)
 		return f.Contents, true
