@@ -27,7 +27,7 @@ shown is the server's, until the run ends or waits again.`,
 	})
 	reject := fs.Bool("reject", false, "reject instead of approving")
 	comment := fs.String("comment", "", "a `comment` recorded with the answer")
-	by := fs.String("by", "", "who answers (default $USER, else the login name); recorded with the answer")
+	by := fs.String("by", "", "who answers (default: the identity of $RUNBOOK_TOKEN for a server, else $USER or the login name); recorded with the answer")
 	var fields kvList
 	fs.Var(&fields, "field", "response field `key=value` (repeatable)")
 	noResume := fs.Bool("no-resume", false, "record the answer without continuing the run (with a server: do not wait for it)")
@@ -44,7 +44,10 @@ shown is the server's, until the run ends or waits again.`,
 		return err
 	}
 	runID, step := pos[0], pos[1]
-	if *by == "" {
+	if *by == "" && os.Getenv("RUNBOOK_TOKEN") == "" {
+		// With a personal token ($RUNBOOK_TOKEN) the server records the
+		// token's identity; a name of our own would be refused as answering
+		// for someone else.
 		*by = currentUser()
 	}
 	answer := state.Approval{Approved: !*reject, By: *by, Comment: *comment}
@@ -75,6 +78,9 @@ shown is the server's, until the run ends or waits again.`,
 		return a.approveRemote(ctx, api, r, step, answer, verdict, *noResume, out, *quiet)
 	}
 	store := b.(*storeBackend).store
+	if answer.By == "" {
+		answer.By = currentUser()
+	}
 	src, err := o.secrets()
 	if err != nil {
 		return err
