@@ -271,6 +271,9 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	}
 	inputs := normalizeNumbers(body.Inputs)
 	m, _ := inputs.(map[string]any)
+	if !s.preflightOr422(w, r, pb, m) {
+		return
+	}
 	run, err := s.runs.start(r.Context(), pb, engine.StartRequest{Inputs: m, Trigger: map[string]any{"type": "api", "by": callerName(r)}})
 	if err != nil {
 		if errors.Is(err, errShuttingDown) {
