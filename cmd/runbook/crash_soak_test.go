@@ -44,3 +44,10 @@ func TestSoakRepeatedKillsDuringSleeps(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want.String(), string(got))
 }
+
+// TestSoakServeKilledDuringLargeDeliveries: 20 deliveries of 1,000 hooks
+// each (the largest a sender may send) under ten kill -9s of runbook serve:
+// `go test -tags soak -run LargeDeliveries ./cmd/runbook`.
+func TestSoakServeKilledDuringLargeDeliveries(t *testing.T) {
+	crashDuringLargeDeliveries(t, 20, 1000, 10)
+}
