@@ -164,9 +164,38 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		if rt.action != "" {
+			// The request was refused before its route ran: name the target
+			// from the path the route's pattern would have matched.
+			az.target = targetOfPath(pattern, r.URL.Path)
 			s.auditRequest(r, az, rt.action, http.StatusForbidden)
 		}
 	})
+}
+
+// targetOfPath names what a request is about from its route pattern
+// ("POST /api/v1/runs/{id}/cancel") and path, as auditRequest does from
+// the path values of a routed request: run:ID, playbook:NAME, token:NAME.
+func targetOfPath(pattern, path string) string {
+	if _, p, ok := strings.Cut(pattern, " "); ok {
+		pattern = p
+	}
+	want, got := strings.Split(pattern, "/"), strings.Split(path, "/")
+	for i, seg := range want {
+		if i >= len(got) {
+			break
+		}
+		switch {
+		case got[i] == "":
+			continue
+		case seg == "{id}":
+			return "run:" + got[i]
+		case seg == "{name}" && strings.HasPrefix(path, "/api/v1/playbooks/"):
+			return "playbook:" + got[i]
+		case seg == "{name}":
+			return "token:" + got[i]
+		}
+	}
+	return ""
 }
 
 // playbookOfPath returns the playbook a route under

@@ -221,3 +221,20 @@ func TestTokenLifecycle(t *testing.T) {
 		assert.NotContains(t, string(b), tok, f)
 	}
 }
+
+// A call refused before its route runs is audited with what it was about.
+func TestARefusedCallIsAuditedWithItsTarget(t *testing.T) {
+	e := newEnv(t, map[string]string{"gate.yaml": approvalPlaybook}, withPeople)
+	id := e.newRun()
+	require.Equal(t, 403, e.as("vera", "POST", "/api/v1/runs/"+id+"/cancel", nil).status)
+	require.Equal(t, 403, e.as("vera", "POST", "/api/v1/playbooks/gate/runs", map[string]any{}).status)
+	require.Equal(t, 403, e.as("otto", "DELETE", "/api/v1/tokens/ci", nil).status)
+	body := string(e.as("root", "GET", "/api/v1/audit", nil).body)
+	for _, want := range []string{
+		`"identity":"vera","action":"run.cancel","target":"run:` + id + `","result":"denied"`,
+		`"identity":"vera","action":"run.start","target":"playbook:gate","result":"denied"`,
+		`"identity":"otto","action":"token.revoke","target":"token:ci","result":"denied"`,
+	} {
+		assert.Contains(t, body, want)
+	}
+}
