@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -83,8 +84,11 @@ func (b *apiBackend) answerError(resp *http.Response) error {
 	}
 	err := &fault.Error{Code: fault.Code(e.Code), Message: msg}
 	if resp.StatusCode == http.StatusUnauthorized {
-		return &exitError{code: 1, err: fmt.Errorf("runbook serve at %s refused the API token: %w", b.base, err),
-			hint: "set " + apiTokenSecret + " to the token the server was started with"}
+		hint := "set " + apiTokenSecret + " to the token the server was started with"
+		if os.Getenv("RUNBOOK_TOKEN") != "" {
+			hint = "the token in $RUNBOOK_TOKEN is unknown, revoked or expired: ask an admin for a new one (runbook token create)"
+		}
+		return &exitError{code: 1, err: fmt.Errorf("runbook serve at %s refused the API token: %w", b.base, err), hint: hint}
 	}
 	return err
 }

@@ -113,6 +113,7 @@ func TestTokensThroughTheServerGiveRolesAndAreAudited(t *testing.T) {
 		r = c.as(secret, "runs", "list")
 		assert.Equal(t, 1, r.code, r)
 		assert.Contains(t, r.stderr, "refused the API token: invalid bearer token")
+		assert.Contains(t, r.stderr, "the token in $RUNBOOK_TOKEN is unknown, revoked or expired", "the hint names the token that was used")
 		assert.Regexp(t, `(?m)^ro .* revoked \S+ \S+ by server-token$`, c.run("token", "list").stdout)
 		r = c.run("token", "revoke", "ro")
 		assert.Equal(t, 1, r.code, r)
