@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/runbook/runbook/internal/api"
 )
@@ -69,25 +70,29 @@ func reducedParents(steps []api.StepSpec) (parents [][]int, order []int) {
 		}
 	}
 	order = topoOrder(deps)
+	pos := make([]int, n) // position of each step in order
+	for k, i := range order {
+		pos[i] = k
+	}
 	anc := make([]bitset, n) // strict ancestors of each step
 	parents = make([][]int, n)
 	for _, i := range order {
+		// Candidates from the latest in the order back: a candidate that
+		// another one (later in the order) waits for is covered by then.
+		cand := slices.Clone(deps[i])
+		slices.SortFunc(cand, func(a, b int) int { return pos[b] - pos[a] })
 		covered := newBitset(n)
-		for _, j := range deps[i] {
-			if anc[j] != nil {
+		for _, j := range cand {
+			if covered.has(j) {
+				continue
+			}
+			parents[i] = append(parents[i], j)
+			if anc[j] != nil { // nil only in a cycle, which the loader refuses
 				covered.or(anc[j])
 			}
+			covered.set(j)
 		}
-		anc[i] = newBitset(n)
-		for _, j := range deps[i] {
-			if !covered.has(j) {
-				parents[i] = append(parents[i], j)
-			}
-			if anc[j] != nil {
-				anc[i].or(anc[j])
-			}
-			anc[i].set(j)
-		}
+		anc[i] = covered
 	}
 	return parents, order
 }

@@ -70,7 +70,7 @@ triggers:
 // uiEnv is a server on loopback over a real bbolt file, and a browser-like
 // client with a cookie jar that does not follow redirects.
 type uiEnv struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *server.Server
 	url    string
 	client *http.Client
@@ -122,7 +122,7 @@ func startServer(t *testing.T, playbooks map[string]string, opts ...func(*server
 	return newClient(t, srv, "http://"+srv.Addr())
 }
 
-func newClient(t *testing.T, srv *server.Server, base string) *uiEnv {
+func newClient(t testing.TB, srv *server.Server, base string) *uiEnv {
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
 	c := &http.Client{Jar: jar, Timeout: 20 * time.Second,
@@ -168,7 +168,7 @@ func (e *uiEnv) post(path string, form url.Values) page {
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 // csrf is the CSRF token of the forms of a page.
-func csrf(t *testing.T, body string) string {
+func csrf(t testing.TB, body string) string {
 	t.Helper()
 	m := csrfField.FindStringSubmatch(body)
 	require.NotNil(t, m, "the page has no form with a CSRF token:\n%s", body)

@@ -16,18 +16,28 @@ import (
 // goes on from the last).
 const maxRunEvents = 50000
 
+// maxEventLog is the most events the page's whole event log lists; a
+// longer log lists the run's own events only.
+const maxEventLog = 2000
+
 // runData is the run page's.
 type runData struct {
-	Run       api.Run
-	Def       *api.Definition
-	DefError  string
-	Events    []state.Event
-	LastSeq   uint64
-	Truncated bool
-	Steps     []*stepView
-	Graphs    []*graph
-	Timeline  *timeline
-	Approval  *approvalView
+	Run      api.Run
+	Def      *api.Definition
+	DefError string
+	Events   []state.Event
+	Views    []eventView // Events, formatted
+	// EventLog is what the page's event log lists: every event, or when
+	// there are more than maxEventLog only the run's own
+	// (EventLogRunOnly), each step's being under the step already.
+	EventLog        []eventView
+	EventLogRunOnly bool
+	LastSeq         uint64
+	Truncated       bool
+	Steps           []*stepView
+	Graphs          []*graph
+	Timeline        *timeline
+	Approval        *approvalView
 	// RetrySteps are the steps a retry may start from; RetryFrom the one
 	// proposed.
 	RetrySteps   []string
@@ -53,11 +63,31 @@ func (d *runData) Resumable() bool {
 	return d.Run.ParentID == "" && (d.Run.Status == state.RunCancelled || (!d.Run.Status.Done() && !d.Run.Executing))
 }
 
+// eventView is an event as the page lists it, formatted once (a run of
+// a thousand steps lists thousands).
+type eventView struct {
+	Seq                                             uint64
+	Type, Class, Step, Message, KV, Clock, ISO, Abs string
+}
+
+func viewEvent(ev state.Event) eventView {
+	v := eventView{Seq: ev.Seq, Type: ev.Type, Step: ev.Step, Message: ev.Message,
+		Class: "ev ev-" + strings.ReplaceAll(ev.Type, ".", "-"),
+		Clock: ev.Time.UTC().Format("15:04:05.000"), ISO: ev.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Abs: absTime(ev.Time)}
+	if ev.Level != "" {
+		v.Class += " lvl-" + strings.ToLower(ev.Level)
+	}
+	if len(ev.Data) > 0 {
+		v.KV = kvText(ev.Data)
+	}
+	return v
+}
+
 // stepView is one step record with its log and what it was asked to do.
 type stepView struct {
 	Rec    api.RunStep
 	Spec   *api.StepSpec
-	Events []state.Event
+	Events []eventView
 	// NotRun marks a step of the playbook that has no record (not reached).
 	NotRun bool
 	ID     string
@@ -182,10 +212,21 @@ func (d *runData) build(now time.Time) {
 			}
 		}
 	}
-	byStep := map[string][]state.Event{}
-	for _, ev := range d.Events {
+	byStep := map[string][]eventView{}
+	d.Views = make([]eventView, len(d.Events))
+	for i, ev := range d.Events {
+		d.Views[i] = viewEvent(ev)
 		if ev.Step != "" {
-			byStep[ev.Step] = append(byStep[ev.Step], ev)
+			byStep[ev.Step] = append(byStep[ev.Step], d.Views[i])
+		}
+	}
+	d.EventLog = d.Views
+	if len(d.Views) > maxEventLog {
+		d.EventLog, d.EventLogRunOnly = nil, true
+		for _, v := range d.Views {
+			if v.Step == "" {
+				d.EventLog = append(d.EventLog, v)
+			}
 		}
 	}
 	seen := map[string]bool{}

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/runbook/runbook/internal/api"
@@ -46,6 +47,7 @@ type UI struct {
 	sessions *sessions
 	mux      *http.ServeMux
 	static   map[string]staticFile
+	sizes    [len(pageNamesArray)]atomic.Int64 // the last size of each page, by pageNames index
 }
 
 // staticFile is an embedded asset and its content hash, the version in

@@ -155,3 +155,74 @@ func assertNoInlineCode(t *testing.T, body string) {
 	assert.False(t, styleAttr.MatchString(body), "a style attribute")
 	assert.NotContains(t, strings.ToLower(body), "<style")
 }
+
+// The flows of the browser test, as forms posted without a browser.
+func TestFormsStartApproveRetryAndCancel(t *testing.T) {
+	e := startServer(t, map[string]string{"demo.yaml": demoPlaybook, "slow.yaml": slowPlaybook})
+	tok := e.signedIn()
+
+	t.Run("the start form is generated from the typed inputs", func(t *testing.T) {
+		p := e.get("/playbooks/demo")
+		for _, want := range []string{`name="in.cluster"`, `name="in.nodes"`, `inputmode="numeric"`, `<option>safe</option>`,
+			`<option>fast</option>`, "pattern ^[a-z][a-z0-9-]*$", "min 1, max 10", "default 3"} {
+			assert.Contains(t, p.body, want)
+		}
+	})
+
+	t.Run("inputs the CLI refuses are refused beside their fields, keeping what was typed", func(t *testing.T) {
+		p := e.post("/playbooks/demo/runs", url.Values{"csrf": {tok}, "in.cluster": {"Bad Name"}, "in.nodes": {"many"}, "in.mode": {"slow"}})
+		assert.Equal(t, http.StatusBadRequest, p.status)
+		assert.Regexp(t, `id="e-cluster"[^>]*>.*does not match pattern`, p.body)
+		assert.Regexp(t, `id="e-nodes"[^>]*>.*nodes`, p.body)
+		assert.Regexp(t, `id="e-mode"[^>]*>.*mode`, p.body)
+		assert.Contains(t, p.body, `value="Bad Name"`)
+		runs := e.get("/runs")
+		assert.Contains(t, runs.body, "No runs.", "nothing started")
+	})
+
+	var failed string
+	t.Run("a wrong answer keeps the run waiting; a right one lets it go on", func(t *testing.T) {
+		failed = runID(t, e.post("/playbooks/demo/runs", url.Values{"csrf": {tok}, "in.cluster": {"prod-a"}, "in.fail": {"true"}}))
+		p := e.waitFor("/runs/"+failed, func(b string) bool { return strings.Contains(b, `id="approval"`) })
+		assert.Contains(t, p.body, `name="f.ticket"`)
+		assert.Contains(t, p.body, "Upgrade prod-a?")
+		bad := e.post("/runs/"+failed+"/approve", url.Values{"csrf": {tok}, "step": {"approve"}, "decision": {"approve"}, "f.window": {"soon"},
+			"comment": {"typo"}})
+		assert.Equal(t, http.StatusBadRequest, bad.status)
+		assert.Regexp(t, `id="e-ticket"[^>]*>.*field ticket is required`, bad.body)
+		assert.Regexp(t, `id="e-window"[^>]*>.*field window must be an integer`, bad.body)
+		assert.Contains(t, bad.body, `value="soon"`)
+		assert.Contains(t, e.get("/runs/"+failed).body, `id="approval"`, "still waiting")
+		good := e.post("/runs/"+failed+"/approve", url.Values{"csrf": {tok}, "step": {"approve"}, "decision": {"approve"},
+			"f.ticket": {"CHG-1"}, "f.window": {"30"}})
+		require.Equal(t, http.StatusSeeOther, good.status, good.body)
+		p = e.waitFor("/runs/"+failed, func(b string) bool { return strings.Contains(b, "Retry from") })
+		assert.Contains(t, p.body, "approved by alice", "the answer is recorded under the name given at sign-in")
+		assert.Contains(t, p.body, "work failed on prod-a")
+	})
+
+	t.Run("retry from a chosen step reuses the steps before it", func(t *testing.T) {
+		next := runID(t, e.post("/runs/"+failed+"/retry", url.Values{"csrf": {tok}, "from": {"work"}}))
+		assert.NotEqual(t, failed, next)
+		p := e.waitFor("/runs/"+next, func(b string) bool { return !strings.Contains(b, "data-follow") })
+		assert.Contains(t, p.body, "Retry of")
+		assert.Contains(t, p.body, failed)
+		assert.Contains(t, p.body, "step.reused")
+		bad := e.post("/runs/"+failed+"/retry", url.Values{"csrf": {tok}, "from": {"nope"}})
+		assert.Equal(t, http.StatusBadRequest, bad.status)
+		assert.Contains(t, bad.body, "nope")
+	})
+
+	t.Run("cancel", func(t *testing.T) {
+		id := runID(t, e.post("/playbooks/slow/runs", url.Values{"csrf": {tok}}))
+		e.waitFor("/runs/"+id, func(b string) bool { return strings.Contains(b, `class="st st-running"`) })
+		p := e.post("/runs/"+id+"/cancel", url.Values{"csrf": {tok}})
+		require.Equal(t, http.StatusSeeOther, p.status, p.body)
+		p = e.waitFor("/runs/"+id, func(b string) bool { return !strings.Contains(b, "data-follow") })
+		assert.Regexp(t, `</h1>\s*<span class="st st-cancelled">`, p.body)
+		assert.Contains(t, p.body, "cancelled by alice")
+		again := e.post("/runs/"+id+"/cancel", url.Values{"csrf": {tok}})
+		assert.Equal(t, http.StatusConflict, again.status)
+		assert.Contains(t, again.body, "already cancelled")
+	})
+}

@@ -9,13 +9,16 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 )
 
 // pageNames are the templates of templates/, one per page.
-var pageNames = []string{"login", "error", "runs", "run", "playbooks", "playbook", "approvals", "deliveries", "schedules", "health"}
+var pageNamesArray = [...]string{"login", "error", "runs", "run", "playbooks", "playbook", "approvals", "deliveries", "schedules", "health"}
+
+var pageNames = pageNamesArray[:]
 
 // pages are the parsed templates: each page with the layout and partials.
 var pages = parsePages()
@@ -82,11 +85,16 @@ type errorData struct{ Message string }
 func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, name string, v *view) {
 	v.ui, v.now = u, u.o.Now()
 	var buf bytes.Buffer
+	// The last size of this page: a page of a large run is megabytes,
+	// and growing the buffer to it by doubling costs.
+	size := &u.sizes[slices.Index(pageNames, name)]
+	buf.Grow(int(size.Load()))
 	if err := pages[name].ExecuteTemplate(&buf, "layout", v); err != nil {
 		u.log.Error("render page", "page", name, "path", r.URL.Path, "err", err)
 		http.Error(w, "the page failed to render; the server log says why", http.StatusInternalServerError)
 		return
 	}
+	size.Store(int64(buf.Len()))
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
@@ -98,6 +106,16 @@ func (u *UI) fail(w http.ResponseWriter, r *http.Request, s *session, err error)
 	msg := err.Error()
 	if ae, ok := err.(*APIError); ok {
 		status = ae.Status
+		if status == http.StatusUnauthorized {
+			// The API no longer takes the session's token (revoked): the
+			// session ends.
+			if c, cerr := r.Cookie(sessionCookie); cerr == nil {
+				u.sessions.remove(c.Value)
+			}
+			setCookie(w, r, sessionCookie, "", -1)
+			http.Redirect(w, r, "/login?next="+urlQueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
 	}
 	u.render(w, r, status, "error", &view{Title: http.StatusText(status), session: s, Data: errorData{Message: msg}})
 }
@@ -139,11 +157,6 @@ var funcs = template.FuncMap{
 	"item":      func(r api.Run, a *approvalView) approvalItem { return approvalItem{Run: r, Approval: a} },
 	"stepOf":    func(d *runData, s *stepView) stepPair { return stepPair{D: d, S: s} },
 	"fieldKey":  func(prefix string, f fieldView) fieldView { f.Key = prefix + f.Name; return f },
-	"cls":       func(s string) string { return strings.ReplaceAll(s, ".", "-") },
-	"lower":     strings.ToLower,
-	"isoms":     func(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") },
-	"clock":     func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
-	"kv":        kvText,
 	"parseTime": func(s string) time.Time { t, _ := time.Parse(time.RFC3339, s); return t },
 	"f1":        func(f float64) string { return fmt.Sprintf("%.1f", f) },
 	"f0":        func(f float64) string { return fmt.Sprintf("%.0f", f) },

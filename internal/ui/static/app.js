@@ -130,7 +130,7 @@
     return p(d.getUTCHours()) + ":" + p(d.getUTCMinutes()) + ":" + p(d.getUTCSeconds()) + "." + p(d.getUTCMilliseconds(), 3);
   }
 
-  function eventItem(ev) {
+  function eventItem(ev, withStep) {
     var li = doc.createElement("li");
     li.className = "ev fresh ev-" + ev.type.replace(/\./g, "-") + (ev.level ? " lvl-" + ev.level.toLowerCase() : "");
     li.setAttribute("data-seq", ev.seq);
@@ -139,7 +139,7 @@
     t.textContent = clock(ev.time);
     li.appendChild(t);
     li.appendChild(doc.createTextNode(" "));
-    if (ev.step) {
+    if (ev.step && withStep) {
       var a = doc.createElement("a");
       a.href = "#step-" + ev.step; a.className = "evstep"; a.textContent = ev.step;
       li.appendChild(a);
@@ -167,7 +167,7 @@
     var list = doc.getElementById(listId);
     if (!list || list.querySelector('[data-seq="' + ev.seq + '"]')) return;
     var stick = list.scrollTop + list.clientHeight >= list.scrollHeight - 4;
-    list.appendChild(eventItem(ev));
+    list.appendChild(eventItem(ev, listId === "log-all"));
     if (stick) list.scrollTop = list.scrollHeight;
   }
 
@@ -202,7 +202,8 @@
     function onEvent(e) {
       var ev;
       try { ev = JSON.parse(e.data); } catch (err) { return; }
-      append("log-all", ev);
+      var all = doc.getElementById("log-all");
+      if (!ev.step || !all || !all.hasAttribute("data-run-only")) append("log-all", ev);
       if (ev.step) append("log-" + ev.step, ev);
       seen[ev.seq] = { type: ev.type, shown: Date.now() };
       waiting.push(ev.seq);
