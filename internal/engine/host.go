@@ -76,7 +76,9 @@ func (h *host) AwaitApproval(ctx context.Context, req steps.ApprovalRequest) (st
 		return steps.ApprovalResponse{}, fmt.Errorf("read approval: %w", err)
 	}
 	if !req.Deadline.IsZero() && !rs.e.o.Clock.Now().Before(req.Deadline) {
-		return steps.ApprovalResponse{}, &fault.Error{Code: fault.Timeout, Message: "approval was not answered before " + req.Deadline.UTC().Format(time.RFC3339)}
+		msg := "approval was not answered before " + req.Deadline.UTC().Format(time.RFC3339)
+		sr.queue(state.Event{Type: "approval.timed_out", Step: sr.rec.ID, Message: msg})
+		return steps.ApprovalResponse{}, &fault.Error{Code: fault.Timeout, Message: msg}
 	}
 	ask := askedApproval(req)
 	sr.mu.Lock()

@@ -90,4 +90,7 @@ func TestAnUnansweredApprovalTimesOutRejected(t *testing.T) {
 	assert.Equal(t, "timeout", m["error"].(map[string]any)["code"], "%v", m)
 	r := e.as("alice", "POST", "/api/v1/runs/"+id+"/approve", map[string]any{"approve": true})
 	assert.Equal(t, 409, r.status, "too late: %s", r.body)
+	audit := string(e.as("root", "GET", "/api/v1/audit", nil).body)
+	assert.Contains(t, audit, `"identity":"system:timeout","action":"run.approve","target":"run:`+id+`","result":"timeout"`,
+		"the clock's answer is in the audit log too")
 }

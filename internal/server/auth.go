@@ -172,6 +172,18 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	})
 }
 
+// auditTimeout records an approval that its timeout answered: the audit
+// log then holds every answer of an approval, a person's or the clock's.
+func (s *Server) auditTimeout(runID string, ev state.Event) {
+	if ev.Type != "approval.timed_out" {
+		return
+	}
+	s.audit(context.Background(), state.AuditRecord{
+		Identity: "system:timeout", Action: "run.approve", Target: "run:" + runID, Result: string(fault.Timeout),
+		Source: "runbook", Detail: map[string]any{"step": ev.Step},
+	})
+}
+
 // targetOfPath names what a request is about from its route pattern
 // ("POST /api/v1/runs/{id}/cancel") and path, as auditRequest does from
 // the path values of a routed request: run:ID, playbook:NAME, token:NAME.

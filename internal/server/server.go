@@ -155,6 +155,7 @@ func New(o Options) (*Server, error) {
 		s.metrics.observe(runID, ev)
 		s.events.publish(runID, ev)
 		s.logRunEnd(runID, ev)
+		s.auditTimeout(runID, ev)
 		if observer != nil {
 			observer(runID, ev)
 		}
