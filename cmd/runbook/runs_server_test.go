@@ -30,9 +30,9 @@ steps:
 // serveRuns writes the playbooks of these tests into a playbook directory
 // and starts `runbook serve` on it; the CLI then has the API token and the
 // server is stopped with SIGTERM at the end of the test.
-func (c *cli) serveRuns(t *testing.T) *serveProc {
+func (c *cli) serveRuns(t *testing.T, args ...string) *serveProc {
 	t.Helper()
-	s := c.serve("--playbooks", filepath.Join(c.dir, "playbooks"))
+	s := c.serve(append([]string{"--playbooks", filepath.Join(c.dir, "playbooks")}, args...)...)
 	t.Cleanup(func() {
 		select {
 		case <-s.done: // stopped by the test

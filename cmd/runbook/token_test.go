@@ -59,7 +59,7 @@ func indexOf(lines []string, parts ...string) int {
 func TestTokensThroughTheServerGiveRolesAndAreAudited(t *testing.T) {
 	c := newCLI(t)
 	c.writePlaybooks(t)
-	s := c.serveRuns(t) // the CLI has the server's (admin) token
+	s := c.serveRuns(t, "-v") // the CLI has the server's (admin) token; -v logs every call and run
 	id := c.startGated(t, s)
 
 	secret := createdToken(t, c.run("token", "create", "ro", "--role", "viewer"))
@@ -143,6 +143,10 @@ func TestTokensThroughTheServerGiveRolesAndAreAudited(t *testing.T) {
 	})
 
 	s.stop(t)
+	logs := s.stderr.String()
+	require.NotEmpty(t, logs, "serve -v logged")
+	assert.NotContains(t, logs, strings.TrimPrefix(secret, auth.TokenPrefix), "the log never holds the token")
+	assert.NotContains(t, logs, auth.HashToken(secret), "nor its hash")
 	data, err := os.ReadFile(c.state)
 	require.NoError(t, err)
 	assert.NotContains(t, string(data), secret, "the state file never holds the token")
