@@ -78,11 +78,29 @@ func CheckPatterns(patterns []string) error {
 		if p == "" {
 			return fmt.Errorf("empty playbook pattern")
 		}
+		if sel, ok := strings.CutPrefix(p, labelPrefix); ok {
+			key, val, found := strings.Cut(sel, "=")
+			if !found || key == "" || val == "" {
+				return fmt.Errorf("playbook pattern %q: a label is label:KEY=VALUE (the value may be a pattern)", p)
+			}
+			p = val
+		}
 		if _, err := path.Match(p, ""); err != nil {
 			return fmt.Errorf("playbook pattern %q: %w", p, err)
 		}
 	}
 	return nil
+}
+
+// labelPrefix starts a pattern that selects playbooks by a label:
+// label:team=ml, label:tier=prod*.
+const labelPrefix = "label:"
+
+// Playbook is what a scope is checked against: a playbook's name and its
+// labels.
+type Playbook struct {
+	Name   string
+	Labels map[string]string
 }
 
 // Grant is a role, limited to the playbooks matching one of Playbooks
@@ -92,17 +110,27 @@ type Grant struct {
 	Playbooks []string `json:"playbooks,omitempty"`
 }
 
-// covers reports whether the grant applies to playbook (a global action
-// when playbook is "").
-func (g Grant) covers(playbook string) bool {
+// covers reports whether the grant applies to pb (a global action when
+// its name is ""): a pattern matches its name, label:KEY=VALUE one of
+// its labels.
+func (g Grant) covers(pb Playbook) bool {
 	if len(g.Playbooks) == 0 {
 		return true
 	}
-	if playbook == "" {
+	if pb.Name == "" {
 		return false
 	}
 	for _, p := range g.Playbooks {
-		if ok, _ := path.Match(p, playbook); ok {
+		if sel, ok := strings.CutPrefix(p, labelPrefix); ok {
+			key, val, _ := strings.Cut(sel, "=")
+			if v, has := pb.Labels[key]; has {
+				if ok, _ := path.Match(val, v); ok {
+					return true
+				}
+			}
+			continue
+		}
+		if ok, _ := path.Match(p, pb.Name); ok {
 			return true
 		}
 	}
@@ -145,9 +173,16 @@ func (id *Identity) Roles() []string {
 	return out
 }
 
-// Can reports whether the identity may do p on playbook; playbook "" asks
-// for p on every playbook (and is how global permissions are asked).
+// Can reports whether the identity may do p on the playbook named
+// playbook, by its name alone; playbook "" asks for p on every playbook
+// (and is how global permissions are asked). CanOn also sees labels.
 func (id *Identity) Can(p Permission, playbook string) bool {
+	return id.CanOn(p, Playbook{Name: playbook})
+}
+
+// CanOn reports whether the identity may do p on pb, whose labels a
+// label:KEY=VALUE scope reads.
+func (id *Identity) CanOn(p Permission, pb Playbook) bool {
 	if id == nil {
 		return false
 	}
@@ -155,7 +190,7 @@ func (id *Identity) Can(p Permission, playbook string) bool {
 		if global(p) && len(g.Playbooks) > 0 {
 			continue
 		}
-		if slices.Contains(RolePermissions[g.Role], p) && g.covers(playbook) {
+		if slices.Contains(RolePermissions[g.Role], p) && g.covers(pb) {
 			return true
 		}
 	}

@@ -34,7 +34,7 @@ var (
 )
 
 var topKeys = []string{
-	"version", "name", "description", "inputs", "env", "connections", "triggers",
+	"version", "name", "description", "labels", "inputs", "env", "connections", "triggers",
 	"concurrency", "timeout", "max_parallel", "steps", "on_failure", "finally", "outputs",
 }
 
@@ -148,6 +148,7 @@ func (l *loader) header(pb *Playbook, o *yamlnode.Object) {
 	if n := o.Get("description"); n != nil {
 		pb.Description, _ = l.str(n, "description")
 	}
+	l.labels(pb, o)
 	if n := o.Get("timeout"); n != nil {
 		pb.Timeout = l.positiveDuration(n, "timeout")
 	}

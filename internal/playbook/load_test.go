@@ -22,6 +22,7 @@ func TestLoadFillsTheModel(t *testing.T) {
 	require.NoError(t, err)
 
 	assert.Equal(t, "nks-maintenance-upgrade", pb.Name)
+	assert.Equal(t, map[string]string{"team": "platform", "tier": "prod"}, pb.Labels)
 	assert.Equal(t, "testdata/good/full.yaml", pb.Path)
 	abs, _ := filepath.Abs("testdata/good")
 	assert.Equal(t, abs, pb.Dir)

@@ -22,7 +22,9 @@ type Playbook struct {
 	Version     int
 	Name        string
 	Description string
-	Inputs      []*Input // in the order written
+	// Labels group playbooks (team: ml); a role may be limited to a label.
+	Labels map[string]string
+	Inputs []*Input // in the order written
 	// Env is the playbook's `env:` map; values may be templates over inputs.
 	Env         map[string]expr.Value
 	Connections map[string]map[string]any

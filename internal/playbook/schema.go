@@ -61,6 +61,11 @@ func schemaDoc() obj {
 			"version":     obj{"const": 1},
 			"name":        obj{"type": "string", "pattern": nameRE.String()},
 			"description": str,
+			"labels": obj{
+				"type":                 "object",
+				"propertyNames":        obj{"pattern": labelKeyRE.String()},
+				"additionalProperties": obj{"type": "string", "pattern": labelValueRE.String()},
+			},
 			"inputs": obj{
 				"type":                 "object",
 				"propertyNames":        obj{"pattern": ident},

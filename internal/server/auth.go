@@ -75,6 +75,26 @@ type authz struct {
 	perm   auth.Permission
 	target string
 	detail map[string]any
+	labels func(playbook string) map[string]string // a loaded playbook's labels
+}
+
+// can reports whether the caller may do the route's permission on the
+// playbook named playbook, its labels included.
+func (az *authz) can(playbook string) bool {
+	pb := auth.Playbook{Name: playbook}
+	if az.labels != nil && playbook != "" {
+		pb.Labels = az.labels(playbook)
+	}
+	return az.id.CanOn(az.perm, pb)
+}
+
+// labelsOf returns the labels of a loaded playbook (none when it is not
+// loaded: a run of a removed playbook is judged by its name).
+func (s *Server) labelsOf(playbook string) map[string]string {
+	if pb := s.cat.get(playbook); pb != nil {
+		return pb.Labels
+	}
+	return nil
 }
 
 func authzOf(r *http.Request) *authz {
@@ -147,13 +167,13 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			_, pattern = mux.Handler(r)
 		}
 		rt := routeOf(r, pattern)
-		az := &authz{id: id, perm: rt.perm}
+		az := &authz{id: id, perm: rt.perm, labels: s.labelsOf}
 		r = r.WithContext(context.WithValue(r.Context(), authzKey{}, az))
 		pb := playbookOfPath(pattern, r.URL.Path)
 		switch {
 		case rt.perm != "" && !id.CanSome(rt.perm):
 			s.forbid(w, r, rt.perm, "")
-		case rt.perm != "" && pb != "" && !id.Can(rt.perm, pb):
+		case rt.perm != "" && pb != "" && !az.can(pb):
 			s.forbid(w, r, rt.perm, pb)
 		default:
 			rec := &auditRecorder{ResponseWriter: w, status: http.StatusOK}
@@ -235,7 +255,7 @@ func (s *Server) forbid(w http.ResponseWriter, r *http.Request, perm auth.Permis
 // the caller lacks it there.
 func (s *Server) inScope(w http.ResponseWriter, r *http.Request, playbook string) bool {
 	az := authzOf(r)
-	if az == nil || az.perm == "" || az.id.Can(az.perm, playbook) {
+	if az == nil || az.perm == "" || az.can(playbook) {
 		return true
 	}
 	s.forbid(w, r, az.perm, playbook)
@@ -246,7 +266,7 @@ func (s *Server) inScope(w http.ResponseWriter, r *http.Request, playbook string
 // listing.
 func visible(r *http.Request, playbook string) bool {
 	az := authzOf(r)
-	return az == nil || az.perm == "" || az.id.Can(az.perm, playbook)
+	return az == nil || az.perm == "" || az.can(playbook)
 }
 
 // auditRequest appends the audit record of a state-changing request.

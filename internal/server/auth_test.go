@@ -31,6 +31,7 @@ var people = map[string]struct {
 	"carol": {roles: []string{"operator", "approver"}, token: "tok-operator-approver-carol-000000000000"},
 	"root":  {roles: []string{"admin"}, token: "tok-admin-00000000000000000000000000000000"},
 	"nksop": {roles: []string{"operator"}, playbooks: []string{"nks-*"}, token: "tok-nks-operator-000000000000000000000"},
+	"mlop":  {roles: []string{"operator"}, playbooks: []string{"label:team=ml*"}, token: "tok-ml-operator-0000000000000000000000"},
 }
 
 func withPeople(o *server.Options) {
@@ -164,6 +165,24 @@ func TestScopedRole(t *testing.T) {
 	assert.Equal(t, "nks-upgrade", pbs[0].(map[string]any)["name"])
 	// A scoped admin-only permission is never given by a scoped grant.
 	assert.Equal(t, 403, e.as("nksop", "POST", "/api/v1/reload", nil).status)
+}
+
+// A role limited by label (label:team=ml*) reaches the playbooks whose
+// labels match, whatever their names.
+func TestALabelScopedRole(t *testing.T) {
+	ml := strings.Replace(approvalPlaybook, "name: gate", "name: tune\nlabels: {team: ml-platform}", 1)
+	e := newEnv(t, map[string]string{"gate.yaml": approvalPlaybook, "tune.yaml": ml}, withPeople)
+	r := e.as("mlop", "POST", "/api/v1/playbooks/tune/runs", map[string]any{})
+	require.Equal(t, 201, r.status, "%s", r.body)
+	mine := r.json(t)["id"].(string)
+	r = e.as("mlop", "POST", "/api/v1/playbooks/gate/runs", map[string]any{})
+	assert.Equal(t, 403, r.status, "a playbook without the label: %s", r.body)
+	other := e.newRun()
+	assert.Equal(t, 403, e.as("mlop", "POST", "/api/v1/runs/"+other+"/cancel", nil).status)
+	assert.Equal(t, 200, e.as("mlop", "GET", "/api/v1/runs/"+mine, nil).status)
+	runs := e.as("mlop", "GET", "/api/v1/runs", nil).json(t)["runs"].([]any)
+	require.Len(t, runs, 1, "only the labelled playbook's run is listed")
+	assert.Equal(t, mine, runs[0].(map[string]any)["id"])
 }
 
 // The server token keeps working, as admin, beside configured users.
