@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -140,4 +142,45 @@ func TestTemplatesAskAboutKnownActions(t *testing.T) {
 		}
 	}
 	assert.Greater(t, seen, 5)
+}
+
+// A session asks for its identity again every minute: a change of roles
+// shows, and a revoked token ends the session.
+func TestASessionFollowsItsTokensRoles(t *testing.T) {
+	e := startServer(t, map[string]string{"demo.yaml": demoPlaybook})
+	var mu sync.Mutex
+	now := time.Now()
+	perms, revoked := ui.AllPermissions(), false
+	web, err := ui.New(ui.Options{API: e.srv.Handler(),
+		Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now },
+		Identify: func(_ context.Context, tok string) (ui.Identity, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if tok != token || revoked {
+				return ui.Identity{}, ui.ErrBadToken
+			}
+			return ui.Identity{Name: "rita", Perms: perms}, nil
+		}})
+	require.NoError(t, err)
+	hs := httptest.NewServer(web)
+	t.Cleanup(hs.Close)
+	c := newClient(t, e.srv, hs.URL)
+	require.Equal(t, http.StatusSeeOther, c.login(token, "").status)
+	assert.Contains(t, c.get("/playbooks/demo").body, `action="/playbooks/demo/runs"`)
+
+	mu.Lock()
+	perms = ui.Permissions{}
+	mu.Unlock()
+	assert.Contains(t, c.get("/playbooks/demo").body, `action="/playbooks/demo/runs"`, "within the minute, the session keeps what it knew")
+	mu.Lock()
+	now = now.Add(2 * time.Minute)
+	mu.Unlock()
+	assert.NotContains(t, c.get("/playbooks/demo").body, `action="/playbooks/demo/runs"`, "the role taken away shows")
+
+	mu.Lock()
+	revoked, now = true, now.Add(2*time.Minute)
+	mu.Unlock()
+	p := c.get("/playbooks/demo")
+	assert.Equal(t, http.StatusSeeOther, p.status)
+	assert.Contains(t, p.location, "/login")
 }

@@ -486,7 +486,7 @@ func TestBrowser(t *testing.T) {
 
 		b.open("/runs/" + demoRun + "#step-create")
 		b.waitFor("#step-create")
-		b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
+		b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
 		b.open("/runs/" + demoRun)
 		b.waitFor("#timeline")
 		wide := b.eval(`String(document.documentElement.scrollWidth)`)

@@ -45,6 +45,10 @@ func (u *UI) approvalsPage(w http.ResponseWriter, r *http.Request, s *session) {
 		if err := u.get(ctx, s, "/api/v1/runs/"+esc+"/events?limit=10000", &page); err == nil {
 			rd.Events = page.Events
 		}
+		var def api.Definition
+		if err := u.get(ctx, s, "/api/v1/runs/"+esc+"/definition", &def); err == nil {
+			rd.Def = &def
+		}
 		rd.approval()
 		if rd.Approval != nil {
 			d.Items = append(d.Items, approvalItem{Run: rd.Run, Approval: rd.Approval})

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -28,18 +29,22 @@ const maxSessions = 10000
 // the browser.
 type session struct {
 	token   string
-	ident   Identity
-	name    string // who the user said they are, when the token names no one
+	ident   atomic.Pointer[Identity] // replaced when asked again (see UI.current)
+	name    string                   // who the user said they are, when the token names no one
 	csrf    string
 	created time.Time
 	seen    time.Time
+	checked time.Time // when the identity was last asked of Options.Identify
 }
+
+// identity is who the session's token belongs to.
+func (s *session) identity() Identity { return *s.ident.Load() }
 
 // by is the name recorded as who answers or cancels.
 func (s *session) by() string {
-	switch {
-	case s.ident.Name != "":
-		return s.ident.Name
+	switch id := s.identity(); {
+	case id.Name != "":
+		return id.Name
 	case s.name != "":
 		return s.name
 	}
@@ -75,7 +80,8 @@ func keyOf(id string) string {
 func (ss *sessions) create(token string, ident Identity, name string) (string, *session) {
 	id := randomToken()
 	now := ss.now()
-	s := &session{token: token, ident: ident, name: name, csrf: randomToken(), created: now, seen: now}
+	s := &session{token: token, name: name, csrf: randomToken(), created: now, seen: now, checked: now}
+	s.ident.Store(&ident)
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if len(ss.m) >= maxSessions {
@@ -135,12 +141,30 @@ func (ss *sessions) remove(id string) {
 	delete(ss.m, keyOf(id))
 }
 
-// setCookie writes an HttpOnly, SameSite=Strict cookie (Secure over TLS);
-// maxAge < 0 deletes it.
+// setCookie writes an HttpOnly, SameSite=Strict cookie, Secure when the
+// browser came over TLS (to this server, or to a proxy in front that says
+// so); maxAge < 0 deletes it.
 func setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
+	secure := r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: "/", MaxAge: maxAge,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure})
 }
+
+// stale reports whether the session's identity is older than every and
+// marks it checked when it is: the caller asks for it again.
+func (ss *sessions) stale(s *session, every time.Duration) bool {
+	now := ss.now()
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if now.Sub(s.checked) < every {
+		return false
+	}
+	s.checked = now
+	return true
+}
+
+// update replaces the session's identity.
+func (ss *sessions) update(s *session, ident Identity) { s.ident.Store(&ident) }
 
 // sameOrigin refuses a state-changing request another site started: the
 // browser's Sec-Fetch-Site, else its Origin, must be this server.

@@ -178,13 +178,31 @@ func (u *UI) asset(name string) string {
 	return "/ui/static/" + name + "?v=" + u.static[name].hash
 }
 
-// current is the request's live session, or nil.
+// recheck is how often a session's identity is asked again, so that a
+// change of roles or a revoked token shows within it.
+const recheck = time.Minute
+
+// current is the request's live session, or nil. A session whose token
+// the API no longer takes ends.
 func (u *UI) current(r *http.Request) *session {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
 		return nil
 	}
-	return u.sessions.get(c.Value)
+	s := u.sessions.get(c.Value)
+	if s == nil || !u.sessions.stale(s, recheck) {
+		return s
+	}
+	ident, err := u.o.Identify(r.Context(), s.token)
+	switch {
+	case errors.Is(err, ErrBadToken):
+		u.sessions.remove(c.Value)
+		return nil
+	case err != nil:
+		return s // cannot check now: keep what was known
+	}
+	u.sessions.update(s, ident)
+	return s
 }
 
 // page wraps a GET page: without a session it sends the browser to /login
@@ -237,7 +255,7 @@ func (u *UI) action(h func(http.ResponseWriter, *http.Request, *session)) http.H
 // do on playbook pb. The UI does not offer such actions; this holds for a
 // form kept from before a change of permissions, or made by hand.
 func (u *UI) permitted(w http.ResponseWriter, r *http.Request, s *session, a Action, pb string) bool {
-	if s.ident.Perms.Allows(a, pb) {
+	if s.identity().Perms.Allows(a, pb) {
 		return true
 	}
 	what := "do this"

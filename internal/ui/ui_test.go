@@ -123,6 +123,11 @@ func TestPagesRender(t *testing.T) {
 			assertNoInlineCode(t, p.body)
 		})
 	}
+	t.Run("the approvals page asks each waiting step's question", func(t *testing.T) {
+		p := e.get("/approvals")
+		assert.Contains(t, p.body, "Upgrade prod-a?")
+		assert.Contains(t, p.body, `action="/runs/`+id+`/approve"`)
+	})
 	t.Run("an unknown page is a 404 page", func(t *testing.T) {
 		p := e.get("/nope")
 		assert.Equal(t, http.StatusNotFound, p.status)
