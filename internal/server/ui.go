@@ -73,26 +73,33 @@ func (s *Server) identify(ctx context.Context, token string) (ui.Identity, error
 		s.log.Error("ui sign-in: the token cannot be checked", "err", err)
 		return ui.Identity{}, errors.New("the token cannot be checked now; try again")
 	}
-	return uiIdentity(id), nil
+	return s.uiIdentity(id), nil
 }
 
-// uiIdentity is an identity as the UI sees it: each grant's role becomes
-// the actions of the UI it permits, on the grant's playbooks.
-func uiIdentity(id *auth.Identity) ui.Identity {
-	out := ui.Identity{}
+// uiIdentity is an identity as the UI sees it: what it may do is judged
+// by the API's own rules (roles, playbook patterns and labels), so the UI
+// offers exactly what the API would accept.
+func (s *Server) uiIdentity(id *auth.Identity) ui.Identity {
+	out := ui.Identity{Perms: identityPerms{id: id, labels: s.labelsOf}}
 	if id.Kind != auth.KindServer {
 		out.Name = id.Name
 	}
-	for _, g := range id.Grants {
-		var acts []ui.Action
-		for _, p := range auth.RolePermissions[g.Role] {
-			for _, a := range ui.Actions {
-				if string(a) == string(p) {
-					acts = append(acts, a)
-				}
-			}
-		}
-		out.Perms.Grants = append(out.Perms.Grants, ui.Grant{Actions: acts, Playbooks: g.Playbooks})
-	}
 	return out
 }
+
+// identityPerms are an identity's permissions, as ui.Permissions. The
+// UI's actions are named as the API's permissions.
+type identityPerms struct {
+	id     *auth.Identity
+	labels func(playbook string) map[string]string
+}
+
+func (p identityPerms) Allows(a ui.Action, playbook string) bool {
+	pb := auth.Playbook{Name: playbook}
+	if playbook != "" {
+		pb.Labels = p.labels(playbook)
+	}
+	return p.id.CanOn(auth.Permission(a), pb)
+}
+
+func (p identityPerms) AllowsAny(a ui.Action) bool { return p.id.CanSome(auth.Permission(a)) }

@@ -45,21 +45,28 @@ func (g Grant) covers(pb string) bool {
 	return false
 }
 
-// Permissions is what an identity may do: the union of its grants. The
-// zero value may only read.
-type Permissions struct {
-	Grants []Grant
+// Permissions is what an identity may do. The server judges them with
+// its own rules (roles, playbook patterns, labels); Grants is a plain set
+// of them.
+type Permissions interface {
+	// Allows reports whether action a is allowed on playbook pb ("" for an
+	// action on no playbook, such as a reload).
+	Allows(a Action, pb string) bool
+	// AllowsAny reports whether a is allowed on some playbook.
+	AllowsAny(a Action) bool
 }
+
+// Grants are permissions as a list of grants: their union.
+type Grants []Grant
+
+var _ Permissions = Grants(nil)
 
 // AllPermissions may do everything.
-func AllPermissions() Permissions {
-	return Permissions{Grants: []Grant{{Actions: slices.Clone(Actions)}}}
-}
+func AllPermissions() Grants { return Grants{{Actions: slices.Clone(Actions)}} }
 
-// Allows reports whether the permissions allow a on playbook pb ("" for
-// an action on no playbook, such as a reload).
-func (p Permissions) Allows(a Action, pb string) bool {
-	for _, g := range p.Grants {
+// Allows implements Permissions.
+func (gs Grants) Allows(a Action, pb string) bool {
+	for _, g := range gs {
 		if slices.Contains(g.Actions, a) && g.covers(pb) {
 			return true
 		}
@@ -67,9 +74,9 @@ func (p Permissions) Allows(a Action, pb string) bool {
 	return false
 }
 
-// AllowsAny reports whether a is allowed on some playbook.
-func (p Permissions) AllowsAny(a Action) bool {
-	for _, g := range p.Grants {
+// AllowsAny implements Permissions.
+func (gs Grants) AllowsAny(a Action) bool {
+	for _, g := range gs {
 		if slices.Contains(g.Actions, a) {
 			return true
 		}
@@ -82,9 +89,16 @@ type Identity struct {
 	// Name is who the token names; empty when it names no one: the name
 	// given at login is then recorded as who answers and cancels, as `by`
 	// is with the API.
-	Name  string
+	Name string
+	// Perms is what the identity may do; nil: nothing but read.
 	Perms Permissions
 }
+
+// allows reports whether id may do a on pb.
+func (id Identity) allows(a Action, pb string) bool { return id.Perms != nil && id.Perms.Allows(a, pb) }
+
+// allowsAny reports whether id may do a on some playbook.
+func (id Identity) allowsAny(a Action) bool { return id.Perms != nil && id.Perms.AllowsAny(a) }
 
 // IdentifyFunc returns the identity of an API token. It returns
 // ErrBadToken for a token the API would refuse, and another error when

@@ -47,7 +47,7 @@ func TestAViewerIsOfferedNothingItMayNotDo(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, approve.status, approve.body)
 	e.waitFor("/runs/"+failed, func(b string) bool { return strings.Contains(b, `Retry from`) })
 
-	v := withIdentity(t, e, ui.Permissions{})
+	v := withIdentity(t, e, nil)
 	require.Equal(t, http.StatusSeeOther, v.login(token, "").status)
 	vtok := csrf(t, v.get("/runs").body)
 
@@ -88,7 +88,7 @@ func TestAViewerIsOfferedNothingItMayNotDo(t *testing.T) {
 
 func TestPermissionsLimitedToSomePlaybooks(t *testing.T) {
 	e := startServer(t, map[string]string{"demo.yaml": demoPlaybook, "slow.yaml": slowPlaybook})
-	o := withIdentity(t, e, ui.Permissions{Grants: []ui.Grant{{Actions: ui.Actions, Playbooks: []string{"de*"}}}})
+	o := withIdentity(t, e, ui.Grants{{Actions: ui.Actions, Playbooks: []string{"de*"}}})
 	require.Equal(t, http.StatusSeeOther, o.login(token, "").status)
 	assert.Contains(t, o.get("/playbooks/demo").body, `action="/playbooks/demo/runs"`)
 	assert.NotContains(t, o.get("/playbooks/slow").body, `action="/playbooks/slow/runs"`)
@@ -99,10 +99,10 @@ func TestPermissionsLimitedToSomePlaybooks(t *testing.T) {
 }
 
 func TestPermissionsAllows(t *testing.T) {
-	p := ui.Permissions{Grants: []ui.Grant{
+	p := ui.Grants{
 		{Actions: []ui.Action{ui.StartRun}, Playbooks: []string{"nks-*"}},
 		{Actions: []ui.Action{ui.ApproveRun}},
-	}}
+	}
 	for _, tc := range []struct {
 		name   string
 		action ui.Action
@@ -117,7 +117,7 @@ func TestPermissionsAllows(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, p.Allows(tc.action, tc.pb)) })
 	}
-	assert.False(t, ui.Permissions{}.AllowsAny(ui.StartRun))
+	assert.False(t, ui.Grants{}.AllowsAny(ui.StartRun))
 	assert.True(t, ui.AllPermissions().Allows(ui.Reload, ""))
 }
 
@@ -150,7 +150,8 @@ func TestASessionFollowsItsTokensRoles(t *testing.T) {
 	e := startServer(t, map[string]string{"demo.yaml": demoPlaybook})
 	var mu sync.Mutex
 	now := time.Now()
-	perms, revoked := ui.AllPermissions(), false
+	var perms ui.Permissions = ui.AllPermissions()
+	revoked := false
 	web, err := ui.New(ui.Options{API: e.srv.Handler(),
 		Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now },
 		Identify: func(_ context.Context, tok string) (ui.Identity, error) {
@@ -169,7 +170,7 @@ func TestASessionFollowsItsTokensRoles(t *testing.T) {
 	assert.Contains(t, c.get("/playbooks/demo").body, `action="/playbooks/demo/runs"`)
 
 	mu.Lock()
-	perms = ui.Permissions{}
+	perms = ui.Grants{}
 	mu.Unlock()
 	assert.Contains(t, c.get("/playbooks/demo").body, `action="/playbooks/demo/runs"`, "within the minute, the session keeps what it knew")
 	mu.Lock()

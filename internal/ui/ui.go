@@ -255,7 +255,7 @@ func (u *UI) action(h func(http.ResponseWriter, *http.Request, *session)) http.H
 // do on playbook pb. The UI does not offer such actions; this holds for a
 // form kept from before a change of permissions, or made by hand.
 func (u *UI) permitted(w http.ResponseWriter, r *http.Request, s *session, a Action, pb string) bool {
-	if s.identity().Perms.Allows(a, pb) {
+	if s.identity().allows(a, pb) {
 		return true
 	}
 	what := "do this"

@@ -64,12 +64,12 @@ func (v *view) CSRF() string {
 
 // Can reports whether the session may do action on playbook pb.
 func (v *view) Can(action string, pb string) bool {
-	return v.session != nil && v.session.identity().Perms.Allows(Action(action), pb)
+	return v.session != nil && v.session.identity().allows(Action(action), pb)
 }
 
 // CanAny reports whether the session may do action on some playbook.
 func (v *view) CanAny(action string) bool {
-	return v.session != nil && v.session.identity().Perms.AllowsAny(Action(action))
+	return v.session != nil && v.session.identity().allowsAny(Action(action))
 }
 
 // Asset is the versioned URL of a static file.
