@@ -3,6 +3,8 @@ package ui_test
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -97,6 +99,14 @@ steps:
     with: {message: "unsubscribe ${{ trigger.hook.recipientNo }}"}
 `
 
+// viewerToken is the token of vera, a viewer.
+const viewerToken = "tok-viewer-vera-000000000000000000000000"
+
+func sha256hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
 // chromium finds the browser, or skips (fails under
 // RUNBOOK_REQUIRE_BROWSER=1 or CI=true).
 func chromium(t *testing.T) string {
@@ -140,6 +150,9 @@ server:
 webhooks:
   routes:
     sms: {secret: SMS_WEBHOOK_SECRET}
+auth:
+  users:
+    - {name: vera, roles: [viewer], token_sha256: `+sha256hex(viewerToken)+`}
 `), 0o600))
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "serve", "--sim", "--sim-speed", "3000", "--config", cfg, "--state", filepath.Join(work, "state.db"))
@@ -499,6 +512,30 @@ func TestBrowser(t *testing.T) {
 		b.open("/runs/" + demoRun)
 		b.waitFor("#timeline")
 		b.shot("run-dark")
+	})
+
+	var waitingRun string
+	t.Run("a viewer is offered nothing it may not do", func(t *testing.T) {
+		b.t = t
+		b.open("/approvals")
+		b.waitFor("#approval")
+		waitingRun = b.eval(`document.querySelector("#approval form").getAttribute("action").split("/")[2]`)
+		b.do(chromedp.Click(chromedp.CSS(`form[action="/logout"] button`)))
+		b.waitFor(`input[name="token"]`)
+		b.do(chromedp.SetValue(chromedp.CSS("#token"), viewerToken), chromedp.Submit(chromedp.CSS("#token")))
+		b.waitFor("table.list")
+		assert.Contains(t, b.text(".user"), "vera")
+		b.open("/runs/" + waitingRun)
+		b.waitFor("#approval")
+		assert.Equal(t, "0", b.eval(`String(document.querySelectorAll("#run form").length)`), "no approval, cancel, retry or resume form")
+		assert.Contains(t, b.text("#approval"), "You may not answer approvals")
+		b.shot("viewer-run")
+		b.open("/playbooks/ui-demo")
+		b.waitFor("h1")
+		assert.Equal(t, "0", b.eval(`String(document.querySelectorAll("#start-form").length)`))
+		b.open("/playbooks")
+		b.waitFor("table.list")
+		assert.Equal(t, "0", b.eval(`String(document.querySelectorAll('form[action="/playbooks/reload"]').length)`))
 	})
 
 	t.Run("keyboard: j selects the first run and Enter opens it", func(t *testing.T) {
