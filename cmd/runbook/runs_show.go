@@ -94,8 +94,9 @@ func cmdRunsShow(ctx context.Context, a *app, args []string) error {
 	if err := tw.flush(); err != nil {
 		return err
 	}
-	// A parked run is waiting; under runbook serve the run stays running
-	// while its approval step waits.
+	// A run that only waits for approvals is waiting (parked, or waiting
+	// inside runbook serve); one whose other steps go on while an approval
+	// step waits is still running.
 	if r.Status == state.RunWaiting || waiting && !r.Status.Done() {
 		runID, step := waitingOn(ctx, b, r.ID)
 		fmt.Fprintf(w, "\nwaiting for approval of step %s; answer with: runbook runs approve %s %s\n", step, runID, step)

@@ -70,6 +70,7 @@ func (h *host) AwaitApproval(ctx context.Context, req steps.ApprovalRequest) (st
 	rs := sr.rs
 	a, err := rs.e.o.Store.GetApproval(ctx, rs.run.ID, sr.rec.ID)
 	if err == nil && !a.Pending {
+		rs.markGoingOn(ctx, sr.rec.ID, "was answered")
 		return answered(a), nil
 	}
 	if err != nil && !errors.Is(err, state.ErrNotFound) {
@@ -78,6 +79,7 @@ func (h *host) AwaitApproval(ctx context.Context, req steps.ApprovalRequest) (st
 	if !req.Deadline.IsZero() && !rs.e.o.Clock.Now().Before(req.Deadline) {
 		msg := "approval was not answered before " + req.Deadline.UTC().Format(time.RFC3339)
 		sr.queue(state.Event{Type: "approval.timed_out", Step: sr.rec.ID, Message: msg})
+		rs.markGoingOn(ctx, sr.rec.ID, "timed out")
 		return steps.ApprovalResponse{}, &fault.Error{Code: fault.Timeout, Message: msg}
 	}
 	ask := askedApproval(req)

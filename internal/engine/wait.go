@@ -36,6 +36,7 @@ func (rs *runState) runMain(ctx context.Context) bool {
 			done()
 			return waiting
 		}
+		rs.markWaiting(ctx)
 		wait := e.o.ApprovalPoll
 		if !until.IsZero() {
 			wait = min(wait, until.Sub(e.o.Clock.Now()))
@@ -46,6 +47,44 @@ func (rs *runState) runMain(ctx context.Context) bool {
 			rs.endWaiting(ctx)
 			return false
 		}
+	}
+}
+
+// markWaiting records that the run, waiting in this process, only waits
+// for approvals now: its record says waiting until an answer (or a
+// timeout) lets it go on (markGoingOn), as a parked run's does.
+func (rs *runState) markWaiting(ctx context.Context) {
+	rs.runMu.Lock()
+	changed := rs.run.Status == state.RunRunning
+	if changed {
+		rs.run.Status = state.RunWaiting
+	}
+	rs.runMu.Unlock()
+	if changed {
+		rs.saveStatus(ctx, state.Event{Type: "run.waiting", Message: "run is waiting for an approval"})
+	}
+}
+
+// markGoingOn records that a run waiting in this process goes on: an
+// approval of step was answered or timed out. Step goroutines call it.
+func (rs *runState) markGoingOn(ctx context.Context, step, why string) {
+	rs.runMu.Lock()
+	changed := rs.run.Status == state.RunWaiting
+	if changed {
+		rs.run.Status = state.RunRunning
+	}
+	rs.runMu.Unlock()
+	if changed {
+		rs.saveStatus(ctx, state.Event{Type: "run.resumed", Message: "run resumed: the approval of step " + step + " " + why})
+	}
+}
+
+// saveStatus persists the run's status with ev; a failed write is logged:
+// the run goes on and its next write records the status.
+func (rs *runState) saveStatus(ctx context.Context, ev state.Event) {
+	ev.Time = rs.e.o.Clock.Now()
+	if err := rs.saveRun(ctx, ev); err != nil {
+		rs.e.o.Logger.Error("record run status", "run_id", rs.run.ID, "status", ev.Type, "err", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,4 +174,43 @@ func toInt(v any) int64 {
 		return n
 	}
 	return -1
+}
+
+// A run that waits in the process (as under runbook serve) is recorded
+// waiting while it only waits for an approval, and running again once the
+// approval is answered, as a parked run would be.
+func TestARunWaitingInProcessIsRecordedWaitingUntilAnswered(t *testing.T) {
+	h := realTimeWait(t)
+	ctx := context.Background()
+	runID, done := executeAsync(t, h, ctx, `
+version: 1
+name: gate
+steps:
+  - {id: gate, uses: approval, with: {message: "go?"}}
+  - {id: after, uses: approval, with: {message: "really?"}}
+`)
+	status := func() state.RunStatus {
+		r, err := h.store.GetRun(ctx, runID)
+		require.NoError(t, err)
+		return r.Status
+	}
+	require.Eventually(t, func() bool { return status() == state.RunWaiting }, 5*time.Second, time.Millisecond)
+	require.NoError(t, h.engine.Approve(ctx, runID, "gate", state.Approval{Approved: true, By: "dana"}))
+	require.Eventually(t, func() bool {
+		rec, err := h.store.GetStep(ctx, runID, "after")
+		return err == nil && rec.Status == state.StepWaiting && status() == state.RunWaiting
+	}, 5*time.Second, time.Millisecond, "waiting again at the second approval")
+	require.NoError(t, h.engine.Approve(ctx, runID, "after", state.Approval{Approved: true, By: "dana"}))
+	r := <-done
+	require.Equal(t, state.RunSucceeded, r.Status)
+
+	evs, err := h.store.Events(ctx, runID, 0, 0)
+	require.NoError(t, err)
+	var runEvents []string
+	for _, ev := range evs {
+		if strings.HasPrefix(ev.Type, "run.") {
+			runEvents = append(runEvents, ev.Type)
+		}
+	}
+	assert.Equal(t, []string{"run.created", "run.started", "run.waiting", "run.resumed", "run.waiting", "run.resumed", "run.succeeded"}, runEvents)
 }

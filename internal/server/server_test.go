@@ -315,6 +315,30 @@ func TestStartApproveAndShow(t *testing.T) {
 	assert.EqualValues(t, 3, evs[0].(map[string]any)["seq"])
 }
 
+// Under serve a run waits for its approval in the process: it is waiting
+// in the API, its listing and the metrics, and running again once
+// answered.
+func TestARunWaitingForAnApprovalIsWaitingEverywhere(t *testing.T) {
+	e := newEnv(t, map[string]string{"gate.yaml": approvalPlaybook})
+	id := e.api("POST", "/api/v1/playbooks/gate/runs", nil).json(t)["id"].(string)
+	m := e.waitStatus(id, state.RunWaiting)
+	assert.Equal(t, true, m["executing"])
+	assert.Equal(t, map[string]any{"step": "ok"}, m["waiting_for"])
+	r := e.api("GET", "/api/v1/runs?status=waiting", nil)
+	require.Equal(t, 200, r.status)
+	assert.Len(t, r.json(t)["runs"], 1)
+	metrics := string(e.do("GET", "/metrics", "", nil).body)
+	assert.Contains(t, metrics, `runbook_runs{status="waiting"} 1`)
+	assert.Contains(t, metrics, `runbook_runs{status="running"} 0`)
+
+	r = e.api("POST", "/api/v1/runs/"+id+"/approve", map[string]any{"approve": true, "by": "alice"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	e.waitStatus(id, state.RunSucceeded)
+	metrics = string(e.do("GET", "/metrics", "", nil).body)
+	assert.Contains(t, metrics, `runbook_runs{status="waiting"} 0`)
+	assert.Contains(t, metrics, `runbook_runs{status="succeeded"} 1`)
+}
+
 func TestRejectFailsTheRun(t *testing.T) {
 	e := newEnv(t, map[string]string{"gate.yaml": approvalPlaybook})
 	id := e.api("POST", "/api/v1/playbooks/gate/runs", nil).json(t)["id"].(string)
@@ -523,7 +547,7 @@ func TestLogsStream(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	e := newEnv(t, map[string]string{"gate.yaml": approvalPlaybook, "hook.yaml": hookPlaybook})
 	id := e.api("POST", "/api/v1/playbooks/gate/runs", nil).json(t)["id"].(string)
-	e.waitStep(id, "ok", state.StepWaiting)
+	e.waitStatus(id, state.RunWaiting)
 	post := func(sig string) int {
 		req, _ := http.NewRequest("POST", e.url+"/hooks/sms", strings.NewReader(unsubscribeBody))
 		req.Header.Set("Content-Type", "application/json")
@@ -546,7 +570,8 @@ func TestMetrics(t *testing.T) {
 	assert.Contains(t, r.header.Get("Content-Type"), "text/plain; version=0.0.4")
 	s := string(r.body)
 	for _, want := range []string{
-		`runbook_runs{status="running"} 1`,
+		`runbook_runs{status="running"} 0`,
+		`runbook_runs{status="waiting"} 1`,
 		`runbook_webhook_deliveries_total{outcome="accepted",route="sms"} 1`,
 		`runbook_webhook_deliveries_total{outcome="duplicate",route="sms"} 1`,
 		`runbook_webhook_deliveries_total{outcome="401",route="sms"} 1`,
