@@ -197,5 +197,31 @@ func (m *uiMount) listDeliveries(w http.ResponseWriter, r *http.Request) {
 	list := m.deliveries.list(limit, func(d *api.Delivery) bool {
 		return (route == "" || d.Route == route) && (outcome == "" || d.Outcome == outcome)
 	})
+	if !visible(r, "") {
+		// The caller sees some playbooks only: each delivery names the
+		// runs of those alone.
+		seen := map[string]bool{}
+		for i := range list {
+			list[i].Runs = m.visibleRuns(r, list[i].Runs, seen)
+		}
+	}
 	writeJSON(w, http.StatusOK, api.DeliveryList{Deliveries: list, Since: m.deliveries.since.UTC(), Capacity: deliveryCapacity})
+}
+
+// visibleRuns keeps the runs of ids whose playbook the caller may see;
+// seen remembers the answer per run across deliveries.
+func (m *uiMount) visibleRuns(r *http.Request, ids []string, seen map[string]bool) []string {
+	var out []string
+	for _, id := range ids {
+		ok, known := seen[id]
+		if !known {
+			run, err := m.s.store.GetRun(r.Context(), id)
+			ok = err == nil && visible(r, run.Playbook)
+			seen[id] = ok
+		}
+		if ok {
+			out = append(out, id)
+		}
+	}
+	return out
 }

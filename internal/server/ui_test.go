@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/api"
 	"github.com/runbook/runbook/internal/auth"
 	"github.com/runbook/runbook/internal/ui"
 )
@@ -137,5 +139,26 @@ func TestUIActionsAreAPIPermissions(t *testing.T) {
 			found = found || slices.Contains(perms, auth.Permission(a))
 		}
 		assert.True(t, found, "ui action %s is no permission of any role", a)
+	}
+}
+
+// A caller limited to some playbooks sees the deliveries, but only the
+// runs of its playbooks in them.
+func TestDeliveriesNameOnlyTheRunsInScope(t *testing.T) {
+	e := newEnv(t, map[string]string{"hook.yaml": hookPlaybook}, withPeople)
+	req, err := http.NewRequest("POST", e.url+"/hooks/sms", strings.NewReader(unsubscribeBody))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Cloud-Webhook-Signature", "hook-secret")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	for who, want := range map[string]int{"vera": 1, "nksop": 0} {
+		r := e.as(who, "GET", "/api/v1/deliveries", nil)
+		require.Equal(t, 200, r.status, "%s", r.body)
+		var list api.DeliveryList
+		require.NoError(t, json.Unmarshal(r.body, &list))
+		require.Len(t, list.Deliveries, 1, who)
+		assert.Len(t, list.Deliveries[0].Runs, want, who)
 	}
 }

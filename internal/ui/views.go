@@ -127,7 +127,6 @@ var funcs = template.FuncMap{
 	"ago":       ago,
 	"abs":       absTime,
 	"iso":       isoTime,
-	"dur":       fmtDuration,
 	"span":      span,
 	"json":      prettyJSON,
 	"scalar":    scalar,
@@ -159,7 +158,6 @@ var funcs = template.FuncMap{
 	"fieldKey":  func(prefix string, f fieldView) fieldView { f.Key = prefix + f.Name; return f },
 	"parseTime": func(s string) time.Time { t, _ := time.Parse(time.RFC3339, s); return t },
 	"f1":        func(f float64) string { return fmt.Sprintf("%.1f", f) },
-	"f0":        func(f float64) string { return fmt.Sprintf("%.0f", f) },
 }
 
 // viewPair hands a partial the page's view and one value.
