@@ -97,10 +97,13 @@ type Delivery struct {
 	Outcome string `json:"outcome"`
 	// ID is the delivery's hooksId (or webhook-id), Event its event, Hooks
 	// the number of hooks it carried, when the body had them.
-	ID    string   `json:"id,omitempty"`
-	Event string   `json:"event,omitempty"`
-	Hooks int      `json:"hooks,omitempty"`
-	Runs  []string `json:"runs,omitempty"`
+	ID    string `json:"id,omitempty"`
+	Event string `json:"event,omitempty"`
+	Hooks int    `json:"hooks,omitempty"`
+	// Runs are the runs the answer named (the first 100; RunsTotal counts
+	// them all when there were more).
+	Runs      []string `json:"runs,omitempty"`
+	RunsTotal int      `json:"runs_total,omitempty"`
 	// Error and Code are the answer's error, for a refused delivery.
 	Error      string  `json:"error,omitempty"`
 	Code       string  `json:"code,omitempty"`

@@ -18,9 +18,18 @@ import (
 // GET /api/v1/deliveries.
 const deliveryCapacity = 1000
 
+// deliveryRuns is how many run IDs a logged delivery keeps (a delivery of
+// 1000 hooks names 1000 runs; the log keeps 1000 deliveries).
+const deliveryRuns = 100
+
 // deliveryHead is how much of a delivery's body is kept to read its
-// hooksId, event and hooks from; an answer's body is kept up to the same.
-const deliveryHead = 64 << 10
+// hooksId, event and hooks from (the intake reads the whole body in
+// memory too, up to server.max_body), and hookAnswerHead how much of the
+// answer.
+const (
+	deliveryHead   = 1 << 20
+	hookAnswerHead = 64 << 10
+)
 
 // deliveryLog keeps the latest webhook deliveries this process answered,
 // in memory: what was received, what became of it and the runs it
@@ -92,7 +101,7 @@ func (a *hookAnswer) WriteHeader(code int) {
 }
 
 func (a *hookAnswer) Write(b []byte) (int, error) {
-	if room := deliveryHead - len(a.body); room > 0 {
+	if room := hookAnswerHead - len(a.body); room > 0 {
 		a.body = append(a.body, b[:min(len(b), room)]...)
 	}
 	return a.ResponseWriter.Write(b)
@@ -116,6 +125,9 @@ func (m *uiMount) recordDeliveries(next http.Handler) http.Handler {
 		}
 		_ = json.Unmarshal(rec.body, &answer)
 		d.Runs, d.Error, d.Code = answer.Runs, answer.Error, answer.Code
+		if len(d.Runs) > deliveryRuns {
+			d.Runs, d.RunsTotal = d.Runs[:deliveryRuns:deliveryRuns], len(d.Runs)
+		}
 		switch {
 		case rec.status == http.StatusOK && answer.Status == "duplicate":
 			d.Outcome = "duplicate"
@@ -160,11 +172,11 @@ func envelopeOf(head []byte) (id, event string, hooks int) {
 				}
 			}
 		case "hooks":
-			var list []json.RawMessage
-			if dec.Decode(&list) != nil {
+			n, ok := countArray(dec)
+			if !ok {
 				return id, event, hooks
 			}
-			hooks = len(list)
+			hooks = n
 		default:
 			var skip json.RawMessage
 			if dec.Decode(&skip) != nil {
@@ -173,6 +185,23 @@ func envelopeOf(head []byte) (id, event string, hooks int) {
 		}
 	}
 	return id, event, hooks
+}
+
+// countArray reads an array and returns its length; ok is false when it
+// is not a whole array.
+func countArray(dec *json.Decoder) (n int, ok bool) {
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return 0, false
+	}
+	for dec.More() {
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return 0, false
+		}
+		n++
+	}
+	_, err := dec.Token()
+	return n, err == nil
 }
 
 // listDeliveries answers GET /api/v1/deliveries?route=&outcome=&limit=.

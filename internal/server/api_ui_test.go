@@ -256,6 +256,16 @@ func TestDeliveriesAreLogged(t *testing.T) {
 	assert.Contains(t, malformed.Error, "hookId")
 	assert.Equal(t, "h-2", malformed.ID)
 
+	post("sms", "hook-secret", hooksBody(t, "h-big", 150))
+	r = e.api("GET", "/api/v1/deliveries?limit=1", nil)
+	require.NoError(t, json.Unmarshal(r.body, &list))
+	require.Len(t, list.Deliveries, 1)
+	big := list.Deliveries[0]
+	assert.Equal(t, "h-big", big.ID)
+	assert.Equal(t, 150, big.Hooks)
+	assert.Len(t, big.Runs, 100, "a logged delivery keeps the first 100 runs")
+	assert.Equal(t, 150, big.RunsTotal)
+
 	r = e.api("GET", "/api/v1/deliveries?outcome=refused", nil)
 	require.NoError(t, json.Unmarshal(r.body, &list))
 	assert.Len(t, list.Deliveries, 2)
