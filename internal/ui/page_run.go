@@ -121,13 +121,13 @@ type fieldView struct {
 	Error       string
 }
 
-// Input is the HTML input type of the field.
+// Input is the HTML input type of the field. A number is a text field
+// with a numeric keyboard (Mode), not type number: the browser would
+// refuse "12a" silently, and the API's own message about it is the one
+// to show.
 func (f fieldView) Input() string {
-	switch {
-	case f.Secret:
+	if f.Secret {
 		return "password"
-	case f.Type == "integer", f.Type == "number":
-		return "text"
 	}
 	return "text"
 }
