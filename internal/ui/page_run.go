@@ -58,7 +58,8 @@ func (d *runData) Retryable() bool {
 }
 
 // Resumable reports whether the run may be resumed here: cancelled, or
-// unfinished with nothing executing it.
+// unfinished with nothing executing it (the API may call such a run
+// interrupted).
 func (d *runData) Resumable() bool {
 	return d.Run.ParentID == "" && (d.Run.Status == state.RunCancelled || (!d.Run.Status.Done() && !d.Run.Executing))
 }

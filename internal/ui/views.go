@@ -214,6 +214,8 @@ func statusIcon(status any) string {
 		return "⊘"
 	case "skipped", "duplicate":
 		return "↷"
+	case "interrupted":
+		return "⚠"
 	}
 	return "•"
 }
