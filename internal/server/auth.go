@@ -52,7 +52,13 @@ var routePerms = map[string]route{
 	"POST /api/v1/tokens":                {perm: auth.ManageTokens, action: "token.create"},
 	"DELETE /api/v1/tokens/{name}":       {perm: auth.ManageTokens, action: "token.revoke"},
 	"GET /api/v1/audit":                  {perm: auth.ReadAudit},
-	"/api/":                              {}, // the 404 of unknown routes
+	// The web UI's reads (internal/server/ui.go).
+	"GET /api/v1/runs/page":                   {perm: auth.ReadRuns},
+	"GET /api/v1/runs/{id}/definition":        {perm: auth.ReadRuns},
+	"GET /api/v1/playbooks/{name}/definition": {perm: auth.ReadPlaybooks},
+	"GET /api/v1/deliveries":                  {perm: auth.ReadRuns},
+	"GET /api/v1/schedules":                   {perm: auth.ReadPlaybooks},
+	"/api/":                                   {}, // the 404 of unknown routes
 }
 
 // routeOf returns what the request's route requires.

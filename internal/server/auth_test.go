@@ -106,7 +106,12 @@ func TestPermissionMatrix(t *testing.T) {
 			require.Equal(t, 201, r.status, "%s", r.body)
 			return call{path: "/api/v1/tokens/" + name}
 		}},
-		"GET /api/v1/audit": {auth.ReadAudit, func() call { return call{path: "/api/v1/audit"} }},
+		"GET /api/v1/audit":                       {auth.ReadAudit, func() call { return call{path: "/api/v1/audit"} }},
+		"GET /api/v1/runs/page":                   {auth.ReadRuns, func() call { return call{path: "/api/v1/runs/page"} }},
+		"GET /api/v1/runs/{id}/definition":        {auth.ReadRuns, func() call { return call{path: "/api/v1/runs/" + e.cancelledRun() + "/definition"} }},
+		"GET /api/v1/playbooks/{name}/definition": {auth.ReadPlaybooks, func() call { return call{path: "/api/v1/playbooks/gate/definition"} }},
+		"GET /api/v1/deliveries":                  {auth.ReadRuns, func() call { return call{path: "/api/v1/deliveries"} }},
+		"GET /api/v1/schedules":                   {auth.ReadPlaybooks, func() call { return call{path: "/api/v1/schedules"} }},
 	}
 	var names []string
 	for p := range cases {
