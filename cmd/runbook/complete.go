@@ -173,7 +173,7 @@ func runIDs(ctx context.Context, words []string, unfinished bool) []string {
 	defer store.Close()
 	f := state.RunFilter{Limit: completeRunIDs}
 	if unfinished {
-		f.Status = []state.RunStatus{state.RunPending, state.RunRunning, state.RunWaiting}
+		f.Status = []state.RunStatus{state.RunPending, state.RunRunning, state.RunWaiting, state.RunSuspended}
 	}
 	runs, err := store.ListRuns(ctx, f)
 	if err != nil {

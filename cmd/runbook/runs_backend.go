@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/server"
 	"github.com/runbook/runbook/internal/state"
@@ -44,12 +45,18 @@ var (
 // storeBackend reads the state file directly: no server holds it.
 type storeBackend struct{ store state.Store }
 
+// list and get show a run whose process is gone as interrupted, as the
+// API does (engine.Shown): this process executes none.
 func (b *storeBackend) list(ctx context.Context, f state.RunFilter) ([]*state.Run, error) {
-	return b.store.ListRuns(ctx, f)
+	return engine.ListShown(ctx, b.store, f, nil)
 }
 
 func (b *storeBackend) get(ctx context.Context, id string) (*state.Run, error) {
-	return getRun(ctx, b.store, id)
+	r, err := getRun(ctx, b.store, id)
+	if err != nil {
+		return nil, err
+	}
+	return engine.Shown(b.store, r, nil), nil
 }
 
 func (b *storeBackend) steps(ctx context.Context, id string) ([]*state.StepRecord, error) {
@@ -57,7 +64,7 @@ func (b *storeBackend) steps(ctx context.Context, id string) ([]*state.StepRecor
 }
 
 func (b *storeBackend) children(ctx context.Context, id string) ([]*state.Run, error) {
-	return b.store.ListRuns(ctx, state.RunFilter{ParentID: id})
+	return engine.ListShown(ctx, b.store, state.RunFilter{ParentID: id}, nil)
 }
 
 func (b *storeBackend) events(ctx context.Context, id string, after uint64) ([]state.Event, error) {

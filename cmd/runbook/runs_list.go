@@ -18,11 +18,11 @@ func (l *statusList) Set(s string) error {
 	for _, p := range strings.Split(s, ",") {
 		p = strings.TrimSpace(p)
 		switch st := state.RunStatus(p); st {
-		case state.RunPending, state.RunRunning, state.RunWaiting, state.RunSucceeded,
-			state.RunFailed, state.RunCancelled, state.RunSkipped:
+		case state.RunPending, state.RunRunning, state.RunWaiting, state.RunSuspended, state.RunInterrupted,
+			state.RunSucceeded, state.RunFailed, state.RunCancelled, state.RunSkipped:
 			*l = append(*l, st)
 		default:
-			return fmt.Errorf("unknown status %q (pending, running, waiting, succeeded, failed, cancelled, skipped)", p)
+			return fmt.Errorf("unknown status %q (pending, running, waiting, suspended, interrupted, succeeded, failed, cancelled, skipped)", p)
 		}
 	}
 	return nil
@@ -92,7 +92,7 @@ func startOf(r *state.Run) time.Time {
 
 func runDuration(r *state.Run) string {
 	switch {
-	case r.StartedAt.IsZero():
+	case r.StartedAt.IsZero(), r.Status == state.RunInterrupted:
 		return "-"
 	case r.EndedAt.IsZero():
 		return formatDuration(time.Since(r.StartedAt)) + "…"

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/state"
 )
 
@@ -44,6 +45,12 @@ func cmdRunsShow(ctx context.Context, a *app, args []string) error {
 	}
 	fmt.Fprintf(w, "  playbook:  %s\n", pb)
 	fmt.Fprintf(w, "  status:    %s\n", r.Status)
+	switch r.Status {
+	case state.RunInterrupted:
+		fmt.Fprintf(w, "             the process that ran it (%s) is gone; continue it with: %s\n", ownerName(r.Owner), engine.ResumeHint(r.ID))
+	case state.RunSuspended:
+		fmt.Fprintf(w, "             stopped with the server; it resumes at its next start (or: %s)\n", engine.ResumeHint(r.ID))
+	}
 	if r.ParentID != "" {
 		fmt.Fprintf(w, "  parent:    %s (step %s)\n", r.ParentID, r.ParentStep)
 	}
@@ -102,6 +109,13 @@ func cmdRunsShow(ctx context.Context, a *app, args []string) error {
 		fmt.Fprintf(w, "\nwaiting for approval of step %s; answer with: runbook runs approve %s %s\n", step, runID, step)
 	}
 	return nil
+}
+
+func ownerName(owner string) string {
+	if owner == "" {
+		return "unknown"
+	}
+	return owner
 }
 
 // docOf reads a run and its steps, without the playbook snapshot and the

@@ -411,7 +411,13 @@ finally:
 
 	r := c.run("runs", "show", id)
 	require.Equal(t, 0, r.code, r)
-	assert.Contains(t, r.stdout, "running", "a suspended run is not ended")
+	assert.Contains(t, r.stdout, "  status:    suspended\n", "a suspended run is not ended, nor cancelled")
+	assert.Contains(t, r.stdout, "it resumes at its next start (or: runbook run --resume "+id+")\n")
+	_, napLine, _ := strings.Cut(r.stdout, "\nnap ")
+	napLine, _, _ = strings.Cut(napLine, "\n")
+	nap := strings.Fields(napLine) // status, attempts, duration: no error
+	require.Len(t, nap, 3, "the nap step has no error: %q", nap)
+	assert.NotContains(t, r.stdout, "error:")
 	// Shell steps run in the playbook's directory.
 	_, err := os.Stat(filepath.Join(c.dir, "playbooks", "finally.txt"))
 	assert.True(t, os.IsNotExist(err), "finally waits for the real end")
@@ -429,4 +435,7 @@ finally:
 		assert.Equal(t, "x\n", string(b), "%s: each step ran once", f)
 	}
 	s.stop(t)
+	r = c.run("runs", "show", id, "--output", "json")
+	require.Equal(t, 0, r.code, r)
+	assert.NotContains(t, r.stdout, `"error"`, "the run and its steps carry no error of the suspension once continued")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -31,4 +32,48 @@ func TestAServedRunWaitingForApprovalIsListedWaiting(t *testing.T) {
 	require.Equal(t, 0, r.code, r)
 	r = c.run("runs", "show", id)
 	assert.Contains(t, r.stdout, "  status:    succeeded\n")
+}
+
+// A run whose process was killed (kill -9) is interrupted, with the
+// command that continues it, never running: the state file's lock says
+// no process executes it any more.
+func TestAKilledRunIsInterruptedWithTheCommandThatResumesIt(t *testing.T) {
+	c := newCLI(t)
+	pb := c.file("crash.yaml", crashPlaybook)
+	cmd, id := c.startUntil("step nap started", "run", pb)
+	require.NotEmpty(t, id)
+	require.NoError(t, cmd.Process.Signal(os.Kill))
+	_ = cmd.Wait()
+
+	r := c.run("runs", "list")
+	require.Equal(t, 0, r.code, r)
+	line := lineWith(r.stdout, id)
+	assert.Contains(t, line, "interrupted", r.stdout)
+	assert.NotContains(t, line, "running")
+	assert.NotContains(t, line, "…", "no duration that keeps growing")
+	r = c.run("runs", "list", "--status", "running")
+	assert.NotContains(t, r.stdout, id, "a dead process's run is never listed running")
+	r = c.run("runs", "list", "--status", "interrupted")
+	assert.Contains(t, r.stdout, id)
+	r = c.run("runs", "show", id)
+	require.Equal(t, 0, r.code, r)
+	assert.Contains(t, r.stdout, "  status:    interrupted\n")
+	assert.Contains(t, r.stdout, "continue it with: runbook run --resume "+id+"\n")
+	r = c.run("runs", "show", id, "--output", "json")
+	assert.Contains(t, r.stdout, `"status": "interrupted"`)
+
+	r = c.run("run", "--resume", id)
+	require.Equal(t, 0, r.code, r)
+	r = c.run("runs", "show", id)
+	assert.Contains(t, r.stdout, "  status:    succeeded\n")
+}
+
+// lineWith returns the first line of s that contains sub.
+func lineWith(s, sub string) string {
+	for line := range strings.SplitSeq(s, "\n") {
+		if strings.Contains(line, sub) {
+			return line
+		}
+	}
+	return ""
 }

@@ -85,6 +85,8 @@ type Run struct {
 	Steps []RunStep `json:"steps,omitempty"`
 	// WaitingFor names the approval step the run waits on, if any.
 	WaitingFor *WaitingFor `json:"waiting_for,omitempty"`
+	// Hint is the command that continues an interrupted run.
+	Hint string `json:"hint,omitempty"`
 }
 
 // RunStep is the record of one step of a run (one per for_each item).

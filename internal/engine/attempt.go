@@ -137,6 +137,12 @@ var errStepTimeout = errors.New("step timeout")
 func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[string]any) (steps.Outputs, error) {
 	rs, st, rec := sr.rs, sr.st, sr.rec
 	sr.mu.Lock()
+	stale := rec.Status == state.StepCancelled && (rec.Error != nil || !rec.EndedAt.IsZero())
+	if stale {
+		// Cut short by a cancellation: the run goes on, and so does the
+		// step, without the stop's error or end (written at once below).
+		rec.Error, rec.EndedAt = nil, time.Time{}
+	}
 	rec.Attempts, rec.Status = n, state.StepRunning
 	if rec.StartedAt.IsZero() {
 		rec.StartedAt = rs.e.o.Clock.Now()
@@ -158,6 +164,8 @@ func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[str
 		if adopted || err != nil {
 			return out, err
 		}
+	} else if stale {
+		sr.save(ctx, started)
 	} else if !sr.continuing {
 		sr.queue(started)
 	}

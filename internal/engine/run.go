@@ -331,16 +331,17 @@ func (rs *runState) skip(ctx context.Context, cause error) (*state.Run, error) {
 }
 
 // ErrSuspend, as the cause a run's context is cancelled with, stops the
-// run without ending it: interrupted steps are recorded as cancelled (a
-// resume runs them again; mutating ones reconcile first), on_failure and
-// finally do not run, and the run stays "running" so that the next
-// process resumes it. `runbook serve` suspends its runs this way at a
-// graceful shutdown. Execute and Resume return it.
+// run without ending it: interrupted steps are recorded as cancelled,
+// without an error (a resume runs them again; mutating ones reconcile
+// first), on_failure and finally do not run, and the run is "suspended",
+// without an owner, so that the next process resumes it. `runbook serve`
+// suspends its runs this way at a graceful shutdown. Execute and Resume
+// return it.
 var ErrSuspend = errors.New("run suspended")
 
 func (rs *runState) suspend(ctx context.Context) (*state.Run, error) {
 	now := rs.e.o.Clock.Now()
-	rs.run.Status, rs.run.Owner = state.RunRunning, ""
+	rs.run.Status, rs.run.Owner = state.RunSuspended, ""
 	ev := state.Event{Time: now, Type: "run.suspended", Message: "run suspended: this process is stopping; it resumes where it stopped at the next start"}
 	if err := rs.saveRun(ctx, ev); err != nil {
 		return rs.run, err

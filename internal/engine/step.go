@@ -178,6 +178,10 @@ func (sr *stepRun) finish(ctx context.Context, out map[string]any, err error) st
 		rec.Status, rec.Error = state.StepSucceeded, nil
 		rec.Outputs = rs.e.redactMap(out)
 		ev.Type, ev.Message = "step.succeeded", "succeeded"
+	case ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrSuspend):
+		// Not the step's failure: it runs again when the run resumes.
+		rec.Status, rec.Error = state.StepCancelled, nil
+		ev.Type, ev.Message = "step.suspended", "suspended: this process is stopping; the step runs again when the run resumes"
 	case ctx.Err() != nil && !errors.Is(context.Cause(ctx), errRunTimeout) && fault.CodeOf(err) != fault.Timeout:
 		rec.Status = state.StepCancelled
 		rec.Error = &state.ErrorRecord{Code: string(fault.Cancelled), Message: "cancelled"}

@@ -214,3 +214,47 @@ steps:
 	}
 	assert.Equal(t, []string{"run.created", "run.started", "run.waiting", "run.resumed", "run.waiting", "run.resumed", "run.succeeded"}, runEvents)
 }
+
+// A step cut short by a cancellation runs again when the run is resumed,
+// without the cancellation's error or end while it does.
+func TestAResumedStepCarriesNoStaleError(t *testing.T) {
+	h := realTimeWait(t)
+	ctx := context.Background()
+	pb := h.load(`
+version: 1
+name: nap
+steps:
+  - {id: nap, uses: test.block, with: {key: stale, hold: 10s}}
+`)
+	r, err := h.engine.Start(ctx, pb, engine.StartRequest{})
+	require.NoError(t, err)
+	testProbe.mu.Lock()
+	testProbe.calls["stale"] = 0
+	testProbe.mu.Unlock()
+	calls := func() int {
+		testProbe.mu.Lock()
+		defer testProbe.mu.Unlock()
+		return testProbe.calls["stale"]
+	}
+	stepIs := func(want state.StepStatus) func() bool {
+		return func() bool {
+			rec, err := h.store.GetStep(ctx, r.ID, "nap")
+			return err == nil && rec.Status == want
+		}
+	}
+	done := make(chan *state.Run, 1)
+	go func() { got, _ := h.engine.Execute(ctx, pb, r); done <- got }()
+	require.Eventually(t, func() bool { return calls() == 1 }, 5*time.Second, time.Millisecond)
+	require.True(t, h.engine.Cancel(r.ID, nil))
+	require.Equal(t, state.RunCancelled, (<-done).Status)
+	require.NotNil(t, h.steps(r.ID)["nap"].Error)
+
+	go func() { got, _ := h.engine.Resume(ctx, r.ID); done <- got }()
+	require.Eventually(t, func() bool { return calls() == 2 }, 5*time.Second, time.Millisecond)
+	require.True(t, stepIs(state.StepRunning)(), "the resumed step is recorded running")
+	rec := h.steps(r.ID)["nap"]
+	assert.Nil(t, rec.Error, "no error of the cancellation while it runs again")
+	assert.True(t, rec.EndedAt.IsZero())
+	h.engine.Cancel(r.ID, nil)
+	<-done
+}

@@ -255,9 +255,21 @@ func (s *Server) reload(w http.ResponseWriter, _ *http.Request) {
 
 // --- runs ---
 
-// viewRun is r as the API shows it, without its steps.
+// viewRun is r as the API shows it, without its steps: interrupted when
+// the process that executed it is gone (engine.Shown), with the command
+// that continues it.
 func (s *Server) viewRun(r *state.Run) api.Run {
-	return api.Run{Run: r, Executing: s.runs.isActive(r.ID)}
+	v := api.Run{Run: engine.Shown(s.store, r, s.executing), Executing: s.runs.isActive(r.ID)}
+	if v.Status == state.RunInterrupted {
+		v.Hint = engine.ResumeHint(r.ID)
+	}
+	return v
+}
+
+// executing reports whether this server executes run id (a sub-playbook
+// run executes within its parent's).
+func (s *Server) executing(id string) bool {
+	return s.runs.isActive(id) || s.eng.Executing(id)
 }
 
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
@@ -327,7 +339,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		for _, one := range strings.Split(st, ",") {
 			rs := state.RunStatus(strings.TrimSpace(one))
 			if !validStatus(rs) {
-				writeError(w, http.StatusBadRequest, fault.Invalid, fmt.Sprintf("unknown status %q (pending, running, waiting, succeeded, failed, cancelled, skipped)", one))
+				writeError(w, http.StatusBadRequest, fault.Invalid, fmt.Sprintf("unknown status %q (pending, running, waiting, suspended, interrupted, succeeded, failed, cancelled, skipped)", one))
 				return
 			}
 			f.Status = append(f.Status, rs)
@@ -345,7 +357,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	if prefix != "" {
 		f.Limit = 0 // the store cannot filter by ID: every run is read
 	}
-	runs, err := s.store.ListRuns(r.Context(), f)
+	runs, err := engine.ListShown(r.Context(), s.store, f, s.executing)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -368,7 +380,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 
 func validStatus(s state.RunStatus) bool {
 	switch s {
-	case state.RunPending, state.RunRunning, state.RunWaiting, state.RunSucceeded, state.RunFailed, state.RunCancelled, state.RunSkipped:
+	case state.RunPending, state.RunRunning, state.RunWaiting, state.RunSuspended, state.RunInterrupted, state.RunSucceeded, state.RunFailed, state.RunCancelled, state.RunSkipped:
 		return true
 	}
 	return false

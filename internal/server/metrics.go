@@ -46,7 +46,7 @@ var (
 )
 
 // runStatuses are the label values of runbook_runs, each always shown.
-var runStatuses = []state.RunStatus{state.RunPending, state.RunRunning, state.RunWaiting, state.RunSucceeded, state.RunFailed, state.RunCancelled, state.RunSkipped}
+var runStatuses = []state.RunStatus{state.RunPending, state.RunRunning, state.RunWaiting, state.RunSuspended, state.RunSucceeded, state.RunFailed, state.RunCancelled, state.RunSkipped}
 
 // newMetrics registers every family. executing and playbooks are read at
 // each scrape: the runs executing in this process and the playbooks
@@ -128,6 +128,8 @@ func runStatusOf(evType string) (state.RunStatus, bool) {
 		return state.RunRunning, true
 	case "run.waiting":
 		return state.RunWaiting, true
+	case "run.suspended":
+		return state.RunSuspended, true
 	case "run.succeeded":
 		return state.RunSucceeded, true
 	case "run.failed":

@@ -303,7 +303,7 @@ func (r *runner) watchdog(ctx context.Context, interval, orphaned time.Duration)
 // adoptOrphans is one pass of the watchdog; it returns how many runs it
 // took up.
 func (r *runner) adoptOrphans(ctx context.Context, orphaned time.Duration) int {
-	runs, err := r.s.store.ListRuns(ctx, state.RunFilter{Status: []state.RunStatus{state.RunPending, state.RunRunning, state.RunWaiting}})
+	runs, err := r.s.store.ListRuns(ctx, state.RunFilter{Status: []state.RunStatus{state.RunPending, state.RunRunning, state.RunWaiting, state.RunSuspended}})
 	if err != nil {
 		r.s.log.Warn("watchdog: cannot list unfinished runs", "err", err)
 		return 0
@@ -339,8 +339,8 @@ func (r *runner) isPrepared(runID string) bool {
 	return a || b
 }
 
-// resumeAll launches every unfinished top-level run (pending, running or
-// waiting; sub-playbook runs are resumed by their parent's step). A run
+// resumeAll launches every unfinished top-level run (pending, running,
+// waiting or suspended; sub-playbook runs are resumed by their parent's step). A run
 // whose snapshot no longer parses is marked failed rather than left
 // running forever.
 func (r *runner) resumeAll(ctx context.Context) (int, error) {

@@ -35,6 +35,7 @@ const (
 	RunPending   RunStatus = "pending"   // created, not started (queued on a concurrency key)
 	RunRunning   RunStatus = "running"   // a process is executing it
 	RunWaiting   RunStatus = "waiting"   // parked on an approval
+	RunSuspended RunStatus = "suspended" // stopped by a server shutdown with its state saved; resumes at the next start
 	RunSucceeded RunStatus = "succeeded" //
 	RunFailed    RunStatus = "failed"    //
 	RunCancelled RunStatus = "cancelled" //

@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+// Executing reports whether run id executes in this process now.
+func (e *Engine) Executing(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.active[id]
+	return ok
+}
+
+// Interrupted reports whether run r, recorded running, has lost the
+// process that executed it. executing tells whether the calling process
+// executes a run (nil: it executes none). Otherwise the owner's lock
+// decides, never a timeout: a store one process holds at a time (a bolt
+// file, state.Exclusive) is held by the caller, so no other process
+// executes r; in a shared store, r's owner (Options.Process, "host/pid")
+// is a process of this host that no longer exists. An owner on another
+// host cannot be checked: its run is shown running.
+func Interrupted(st state.Store, r *state.Run, executing func(id string) bool) bool {
+	if r.Status != state.RunRunning || executing != nil && executing(r.ID) {
+		return false
+	}
+	if ex, ok := st.(state.Exclusive); ok && ex.Exclusive() {
+		return true
+	}
+	return ownerGone(r.Owner)
+}
+
+// Shown returns r as it is shown: a copy with status interrupted when
+// Interrupted says so, else r itself. A run recorded running without an
+// owner was suspended by an earlier build (which left it so): it is
+// shown suspended.
+func Shown(st state.Store, r *state.Run, executing func(id string) bool) *state.Run {
+	var shown state.RunStatus
+	switch {
+	case r.Status == state.RunRunning && r.Owner == "" && (executing == nil || !executing(r.ID)):
+		shown = state.RunSuspended
+	case Interrupted(st, r, executing):
+		shown = state.RunInterrupted
+	default:
+		return r
+	}
+	cp := *r
+	cp.Status = shown
+	return &cp
+}
+
+// ResumeHint is the command that continues an interrupted run.
+func ResumeHint(id string) string { return "runbook run --resume " + id }
+
+// ListShown lists runs as Shown, f.Status matching the status shown: a
+// run recorded running is listed under running, interrupted or
+// suspended, as Shown decides.
+func ListShown(ctx context.Context, st state.Store, f state.RunFilter, executing func(id string) bool) ([]*state.Run, error) {
+	want, limit := f.Status, f.Limit
+	if slices.ContainsFunc(want, shownFromRunning) {
+		q := slices.DeleteFunc(slices.Clone(want), func(s state.RunStatus) bool { return s == state.RunInterrupted })
+		if !slices.Contains(q, state.RunRunning) {
+			q = append(q, state.RunRunning)
+		}
+		f.Status, f.Limit = q, 0 // filtered below, then limited
+	}
+	runs, err := st.ListRuns(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := runs[:0]
+	for _, r := range runs {
+		r = Shown(st, r, executing)
+		if len(want) > 0 && !slices.Contains(want, r.Status) {
+			continue
+		}
+		out = append(out, r)
+	}
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// shownFromRunning reports whether a run recorded running may be shown
+// with status s.
+func shownFromRunning(s state.RunStatus) bool {
+	return s == state.RunRunning || s == state.RunInterrupted || s == state.RunSuspended
+}
+
+// ownerGone reports whether owner ("host/pid", Options.Process) names a
+// process of this host that no longer exists.
+func ownerGone(owner string) bool {
+	i := strings.LastIndexByte(owner, '/')
+	if i < 0 {
+		return false
+	}
+	pid, err := strconv.Atoi(owner[i+1:])
+	host, _ := os.Hostname()
+	if err != nil || pid <= 0 || owner[:i] != host || pid == os.Getpid() {
+		return false
+	}
+	return !processExists(pid)
+}
