@@ -29,6 +29,9 @@ type metrics struct {
 	// how it found them: "returned" (its executor came back with the run
 	// unfinished) or "orphaned" (the watchdog found it without one).
 	recovered *prometheus.CounterVec
+	// queued is read at each scrape: the runs waiting for an execution
+	// slot (set by the server once its runner exists).
+	queued func() int
 
 	// The runs gauge is counted from the store at start, then kept current
 	// from the engine's events: status[id] is the last status of an
@@ -91,6 +94,13 @@ func newMetrics(executing, playbooks func() int) *metrics {
 		runs, m.stepDuration, m.deliveries, m.firings, m.lateness, m.reloads, m.recovered,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_runs_executing", Help: "Runs executing in this process (including waiting ones)."},
 			func() float64 { return float64(executing()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_runs_queued", Help: "Runs accepted and waiting for an execution slot (server.max_running)."},
+			func() float64 {
+				if m.queued == nil {
+					return 0
+				}
+				return float64(m.queued())
+			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_playbooks", Help: "Playbooks loaded."},
 			func() float64 { return float64(playbooks()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_uptime_seconds", Help: "Seconds since the server started."},

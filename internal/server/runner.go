@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,7 +27,10 @@ type runner struct {
 	wg   sync.WaitGroup
 
 	mu     sync.Mutex
-	active map[string]string // run ID -> playbook name
+	active map[string]*runSlot // the runs this process owns: executing or queued (queue.go)
+	max    int                 // how many may hold a slot at once
+	slots  int                 // how many do
+	queue  []queuedRun         // launched runs waiting for a slot, first launched first
 	// prepared holds what Launch needs of the runs Prepare returned, in two
 	// generations: entries launched are deleted, the rest (runs of
 	// duplicate deliveries, failed commits) are dropped with their
@@ -52,9 +56,14 @@ var (
 	_ trigger.FailRecorder = (*runner)(nil)
 )
 
-func newRunner(s *Server) *runner {
+// newRunner returns s's runner, executing at most maxRunning runs at
+// once (0: DefaultMaxRunning).
+func newRunner(s *Server, maxRunning int) *runner {
+	if maxRunning <= 0 {
+		maxRunning = DefaultMaxRunning()
+	}
 	base, stop := context.WithCancelCause(context.Background())
-	return &runner{s: s, base: base, stop: stop, active: map[string]string{}, prepared: map[string]preparedRun{}, rotated: time.Now()}
+	return &runner{s: s, base: base, stop: stop, active: map[string]*runSlot{}, max: maxRunning, prepared: map[string]preparedRun{}, rotated: time.Now()}
 }
 
 // Prepare implements trigger.Preparer: validate the run as Start does and
@@ -165,8 +174,8 @@ func (r *runner) Active(playbookName string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var ids []string
-	for id, name := range r.active {
-		if name == playbookName {
+	for id, a := range r.active {
+		if a.playbook == playbookName {
 			ids = append(ids, id)
 		}
 	}
@@ -183,31 +192,25 @@ func (r *runner) isActive(runID string) bool {
 	return ok
 }
 
+// count is the number of runs executing in this process, waiting ones
+// included, queued ones not.
 func (r *runner) count() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.active)
+	return len(r.active) - len(r.queue)
 }
 
 // launch executes a committed run in the background: a new one (fresh,
 // with the caller's raw inputs, which secret inputs need) or one to resume.
+// It starts at once when a slot is free, else it is queued (queue.go).
 func (r *runner) launch(run *state.Run, pb *playbook.Playbook, inputs map[string]any, fresh bool) {
-	runID := run.ID
 	r.mu.Lock()
-	if _, dup := r.active[runID]; dup {
-		r.mu.Unlock()
+	defer r.mu.Unlock()
+	if _, dup := r.active[run.ID]; dup || r.base.Err() != nil {
 		return
 	}
-	r.active[runID] = pb.Name
-	r.mu.Unlock()
-	r.wg.Go(func() {
-		defer func() {
-			r.mu.Lock()
-			delete(r.active, runID)
-			r.mu.Unlock()
-		}()
-		r.execute(run, pb, inputs, fresh)
-	})
+	r.active[run.ID] = &runSlot{playbook: pb.Name}
+	r.admitLocked(queuedRun{run: run, pb: pb, inputs: inputs, fresh: fresh})
 }
 
 // Backoff between executions of a run that keeps coming back unfinished.
@@ -349,6 +352,8 @@ func (r *runner) resumeAll(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("list runs to resume: %w", err)
 	}
 	r.s.metrics.seed(runs)
+	// Oldest first: the queue starts them in this order.
+	slices.SortStableFunc(runs, func(a, b *state.Run) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	n := 0
 	for _, run := range runs {
 		if run.ParentID != "" || run.Status.Done() {
@@ -375,6 +380,9 @@ func (r *runner) resumeAll(ctx context.Context) (int, error) {
 // (steps interrupted mid-way are redone, mutating ones reconcile first).
 func (r *runner) suspendAll(grace time.Duration) {
 	r.stop(errSuspend)
+	r.mu.Lock()
+	r.dispatchLocked() // drops the queue
+	r.mu.Unlock()
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }()
 	select {
@@ -443,11 +451,8 @@ func (r *runner) resume(ctx context.Context, run *state.Run, secretInputs map[st
 	if run.ParentID != "" {
 		return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("run %s is a sub-playbook run: resume its parent %s", run.ID, run.ParentID)}
 	}
-	r.mu.Lock()
-	_, executing := r.active[run.ID]
-	r.mu.Unlock()
-	if executing {
-		return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("run %s is executing in this server", run.ID)}
+	if r.isActive(run.ID) {
+		return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("run %s is executing or queued in this server", run.ID)}
 	}
 	pb, err := r.s.cache.parse(run.File, run.Snapshot)
 	if err != nil {

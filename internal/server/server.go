@@ -55,6 +55,9 @@ type Options struct {
 	ReloadInterval time.Duration
 	// ShutdownGrace bounds a graceful shutdown.
 	ShutdownGrace time.Duration
+	// MaxRunning bounds the runs executing at once (default
+	// DefaultMaxRunning); more wait, committed, in a queue (queue.go).
+	MaxRunning int
 	// Watchdog is how often the server looks for unfinished runs that
 	// nothing in this process executes (default 30 s), and Orphaned how
 	// long such a run may go without an executor before it is taken up
@@ -153,6 +156,7 @@ func New(o Options) (*Server, error) {
 	observer := eo.Observer
 	eo.Observer = func(runID string, ev state.Event) {
 		s.metrics.observe(runID, ev)
+		s.runs.observe(runID, ev)
 		s.events.publish(runID, ev)
 		s.logRunEnd(runID, ev)
 		s.auditTimeout(runID, ev)
@@ -161,7 +165,8 @@ func New(o Options) (*Server, error) {
 		}
 	}
 	s.eng = engine.New(eo)
-	s.runs = newRunner(s)
+	s.runs = newRunner(s, o.MaxRunning)
+	s.metrics.queued = s.runs.queuedCount
 
 	s.sched = trigger.NewScheduler(trigger.SchedulerOptions{
 		Store: s.store, Starter: s.runs, Clock: o.SchedulerClock, Logger: o.Logger,

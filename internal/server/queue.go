@@ -1,0 +1,140 @@
+package server
+
+import (
+	"context"
+	"runtime"
+
+	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
+)
+
+// Bounded execution. At most Options.MaxRunning runs execute at once in
+// this process; a run launched beyond the bound waits in the runner's
+// queue, first launched first started. The queue is only an index: every
+// run in it is already committed (pending, or unfinished from an earlier
+// process), so a crash or a shutdown loses nothing — the next start's
+// resumeAll queues the unfinished runs again, oldest first.
+//
+// A slot is held by a run whose goroutine executes it. Under serve a run
+// waiting for an approval keeps its goroutine (engine.ApprovalWait: one
+// timer at the bottom of a small stack), so it gives its slot back when
+// it records run.waiting and takes one again when it records run.resumed
+// — at once, even above the bound, so that an answered approval never
+// queues behind new runs. A sleep step holds its slot: the run is running,
+// for at most the sleep's bounded duration.
+
+// MaxRunningPerCPU sizes the default bound: this many runs per GOMAXPROCS.
+const MaxRunningPerCPU = 64
+
+// DefaultMaxRunning is the bound when Options.MaxRunning is 0.
+func DefaultMaxRunning() int { return max(1, MaxRunningPerCPU*runtime.GOMAXPROCS(0)) }
+
+// runSlot is what the runner knows of a run it owns.
+type runSlot struct {
+	playbook string
+	queued   bool // launched, waiting for a slot
+	waiting  bool // executing, waiting for an approval without a slot
+}
+
+// queuedRun is a launch waiting for a slot.
+type queuedRun struct {
+	run    *state.Run
+	pb     *playbook.Playbook
+	inputs map[string]any
+	fresh  bool
+}
+
+// admitLocked starts q if a slot is free, or queues it. r.mu is held.
+func (r *runner) admitLocked(q queuedRun) {
+	if r.slots < r.max && len(r.queue) == 0 {
+		r.goLocked(q, false)
+		return
+	}
+	r.active[q.run.ID].queued = true
+	r.queue = append(r.queue, q)
+}
+
+// goLocked executes q in a new goroutine holding a slot. r.mu is held.
+func (r *runner) goLocked(q queuedRun, wasQueued bool) {
+	r.slots++
+	r.wg.Go(func() {
+		defer r.release(q.run.ID)
+		if wasQueued && r.cancelledWhileQueued(q.run.ID) {
+			return
+		}
+		r.execute(q.run, q.pb, q.inputs, q.fresh)
+	})
+}
+
+// cancelledWhileQueued reports whether a queued run ended (was
+// cancelled) before it got its slot: its record is read again.
+func (r *runner) cancelledWhileQueued(runID string) bool {
+	cur, err := r.s.store.GetRun(context.WithoutCancel(r.base), runID)
+	return err == nil && cur.Status.Done()
+}
+
+// release ends the execution of runID: its slot goes to the next queued
+// run.
+func (r *runner) release(runID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if a := r.active[runID]; a != nil && !a.waiting {
+		r.slots--
+	}
+	delete(r.active, runID)
+	r.dispatchLocked()
+}
+
+// dispatchLocked starts queued runs while slots are free; once the server
+// is shutting down it drops the queue instead (the runs stay committed;
+// the next start resumes them). r.mu is held.
+func (r *runner) dispatchLocked() {
+	if r.base.Err() != nil {
+		for _, q := range r.queue {
+			delete(r.active, q.run.ID)
+		}
+		r.queue = nil
+		return
+	}
+	for r.slots < r.max && len(r.queue) > 0 {
+		q := r.queue[0]
+		r.queue[0] = queuedRun{}
+		r.queue = r.queue[1:]
+		r.active[q.run.ID].queued = false
+		r.goLocked(q, true)
+	}
+	if len(r.queue) == 0 {
+		r.queue = nil // let the backing array go
+	}
+}
+
+// observe gives a run's slot back while it waits for an approval and
+// takes one again when it goes on (see the top of this file). The engine
+// calls it from the run's goroutine for each of its events.
+func (r *runner) observe(runID string, ev state.Event) {
+	if ev.Type != "run.waiting" && ev.Type != "run.resumed" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a := r.active[runID]
+	if a == nil || a.queued {
+		return
+	}
+	switch {
+	case ev.Type == "run.waiting" && !a.waiting:
+		a.waiting = true
+		r.slots--
+		r.dispatchLocked()
+	case ev.Type == "run.resumed" && a.waiting:
+		a.waiting = false
+		r.slots++
+	}
+}
+
+// queuedCount is the number of runs waiting for a slot.
+func (r *runner) queuedCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.queue)
+}
