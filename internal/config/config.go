@@ -34,6 +34,7 @@ const (
 // Limits checked on the fields.
 const (
 	MaxBodyLimit      = 16 << 20
+	MaxRunningLimit   = 1 << 20
 	MinReloadInterval = 100 * time.Millisecond
 	MinDedupTTL       = time.Minute
 	// MaxBytes is the largest config file Load and Parse accept.
@@ -68,6 +69,10 @@ type Server struct {
 	MaxBody        int64         // webhook body cap in bytes
 	Reload         bool          // poll the playbook directory for changes
 	ReloadInterval time.Duration // how often
+	// MaxRunning bounds the runs executing at once; more wait, committed,
+	// in a queue. 0 (unset): sized to the machine by the server, 64 ×
+	// GOMAXPROCS.
+	MaxRunning int
 }
 
 // Webhooks holds the webhook intake settings.

@@ -335,6 +335,12 @@ func TestParseSize(t *testing.T) {
 			assert.Equal(t, tt.want, got)
 		})
 	}
+	t.Run("max_running is a positive integer, unset sized by the server", func(t *testing.T) {
+		assert.Equal(t, 0, parseOK(t, "server: {listen: '127.0.0.1:1'}").Server.MaxRunning)
+		assert.Equal(t, 2, parseOK(t, "server: {max_running: 2}").Server.MaxRunning)
+		assert.Equal(t, []string{`rb.yaml:2:16: server.max_running: must be between 1 and 1048576 (got 0)`}, diags(t, "server:\n  max_running: 0\n"))
+		assert.Equal(t, []string{`rb.yaml:1:23: server.max_running: must be an integer (got string)`}, diags(t, "server: {max_running: many}"))
+	})
 	t.Run("max_body accepts a byte count and a unit", func(t *testing.T) {
 		assert.Equal(t, int64(4096), parseOK(t, "server: {max_body: 4096}").Server.MaxBody)
 		assert.Equal(t, int64(16<<20), parseOK(t, "server: {max_body: 16MiB}").Server.MaxBody)

@@ -17,7 +17,7 @@ import (
 
 var (
 	topKeys     = []string{"playbooks", "state", "secrets_file", "server", "webhooks", "connections", "schedules", "retention", "auth"}
-	serverKeys  = []string{"listen", "token_secret", "shutdown_grace", "max_body", "reload", "reload_interval"}
+	serverKeys  = []string{"listen", "token_secret", "shutdown_grace", "max_body", "reload", "reload_interval", "max_running"}
 	webhookKeys = []string{"dedup_ttl", "routes"}
 	routeKeys   = []string{"verify", "secret", "secrets"}
 
@@ -124,6 +124,26 @@ func (l *loader) server(s *Server, n *yaml.Node) {
 			s.ReloadInterval = d
 		}
 	}
+	if n := o.Get("max_running"); n != nil {
+		if v, ok := l.integer(n, "server.max_running", 1, MaxRunningLimit); ok {
+			s.MaxRunning = v
+		}
+	}
+}
+
+// integer decodes an integer between lo and hi.
+func (l *loader) integer(n *yaml.Node, path string, lo, hi int) (int, bool) {
+	n = yamlnode.Deref(n)
+	var v int
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Load(&v) != nil {
+		l.errf(n, path, "must be an integer (got %s)", yamlnode.KindWord(n))
+		return 0, false
+	}
+	if v < lo || v > hi {
+		l.errf(n, path, "must be between %d and %d (got %d)", lo, hi, v)
+		return 0, false
+	}
+	return v, true
 }
 
 // checkListen returns why addr is not a usable host:port, or "".
