@@ -92,7 +92,16 @@ func (a *Authenticator) Authenticate(ctx context.Context, bearer string) (*Ident
 	if a.oidc != nil && looksLikeJWT(bearer) {
 		return a.oidc.Verify(ctx, bearer)
 	}
-	h := HashToken(bearer)
+	return a.AuthenticateHash(ctx, HashToken(bearer))
+}
+
+// AuthenticateHash is Authenticate for a token known only by its hash (hex
+// SHA-256), as a session of the web UI keeps it: the server token, a
+// configured user or a stored token that is not revoked.
+func (a *Authenticator) AuthenticateHash(ctx context.Context, h string) (*Identity, error) {
+	if h == "" {
+		return nil, ErrInvalidToken
+	}
 	var found *Identity
 	if a.server != "" && sameHash(h, a.server) {
 		found = &Identity{Name: ServerName, Kind: KindServer, Grants: []Grant{{Role: RoleAdmin}}}

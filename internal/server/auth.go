@@ -13,6 +13,7 @@ import (
 	"github.com/runbook/runbook/internal/auth"
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/ui"
 )
 
 // AuthOptions configure who may use the API besides the holder of
@@ -151,13 +152,19 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			writeError(w, http.StatusServiceUnavailable, fault.Unavailable, "the API is disabled: the server has no API token (set the secret named by server.token_secret, RUNBOOK_API_TOKEN by default, or configure auth.users)")
 			return
 		}
-		tok, ok := bearer(r)
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="runbook"`)
-			writeError(w, http.StatusUnauthorized, fault.Unauthorized, "missing bearer token: send Authorization: Bearer TOKEN")
-			return
+		var id *auth.Identity
+		var err error
+		if src, ok := ui.SourceOf(r.Context()); ok { // the web UI, in process
+			id, err = s.sourceIdentity(r.Context(), src)
+		} else {
+			tok, ok := bearer(r)
+			if !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="runbook"`)
+				writeError(w, http.StatusUnauthorized, fault.Unauthorized, "missing bearer token: send Authorization: Bearer TOKEN")
+				return
+			}
+			id, err = s.authn.Authenticate(r.Context(), tok)
 		}
-		id, err := s.authn.Authenticate(r.Context(), tok)
 		if err != nil {
 			if !errors.Is(err, auth.ErrInvalidToken) {
 				s.log.Error("authentication failed", "err", err)

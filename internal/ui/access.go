@@ -107,3 +107,42 @@ type IdentifyFunc func(ctx context.Context, token string) (Identity, error)
 
 // ErrBadToken: the token is not one the API accepts.
 var ErrBadToken = errors.New("this token is not valid for this server")
+
+// Source is what a session's identity is checked against, kept in the
+// session store: never a secret.
+type Source struct {
+	// Kind is SourceToken (TokenHash is the SHA-256, hex, of the API token
+	// signed in with) or SourceOIDC (Name and Roles as the issuer's ID
+	// token gave them).
+	Kind      string
+	TokenHash string
+	// Name is the name given at sign-in (a token) or the OIDC identity's.
+	Name  string
+	Roles []string
+}
+
+// The kinds of Source.
+const (
+	SourceToken = "token"
+	SourceOIDC  = "oidc"
+)
+
+type sourceKey struct{}
+
+// WithSource returns ctx with the session source the UI calls the API as.
+// Only code of this process can set it: a request from the network never
+// carries it.
+func WithSource(ctx context.Context, src Source) context.Context {
+	return context.WithValue(ctx, sourceKey{}, src)
+}
+
+// SourceOf returns the session source of an in-process call of the UI.
+func SourceOf(ctx context.Context) (Source, bool) {
+	src, ok := ctx.Value(sourceKey{}).(Source)
+	return src, ok
+}
+
+// RecheckFunc returns the identity of a session's source now: ErrBadToken
+// when the API would no longer accept it (a revoked token), another error
+// when it cannot be checked now.
+type RecheckFunc func(ctx context.Context, src Source) (Identity, error)

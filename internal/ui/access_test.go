@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/auth"
 	"github.com/runbook/runbook/internal/ui"
 )
 
@@ -158,6 +159,15 @@ func TestASessionFollowsItsTokensRoles(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			if tok != token || revoked {
+				return ui.Identity{}, ui.ErrBadToken
+			}
+			return ui.Identity{Name: "rita", Perms: perms}, nil
+		},
+		// A session keeps the token's hash, never the token.
+		Recheck: func(_ context.Context, src ui.Source) (ui.Identity, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if src.Kind != ui.SourceToken || src.TokenHash != auth.HashToken(token) || revoked {
 				return ui.Identity{}, ui.ErrBadToken
 			}
 			return ui.Identity{Name: "rita", Perms: perms}, nil

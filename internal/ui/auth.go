@@ -13,6 +13,8 @@ type loginData struct {
 	Error string
 	// LoginCSRF is the login form's token, also in the login cookie.
 	LoginCSRF string
+	// SSO offers "Sign in with SSO" (OIDC is configured).
+	SSO bool
 }
 
 // maxNameLen bounds the name given at login.
@@ -30,6 +32,7 @@ func (u *UI) loginPage(w http.ResponseWriter, r *http.Request) {
 // showLogin renders the login form with a fresh login CSRF token.
 func (u *UI) showLogin(w http.ResponseWriter, r *http.Request, status int, d loginData) {
 	d.LoginCSRF = randomToken()
+	d.SSO = u.o.OIDC != nil
 	setCookie(w, r, loginCookie, d.LoginCSRF, 3600)
 	w.Header().Set("Cache-Control", "no-store")
 	u.render(w, r, status, "login", &view{Title: "Sign in", Data: d})
@@ -67,7 +70,13 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 		u.showLogin(w, r, status, d)
 		return
 	}
-	id, _ := u.sessions.create(token, ident, d.Name)
+	id, err := u.sessions.create(r.Context(), Source{Kind: SourceToken, TokenHash: keyOf(token), Name: d.Name}, ident)
+	if err != nil {
+		u.log.Error("ui sign-in: the session cannot be stored", "err", err)
+		d.Error = "The session cannot be stored now; try again."
+		u.showLogin(w, r, http.StatusServiceUnavailable, d)
+		return
+	}
 	setCookie(w, r, sessionCookie, id, 0)
 	setCookie(w, r, loginCookie, "", -1)
 	http.Redirect(w, r, d.Next, http.StatusSeeOther)
@@ -75,7 +84,7 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 
 func (u *UI) logout(w http.ResponseWriter, r *http.Request, _ *session) {
 	if c, err := r.Cookie(sessionCookie); err == nil {
-		u.sessions.remove(c.Value)
+		u.sessions.remove(r.Context(), c.Value)
 	}
 	setCookie(w, r, sessionCookie, "", -1)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)

@@ -45,8 +45,9 @@ func (a *answer) Write(b []byte) (int, error) {
 	return a.body.Write(b)
 }
 
-// apiRequest builds a request of the API with the session's token.
-func apiRequest(ctx context.Context, token, method, path string, in any) (*http.Request, error) {
+// apiRequest builds a request of the API as the session's source.
+func apiRequest(ctx context.Context, s *session, method, path string, in any) (*http.Request, error) {
+	ctx = WithSource(ctx, s.source())
 	var body *bytes.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -62,7 +63,6 @@ func apiRequest(ctx context.Context, token, method, path string, in any) (*http.
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	req.RemoteAddr = "127.0.0.1:0"
-	req.Header.Set("Authorization", "Bearer "+token)
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -72,7 +72,7 @@ func apiRequest(ctx context.Context, token, method, path string, in any) (*http.
 // call sends one API request in process and decodes the answer into out
 // (when not nil). An error answer is an *APIError.
 func (u *UI) call(ctx context.Context, s *session, method, path string, in, out any) error {
-	req, err := apiRequest(ctx, s.token, method, path, in)
+	req, err := apiRequest(ctx, s, method, path, in)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (u *UI) get(ctx context.Context, s *session, path string, out any) error {
 
 // text fetches a non-JSON answer of the API (the metrics).
 func (u *UI) text(ctx context.Context, s *session, path string) (string, error) {
-	req, err := apiRequest(ctx, s.token, http.MethodGet, path, nil)
+	req, err := apiRequest(ctx, s, http.MethodGet, path, nil)
 	if err != nil {
 		return "", err
 	}

@@ -6,19 +6,23 @@
 //
 // Every page is built from /api/v1 answers, and every action is an /api/v1
 // call: the UI calls the server's API handler in process (Options.API)
-// with the bearer token of the signed-in user, so the API's checks (token,
-// role, input validation, "the run keeps waiting") are the UI's, and
+// as the signed-in session (its Source, in the request context), so the
+// API's checks (token, role, input validation, "the run keeps waiting") are the UI's, and
 // nothing the UI shows is reachable only through it. Live updates are the
 // API's Server-Sent Events stream of a run, passed through
 // (/runs/{id}/live).
 //
 // # Sessions
 //
-// /login takes an API token and keeps it server-side in a session; the
-// browser holds only a random session ID in an HttpOnly, SameSite=Strict
-// cookie. Sessions live in memory: a restart signs everyone out, and
-// several replicas need sticky sessions. Every form carries the session's
-// CSRF token and every POST also checks Origin / Sec-Fetch-Site. What a
+// /login takes an API token, or signs in with the OIDC issuer
+// (Options.OIDC: authorization code, PKCE, state, nonce). A session keeps
+// no secret: it is stored (Options.Sessions, the state store, else
+// memory) under the SHA-256 of a random session ID, the browser holds the
+// ID in an HttpOnly, SameSite=Strict cookie, and it holds the source of
+// its identity (a token's SHA-256, or the OIDC name and roles), asked of
+// Options.Recheck each minute and after a restart. Every form carries the
+// session's CSRF token (derived from the session ID, never stored) and
+// every POST also checks Origin / Sec-Fetch-Site. What a
 // user may do comes from Options.Identify as a Permissions value; a page
 // offers only the actions it allows (the API enforces them regardless).
 //

@@ -11,13 +11,13 @@ import (
 )
 
 // runLive passes the API's event stream of a run through to the page
-// (GET /api/v1/runs/{id}/logs), with the session's token.
+// (GET /api/v1/runs/{id}/logs), as the session.
 func (u *UI) runLive(w http.ResponseWriter, r *http.Request, s *session) {
 	path := "/api/v1/runs/" + url.PathEscape(r.PathValue("id")) + "/logs"
 	if after := r.URL.Query().Get("after"); after != "" {
 		path += "?after=" + url.QueryEscape(after)
 	}
-	req, err := apiRequest(r.Context(), s.token, http.MethodGet, path, nil)
+	req, err := apiRequest(r.Context(), s, http.MethodGet, path, nil)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return

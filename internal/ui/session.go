@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -10,8 +11,9 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/runbook/runbook/internal/state"
 )
 
 // The cookies of the UI. Both are HttpOnly and SameSite=Strict.
@@ -22,47 +24,63 @@ const (
 	loginCookie = "runbook_login"
 )
 
-// maxSessions bounds the sessions kept; the least recently used goes.
+// maxSessions bounds the identities cached in memory and the sessions of
+// the in-memory store (used when Options.Sessions is nil).
 const maxSessions = 10000
 
-// session is one signed-in browser. The API token stays here, never in
-// the browser.
+// seenEvery is how often a session's last request is written to the store.
+const seenEvery = time.Minute
+
+// session is one signed-in browser, as one request sees it: its stored
+// record (no secret) and who it is.
 type session struct {
-	token   string
-	ident   atomic.Pointer[Identity] // replaced when asked again (see UI.current)
-	name    string                   // who the user said they are, when the token names no one
-	csrf    string
-	created time.Time
-	seen    time.Time
-	checked time.Time // when the identity was last asked of Options.Identify
+	rec   state.Session
+	ident Identity
+	csrf  string // derived from the cookie's session ID, never stored
 }
 
-// identity is who the session's token belongs to.
-func (s *session) identity() Identity { return *s.ident.Load() }
+// identity is who the session belongs to.
+func (s *session) identity() Identity { return s.ident }
+
+// source is what the session's identity is checked against.
+func (s *session) source() Source {
+	return Source{Kind: s.rec.Kind, TokenHash: s.rec.TokenHash, Name: s.rec.Name, Roles: s.rec.Roles}
+}
 
 // by is the name recorded as who answers or cancels.
 func (s *session) by() string {
 	switch id := s.identity(); {
 	case id.Name != "":
 		return id.Name
-	case s.name != "":
-		return s.name
+	case s.rec.Name != "":
+		return s.rec.Name
 	}
 	return "ui"
 }
 
-// sessions is the in-memory session table, keyed by the SHA-256 of the
-// cookie's value.
+// cached is an identity the UI asked for, and when.
+type cached struct {
+	ident   Identity
+	checked time.Time
+}
+
+// sessions are the sessions of the state store (or of memory), with the
+// identity each was last given, cached for recheck.
 type sessions struct {
 	idle, max time.Duration
 	now       func() time.Time
+	store     state.SessionStore
 
-	mu sync.Mutex
-	m  map[string]*session
+	mu     sync.Mutex
+	idents map[string]cached // by session key
+	pruned time.Time
 }
 
-func newSessions(idle, max time.Duration, now func() time.Time) *sessions {
-	return &sessions{idle: idle, max: max, now: now, m: map[string]*session{}}
+func newSessions(idle, max time.Duration, now func() time.Time, store state.SessionStore) *sessions {
+	if store == nil {
+		store = &memSessions{m: map[string]state.Session{}}
+	}
+	return &sessions{idle: idle, max: max, now: now, store: store, idents: map[string]cached{}}
 }
 
 func randomToken() string {
@@ -71,74 +89,158 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// keyOf is the SHA-256 (hex) of a session ID or a token.
 func keyOf(id string) string {
 	sum := sha256.Sum256([]byte(id))
 	return hex.EncodeToString(sum[:])
 }
 
-// create adds a session and returns the cookie value that finds it.
-func (ss *sessions) create(token string, ident Identity, name string) (string, *session) {
+// csrfOf is the CSRF token of a session ID: derived, so never stored, and
+// it does not reveal the ID.
+func csrfOf(id string) string {
+	sum := sha256.Sum256([]byte("runbook-ui-csrf\x00" + id))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// create stores a session of src and returns the cookie value that finds
+// it.
+func (ss *sessions) create(ctx context.Context, src Source, ident Identity) (string, error) {
 	id := randomToken()
 	now := ss.now()
-	s := &session{token: token, name: name, csrf: randomToken(), created: now, seen: now, checked: now}
-	s.ident.Store(&ident)
+	rec := state.Session{Key: keyOf(id), Kind: src.Kind, TokenHash: src.TokenHash, Name: src.Name,
+		Roles: src.Roles, Created: now, Seen: now}
+	rec.Expires = ss.expiry(rec, now)
+	if err := ss.store.PutSession(ctx, rec); err != nil {
+		return "", err
+	}
+	ss.remember(rec.Key, ident, now)
+	ss.prune(ctx, now)
+	return id, nil
+}
+
+// expiry is when rec ends unless seen again after now.
+func (ss *sessions) expiry(rec state.Session, now time.Time) time.Time {
+	idle, max := now.Add(ss.idle), rec.Created.Add(ss.max)
+	if max.Before(idle) {
+		return max
+	}
+	return idle
+}
+
+// prune deletes the expired sessions of the store, at most hourly.
+func (ss *sessions) prune(ctx context.Context, now time.Time) {
+	ss.mu.Lock()
+	due := now.Sub(ss.pruned) >= time.Hour
+	if due {
+		ss.pruned = now
+	}
+	ss.mu.Unlock()
+	if due {
+		_, _ = ss.store.PruneSessions(context.WithoutCancel(ctx), now)
+	}
+}
+
+func (ss *sessions) remember(key string, ident Identity, now time.Time) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if len(ss.m) >= maxSessions {
-		ss.evictLocked()
-	}
-	ss.m[keyOf(id)] = s
-	return id, s
-}
-
-// evictLocked drops expired sessions, then the least recently seen.
-func (ss *sessions) evictLocked() {
-	now := ss.now()
-	var oldestKey string
-	var oldest time.Time
-	for k, s := range ss.m {
-		if ss.expired(s, now) {
-			delete(ss.m, k)
-			continue
-		}
-		if oldestKey == "" || s.seen.Before(oldest) {
-			oldestKey, oldest = k, s.seen
+	if len(ss.idents) >= maxSessions {
+		for k := range ss.idents { // drop any one: it is asked again when needed
+			delete(ss.idents, k)
+			break
 		}
 	}
-	if len(ss.m) >= maxSessions {
-		delete(ss.m, oldestKey)
-	}
+	ss.idents[key] = cached{ident: ident, checked: now}
 }
 
-func (ss *sessions) expired(s *session, now time.Time) bool {
-	return now.Sub(s.seen) > ss.idle || now.Sub(s.created) > ss.max
+func (ss *sessions) cachedIdentity(key string) (cached, bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	c, ok := ss.idents[key]
+	return c, ok
 }
 
-// get returns the live session of a cookie value, or nil.
-func (ss *sessions) get(id string) *session {
+// get returns the live stored session of a cookie value (without its
+// identity yet), or false. An expired one is deleted.
+func (ss *sessions) get(ctx context.Context, id string) (*session, bool) {
 	if id == "" {
-		return nil
+		return nil, false
 	}
-	k := keyOf(id)
+	rec, err := ss.store.Session(ctx, keyOf(id))
+	if err != nil {
+		return nil, false
+	}
 	now := ss.now()
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	s := ss.m[k]
-	if s == nil {
-		return nil
+	if !now.Before(rec.Expires) || now.Sub(rec.Created) > ss.max {
+		ss.remove(ctx, id)
+		return nil, false
 	}
-	if ss.expired(s, now) {
-		delete(ss.m, k)
-		return nil
+	if now.Sub(rec.Seen) >= seenEvery {
+		rec.Seen = now
+		rec.Expires = ss.expiry(rec, now)
+		_ = ss.store.PutSession(context.WithoutCancel(ctx), rec) // a failed write only shortens the session
 	}
-	s.seen = now
-	return s
+	return &session{rec: rec, csrf: csrfOf(id)}, true
 }
 
-func (ss *sessions) remove(id string) {
+func (ss *sessions) remove(ctx context.Context, id string) {
+	key := keyOf(id)
+	_ = ss.store.DeleteSession(context.WithoutCancel(ctx), key)
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	delete(ss.m, keyOf(id))
+	delete(ss.idents, key)
+}
+
+// memSessions is the session store of a UI without a state store: a
+// restart signs everyone out.
+type memSessions struct {
+	mu sync.Mutex
+	m  map[string]state.Session
+}
+
+func (m *memSessions) PutSession(_ context.Context, s state.Session) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.m[s.Key]; !ok && len(m.m) >= maxSessions {
+		var oldest string
+		for k, o := range m.m {
+			if oldest == "" || o.Seen.Before(m.m[oldest].Seen) {
+				oldest = k
+			}
+		}
+		delete(m.m, oldest)
+	}
+	m.m[s.Key] = s
+	return nil
+}
+
+func (m *memSessions) Session(_ context.Context, key string) (state.Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, ok := m.m[key]
+	if !ok {
+		return state.Session{}, state.ErrNotFound
+	}
+	return s, nil
+}
+
+func (m *memSessions) DeleteSession(_ context.Context, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.m, key)
+	return nil
+}
+
+func (m *memSessions) PruneSessions(_ context.Context, before time.Time) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for k, s := range m.m {
+		if s.Expires.Before(before) {
+			delete(m.m, k)
+			n++
+		}
+	}
+	return n, nil
 }
 
 // setCookie writes an HttpOnly, SameSite=Strict cookie, Secure when the
@@ -149,22 +251,6 @@ func setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAg
 	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: "/", MaxAge: maxAge,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure})
 }
-
-// stale reports whether the session's identity is older than every and
-// marks it checked when it is: the caller asks for it again.
-func (ss *sessions) stale(s *session, every time.Duration) bool {
-	now := ss.now()
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if now.Sub(s.checked) < every {
-		return false
-	}
-	s.checked = now
-	return true
-}
-
-// update replaces the session's identity.
-func (ss *sessions) update(s *session, ident Identity) { s.ident.Store(&ident) }
 
 // sameOrigin refuses a state-changing request another site started: the
 // browser's Sec-Fetch-Site, else its Origin, must be this server.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/api"
+	"github.com/runbook/runbook/internal/state"
 )
 
 //go:embed templates/*.html
@@ -26,12 +27,23 @@ var staticFS embed.FS
 // Options configure the UI.
 type Options struct {
 	// API is the server's handler of /api/v1, /healthz and /metrics; the
-	// UI calls it in process with the signed-in user's token. Required.
+	// UI calls it in process as the signed-in session's Source (in the
+	// request's context, see SourceOf). Required.
 	API http.Handler
-	// Identify returns who a token belongs to and what it may do.
-	// Required.
+	// Identify returns who a token belongs to and what it may do, at
+	// sign-in. Required.
 	Identify IdentifyFunc
-	Logger   *slog.Logger
+	// Recheck returns who a session's source is now: asked each minute, and
+	// for a session read from the store that this process did not sign in
+	// (after a restart, or on another replica). Nil: a session keeps the
+	// identity of its sign-in and lives only in this process.
+	Recheck RecheckFunc
+	// Sessions is where sessions are kept (the state store), so that they
+	// survive a restart and are shared by replicas. Nil: in memory.
+	Sessions state.SessionStore
+	// OIDC enables "Sign in with SSO" (nil: none).
+	OIDC   *OIDCLogin
+	Logger *slog.Logger
 	// SessionIdle and SessionMax bound a session: it ends after SessionIdle
 	// without a request (default 8 h) and SessionMax after login (default
 	// 7 days).
@@ -75,7 +87,7 @@ func New(o Options) (*UI, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	u := &UI{o: o, log: o.Logger, sessions: newSessions(o.SessionIdle, o.SessionMax, o.Now), static: map[string]staticFile{}}
+	u := &UI{o: o, log: o.Logger, sessions: newSessions(o.SessionIdle, o.SessionMax, o.Now, o.Sessions), static: map[string]staticFile{}}
 	err := fs.WalkDir(staticFS, "static", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -114,6 +126,10 @@ func (u *UI) routes() {
 	})
 	m.HandleFunc("GET /login", u.loginPage)
 	m.HandleFunc("POST /login", u.login)
+	if u.o.OIDC != nil {
+		m.HandleFunc("GET /login/oidc", u.oidcStart)
+		m.HandleFunc("GET /login/oidc/callback", u.oidcCallback)
+	}
 	m.Handle("POST /logout", u.action(u.logout))
 	m.HandleFunc("GET /ui/static/{file}", u.serveStatic)
 
@@ -182,26 +198,39 @@ func (u *UI) asset(name string) string {
 // change of roles or a revoked token shows within it.
 const recheck = time.Minute
 
-// current is the request's live session, or nil. A session whose token
+// current is the request's live session, or nil. A session whose source
 // the API no longer takes ends.
 func (u *UI) current(r *http.Request) *session {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
 		return nil
 	}
-	s := u.sessions.get(c.Value)
-	if s == nil || !u.sessions.stale(s, recheck) {
+	s, ok := u.sessions.get(r.Context(), c.Value)
+	if !ok {
+		return nil
+	}
+	known, ok := u.sessions.cachedIdentity(s.rec.Key)
+	if ok && (u.o.Recheck == nil || u.o.Now().Sub(known.checked) < recheck) {
+		s.ident = known.ident
 		return s
 	}
-	ident, err := u.o.Identify(r.Context(), s.token)
+	if u.o.Recheck == nil {
+		return nil // signed in by another process, which this one cannot check
+	}
+	ident, err := u.o.Recheck(r.Context(), s.source())
 	switch {
 	case errors.Is(err, ErrBadToken):
-		u.sessions.remove(c.Value)
+		u.sessions.remove(r.Context(), c.Value)
 		return nil
+	case err != nil && ok:
+		s.ident = known.ident // cannot check now: keep what was known
+		return s
 	case err != nil:
-		return s // cannot check now: keep what was known
+		u.log.Warn("ui session: its identity cannot be checked now", "err", err)
+		return nil
 	}
-	u.sessions.update(s, ident)
+	u.sessions.remember(s.rec.Key, ident, u.o.Now())
+	s.ident = ident
 	return s
 }
 

@@ -110,7 +110,7 @@ func (u *UI) fail(w http.ResponseWriter, r *http.Request, s *session, err error)
 			// The API no longer takes the session's token (revoked): the
 			// session ends.
 			if c, cerr := r.Cookie(sessionCookie); cerr == nil {
-				u.sessions.remove(c.Value)
+				u.sessions.remove(r.Context(), c.Value)
 			}
 			setCookie(w, r, sessionCookie, "", -1)
 			http.Redirect(w, r, "/login?next="+urlQueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
