@@ -3,7 +3,10 @@ package server
 import (
 	"context"
 	"runtime"
+	"slices"
+	"time"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
 )
@@ -130,6 +133,36 @@ func (r *runner) observe(runID string, ev state.Event) {
 		a.waiting = false
 		r.slots++
 	}
+}
+
+// Cancel implements trigger.Starter (a schedule's overlap: replace): a
+// queued run leaves the queue and is recorded cancelled without having
+// started; an executing one is cancelled through the engine.
+func (r *runner) Cancel(runID string) {
+	r.mu.Lock()
+	i := slices.IndexFunc(r.queue, func(q queuedRun) bool { return q.run.ID == runID })
+	if i >= 0 {
+		r.queue = slices.Delete(r.queue, i, i+1)
+		delete(r.active, runID)
+	}
+	r.mu.Unlock()
+	if i < 0 {
+		r.s.eng.Cancel(runID, nil)
+		return
+	}
+	ctx := context.WithoutCancel(r.base)
+	run, err := r.s.store.GetRun(ctx, runID)
+	if err != nil || run.Status.Done() {
+		return
+	}
+	run.Status, run.EndedAt = state.RunCancelled, time.Now()
+	run.Error = &state.ErrorRecord{Code: string(fault.Cancelled), Message: "run cancelled"}
+	ev := state.Event{Type: "run.cancelled", Message: "run cancelled before it started: it waited for an execution slot"}
+	if err := r.s.store.SaveRun(ctx, run, ev); err != nil {
+		r.s.log.Error("cannot record the cancellation of a queued run", "run_id", runID, "err", err)
+		return
+	}
+	r.s.metrics.observe(runID, ev)
 }
 
 // queuedCount is the number of runs waiting for a slot.

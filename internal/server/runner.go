@@ -182,9 +182,6 @@ func (r *runner) Active(playbookName string) []string {
 	return ids
 }
 
-// Cancel implements trigger.Starter.
-func (r *runner) Cancel(runID string) { r.s.eng.Cancel(runID, nil) }
-
 func (r *runner) isActive(runID string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()

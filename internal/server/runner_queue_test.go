@@ -222,6 +222,35 @@ func TestARestartResumesQueuedRunsUnderTheLimit(t *testing.T) {
 	}
 }
 
+func TestAQueuedRunCancelledNeverStarts(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t)
+	s := newQueueServer(t, store, 1)
+	g := newGate(t)
+	req := playbookOf(t, s, "block")
+	first, err := s.runs.Start(ctx, req)
+	require.NoError(t, err)
+	queued, err := s.runs.Start(ctx, req)
+	require.NoError(t, err)
+	waitStarted(t, g, 1)
+	require.Equal(t, 1, s.runs.queuedCount())
+
+	s.runs.Cancel(queued) // as a schedule's overlap: replace does
+	assert.Zero(t, s.runs.queuedCount())
+	assert.Equal(t, []string{first}, s.runs.Active("block"), "the cancelled run is no longer this server's")
+	got, err := store.GetRun(ctx, queued)
+	require.NoError(t, err)
+	assert.Equal(t, state.RunCancelled, got.Status)
+
+	g.release <- struct{}{}
+	waitRun(t, store, first, state.RunSucceeded)
+	require.Eventually(t, func() bool { return s.runs.count() == 0 }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, []string{first}, g.startedRuns(), "the cancelled run never started")
+	got, err = store.GetRun(ctx, queued)
+	require.NoError(t, err)
+	assert.Equal(t, state.RunCancelled, got.Status)
+}
+
 func TestARunWaitingForAnApprovalGivesItsSlotBack(t *testing.T) {
 	ctx := context.Background()
 	store := openStore(t)
