@@ -1,13 +1,11 @@
 package state
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
+
+	"github.com/runbook/runbook/internal/jsonvalue"
 )
 
 // DeliveryRef is how a run started by a webhook delivery refers to it:
@@ -61,36 +59,11 @@ func BriefTrigger(t map[string]any) map[string]any {
 // DecodePayload decodes a stored delivery body as playbooks see it under
 // trigger.payload: numbers as int64 when integral, else float64.
 func DecodePayload(body []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := jsonvalue.Decode(body)
+	if err != nil {
 		return nil, fmt.Errorf("decode delivery: %w: %w", ErrCorrupt, err)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("decode delivery: %w: data after the JSON value", ErrCorrupt)
-	}
-	return numbers(v), nil
-}
-
-func numbers(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	case map[string]any:
-		for k, e := range x {
-			x[k] = numbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = numbers(e)
-		}
-	}
-	return v
+	return v, nil
 }
 
 // ResolveTrigger returns what run r sees as `trigger`: with the payload

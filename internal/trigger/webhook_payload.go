@@ -1,11 +1,10 @@
 package trigger
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+
+	"github.com/runbook/runbook/internal/jsonvalue"
 )
 
 // The SMS events FIDELITY names. The intake checks no event's hook fields
@@ -74,7 +73,7 @@ func (d *Delivery) HookKey(i int) string {
 // recorded as sent for the playbooks' `if` and inputs. The error names the
 // offending field.
 func ParseDelivery(body []byte) (*Delivery, error) {
-	v, err := decodeJSON(body)
+	v, err := jsonvalue.Decode(body)
 	if err != nil {
 		return nil, fmt.Errorf("body is not a webhook envelope: %w", err)
 	}
@@ -122,7 +121,7 @@ func ParseGeneric(id string, body []byte) (*Delivery, error) {
 	if len(id) > maxID {
 		return nil, fmt.Errorf("webhook-id is longer than %d bytes", maxID)
 	}
-	v, err := decodeJSON(body)
+	v, err := jsonvalue.Decode(body)
 	if err != nil {
 		return nil, fmt.Errorf("body is not JSON: %w", err)
 	}
@@ -143,49 +142,4 @@ func idField(v any) (string, error) {
 		return "", fmt.Errorf("is longer than %d bytes", maxID)
 	}
 	return s, nil
-}
-
-// decodeJSON decodes exactly one JSON value, numbers as int64 when
-// integral and float64 otherwise (what expressions compare against).
-func decodeJSON(body []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("data after the JSON value")
-	}
-	return normalizeNumbers(v)
-}
-
-// normalizeNumbers turns json.Numbers into int64 or float64, refusing
-// numbers out of float64's range (they could not be stored again).
-func normalizeNumbers(v any) (any, error) {
-	var err error
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i, nil
-		}
-		f, err := x.Float64()
-		if err != nil {
-			return nil, fmt.Errorf("number %s is out of range", x)
-		}
-		return f, nil
-	case map[string]any:
-		for k, e := range x {
-			if x[k], err = normalizeNumbers(e); err != nil {
-				return nil, err
-			}
-		}
-	case []any:
-		for i, e := range x {
-			if x[i], err = normalizeNumbers(e); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return v, nil
 }

@@ -1,0 +1,7 @@
+// Package jsonvalue decodes JSON documents into the values expressions
+// and step params work with: maps, lists, strings, booleans, nil, and
+// numbers as int64 when integral, else float64 — the types YAML gives too,
+// so a value reads the same whether it came from a playbook or a webhook.
+// A number beyond float64's range is refused: it could not be stored
+// again.
+package jsonvalue
