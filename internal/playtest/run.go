@@ -363,18 +363,7 @@ type simClock struct{ c *sim.Clock }
 func (s simClock) Now() time.Time { return s.c.Now() }
 
 func (s simClock) Sleep(ctx context.Context, d time.Duration) error {
-	d = s.c.Real(d)
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return engine.Sleep(ctx, s.c.Real(d))
 }
 
 // mapSecrets is the engine's secret source: the case's secrets only, so
