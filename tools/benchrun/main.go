@@ -18,6 +18,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/runbook/runbook/tools/internal/serveproc"
 )
 
 func main() {
@@ -28,10 +30,8 @@ func main() {
 	check(err)
 	defer os.RemoveAll(dir)
 	if *bin == "" {
-		*bin = filepath.Join(dir, "runbook")
-		cmd := exec.Command("go", "build", "-o", *bin, "./cmd/runbook")
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		check(cmd.Run())
+		*bin, err = serveproc.Build(dir)
+		check(err)
 	}
 	cases := []struct {
 		name  string

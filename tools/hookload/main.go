@@ -13,7 +13,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -22,14 +21,12 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
+
+	"github.com/runbook/runbook/tools/internal/serveproc"
 )
 
 const (
@@ -47,10 +44,8 @@ func main() {
 	check(err)
 	defer os.RemoveAll(dir)
 	if *bin == "" {
-		*bin = filepath.Join(dir, "runbook")
-		cmd := exec.Command("go", "build", "-o", *bin, "./cmd/runbook")
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		check(cmd.Run())
+		*bin, err = serveproc.Build(dir)
+		check(err)
 	}
 	src, err := os.ReadFile(*pbPath)
 	check(err)
@@ -97,9 +92,9 @@ func measure(bin, dir string, body []byte, hooks int) result {
 	s := serve(bin, dir, statePath)
 	time.Sleep(300 * time.Millisecond) // let start-up settle
 	r.stateBase = size(statePath)
-	r.rssBase, _ = rss(s.cmd.Process.Pid)
+	r.rssBase, _ = rss(s.Cmd.Process.Pid)
 
-	req, _ := http.NewRequest(http.MethodPost, s.url+"/hooks/sms", bytes.NewReader(body))
+	req, _ := http.NewRequest(http.MethodPost, s.URL+"/hooks/sms", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json;charset=UTF-8")
 	req.Header.Set("X-Cloud-Webhook-Signature", secret)
 	start := time.Now()
@@ -131,7 +126,7 @@ func measure(bin, dir string, body []byte, hooks int) result {
 	}
 	r.allDone = time.Since(start) - r.answer
 	r.stateDone = size(statePath)
-	r.rssDone, r.rssPeak = rss(s.cmd.Process.Pid)
+	r.rssDone, r.rssPeak = rss(s.Cmd.Process.Pid)
 
 	start = time.Now()
 	r.listBytes = s.get("/api/v1/runs?limit=1000", nil)
@@ -142,56 +137,29 @@ func measure(bin, dir string, body []byte, hooks int) result {
 	s = serve(bin, dir, statePath)
 	r.restart = time.Since(start)
 	time.Sleep(time.Second)
-	r.rssRestart, _ = rss(s.cmd.Process.Pid)
+	r.rssRestart, _ = rss(s.Cmd.Process.Pid)
 	s.stop()
 	return r
 }
 
-type server struct {
-	cmd *exec.Cmd
-	url string
-}
-
-var listening = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
+type server struct{ *serveproc.Server }
 
 func serve(bin, dir, statePath string) *server {
-	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--config", filepath.Join(dir, "runbook.yaml"), "--state", statePath)
-	cmd.Dir = dir
-	cmd.Env = []string{
+	env := []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
 		"SMS_WEBHOOK_SECRET=" + secret, "RUNBOOK_API_TOKEN=" + token,
 		"SMS_SUPPRESSION_FILE=" + filepath.Join(dir, "suppression.txt"), "RUNBOOK_FILE_ROOTS=" + dir,
 	}
-	out, err := cmd.StdoutPipe()
+	args := []string{"--listen", "127.0.0.1:0", "--config", filepath.Join(dir, "runbook.yaml"), "--state", statePath}
+	s, err := serveproc.Start(bin, dir, args, env, nil, 60*time.Second)
 	check(err)
-	cmd.Stderr = io.Discard
-	check(cmd.Start())
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	select {
-	case u := <-found:
-		return &server{cmd: cmd, url: u}
-	case <-time.After(60 * time.Second):
-		_ = cmd.Process.Kill()
-		fail("runbook serve did not listen within 60s")
-	}
-	return nil
+	return &server{s}
 }
 
 // get calls the API, decodes the answer into v (when not nil) and returns
 // its size.
 func (s *server) get(path string, v any) int {
-	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, s.url+path, nil)
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, s.URL+path, nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	check(err)
@@ -207,10 +175,7 @@ func (s *server) get(path string, v any) int {
 	return len(b)
 }
 
-func (s *server) stop() {
-	check(s.cmd.Process.Signal(syscall.SIGTERM))
-	_ = s.cmd.Wait()
-}
+func (s *server) stop() { s.Stop() }
 
 // deliveryBody is an UNSUBSCRIBE envelope of n hooks, as the SMS service
 // sends it.
@@ -241,21 +206,8 @@ func size(path string) int64 {
 
 // rss returns a process's resident set size and its peak, in KiB.
 func rss(pid int) (cur, peak int64) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	cur, peak, err := serveproc.RSS(pid)
 	check(err)
-	for line := range strings.SplitSeq(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		n, _ := strconv.ParseInt(f[1], 10, 64)
-		switch f[0] {
-		case "VmRSS:":
-			cur = n
-		case "VmHWM:":
-			peak = n
-		}
-	}
 	return cur, peak
 }
 

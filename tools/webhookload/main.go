@@ -13,23 +13,19 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/runbook/runbook/internal/sim/webhook"
+	"github.com/runbook/runbook/tools/internal/serveproc"
 )
 
 const secret = "load-test-signature"
@@ -70,11 +66,8 @@ func run(bin, which string, count, conc, hooks int, timeout time.Duration) error
 	}
 	defer os.RemoveAll(dir)
 	if bin == "" {
-		bin = filepath.Join(dir, "runbook")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/runbook")
-		build.Stdout, build.Stderr = os.Stdout, os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("build runbook: %w", err)
+		if bin, err = serveproc.Build(dir); err != nil {
+			return err
 		}
 	}
 	if err := setUp(dir, which); err != nil {
@@ -84,12 +77,12 @@ func run(bin, which string, count, conc, hooks int, timeout time.Duration) error
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
+	defer srv.Stop()
 
 	before := fileSize(filepath.Join(dir, "state.db"))
 	start := time.Now()
 	rep, err := webhook.Send(context.Background(), webhook.Options{
-		To: srv.url + "/hooks/sms", Event: "UNSUBSCRIBE", Count: count, Secret: secret,
+		To: srv.URL + "/hooks/sms", Event: "UNSUBSCRIBE", Count: count, Secret: secret,
 		Concurrency: conc, MaxHooks: hooks, Seed: uint64(time.Now().UnixNano()),
 	})
 	if err != nil {
@@ -148,56 +141,19 @@ schedules: false
 
 // server is a running `runbook serve`.
 type server struct {
-	cmd   *exec.Cmd
-	url   string
+	*serveproc.Server
 	token string
 }
 
-var listening = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
-
 func startServe(bin, dir string) (*server, error) {
-	cmd := exec.Command(bin, "serve", "--config", filepath.Join(dir, "runbook.yaml"))
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
+	env := append(os.Environ(),
 		"LOAD_API_TOKEN=load-token", "LOAD_SMS_SECRET="+secret,
 		"SMS_SUPPRESSION_FILE="+filepath.Join(dir, "suppression.txt"), "RUNBOOK_FILE_ROOTS="+dir, "HOME="+dir, "XDG_STATE_HOME="+dir)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
+	s, err := serveproc.Start(bin, dir, []string{"--config", filepath.Join(dir, "runbook.yaml")}, env, os.Stderr, 30*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	s := &server{cmd: cmd, token: "load-token"}
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-	}()
-	select {
-	case s.url = <-found:
-		return s, nil
-	case <-time.After(30 * time.Second):
-		s.stop()
-		return nil, errors.New("runbook serve did not say where it listens within 30 s")
-	}
-}
-
-func (s *server) stop() {
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-done
-	}
+	return &server{Server: s, token: "load-token"}, nil
 }
 
 // waitFinished polls the run counts of /metrics until want runs have a
@@ -222,7 +178,7 @@ func (s *server) waitFinished(want int, timeout time.Duration) (int, error) {
 var finalRuns = regexp.MustCompile(`(?m)^runbook_runs\{status="(succeeded|failed|cancelled)"\} ([0-9.e+]+)$`)
 
 func (s *server) finished() (int, error) {
-	req, err := http.NewRequest(http.MethodGet, s.url+"/metrics", nil)
+	req, err := http.NewRequest(http.MethodGet, s.URL+"/metrics", nil)
 	if err != nil {
 		return 0, err
 	}
@@ -244,19 +200,13 @@ func (s *server) finished() (int, error) {
 	return total, nil
 }
 
-// peakRSS is serve's peak resident set (VmHWM), 0 when unknown.
+// peakRSS is serve's peak resident set in bytes, 0 when unknown.
 func (s *server) peakRSS() int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	_, peak, err := serveproc.RSS(s.Cmd.Process.Pid)
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
+	return peak * 1024
 }
 
 func fileSize(p string) int64 {
