@@ -15,6 +15,7 @@ import (
 	"github.com/runbook/runbook/internal/api"
 	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/jsonvalue"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/suggest"
@@ -281,7 +282,11 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	inputs := normalizeNumbers(body.Inputs)
+	inputs, err := jsonvalue.Normalize(body.Inputs)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fault.Invalid, "inputs: "+err.Error())
+		return
+	}
 	m, _ := inputs.(map[string]any)
 	if !s.preflightOr422(w, r, pb, m) {
 		return
@@ -298,30 +303,6 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	noteAudit(r, "run", run.ID)
 	w.Header().Set("Location", "/api/v1/runs/"+run.ID)
 	writeJSON(w, http.StatusCreated, s.viewRun(run))
-}
-
-// normalizeNumbers turns json.Number into int64 when integral, else
-// float64, so inputs see the same types as from YAML.
-func normalizeNumbers(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	case map[string]any:
-		for k, e := range x {
-			x[k] = normalizeNumbers(e)
-		}
-		return x
-	case []any:
-		for i, e := range x {
-			x[i] = normalizeNumbers(e)
-		}
-		return x
-	}
-	return v
 }
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
@@ -526,7 +507,12 @@ func (s *Server) approveRun(w http.ResponseWriter, r *http.Request) {
 	noteAudit(r, "step", body.Step)
 	noteAudit(r, "approved", *body.Approve)
 	noteAudit(r, "by", by)
-	fields, _ := normalizeNumbers(body.Fields).(map[string]any)
+	norm, err := jsonvalue.Normalize(body.Fields)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fault.Invalid, "fields: "+err.Error())
+		return
+	}
+	fields, _ := norm.(map[string]any)
 	a := state.Approval{Approved: *body.Approve, By: by, Roles: roles, Comment: body.Comment, Fields: fields}
 	if err := s.eng.Approve(r.Context(), run.ID, body.Step, a); err != nil {
 		// An answer that does not fit the step's fields: 400 with every

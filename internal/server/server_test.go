@@ -780,3 +780,19 @@ steps:
 	require.Equal(t, 200, r.status, "%s", r.body)
 	e.waitStatus(id, state.RunSucceeded)
 }
+
+// A number beyond float64's range could not be stored again: the start and
+// an approval answer that carry one are refused, as the webhook intake
+// refuses one.
+func TestANumberOutOfRangeIsRefused(t *testing.T) {
+	e := newEnv(t, map[string]string{"gate.yaml": approvalPlaybook})
+	r := e.api("POST", "/api/v1/playbooks/gate/runs", map[string]any{"inputs": json.RawMessage(`{"who": 1e400}`)})
+	assert.Equal(t, 400, r.status, "%s", r.body)
+	assert.Equal(t, "inputs: number 1e400 is out of range", r.json(t)["error"])
+	id := e.api("POST", "/api/v1/playbooks/gate/runs", map[string]any{}).json(t)["id"].(string)
+	e.waitStep(id, "ok", state.StepWaiting)
+	r = e.api("POST", "/api/v1/runs/"+id+"/approve", map[string]any{"approve": true, "fields": json.RawMessage(`{"ticket": -1e999}`)})
+	assert.Equal(t, 400, r.status, "%s", r.body)
+	assert.Equal(t, "fields: number -1e999 is out of range", r.json(t)["error"])
+	e.waitStep(id, "ok", state.StepWaiting)
+}
