@@ -192,15 +192,12 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			rec := &auditRecorder{ResponseWriter: w, status: http.StatusOK}
 			next.ServeHTTP(rec, r)
 			if rt.action != "" {
-				s.auditRequest(r, az, rt.action, rec.status)
+				s.auditRequest(r, az, pattern, rt.action, rec.status)
 			}
 			return
 		}
 		if rt.action != "" {
-			// The request was refused before its route ran: name the target
-			// from the path the route's pattern would have matched.
-			az.target = targetOfPath(pattern, r.URL.Path)
-			s.auditRequest(r, az, rt.action, http.StatusForbidden)
+			s.auditRequest(r, az, pattern, rt.action, http.StatusForbidden)
 		}
 	})
 }
@@ -217,41 +214,46 @@ func (s *Server) auditTimeout(runID string, ev state.Event) {
 	})
 }
 
-// targetOfPath names what a request is about from its route pattern
-// ("POST /api/v1/runs/{id}/cancel") and path, as auditRequest does from
-// the path values of a routed request: run:ID, playbook:NAME, token:NAME.
-func targetOfPath(pattern, path string) string {
+// pathValue returns the segment of path that the wildcard {key} of the
+// route pattern ("POST /api/v1/runs/{id}/cancel") stands for, "" when the
+// pattern has none. It needs no routing: a request refused before its
+// route ran is read the same way.
+func pathValue(pattern, path, key string) string {
 	if _, p, ok := strings.Cut(pattern, " "); ok {
 		pattern = p
 	}
 	want, got := strings.Split(pattern, "/"), strings.Split(path, "/")
 	for i, seg := range want {
-		if i >= len(got) {
-			break
-		}
-		switch {
-		case got[i] == "":
-			continue
-		case seg == "{id}":
-			return "run:" + got[i]
-		case seg == "{name}" && strings.HasPrefix(path, "/api/v1/playbooks/"):
-			return "playbook:" + got[i]
-		case seg == "{name}":
-			return "token:" + got[i]
+		if seg == "{"+key+"}" && i < len(got) {
+			return got[i]
 		}
 	}
 	return ""
 }
 
+// targetOfPath names what a request is about: run:ID, playbook:NAME or
+// token:NAME.
+func targetOfPath(pattern, path string) string {
+	if id := pathValue(pattern, path, "id"); id != "" {
+		return "run:" + id
+	}
+	name := pathValue(pattern, path, "name")
+	switch {
+	case name == "":
+		return ""
+	case strings.HasPrefix(path, "/api/v1/playbooks/"):
+		return "playbook:" + name
+	}
+	return "token:" + name
+}
+
 // playbookOfPath returns the playbook a route under
 // /api/v1/playbooks/{name} is about, "" for other routes.
 func playbookOfPath(pattern, path string) string {
-	if !strings.Contains(pattern, "/api/v1/playbooks/{name}") {
+	if !strings.HasPrefix(path, "/api/v1/playbooks/") {
 		return ""
 	}
-	rest := strings.TrimPrefix(path, "/api/v1/playbooks/")
-	name, _, _ := strings.Cut(rest, "/")
-	return name
+	return pathValue(pattern, path, "name")
 }
 
 // forbid answers 403 naming the permission the caller lacks.
@@ -283,17 +285,10 @@ func visible(r *http.Request, playbook string) bool {
 }
 
 // auditRequest appends the audit record of a state-changing request.
-func (s *Server) auditRequest(r *http.Request, az *authz, action string, status int) {
+func (s *Server) auditRequest(r *http.Request, az *authz, pattern, action string, status int) {
 	target := az.target
 	if target == "" {
-		switch {
-		case r.PathValue("id") != "":
-			target = "run:" + r.PathValue("id")
-		case r.PathValue("name") != "" && strings.HasPrefix(r.URL.Path, "/api/v1/playbooks/"):
-			target = "playbook:" + r.PathValue("name")
-		case r.PathValue("name") != "":
-			target = "token:" + r.PathValue("name")
-		}
+		target = targetOfPath(pattern, r.URL.Path)
 	}
 	s.audit(r.Context(), state.AuditRecord{
 		Identity: az.id.Name, Action: action, Target: target, Result: resultOf(status),
