@@ -29,6 +29,9 @@ func (s *Store) DeleteRun(ctx context.Context, id string) error {
 		if err := tx.Bucket(bucketRuns).Delete([]byte(id)); err != nil {
 			return err
 		}
+		if err := deleteOutput(tx, id); err != nil {
+			return err
+		}
 		if runBucket(tx, id) == nil {
 			return nil
 		}
