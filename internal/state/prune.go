@@ -21,7 +21,8 @@ type PruneOptions struct {
 }
 
 // Prune deletes finished runs older than o.Before with everything they
-// hold, and returns them. A sub-playbook run goes with the run at the top
+// hold, and the stored bodies of deliveries none of the remaining runs
+// refers to, and returns the runs. A sub-playbook run goes with the run at the top
 // of its tree, never alone, so a kept run keeps its whole tree. A run that
 // is not finished is never deleted, nor is a tree with such a run in it;
 // a run that ends or disappears while Prune works is left as it is.
@@ -57,6 +58,13 @@ func Prune(ctx context.Context, s Store, o PruneOptions) ([]*Run, error) {
 			}
 		}
 		out = append(out, r)
+	}
+	if !o.DryRun {
+		// The bodies of deliveries whose runs are all gone, now or by an
+		// earlier prune.
+		if _, err := s.DeleteUnusedDeliveries(ctx); err != nil {
+			return out, fmt.Errorf("prune: %w", err)
+		}
 	}
 	return out, nil
 }

@@ -76,3 +76,42 @@ func TestPruneDeletesOnlyFinishedRunTreesThatEndedBeforeTheCutoff(t *testing.T) 
 		assert.Len(t, left(t, s), 8)
 	})
 }
+
+func TestPruneDeletesTheBodiesOfDeliveriesWhoseRunsAreAllGone(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2030, 6, 1, 0, 0, 0, 0, time.UTC)
+	s, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	commit := func(id string, ended time.Time, runs ...string) {
+		d := state.Delivery{Key: "hooks/" + id, ID: id, Body: []byte(`{"hooks":[{"hookId":"a"},{"hookId":"b"}]}`)}
+		for i, rid := range runs {
+			r := &state.Run{ID: rid, Playbook: "pb", Status: state.RunSucceeded, CreatedAt: ended.Add(-time.Minute), EndedAt: ended,
+				Delivery: &state.DeliveryRef{ID: id, Hook: i}}
+			d.Units = append(d.Units, state.DeliveryUnit{Run: r, Events: []state.Event{{Type: "run.created"}}})
+		}
+		_, err := s.CommitDelivery(ctx, d)
+		require.NoError(t, err)
+	}
+	commit("old", now.Add(-40*24*time.Hour), "old-a", "old-b")
+	commit("mixed", now.Add(-40*24*time.Hour), "mixed-a")
+	commit("recent", now.Add(-time.Hour), "recent-a")
+	// A retry made today of an old delivery's run keeps its body.
+	require.NoError(t, s.CreateRun(ctx, &state.Run{ID: "mixed-retry", Playbook: "pb", Status: state.RunSucceeded,
+		CreatedAt: now.Add(-time.Hour), EndedAt: now.Add(-time.Hour), Delivery: &state.DeliveryRef{ID: "mixed", Hook: 0}}))
+
+	_, err = state.Prune(ctx, s, state.PruneOptions{Before: now.Add(-30 * 24 * time.Hour), DryRun: true})
+	require.NoError(t, err)
+	_, err = s.GetDelivery(ctx, "old")
+	require.NoError(t, err, "a dry run deletes nothing")
+
+	pruned, err := state.Prune(ctx, s, state.PruneOptions{Before: now.Add(-30 * 24 * time.Hour)})
+	require.NoError(t, err)
+	assert.Len(t, pruned, 3)
+	_, err = s.GetDelivery(ctx, "old")
+	assert.ErrorIs(t, err, state.ErrNotFound)
+	for _, kept := range []string{"mixed", "recent"} {
+		_, err = s.GetDelivery(ctx, kept)
+		assert.NoError(t, err, kept)
+	}
+}

@@ -101,6 +101,11 @@ type Run struct {
 	// Deadline is the run timeout as an absolute time (zero: none), so a
 	// resumed run keeps its original deadline.
 	Deadline time.Time `json:"deadline,omitzero"`
+	// WakeAt is when a waiting run is due to go on by itself (zero: only an
+	// answer wakes it): the earliest end of its parked waits (a sleep, a
+	// task's next poll, an approval's timeout) or its deadline. A server
+	// resumes it then, holding nothing for it until that time.
+	WakeAt time.Time `json:"wake_at,omitzero"`
 	// Sim is the URL of the `runbook sim` the run was started against
 	// (--sim-url), without credentials, so an approval, a resume or a
 	// retry reaches the same simulated resources; empty otherwise.
@@ -207,7 +212,14 @@ type RunFilter struct {
 	Status   []RunStatus
 	Playbook string
 	ParentID string
-	Limit    int // 0: no limit
+	// TriggerKey keeps the runs whose trigger's "key" is this (a webhook
+	// unit's identity, see trigger.webhookTrigger); empty: any.
+	TriggerKey string
+	// Before keeps the runs after this position in the listing: with
+	// CursorAfter of a page's last run, the next page (keyset paging; see
+	// RunCursor). Nil: from the newest.
+	Before *RunCursor
+	Limit  int // 0: no limit
 }
 
 // Store persists everything a run needs to survive a crash. Every method
@@ -275,6 +287,11 @@ type Store interface {
 	// GetDelivery returns the body CommitDelivery stored under id
 	// (ErrNotFound).
 	GetDelivery(ctx context.Context, id string) ([]byte, error)
+	// DeleteUnusedDeliveries deletes the stored delivery bodies that no
+	// run refers to any more (their runs were deleted) and returns how
+	// many. A run created with a reference to a body this deletes fails
+	// with ErrNotFound rather than refer to nothing.
+	DeleteUnusedDeliveries(ctx context.Context) (int, error)
 
 	Close() error
 }

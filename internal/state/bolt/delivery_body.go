@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 
 	bbolt "go.etcd.io/bbolt"
@@ -51,4 +52,67 @@ func (s *Store) GetDelivery(ctx context.Context, id string) ([]byte, error) {
 		return nil, fmt.Errorf("get delivery %s: %w", id, err)
 	}
 	return out, nil
+}
+
+// deliveryOf is the part of a run record naming its delivery.
+type deliveryOf struct {
+	Delivery *struct {
+		ID string `json:"id"`
+	} `json:"delivery"`
+}
+
+// DeleteUnusedDeliveries deletes the bodies no run refers to, in one
+// write transaction: bbolt runs writes one at a time, so no run that
+// refers to a body can be created while the runs are read (CreateRun
+// checks that the body it refers to exists).
+func (s *Store) DeleteUnusedDeliveries(ctx context.Context) (int, error) {
+	n := 0
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		n = 0
+		b := tx.Bucket(bucketDeliveries)
+		if b == nil || b.Stats().KeyN == 0 {
+			return nil
+		}
+		used := map[string]bool{}
+		err := tx.Bucket(bucketRuns).ForEach(func(k, v []byte) error {
+			var r deliveryOf
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("decode run %s: %w: %w", k, state.ErrCorrupt, err)
+			}
+			if r.Delivery != nil {
+				used[r.Delivery.ID] = true
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		var unused [][]byte
+		err = b.ForEach(func(k, _ []byte) error {
+			if !used[string(k)] {
+				unused = append(unused, bytes.Clone(k))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range unused {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(unused)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete unused deliveries: %w", err)
+	}
+	return n, nil
+}
+
+// deliveryExists reports whether the body of delivery id is stored.
+func deliveryExists(tx *bbolt.Tx, id string) bool {
+	b := tx.Bucket(bucketDeliveries)
+	return b != nil && b.Get([]byte(id)) != nil
 }

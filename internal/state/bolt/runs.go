@@ -46,7 +46,12 @@ func (s *Store) CreateRun(ctx context.Context, r *state.Run, events ...state.Eve
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
-	err = s.update(ctx, func(tx *bbolt.Tx) error { return createRun(tx, r.ID, enc, evs) })
+	err = s.update(ctx, func(tx *bbolt.Tx) error {
+		if r.Delivery != nil && !deliveryExists(tx, r.Delivery.ID) {
+			return fmt.Errorf("its delivery %s: %w", r.Delivery.ID, state.ErrNotFound)
+		}
+		return createRun(tx, r.ID, enc, evs)
+	})
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
@@ -284,7 +289,7 @@ func (s *Store) ListRuns(ctx context.Context, f state.RunFilter) ([]*state.Run, 
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		runs := tx.Bucket(bucketRuns)
 		c := tx.Bucket(bucketByCreated).Cursor()
-		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		for k, v := listStart(c, f.Before); k != nil; k, v = c.Prev() {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -304,6 +309,9 @@ func (s *Store) ListRuns(ctx context.Context, f state.RunFilter) ([]*state.Run, 
 			if err != nil {
 				return err
 			}
+			if k, _ := r.Trigger["key"].(string); f.TriggerKey != "" && k != f.TriggerKey {
+				continue
+			}
 			r = withSnapshot(tx, r)
 			r.Trigger = state.BriefTrigger(r.Trigger) // see state.Store.ListRuns
 			out = append(out, r)
@@ -317,6 +325,19 @@ func (s *Store) ListRuns(ctx context.Context, f state.RunFilter) ([]*state.Run, 
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	return out, nil
+}
+
+// listStart returns the newest entry of the by-created index that the
+// listing from before holds: the last entry, or the one just before
+// before's key (keys order as the listing does, oldest first).
+func listStart(c *bbolt.Cursor, before *state.RunCursor) (k, v []byte) {
+	if before == nil {
+		return c.Last()
+	}
+	if k, _ := c.Seek(createdKey(before.CreatedAt, before.ID)); k == nil {
+		return c.Last()
+	}
+	return c.Prev()
 }
 
 func matches(f state.RunFilter, e indexEntry) bool {

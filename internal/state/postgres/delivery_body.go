@@ -40,3 +40,47 @@ func (s *Store) GetDelivery(ctx context.Context, id string) ([]byte, error) {
 	}
 	return orEmpty(body), nil
 }
+
+// deliveriesLock is the advisory lock that orders the deletion of unused
+// delivery bodies (held exclusively) against the creation of a run that
+// refers to a stored body (held shared): without it, a run committed
+// after the deletion read the runs would refer to a body it deletes. A
+// delivery's own runs need no lock: they commit with their body.
+const deliveriesLock = 0x72756e6264656c // "runbdel"
+
+// DeleteUnusedDeliveries deletes the bodies no run refers to.
+func (s *Store) DeleteUnusedDeliveries(ctx context.Context) (int, error) {
+	var n int64
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(deliveriesLock)); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM runbook_deliveries d
+WHERE NOT EXISTS (SELECT FROM runbook_runs r WHERE r.record->'delivery'->>'id' = d.id)`)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete unused deliveries: %w", err)
+	}
+	return int(n), nil
+}
+
+// createRunOfDelivery creates a run that refers to a stored delivery body
+// (a retry of a delivery's run), failing with state.ErrNotFound when the
+// body was deleted.
+func (s *Store) createRunOfDelivery(ctx context.Context, r *state.Run, b *pgx.Batch) error {
+	return s.write(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared($1)`, int64(deliveriesLock)); err != nil {
+			return err
+		}
+		var found bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM runbook_deliveries WHERE id = $1)`, r.Delivery.ID).Scan(&found); err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("its delivery %s: %w", r.Delivery.ID, state.ErrNotFound)
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+}

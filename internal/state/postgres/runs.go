@@ -101,7 +101,11 @@ func (s *Store) CreateRun(ctx context.Context, r *state.Run, events ...state.Eve
 	}
 	b := &pgx.Batch{}
 	queueCreateRun(b, r, record, evs)
-	if err := createRunError(r.ID, s.send(ctx, b)); err != nil {
+	send := s.send
+	if r.Delivery != nil {
+		send = func(ctx context.Context, b *pgx.Batch) error { return s.createRunOfDelivery(ctx, r, b) }
+	}
+	if err := createRunError(r.ID, send(ctx, b)); err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
 	return nil

@@ -52,6 +52,7 @@ func run(t *testing.T, open opener) {
 		{"dedup values", testDedupValues},
 		{"deliveries", testDeliveries},
 		{"delivery bodies", testDeliveryBodies},
+		{"unused delivery bodies", testUnusedDeliveries},
 		{"cancelled contexts", testCancelled},
 		{"concurrent writers", testConcurrent},
 	}
