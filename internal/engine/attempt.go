@@ -157,6 +157,9 @@ func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[str
 		Host:           &host{sr: sr},
 	}
 	call.Log = slog.New(rs.e.o.Redactor.Handler(&eventHandler{sr: sr, attempt: n}))
+	output := sr.newOutput(n)
+	defer output.close()
+	call.Output = output
 	started := state.Event{Type: "step.started", Step: rec.ID, Attempt: n, Message: "attempt " + fmt.Sprint(n)}
 
 	if st.Desc.Mutating {

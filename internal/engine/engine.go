@@ -68,6 +68,13 @@ type Options struct {
 	Connection func(name string, override map[string]any) (map[string]any, error)
 	// Observer receives every event (already redacted) as it happens.
 	Observer func(runID string, ev state.Event)
+	// OutputObserver receives the steps' output lines (redacted) in
+	// batches, as they are written to the store's output area (with their
+	// Seq when the store has one); see output.go.
+	OutputObserver func(runID string, lines []state.OutputLine)
+	// MaxStepOutput is how many bytes of output one attempt of a step
+	// keeps (default DefaultMaxStepOutput).
+	MaxStepOutput int64
 	// Load loads a sub-playbook by path.
 	Load func(path string) (*playbook.Playbook, error)
 	// Parse re-parses a run's snapshot on resume and retry. Its result may
@@ -126,6 +133,9 @@ func New(o Options) *Engine {
 	}
 	if o.ApprovalPoll <= 0 {
 		o.ApprovalPoll = time.Second
+	}
+	if o.MaxStepOutput <= 0 {
+		o.MaxStepOutput = DefaultMaxStepOutput
 	}
 	if o.StateWrites <= 0 {
 		o.StateWrites = 10 * time.Second

@@ -144,6 +144,9 @@ type Call struct {
 	Log  *slog.Logger
 	Now  func() time.Time
 	Host Host
+	// Output receives what the step prints (Print, OutputWriter); nil
+	// drops it.
+	Output OutputSink
 }
 
 // Host is what the engine offers a running step. Interfaces live with their

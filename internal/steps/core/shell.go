@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,7 +124,11 @@ func runShell(ctx context.Context, c *steps.Call, p *shellParams) (steps.Outputs
 		cmd.Stdin = strings.NewReader(p.Stdin)
 	}
 	stdout, stderr := &capped{max: p.MaxOutputBytes}, &capped{max: p.MaxOutputBytes}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// Every line also goes to the run's step output as it is printed
+	// (runbook run's progress, runs logs, the API's stream), whatever
+	// max_output_bytes keeps for the outputs.
+	outLines, errLines := c.OutputWriter(steps.StreamStdout), c.OutputWriter(steps.StreamStderr)
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(stdout, outLines), io.MultiWriter(stderr, errLines)
 
 	// Own process group: cancellation reaches the children of the shell too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -144,6 +149,8 @@ func runShell(ctx context.Context, c *steps.Call, p *shellParams) (steps.Outputs
 	}
 	waitErr := cmd.Wait()
 	elapsed := time.Since(start)
+	outLines.Close()
+	errLines.Close()
 	if killTimer != nil {
 		killTimer.Stop()
 		// The group had its SIGTERM; leave nothing of it behind.

@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+// Defaults of the step output (Options.MaxStepOutput, the batching).
+const (
+	// DefaultMaxStepOutput is how many bytes of output one attempt of a
+	// step keeps in the run's output area; the rest is counted and
+	// dropped, and a note line says how much.
+	DefaultMaxStepOutput = 8 << 20
+	// outputFlushBytes and outputFlushEvery bound a batch: lines are
+	// written when this many bytes are waiting, or this long after the
+	// first of them, and when the attempt ends. A chatty step costs one
+	// store write per batch, not per line.
+	outputFlushBytes = 64 << 10
+	outputFlushEvery = 200 * time.Millisecond
+)
+
+// stepOutput is the steps.OutputSink of one attempt: it redacts each line,
+// keeps at most max bytes of them, and writes them in batches to the
+// store's output area (when it has one) and to Options.OutputObserver.
+type stepOutput struct {
+	e       *Engine
+	store   state.StepOutput // nil: the store keeps no output
+	runID   string
+	step    string
+	attempt int
+	max     int64
+
+	mu      sync.Mutex
+	buf     []state.OutputLine
+	bufSize int
+	kept    int64
+	dropped int64 // bytes beyond max
+	lost    int64 // lines beyond max
+	timer   *time.Timer
+	closed  bool
+
+	wmu sync.Mutex // one batch written at a time, in order
+}
+
+func (sr *stepRun) newOutput(attempt int) *stepOutput {
+	o := &stepOutput{e: sr.rs.e, runID: sr.rs.run.ID, step: sr.rec.ID, attempt: attempt, max: sr.rs.e.o.MaxStepOutput}
+	o.store, _ = sr.rs.e.o.Store.(state.StepOutput)
+	return o
+}
+
+// Line takes one line of the step's output.
+func (o *stepOutput) Line(stream, text string) {
+	size := int64(len(text) + 1)
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return
+	}
+	if o.kept+size > o.max {
+		o.dropped += size
+		o.lost++
+		o.mu.Unlock()
+		return
+	}
+	o.kept += size
+	text = o.e.o.Redactor.String(text)
+	o.buf = append(o.buf, state.OutputLine{Time: o.e.o.Clock.Now(), Step: o.step, Attempt: o.attempt, Stream: stream, Text: text})
+	o.bufSize += len(text)
+	full := o.bufSize >= outputFlushBytes
+	if !full && o.timer == nil {
+		o.timer = time.AfterFunc(outputFlushEvery, o.flush)
+	}
+	o.mu.Unlock()
+	if full {
+		// The writer waits for the batch: a step printing faster than
+		// the store writes is slowed, not buffered without bound.
+		o.flush()
+	}
+}
+
+// take returns the waiting lines and resets the batch.
+func (o *stepOutput) take() []state.OutputLine {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	lines := o.buf
+	o.buf, o.bufSize = nil, 0
+	if o.timer != nil {
+		o.timer.Stop()
+		o.timer = nil
+	}
+	return lines
+}
+
+func (o *stepOutput) flush() {
+	o.wmu.Lock()
+	defer o.wmu.Unlock()
+	o.write(o.take())
+}
+
+// write stores lines (the store sets their Seq) and shows them. A failed
+// write is logged: the step goes on, its output is lost.
+func (o *stepOutput) write(lines []state.OutputLine) {
+	if len(lines) == 0 {
+		return
+	}
+	if o.store != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), o.e.o.StateWrites)
+		err := o.store.AppendOutput(ctx, o.runID, lines)
+		cancel()
+		if err != nil {
+			o.e.o.Logger.Warn("step output not stored", "run_id", o.runID, "step", o.step, "attempt", o.attempt, "err", err)
+		}
+	}
+	if o.e.o.OutputObserver != nil {
+		o.e.o.OutputObserver(o.runID, lines)
+	}
+}
+
+// close writes what is waiting, then, when lines were dropped, a note
+// saying how much. Lines printed after close are dropped silently (a
+// background child of a shell step).
+func (o *stepOutput) close() {
+	o.wmu.Lock()
+	defer o.wmu.Unlock()
+	lines := o.take()
+	o.mu.Lock()
+	o.closed = true
+	if o.dropped > 0 {
+		lines = append(lines, state.OutputLine{Time: o.e.o.Clock.Now(), Step: o.step, Attempt: o.attempt, Stream: state.StreamNote,
+			Text: fmt.Sprintf("… output truncated: %d more bytes (%d lines) not kept; a step keeps %d bytes of output per attempt", o.dropped, o.lost, o.max)})
+	}
+	o.mu.Unlock()
+	o.write(lines)
+}
