@@ -53,7 +53,7 @@
 // the bbolt store orders them, whatever the database's locale.
 // ListRuns orders by (created_ns, id) descending; every listing index
 // ends with those columns, so a filtered page is one index range, and
-// ListRunsAfter pages by keyset from a Cursor (the last run of a page).
+// RunFilter.Before pages by keyset from the last run of a page.
 //
 // # Transactions and exactly-once
 //
@@ -99,6 +99,4 @@
 // rolls its transaction back, except when it ends while the COMMIT is on
 // its way: then, as with any database, the caller cannot tell whether it
 // committed (the exactly-once claims make a retry safe). The store does not redact: callers do.
-// RunFilter has no cursor yet: ListRunsAfter is this store's own until
-// the Store interface grows one.
 package postgres

@@ -4,5 +4,5 @@ package postgres
 // PostgreSQL aborted them (a deadlock, a serialization failure).
 func Retries(s *Store) int64 { return s.retries.Load() }
 
-// ListQuery is the SQL and arguments of ListRunsAfter.
+// ListQuery is the SQL and arguments of ListRuns.
 var ListQuery = listQuery

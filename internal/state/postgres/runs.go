@@ -236,34 +236,15 @@ func (s *Store) GetRun(ctx context.Context, id string) (*state.Run, error) {
 	return r, nil
 }
 
-// Cursor is a position in the newest-first listing of runs: the creation
-// time and ID of the last run of a page. The zero Cursor is the start.
-type Cursor struct {
-	CreatedAt time.Time
-	ID        string
-}
-
-// CursorAfter returns the position just past r in the listing.
-func CursorAfter(r *state.Run) Cursor { return Cursor{CreatedAt: r.CreatedAt, ID: r.ID} }
-
-func (c Cursor) isStart() bool { return c.ID == "" && c.CreatedAt.IsZero() }
-
 // ListRuns returns the runs matching f, newest first (by CreatedAt, then
-// ID descending).
+// ID descending). With f.Before (keyset paging) the listing starts after
+// that position: each page is one index range scan however deep it is,
+// and a run created meanwhile neither shifts the pages nor repeats a run.
 func (s *Store) ListRuns(ctx context.Context, f state.RunFilter) ([]*state.Run, error) {
-	return s.ListRunsAfter(ctx, f, Cursor{})
-}
-
-// ListRunsAfter returns the runs matching f that come after c in the
-// newest-first listing: with c from the last run of a page (CursorAfter),
-// the next page. Each page is one index range scan however deep it is
-// (keyset paging), and a run created meanwhile neither shifts the pages
-// nor repeats a run.
-func (s *Store) ListRunsAfter(ctx context.Context, f state.RunFilter, c Cursor) ([]*state.Run, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
-	sql, args := listQuery(f, c)
+	sql, args := listQuery(f)
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
@@ -286,12 +267,15 @@ func (s *Store) ListRunsAfter(ctx context.Context, f state.RunFilter, c Cursor) 
 	return out, nil
 }
 
-// listQuery builds the listing's query with only the conditions f and c
-// set, so that the planner sees plain conditions that match an index: a
-// page without a filter, or filtered by one status, a playbook or a
-// parent, is read from an index in listing order, starting at the
-// cursor. (Several statuses are read from the status index and sorted.)
-func listQuery(f state.RunFilter, c Cursor) (string, []any) {
+// listQuery builds the listing's query with only the conditions f sets,
+// so that the planner sees plain conditions that match an index: a page
+// without a filter, or filtered by one status, a playbook (and a
+// status), a parent or a trigger key, is read from an index in listing
+// order, starting at the cursor. (Several statuses are read from the
+// status index and sorted.) The partial indexes' condition is repeated
+// as a constant, so that a generic plan (a prepared statement run often)
+// can use them too.
+func listQuery(f state.RunFilter) (string, []any) {
 	var where []string
 	var args []any
 	arg := func(v any) string {
@@ -313,9 +297,12 @@ func listQuery(f state.RunFilter, c Cursor) (string, []any) {
 		where = append(where, "r.playbook = "+arg(f.Playbook))
 	}
 	if f.ParentID != "" {
-		where = append(where, "r.parent_id = "+arg(f.ParentID))
+		where = append(where, "r.parent_id = "+arg(f.ParentID), "r.parent_id <> ''")
 	}
-	if !c.isStart() {
+	if f.TriggerKey != "" {
+		where = append(where, "r.trigger_key = "+arg(f.TriggerKey), "r.trigger_key <> ''")
+	}
+	if c := f.Before; c != nil {
 		where = append(where, "(r.created_ns, r.id) < ("+arg(c.CreatedAt.UnixNano())+", "+arg(c.ID)+")")
 	}
 	sql := selectRun

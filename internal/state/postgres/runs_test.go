@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -51,15 +52,15 @@ func TestPagesOfRunsFollowOnWithoutGapsOrRepeats(t *testing.T) {
 			require.NotEmpty(t, all)
 			var paged []*state.Run
 			f.Limit = 4
-			cursor := postgres.Cursor{}
+			f.Before = nil
 			for range 20 {
-				page, err := s.ListRunsAfter(ctx, f, cursor)
+				page, err := s.ListRuns(ctx, f)
 				require.NoError(t, err)
 				if len(page) == 0 {
 					break
 				}
 				paged = append(paged, page...)
-				cursor = postgres.CursorAfter(page[len(page)-1])
+				f.Before = state.CursorAfter(page[len(page)-1])
 			}
 			assert.Equal(t, ids(all), ids(paged))
 		})
@@ -72,7 +73,7 @@ func TestARunCreatedWhilePagingDoesNotShiftThePages(t *testing.T) {
 	first, err := s.ListRuns(ctx, state.RunFilter{Limit: 5})
 	require.NoError(t, err)
 	require.NoError(t, s.CreateRun(ctx, &state.Run{ID: "newest", Playbook: "upgrade", CreatedAt: time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)}))
-	next, err := s.ListRunsAfter(ctx, state.RunFilter{Limit: 5}, postgres.CursorAfter(first[4]))
+	next, err := s.ListRuns(ctx, state.RunFilter{Limit: 5, Before: state.CursorAfter(first[4])})
 	require.NoError(t, err)
 	all, err := s.ListRuns(ctx, state.RunFilter{})
 	require.NoError(t, err)
@@ -179,31 +180,62 @@ func TestListingsReadAnIndexInOrder(t *testing.T) {
 	_, err := conn.Exec(ctx, `SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_sort = off`)
 	require.NoError(t, err)
 	for name, f := range map[string]state.RunFilter{
-		"newest":      {Limit: 50},
-		"by status":   {Status: []state.RunStatus{state.RunFailed}, Limit: 50},
-		"by playbook": {Playbook: "upgrade", Limit: 50},
-		"by parent":   {ParentID: "r1", Limit: 50},
+		"newest":         {Limit: 50},
+		"by status":      {Status: []state.RunStatus{state.RunFailed}, Limit: 50},
+		"by playbook":    {Playbook: "upgrade", Limit: 50},
+		"by parent":      {ParentID: "r1", Limit: 50},
+		"by trigger key": {TriggerKey: "upgrade/0/hook-7", Limit: 50},
 	} {
 		t.Run(name, func(t *testing.T) {
-			for _, cursor := range []postgres.Cursor{{}, {CreatedAt: time.Now(), ID: "r9"}} {
-				sql, args := postgres.ListQuery(f, cursor)
-				rows, err := conn.Query(ctx, "EXPLAIN "+sql, args...)
-				require.NoError(t, err)
-				var plan []string
-				for rows.Next() {
-					var line string
-					require.NoError(t, rows.Scan(&line))
-					plan = append(plan, line)
+			// A generic plan (what a prepared statement the pool runs
+			// often may get) sees no parameter values: the partial
+			// indexes must still match.
+			for _, plans := range []string{"force_custom_plan", "force_generic_plan"} {
+				for _, cursor := range []*state.RunCursor{nil, {CreatedAt: time.Now(), ID: "r9"}} {
+					f.Before = cursor
+					text := explain(t, conn, plans, f)
+					assert.Contains(t, text, "Index Scan Backward using runbook_runs_", text)
+					assert.NotContains(t, text, "Sort", text)
+					assert.NotRegexp(t, `(?m)^\s*(->\s*)?Filter:`, text, "every condition on runs is an index condition")
 				}
-				require.NoError(t, rows.Err())
-				text := strings.Join(plan, "\n")
-				assert.Contains(t, text, "Index Scan Backward using runbook_runs_", text)
-				assert.NotContains(t, text, "Sort", text)
-				assert.NotRegexp(t, `(?m)^\s*(->\s*)?Filter:`, text, "every condition on runs is an index condition")
 			}
 		})
 	}
 }
+
+// explain returns the plan of f's listing as a prepared statement
+// executed under plan_cache_mode plans.
+func explain(t *testing.T, conn *pgx.Conn, plans string, f state.RunFilter) string {
+	t.Helper()
+	sql, args := postgres.ListQuery(f)
+	values := make([]string, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			values[i] = quote(v)
+		case []string:
+			for j := range v {
+				v[j] = quote(v[j])
+			}
+			values[i] = "ARRAY[" + strings.Join(v, ", ") + "]"
+		default:
+			values[i] = fmt.Sprint(v)
+		}
+	}
+	_, err := conn.Exec(ctx, "DEALLOCATE ALL; SET plan_cache_mode = "+plans+"; PREPARE listing AS "+sql, pgx.QueryExecModeSimpleProtocol)
+	require.NoError(t, err)
+	execute := "EXPLAIN EXECUTE listing"
+	if len(values) > 0 {
+		execute += "(" + strings.Join(values, ", ") + ")"
+	}
+	rows, err := conn.Query(ctx, execute, pgx.QueryExecModeSimpleProtocol)
+	require.NoError(t, err)
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return strings.Join(plan, "\n")
+}
+
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // A write is one batch of statements that PostgreSQL runs as one
 // transaction: when the run's insert fails on its taken ID, the snapshot

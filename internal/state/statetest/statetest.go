@@ -43,6 +43,7 @@ func run(t *testing.T, open opener) {
 		{"runs", testRuns},
 		{"deleting runs", testDeleteRuns},
 		{"listing runs", testListRuns},
+		{"paging runs", testListPaging},
 		{"steps", testSteps},
 		{"events", testEvents},
 		{"intents and approvals", testRecords},
