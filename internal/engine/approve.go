@@ -100,6 +100,7 @@ func (e *Engine) Approve(ctx context.Context, runID, step string, a state.Approv
 	e.observe(runID, ev)
 	if !a.Pending {
 		e.wake(runID)
+		e.wakeParked(ctx, runID)
 	}
 	return nil
 }

@@ -36,6 +36,10 @@ func (sr *stepRun) attempts(ctx context.Context, params any, extra map[string]an
 		continuing := sr.continuing
 		sr.continuing = false
 		if errors.Is(err, fault.ErrSuspended) {
+			var parked *steps.Suspended
+			if errors.As(err, &parked) {
+				return sr.park(ctx, attempt, continuing, parked)
+			}
 			return sr.suspend(ctx, attempt, continuing)
 		}
 		if err == nil {

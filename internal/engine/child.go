@@ -57,6 +57,10 @@ func childResult(child *state.Run, err error) (steps.Outputs, error) {
 		}
 		return out, nil
 	case state.RunWaiting:
+		if !child.WakeAt.IsZero() {
+			// The parent wakes when the child is due.
+			return nil, &steps.Suspended{Until: child.WakeAt, Why: "sub-playbook run " + child.ID}
+		}
 		return nil, fault.ErrSuspended
 	case state.RunCancelled:
 		return nil, &fault.Error{Code: fault.Cancelled, Message: fmt.Sprintf("sub-playbook run %s was cancelled", child.ID)}

@@ -52,6 +52,14 @@ const (
 	// waiting run holds one goroutine (the caller's, with a small stack)
 	// and one timer.
 	ApprovalWait
+	// ApprovalParkAll parks as ApprovalPark does, and also parks the run
+	// on a long wait (a sleep, a task's next poll: see steps.WaitUntil) of
+	// ParkAfter or more, unless the step has a timeout of its own. The run
+	// is recorded waiting with state.Run.WakeAt, the earliest moment one of
+	// its waits ends; the caller resumes it then or when an approval is
+	// answered (runbook serve: internal/server/park.go). A parked run holds
+	// no goroutine.
+	ApprovalParkAll
 )
 
 // Options configure an Engine. Store is required; the rest have defaults.
@@ -84,6 +92,14 @@ type Options struct {
 	// Approvals selects park or wait; ApprovalPoll is the wait's poll period.
 	Approvals    ApprovalMode
 	ApprovalPoll time.Duration
+	// ParkAfter is the shortest wait ApprovalParkAll parks (default 2s):
+	// a shorter one waits in process.
+	ParkAfter time.Duration
+	// Wake, under ApprovalParkAll, asks the caller to resume now the
+	// top-level run runID if it holds it parked (an approval of it, or of
+	// one of its sub-playbook runs, was answered; it was cancelled), and
+	// reports whether it does.
+	Wake func(runID string) bool
 	// MaxParallel caps concurrently running steps of one run (default 8).
 	MaxParallel int
 	// Process identifies this process in locks and runs.
@@ -106,6 +122,9 @@ type Engine struct {
 	mu      sync.Mutex
 	active  map[string]context.CancelCauseFunc // running runs of this process
 	waiters map[string]context.CancelFunc      // runs waiting for an approval here
+	// cancelNext holds the causes of runs to cancel as soon as this
+	// process executes them next (CancelParked).
+	cancelNext map[string]error
 	// freed is closed (and replaced) when this process releases a
 	// concurrency key, so runs queued on a key try again at once.
 	freed chan struct{}
@@ -134,6 +153,9 @@ func New(o Options) *Engine {
 	if o.ApprovalPoll <= 0 {
 		o.ApprovalPoll = time.Second
 	}
+	if o.ParkAfter <= 0 {
+		o.ParkAfter = 2 * time.Second
+	}
 	if o.MaxStepOutput <= 0 {
 		o.MaxStepOutput = DefaultMaxStepOutput
 	}
@@ -144,7 +166,7 @@ func New(o Options) *Engine {
 		host, _ := os.Hostname()
 		o.Process = fmt.Sprintf("%s/%d", host, os.Getpid())
 	}
-	return &Engine{o: o, active: map[string]context.CancelCauseFunc{}, waiters: map[string]context.CancelFunc{}}
+	return &Engine{o: o, active: map[string]context.CancelCauseFunc{}, waiters: map[string]context.CancelFunc{}, cancelNext: map[string]error{}}
 }
 
 // StartRequest describes a new run.
@@ -382,29 +404,25 @@ func (e *Engine) parseSnapshot(r *state.Run, verb string) (*playbook.Playbook, e
 	return pb, nil
 }
 
-// Cancel cancels a run executing in this process. It reports whether the
-// run was found. The run ends cancelled, its error naming cause when given
+// Cancel cancels a run executing in this process, or parked by it
+// (Options.Wake resumes it, cancelled). It reports whether the run was
+// found. The run ends cancelled, its error naming cause when given
 // (any error: it is classified as a cancellation).
 func (e *Engine) Cancel(runID string, cause error) bool {
 	e.mu.Lock()
 	cancel, ok := e.active[runID]
 	e.mu.Unlock()
 	if ok {
-		switch {
-		case cause == nil:
-			cause = errCancelledByUser
-		case fault.CodeOf(cause) != fault.Cancelled && !errors.Is(cause, ErrSuspend):
-			cause = &fault.Error{Code: fault.Cancelled, Err: cause}
-		}
-		cancel(cause)
+		cancel(cancelCause(cause))
+		return true
 	}
-	return ok
+	return e.cancelParked(runID, cancelCause(cause))
 }
 
 var errCancelledByUser = errors.New("cancelled")
 
 // ReleaseStaleLocks releases concurrency locks held by runs that are not
-// executing in this process. Call it when this process is the only writer
+// executing in this process (nor, under ApprovalParkAll, parked). Call it when this process is the only writer
 // of the store (it holds the state file), before starting or resuming runs.
 func (e *Engine) ReleaseStaleLocks(ctx context.Context) error {
 	locks, err := e.o.Store.Locks(ctx)
@@ -415,6 +433,11 @@ func (e *Engine) ReleaseStaleLocks(ctx context.Context) error {
 		e.mu.Lock()
 		_, live := e.active[l.Owner]
 		e.mu.Unlock()
+		if !live && e.o.Approvals == ApprovalParkAll {
+			// A parked run keeps its key until it ends (park.go).
+			r, err := e.o.Store.GetRun(ctx, l.Owner)
+			live = err == nil && r.Status == state.RunWaiting
+		}
 		if !live {
 			if err := e.o.Store.ReleaseLock(ctx, l.Key, l.Owner); err != nil {
 				return err

@@ -89,9 +89,7 @@ func (h *host) AwaitApproval(ctx context.Context, req steps.ApprovalRequest) (st
 	rs.mu.Lock()
 	asked := rs.asked[sr.rec.ID]
 	rs.asked[sr.rec.ID] = true
-	if !req.Deadline.IsZero() && (rs.wakeBy.IsZero() || req.Deadline.Before(rs.wakeBy)) {
-		rs.wakeBy = req.Deadline
-	}
+	rs.wakeByLocked(req.Deadline)
 	rs.mu.Unlock()
 	if !asked {
 		msg := fmt.Sprintf("waiting for approval: %s (answer with: runbook runs approve %s %s)", req.Message, rs.run.ID, sr.rec.ID)

@@ -38,7 +38,8 @@ type runState struct {
 	waiting   bool // a step is parked on an approval
 	status    string
 	asked     map[string]bool // approvals requested by this process
-	wakeBy    time.Time       // earliest deadline of a waiting approval
+	wakeBy    time.Time       // earliest end of a wait (approval deadline, parked step)
+	holdKey   bool            // parked: the concurrency key stays held (park.go)
 
 	runMu sync.Mutex // serialises writes of the run record
 
@@ -66,6 +67,9 @@ func (e *Engine) execute(parent context.Context, pb *playbook.Playbook, r *state
 	defer stop()
 	if out != nil || err != nil {
 		return out, err
+	}
+	if cause := e.takeCancel(r.ID); cause != nil {
+		cancel(cause) // cancelled while parked: the run ends cancelled
 	}
 	if park := rs.runMain(ctx); park {
 		return rs.park(ctx)
@@ -163,9 +167,13 @@ func (rs *runState) begin(ctx context.Context) (_ context.Context, stop func(), 
 		}
 		return ctx, stop, out, err
 	}
-	stops = append(stops, release)
+	stops = append(stops, func() {
+		if !rs.keepsKey() {
+			release()
+		}
+	})
 
-	r.Status, r.Owner, r.Error = state.RunRunning, e.o.Process, nil
+	r.Status, r.Owner, r.Error, r.WakeAt = state.RunRunning, e.o.Process, nil, time.Time{}
 	evType, msg := "run.started", "run started"
 	if resumed {
 		evType, msg = "run.resumed", "run resumed"
@@ -349,10 +357,13 @@ func (rs *runState) suspend(ctx context.Context) (*state.Run, error) {
 	return rs.run, ErrSuspend
 }
 
+// park persists the run as waiting, with the moment it is due to go on by
+// itself (see parkNote).
 func (rs *runState) park(ctx context.Context) (*state.Run, error) {
 	now := rs.e.o.Clock.Now()
 	rs.run.Status = state.RunWaiting
-	if err := rs.saveRun(ctx, state.Event{Time: now, Type: "run.waiting", Message: "run is waiting for an approval"}); err != nil {
+	msg := rs.parkNote()
+	if err := rs.saveRun(ctx, state.Event{Time: now, Type: "run.waiting", Message: msg}); err != nil {
 		return rs.run, err
 	}
 	return rs.run, nil

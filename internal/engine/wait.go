@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"time"
 
@@ -22,6 +23,11 @@ import (
 func (rs *runState) runMain(ctx context.Context) bool {
 	e := rs.e
 	for {
+		if cause := runCause(ctx); cause != nil && !errors.Is(cause, ErrSuspend) {
+			// Resumed to end (cancelled while parked, or past its
+			// deadline): the waiting steps end cancelled (or timed out).
+			rs.endWaiting(ctx)
+		}
 		// Register the wake before the steps read their approvals: an
 		// Approve that commits after a read ends the sleep below.
 		wctx, done := e.waiter(ctx, rs.run.ID)
@@ -32,7 +38,7 @@ func (rs *runState) runMain(ctx context.Context) bool {
 			rs.waiting, rs.wakeBy = false, time.Time{}
 		}
 		rs.mu.Unlock()
-		if !waiting || e.o.Approvals == ApprovalPark {
+		if !waiting || e.o.Approvals != ApprovalWait {
 			done()
 			return waiting
 		}

@@ -48,14 +48,10 @@ func runSleep(ctx context.Context, c *steps.Call, p *sleepParams) (steps.Outputs
 			return nil, fmt.Errorf("sleep: checkpoint: %w", err)
 		}
 	}
-	if left := until.Sub(now); left > 0 {
-		t := time.NewTimer(left)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-t.C:
-		}
+	// A host that parks runs (runbook serve) suspends a long sleep here:
+	// the step runs again at until, from the checkpoint, and ends then.
+	if err := steps.WaitUntil(ctx, c, until, "sleep"); err != nil {
+		return nil, err
 	}
 	return steps.Outputs{"slept": p.Duration.String()}, nil
 }

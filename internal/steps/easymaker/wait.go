@@ -2,6 +2,7 @@ package easymaker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -83,12 +84,14 @@ func waitFor(ctx context.Context, c *steps.Call, cl *easymaker.Client, what, id 
 				sleep = max(left, time.Millisecond)
 			}
 		}
-		t := time.NewTimer(sleep)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return s, fmt.Errorf("wait for %s %s (last status %s): %w", what, id, s.Status, ctx.Err())
-		case <-t.C:
+		// A host that parks runs (runbook serve) parks the run until the
+		// next read: the step runs again then, from its checkpoint (the ID
+		// and the deadline), and reads first.
+		if err := steps.WaitUntil(ctx, c, c.Now().Add(sleep), "next read of "+what+" "+id); err != nil {
+			if errors.Is(err, fault.ErrSuspended) {
+				return s, err
+			}
+			return s, fmt.Errorf("wait for %s %s (last status %s): %w", what, id, s.Status, err)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package nks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -22,6 +23,9 @@ type waitState struct {
 	Known        []string  `json:"known,omitempty"`
 	TaskUUID     string    `json:"task_uuid,omitempty"`
 	Deadline     time.Time `json:"deadline"`
+	// Interval is the wait before the next poll, kept when the run is
+	// parked between two polls so the polls keep slowing down.
+	Interval time.Duration `json:"interval,omitempty"`
 }
 
 // pollMin and pollMax bound the interval between two reads of a task
@@ -35,7 +39,7 @@ var (
 // returns the task; FAIL fails with the task's contents; the deadline
 // fails with a timeout. save persists ws when the task is found.
 func waitTask(ctx context.Context, c *steps.Call, cl *nks.Client, ws *waitState, save func() error) (*nks.Task, error) {
-	interval := pollMin
+	interval := min(max(ws.Interval, pollMin), pollMax)
 	for {
 		task, err := findTask(ctx, cl, ws)
 		switch {
@@ -72,12 +76,19 @@ func waitTask(ctx context.Context, c *steps.Call, cl *nks.Client, ws *waitState,
 			return nil, &fault.Error{Code: fault.Timeout, Message: fmt.Sprintf("%s did not finish before %s", what, ws.Deadline.UTC().Format(time.RFC3339)),
 				Data: map[string]any{"task_uuid": ws.TaskUUID}}
 		}
-		t := time.NewTimer(interval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
+		// A host that parks runs (runbook serve) parks the run until the
+		// next poll once polls are far enough apart: the step runs again
+		// then, from ws.
+		err = steps.WaitUntil(ctx, c, c.Now().Add(interval), "next poll of the "+ws.EventType+" task")
+		if errors.Is(err, fault.ErrSuspended) {
+			ws.Interval = min(interval+interval/2, pollMax)
+			if serr := save(); serr != nil {
+				return nil, serr
+			}
+			return nil, err
+		}
+		if err != nil {
+			return nil, err
 		}
 		interval = min(interval+interval/2, pollMax)
 	}

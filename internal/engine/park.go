@@ -1,0 +1,156 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/steps"
+)
+
+// Parking (ApprovalParkAll). A step that waits — an approval, a sleep, a
+// task's next poll, a parked sub-playbook run — returns suspended
+// (fault.ErrSuspended; a *steps.Suspended carries the moment its wait
+// ends). Once the run's list has run, a run with suspended steps parks:
+// it is saved waiting, with WakeAt the earliest end of its waits (or its
+// deadline), keeps its concurrency key, and its goroutine returns. The
+// caller (runbook serve) resumes it at WakeAt, or when Options.Wake is
+// called: an approval answered, a cancellation. A resumed step continues
+// the same attempt from its checkpoint: a sleep ends at its first
+// deadline, a task wait polls again, an approval reads its answer; a
+// mutating step reconciles as on any resume.
+
+// Parks implements steps.Parker: under ApprovalParkAll a wait of
+// ParkAfter or more parks the run, unless the step has a timeout of its
+// own (which the wait must run out under) — that one waits in process.
+func (h *host) Parks(d time.Duration) bool {
+	e := h.sr.rs.e
+	if e.o.Approvals != ApprovalParkAll || d < e.o.ParkAfter {
+		return false
+	}
+	return h.sr.st == nil || h.sr.st.Timeout == 0
+}
+
+// park leaves the step waiting until p.Until (a *steps.Suspended). The
+// record is always written: the attempt may have checkpointed since its
+// last write (a task wait's poll), and the stored status must say waiting
+// so that the resume continues this attempt.
+func (sr *stepRun) park(ctx context.Context, attempt int, continuing bool, p *steps.Suspended) state.StepStatus {
+	rs := sr.rs
+	rs.setWaiting()
+	rs.mu.Lock()
+	rs.wakeByLocked(p.Until)
+	rs.mu.Unlock()
+	sr.rec.Status = state.StepWaiting
+	if continuing {
+		sr.save(ctx)
+		return state.StepWaiting
+	}
+	sr.save(ctx, state.Event{Type: "step.waiting", Step: sr.rec.ID, Attempt: attempt,
+		Message: fmt.Sprintf("waiting until %s: %s", p.Until.UTC().Format(time.RFC3339), p.Why),
+		Data:    map[string]any{"until": p.Until.UTC().Format(time.RFC3339Nano)}})
+	return state.StepWaiting
+}
+
+// wakeByLocked notes t (zero: none) as a moment the run must go on by
+// itself. rs.mu is held.
+func (rs *runState) wakeByLocked(t time.Time) {
+	if !t.IsZero() && (rs.wakeBy.IsZero() || t.Before(rs.wakeBy)) {
+		rs.wakeBy = t
+	}
+}
+
+// parkNote sets the run's WakeAt, the earliest of its waits' ends and its
+// deadline (zero: only an answer wakes it), and returns the run.waiting
+// event's message.
+func (rs *runState) parkNote() string {
+	rs.mu.Lock()
+	wake := rs.wakeBy
+	rs.wakeBy = time.Time{}
+	if rs.e.o.Approvals == ApprovalParkAll {
+		rs.holdKey = true
+	}
+	rs.mu.Unlock()
+	if d := rs.run.Deadline; !d.IsZero() && (wake.IsZero() || d.Before(wake)) {
+		wake = d
+	}
+	rs.run.WakeAt = wake
+	if wake.IsZero() {
+		return "run is waiting for an approval"
+	}
+	return "run is waiting until " + wake.UTC().Format(time.RFC3339) + " (or an answer)"
+}
+
+// keepsKey reports whether the run's concurrency key stays held when its
+// execution returns: a run parked under ApprovalParkAll keeps it, as a run
+// waiting in process does.
+func (rs *runState) keepsKey() bool {
+	rs.mu.RLock()
+	defer rs.mu.RUnlock()
+	return rs.holdKey
+}
+
+// takeCancel returns (and forgets) the cause a parked run runID was
+// cancelled with, if any: its execution starts cancelled.
+func (e *Engine) takeCancel(runID string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	cause := e.cancelNext[runID]
+	delete(e.cancelNext, runID)
+	return cause
+}
+
+// cancelParked cancels run runID, which does not execute in this process,
+// if the caller holds it parked: its next execution, which Options.Wake
+// starts at once, starts cancelled with cause, so it ends as a run
+// cancelled while executing does (waiting steps cancelled, finally run).
+// A sub-playbook run is woken through its top-level run.
+func (e *Engine) cancelParked(runID string, cause error) bool {
+	if e.o.Wake == nil {
+		return false
+	}
+	e.mu.Lock()
+	e.cancelNext[runID] = cause
+	e.mu.Unlock()
+	if e.o.Wake(e.topLevel(context.Background(), runID)) {
+		return true
+	}
+	e.takeCancel(runID)
+	return false
+}
+
+// wakeParked tells the caller that run runID (or its top-level run) can
+// go on now (its approval was answered).
+func (e *Engine) wakeParked(ctx context.Context, runID string) {
+	if e.o.Wake != nil {
+		e.o.Wake(e.topLevel(ctx, runID))
+	}
+}
+
+// topLevel returns the ID of the run that started runID through
+// sub-playbook steps (runID itself for a top-level run, or when a parent
+// cannot be read).
+func (e *Engine) topLevel(ctx context.Context, runID string) string {
+	for range 16 {
+		r, err := e.o.Store.GetRun(ctx, runID)
+		if err != nil || r.ParentID == "" {
+			return runID
+		}
+		runID = r.ParentID
+	}
+	return runID
+}
+
+// cancelCause normalizes a cancellation's cause as Cancel records it.
+func cancelCause(cause error) error {
+	switch {
+	case cause == nil:
+		return errCancelledByUser
+	case fault.CodeOf(cause) != fault.Cancelled && !errors.Is(cause, ErrSuspend):
+		return &fault.Error{Code: fault.Cancelled, Err: cause}
+	}
+	return cause
+}
