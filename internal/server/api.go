@@ -40,6 +40,7 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("GET /api/v1/runs/{id}", s.showRun)
 	api.HandleFunc("GET /api/v1/runs/{id}/events", s.runEvents)
 	api.HandleFunc("GET /api/v1/runs/{id}/logs", s.streamLogs)
+	api.HandleFunc("GET /api/v1/runs/{id}/output", s.runOutput)
 	api.HandleFunc("POST /api/v1/runs/{id}/cancel", s.cancelRun)
 	api.HandleFunc("POST /api/v1/runs/{id}/approve", s.approveRun)
 	api.HandleFunc("POST /api/v1/runs/{id}/retry", s.retryRun)

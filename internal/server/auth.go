@@ -43,6 +43,7 @@ var routePerms = map[string]route{
 	"GET /api/v1/runs/{id}":              {perm: auth.ReadRuns},
 	"GET /api/v1/runs/{id}/events":       {perm: auth.ReadRuns},
 	"GET /api/v1/runs/{id}/logs":         {perm: auth.ReadRuns},
+	"GET /api/v1/runs/{id}/output":       {perm: auth.ReadRuns},
 	"POST /api/v1/runs/{id}/cancel":      {perm: auth.CancelRuns, action: "run.cancel"},
 	"POST /api/v1/runs/{id}/approve":     {perm: auth.ApproveRuns, action: "run.approve"},
 	"POST /api/v1/runs/{id}/retry":       {perm: auth.RetryRuns, action: "run.retry"},

@@ -88,6 +88,7 @@ func TestPermissionMatrix(t *testing.T) {
 		"GET /api/v1/runs/{id}":              {auth.ReadRuns, func() call { return call{path: "/api/v1/runs/" + e.cancelledRun()} }},
 		"GET /api/v1/runs/{id}/events":       {auth.ReadRuns, func() call { return call{path: "/api/v1/runs/" + e.cancelledRun() + "/events"} }},
 		"GET /api/v1/runs/{id}/logs":         {auth.ReadRuns, func() call { return call{path: "/api/v1/runs/" + e.cancelledRun() + "/logs"} }},
+		"GET /api/v1/runs/{id}/output":       {auth.ReadRuns, func() call { return call{path: "/api/v1/runs/" + e.cancelledRun() + "/output"} }},
 		"POST /api/v1/runs/{id}/cancel":      {auth.CancelRuns, func() call { return call{path: "/api/v1/runs/" + e.newRun() + "/cancel", body: map[string]any{}} }},
 		"POST /api/v1/runs/{id}/approve": {auth.ApproveRuns, func() call {
 			return call{path: "/api/v1/runs/" + e.newRun() + "/approve", body: map[string]any{"approve": true}}
