@@ -61,6 +61,9 @@ type Config struct {
 	Auth        Auth      // users, OIDC, audit retention (auth.go)
 }
 
+// MinLease and MaxLease bound server.lease.
+const MinLease, MaxLease = time.Second, time.Hour
+
 // Server holds the settings of `runbook serve`'s HTTP server.
 type Server struct {
 	Listen         string        // host:port
@@ -73,6 +76,10 @@ type Server struct {
 	// in a queue. 0 (unset): sized to the machine by the server, 64 ×
 	// GOMAXPROCS.
 	MaxRunning int
+	// Lease is how long a replica's lease on itself and its runs lasts
+	// without renewal, when the state is PostgreSQL shared by several
+	// servers (docs/ha.md). 0 (unset): 10 s.
+	Lease time.Duration
 }
 
 // Webhooks holds the webhook intake settings.

@@ -341,6 +341,12 @@ func TestParseSize(t *testing.T) {
 		assert.Equal(t, []string{`rb.yaml:2:16: server.max_running: must be between 1 and 1048576 (got 0)`}, diags(t, "server:\n  max_running: 0\n"))
 		assert.Equal(t, []string{`rb.yaml:1:23: server.max_running: must be an integer (got string)`}, diags(t, "server: {max_running: many}"))
 	})
+	t.Run("lease is a duration between 1s and 1h, unset defaulted by the server", func(t *testing.T) {
+		assert.Zero(t, parseOK(t, "server: {listen: '127.0.0.1:1'}").Server.Lease)
+		assert.Equal(t, 2*time.Second, parseOK(t, "server: {lease: 2s}").Server.Lease)
+		assert.Contains(t, diags(t, "server: {lease: 10ms}")[0], "server.lease")
+		assert.Contains(t, diags(t, "server: {lease: 2h}")[0], "server.lease: must be at most 1h0m0s (got 2h0m0s)")
+	})
 	t.Run("max_body accepts a byte count and a unit", func(t *testing.T) {
 		assert.Equal(t, int64(4096), parseOK(t, "server: {max_body: 4096}").Server.MaxBody)
 		assert.Equal(t, int64(16<<20), parseOK(t, "server: {max_body: 16MiB}").Server.MaxBody)

@@ -17,7 +17,7 @@ import (
 
 var (
 	topKeys     = []string{"playbooks", "state", "secrets_file", "server", "webhooks", "connections", "schedules", "retention", "auth"}
-	serverKeys  = []string{"listen", "token_secret", "shutdown_grace", "max_body", "reload", "reload_interval", "max_running"}
+	serverKeys  = []string{"listen", "token_secret", "shutdown_grace", "max_body", "reload", "reload_interval", "max_running", "lease"}
 	webhookKeys = []string{"dedup_ttl", "routes"}
 	routeKeys   = []string{"verify", "secret", "secrets"}
 
@@ -127,6 +127,15 @@ func (l *loader) server(s *Server, n *yaml.Node) {
 	if n := o.Get("max_running"); n != nil {
 		if v, ok := l.integer(n, "server.max_running", 1, MaxRunningLimit); ok {
 			s.MaxRunning = v
+		}
+	}
+	if n := o.Get("lease"); n != nil {
+		if d, ok := l.duration(n, "server.lease", MinLease); ok {
+			if d > MaxLease {
+				l.errf(n, "server.lease", "must be at most %s (got %s)", MaxLease, d)
+			} else {
+				s.Lease = d
+			}
 		}
 	}
 }

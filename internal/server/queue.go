@@ -45,6 +45,7 @@ type queuedRun struct {
 	pb     *playbook.Playbook
 	inputs map[string]any
 	fresh  bool
+	adopt  bool // an explicit resume: taken over from any owner but a live replica
 }
 
 // admitLocked starts q if a slot is free, or queues it. r.mu is held.
@@ -62,6 +63,9 @@ func (r *runner) goLocked(q queuedRun, wasQueued bool) {
 	r.slots++
 	r.wg.Go(func() {
 		defer r.release(q.run.ID)
+		if !r.claim(q.run.ID, q.adopt) {
+			return
+		}
 		if wasQueued && r.cancelledWhileQueued(q.run.ID) {
 			return
 		}

@@ -37,6 +37,8 @@ type runner struct {
 	// generation, between preparedTTL and twice that after Prepare.
 	prepared, preparedOld map[string]preparedRun
 	rotated               time.Time // when prepared became the current generation
+
+	rep *replica // nil: the store is not shared by replicas (replica.go)
 }
 
 // preparedRun is a prepared run's playbook, raw inputs and first event.
@@ -201,13 +203,17 @@ func (r *runner) count() int {
 // with the caller's raw inputs, which secret inputs need) or one to resume.
 // It starts at once when a slot is free, else it is queued (queue.go).
 func (r *runner) launch(run *state.Run, pb *playbook.Playbook, inputs map[string]any, fresh bool) {
+	r.launchRun(queuedRun{run: run, pb: pb, inputs: inputs, fresh: fresh})
+}
+
+func (r *runner) launchRun(q queuedRun) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, dup := r.active[run.ID]; dup || r.base.Err() != nil {
+	if _, dup := r.active[q.run.ID]; dup || r.base.Err() != nil {
 		return
 	}
-	r.active[run.ID] = &runSlot{playbook: pb.Name}
-	r.admitLocked(queuedRun{run: run, pb: pb, inputs: inputs, fresh: fresh})
+	r.active[q.run.ID] = &runSlot{playbook: q.pb.Name}
+	r.admitLocked(q)
 }
 
 // Backoff between executions of a run that keeps coming back unfinished.
@@ -284,7 +290,13 @@ func secretInputs(pb *playbook.Playbook, inputs map[string]any) map[string]any {
 // orphaned ago: a run whose launch was lost would otherwise wait for the
 // next start. Each is logged at error and counted
 // (runbook_runs_recovered_total{reason="orphaned"}).
+//
+// Replicas (replica.go) take runs from their shared queue instead.
 func (r *runner) watchdog(ctx context.Context, interval, orphaned time.Duration) {
+	if r.rep != nil {
+		r.replicate(ctx)
+		return
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -342,8 +354,12 @@ func (r *runner) isPrepared(runID string) bool {
 // resumeAll launches every unfinished top-level run (pending, running,
 // waiting or suspended; sub-playbook runs are resumed by their parent's step). A run
 // whose snapshot no longer parses is marked failed rather than left
-// running forever.
+// running forever. A replica (replica.go) resumes nothing here: it joins
+// the others and takes runs from their queue.
 func (r *runner) resumeAll(ctx context.Context) (int, error) {
+	if r.rep != nil {
+		return 0, r.join(ctx)
+	}
 	runs, err := r.s.store.ListRuns(ctx, state.RunFilter{})
 	if err != nil {
 		return 0, fmt.Errorf("list runs to resume: %w", err)
@@ -386,6 +402,9 @@ func (r *runner) suspendAll(grace time.Duration) {
 	case <-done:
 	case <-time.After(grace):
 		r.s.log.Warn("runs still stopping after the grace period; they resume at the next start", "runs", r.count())
+	}
+	if r.rep != nil {
+		r.leave()
 	}
 }
 
@@ -460,7 +479,9 @@ func (r *runner) resume(ctx context.Context, run *state.Run, secretInputs map[st
 			return err
 		}
 	}
-	r.launch(run, pb, secretInputs, false)
+	// An explicit resume takes the run over from a `runbook run` process
+	// too (never from a live replica).
+	r.launchRun(queuedRun{run: run, pb: pb, inputs: secretInputs, adopt: true})
 	return nil
 }
 

@@ -63,6 +63,10 @@ type Options struct {
 	// long such a run may go without an executor before it is taken up
 	// again (default 1 min).
 	Watchdog, Orphaned time.Duration
+	// Lease is how long a replica's lease on itself and its runs lasts
+	// without renewal when the store is shared by replicas (PostgreSQL;
+	// default DefaultLease, see replica.go).
+	Lease time.Duration
 	// StateFile is the path of the state file; the server writes its
 	// address next to it (StateFile + ".server") for the CLI.
 	StateFile string
@@ -166,10 +170,12 @@ func New(o Options) (*Server, error) {
 	}
 	s.eng = engine.New(eo)
 	s.runs = newRunner(s, o.MaxRunning)
+	s.runs.coordinate(o.Lease)
 	s.metrics.queued = s.runs.queuedCount
 
 	s.sched = trigger.NewScheduler(trigger.SchedulerOptions{
 		Store: s.store, Starter: s.runs, Clock: o.SchedulerClock, Logger: o.Logger,
+		Leader: s.runs.leader(), Holder: s.eng.Process(), LeaderTTL: o.Lease,
 		OnFire: func(f trigger.Firing) {
 			s.metrics.firing(string(f.Outcome), f.Late, f.Outcome == trigger.Started && !f.Catchup)
 		},
@@ -236,8 +242,9 @@ func (s *Server) Run(ctx context.Context) error {
 	s.addr = ln.Addr().String()
 
 	// This process holds the state file: locks of earlier processes are
-	// stale, and every unfinished run is resumed now.
-	if err := s.eng.ReleaseStaleLocks(ctx); err != nil {
+	// stale, and every unfinished run is resumed now. (Replicas share
+	// the store: the others' locks are live; see replica.go.)
+	if err := s.runs.releaseStaleLocks(ctx); err != nil {
 		ln.Close()
 		return fmt.Errorf("release stale locks: %w", err)
 	}

@@ -70,6 +70,15 @@ type SchedulerOptions struct {
 	// OnFire, when set, is called after every slot the scheduler handles
 	// (started, skipped, queued, dropped or failed), from the Run goroutine.
 	OnFire func(Firing)
+	// Leader, when set, makes several schedulers on one shared store
+	// (replicas) take turns: only the holder of the leader lease fires,
+	// and each slot is committed with its run under a unique claim, so a
+	// slot fires once even when two think they lead (schedule_lease.go).
+	// Holder names this scheduler to the others; LeaderTTL is the
+	// lease's (default 10 s).
+	Leader    Leader
+	Holder    string
+	LeaderTTL time.Duration
 }
 
 // Outcome is what happened to one slot.
@@ -215,6 +224,13 @@ func (s *Scheduler) Stats() Stats {
 // Run fires slots until ctx ends, then returns ctx's error. Errors of the
 // store or the starter are logged and counted, never fatal.
 func (s *Scheduler) Run(ctx context.Context) error {
+	if s.opts.Leader != nil {
+		return s.runLeased(ctx)
+	}
+	return s.run(ctx)
+}
+
+func (s *Scheduler) run(ctx context.Context) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err

@@ -119,6 +119,11 @@ func (s *Scheduler) fire(ctx context.Context, e *entry, q queued) {
 
 // handled records slot as the trigger's last handled slot, without a run.
 func (s *Scheduler) handled(ctx context.Context, e *entry, slot time.Time) {
+	if s.opts.Leader != nil {
+		if _, err := s.claimSlot(ctx, e, slot); err != nil {
+			s.log.Error("schedule slot not claimed", "playbook", e.pb.Name, "trigger", e.index, "err", err)
+		}
+	}
 	if err := s.putCursor(ctx, e, slot); err != nil {
 		s.log.Error("schedule cursor not saved", "playbook", e.pb.Name, "trigger", e.index, "err", err)
 	}
@@ -127,12 +132,16 @@ func (s *Scheduler) handled(ctx context.Context, e *entry, slot time.Time) {
 
 // start records the slot, then starts the run: a crash in between drops
 // the slot instead of firing it twice.
+// Under a Leader the slot's claim is committed with its run instead, and
+// the cursor written after (schedule_lease.go).
 func (s *Scheduler) start(ctx context.Context, e *entry, q queued) {
-	if err := s.putCursor(ctx, e, q.slot); err != nil {
-		s.report(e, Firing{Slot: q.slot, Outcome: Failed, Catchup: q.catchup, Err: err})
-		return
+	if s.opts.Leader == nil {
+		if err := s.putCursor(ctx, e, q.slot); err != nil {
+			s.report(e, Firing{Slot: q.slot, Outcome: Failed, Catchup: q.catchup, Err: err})
+			return
+		}
+		e.last = q.slot
 	}
-	e.last = q.slot
 	now := s.opts.Clock.Now()
 	trig := map[string]any{
 		"type":    "schedule",
@@ -146,9 +155,13 @@ func (s *Scheduler) start(ctx context.Context, e *entry, q queued) {
 		return
 	}
 	req := StartRequest{Playbook: e.pb, Inputs: inputs, Trigger: trig}
-	runID, err := s.opts.Starter.Start(ctx, req)
+	runID, dup, err := s.startRun(ctx, e, q.slot, req)
 	if err != nil {
 		s.failed(ctx, e, q, req, err)
+		return
+	}
+	if dup {
+		s.report(e, Firing{Slot: q.slot, Outcome: Skipped, RunID: runID, Catchup: q.catchup})
 		return
 	}
 	f := Firing{Slot: q.slot, Outcome: Started, RunID: runID, Catchup: q.catchup}
@@ -162,6 +175,9 @@ func (s *Scheduler) start(ctx context.Context, e *entry, q queued) {
 // records such runs, the slot leaves a failed run with the reason; the
 // firing names it.
 func (s *Scheduler) failed(ctx context.Context, e *entry, q queued, req StartRequest, reason error) {
+	if s.opts.Leader != nil && s.claimFailed(ctx, e, q) {
+		return
+	}
 	f := Firing{Slot: q.slot, Outcome: Failed, Catchup: q.catchup, Err: fmt.Errorf("start run: %w", reason)}
 	if fr, ok := s.opts.Starter.(FailRecorder); ok {
 		id, err := fr.StartFailed(ctx, req, reason)

@@ -1,0 +1,257 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/trigger"
+)
+
+// Several replicas of `runbook serve` on one store (state.Coordinator,
+// PostgreSQL). Each replica holds a lease on itself, renewed every third
+// of Options.Lease; it executes a run only once it owns it (ClaimRun, an
+// update conditional on the run having no owner, being its own, or
+// belonging to a replica whose lease expired), so two live replicas
+// never execute one run. Unfinished runs without a live owner — those of
+// a replica killed or cut off, those a shutdown suspended, pending ones
+// no replica launched — are the queue: every replica takes from it, up
+// to its free execution slots, every pollEvery and whenever a notice says
+// there is work (ClaimRuns, FOR UPDATE SKIP LOCKED). A taken run resumes
+// from its record through the engine, as after a restart. The store's
+// notices carry approvals and cancels recorded anywhere to the replica
+// executing the run. A store without coordination (bbolt, held by one
+// process) keeps the single-process behaviour: resumeAll at start and
+// the watchdog.
+
+// DefaultLease is how long a replica's lease lasts unless renewed
+// (Options.Lease, config server.lease).
+const DefaultLease = 10 * time.Second
+
+// pollEvery bounds how long a run without a live owner waits for a
+// replica with a free slot when no notice arrives.
+const pollEvery = time.Second
+
+// replica is a runner's part in a group of replicas.
+type replica struct {
+	c     state.Coordinator
+	id    string // this process (engine Options.Process)
+	lease time.Duration
+	kick  chan struct{} // work to take
+	renew func(context.Context) error
+}
+
+// coordinate makes r a replica when its store is shared (state.Coordinator).
+func (r *runner) coordinate(lease time.Duration) {
+	c, ok := r.s.store.(state.Coordinator)
+	if !ok {
+		return
+	}
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	rep := &replica{c: c, id: r.s.eng.Process(), lease: lease, kick: make(chan struct{}, 1)}
+	rep.renew = func(ctx context.Context) error { return c.KeepReplica(ctx, rep.id, lease) }
+	r.rep = rep
+}
+
+// join registers this replica (its lease) before it serves; its runs are
+// taken from the queue once the replica loop runs.
+func (r *runner) join(ctx context.Context) error {
+	if err := r.rep.renew(ctx); err != nil {
+		return err
+	}
+	r.s.log.Info("joined the replicas", "replica", r.rep.id, "lease", r.rep.lease)
+	return nil
+}
+
+// leave ends this replica's lease after its runs were suspended, so the
+// other replicas take them at once instead of after the lease.
+func (r *runner) leave() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.rep.c.DropReplica(ctx, r.rep.id); err != nil {
+		r.s.log.Warn("cannot end the replica lease; the other replicas take its runs when it expires", "err", err)
+	}
+}
+
+// replicate keeps the lease, listens for notices and takes runs from the
+// queue until ctx ends.
+func (r *runner) replicate(ctx context.Context) {
+	go r.keepLease(ctx)
+	go r.listen(ctx)
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		r.takeRuns(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-r.rep.kick:
+		}
+	}
+}
+
+// keepLease renews the lease every third of it. A lease not renewed in
+// time lets the other replicas take this replica's runs: that is logged
+// at error, since the runs may then execute twice.
+func (r *runner) keepLease(ctx context.Context) {
+	t := time.NewTicker(r.rep.lease / 3)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := r.rep.renew(ctx)
+		switch {
+		case err == nil:
+			last = time.Now()
+		case ctx.Err() != nil:
+			return
+		case time.Since(last) >= r.rep.lease:
+			r.s.log.Error("replica lease expired: other replicas may take over the runs of this one", "replica", r.rep.id, "err", err)
+		default:
+			r.s.log.Warn("cannot renew the replica lease", "replica", r.rep.id, "err", err)
+		}
+	}
+}
+
+// listen handles the store's notices, listening again after a broken
+// connection (the queue's polling covers the gap).
+func (r *runner) listen(ctx context.Context) {
+	wait := 100 * time.Millisecond
+	for {
+		err := r.rep.c.Listen(ctx, func(n state.Notice) { r.notice(ctx, n) })
+		if ctx.Err() != nil {
+			return
+		}
+		r.s.log.Warn("not listening for the other replicas' notices; polling meanwhile", "err", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+		r.kickQueue() // notices may have been missed
+	}
+}
+
+func (r *runner) kickQueue() {
+	select {
+	case r.rep.kick <- struct{}{}:
+	default:
+	}
+}
+
+// notice acts on one notice: work wakes the queue; an approval wakes the
+// run waiting here (or resumes it, parked, when this replica owns it); a
+// cancel stops the run executing here.
+func (r *runner) notice(ctx context.Context, n state.Notice) {
+	switch n.Kind {
+	case state.NoticeWork:
+		r.kickQueue()
+	case state.NoticeApproval:
+		r.s.eng.Wake(ctx, n.RunID)
+		if r.isActive(n.RunID) {
+			return
+		}
+		run, err := r.s.store.GetRun(ctx, n.RunID)
+		if err != nil || run.Status != state.RunWaiting || run.Owner != r.rep.id || run.ParentID != "" {
+			return
+		}
+		if pb, err := r.s.cache.parse(run.File, run.Snapshot); err == nil {
+			r.launch(run, pb, nil, false)
+		}
+	case state.NoticeCancel:
+		if !r.s.eng.Executing(n.RunID) {
+			return
+		}
+		cause := &fault.Error{Code: fault.Cancelled, Message: "run cancelled"}
+		if run, err := r.s.store.GetRun(ctx, n.RunID); err == nil && run.Error != nil && run.Error.Message != "" {
+			cause.Message = run.Error.Message
+		}
+		r.s.eng.Cancel(n.RunID, cause)
+	}
+}
+
+// takeRuns claims runs from the queue for the free slots and launches
+// them; it returns how many.
+func (r *runner) takeRuns(ctx context.Context) int {
+	r.mu.Lock()
+	free := r.max - r.slots - len(r.queue)
+	r.mu.Unlock()
+	if free <= 0 || r.base.Err() != nil {
+		return 0
+	}
+	ids, err := r.rep.c.ClaimRuns(ctx, r.rep.id, free, r.rep.lease)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.s.log.Warn("cannot take runs from the queue", "err", err)
+		}
+		return 0
+	}
+	n := 0
+	for _, id := range ids {
+		if r.isActive(id) {
+			continue
+		}
+		run, err := r.s.store.GetRun(ctx, id)
+		if err != nil {
+			r.s.log.Error("cannot read a run taken from the queue", "run_id", id, "err", err)
+			continue
+		}
+		pb, err := r.s.cache.parse(run.File, run.Snapshot)
+		if err != nil {
+			r.s.log.Error("cannot resume run: its playbook snapshot no longer loads", "run_id", id, "err", err)
+			continue
+		}
+		r.s.log.Info("run taken from the queue", "run_id", id, "status", run.Status, "previous_owner", run.Owner)
+		r.s.metrics.recover("taken")
+		r.launch(run, pb, nil, false)
+		n++
+	}
+	return n
+}
+
+// claim makes this replica the owner of a run about to execute; a run
+// another live replica owns is left to it. Without coordination every
+// run is this process's.
+func (r *runner) claim(runID string, adopt bool) bool {
+	if r.rep == nil {
+		return true
+	}
+	ok, err := r.rep.c.ClaimRun(context.WithoutCancel(r.base), runID, r.rep.id, adopt)
+	switch {
+	case err != nil && !errors.Is(err, context.Canceled):
+		r.s.log.Error("cannot claim a run; it stays in the queue", "run_id", runID, "err", err)
+	case !ok:
+		r.s.log.Debug("run owned by another replica; not executed here", "run_id", runID)
+	}
+	return ok && err == nil
+}
+
+// leader is the scheduler's leader lease: the store's when replicas share
+// it, else none (the one process fires every slot).
+func (r *runner) leader() trigger.Leader {
+	if r.rep == nil {
+		return nil
+	}
+	return r.rep.c
+}
+
+// releaseStaleLocks releases the concurrency locks of runs no process
+// executes: at start, in a process that holds the store alone. A replica
+// releases none: the locks of the others' runs are live, and a run taken
+// over keeps its own (a lock is held by the run, not the process).
+func (r *runner) releaseStaleLocks(ctx context.Context) error {
+	if r.rep != nil {
+		return nil
+	}
+	return r.s.eng.ReleaseStaleLocks(ctx)
+}

@@ -1,0 +1,71 @@
+package state
+
+import (
+	"context"
+	"time"
+)
+
+// Coordinator is what several `runbook serve` replicas sharing one store
+// coordinate through: a lease per replica, the durable run queue, a
+// leader lease and notices. Only a store that several processes use at
+// once implements it (PostgreSQL); a server whose store does not (bbolt,
+// held by one process) executes every unfinished run itself.
+//
+// A replica is named by its process ID (engine Options.Process,
+// "host/pid"), which is also the Owner its runs are recorded with. Times
+// are the store's clock, so the replicas' clocks need not agree.
+type Coordinator interface {
+	// KeepReplica records that replica lives until ttl from now.
+	KeepReplica(ctx context.Context, replica string, ttl time.Duration) error
+	// DropReplica ends replica's lease now (a graceful shutdown): its
+	// unfinished runs may be taken by the other replicas at once.
+	DropReplica(ctx context.Context, replica string) error
+	// IsReplica reports whether owner is (or was) a replica, alive or not.
+	IsReplica(ctx context.Context, owner string) (bool, error)
+
+	// ClaimRun makes replica the owner of the unfinished top-level run id
+	// and reports whether it is: the run has no owner, is replica's
+	// already, or its owner is a replica whose lease expired. With adopt
+	// (an explicit resume) an owner that is no replica (a `runbook run`
+	// process) is taken over too; a live replica's run never is.
+	ClaimRun(ctx context.Context, id, replica string, adopt bool) (bool, error)
+	// ClaimRuns takes at most limit runs for replica to execute, oldest
+	// first, skipping rows other replicas are claiming (SKIP LOCKED):
+	// unfinished top-level runs without an owner (pending ones only once
+	// older than pendingAge, which leaves the replica that committed them
+	// time to launch them itself) and runs owned by a replica whose lease
+	// expired. It returns their IDs.
+	ClaimRuns(ctx context.Context, replica string, limit int, pendingAge time.Duration) ([]string, error)
+
+	// Lead takes (term 0) or renews (the term it returned) the lease
+	// name for holder, for ttl. It returns the term held, or 0 when
+	// another holder's lease has not expired or the term was lost.
+	Lead(ctx context.Context, name, holder string, term int64, ttl time.Duration) (int64, error)
+	// Resign gives up the lease if holder still holds it with term.
+	Resign(ctx context.Context, name, holder string, term int64) error
+
+	// Listen calls fn for each notice until ctx ends; it returns ctx's
+	// error, or the error that broke the connection (the caller listens
+	// again, and polls meanwhile).
+	Listen(ctx context.Context, fn func(Notice)) error
+	// Notify sends n to every listening replica.
+	Notify(ctx context.Context, n Notice) error
+}
+
+// NoticeKind is what a notice is about.
+type NoticeKind string
+
+// The kinds of notice. The store sends NoticeApproval when an approval is
+// recorded and NoticeCancel when a run is recorded cancelled, whoever
+// wrote them; NoticeWork is sent by the replicas.
+const (
+	NoticeWork     NoticeKind = "work"     // runs to take: a replica released its runs, a run was queued
+	NoticeApproval NoticeKind = "approval" // run RunID got an approval answer
+	NoticeCancel   NoticeKind = "cancel"   // run RunID was cancelled
+)
+
+// Notice is one notification between replicas.
+type Notice struct {
+	Kind  NoticeKind
+	RunID string // empty for NoticeWork
+}

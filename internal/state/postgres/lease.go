@@ -1,0 +1,84 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+var _ state.Coordinator = (*Store)(nil)
+
+// KeepReplica implements state.Coordinator: replica's row lives until ttl
+// from now, by the database's clock.
+func (s *Store) KeepReplica(ctx context.Context, replica string, ttl time.Duration) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO runbook_replicas (id, expires_at)
+		VALUES ($1, now() + $2 * interval '1 microsecond')
+		ON CONFLICT (id) DO UPDATE SET expires_at = EXCLUDED.expires_at`, replica, ttl.Microseconds())
+	if err != nil {
+		return fmt.Errorf("keep replica lease: %w", err)
+	}
+	return nil
+}
+
+// DropReplica implements state.Coordinator: the lease ends now, and the
+// replicas are told there are runs to take.
+func (s *Store) DropReplica(ctx context.Context, replica string) error {
+	_, err := s.pool.Exec(ctx, `WITH d AS (UPDATE runbook_replicas SET expires_at = now() WHERE id = $1)
+		SELECT pg_notify('runbook_work:' || current_schema(), '')`, replica)
+	if err != nil {
+		return fmt.Errorf("drop replica lease: %w", err)
+	}
+	return nil
+}
+
+// IsReplica implements state.Coordinator.
+func (s *Store) IsReplica(ctx context.Context, owner string) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runbook_replicas WHERE id = $1)`, owner).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("look up replica: %w", err)
+	}
+	return ok, nil
+}
+
+// Lead implements state.Coordinator, as River elects its leader: term 0
+// inserts the lease, or takes it over when it expired (the term goes up);
+// a term renews the lease only if holder still holds it with that term.
+func (s *Store) Lead(ctx context.Context, name, holder string, term int64, ttl time.Duration) (int64, error) {
+	var row pgx.Row
+	if term == 0 {
+		row = s.pool.QueryRow(ctx, `INSERT INTO runbook_leases AS l (name, holder, term, expires_at)
+			VALUES ($1, $2, 1, now() + $3 * interval '1 microsecond')
+			ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, term = l.term + 1, expires_at = EXCLUDED.expires_at
+			WHERE l.expires_at < now()
+			RETURNING term`, name, holder, ttl.Microseconds())
+	} else {
+		row = s.pool.QueryRow(ctx, `UPDATE runbook_leases SET expires_at = now() + $4 * interval '1 microsecond'
+			WHERE name = $1 AND holder = $2 AND term = $3
+			RETURNING term`, name, holder, term, ttl.Microseconds())
+	}
+	var got int64
+	switch err := row.Scan(&got); {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("lease %s: %w", name, err)
+	}
+	return got, nil
+}
+
+// Resign implements state.Coordinator: the lease expires now, so the
+// next replica to ask takes it with the next term.
+func (s *Store) Resign(ctx context.Context, name, holder string, term int64) error {
+	_, err := s.pool.Exec(ctx, `UPDATE runbook_leases SET expires_at = now() - interval '1 microsecond'
+		WHERE name = $1 AND holder = $2 AND term = $3`, name, holder, term)
+	if err != nil {
+		return fmt.Errorf("resign lease %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,220 @@
+package postgres_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+// Two replicas ask for the leader lease at once, many times: one gets it;
+// the other gets it only once it expired, with the next term, and the
+// first cannot renew the lost term.
+func TestTheLeaderLeaseIsHeldByOneReplicaAtATime(t *testing.T) {
+	a, b := replicas(t)
+	for round := range 20 {
+		name := "lead" + string(rune('a'+round))
+		var ta, tb int64
+		var ea, eb error
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		wg.Go(func() { <-start; ta, ea = a.Lead(ctx, name, "A", 0, time.Minute) })
+		wg.Go(func() { <-start; tb, eb = b.Lead(ctx, name, "B", 0, time.Minute) })
+		close(start)
+		wg.Wait()
+		require.NoError(t, ea)
+		require.NoError(t, eb)
+		require.True(t, (ta == 1) != (tb == 1), "round %d: exactly one leader: %d %d", round, ta, tb)
+		require.Zero(t, ta*tb)
+	}
+
+	term, err := a.Lead(ctx, "sched", "A", 0, 300*time.Millisecond)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), term)
+	got, err := a.Lead(ctx, "sched", "A", term, 300*time.Millisecond)
+	require.NoError(t, err)
+	assert.Equal(t, term, got, "the holder renews its term")
+	got, err = b.Lead(ctx, "sched", "B", 0, time.Minute)
+	require.NoError(t, err)
+	assert.Zero(t, got, "a live lease is not taken")
+	got, err = b.Lead(ctx, "sched", "B", 1, time.Minute)
+	require.NoError(t, err)
+	assert.Zero(t, got, "another holder cannot renew the term")
+
+	time.Sleep(400 * time.Millisecond)
+	tb, err := b.Lead(ctx, "sched", "B", 0, time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), tb, "an expired lease is taken with the next term")
+	got, err = a.Lead(ctx, "sched", "A", term, time.Minute)
+	require.NoError(t, err)
+	assert.Zero(t, got, "the old holder cannot renew its lost term")
+
+	require.NoError(t, b.Resign(ctx, "sched", "B", tb))
+	got, err = a.Lead(ctx, "sched", "A", 0, time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), got, "a resigned lease is free at once")
+}
+
+// queueRun creates a top-level run with the given status and owner, created
+// age ago.
+func queueRun(t *testing.T, s state.Store, id string, st state.RunStatus, owner string, age time.Duration) {
+	t.Helper()
+	require.NoError(t, s.CreateRun(ctx, &state.Run{ID: id, Playbook: "pb", Status: st, Owner: owner, CreatedAt: time.Now().Add(-age)}))
+}
+
+func TestTheQueueHoldsUnownedRunsAndRunsOfExpiredReplicas(t *testing.T) {
+	a, b := replicas(t)
+	require.NoError(t, a.KeepReplica(ctx, "host/1", time.Minute))      // alive
+	require.NoError(t, a.KeepReplica(ctx, "host/2", time.Minute))      // dropped below
+	require.NoError(t, a.KeepReplica(ctx, "host/3", time.Millisecond)) // expires
+	require.NoError(t, a.DropReplica(ctx, "host/2"))
+	time.Sleep(5 * time.Millisecond)
+
+	queueRun(t, a, "pending-old", state.RunPending, "", time.Minute)
+	queueRun(t, a, "pending-new", state.RunPending, "", 0)
+	queueRun(t, a, "suspended", state.RunSuspended, "", 0)
+	queueRun(t, a, "waiting-live", state.RunWaiting, "host/1", time.Minute)
+	queueRun(t, a, "running-live", state.RunRunning, "host/1", time.Minute)
+	queueRun(t, a, "running-dropped", state.RunRunning, "host/2", time.Minute)
+	queueRun(t, a, "waiting-expired", state.RunWaiting, "host/3", time.Minute)
+	queueRun(t, a, "pending-expired", state.RunPending, "host/3", 0)
+	queueRun(t, a, "running-cli", state.RunRunning, "laptop/99", time.Minute)
+	queueRun(t, a, "done", state.RunSucceeded, "", time.Minute)
+	require.NoError(t, a.CreateRun(ctx, &state.Run{ID: "child", Playbook: "pb", Status: state.RunPending, ParentID: "suspended", CreatedAt: time.Now().Add(-time.Minute)}))
+
+	ids, err := b.ClaimRuns(ctx, "host/4", 100, 10*time.Second)
+	require.NoError(t, err)
+	slices.Sort(ids)
+	assert.Equal(t, []string{"pending-expired", "pending-old", "running-dropped", "suspended", "waiting-expired"}, ids)
+	for _, id := range ids {
+		ok, err := a.ClaimRun(ctx, id, "host/5", false)
+		require.NoError(t, err)
+		assert.False(t, ok, "%s is host/4's now", id)
+	}
+	again, err := a.ClaimRuns(ctx, "host/5", 100, 10*time.Second)
+	require.NoError(t, err)
+	assert.Empty(t, again, "claimed runs leave the queue while their replica lives")
+
+	ok, err := b.ClaimRun(ctx, "running-cli", "host/4", false)
+	require.NoError(t, err)
+	assert.False(t, ok, "a runbook run process's run is not taken over")
+	ok, err = b.ClaimRun(ctx, "running-cli", "host/4", true)
+	require.NoError(t, err)
+	assert.True(t, ok, "an explicit resume adopts it")
+	ok, err = b.ClaimRun(ctx, "running-live", "host/4", true)
+	require.NoError(t, err)
+	assert.False(t, ok, "a live replica's run is never taken")
+	ok, err = b.ClaimRun(ctx, "pending-new", "host/4", false)
+	require.NoError(t, err)
+	assert.True(t, ok, "the replica that committed a pending run claims it at once")
+	ok, err = b.ClaimRun(ctx, "done", "host/4", false)
+	require.NoError(t, err)
+	assert.False(t, ok, "a finished run is not executed")
+
+	isRep, err := a.IsReplica(ctx, "host/3")
+	require.NoError(t, err)
+	assert.True(t, isRep)
+	isRep, err = a.IsReplica(ctx, "laptop/99")
+	require.NoError(t, err)
+	assert.False(t, isRep)
+}
+
+// Replicas claiming at once take disjoint runs, and all of them.
+func TestReplicasClaimingAtOnceTakeEachRunOnce(t *testing.T) {
+	a, b := replicas(t)
+	const runs = 200
+	for i := range runs {
+		queueRun(t, a, "r"+string(rune('A'+i/26))+string(rune('a'+i%26)), state.RunSuspended, "", 0)
+	}
+	var mu sync.Mutex
+	got := map[string]string{}
+	var wg sync.WaitGroup
+	for w := range 6 {
+		st := a
+		if w%2 == 1 {
+			st = b
+		}
+		replica := "host/" + string(rune('0'+w))
+		wg.Go(func() {
+			for {
+				ids, err := st.ClaimRuns(ctx, replica, 7, 0)
+				if !assert.NoError(t, err) || len(ids) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, id := range ids {
+					assert.Empty(t, got[id], "run %s claimed twice", id)
+					got[id] = replica
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	assert.Len(t, got, runs)
+}
+
+func TestNoticesReachTheOtherReplica(t *testing.T) {
+	a, b := replicas(t)
+	notices := make(chan state.Notice, 16)
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	listening := make(chan error, 1)
+	go func() { listening <- b.Listen(lctx, func(n state.Notice) { notices <- n }) }()
+
+	// LISTEN takes effect once its statement ran: send until one arrives.
+	require.Eventually(t, func() bool {
+		require.NoError(t, a.Notify(ctx, state.Notice{Kind: state.NoticeWork}))
+		select {
+		case n := <-notices:
+			return n.Kind == state.NoticeWork
+		case <-time.After(50 * time.Millisecond):
+			return false
+		}
+	}, 5*time.Second, time.Millisecond)
+	drain(notices)
+
+	queueRun(t, a, "r1", state.RunRunning, "host/1", 0)
+	require.NoError(t, a.PutApproval(ctx, state.Approval{RunID: "r1", Step: "gate", Approved: true}))
+	assert.Equal(t, state.Notice{Kind: state.NoticeApproval, RunID: "r1"}, next(t, notices))
+
+	r, err := a.GetRun(ctx, "r1")
+	require.NoError(t, err)
+	r.Status = state.RunCancelled
+	require.NoError(t, a.SaveRun(ctx, r))
+	assert.Equal(t, state.Notice{Kind: state.NoticeCancel, RunID: "r1"}, next(t, notices))
+	require.NoError(t, a.SaveRun(ctx, r))
+
+	require.NoError(t, a.DropReplica(ctx, "host/1"))
+	assert.Equal(t, state.Notice{Kind: state.NoticeWork}, next(t, notices), "a cancelled run saved again is no second cancel")
+
+	stop()
+	assert.ErrorIs(t, <-listening, context.Canceled)
+}
+
+func next(t *testing.T, ch <-chan state.Notice) state.Notice {
+	t.Helper()
+	select {
+	case n := <-ch:
+		return n
+	case <-time.After(5 * time.Second):
+		t.Fatal("no notice within 5 s")
+		return state.Notice{}
+	}
+}
+
+func drain(ch <-chan state.Notice) {
+	for {
+		select {
+		case <-ch:
+		case <-time.After(100 * time.Millisecond):
+			return
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// takeable is the condition on a run (alias r) that a replica other than
+// its owner may execute it: no owner, or an owner that is a replica whose
+// lease expired. $1 is the claiming replica.
+const takeable = `(r.owner = '' OR r.owner = $1 OR EXISTS (
+	SELECT 1 FROM runbook_replicas p WHERE p.id = r.owner AND p.expires_at <= now()))`
+
+// unfinishedTop matches the runs the queue holds; it is the predicate of
+// the index runbook_runs_unfinished.
+const unfinishedTop = `r.status IN ('pending', 'running', 'waiting', 'suspended') AND r.parent_id = ''`
+
+// ClaimRun implements state.Coordinator. Only the owner column changes:
+// the engine records the run with its new owner when it resumes it.
+func (s *Store) ClaimRun(ctx context.Context, id, replica string, adopt bool) (bool, error) {
+	cond := takeable
+	if adopt {
+		// Any owner but a live replica.
+		cond = `NOT EXISTS (SELECT 1 FROM runbook_replicas p WHERE p.id = r.owner AND p.id <> $1 AND p.expires_at > now())`
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE runbook_runs r SET owner = $1
+		WHERE r.id = $2 AND `+unfinishedTop+` AND `+cond, replica, id)
+	if err != nil {
+		return false, fmt.Errorf("claim run %s: %w", id, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// ClaimRuns implements state.Coordinator: one transaction selects the runs
+// FOR UPDATE SKIP LOCKED, so replicas claiming at once take different
+// runs without waiting for each other, and makes them replica's.
+func (s *Store) ClaimRuns(ctx context.Context, replica string, limit int, pendingAge time.Duration) ([]string, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var ids []string
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		ids = ids[:0]
+		rows, err := tx.Query(ctx, `SELECT r.id FROM runbook_runs r
+			WHERE `+unfinishedTop+` AND r.owner <> $1 AND `+takeable+`
+			  AND (r.status <> 'pending' OR r.owner <> '' OR r.created_at <= now() - $3 * interval '1 microsecond')
+			ORDER BY r.created_ns, r.id
+			LIMIT $2
+			FOR UPDATE OF r SKIP LOCKED`, replica, limit, pendingAge.Microseconds())
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `UPDATE runbook_runs SET owner = $1 WHERE id = ANY($2)`, replica, ids)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim runs: %w", err)
+	}
+	return ids, nil
+}
