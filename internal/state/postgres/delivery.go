@@ -2,11 +2,14 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/runbook/runbook/internal/state"
 )
@@ -43,10 +46,16 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 		}
 	}
 	locks := claimLocks(d)
-	var res state.DeliveryResult
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	res, fresh, err := s.commitFresh(ctx, d, now, locks, records, events)
+	if err != nil {
+		return state.DeliveryResult{}, fmt.Errorf("commit delivery %s: %w", d.Key, err)
+	}
+	if fresh {
+		return res, nil
+	}
+	err = s.write(ctx, func(tx pgx.Tx) error {
 		res = state.DeliveryResult{} // the function may run again (see write)
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k`, locks); err != nil {
+		if _, err := tx.Exec(ctx, lockClaims, locks); err != nil {
 			return fmt.Errorf("lock claims: %w", err)
 		}
 		seen, err := claim(ctx, tx, d.Key, now, d.TTL, nil)
@@ -89,7 +98,7 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 		}
 		if d.Done != nil {
 			done := orEmpty(d.Done(res.Created, res.Earlier))
-			if _, err := tx.Exec(ctx, `UPDATE runbook_dedup SET value = $2 WHERE key = $1`, d.Key, done); err != nil {
+			if _, err := tx.Exec(ctx, setDone, d.Key, done); err != nil {
 				return err
 			}
 		}
@@ -100,6 +109,63 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 	}
 	return res, nil
 }
+
+// lockClaims takes the advisory locks $1 (see claimLocks), in order.
+const lockClaims = `SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k`
+
+// commitFresh commits a delivery whose key and unit claims are all new,
+// the common case, in one round trip: one batch, which PostgreSQL runs as
+// one implicit transaction (see send), of the statement-by-statement
+// transaction's statements in its order (the locks, the claims, the runs,
+// the body, a prune), with the done value computed for all the runs and
+// written with the key's claim. The claims are plain inserts: a key
+// already recorded, live or expired, fails its insert on the primary key
+// and with it the whole batch, and so does any other refusal (a taken run
+// ID). commitFresh then reports fresh false, having committed nothing,
+// and the statement-by-statement transaction decides unit by unit. An
+// error is returned only when the database could not be asked (then, as
+// for any transaction, whether it committed may be unknown).
+func (s *Store) commitFresh(ctx context.Context, d state.Delivery, now time.Time, locks []int64, records [][]byte, events [][][]byte) (res state.DeliveryResult, fresh bool, err error) {
+	for _, u := range d.Units {
+		res.Created = append(res.Created, u.Run.ID)
+	}
+	var done []byte // nil: no value
+	if d.Done != nil {
+		done = orEmpty(d.Done(res.Created, nil))
+	}
+	expires, _ := claimTimes(now, d.TTL)
+	b := &pgx.Batch{}
+	b.Queue(lockClaims, locks)
+	b.Queue(insertClaim, d.Key, now, expires, done)
+	for i, u := range d.Units {
+		if u.Claim != "" {
+			b.Queue(insertClaim, u.Claim, now, expires, u.ClaimValue)
+		}
+		queueCreateRun(b, u.Run, records[i], events[i])
+	}
+	if len(res.Created) > 0 && d.ID != "" {
+		b.Queue(insertDelivery, d.ID, orEmpty(d.Body), now)
+	}
+	b.Queue(pruneDedup, now, pruneBatch) // last: see prune
+	err = s.send(ctx, b)
+	var pe *pgconn.PgError
+	switch {
+	case err == nil:
+		return res, true, nil
+	case errors.As(err, &pe):
+		return state.DeliveryResult{}, false, nil // refused: decided statement by statement
+	default:
+		return state.DeliveryResult{}, false, err
+	}
+}
+
+// insertClaim records key $1 at $2 with expiry $3 (NULL: never) and value
+// $4 (NULL: none), failing on the primary key when the key is recorded,
+// live or not (see commitFresh).
+const insertClaim = `INSERT INTO runbook_dedup (key, first_seen, expires_at, value) VALUES ($1, $2, $3, $4)`
+
+// setDone attaches value $2 to the delivery's key $1.
+const setDone = `UPDATE runbook_dedup SET value = $2 WHERE key = $1`
 
 // claimLocks returns the advisory lock keys of the dedup keys a delivery
 // claims: a 64-bit hash of each, distinct and ascending, the order in

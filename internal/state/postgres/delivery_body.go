@@ -11,11 +11,14 @@ import (
 	"github.com/runbook/runbook/internal/state"
 )
 
+// insertDelivery stores body $2 under id $1 at $3.
+const insertDelivery = `INSERT INTO runbook_deliveries (id, body, created_at) VALUES ($1, $2, $3)`
+
 // putDelivery stores a delivery's body under id (runbook_deliveries); a
 // taken id is state.ErrExists (the transaction is then aborted, as a taken
 // run ID aborts it).
 func putDelivery(ctx context.Context, tx pgx.Tx, id string, body []byte, now time.Time) error {
-	_, err := tx.Exec(ctx, `INSERT INTO runbook_deliveries (id, body, created_at) VALUES ($1, $2, $3)`, id, orEmpty(body), now)
+	_, err := tx.Exec(ctx, insertDelivery, id, orEmpty(body), now)
 	if isUniqueViolation(err, "runbook_deliveries_pkey") {
 		return fmt.Errorf("delivery %s: %w", id, state.ErrExists)
 	}
