@@ -55,6 +55,20 @@ func (sr *stepRun) park(ctx context.Context, attempt int, continuing bool, p *st
 	return state.StepWaiting
 }
 
+// parkAndLeave parks the run and stops executing it. A cancellation that
+// came while it parked (Cancel found it executing, after its steps had
+// settled) is not lost: once the run no longer executes here, it is
+// handed to cancelParked, which has the caller resume it cancelled.
+func (rs *runState) parkAndLeave(ctx context.Context) (*state.Run, error) {
+	out, err := rs.park(ctx)
+	rs.e.deactivate(rs.run.ID)
+	cause := runCause(ctx)
+	if err == nil && cause != nil && !errors.Is(cause, ErrSuspend) && !errors.Is(cause, errRunTimeout) {
+		rs.e.cancelParked(rs.run.ID, cause)
+	}
+	return out, err
+}
+
 // wakeByLocked notes t (zero: none) as a moment the run must go on by
 // itself. rs.mu is held.
 func (rs *runState) wakeByLocked(t time.Time) {

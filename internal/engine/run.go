@@ -72,7 +72,7 @@ func (e *Engine) execute(parent context.Context, pb *playbook.Playbook, r *state
 		cancel(cause) // cancelled while parked: the run ends cancelled
 	}
 	if park := rs.runMain(ctx); park {
-		return rs.park(ctx)
+		return rs.parkAndLeave(ctx)
 	}
 	return rs.end(ctx)
 }

@@ -32,6 +32,8 @@ type metrics struct {
 	// queued is read at each scrape: the runs waiting for an execution
 	// slot (set by the server once its runner exists).
 	queued func() int
+	// parked is read at each scrape: the runs parked (park.go).
+	parked func() int
 
 	// The runs gauge is counted from the store at start, then kept current
 	// from the engine's events: status[id] is the last status of an
@@ -100,6 +102,13 @@ func newMetrics(executing, playbooks func() int) *metrics {
 					return 0
 				}
 				return float64(m.queued())
+			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_runs_parked", Help: "Runs waiting (an approval, a sleep, a task's next poll) without a goroutine, until due or answered."},
+			func() float64 {
+				if m.parked == nil {
+					return 0
+				}
+				return float64(m.parked())
 			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_playbooks", Help: "Playbooks loaded."},
 			func() float64 { return float64(playbooks()) }),

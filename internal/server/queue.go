@@ -19,12 +19,11 @@ import (
 // resumeAll queues the unfinished runs again, oldest first.
 //
 // A slot is held by a run whose goroutine executes it. Under serve a run
-// waiting for an approval keeps its goroutine (engine.ApprovalWait: one
-// timer at the bottom of a small stack), so it gives its slot back when
-// it records run.waiting and takes one again when it records run.resumed
-// — at once, even above the bound, so that an answered approval never
-// queues behind new runs. A sleep step holds its slot: the run is running,
-// for at most the sleep's bounded duration.
+// that waits (an approval, a long sleep, a task's next poll) is parked
+// (park.go): it gives its slot back when it records run.waiting, its
+// goroutine ends, and when it is due or answered it is launched again
+// and queues for a slot like any run. A short sleep (under
+// engine.Options.ParkAfter) holds its slot.
 
 // MaxRunningPerCPU sizes the default bound: this many runs per GOMAXPROCS.
 const MaxRunningPerCPU = 64
@@ -35,8 +34,9 @@ func DefaultMaxRunning() int { return max(1, MaxRunningPerCPU*runtime.GOMAXPROCS
 // runSlot is what the runner knows of a run it owns.
 type runSlot struct {
 	playbook string
-	queued   bool // launched, waiting for a slot
-	waiting  bool // executing, waiting for an approval without a slot
+	queued   bool      // launched, waiting for a slot
+	waiting  bool      // executing, waiting for an approval without a slot
+	park     *parkSlot // parked, or about to be (park.go)
 }
 
 // queuedRun is a launch waiting for a slot.
@@ -85,10 +85,13 @@ func (r *runner) cancelledWhileQueued(runID string) bool {
 func (r *runner) release(runID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if a := r.active[runID]; a != nil && !a.waiting {
+	a := r.active[runID]
+	if a != nil && !a.waiting {
 		r.slots--
 	}
-	delete(r.active, runID)
+	if !r.parkLocked(runID, a) {
+		delete(r.active, runID)
+	}
 	r.dispatchLocked()
 }
 

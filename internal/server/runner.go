@@ -39,6 +39,8 @@ type runner struct {
 	rotated               time.Time // when prepared became the current generation
 
 	rep *replica // nil: the store is not shared by replicas (replica.go)
+
+	park parker // parked runs with a wake time (park.go)
 }
 
 // preparedRun is a prepared run's playbook, raw inputs and first event.
@@ -250,7 +252,8 @@ func (r *runner) execute(run *state.Run, pb *playbook.Playbook, inputs map[strin
 			}
 			return
 		case gerr == nil && cur.Status == state.RunWaiting && err == nil:
-			return // parked: whatever it waits for resumes it
+			r.parkedRun(cur, pb, secretInputs(pb, inputs)) // release parks it (park.go)
+			return
 		case errors.Is(gerr, state.ErrNotFound):
 			r.s.log.Error("run vanished from the state store while executing", "run_id", runID)
 			return
@@ -370,6 +373,10 @@ func (r *runner) resumeAll(ctx context.Context) (int, error) {
 	n := 0
 	for _, run := range runs {
 		if run.ParentID != "" || run.Status.Done() {
+			continue
+		}
+		if r.parkAtStart(run) {
+			n++ // waiting: parked until due or woken (park.go)
 			continue
 		}
 		// Read it whole: a listed run of an earlier build lacks the

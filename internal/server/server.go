@@ -146,7 +146,9 @@ func New(o Options) (*Server, error) {
 	}
 
 	eo := o.Engine
-	eo.Approvals = engine.ApprovalWait
+	// Waits park the run (park.go): a waiting run holds no goroutine.
+	eo.Approvals = engine.ApprovalParkAll
+	eo.Wake = func(runID string) bool { return s.runs.wakeRun(runID) }
 	if eo.ApprovalPoll <= 0 {
 		eo.ApprovalPoll = 30 * time.Second
 	}
@@ -172,6 +174,7 @@ func New(o Options) (*Server, error) {
 	s.runs = newRunner(s, o.MaxRunning)
 	s.runs.coordinate(o.Lease)
 	s.metrics.queued = s.runs.queuedCount
+	s.metrics.parked = s.runs.parkedCount
 
 	s.sched = trigger.NewScheduler(trigger.SchedulerOptions{
 		Store: s.store, Starter: s.runs, Clock: o.SchedulerClock, Logger: o.Logger,

@@ -28,7 +28,7 @@ func TestARunNothingExecutesIsInterruptedInTheAPI(t *testing.T) {
 	e := start(t, t.TempDir(), statePath, map[string]string{"nap.yaml": `version: 1
 name: nap
 steps:
-  - {id: nap, uses: sleep, with: {duration: 3s}}
+  - {id: nap, uses: sleep, with: {duration: 1500ms}}
 `})
 	m := e.api("GET", "/api/v1/runs/dead-run", nil).json(t)
 	assert.Equal(t, "interrupted", m["status"])

@@ -1,0 +1,266 @@
+package server
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"time"
+
+	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
+)
+
+// Parked runs. The server's engine parks (engine.ApprovalParkAll): a run
+// waiting on an approval, a long sleep, a cloud task's next poll or a
+// parked sub-playbook run is saved waiting with its wake time
+// (state.Run.WakeAt) and its goroutine returns. The runner keeps such a
+// run among the runs it owns (r.active: schedules' overlap, the watchdog
+// and resume see it), marked parked: it holds no goroutine and no slot,
+// only a small entry, and one in a timer heap when it has a wake time.
+//
+// A parked run goes on through the runner's normal launch path (it
+// queues for a slot like any run): when its wake time comes (one
+// goroutine sleeps until the earliest), when the engine asks
+// (engine.Options.Wake: an approval of it or of one of its sub-playbook
+// runs answered, a cancel — the run then ends cancelled), and at once
+// when it parks after being woken while it executed. At start, resumeAll
+// parks the waiting runs again from their records instead of executing
+// them; only the due ones are launched. A shutdown leaves them as they
+// are stored: waiting, for the next start.
+
+// parkSlot is what a runSlot (queue.go) knows of its run's parking.
+type parkSlot struct {
+	// Set by parkedRun between the engine's return and release: the run
+	// and its playbook, to execute it again at once when woken meanwhile.
+	run *state.Run
+	pb  *playbook.Playbook
+	// secrets are the values given for the run's secret inputs (its
+	// record masks them), kept while it is parked: what resuming it
+	// needs. A restart loses them, as it always did.
+	secrets map[string]any
+	// pending: the run returned parked and release has not parked it yet.
+	pending bool
+	// parked: no goroutine, no slot; in the heap when wake is set.
+	parked bool
+	wake   time.Time
+	// wakeNow: woken while executing (or being parked): execute it again
+	// instead of parking it.
+	wakeNow bool
+}
+
+// parker is the runner's timer heap of parked runs with a wake time.
+type parker struct {
+	mu    sync.Mutex
+	h     wakeHeap
+	at    map[string]*wakeEntry
+	kick  chan struct{}
+	once  sync.Once
+	count int // parked runs, with a wake time or not (guarded by runner.mu)
+}
+
+type wakeEntry struct {
+	id   string
+	wake time.Time
+	i    int
+}
+
+type wakeHeap []*wakeEntry
+
+func (h wakeHeap) Len() int           { return len(h) }
+func (h wakeHeap) Less(i, j int) bool { return h[i].wake.Before(h[j].wake) }
+func (h wakeHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i]; h[i].i = i; h[j].i = j }
+func (h *wakeHeap) Push(x any)        { e := x.(*wakeEntry); e.i = len(*h); *h = append(*h, e) }
+func (h *wakeHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return e
+}
+
+// parkedRun notes that the engine returned run (its record) parked; release
+// parks it (parkLocked). The run's goroutine calls it.
+func (r *runner) parkedRun(run *state.Run, pb *playbook.Playbook, secrets map[string]any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a := r.active[run.ID]
+	if a == nil {
+		return
+	}
+	if a.park == nil {
+		a.park = &parkSlot{}
+	}
+	a.park.run, a.park.pb, a.park.secrets, a.park.wake, a.park.pending = run, pb, secrets, run.WakeAt, true
+}
+
+// parkLocked parks the run a of runID whose execution ended (release):
+// it reports whether a stays among the runner's runs, parked or executed
+// again at once (woken meanwhile). r.mu is held; the run's slot is given
+// back already.
+func (r *runner) parkLocked(runID string, a *runSlot) bool {
+	if a == nil || a.park == nil || !a.park.pending || r.base.Err() != nil {
+		return false
+	}
+	p := a.park
+	a.waiting = false
+	if p.wakeNow || (!p.wake.IsZero() && !p.wake.After(time.Now())) {
+		a.park = nil
+		r.admitLocked(queuedRun{run: p.run, pb: p.pb, inputs: p.secrets})
+		return true
+	}
+	a.park = &parkSlot{parked: true, wake: p.wake, secrets: p.secrets}
+	r.park.count++
+	r.park.add(r, runID, p.wake)
+	return true
+}
+
+// parkAtStart parks a waiting run read at start (resumeAll) unless it is
+// due, reporting whether it did; a due one is launched as before.
+func (r *runner) parkAtStart(run *state.Run) bool {
+	if run.Status != state.RunWaiting || (!run.WakeAt.IsZero() && !run.WakeAt.After(time.Now())) {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.active[run.ID]; dup || r.base.Err() != nil {
+		return true
+	}
+	r.active[run.ID] = &runSlot{playbook: run.Playbook, park: &parkSlot{parked: true, wake: run.WakeAt}}
+	r.park.count++
+	r.park.add(r, run.ID, run.WakeAt)
+	return true
+}
+
+// wakeRun executes the top-level run runID again now if this runner owns
+// it: a parked one is launched (it queues for a slot), one executing or
+// queued goes on at once if it parks. It reports whether the runner owns
+// the run. It is the engine's Options.Wake and the timer's action.
+func (r *runner) wakeRun(runID string) bool {
+	r.mu.Lock()
+	a := r.active[runID]
+	if a == nil {
+		r.mu.Unlock()
+		return false
+	}
+	if a.park == nil || !a.park.parked {
+		if a.park == nil {
+			a.park = &parkSlot{}
+		}
+		a.park.wakeNow = true
+		r.mu.Unlock()
+		return true
+	}
+	secrets := a.park.secrets
+	a.park = nil // owned, neither parked nor queued while it is read
+	r.park.count--
+	r.park.remove(runID)
+	r.mu.Unlock()
+
+	ctx := context.WithoutCancel(r.base)
+	run, err := r.s.store.GetRun(ctx, runID)
+	var pb *playbook.Playbook
+	if err == nil {
+		pb, err = r.s.cache.parse(run.File, run.Snapshot)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.active[runID] != a {
+		return true
+	}
+	if err != nil || run.Status.Done() {
+		if err != nil {
+			r.s.log.Error("cannot resume a parked run", "run_id", runID, "err", err)
+		}
+		delete(r.active, runID)
+		return true
+	}
+	r.admitLocked(queuedRun{run: run, pb: pb, inputs: secrets})
+	return true
+}
+
+// parkedCount is the number of parked runs (runbook_runs_parked).
+func (r *runner) parkedCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.park.count
+}
+
+// add puts runID in the heap at wake (none when zero) and starts the
+// timer goroutine on first use.
+func (p *parker) add(r *runner, runID string, wake time.Time) {
+	if wake.IsZero() {
+		return
+	}
+	p.once.Do(func() {
+		p.at = map[string]*wakeEntry{}
+		p.kick = make(chan struct{}, 1)
+		go p.loop(r)
+	})
+	p.mu.Lock()
+	if e := p.at[runID]; e != nil {
+		e.wake = wake
+		heap.Fix(&p.h, e.i)
+	} else {
+		e = &wakeEntry{id: runID, wake: wake}
+		heap.Push(&p.h, e)
+		p.at[runID] = e
+	}
+	first := p.h[0].id == runID
+	p.mu.Unlock()
+	if first {
+		select {
+		case p.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// remove takes runID out of the heap.
+func (p *parker) remove(runID string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e := p.at[runID]; e != nil {
+		heap.Remove(&p.h, e.i)
+		delete(p.at, runID)
+	}
+}
+
+// due pops the entries due at now and returns their run IDs and how long
+// until the next one (-1: none).
+func (p *parker) due(now time.Time) ([]string, time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ids []string
+	for len(p.h) > 0 && !p.h[0].wake.After(now) {
+		e := heap.Pop(&p.h).(*wakeEntry)
+		delete(p.at, e.id)
+		ids = append(ids, e.id)
+	}
+	if len(p.h) == 0 {
+		return ids, -1
+	}
+	return ids, p.h[0].wake.Sub(now)
+}
+
+// loop wakes the due runs until the runner stops: one goroutine and one
+// timer for every parked run.
+func (p *parker) loop(r *runner) {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		ids, next := p.due(time.Now())
+		for _, id := range ids {
+			r.wakeRun(id)
+		}
+		if next < 0 {
+			next = time.Hour
+		}
+		t.Reset(next)
+		select {
+		case <-r.base.Done():
+			return
+		case <-p.kick:
+		case <-t.C:
+		}
+	}
+}
