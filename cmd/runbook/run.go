@@ -32,7 +32,12 @@ func cmdRun(ctx context.Context, a *app, args []string) error {
 with 'runbook runs approve RUN_ID STEP'. A run interrupted by a crash or
 Ctrl-C continues where it stopped with --resume RUN_ID. The state file
 never keeps a secret input: resume a run started with one by giving it
-again (--resume RUN_ID -i NAME=VALUE); other inputs cannot change.`,
+again (--resume RUN_ID -i NAME=VALUE); other inputs cannot change.
+While it runs, this process serves 'runbook runs list|show|logs|approve|
+cancel' in other terminals on a socket beside the state file; with --wait
+it waits for approvals instead of parking. When runbook serve holds the
+state file, the run is submitted to it (FILE must be one of its playbooks)
+and followed here; --detach returns once the server has it.`,
 	})
 	var inputs kvList
 	fs.Var(&inputs, "i", "input `key=value` (repeatable)")
@@ -40,6 +45,8 @@ again (--resume RUN_ID -i NAME=VALUE); other inputs cannot change.`,
 	resume := fs.String("resume", "", "resume the unfinished run `ID` from its snapshot (FILE is optional)")
 	out := addOutputFlag(fs, "text")
 	quiet := fs.Bool("quiet", false, "no progress: print only the outcome")
+	wait := fs.Bool("wait", false, "wait here for approvals instead of parking the run; answer them from another terminal with runbook runs approve")
+	detach := fs.Bool("detach", false, "when runbook serve holds the state file: print the ID of the run it starts and return")
 	var sf stateFlags
 	sf.addState(fs)
 	sf.addSecrets(fs)
@@ -72,11 +79,22 @@ again (--resume RUN_ID -i NAME=VALUE); other inputs cannot change.`,
 	if err != nil {
 		return err
 	}
-	store, err := sf.openStore()
+	rs, err := a.openRunState(ctx, &sf)
 	if err != nil {
 		return err
 	}
+	if rs.remote != nil {
+		file := ""
+		if pb != nil {
+			file = pos[0]
+		}
+		return a.runRemote(ctx, &remoteRun{rs: rs, pb: pb, file: file, given: given, resume: *resume, detach: *detach, wait: *wait, out: out, quiet: *quiet})
+	}
+	store := rs.store
 	defer store.Close()
+	if *detach {
+		return usageErrorf("run", "--detach needs a runbook serve holding the state file, which executes the run; this process would be the one executing it")
+	}
 	if *resume != "" && pb != nil {
 		a.noteChanged(ctx, store, *resume, pb)
 	}
@@ -93,7 +111,23 @@ again (--resume RUN_ID -i NAME=VALUE); other inputs cannot change.`,
 	opts.Connection = conns.resolve
 	opts.Sim = sims.recorded()
 	opts.Observer = prog.observe
+	if *wait {
+		opts.Approvals = engine.ApprovalWait
+	}
+	local := a.startLocal(rs, runPlaybookName(pb))
+	if local != nil {
+		opts.Observer = func(runID string, ev state.Event) {
+			prog.observe(runID, ev)
+			local.Observe(runID, ev)
+		}
+	}
 	eng := engine.New(opts)
+	if local != nil {
+		if err := local.Start(eng); err != nil {
+			fmt.Fprintf(a.stderr, "warning: runs verbs cannot reach this run beside it: %v\n", err)
+		}
+		defer local.Close()
+	}
 	if err := eng.ReleaseStaleLocks(ctx); err != nil {
 		prog.close()
 		return withHint(err, "")
@@ -126,6 +160,15 @@ again (--resume RUN_ID -i NAME=VALUE); other inputs cannot change.`,
 		return withHint(err, hint)
 	}
 	return a.finishRun(ctx, store, r, err, out)
+}
+
+// runPlaybookName names the playbook a run executes, "" for a resume
+// without FILE.
+func runPlaybookName(pb *playbook.Playbook) string {
+	if pb == nil {
+		return ""
+	}
+	return pb.Name
 }
 
 // load loads a playbook, printing its diagnostics (exit 2) when invalid.

@@ -152,8 +152,11 @@ func (o *runsOpener) open(ctx context.Context) (runsBackend, error) {
 	}
 	timeout := lockTimeout
 	disc, hasDisc := readDiscovery(path)
-	if hasDisc {
-		// A server probably holds the file: do not wait for it.
+	holder, hasHolder := server.ReadHolder(path)
+	hasHolder = hasHolder && alive(holder.PID)
+	if hasDisc || hasHolder {
+		// A server or a runbook run probably holds the file: do not wait
+		// for it.
 		timeout = 50 * time.Millisecond
 	}
 	st, err := bolt.Open(path, bolt.Options{Timeout: timeout})
@@ -166,9 +169,21 @@ func (o *runsOpener) open(ctx context.Context) (runsBackend, error) {
 	if hasDisc && healthy(ctx, disc.URL) {
 		return o.api(disc.URL)
 	}
+	if hasHolder {
+		// The runbook run holding the file serves the same routes on its
+		// socket.
+		if b, ok := localBackend(ctx, path, holder); ok {
+			return b, nil
+		}
+	}
 	hint := "wait for the other runbook process to finish, or use --state PATH for a separate state file"
-	if hasDisc {
+	switch {
+	case hasDisc:
 		hint = fmt.Sprintf("the runbook serve recorded in %s (pid %d) does not answer at %s; check it, or pass --server URL", server.DiscoveryFile(path), disc.PID, disc.URL)
+	case hasHolder && holder.Socket == "":
+		hint = fmt.Sprintf("runbook run (pid %d) holds the file without a socket (see its error output); wait for it to end, or use --state PATH", holder.PID)
+	case hasHolder:
+		hint = fmt.Sprintf("runbook run (pid %d) holds the file and its socket %s does not answer; wait for it to end, or use --state PATH", holder.PID, holder.Socket)
 	}
 	return nil, &exitError{code: 1, err: err, hint: hint}
 }

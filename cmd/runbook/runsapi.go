@@ -28,9 +28,21 @@ type apiBackend struct {
 	base  string
 	token string
 	hc    *http.Client
+	// who names the other end in messages when it is not a runbook serve
+	// at base: the socket of the runbook run holding the state file local
+	// (local.go).
+	who, local string
 }
 
 func (b *apiBackend) close() {}
+
+// name is how messages name the other end.
+func (b *apiBackend) name() string {
+	if b.who != "" {
+		return b.who
+	}
+	return "runbook serve at " + b.base
+}
 
 // do sends a request and decodes a 2xx answer into out (when not nil). An
 // error answer becomes a *fault.Error with the API's code and message.
@@ -53,7 +65,7 @@ func (b *apiBackend) do(ctx context.Context, method, path string, body, out any)
 	}
 	resp, err := b.hc.Do(req)
 	if err != nil {
-		return &exitError{code: 1, err: &fault.Error{Code: fault.Unavailable, Message: fmt.Sprintf("runbook serve at %s: %v", b.base, err)},
+		return &exitError{code: 1, err: &fault.Error{Code: fault.Unavailable, Message: fmt.Sprintf("%s: %v", b.name(), err)},
 			hint: "check that runbook serve runs (or pass --server URL)"}
 	}
 	defer resp.Body.Close()
@@ -88,7 +100,7 @@ func (b *apiBackend) answerError(resp *http.Response) error {
 		if os.Getenv("RUNBOOK_TOKEN") != "" {
 			hint = "the token in $RUNBOOK_TOKEN is unknown, revoked or expired: ask an admin for a new one (runbook token create)"
 		}
-		return &exitError{code: 1, err: fmt.Errorf("runbook serve at %s refused the API token: %w", b.base, err), hint: hint}
+		return &exitError{code: 1, err: fmt.Errorf("%s refused the API token: %w", b.name(), err), hint: hint}
 	}
 	return err
 }
@@ -139,6 +151,9 @@ func records(runs []api.Run) []*state.Run {
 func (b *apiBackend) show(ctx context.Context, id string) (*api.Run, error) {
 	var r api.Run
 	err := b.do(ctx, http.MethodGet, "/api/v1/runs/"+url.PathEscape(id), nil, &r)
+	if stored, ok := b.holderEnded(ctx, id, err); ok {
+		return stored, nil
+	}
 	if fault.CodeOf(err) == fault.NotFound {
 		return nil, &exitError{code: 1, err: fmt.Errorf("no run %q", id), hint: "runbook runs list"}
 	}
@@ -179,6 +194,9 @@ func (b *apiBackend) events(ctx context.Context, id string, after uint64) ([]sta
 		var out api.EventPage
 		path := fmt.Sprintf("/api/v1/runs/%s/events?after=%d&limit=%d", url.PathEscape(id), after, page)
 		if err := b.do(ctx, http.MethodGet, path, nil, &out); err != nil {
+			if rest, ok := b.holderEndedEvents(ctx, id, after, err); ok {
+				return append(all, rest...), nil
+			}
 			return nil, err
 		}
 		all = append(all, out.Events...)
@@ -248,7 +266,7 @@ func (b *apiBackend) stream(ctx context.Context, id string, after *uint64, each 
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := b.hc.Do(req)
 	if err != nil {
-		return "", false, &fault.Error{Code: fault.Unavailable, Message: fmt.Sprintf("runbook serve at %s: %v", b.base, err)}
+		return "", false, &fault.Error{Code: fault.Unavailable, Message: fmt.Sprintf("%s: %v", b.name(), err)}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
