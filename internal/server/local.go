@@ -23,7 +23,7 @@ import (
 )
 
 // Local serves the runs routes of the API (list, show, events, logs,
-// approve, cancel) on a unix socket beside the state file, for the
+// output, approve, cancel) on a unix socket beside the state file, for the
 // `runbook run` that holds the file: the CLI's runs verbs use it as they
 // use a server's API. It shares the server's handlers over the process's
 // own engine and store; there is no scheduler, webhook intake, queue or
@@ -219,6 +219,7 @@ func (l *Local) localRoutes() map[string]http.HandlerFunc {
 		"GET /api/v1/runs/{id}":          s.showRun,
 		"GET /api/v1/runs/{id}/events":   s.runEvents,
 		"GET /api/v1/runs/{id}/logs":     s.streamLogs,
+		"GET /api/v1/runs/{id}/output":   s.runOutput,
 		"POST /api/v1/runs/{id}/cancel":  l.cancel,
 		"POST /api/v1/runs/{id}/approve": l.approve,
 		"POST /api/v1/runs/{id}/retry":   l.refuse,
@@ -235,7 +236,7 @@ func (l *Local) handler() http.Handler {
 		writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fault.NotFound, fmt.Sprintf("%s %s is not served by %s: its socket answers the runs routes only (list, show, events, logs, approve, cancel)", r.Method, r.URL.Path, l.name()))
+		writeError(w, http.StatusNotFound, fault.NotFound, fmt.Sprintf("%s %s is not served by %s: its socket answers the runs routes only (list, show, events, logs, output, approve, cancel)", r.Method, r.URL.Path, l.name()))
 	})
 	return l.authenticate(mux)
 }
