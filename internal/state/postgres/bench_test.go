@@ -202,8 +202,8 @@ func BenchmarkListRuns(b *testing.B) {
 // callers (Dedup of distinct keys), as bolt's BenchmarkConcurrentCommits:
 // bbolt's group committer shares an fsync among them; PostgreSQL's
 // backends share WAL flushes, as many at once as the pool has
-// connections (pgxpool's default: 4 on two CPUs; "postgres-pool32" has
-// one per caller).
+// connections (the store's default, DefaultMaxConns: 16 on two CPUs;
+// "postgres-pool32" has one per caller).
 func BenchmarkConcurrentCommits(b *testing.B) {
 	run := func(b *testing.B, s state.Store) {
 		const callers = 32

@@ -103,3 +103,13 @@ func TestAKeywordDSNMayHoldWhatLooksLikeAScheme(t *testing.T) {
 		host, port, u.User.Username(), password, strings.TrimPrefix(u.Path, "/"), u.Query().Get("search_path"))
 	open(t, dsn, postgres.Options{})
 }
+
+// The pool has room for concurrent commits unless the DSN or the options
+// size it.
+func TestThePoolIsSizedForConcurrentCommitsUnlessToldOtherwise(t *testing.T) {
+	dsn := pgtest.DB(t)
+	assert.Equal(t, postgres.DefaultMaxConns(), postgres.MaxConns(open(t, dsn, postgres.Options{})))
+	assert.GreaterOrEqual(t, postgres.DefaultMaxConns(), int32(16))
+	assert.Equal(t, int32(3), postgres.MaxConns(open(t, dsn+"&pool_max_conns=3", postgres.Options{})))
+	assert.Equal(t, int32(5), postgres.MaxConns(open(t, dsn+"&pool_max_conns=3", postgres.Options{MaxConns: 5})))
+}

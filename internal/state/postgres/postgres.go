@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -48,9 +49,21 @@ type Options struct {
 	// large table needs a longer Timeout.
 	Timeout time.Duration
 	// MaxConns caps the connection pool (0: the DSN's pool_max_conns, else
-	// pgxpool's default, the larger of 4 and the number of CPUs).
+	// DefaultMaxConns).
 	MaxConns int32
 }
+
+// DefaultMaxConns is the pool's size when neither Options.MaxConns nor
+// the DSN's pool_max_conns sets it: 4 per CPU, at least 16. A durable
+// commit waits for its WAL flush; commits in flight on other connections
+// share that flush (PostgreSQL's group commit), so concurrent writers
+// (webhook senders, executing runs) need connections to commit side by
+// side. With pgxpool's own default (4 on two CPUs) 32 webhook senders
+// queued for 4 connections: BenchmarkIntake/postgres (internal/trigger)
+// took 1,065-1,947 deliveries a second on a loaded 2-CPU machine, 2,212-
+// 2,764 with 16. Three replicas at 16 stay under PostgreSQL's default
+// max_connections (100).
+func DefaultMaxConns() int32 { return int32(max(16, 4*runtime.NumCPU())) }
 
 // Store is a state.Store in a PostgreSQL database, shared by every
 // replica that opens it.
@@ -86,8 +99,11 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.MaxConns > 0 {
+	switch {
+	case opts.MaxConns > 0:
 		cfg.MaxConns = opts.MaxConns
+	case !strings.Contains(dsn, "pool_max_conns"):
+		cfg.MaxConns = DefaultMaxConns()
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
