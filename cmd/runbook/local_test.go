@@ -153,7 +153,7 @@ func TestRunsVerbsWorkBesideARunningRun(t *testing.T) {
 	t.Run("the audit log names the OS user who answered through the socket", func(t *testing.T) {
 		r := c.run("audit")
 		require.Equal(t, 0, r.code, r)
-		assert.Regexp(t, `tester\s+run\.approve\s+run:`+b.id+`\s+ok\s+unix socket`, r.stdout)
+		assert.Regexp(t, `local:tester\s+run\.approve\s+run:`+b.id+`\s+ok\s+unix socket`, r.stdout)
 	})
 }
 

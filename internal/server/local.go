@@ -31,9 +31,10 @@ import (
 //
 // The socket's mode (0600) is the credential: only the file's owner can
 // connect, and on Linux the peer's uid is checked too (SO_PEERCRED). The
-// caller is the OS user of the connecting process; an approval it answers
+// caller is the OS user of the connecting process: an approval it answers
 // is recorded under that name unless the answer names someone (--by), and
-// the audit log names the OS user.
+// the audit log names it local:USER, source "unix socket, pid N", as the
+// CLI names its direct changes of the state file.
 type Local struct {
 	s       *Server
 	holder  Holder
@@ -255,7 +256,8 @@ func (l *Local) authenticate(mux *http.ServeMux) http.Handler {
 			writeError(w, http.StatusForbidden, fault.Unauthorized, fmt.Sprintf("uid %d may not use the socket of %s (uid %d)", p.uid, l.name(), os.Getuid()))
 			return
 		}
-		id := &auth.Identity{Name: p.user(), Kind: auth.KindServer, Grants: []auth.Grant{{Role: auth.RoleAdmin}}}
+		// Named as the CLI names its direct changes of the state file.
+		id := &auth.Identity{Name: "local:" + p.user(), Kind: auth.KindServer, Grants: []auth.Grant{{Role: auth.RoleAdmin}}}
 		_, pattern := mux.Handler(r)
 		rt := routeOf(r, pattern)
 		az := &authz{id: id, perm: rt.perm, labels: s.labelsOf}
@@ -299,7 +301,7 @@ func (l *Local) approve(w http.ResponseWriter, r *http.Request) {
 	if json.Unmarshal(body, &req) == nil && req.By == "" {
 		var m map[string]json.RawMessage
 		if json.Unmarshal(body, &m) == nil {
-			by, _ := json.Marshal(callerName(r))
+			by, _ := json.Marshal(peerOf(r.Context()).user())
 			m["by"] = by
 			body, _ = json.Marshal(m)
 			r.ContentLength = int64(len(body))
@@ -313,7 +315,7 @@ func (l *Local) approve(w http.ResponseWriter, r *http.Request) {
 func (l *Local) cancel(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Query().Get("by") == "" {
 		q := r.URL.Query()
-		q.Set("by", callerName(r))
+		q.Set("by", peerOf(r.Context()).user())
 		r.URL.RawQuery = q.Encode()
 	}
 	l.s.cancelRun(w, r)

@@ -105,7 +105,7 @@ steps:
 	recs, err := store.Audit(context.Background(), state.AuditFilter{})
 	require.NoError(t, err)
 	require.Len(t, recs, 1)
-	assert.Equal(t, "alice", recs[0].Identity)
+	assert.Equal(t, "local:alice", recs[0].Identity)
 	assert.Equal(t, "run.approve", recs[0].Action)
 	if runtime.GOOS == "linux" {
 		assert.Equal(t, "unix socket, pid "+strconv.Itoa(os.Getpid()), recs[0].Source, "the peer is known by SO_PEERCRED")
