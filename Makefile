@@ -26,10 +26,17 @@ docs: ## regenerate docs/steps (one page per step family) from the step registry
 	$(GO) run ./cmd/runbook steps --markdown docs/steps
 
 bench: ## print the performance figures the issues ask for
-	$(GO) test -run '^$$' -bench . -skip WaitingRuns -benchmem ./internal/engine ./internal/expr ./internal/state/... ./internal/secrets
+	$(GO) test -run '^$$' -bench . -skip 'WaitingRuns|Sequential(Set|Shell)Steps' -benchmem ./internal/engine ./internal/expr ./internal/state/... ./internal/secrets
 	# 10,000 waiting runs (approvals, sleeps) and their resume in a fresh process, with the soft memory limit runbook serve sets
 	GOMEMLIMIT=160MiB $(GO) test -run '^$$' -bench WaitingRuns -benchtime 1x ./internal/engine
+	# the engine on both stores (issue 14: a set step <= 0.5 ms on PostgreSQL; a 100-step shell chain <= 1.5x its bbolt time)
+	$(GO) test -run '^$$' -bench 'Sequential(Set|Shell)Steps' -benchtime 3000x ./internal/engine
+	# the webhook intake on both stores, then through a whole server with the runs executing (issue 14: >= 3,000 deliveries/s, p99 <= 20 ms on PostgreSQL)
 	$(GO) test -run '^$$' -bench Intake -benchtime 20000x ./internal/trigger
+	$(GO) test -run '^$$' -bench WebhookIntake -benchtime 20000x ./internal/server
+	# a real runbook serve on PostgreSQL under 32 webhook senders, when RUNBOOK_BENCH_POSTGRES names an empty database
+	@if [ -n "$$RUNBOOK_BENCH_POSTGRES" ]; then $(GO) run ./tools/webhookload -playbook log -n 20000 -c 32 -state "$$RUNBOOK_BENCH_POSTGRES"; \
+	else echo "webhookload on PostgreSQL skipped: set RUNBOOK_BENCH_POSTGRES=postgres://... (an empty database)"; fi
 	# schedule lateness of a server firing 20 playbooks every second for 6 s
 	$(GO) test -run '^$$' -bench ScheduleLateness -benchtime 1x ./internal/server
 	$(GO) run ./tools/benchrun

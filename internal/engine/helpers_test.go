@@ -19,6 +19,7 @@ import (
 	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/state/bolt"
+	"github.com/runbook/runbook/internal/state/postgres/pgtest"
 	"github.com/runbook/runbook/internal/steps"
 	_ "github.com/runbook/runbook/internal/steps/all"
 )
@@ -393,5 +394,5 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	registerTestSteps()
-	os.Exit(m.Run())
+	os.Exit(pgtest.Main(m)) // the benchmarks' PostgreSQL, started at first use
 }

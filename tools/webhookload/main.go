@@ -5,7 +5,12 @@
 // many senders with the simulator's webhook sender, and waits until every
 // run the deliveries started has finished. It prints the acknowledgement
 // rate and latencies, the end-to-end rate (deliveries whose runs all
-// finished per second), the state file's growth and serve's peak RSS.
+// finished per second), the state's growth and serve's peak RSS.
+//
+// -state runs serve on another state location, a PostgreSQL database
+// (postgres://…, the URL runbook serve --state takes) instead of a fresh
+// bbolt file: use an empty database or schema of its own (the runs stay
+// there; a later run counts only its own).
 //
 // Everything runs on 127.0.0.1 and stops by itself (-timeout bounds the
 // wait for the runs). `make bench` does not run it (it takes tens of
@@ -23,6 +28,8 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/runbook/runbook/internal/sim/webhook"
 	"github.com/runbook/runbook/tools/internal/serveproc"
@@ -52,14 +59,15 @@ func main() {
 	conc := flag.Int("c", 32, "concurrent senders")
 	hooks := flag.Int("hooks", 1, "hooks per delivery (1..1000); each starts a run")
 	timeout := flag.Duration("timeout", 5*time.Minute, "how long to wait for every run to finish")
+	stateLoc := flag.String("state", "", "state location passed to serve --state, e.g. postgres://user:pass@127.0.0.1:5432/db (default: a fresh bbolt file)")
 	flag.Parse()
-	if err := run(*bin, *which, *count, *conc, *hooks, *timeout); err != nil {
+	if err := run(*bin, *which, *stateLoc, *count, *conc, *hooks, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "webhookload:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, which string, count, conc, hooks int, timeout time.Duration) error {
+func run(bin, which, stateLoc string, count, conc, hooks int, timeout time.Duration) error {
 	dir, err := os.MkdirTemp("", "runbook-webhookload-")
 	if err != nil {
 		return err
@@ -73,13 +81,17 @@ func run(bin, which string, count, conc, hooks int, timeout time.Duration) error
 	if err := setUp(dir, which); err != nil {
 		return err
 	}
-	srv, err := startServe(bin, dir)
+	srv, err := startServe(bin, dir, stateLoc)
 	if err != nil {
 		return err
 	}
 	defer srv.Stop()
 
-	before := fileSize(filepath.Join(dir, "state.db"))
+	before := stateSize(dir, stateLoc)
+	done, err := srv.finished() // runs a reused database already holds
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	rep, err := webhook.Send(context.Background(), webhook.Options{
 		To: srv.URL + "/hooks/sms", Event: "UNSUBSCRIBE", Count: count, Secret: secret,
@@ -89,7 +101,7 @@ func run(bin, which string, count, conc, hooks int, timeout time.Duration) error
 		return err
 	}
 	acked := time.Since(start)
-	finished, err := srv.waitFinished(rep.Hooks, timeout)
+	finished, err := srv.waitFinished(done, rep.Hooks, timeout)
 	drained := time.Since(start)
 	fmt.Printf("playbook %s: %d deliveries (%d hooks) from %d senders\n", which, rep.Deliveries, rep.Hooks, conc)
 	fmt.Printf("  answers:   %v in %s: %.0f deliveries/s; ack p50 %s, p90 %s, p99 %s, max %s\n",
@@ -97,8 +109,12 @@ func run(bin, which string, count, conc, hooks int, timeout time.Duration) error
 		rep.P90.Round(10*time.Microsecond), rep.P99.Round(10*time.Microsecond), rep.Max.Round(10*time.Microsecond))
 	fmt.Printf("  finished:  %d of %d runs after %s: %.0f deliveries/s end to end\n",
 		finished, rep.Hooks, drained.Round(time.Millisecond), float64(rep.Deliveries)/drained.Seconds())
-	fmt.Printf("  state:     +%.1f MB; serve peak RSS %.0f MB\n",
-		float64(fileSize(filepath.Join(dir, "state.db"))-before)/1e6, float64(srv.peakRSS())/1e6)
+	where := "bbolt"
+	if stateLoc != "" {
+		where = "postgres"
+	}
+	fmt.Printf("  state:     %s +%.1f MB; serve peak RSS %.0f MB\n",
+		where, float64(stateSize(dir, stateLoc)-before)/1e6, float64(srv.peakRSS())/1e6)
 	return err
 }
 
@@ -145,26 +161,32 @@ type server struct {
 	token string
 }
 
-func startServe(bin, dir string) (*server, error) {
+func startServe(bin, dir, stateLoc string) (*server, error) {
 	env := append(os.Environ(),
 		"LOAD_API_TOKEN=load-token", "LOAD_SMS_SECRET="+secret,
 		"SMS_SUPPRESSION_FILE="+filepath.Join(dir, "suppression.txt"), "RUNBOOK_FILE_ROOTS="+dir, "HOME="+dir, "XDG_STATE_HOME="+dir)
-	s, err := serveproc.Start(bin, dir, []string{"--config", filepath.Join(dir, "runbook.yaml")}, env, os.Stderr, 30*time.Second)
+	args := []string{"--config", filepath.Join(dir, "runbook.yaml")}
+	if stateLoc != "" {
+		args = append(args, "--state", stateLoc)
+	}
+	s, err := serveproc.Start(bin, dir, args, env, os.Stderr, 30*time.Second)
 	if err != nil {
 		return nil, err
 	}
 	return &server{Server: s, token: "load-token"}, nil
 }
 
-// waitFinished polls the run counts of /metrics until want runs have a
-// final status or timeout passes, and returns how many had.
-func (s *server) waitFinished(want int, timeout time.Duration) (int, error) {
+// waitFinished polls the run counts of /metrics until want runs more
+// than before have a final status or timeout passes, and returns how many
+// had.
+func (s *server) waitFinished(before, want int, timeout time.Duration) (int, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		n, err := s.finished()
 		if err != nil {
 			return 0, err
 		}
+		n -= before
 		if n >= want {
 			return n, nil
 		}
@@ -207,6 +229,26 @@ func (s *server) peakRSS() int64 {
 		return 0
 	}
 	return peak * 1024
+}
+
+// stateSize is the size of the state in bytes: the bbolt file's, or the
+// PostgreSQL database's (pg_database_size).
+func stateSize(dir, stateLoc string) int64 {
+	if stateLoc == "" {
+		return fileSize(filepath.Join(dir, "state.db"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, stateLoc)
+	if err != nil {
+		return 0
+	}
+	defer conn.Close(ctx)
+	var n int64
+	if err := conn.QueryRow(ctx, `SELECT pg_database_size(current_database())`).Scan(&n); err != nil {
+		return 0
+	}
+	return n
 }
 
 func fileSize(p string) int64 {
