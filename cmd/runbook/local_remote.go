@@ -68,6 +68,10 @@ func (a *app) runRemote(ctx context.Context, rr *remoteRun) error {
 		err = a.watchRemote(ctx, b, []string{id}, []uint64{rr.after}, p)
 	}
 	p.close()
+	if ctx.Err() != nil {
+		// Interrupted: the run is the server's and goes on.
+		return &exitError{code: 1, err: fmt.Errorf("stopped following run %s, which goes on in %s", id, rr.srvName), hint: "runbook runs logs -f " + id}
+	}
 	if err != nil {
 		return err
 	}

@@ -174,6 +174,10 @@ steps:
 	r = c.run("runs", "show", b.id)
 	require.Equal(t, 0, r.code, r)
 	assert.Regexp(t, `status:\s+running`, r.stdout)
+	r = c.run("runs", "prune", "--older-than", "1d")
+	assert.Equal(t, 1, r.code, r)
+	assert.Contains(t, r.stderr, "runbook run (pid "+strconv.Itoa(b.cmd.Process.Pid)+")")
+	assert.Contains(t, r.stderr, "holds the state file")
 
 	r = c.run("runs", "cancel", b.id)
 	require.Equal(t, 0, r.code, r)
@@ -285,6 +289,16 @@ func TestRunSubmitsToTheServerHoldingTheStateFile(t *testing.T) {
 			require.True(t, time.Now().Before(deadline), "the detached run does not finish:\n%s", show)
 			time.Sleep(50 * time.Millisecond)
 		}
+	})
+
+	t.Run("--wait follows the run through its approval", func(t *testing.T) {
+		b := c.startRun(t, "step gate is waiting for approval", "run", "--wait", filepath.Join(c.dir, "playbooks", "gated.yaml"))
+		b.id = runIDOf(t, b.out.String())
+		r := c.run("runs", "approve", b.id, "gate", "--field", "ticket=7", "--no-resume")
+		require.Equal(t, 0, r.code, r)
+		assert.Equal(t, 0, b.exit(t), b.out.String())
+		assert.Contains(t, b.out.String(), "ship: shipping ticket 7 for tester")
+		assert.Contains(t, b.out.String(), "run "+b.id+" succeeded in")
 	})
 
 	t.Run("a playbook the server does not have is refused, naming the server", func(t *testing.T) {

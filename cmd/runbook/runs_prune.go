@@ -54,6 +54,9 @@ by setting that, or stop it first.`,
 	}
 	defer b.close()
 	if api, ok := b.(*apiBackend); ok {
+		if api.local != "" {
+			return &exitError{code: 1, err: fmt.Errorf("%s holds the state file", api.name()), hint: "run runbook runs prune again when it has ended"}
+		}
 		return &exitError{code: 1, err: fmt.Errorf("runbook serve at %s holds the state file", api.base),
 			hint: "set retention: in its config (it prunes daily, docs/config.md), or stop it and run runbook runs prune again"}
 	}

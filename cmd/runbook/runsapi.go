@@ -351,7 +351,11 @@ func (a *app) approveRemote(ctx context.Context, b *apiBackend, r *state.Run, st
 		if err := b.approve(ctx, r.ID, step, answer); err != nil {
 			return withHint(err, "runbook runs show "+r.ID)
 		}
-		fmt.Fprintf(a.stdout, "step %s of run %s %s; runbook serve continues the run: runbook runs logs -f %s\n", step, r.ID, verdict, root.ID)
+		who := "runbook serve"
+		if b.local != "" {
+			who = b.who
+		}
+		fmt.Fprintf(a.stdout, "step %s of run %s %s; %s continues the run: runbook runs logs -f %s\n", step, r.ID, verdict, who, root.ID)
 		return nil
 	}
 	// Show only what the answer causes: start the streams after the events
