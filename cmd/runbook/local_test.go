@@ -317,3 +317,25 @@ func TestRunSubmitsToTheServerHoldingTheStateFile(t *testing.T) {
 		assert.Contains(t, r.stderr, "differs from "+changed)
 	})
 }
+
+func TestAStateFileTooDeepForASocketPathGetsOneInTheTemporaryDirectory(t *testing.T) {
+	c := newCLI(t)
+	deep := filepath.Join(c.dir, strings.Repeat("d", 100), "state.db")
+	for i, kv := range c.env {
+		if strings.HasPrefix(kv, "RUNBOOK_STATE=") {
+			c.env[i] = "RUNBOOK_STATE=" + deep
+		}
+	}
+	pb := c.file("gated.yaml", approvalPlaybook)
+	b := c.startWaiting(t, pb)
+
+	data, err := os.ReadFile(deep + ".run")
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"socket":"`+os.TempDir())
+	r := c.run("runs", "show", b.id)
+	require.Equal(t, 0, r.code, r)
+	assert.Contains(t, r.stdout, "waiting for approval of step gate")
+	r = c.run("runs", "approve", b.id, "gate", "--field", "ticket=1")
+	require.Equal(t, 0, r.code, r)
+	assert.Equal(t, 0, b.exit(t), b.out.String())
+}
