@@ -104,6 +104,9 @@ type WaitingFor struct {
 // RunList answers GET /api/v1/runs, newest first.
 type RunList struct {
 	Runs []Run `json:"runs"`
+	// Next is the value of `before` that lists the following runs,
+	// present when more may follow; empty when none do.
+	Next string `json:"next,omitempty"`
 }
 
 // EventPage answers GET /api/v1/runs/{id}/events: a page of the run's event

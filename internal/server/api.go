@@ -327,6 +327,14 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 			f.Status = append(f.Status, rs)
 		}
 	}
+	if v := q.Get("before"); v != "" {
+		c, err := state.ParseRunCursor(v)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, fault.Invalid, "before: "+err.Error())
+			return
+		}
+		f.Before = c
+	}
 	includeChildren := q.Get("children") == "true" || f.ParentID != ""
 	if !includeChildren && f.Limit > 0 {
 		f.Limit *= 4 // room for the sub-playbook runs filtered out below
@@ -345,6 +353,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := api.RunList{Runs: []api.Run{}}
+	var last *state.Run
 	for _, run := range runs {
 		if run.ParentID != "" && !includeChildren {
 			continue
@@ -353,9 +362,16 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if len(out.Runs) >= limit {
+			out.Next = state.CursorAfter(last).String() // another run follows
 			break
 		}
 		out.Runs = append(out.Runs, s.viewRun(run))
+		last = run
+	}
+	if out.Next == "" && f.Limit > 0 && len(runs) == f.Limit {
+		// The store may hold more than it was asked for: the next list
+		// goes on after the last run read.
+		out.Next = state.CursorAfter(runs[len(runs)-1]).String()
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -20,44 +21,21 @@ type runQuery struct {
 	until    time.Time       // created before; zero: no bound
 	children bool
 	limit    int
-	cursor   runCursor
+	cursor   *state.RunCursor           // the page starts after it; nil: at the newest
 	visible  func(playbook string) bool // the caller may see the playbook's runs
 }
 
-// runCursor is where a page starts: after the run created at created with
-// ID id (newest first). offset is the run's position in the store's list
-// when the cursor was made, a hint of how many runs to read.
-type runCursor struct {
-	offset  int
-	created time.Time
-	id      string
-}
-
-func (c runCursor) String() string {
-	return fmt.Sprintf("%d.%d.%s", c.offset, c.created.UnixNano(), c.id)
-}
-
-func parseCursor(s string) (runCursor, error) {
-	off, rest, ok1 := strings.Cut(s, ".")
-	nanos, id, ok2 := strings.Cut(rest, ".")
-	o, err1 := strconv.Atoi(off)
-	n, err2 := strconv.ParseInt(nanos, 10, 64)
-	if !ok1 || !ok2 || err1 != nil || err2 != nil || o < 0 || id == "" {
-		return runCursor{}, fmt.Errorf("before %q is not a cursor from a page's next", s)
+// start is where the store's listing starts: after the cursor, or before
+// until, whichever comes later in the listing (newest first).
+func (rq *runQuery) start() *state.RunCursor {
+	if rq.until.IsZero() {
+		return rq.cursor
 	}
-	return runCursor{offset: o, created: time.Unix(0, n), id: id}, nil
-}
-
-// after reports whether r comes after the cursor in the list, newest
-// first (created descending, then ID descending, the store's order).
-func (c runCursor) after(r *state.Run) bool {
-	if c.id == "" {
-		return true
+	until := state.CursorBefore(rq.until)
+	if rq.cursor == nil || rq.cursor.Follows(&state.Run{CreatedAt: until.CreatedAt, ID: until.ID}) {
+		return until
 	}
-	if !r.CreatedAt.Equal(c.created) {
-		return r.CreatedAt.Before(c.created)
-	}
-	return r.ID < c.id
+	return rq.cursor
 }
 
 // parseTimeParam reads an RFC 3339 time, or a date (midnight UTC).
@@ -110,8 +88,8 @@ func parseRunQuery(r *http.Request) (runQuery, error) {
 		return rq, err
 	}
 	if v := q.Get("before"); v != "" {
-		if rq.cursor, err = parseCursor(v); err != nil {
-			return rq, err
+		if rq.cursor, err = state.ParseRunCursor(v); err != nil {
+			return rq, fmt.Errorf("before: %w", err)
 		}
 	}
 	return rq, nil
@@ -120,9 +98,6 @@ func parseRunQuery(r *http.Request) (runQuery, error) {
 // keep reports whether a run the store listed belongs on the page.
 func (rq *runQuery) keep(r *state.Run) bool {
 	if (r.ParentID != "" && !rq.children) || !rq.visible(r.Playbook) {
-		return false
-	}
-	if !rq.until.IsZero() && !r.CreatedAt.Before(rq.until) {
 		return false
 	}
 	if len(rq.triggers) > 0 {
@@ -136,15 +111,13 @@ func (rq *runQuery) keep(r *state.Run) bool {
 	return true
 }
 
-// maxPageRead caps the runs one read asks the store for before it reads
-// them all.
-const maxPageRead = 1 << 18
+// maxChunk caps how many runs one read asks the store for.
+const maxChunk = 4096
 
 // pageRuns answers GET /api/v1/runs/page: runs newest first, filtered by
 // status, playbook, trigger type and creation time, one page at a time.
-// The store lists runs from the newest, so a page deep in the history
-// costs a read of the runs before it (the cursor's offset says how many,
-// so one read is usually enough).
+// The store lists runs from the cursor (keyset paging, state.RunFilter's
+// Before), so a page deep in the history costs what the first does.
 func (s *Server) pageRuns(w http.ResponseWriter, r *http.Request) {
 	rq, err := parseRunQuery(r)
 	if err != nil {
@@ -152,59 +125,50 @@ func (s *Server) pageRuns(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rq.visible = func(pb string) bool { return visible(r, pb) }
-	read := rq.cursor.offset + 4*(rq.limit+1)
-	for {
-		f := rq.filter
-		f.Limit = read
-		runs, err := s.store.ListRuns(r.Context(), f)
-		if err != nil {
-			writeErr(w, err)
-			return
-		}
-		exhausted := read == 0 || len(runs) < read
-		page, next, complete := rq.collect(runs, exhausted)
-		if complete || exhausted {
-			out := api.RunPage{Runs: make([]api.Run, 0, len(page))}
-			for _, run := range page {
-				out.Runs = append(out.Runs, s.viewRun(run))
-			}
-			if next != nil {
-				out.Next = next.String()
-			}
-			writeJSON(w, http.StatusOK, out)
-			return
-		}
-		if read *= 4; read > maxPageRead {
-			read = 0
-		}
+	page, next, err := rq.read(r.Context(), s.store)
+	if err != nil {
+		writeErr(w, err)
+		return
 	}
+	out := api.RunPage{Runs: make([]api.Run, 0, len(page))}
+	for _, run := range page {
+		out.Runs = append(out.Runs, s.viewRun(run))
+	}
+	if next != nil {
+		out.Next = next.String()
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
-// collect picks the page from runs (the store's list from the newest). It
-// reports complete when the page is full, or ends where the list would
-// only hold older runs than since; next is the cursor after the page when
-// more may follow.
-func (rq *runQuery) collect(runs []*state.Run, exhausted bool) (page []*state.Run, next *runCursor, complete bool) {
-	for i, run := range runs {
-		if !rq.cursor.after(run) {
-			continue
+// read reads the page from the store, in chunks from the query's start
+// (what the store filters, it filters; the rest is dropped here). next is
+// the cursor after the page when another run follows it, nil when the page
+// is the last; the listing stops at the first run created before since.
+func (rq *runQuery) read(ctx context.Context, store state.Store) (page []*state.Run, next *state.RunCursor, err error) {
+	f := rq.filter
+	f.Before = rq.start()
+	f.Limit = rq.limit + 1
+	for {
+		runs, err := store.ListRuns(ctx, f)
+		if err != nil {
+			return nil, nil, err
 		}
-		if !rq.since.IsZero() && run.CreatedAt.Before(rq.since) {
-			return page, nil, true
+		for _, run := range runs {
+			if !rq.since.IsZero() && run.CreatedAt.Before(rq.since) {
+				return page, nil, nil
+			}
+			if !rq.keep(run) {
+				continue
+			}
+			if len(page) == rq.limit {
+				return page, state.CursorAfter(page[len(page)-1]), nil
+			}
+			page = append(page, run)
 		}
-		if !rq.keep(run) {
-			continue
+		if len(runs) < f.Limit {
+			return page, nil, nil
 		}
-		if len(page) == rq.limit {
-			last := page[len(page)-1]
-			return page, &runCursor{offset: i, created: last.CreatedAt, id: last.ID}, true
-		}
-		page = append(page, run)
+		f.Before = state.CursorAfter(runs[len(runs)-1])
+		f.Limit = min(4*f.Limit, maxChunk)
 	}
-	if exhausted || len(page) < rq.limit {
-		return page, nil, false
-	}
-	// Full, and the store may hold more: the next page says.
-	last := page[len(page)-1]
-	return page, &runCursor{offset: len(runs), created: last.CreatedAt, id: last.ID}, true
 }

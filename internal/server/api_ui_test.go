@@ -61,6 +61,7 @@ func (e *env) pages(query url.Values) ([]string, int) {
 		var p api.RunPage
 		require.NoError(e.t, json.Unmarshal(r.body, &p))
 		n++
+		require.False(e.t, n > 1 && len(p.Runs) == 0, "a page's next led to an empty page")
 		for _, run := range p.Runs {
 			ids = append(ids, run.ID)
 		}
@@ -123,6 +124,19 @@ func TestRunPagesHoldEveryRunOnce(t *testing.T) {
 		require.NoError(t, json.Unmarshal(r.body, &second))
 		require.NotEmpty(t, second.Runs)
 		assert.Equal(t, want(top)[10], second.Runs[0].ID)
+	})
+
+	t.Run("a page link of an earlier build (offset.nanos.ID) still pages", func(t *testing.T) {
+		tenth := runs[9]
+		r := e.api("GET", fmt.Sprintf("/api/v1/runs/page?limit=5&children=true&before=%d.%d.%s", 9, tenth.CreatedAt.UnixNano(), tenth.ID), nil)
+		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+		var p api.RunPage
+		require.NoError(t, json.Unmarshal(r.body, &p))
+		var got []string
+		for _, run := range p.Runs {
+			got = append(got, run.ID)
+		}
+		assert.Equal(t, []string{runs[10].ID, runs[11].ID, runs[12].ID, runs[13].ID, runs[14].ID}, got)
 	})
 
 	for _, bad := range []string{"limit=0", "limit=1001", "status=nope", "since=yesterday", "before=x"} {
