@@ -471,9 +471,10 @@ func webhookTrigger(route string, d *Delivery, payload any, key string) map[stri
 	}
 }
 
-// findRun returns the ID of the run started for u, or "".
+// findRun returns the ID of the run started for u, or "". The store
+// looks the unit's key up (RunFilter.TriggerKey, an index on PostgreSQL).
 func (in *Intake) findRun(ctx context.Context, u unit) (string, error) {
-	runs, err := in.opts.Store.ListRuns(ctx, state.RunFilter{Playbook: u.pb.Name})
+	runs, err := in.opts.Store.ListRuns(ctx, state.RunFilter{Playbook: u.pb.Name, TriggerKey: u.key})
 	if err != nil {
 		return "", fmt.Errorf("look for runs of %s: %w", u.pb.Name, err)
 	}
