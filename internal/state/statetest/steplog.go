@@ -56,6 +56,7 @@ func testOutputSeq(t *testing.T, s OutputStore) {
 	ok(t, s.AppendOutput(ctx, "r1", a))
 	same(t, outSeqs(a), []uint64{1, 2, 3})
 	b := lines("a", 2, "second")
+	b[1].Stream, b[1].Attempt = "custom", 2
 	ok(t, s.AppendOutput(ctx, "r1", b))
 	same(t, outSeqs(b), []uint64{4, 5})
 	ok(t, s.AppendOutput(ctx, "r1", nil))
@@ -65,6 +66,9 @@ func testOutputSeq(t *testing.T, s OutputStore) {
 	same(t, texts(all), []string{"first 0", "first 1", "first 2", "second 0", "second 1"})
 	same(t, outSeqs(all), []uint64{1, 2, 3, 4, 5})
 	same(t, all[1].Stream, state.StreamStderr)
+	same(t, all[4].Stream, "custom")
+	same(t, all[4].Attempt, 2)
+	same(t, all[3].Attempt, 1)
 	same(t, all[0].Attempt, 1)
 	if !all[0].Time.Equal(at(time.Second)) {
 		t.Fatalf("a line's time is not kept: %v", all[0].Time)
