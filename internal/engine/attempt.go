@@ -183,7 +183,7 @@ func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[str
 		sctx, stop = context.WithTimeoutCause(ctx, st.Timeout, errStepTimeout)
 		defer stop()
 	}
-	out, err := st.Desc.Run(sctx, call)
+	out, err := st.Desc.Run(steps.WatchCalls(sctx, call), call)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(sctx), errStepTimeout) {
 		err = &fault.Error{Code: fault.Timeout, Message: fmt.Sprintf("step timed out after %s", st.Timeout), Err: err}
 	}

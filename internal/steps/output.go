@@ -2,7 +2,10 @@ package steps
 
 import (
 	"bytes"
+	"context"
 	"io"
+
+	"github.com/runbook/runbook/internal/cloud/httpcall"
 )
 
 // Output streams of Call.Print (the engine stores them as state.OutputLine
@@ -89,4 +92,15 @@ func (w *lineWriter) Close() error {
 	}
 	w.buf = nil
 	return nil
+}
+
+// WatchCalls returns ctx under which every attempt of a cloud API call
+// (internal/cloud/httpcall) is printed to c's output as a StreamCall line:
+// method, path, status, duration; never headers, bodies or queries. The
+// engine runs each step under it.
+func WatchCalls(ctx context.Context, c *Call) context.Context {
+	if c == nil || c.Output == nil {
+		return ctx
+	}
+	return httpcall.Watch(ctx, func(a httpcall.Attempt) { c.Print(StreamCall, a.String()) })
 }

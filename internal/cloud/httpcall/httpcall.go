@@ -128,7 +128,9 @@ func Do(ctx context.Context, p Policy, c Call) (*http.Response, error) {
 			}
 			return nil, err
 		}
+		sent := time.Now()
 		resp, k, err := p.send(c, req)
+		watched(ctx, attemptOf(req, resp, sent, attempt))
 		switch {
 		case err == nil:
 			return resp, nil
@@ -155,6 +157,14 @@ func Do(ctx context.Context, p Policy, c Call) (*http.Response, error) {
 			return nil, cancelled(c.Op, err)
 		}
 	}
+}
+
+func attemptOf(req *http.Request, resp *http.Response, sent time.Time, n int) Attempt {
+	a := Attempt{Method: req.Method, Path: req.URL.EscapedPath(), Took: time.Since(sent), N: n}
+	if resp != nil {
+		a.Status = resp.StatusCode
+	}
+	return a
 }
 
 func (p *Policy) defaults() {

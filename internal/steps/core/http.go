@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runbook/runbook/internal/cloud/httpcall"
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
@@ -114,6 +115,13 @@ func runHTTP(ctx context.Context, c *steps.Call, p *httpParams) (steps.Outputs, 
 
 	start := time.Now()
 	resp, err := client.Do(req)
+	// The call goes to the step's output: method, host and path (no
+	// query, no user info), status, duration.
+	call := httpcall.Attempt{Method: req.Method, Path: req.URL.Host + req.URL.EscapedPath(), Took: time.Since(start), N: 1}
+	if resp != nil {
+		call.Status = resp.StatusCode
+	}
+	c.Print(steps.StreamCall, call.String())
 	if err != nil {
 		return nil, requestError(ctx, rctx, p, err)
 	}
