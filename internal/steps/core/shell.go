@@ -26,7 +26,7 @@ type shellParams struct {
 	Dir            string            `json:"dir" desc:"working directory, relative to the playbook's directory (default: that directory)"`
 	Timeout        steps.Duration    `json:"timeout" desc:"kill the command after this long (default: no limit beyond the step's)"`
 	Stdin          string            `json:"stdin" desc:"text written to the command's standard input"`
-	MaxOutputBytes int               `json:"max_output_bytes" default:"1048576" min:"0" max:"67108864" desc:"bytes kept per stream (stdout, stderr); the rest is dropped"`
+	MaxOutputBytes int               `json:"max_output_bytes" default:"1048576" min:"0" max:"67108864" desc:"bytes kept per stream (stdout, stderr) for parse_json; the rest is dropped. The stdout and stderr outputs keep the first mebibyte of them; the step's log has every line (runbook runs logs RUN STEP)"`
 	ParseJSON      bool              `json:"parse_json" desc:"parse stdout as JSON into the json output"`
 	AllowExitCodes []int             `json:"allow_exit_codes" default:"0" min:"0" max:"255" desc:"exit codes that count as success"`
 	KillGrace      steps.Duration    `json:"kill_grace" default:"5s" max:"10m" desc:"time between SIGTERM and SIGKILL when cancelled"`
@@ -40,10 +40,10 @@ func init() {
 		Example: map[string]any{"command": "kubectl rollout status deployment/web", "timeout": "5m", "env": map[string]any{"KUBECONFIG": "kubeconfig.yaml"}},
 		Outputs: []steps.Output{
 			{Name: "exit_code", Type: "integer", Description: "exit code (-1 when killed by a signal)"},
-			{Name: "stdout", Type: "string", Description: "standard output, one trailing newline removed"},
-			{Name: "stderr", Type: "string", Description: "standard error, one trailing newline removed"},
+			{Name: "stdout", Type: "string", Description: "standard output (its first mebibyte), one trailing newline removed"},
+			{Name: "stderr", Type: "string", Description: "standard error (its first mebibyte), one trailing newline removed"},
 			{Name: "json", Type: "any", Description: "stdout parsed as JSON when parse_json is set, else null"},
-			{Name: "truncated", Type: "boolean", Description: "whether either stream exceeded max_output_bytes"},
+			{Name: "truncated", Type: "boolean", Description: "whether either stream exceeded max_output_bytes, or stdout or stderr was cut to its first mebibyte"},
 			{Name: "duration_ms", Type: "integer", Description: "time the command ran"},
 		},
 		Check: checkShell,
@@ -68,6 +68,14 @@ func checkShell(p *shellParams, dynamic map[string]bool) []fault.Problem {
 	}
 	return out
 }
+
+// recordedOutputBytes bounds the stdout and stderr outputs. They are kept
+// in the step's record (runs show, a resume, later expressions), which a
+// chatty command must not inflate: beyond this (the default of
+// max_output_bytes) they are cut and truncated is true. Every line is in
+// the step's output log (runs logs RUN STEP) whatever the cut, and
+// parse_json reads all max_output_bytes.
+const recordedOutputBytes = 1 << 20
 
 // capped keeps the first max bytes written and counts the rest.
 type capped struct {
@@ -171,10 +179,10 @@ func runShell(ctx context.Context, c *steps.Call, p *shellParams) (steps.Outputs
 	code := cmd.ProcessState.ExitCode()
 	out := steps.Outputs{
 		"exit_code":   code,
-		"stdout":      trimNewline(stdout.buf),
-		"stderr":      trimNewline(stderr.buf),
+		"stdout":      trimNewline(head(stdout.buf, recordedOutputBytes)),
+		"stderr":      trimNewline(head(stderr.buf, recordedOutputBytes)),
 		"json":        nil,
-		"truncated":   stdout.dropped > 0 || stderr.dropped > 0,
+		"truncated":   stdout.dropped > 0 || stderr.dropped > 0 || len(stdout.buf) > recordedOutputBytes || len(stderr.buf) > recordedOutputBytes,
 		"duration_ms": elapsed.Milliseconds(),
 	}
 	if !exitAllowed(code, p.AllowExitCodes) {
@@ -235,6 +243,14 @@ func trimNewline(b []byte) string {
 	b = bytes.TrimSuffix(b, []byte("\n"))
 	b = bytes.TrimSuffix(b, []byte("\r"))
 	return string(b)
+}
+
+// head returns the first n bytes of b.
+func head(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
 }
 
 // tail returns the last n bytes of b as a string.
