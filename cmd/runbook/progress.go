@@ -18,6 +18,8 @@ import (
 // progress shows a run's events as they happen.
 type progress interface {
 	observe(runID string, ev state.Event)
+	// output shows lines the steps printed (engine.Options.OutputObserver).
+	output(runID string, lines []state.OutputLine)
 	// close stops the display after the run returned.
 	close()
 }
@@ -82,6 +84,18 @@ func (p *plainProgress) observe(runID string, ev state.Event) {
 	}
 	p.w.WriteString(p.red.String(line))
 	p.w.WriteByte('\n')
+	p.w.Flush()
+}
+
+// output prints every line, under its step: "15:04:05   build | text".
+func (p *plainProgress) output(runID string, lines []state.OutputLine) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	prefix := p.scope.prefix(runID)
+	for _, l := range lines {
+		p.w.WriteString(p.red.String(formatOutputLine(l, prefix)))
+		p.w.WriteByte('\n')
+	}
 	p.w.Flush()
 }
 
@@ -249,9 +263,15 @@ type liveLine struct {
 	ended   time.Time
 	dur     time.Duration
 	note    string
+	// tail holds the last lines the step printed, shown under it while it
+	// runs.
+	tail []string
 	// for_each steps count their items.
 	items, itemsDone, itemsFailed int
 }
+
+// liveTail is how many of a running step's last lines the live list shows.
+const liveTail = 3
 
 // frameInterval bounds the redraw rate (20 per second).
 const frameInterval = 50 * time.Millisecond
@@ -356,6 +376,42 @@ func (p *liveProgress) observe(runID string, ev state.Event) {
 	}
 }
 
+// output keeps the last lines of each running step, shown under it.
+func (p *liveProgress) output(runID string, lines []state.OutputLine) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	prefix := p.scope.prefix(runID)
+	for _, ol := range lines {
+		id := prefix + ol.Step
+		if i := strings.LastIndexByte(id, '['); i > 0 && strings.HasSuffix(id, "]") {
+			id = id[:i]
+		}
+		l := p.byID[id]
+		if l == nil {
+			continue
+		}
+		l.tail = append(l.tail, printable(ol.Text))
+		if len(l.tail) > liveTail {
+			l.tail = l.tail[len(l.tail)-liveTail:]
+		}
+		p.dirty = true
+	}
+}
+
+// printable replaces what would move the cursor or recolour the terminal
+// (escape sequences, carriage returns) in a printed line.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\t':
+			return ' '
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			return '·'
+		}
+		return r
+	}, s)
+}
+
 // item updates a for_each step's line from one item's event.
 func (p *liveProgress) item(parent string, ev state.Event) {
 	l := p.line(parent, ev.Time)
@@ -430,11 +486,28 @@ func (p *liveProgress) draw(final bool) {
 			break
 		}
 		b.WriteString(p.render(l, width))
-		if l.status == "running" || l.status == "retry" {
+		running := l.status == "running" || l.status == "retry"
+		if running {
 			b.WriteString(p.paint(dim, "  "+formatDuration(now.Sub(l.started))))
 		}
 		b.WriteByte('\n')
 		p.drawn++
+		if !running || final {
+			l.tail = nil
+			continue
+		}
+		for _, t := range l.tail {
+			if p.drawn >= room {
+				break
+			}
+			t = "      │ " + p.red.String(t)
+			if limit := width - 2; limit > 10 {
+				t = truncateRunes(t, limit)
+			}
+			b.WriteString(p.paint(dim, t))
+			b.WriteByte('\n')
+			p.drawn++
+		}
 	}
 	if final {
 		p.drawn = 0

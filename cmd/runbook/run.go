@@ -111,6 +111,7 @@ and followed here; --detach returns once the server has it.`,
 	opts.Connection = conns.resolve
 	opts.Sim = sims.recorded()
 	opts.Observer = prog.observe
+	opts.OutputObserver = prog.output
 	if *wait {
 		opts.Approvals = engine.ApprovalWait
 	}

@@ -1,31 +1,40 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
-	"strings"
 
 	"github.com/runbook/runbook/internal/state"
 )
 
 func cmdRunsLogs(ctx context.Context, a *app, args []string) error {
 	fs := newFlagSet(a, command{
-		name: "runs logs", usage: "RUN_ID [-f] [--output json]",
-		summary: "Print a run's event log: step transitions, retries, approvals and the steps' log lines.",
-		details: `With -f and a runbook serve holding the state file, new events print as
-they happen until the run ends. Without a server nothing executes the
-run, so -f prints the log and returns. With --output json, -f prints one
-event per line instead of an array.`,
+		name: "runs logs", usage: "RUN_ID [STEP] [-f] [--output json]",
+		summary: "Print a run's log: step transitions, retries, approvals, the steps' log lines and what they printed.",
+		details: `Without STEP, the run's events with the steps' output interleaved by
+time ("  build | line"; stderr lines "  build ! line"). With STEP, only
+what that step (and its for_each items, STEP[0], ...) printed: a shell
+step's stdout and stderr lines as printed, the API calls of http.request
+and the cloud steps, and a note where output beyond the 8 MiB kept per
+step attempt was dropped.
+
+With -f, new events and lines print as they happen until the run ends,
+through the runbook serve (or the running runbook run) that holds the
+state file. Without one nothing executes the run, so -f prints the log and
+returns. With --output json: without STEP the events as an array (as
+before), with STEP the lines ({seq, time, step, attempt, stream, text});
+-f prints one object per line instead of an array.`,
 	})
-	follow := fs.Bool("f", false, "follow: print new events until the run ends")
+	follow := fs.Bool("f", false, "follow: print new events and lines until the run ends")
 	out := addOutputFlag(fs, "text")
 	o := newRunsOpener(a, fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := wantArgs(fs, pos, 1, 1, "the RUN_ID (runbook runs list shows them)"); err != nil {
+	if err := wantArgs(fs, pos, 1, 2, "the RUN_ID (runbook runs list shows them)"); err != nil {
 		return err
 	}
 	b, id, err := o.openForRun(ctx, pos[0])
@@ -37,9 +46,23 @@ event per line instead of an array.`,
 	if err != nil {
 		return err
 	}
-	if *follow {
-		return a.followLogs(ctx, b, r, out)
+	q := logQuery{events: true, output: true, follow: *follow}
+	if len(pos) == 2 {
+		q.events, q.step = false, pos[1]
 	}
+	lr, ok := b.(logReader)
+	if !ok {
+		// A backend that cannot read output: the events alone.
+		return a.printEvents(ctx, b, r, out)
+	}
+	if out.json && !*follow && q.step == "" {
+		return a.printEvents(ctx, b, r, out)
+	}
+	return a.printLog(ctx, lr, r, q, out)
+}
+
+// printEvents prints a run's events: as an array with --output json.
+func (a *app) printEvents(ctx context.Context, b runsBackend, r *state.Run, out *outputFlag) error {
 	evs, err := b.events(ctx, r.ID, 0)
 	if err != nil {
 		return withHint(err, "")
@@ -50,42 +73,64 @@ event per line instead of an array.`,
 		}
 		return writeJSON(a.stdout, evs)
 	}
-	var sb strings.Builder
+	w := bufio.NewWriter(a.stdout)
 	for _, ev := range evs {
-		sb.WriteString(formatEvent(ev, "", r.ID))
-		sb.WriteByte('\n')
+		w.WriteString(formatEvent(ev, "", r.ID))
+		w.WriteByte('\n')
 	}
-	_, err = io.WriteString(a.stdout, sb.String())
-	return err
+	return w.Flush()
 }
 
-// followLogs prints a run's events one per line, then, through a server,
-// every new one until the run ends.
-func (a *app) followLogs(ctx context.Context, b runsBackend, r *state.Run, out *outputFlag) error {
+// printLog prints what q selects: as text lines, as one JSON array of
+// lines (a step's output, not followed), or one JSON object per line.
+func (a *app) printLog(ctx context.Context, lr logReader, r *state.Run, q logQuery, out *outputFlag) error {
+	w := bufio.NewWriter(a.stdout)
 	var werr error
-	emit := func(ev state.Event) bool {
-		if out.json {
-			werr = json.NewEncoder(a.stdout).Encode(ev)
-		} else {
-			_, werr = io.WriteString(a.stdout, formatEvent(ev, "", r.ID)+"\n")
+	var lines []state.OutputLine
+	array := out.json && !q.follow
+	each := func(it logItem) bool {
+		switch {
+		case array:
+			lines = append(lines, *it.line)
+			return true
+		case out.json && it.ev != nil:
+			werr = json.NewEncoder(w).Encode(it.ev)
+		case out.json:
+			werr = json.NewEncoder(w).Encode(it.line)
+		case it.ev != nil:
+			_, werr = io.WriteString(w, formatEvent(*it.ev, "", r.ID)+"\n")
+		case q.step != "":
+			_, werr = io.WriteString(w, it.line.Text+"\n")
+		default:
+			_, werr = io.WriteString(w, formatOutputLine(*it.line, "")+"\n")
+		}
+		if q.follow && werr == nil {
+			werr = w.Flush()
 		}
 		return werr == nil
 	}
-	api, ok := b.(*apiBackend)
-	if !ok {
-		evs, err := b.events(ctx, r.ID, 0)
-		if err != nil {
-			return withHint(err, "")
-		}
-		for _, ev := range evs {
-			if !emit(ev) {
-				break
-			}
-		}
-		return werr
-	}
-	if _, err := api.follow(ctx, r.ID, 0, emit); err != nil && ctx.Err() == nil {
+	err := lr.readLog(ctx, r.ID, q, each)
+	if err != nil && ctx.Err() == nil {
 		return withHint(err, "runbook runs logs "+r.ID)
 	}
-	return werr
+	if werr != nil {
+		return werr
+	}
+	if array {
+		if lines == nil {
+			lines = []state.OutputLine{}
+		}
+		return writeJSON(a.stdout, lines)
+	}
+	return w.Flush()
+}
+
+// formatOutputLine renders one output line for the log, with a local time
+// stamp, under its step: "15:04:05   build | text"; "!" marks stderr.
+func formatOutputLine(l state.OutputLine, prefix string) string {
+	mark := " | "
+	if l.Stream == state.StreamStderr {
+		mark = " ! "
+	}
+	return l.Time.Local().Format("15:04:05") + "   " + prefix + l.Step + mark + l.Text
 }

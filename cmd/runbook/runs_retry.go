@@ -86,6 +86,7 @@ input: give the run's secret inputs again with -i (other inputs are kept).`,
 	opts.Connection = conns.resolve
 	opts.Sim = sims.recorded()
 	opts.Observer = prog.observe
+	opts.OutputObserver = prog.output
 	eng := engine.New(opts)
 	if err := eng.ReleaseStaleLocks(ctx); err != nil {
 		prog.close()

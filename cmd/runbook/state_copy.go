@@ -45,7 +45,7 @@ func cmdStateCopy(ctx context.Context, a *app, args []string) error {
 		summary: "Copy the whole state from one store to another: a bbolt file to a PostgreSQL database " +
 			"(postgres://…), back, or file to file. Runs with their playbook snapshots, steps, events (with their " +
 			"numbers), intents, approvals, webhook delivery bodies, cursors, live dedup keys, tokens (their hashes) " +
-			"and the audit log are copied; locks are not (a lock belongs to a running process: a run takes its key " +
+			"and the audit log are copied, then the steps' output; locks are not (a lock belongs to a running process: a run takes its key " +
 			"again when it resumes). The destination must hold nothing: a copy is never a merge. A source file is " +
 			"opened read-only and refused while a runbook process holds it. At the end both stores are counted, " +
 			"kind by kind; any difference exits 1.",
@@ -88,6 +88,12 @@ func cmdStateCopy(ctx context.Context, a *app, args []string) error {
 	}
 	fmt.Fprintf(a.stdout, "Copying %s to %s\n", displayLocation(*from), displayLocation(*to))
 	counts, err := copyRecords(ctx, src, dst)
+	if err == nil {
+		var lines int
+		if lines, err = copyOutput(ctx, src, dst); err == nil && lines > 0 {
+			fmt.Fprintf(a.stdout, "Copied %d lines of step output.\n", lines)
+		}
+	}
 	if err != nil {
 		_ = dst.Close()
 		hint := "the destination holds part of the copy: empty it (or pick another) and copy again"

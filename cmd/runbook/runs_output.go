@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/runbook/runbook/internal/api"
+	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/state"
+)
+
+// logItem is one entry of a run's log as `runs logs` prints it: an event
+// or a line a step printed.
+type logItem struct {
+	ev   *state.Event
+	line *state.OutputLine
+}
+
+// logQuery says what `runs logs` reads: the run's events, its steps'
+// output (of step only, when set), once or until the run ends.
+type logQuery struct {
+	events, output bool
+	step           string
+	follow         bool
+}
+
+// logReader is a runs backend that reads steps' output: the state file,
+// or the API (a server's or a running run's socket).
+type logReader interface {
+	// readLog calls each for every item q selects, in order, until each
+	// returns false or, with q.follow, until the run ends.
+	readLog(ctx context.Context, id string, q logQuery, each func(logItem) bool) error
+}
+
+var (
+	_ logReader = (*storeBackend)(nil)
+	_ logReader = (*apiBackend)(nil)
+)
+
+// logPoll is how often readLog reads a store again while it follows a run
+// that another process executes (a database shared with servers).
+const logPoll = 250 * time.Millisecond
+
+// readLog reads the store; while following, again every logPoll until the
+// run has ended and everything after it was read.
+func (b *storeBackend) readLog(ctx context.Context, id string, q logQuery, each func(logItem) bool) error {
+	var after, outAfter uint64
+	so, _ := b.store.(state.StepOutput)
+	for {
+		r, err := b.store.GetRun(ctx, id)
+		if err != nil {
+			return err
+		}
+		var evs []state.Event
+		var lines []state.OutputLine
+		if q.events {
+			if evs, err = b.store.Events(ctx, id, after, 0); err != nil {
+				return err
+			}
+		}
+		if q.output && so != nil {
+			if lines, err = so.Output(ctx, id, state.OutputFilter{Step: q.step, After: outAfter}); err != nil {
+				return err
+			}
+		}
+		if len(evs) > 0 {
+			after = evs[len(evs)-1].Seq
+		}
+		if len(lines) > 0 {
+			outAfter = lines[len(lines)-1].Seq
+		}
+		if !mergeLog(evs, lines, each) || !q.follow || r.Status.Done() || r.Status == state.RunWaiting {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(logPoll):
+		}
+	}
+}
+
+// mergeLog calls each for events and lines merged by time, each kept in
+// its own order; false when each stopped.
+func mergeLog(evs []state.Event, lines []state.OutputLine, each func(logItem) bool) bool {
+	for len(evs) > 0 || len(lines) > 0 {
+		var it logItem
+		if len(lines) == 0 || (len(evs) > 0 && !lines[0].Time.Before(evs[0].Time)) {
+			it.ev, evs = &evs[0], evs[1:]
+		} else {
+			it.line, lines = &lines[0], lines[1:]
+		}
+		if !each(it) {
+			return false
+		}
+	}
+	return true
+}
+
+// readLog reads the API's stream of the run's log
+// (GET /api/v1/runs/{id}/logs?output=true), reconnecting from the last
+// item it got when the connection drops.
+func (b *apiBackend) readLog(ctx context.Context, id string, q logQuery, each func(logItem) bool) error {
+	cursor, failures := "", 0
+	for {
+		stop, err := b.logStream(ctx, id, q, &cursor, each)
+		switch {
+		case stop:
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			var fe *fault.Error
+			if errors.As(err, &fe) && fe.Code != fault.Unavailable {
+				return err
+			}
+			if failures++; failures >= 5 {
+				return err
+			}
+		default:
+			failures = 0
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(failures) * 300 * time.Millisecond):
+		}
+	}
+}
+
+// logStream reads one connection of the stream; stop reports that the
+// stream ended (the run ended, or it was not followed) or each asked to
+// stop. cursor is the last event id received ("E.O").
+func (b *apiBackend) logStream(ctx context.Context, id string, q logQuery, cursor *string, each func(logItem) bool) (stop bool, err error) {
+	v := url.Values{"output": {strconv.FormatBool(q.output)}, "follow": {strconv.FormatBool(q.follow)}}
+	if !q.output {
+		v.Del("output")
+	}
+	if !q.events {
+		v.Set("events", "false")
+	}
+	if q.step != "" {
+		v.Set("step", q.step)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.base+"/api/v1/runs/"+url.PathEscape(id)+"/logs?"+v.Encode(), nil)
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	req.Header.Set("Accept", "text/event-stream")
+	if *cursor != "" {
+		req.Header.Set("Last-Event-ID", *cursor)
+	}
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		return false, &fault.Error{Code: fault.Unavailable, Message: fmt.Sprintf("%s: %v", b.base, err)}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, b.answerError(resp)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	var typ, eid string
+	var data strings.Builder
+	for sc.Scan() {
+		field, value, _ := strings.Cut(sc.Text(), ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "event":
+			typ = value
+			continue
+		case "id":
+			eid = value
+			continue
+		case "data":
+			data.WriteString(value)
+			continue
+		case "":
+		default:
+			continue
+		}
+		// A blank line (or a comment) dispatches the event.
+		payload := data.String()
+		data.Reset()
+		t := typ
+		typ = ""
+		if payload == "" {
+			continue
+		}
+		if t == "end" {
+			return true, nil
+		}
+		var it logItem
+		if t == api.OutputEvent {
+			it.line = &state.OutputLine{}
+			err = json.Unmarshal([]byte(payload), it.line)
+		} else {
+			it.ev = &state.Event{}
+			err = json.Unmarshal([]byte(payload), it.ev)
+		}
+		if err != nil {
+			return false, fmt.Errorf("decode the log of run %s: %w", id, err)
+		}
+		*cursor = eid
+		if !each(it) {
+			return true, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return false, &fault.Error{Code: fault.Unavailable, Message: fmt.Sprintf("%s: %v", b.base, err)}
+	}
+	// Not followed: the server sent what it has and closed.
+	return !q.follow, nil
+}
+
+func (nopProgress) output(string, []state.OutputLine) {}
