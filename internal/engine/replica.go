@@ -1,6 +1,11 @@
 package engine
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"github.com/runbook/runbook/internal/state"
+)
 
 // Process is the ID this engine records as the owner of the runs it
 // executes (Options.Process, "host/pid" by default); a `runbook serve`
@@ -14,4 +19,18 @@ func (e *Engine) Process() string { return e.o.Process }
 func (e *Engine) Wake(ctx context.Context, runID string) {
 	e.wake(runID)
 	e.wakeParked(ctx, runID)
+}
+
+// takenOver reports whether the runs of owner, a process that is gone,
+// are taken over by the replicas sharing st: owner was a replica. A run
+// of any other process (`runbook run`) waits for an explicit resume.
+func takenOver(st state.Store, owner string) bool {
+	c, ok := st.(state.Coordinator)
+	if !ok {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	replica, err := c.IsReplica(ctx, owner)
+	return err == nil && replica
 }
