@@ -28,8 +28,9 @@ const runColumns = `id, playbook, status, parent_id, trigger_type, trigger_key, 
 const snapshotValue = `CASE WHEN $13 <> '' AND EXISTS (SELECT FROM runbook_snapshots WHERE hash = $13 AND source = $14)
 	THEN NULL ELSE $14 END`
 
-// insertRun inserts a run whose first $16 events follow. A taken ID fails
-// on the primary key, and with it the transaction (see createRunError).
+// insertRun inserts a run whose first $16 events follow (see withEvents).
+// A taken ID fails on the primary key, and with it the transaction (see
+// createRunError).
 const insertRun = `INSERT INTO runbook_runs (` + runColumns + `, last_seq)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, ` + snapshotValue + `, $15, $16)`
 
@@ -117,8 +118,11 @@ func queueCreateRun(b *pgx.Batch, r *state.Run, record []byte, evs [][]byte) {
 	if r.Hash != "" && len(r.Snapshot) > 0 {
 		b.Queue(storeSnapshot, r.Hash, r.Snapshot)
 	}
-	b.Queue(insertRun, append(runArgs(r, record), len(evs))...)
-	queueEvents(b, r.ID, evs)
+	if len(evs) == 0 {
+		b.Queue(insertRun, append(runArgs(r, record), 0)...)
+		return
+	}
+	b.Queue(withEvents(insertRun, 16, 17), append(runArgs(r, record), len(evs), evs)...)
 }
 
 // createRunError turns the failed insert of a taken run ID into
@@ -166,8 +170,8 @@ func (s *Store) SaveRun(ctx context.Context, r *state.Run, events ...state.Event
 }
 
 // queueSaveRun returns the statements that replace a run and append its
-// events. When the run does not exist, the update reports ErrNotFound and
-// the other statements match nothing.
+// events (one statement, see withEvents). When the run does not exist, it
+// reports ErrNotFound and the snapshot's statement stores nothing.
 func queueSaveRun(r *state.Run, evs [][]byte) (*pgx.Batch, error) {
 	record, err := encodeRun(r)
 	if err != nil {
@@ -177,13 +181,17 @@ func queueSaveRun(r *state.Run, evs [][]byte) (*pgx.Batch, error) {
 	if r.Hash != "" && len(r.Snapshot) > 0 {
 		b.Queue(storeSnapshotOf, r.Hash, r.Snapshot, r.ID)
 	}
-	b.Queue(updateRun, append(runArgs(r, record), len(evs))...).Exec(func(tag pgconn.CommandTag) error {
+	found := func(tag pgconn.CommandTag) error {
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("run %s: %w", r.ID, state.ErrNotFound)
 		}
 		return nil
-	})
-	queueEvents(b, r.ID, evs)
+	}
+	if len(evs) == 0 {
+		b.Queue(updateRun, append(runArgs(r, record), 0)...).Exec(found)
+	} else {
+		b.Queue(withEvents(updateRun, 16, 17), append(runArgs(r, record), len(evs), evs)...).Exec(found)
+	}
 	return b, nil
 }
 

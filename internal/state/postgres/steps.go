@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -61,9 +62,8 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 	}
 	// An unknown run fails the reservation and the steps' foreign key.
 	b := &pgx.Batch{}
-	queueReserve(b, runID, len(evs))
+	queueReserve(b, runID, evs)
 	b.Queue(upsertSteps, runID, ids, statuses, records)
-	queueEvents(b, runID, evs)
 	err = s.send(ctx, b)
 	if err != nil {
 		if len(recs) == 1 {
@@ -148,8 +148,7 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, events ...state.
 		return fmt.Errorf("append events to run %s: %w", runID, err)
 	}
 	b := &pgx.Batch{}
-	queueReserve(b, runID, len(evs))
-	queueEvents(b, runID, evs)
+	queueReserve(b, runID, evs)
 	err = s.send(ctx, b)
 	if err != nil {
 		return fmt.Errorf("append events to run %s: %w", runID, err)
@@ -157,41 +156,44 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, events ...state.
 	return nil
 }
 
-// queueReserve queues the reservation of a run's next n event numbers,
-// which fails with state.ErrNotFound when the run does not exist. Taking
-// the numbers (last_seq) locks the run's row until the transaction ends,
-// so writers of one run, on any replica, number their events one after
-// the other, without gaps. With no events to number it only checks that
-// the run exists.
-func queueReserve(b *pgx.Batch, runID string, n int) {
+// reserve takes run $1's next $2 event numbers (see queueReserve).
+const reserve = `UPDATE runbook_runs SET last_seq = last_seq + $2 WHERE id = $1`
+
+// queueReserve queues the reservation of a run's next event numbers and
+// the insert of evs (encoded) under them, in one statement, which fails
+// with state.ErrNotFound when the run does not exist. Taking the numbers
+// (last_seq) locks the run's row until the transaction ends, so writers
+// of one run, on any replica, number their events one after the other,
+// without gaps. With no events it only checks that the run exists.
+func queueReserve(b *pgx.Batch, runID string, evs [][]byte) {
 	found := func(tag pgconn.CommandTag) error {
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("run %s: %w", runID, state.ErrNotFound)
 		}
 		return nil
 	}
-	if n == 0 {
+	if len(evs) == 0 {
 		b.Queue(`SELECT FROM runbook_runs WHERE id = $1`, runID).Exec(found)
 		return
 	}
-	b.Queue(`UPDATE runbook_runs SET last_seq = last_seq + $2 WHERE id = $1`, runID, n).Exec(found)
+	b.Queue(withEvents(reserve, 2, 3), runID, len(evs), evs).Exec(found)
 }
 
-// queueEvents queues the insert of encoded events, numbered as the last
-// len(evs) numbers of the run's last_seq, reserved by the statement
-// before (queueReserve, or insertRun for a new run). With no such run it
-// inserts nothing.
-func queueEvents(b *pgx.Batch, runID string, evs [][]byte) {
-	if len(evs) == 0 {
-		return
-	}
-	b.Queue(`INSERT INTO runbook_events (run_id, seq, event)
-SELECT r.id, r.last_seq - $2 + e.n, e.event
-FROM runbook_runs r, unnest($3::json[]) WITH ORDINALITY AS e(event, n)
-WHERE r.id = $1`, runID, len(evs), evs)
+// withEvents returns stmt, an INSERT or UPDATE of one run that reserves
+// its last $nArg event numbers (last_seq), followed in the same statement
+// by the insert of the events $evArg (json[]) under those numbers: one
+// statement where a run's write and its events took two. It inserts no
+// event, and reports no row, when stmt writes no run.
+func withEvents(stmt string, nArg, evArg int) string {
+	return `WITH r AS (` + stmt + `
+	RETURNING id, last_seq
+)
+INSERT INTO runbook_events (run_id, seq, event)
+SELECT r.id, r.last_seq - $` + strconv.Itoa(nArg) + ` + e.n, e.event
+FROM r, unnest($` + strconv.Itoa(evArg) + `::json[]) WITH ORDINALITY AS e(event, n)`
 }
 
-// encodeEvents encodes events for insertEvents: without their Seq (the
+// encodeEvents encodes events for withEvents: without their Seq (the
 // row's seq column is the event's number), a zero Time set to now.
 func (s *Store) encodeEvents(events []state.Event) ([][]byte, error) {
 	out := make([][]byte, len(events))
