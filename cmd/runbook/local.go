@@ -68,6 +68,11 @@ func (a *app) openRunState(ctx context.Context, sf *stateFlags) (*runState, erro
 		}
 		return &runState{remote: b, disc: disc, file: path}, nil
 	}
+	if hasDisc && alive(disc.PID) {
+		return nil, &exitError{code: 2,
+			err:  fmt.Errorf("state file %s is held by runbook serve (pid %d), which does not answer at %s: %w", path, disc.PID, disc.URL, state.ErrLocked),
+			hint: "check that server (its log, or kill -CONT " + fmt.Sprint(disc.PID) + " if it was stopped), or run with --state PATH for a separate state file"}
+	}
 	return nil, heldError(path, err)
 }
 

@@ -255,7 +255,7 @@ func TestRunSubmitsToTheServerHoldingTheStateFile(t *testing.T) {
 	c := newCLI(t)
 	c.writePlaybooks(t)
 	hello := c.file("playbooks/hello.yaml", greetPlaybook)
-	c.serveRuns(t)
+	s := c.serveRuns(t)
 
 	r := c.run("run", hello, "-i", "who=team", "-i", "token=s3cr3t-value")
 	require.Equal(t, 0, r.code, r)
@@ -299,6 +299,14 @@ func TestRunSubmitsToTheServerHoldingTheStateFile(t *testing.T) {
 		assert.Equal(t, 0, b.exit(t), b.out.String())
 		assert.Contains(t, b.out.String(), "ship: shipping ticket 7 for tester")
 		assert.Contains(t, b.out.String(), "run "+b.id+" succeeded in")
+	})
+
+	t.Run("a server that does not answer is named with its PID", func(t *testing.T) {
+		require.NoError(t, s.cmd.Process.Signal(syscall.SIGSTOP))
+		r := c.run("run", hello, "-i", "who=x")
+		require.NoError(t, s.cmd.Process.Signal(syscall.SIGCONT))
+		assert.Equal(t, 2, r.code, r)
+		assert.Contains(t, r.stderr, "held by runbook serve (pid "+strconv.Itoa(s.cmd.Process.Pid)+"), which does not answer")
 	})
 
 	t.Run("a playbook the server does not have is refused, naming the server", func(t *testing.T) {
