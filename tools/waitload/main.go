@@ -204,4 +204,3 @@ func fail(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "waitload: "+format+"\n", args...)
 	os.Exit(1)
 }
-
