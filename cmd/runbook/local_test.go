@@ -347,3 +347,25 @@ func TestAStateFileTooDeepForASocketPathGetsOneInTheTemporaryDirectory(t *testin
 	require.Equal(t, 0, r.code, r)
 	assert.Equal(t, 0, b.exit(t), b.out.String())
 }
+
+func TestRunsLogsFollowsAStepsOutputLiveThroughTheSocket(t *testing.T) {
+	c := newCLI(t)
+	pb := c.file("talk.yaml", `version: 1
+name: talk
+steps:
+  - {id: talk, uses: shell, with: {command: "echo first-line; sleep 30"}}
+`)
+	b := c.startRun(t, "first-line", "run", pb)
+	b.id = runIDOf(t, b.out.String())
+	follow := c.startRun(t, "first-line", "runs", "logs", "-f", b.id)
+	select {
+	case <-b.done:
+		t.Fatalf("the run ended before its line was followed:\n%s", b.out)
+	default:
+	}
+	r := c.run("runs", "cancel", b.id)
+	require.Equal(t, 0, r.code, r)
+	assert.Equal(t, 1, b.exit(t), b.out.String())
+	assert.Equal(t, 0, follow.exit(t), "runs logs -f ends with the run:\n%s", follow.out)
+	assert.Contains(t, follow.out.String(), "cancelled")
+}
