@@ -23,9 +23,19 @@ const (
 	outputFlushEvery = 200 * time.Millisecond
 )
 
+// outputQueue is how many full batches may wait for the store: the
+// step's writer goes on while they are written, and waits beyond that, so
+// a step printing faster than the store writes is slowed, not buffered
+// without bound.
+const outputQueue = 4
+
+// outputMergeLines bounds the lines of queued batches one write merges.
+const outputMergeLines = 64 << 10
+
 // stepOutput is the steps.OutputSink of one attempt: it redacts each line,
-// keeps at most max bytes of them, and writes them in batches to the
-// store's output area (when it has one) and to Options.OutputObserver.
+// keeps at most max bytes of them, and hands them in batches to a writer
+// goroutine (started by the first line) that writes them to the store's
+// output area (when it has one) and to Options.OutputObserver, in order.
 type stepOutput struct {
 	e       *Engine
 	store   state.StepOutput // nil: the store keeps no output
@@ -43,7 +53,11 @@ type stepOutput struct {
 	timer   *time.Timer
 	closed  bool
 
-	wmu sync.Mutex // one batch written at a time, in order
+	// smu orders the hand-overs: a batch is taken and queued under it, so
+	// batches reach the writer in the order of their lines.
+	smu     sync.Mutex
+	batches chan []state.OutputLine // nil until the first batch
+	done    chan struct{}           // closed when the writer has written everything
 }
 
 func (sr *stepRun) newOutput(attempt int) *stepOutput {
@@ -69,25 +83,21 @@ func (o *stepOutput) Line(stream, text string) {
 	o.kept += size
 	text = o.e.o.Redactor.String(text)
 	o.buf = append(o.buf, state.OutputLine{Time: o.e.o.Clock.Now(), Step: o.step, Attempt: o.attempt, Stream: stream, Text: text})
-	o.bufSize += len(text)
+	o.bufSize += len(text) + 1
 	full := o.bufSize >= outputFlushBytes
 	if !full && o.timer == nil {
 		o.timer = time.AfterFunc(outputFlushEvery, o.flush)
 	}
 	o.mu.Unlock()
 	if full {
-		// The writer waits for the batch: a step printing faster than
-		// the store writes is slowed, not buffered without bound.
 		o.flush()
 	}
 }
 
-// take returns the waiting lines and resets the batch.
-func (o *stepOutput) take() []state.OutputLine {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+// takeLocked returns the waiting lines and starts a new batch.
+func (o *stepOutput) takeLocked() []state.OutputLine {
 	lines := o.buf
-	o.buf, o.bufSize = nil, 0
+	o.buf, o.bufSize = make([]state.OutputLine, 0, max(len(lines), 16)), 0
 	if o.timer != nil {
 		o.timer.Stop()
 		o.timer = nil
@@ -95,18 +105,51 @@ func (o *stepOutput) take() []state.OutputLine {
 	return lines
 }
 
+// flush queues the waiting lines for the writer (the batch is full, or
+// its time is up).
 func (o *stepOutput) flush() {
-	o.wmu.Lock()
-	defer o.wmu.Unlock()
-	o.write(o.take())
+	o.smu.Lock()
+	defer o.smu.Unlock()
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return
+	}
+	lines := o.takeLocked()
+	o.mu.Unlock()
+	o.queue(lines)
+}
+
+// queue hands lines to the writer, starting it at the first batch. The
+// caller holds smu.
+func (o *stepOutput) queue(lines []state.OutputLine) {
+	if len(lines) == 0 {
+		return
+	}
+	if o.batches == nil {
+		o.batches, o.done = make(chan []state.OutputLine, outputQueue), make(chan struct{})
+		go func() {
+			defer close(o.done)
+			for b := range o.batches {
+				// Batches that queued up meanwhile go in the same write.
+				for more := true; more && len(b) < outputMergeLines; {
+					select {
+					case next, ok := <-o.batches:
+						b, more = append(b, next...), ok
+					default:
+						more = false
+					}
+				}
+				o.write(b)
+			}
+		}()
+	}
+	o.batches <- lines
 }
 
 // write stores lines (the store sets their Seq) and shows them. A failed
 // write is logged: the step goes on, its output is lost.
 func (o *stepOutput) write(lines []state.OutputLine) {
-	if len(lines) == 0 {
-		return
-	}
 	if o.store != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), o.e.o.StateWrites)
 		err := o.store.AppendOutput(ctx, o.runID, lines)
@@ -120,19 +163,26 @@ func (o *stepOutput) write(lines []state.OutputLine) {
 	}
 }
 
-// close writes what is waiting, then, when lines were dropped, a note
-// saying how much. Lines printed after close are dropped silently (a
-// background child of a shell step).
+// close queues what is waiting, then, when lines were dropped, a note
+// saying how much, and returns once the writer has written everything.
+// Lines printed after close are dropped silently (a background child of a
+// shell step).
 func (o *stepOutput) close() {
-	o.wmu.Lock()
-	defer o.wmu.Unlock()
-	lines := o.take()
+	o.smu.Lock()
 	o.mu.Lock()
+	lines := o.takeLocked()
 	o.closed = true
 	if o.dropped > 0 {
 		lines = append(lines, state.OutputLine{Time: o.e.o.Clock.Now(), Step: o.step, Attempt: o.attempt, Stream: state.StreamNote,
 			Text: fmt.Sprintf("… output truncated: %d more bytes (%d lines) not kept; a step keeps %d bytes of output per attempt", o.dropped, o.lost, o.max)})
 	}
 	o.mu.Unlock()
-	o.write(lines)
+	o.queue(lines)
+	if o.batches != nil {
+		close(o.batches)
+	}
+	o.smu.Unlock()
+	if o.done != nil {
+		<-o.done
+	}
 }

@@ -1,0 +1,43 @@
+package engine_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/secrets"
+	"github.com/runbook/runbook/internal/state/bolt"
+)
+
+// BenchmarkChattyShellStep runs a playbook whose one shell step prints
+// 100,000 lines (588,895 bytes), on a real bbolt file: the engine's cost of
+// the step's output (cutting lines, redacting, batching, storing) shows
+// against the same benchmark of a build without it.
+func BenchmarkChattyShellStep(b *testing.B) {
+	dir := b.TempDir()
+	st, err := bolt.Open(filepath.Join(dir, "state.db"), bolt.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	path := filepath.Join(dir, "chatty.yaml")
+	src := "version: 1\nname: chatty\nsteps:\n  - id: chatty\n    uses: shell\n    with: {command: 'seq 1 100000'}\n"
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	pb, err := playbook.Load(path, playbook.LoadOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	eng := engine.New(engine.Options{Store: st, Redactor: secrets.NewRedactor(), Environ: []string{"PATH=" + os.Getenv("PATH")}})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := eng.Run(context.Background(), pb, engine.StartRequest{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
