@@ -5,10 +5,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -115,4 +117,43 @@ steps:
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusConflict, resp.StatusCode, "a retry needs a server")
+}
+
+// The socket's mode is the first credential; the peer's uid, asked of the
+// kernel, is the second: even through a socket opened to everyone, another
+// user is refused.
+func TestLocalRefusesAnotherUsersPeer(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Getuid() != 0 {
+		t.Skip("needs Linux and root, to connect as another user")
+	}
+	// A system python: the user's own (~/.pyenv) is out of nobody's reach.
+	py := "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("needs /usr/bin/python3 to connect as another user")
+	}
+	dir, err := os.MkdirTemp("", "runbook-peer-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	statePath := filepath.Join(dir, "state.db")
+	store, err := bolt.Open(statePath, bolt.Options{NoSync: true})
+	require.NoError(t, err)
+	defer store.Close()
+	l := NewLocal(LocalOptions{Store: store, StateFile: statePath})
+	require.NoError(t, l.Start(engine.New(engine.Options{Store: store, Environ: []string{}})))
+	defer l.Close()
+	sock := statePath + ".sock"
+	require.NoError(t, os.Chmod(sock, 0o666))
+
+	script := `import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"GET /api/v1/runs HTTP/1.0\r\n\r\n")
+print(s.recv(4096).decode())`
+	cmd := exec.Command(py, "-c", script, sock)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "403 Forbidden")
+	assert.Contains(t, string(out), "uid 65534 may not use the socket")
 }
