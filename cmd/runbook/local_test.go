@@ -165,12 +165,21 @@ steps:
   - {id: nap, uses: shell, with: {command: "sleep 30"}}
   - {id: after, uses: log, with: {message: never}}
 `)
+	parked := c.run("run", c.file("gated.yaml", approvalPlaybook))
+	require.Equal(t, 0, parked.code, parked)
+	gated := runIDOf(t, parked.stdout)
 	b := c.startRun(t, "step nap started", "run", pb)
 	b.id = runIDOf(t, b.out.String())
 
-	r := c.run("runs", "list")
+	// A parked run is not the holder's to continue: its answer waits.
+	r := c.run("runs", "approve", gated, "gate", "--field", "ticket=1")
+	assert.Equal(t, 1, r.code, r)
+	assert.Contains(t, r.stderr, "run "+gated+" is not executed by runbook run (pid "+strconv.Itoa(b.cmd.Process.Pid)+")")
+
+	r = c.run("runs", "list")
 	require.Equal(t, 0, r.code, r)
 	assert.Regexp(t, b.id+`\s+nap\s+running`, r.stdout)
+	assert.Regexp(t, gated+`\s+gated\s+waiting`, r.stdout, "the refused answer left it waiting")
 	r = c.run("runs", "show", b.id)
 	require.Equal(t, 0, r.code, r)
 	assert.Regexp(t, `status:\s+running`, r.stdout)
