@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
@@ -105,10 +106,21 @@ func cmdRunsShow(ctx context.Context, a *app, args []string) error {
 	// inside runbook serve); one whose other steps go on while an approval
 	// step waits is still running.
 	if r.Status == state.RunWaiting || waiting && !r.Status.Done() {
-		runID, step := waitingOn(ctx, b, r.ID)
-		fmt.Fprintf(w, "\nwaiting for approval of step %s; answer with: runbook runs approve %s %s\n", step, runID, step)
+		printWaitingOn(ctx, w, b, r)
 	}
 	return nil
+}
+
+// printWaitingOn says what a waiting run waits on: the approval to answer,
+// or, parked until a moment (a sleep, a task's next poll), when it goes
+// on by itself.
+func printWaitingOn(ctx context.Context, w io.Writer, b runsBackend, r *state.Run) {
+	runID, step := waitingOn(ctx, b, r.ID)
+	if step == "?" && !r.WakeAt.IsZero() {
+		fmt.Fprintf(w, "\nwaiting until %s (a sleep, or a task's next poll); it goes on by itself\n", r.WakeAt.Local().Format("2006-01-02 15:04:05"))
+		return
+	}
+	fmt.Fprintf(w, "\nwaiting for approval of step %s; answer with: runbook runs approve %s %s\n", step, runID, step)
 }
 
 func ownerName(owner string) string {
@@ -156,7 +168,7 @@ func waitingOn(ctx context.Context, b runsBackend, runID string) (string, string
 		}
 		var step string
 		for _, rec := range recs {
-			if rec.Status == state.StepWaiting {
+			if rec.Status == state.StepWaiting && rec.WakeAt.IsZero() { // not parked until a moment
 				step = rec.ID
 				break
 			}

@@ -387,11 +387,11 @@ func TestServeSIGTERMSuspendsRunsAndTheNextStartResumesThem(t *testing.T) {
 name: nap
 steps:
   - {id: before, uses: shell, with: {command: "echo x >> before.txt"}}
-  - {id: nap, uses: sleep, with: {duration: 3s}}
+  - {id: nap, uses: sleep, with: {duration: 1900ms}}
   - {id: after, uses: shell, with: {command: "echo x >> after.txt"}}
 finally:
   - {id: cleanup, uses: shell, with: {command: "echo x >> finally.txt"}}
-`)
+`) // a sleep under 2 s executes; a longer one would park (waiting, not suspended)
 	s := c.serve()
 	code, m := s.api(t, "POST", "/api/v1/playbooks/nap/runs", map[string]any{})
 	require.Equal(t, 201, code, m)

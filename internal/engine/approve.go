@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/runbook/runbook/internal/auth"
 	"github.com/runbook/runbook/internal/fault"
@@ -46,6 +47,10 @@ func (e *Engine) Approve(ctx context.Context, runID, step string, a state.Approv
 	}
 	if rec.Status != state.StepWaiting && rec.Status != state.StepRunning {
 		return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("step %s of run %s is %s, not waiting for approval", step, runID, rec.Status)}
+	}
+	if !rec.WakeAt.IsZero() {
+		return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf(
+			"step %s of run %s is not an approval: it waits until %s (a sleep, or a task's next poll)", step, runID, rec.WakeAt.UTC().Format(time.RFC3339))}
 	}
 	prev, err := e.o.Store.GetApproval(ctx, runID, step)
 	switch {

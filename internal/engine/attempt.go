@@ -147,7 +147,7 @@ func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[str
 		// step, without the stop's error or end (written at once below).
 		rec.Error, rec.EndedAt = nil, time.Time{}
 	}
-	rec.Attempts, rec.Status = n, state.StepRunning
+	rec.Attempts, rec.Status, rec.WakeAt = n, state.StepRunning, time.Time{}
 	if rec.StartedAt.IsZero() {
 		rec.StartedAt = rs.e.o.Clock.Now()
 	}

@@ -58,6 +58,7 @@ func (h *host) Secret(name string) (string, bool) {
 }
 
 func (h *host) RunPlaybook(ctx context.Context, path string, inputs map[string]any) (steps.Outputs, error) {
+	h.sr.child = true
 	return h.sr.rs.runChild(ctx, h.sr.rec.ID, path, inputs)
 }
 

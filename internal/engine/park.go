@@ -45,6 +45,12 @@ func (sr *stepRun) park(ctx context.Context, attempt int, continuing bool, p *st
 	rs.wakeByLocked(p.Until)
 	rs.mu.Unlock()
 	sr.rec.Status = state.StepWaiting
+	if !sr.child {
+		// Parked until a moment (a sleep, a poll). A step waiting on a
+		// sub-playbook run waits on what that run waits on (an approval,
+		// perhaps): its record says nothing of a moment.
+		sr.rec.WakeAt = p.Until
+	}
 	if continuing {
 		sr.save(ctx)
 		return state.StepWaiting

@@ -29,6 +29,8 @@ type stepRun struct {
 	// continuing: this attempt goes on with a suspended one (a waiting
 	// approval): same attempt number, no new step.started.
 	continuing bool
+	// child: the attempt ran a sub-playbook (Host.RunPlaybook).
+	child bool
 
 	mu      sync.Mutex // guards rec against the step's own Host calls, and pending
 	pending []state.Event
@@ -168,7 +170,7 @@ func (sr *stepRun) finish(ctx context.Context, out map[string]any, err error) st
 	rs, rec := sr.rs, sr.rec
 	now := rs.e.o.Clock.Now()
 	rec.EndedAt = now
-	rec.NextAttemptAt = time.Time{}
+	rec.NextAttemptAt, rec.WakeAt = time.Time{}, time.Time{}
 	if rec.StartedAt.IsZero() {
 		rec.StartedAt = now
 	}

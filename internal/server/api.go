@@ -419,7 +419,7 @@ func (s *Server) showRun(w http.ResponseWriter, r *http.Request) {
 	v.Steps = []api.RunStep{}
 	for _, rec := range recs {
 		v.Steps = append(v.Steps, api.RunStep{StepRecord: rec})
-		if rec.Status == state.StepWaiting && v.WaitingFor == nil {
+		if rec.Status == state.StepWaiting && rec.WakeAt.IsZero() && v.WaitingFor == nil {
 			v.WaitingFor = &api.WaitingFor{Step: rec.ID}
 		}
 	}
@@ -567,7 +567,7 @@ func (s *Server) waitingStep(ctx context.Context, runID string) (string, error) 
 	}
 	var waiting []string
 	for _, rec := range recs {
-		if rec.Status == state.StepWaiting {
+		if rec.Status == state.StepWaiting && rec.WakeAt.IsZero() { // not parked until a moment (a sleep)
 			waiting = append(waiting, rec.ID)
 		}
 	}

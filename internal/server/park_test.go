@@ -201,3 +201,20 @@ func stepsByID(run map[string]any) map[string]map[string]any {
 	}
 	return out
 }
+
+// A run parked on a sleep waits for no one: the API names no approval it
+// waits for, and an answer to the sleep step is refused.
+func TestAParkedSleepIsNotAnApproval(t *testing.T) {
+	e := newEnv(t, map[string]string{"nap.yaml": napPlaybook})
+	id := e.startRun("nap", nil)
+	e.waitParked(1)
+	m := e.api("GET", "/api/v1/runs/"+id, nil).json(t)
+	assert.Equal(t, "waiting", m["status"])
+	assert.Nil(t, m["waiting_for"])
+	assert.NotEmpty(t, stepsByID(m)["nap"]["wake_at"])
+	r := e.api("POST", "/api/v1/runs/"+id+"/approve", map[string]any{"approve": true, "by": "alice"})
+	assert.Equal(t, 409, r.status, "%s", r.body)
+	r = e.api("POST", "/api/v1/runs/"+id+"/approve", map[string]any{"approve": true, "by": "alice", "step": "nap"})
+	assert.Equal(t, 409, r.status, "%s", r.body)
+	assert.Contains(t, string(r.body), "not an approval")
+}

@@ -134,6 +134,10 @@ type StepRecord struct {
 	// NextAttemptAt is set while waiting between retries, so a resumed run
 	// waits out the remaining delay only.
 	NextAttemptAt time.Time `json:"next_attempt_at,omitzero"`
+	// WakeAt is set while the step is parked until a moment (a sleep's
+	// end, a cloud task's next poll; see steps.WaitUntil): it waits for no
+	// one's answer and goes on by itself then.
+	WakeAt time.Time `json:"wake_at,omitzero"`
 	// Approval is what a waiting approval step asks, so that an answer
 	// is checked against it before it is recorded.
 	Approval *ApprovalRequest `json:"approval,omitempty"`
