@@ -45,6 +45,10 @@ type runData struct {
 	SecretInputs []string
 	// ActionError is the refusal of the last cancel, retry or resume.
 	ActionError string
+	// printed holds what each step printed (page_run_output.go);
+	// OutputTruncated says the page read only the first maxRunOutput lines.
+	printed         map[string][]printedLine
+	OutputTruncated bool
 
 	statuses map[string][2]string // by step ID, see stepStatus
 }
@@ -94,6 +98,8 @@ type stepView struct {
 	ID     string
 	Uses   string
 	Status string
+	// Printed is what the step printed (its stdout and stderr, its calls).
+	Printed []printedLine
 }
 
 // approvalView is the form of the approval a run waits on.
@@ -183,6 +189,9 @@ func (u *UI) loadRun(r *http.Request, s *session, id string) (*runData, error) {
 			break
 		}
 	}
+	if err := u.loadOutput(ctx, s, esc, d); err != nil {
+		return nil, err
+	}
 	var def api.Definition
 	if err := u.get(ctx, s, "/api/v1/runs/"+esc+"/definition", &def); err != nil {
 		d.DefError = err.Error()
@@ -232,7 +241,7 @@ func (d *runData) build(now time.Time) {
 	}
 	seen := map[string]bool{}
 	for _, rec := range d.Run.Steps {
-		sv := &stepView{Rec: rec, Spec: specs[baseID(rec.ID)], Events: byStep[rec.ID], ID: rec.ID, Status: string(rec.Status)}
+		sv := &stepView{Rec: rec, Spec: specs[baseID(rec.ID)], Events: byStep[rec.ID], ID: rec.ID, Status: string(rec.Status), Printed: d.printed[rec.ID]}
 		if sv.Spec != nil {
 			sv.Uses = sv.Spec.Uses
 		}
