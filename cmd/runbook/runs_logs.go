@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"strings"
 
 	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/suggest"
 )
 
 func cmdRunsLogs(ctx context.Context, a *app, args []string) error {
@@ -49,6 +52,9 @@ before), with STEP the lines ({seq, time, step, attempt, stream, text});
 	q := logQuery{events: true, output: true, follow: *follow}
 	if len(pos) == 2 {
 		q.events, q.step = false, pos[1]
+		if err := knownStep(ctx, b, r, q.step); err != nil {
+			return err
+		}
 	}
 	lr, ok := b.(logReader)
 	if !ok {
@@ -133,4 +139,24 @@ func formatOutputLine(l state.OutputLine, prefix string) string {
 		mark = " ! "
 	}
 	return l.Time.Local().Format("15:04:05") + "   " + prefix + l.Step + mark + l.Text
+}
+
+// knownStep refuses a step a finished run does not have (a step of an
+// unfinished run may not have started yet), with "did you mean".
+func knownStep(ctx context.Context, b runsBackend, r *state.Run, step string) error {
+	if !r.Status.Done() {
+		return nil
+	}
+	recs, err := b.steps(ctx, r.ID)
+	if err != nil {
+		return withHint(err, "")
+	}
+	var ids []string
+	for _, rec := range recs {
+		if rec.ID == step || (strings.HasPrefix(rec.ID, step) && strings.HasPrefix(rec.ID[len(step):], "[")) {
+			return nil
+		}
+		ids = append(ids, rec.ID)
+	}
+	return &exitError{code: 1, err: fmt.Errorf("run %s has no step %q%s", r.ID, step, suggest.Hint(step, ids)), hint: "runbook runs show " + r.ID}
 }

@@ -253,3 +253,16 @@ steps:
 	require.NoError(t, err, last.Text)
 	assert.InDelta(t, 100000000-kept, dropped, 1, last.Text)
 }
+
+func TestRunsLogsRefusesAStepTheRunDoesNotHave(t *testing.T) {
+	c := newCLI(t)
+	c.env = append(c.env, "RUNBOOK_SECRET_DEPLOY_TOKEN=x")
+	r := c.run("run", c.file("printing.yaml", printingPlaybook))
+	require.Equal(t, 0, r.code, r)
+	id := runIDOf(t, r.stdout)
+	r = c.run("runs", "logs", id, "biuld")
+	assert.Equal(t, 1, r.code, r)
+	assert.Contains(t, r.stderr, `has no step "biuld"`)
+	assert.Contains(t, r.stderr, `did you mean "build"`)
+	assert.Empty(t, r.stdout)
+}
