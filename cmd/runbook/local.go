@@ -181,3 +181,30 @@ func (b *apiBackend) heldNoMore(err error) (*storeBackend, bool) {
 	}
 	return &storeBackend{store: st}, true
 }
+
+// holderEndedStream ends a log stream of run id whose socket no longer
+// answers because the runbook run holding the state file has ended: the
+// events after *after are read from the file and given to each, and the
+// run's status is returned (ok false when the file cannot tell).
+func (b *apiBackend) holderEndedStream(ctx context.Context, id string, after *uint64, each func(state.Event) bool, err error) (state.RunStatus, bool) {
+	sb, ok := b.heldNoMore(err)
+	if !ok {
+		return "", false
+	}
+	defer sb.close()
+	evs, err := sb.events(ctx, id, *after)
+	if err != nil {
+		return "", false
+	}
+	r, err := sb.get(ctx, id)
+	if err != nil {
+		return "", false
+	}
+	for _, ev := range evs {
+		*after = ev.Seq
+		if !each(ev) {
+			break
+		}
+	}
+	return r.Status, true
+}

@@ -266,7 +266,11 @@ func (b *apiBackend) stream(ctx context.Context, id string, after *uint64, each 
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := b.hc.Do(req)
 	if err != nil {
-		return "", false, &fault.Error{Code: fault.Unavailable, Message: fmt.Sprintf("%s: %v", b.name(), err)}
+		err = &fault.Error{Code: fault.Unavailable, Message: fmt.Sprintf("%s: %v", b.name(), err)}
+		if status, ok := b.holderEndedStream(ctx, id, after, each, err); ok {
+			return status, true, nil
+		}
+		return "", false, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
