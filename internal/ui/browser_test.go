@@ -463,7 +463,7 @@ func TestBrowser(t *testing.T) {
 		b.t = t
 		b.open("/playbooks/ui-slow")
 		b.do(chromedp.Click(chromedp.CSS("#start-form button.primary")))
-		b.waitFor(`.head-line .st-running`)
+		b.waitFor(`.head-line .st-running, .head-line .st-waiting`) // a long sleep parks
 		b.eval(`window.confirm = function () { return true }; ""`)
 		b.do(chromedp.Click(chromedp.CSS(`form[action$="/cancel"] button`)))
 		b.waitFor(`.head-line .st-cancelled`)

@@ -105,7 +105,9 @@ func TestForgedRequestsAreRefused(t *testing.T) {
 		p := other.post("/login", url.Values{"csrf": {csrf(t, lp.body)}, "token": {token}, "next": {"//evil.example/x"}})
 		assert.Equal(t, "/runs", p.location)
 	})
-	run := e.waitFor("/runs/"+id, func(b string) bool { return strings.Contains(b, `class="st st-running"`) })
+	run := e.waitFor("/runs/"+id, func(b string) bool {
+		return strings.Contains(b, `class="st st-running"`) || strings.Contains(b, `class="st st-waiting"`)
+	}) // a long sleep parks
 	assert.NotContains(t, run.body, "cancelled", "nothing above cancelled the run")
 }
 
@@ -220,7 +222,9 @@ func TestFormsStartApproveRetryAndCancel(t *testing.T) {
 
 	t.Run("cancel", func(t *testing.T) {
 		id := runID(t, e.post("/playbooks/slow/runs", url.Values{"csrf": {tok}}))
-		e.waitFor("/runs/"+id, func(b string) bool { return strings.Contains(b, `class="st st-running"`) })
+		e.waitFor("/runs/"+id, func(b string) bool {
+			return strings.Contains(b, `class="st st-running"`) || strings.Contains(b, `class="st st-waiting"`)
+		}) // a long sleep parks
 		p := e.post("/runs/"+id+"/cancel", url.Values{"csrf": {tok}})
 		require.Equal(t, http.StatusSeeOther, p.status, p.body)
 		p = e.waitFor("/runs/"+id, func(b string) bool { return !strings.Contains(b, "data-follow") })
