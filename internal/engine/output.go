@@ -29,9 +29,6 @@ const (
 // without bound.
 const outputQueue = 4
 
-// outputMergeLines bounds the lines of queued batches one write merges.
-const outputMergeLines = 64 << 10
-
 // stepOutput is the steps.OutputSink of one attempt: it redacts each line,
 // keeps at most max bytes of them, and hands them in batches to a writer
 // goroutine (started by the first line) that writes them to the store's
@@ -131,15 +128,6 @@ func (o *stepOutput) queue(lines []state.OutputLine) {
 		go func() {
 			defer close(o.done)
 			for b := range o.batches {
-				// Batches that queued up meanwhile go in the same write.
-				for more := true; more && len(b) < outputMergeLines; {
-					select {
-					case next, ok := <-o.batches:
-						b, more = append(b, next...), ok
-					default:
-						more = false
-					}
-				}
 				o.write(b)
 			}
 		}()
