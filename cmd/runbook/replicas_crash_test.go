@@ -407,8 +407,7 @@ func crashReplicas(t *testing.T, senders, deliveries, approvals, kills int, pace
 // runs 32 senders and 10 kills.
 func TestReplicasKilledUnderLoad(t *testing.T) {
 	delays := crashReplicas(t, 4, 150, 8, 3, 40*time.Millisecond)
-	slices.Sort(delays)
-	t.Logf("takeovers: %d, delays %v", len(delays), delays)
+	logDelays(t, delays)
 }
 
 func unfinishedAtKills(ks []killRecord) []int {
@@ -426,4 +425,17 @@ func killOffsets(ks []killRecord, at time.Time) []time.Duration {
 		out[i] = k.at.Sub(at).Round(time.Millisecond)
 	}
 	return out
+}
+
+// logDelays logs how many runs were taken over and how long after the kill
+// they resumed (min, median, max).
+func logDelays(t *testing.T, delays []time.Duration) {
+	if len(delays) == 0 {
+		t.Log("takeovers: none (no kill found a run unfinished)")
+		return
+	}
+	slices.Sort(delays)
+	t.Logf("takeovers: %d runs resumed elsewhere after the kill in min %s, median %s, max %s (bound: lease %s + 2 s)",
+		len(delays), delays[0].Round(time.Millisecond), delays[len(delays)/2].Round(time.Millisecond),
+		delays[len(delays)-1].Round(time.Millisecond), replicaLease)
 }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"slices"
 	"testing"
 	"time"
 )
@@ -13,6 +12,5 @@ import (
 // Run it with: go test -tags soak -run TestReplicasSoak ./cmd/runbook
 func TestReplicasSoak(t *testing.T) {
 	delays := crashReplicas(t, 32, 2000, 20, 10, 10*time.Millisecond)
-	slices.Sort(delays)
-	t.Logf("takeovers: %d, delays %v", len(delays), delays)
+	logDelays(t, delays)
 }

@@ -27,6 +27,21 @@ steps:
 `, filepath.Join(dir, "after.txt"))
 }
 
+// parkedPlaybook parks (a sleep of a minute, under a concurrency key),
+// then appends to dir/after.txt; its finally step appends to
+// dir/finally.txt.
+func parkedPlaybook(dir string) string {
+	return fmt.Sprintf(`version: 1
+name: parked
+concurrency: {key: parked-key}
+steps:
+  - {id: nap, uses: sleep, with: {duration: 1m}}
+  - {id: after, uses: shell, with: {command: "echo after >> %s"}}
+finally:
+  - {id: tidy, uses: shell, with: {command: "echo finally >> %s"}}
+`, filepath.Join(dir, "after.txt"), filepath.Join(dir, "finally.txt"))
+}
+
 // twoReplicas starts replicas of runbook serve on one fresh database
 // (lease 2 s) and returns them with a store on the database.
 func twoReplicas(t *testing.T, n int) (*cli, *replicaSet, *postgres.Store) {
@@ -35,6 +50,7 @@ func twoReplicas(t *testing.T, n int) (*cli, *replicaSet, *postgres.Store) {
 	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
 	c.file("playbooks/gated.yaml", approvalPlaybook)
 	c.file("playbooks/nap.yaml", napPlaybook(c.dir))
+	c.file("playbooks/parked.yaml", parkedPlaybook(c.dir))
 	c.file("runbook.yaml", fmt.Sprintf("server: {lease: %s}\n", replicaLease))
 	host, err := os.Hostname()
 	require.NoError(t, err)
@@ -137,4 +153,38 @@ func TestARunOfAKilledReplicaIsTakenOverNotShownInterrupted(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(c.dir, "after.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "after\n", string(b), "the step after the sleep ran once")
+}
+
+// A cancel on replica B of a run parked on replica A (a long sleep: no
+// goroutine) is carried to A, which ends the run cancelled: its finally
+// step runs there and its concurrency key is released.
+func TestACancelOnOneReplicaEndsARunParkedOnAnother(t *testing.T) {
+	c, rs, st := twoReplicas(t, 2)
+	code, run := rs.proc[0].api(t, "POST", "/api/v1/playbooks/parked/runs", map[string]any{})
+	require.Equal(t, 201, code, run)
+	id := run["id"].(string)
+	waitStatus(t, st, id, state.RunWaiting, 10*time.Second)
+	locks, err := st.Locks(context.Background())
+	require.NoError(t, err)
+	require.Len(t, locks, 1, "the parked run keeps its key")
+
+	code, ans := rs.proc[1].api(t, "POST", "/api/v1/runs/"+id+"/cancel?by=bob", nil)
+	require.Equal(t, 202, code, ans)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, _ := os.ReadFile(filepath.Join(c.dir, "finally.txt"))
+		if string(b) == "finally\n" {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the finally step did not run within 5 s: %q", b)
+		time.Sleep(20 * time.Millisecond)
+	}
+	r := waitStatus(t, st, id, state.RunCancelled, 5*time.Second)
+	assert.Equal(t, rs.owner(0), r.Owner, "A ended it")
+	require.Eventually(t, func() bool {
+		locks, err := st.Locks(context.Background())
+		return err == nil && len(locks) == 0
+	}, 5*time.Second, 20*time.Millisecond, "the key is released")
+	_, err = os.Stat(filepath.Join(c.dir, "after.txt"))
+	assert.True(t, os.IsNotExist(err), "the step after the sleep never ran")
 }

@@ -46,6 +46,7 @@ type queuedRun struct {
 	inputs map[string]any
 	fresh  bool
 	adopt  bool // an explicit resume: taken over from any owner but a live replica
+	owned  bool // taken from the replicas' queue: claimed already (replica.go)
 }
 
 // admitLocked starts q if a slot is free, or queues it. r.mu is held.
@@ -63,7 +64,7 @@ func (r *runner) goLocked(q queuedRun, wasQueued bool) {
 	r.slots++
 	r.wg.Go(func() {
 		defer r.release(q.run.ID)
-		if !r.claim(q.run.ID, q.adopt) {
+		if !q.owned && !r.claim(q.run.ID, q.adopt) {
 			return
 		}
 		if wasQueued && r.cancelledWhileQueued(q.run.ID) {

@@ -169,15 +169,61 @@ func (r *runner) notice(ctx context.Context, n state.Notice) {
 			r.launch(run, pb, nil, false)
 		}
 	case state.NoticeCancel:
-		if !r.s.eng.Executing(n.RunID) {
+		r.cancelNotice(ctx, n.RunID)
+	}
+}
+
+// cancelNotice stops run runID, recorded cancelled by another replica,
+// if it executes or is parked here. An executing run is cancelled through
+// the engine. A parked one is executed again to end it cancelled (its
+// finally steps run, its concurrency key is released): the other replica
+// could not wake it, so its record already says cancelled, which a plain
+// wake would take for finished. A run this replica is itself ending
+// cancelled is executing: cancelling it again changes nothing.
+func (r *runner) cancelNotice(ctx context.Context, runID string) {
+	executing := r.s.eng.Executing(runID)
+	if !executing && !r.isParked(runID) {
+		return
+	}
+	run, err := r.s.store.GetRun(ctx, runID)
+	if err != nil {
+		r.s.log.Error("cannot read a run cancelled on another replica", "run_id", runID, "err", err)
+		return
+	}
+	cause := &fault.Error{Code: fault.Cancelled, Message: "run cancelled"}
+	if run.Error != nil && run.Error.Message != "" {
+		cause.Message = run.Error.Message
+	}
+	if !executing {
+		pb, err := r.s.cache.parse(run.File, run.Snapshot)
+		if err != nil {
+			r.s.log.Error("cannot end a parked run cancelled on another replica: its snapshot no longer loads", "run_id", runID, "err", err)
 			return
 		}
-		cause := &fault.Error{Code: fault.Cancelled, Message: "run cancelled"}
-		if run, err := r.s.store.GetRun(ctx, n.RunID); err == nil && run.Error != nil && run.Error.Message != "" {
-			cause.Message = run.Error.Message
+		r.mu.Lock()
+		a := r.active[runID]
+		if a == nil || a.park == nil || !a.park.parked {
+			r.mu.Unlock()
+			return
 		}
-		r.s.eng.Cancel(n.RunID, cause)
+		secrets := a.park.secrets
+		a.park = nil
+		r.park.count--
+		r.park.remove(runID)
+		r.admitLocked(queuedRun{run: run, pb: pb, inputs: secrets, owned: true})
+		r.mu.Unlock()
 	}
+	// Executing, or about to: the engine cancels it, or has it end
+	// cancelled as soon as it executes.
+	r.s.eng.Cancel(runID, cause)
+}
+
+// isParked reports whether run runID is parked in this replica (park.go).
+func (r *runner) isParked(runID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a := r.active[runID]
+	return a != nil && a.park != nil && a.park.parked
 }
 
 // takeRuns claims runs from the queue for the free slots and launches
@@ -213,7 +259,7 @@ func (r *runner) takeRuns(ctx context.Context) int {
 		}
 		r.s.log.Info("run taken from the queue", "run_id", id, "status", run.Status, "previous_owner", run.Owner)
 		r.s.metrics.recover("taken")
-		r.launch(run, pb, nil, false)
+		r.launchRun(queuedRun{run: run, pb: pb, owned: true})
 		n++
 	}
 	return n

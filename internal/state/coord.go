@@ -25,7 +25,8 @@ type Coordinator interface {
 
 	// ClaimRun makes replica the owner of the unfinished top-level run id
 	// and reports whether it is: the run has no owner, is replica's
-	// already, or its owner is a replica whose lease expired. With adopt
+	// already (then whatever its status), or its owner is a replica whose
+	// lease expired. With adopt
 	// (an explicit resume) an owner that is no replica (a `runbook run`
 	// process) is taken over too; a live replica's run never is.
 	ClaimRun(ctx context.Context, id, replica string, adopt bool) (bool, error)

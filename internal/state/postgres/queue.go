@@ -19,7 +19,10 @@ const takeable = `(r.owner = '' OR r.owner = $1 OR EXISTS (
 const unfinishedTop = `r.status IN ('pending', 'running', 'waiting', 'suspended') AND r.parent_id = ''`
 
 // ClaimRun implements state.Coordinator. Only the owner column changes:
-// the engine records the run with its new owner when it resumes it.
+// the engine records the run with its new owner when it resumes it. A
+// run that is replica's already is its to execute whatever its status:
+// one parked here and cancelled meanwhile by another replica is resumed
+// to end it (its finally steps, its concurrency key).
 func (s *Store) ClaimRun(ctx context.Context, id, replica string, adopt bool) (bool, error) {
 	cond := takeable
 	if adopt {
@@ -27,7 +30,7 @@ func (s *Store) ClaimRun(ctx context.Context, id, replica string, adopt bool) (b
 		cond = `NOT EXISTS (SELECT 1 FROM runbook_replicas p WHERE p.id = r.owner AND p.id <> $1 AND p.expires_at > now())`
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE runbook_runs r SET owner = $1
-		WHERE r.id = $2 AND `+unfinishedTop+` AND `+cond, replica, id)
+		WHERE r.id = $2 AND (r.owner = $1 OR `+unfinishedTop+` AND `+cond+`)`, replica, id)
 	if err != nil {
 		return false, fmt.Errorf("claim run %s: %w", id, err)
 	}
