@@ -32,6 +32,12 @@ import (
 // targets are 10,000 runs under 300 MB RSS, all waiting again within 5 s
 // of the restart. "sleep" is the same with a one-hour sleep step.
 //
+// "approval-parked" and "sleep-parked" run the same under
+// ApprovalParkAll, as runbook serve now does: Execute returns once the run
+// is parked (run.waiting) and nothing holds it; the restarted process does
+// what serve's start does with parked runs: it lists the waiting runs
+// with their wake times (resume_s), executing none.
+//
 // One op is the whole scenario (use -benchtime=1x). N is 10,000, or
 // RUNBOOK_BENCH_WAITING_RUNS. Memory is read after two collections: Go's
 // HeapInuse (heap_MB), goroutine stacks (stack_MB), /proc/self/status
@@ -43,14 +49,20 @@ import (
 //	go test ./internal/engine -run '^$' -bench WaitingRuns -benchtime=1x
 func BenchmarkWaitingRuns(b *testing.B) {
 	b.Run("approval", func(b *testing.B) {
-		benchWaiting(b, `{id: gate, uses: approval, with: {message: "go?"}}`, "step.waiting")
+		benchWaiting(b, `{id: gate, uses: approval, with: {message: "go?"}}`, "step.waiting", engine.ApprovalWait)
 	})
 	b.Run("sleep", func(b *testing.B) {
-		benchWaiting(b, `{id: gate, uses: sleep, with: {duration: 1h}}`, "step.started")
+		benchWaiting(b, `{id: gate, uses: sleep, with: {duration: 1h}}`, "step.started", engine.ApprovalWait)
+	})
+	b.Run("approval-parked", func(b *testing.B) {
+		benchWaiting(b, `{id: gate, uses: approval, with: {message: "go?"}}`, "run.waiting", engine.ApprovalParkAll)
+	})
+	b.Run("sleep-parked", func(b *testing.B) {
+		benchWaiting(b, `{id: gate, uses: sleep, with: {duration: 1h}}`, "run.waiting", engine.ApprovalParkAll)
 	})
 }
 
-func benchWaiting(b *testing.B, step, waitingEvent string) {
+func benchWaiting(b *testing.B, step, waitingEvent string, mode engine.ApprovalMode) {
 	n := 10000
 	if s := os.Getenv("RUNBOOK_BENCH_WAITING_RUNS"); s != "" {
 		var err error
@@ -68,7 +80,7 @@ func benchWaiting(b *testing.B, step, waitingEvent string) {
 		}
 
 		// Phase 1: start and execute n runs until each one waits.
-		st, waiting, e := openWaiting(b, path, parse, waitingEvent)
+		st, waiting, e := openWaiting(b, path, parse, waitingEvent, mode)
 		base := goroutines()
 		ctx, cancel := context.WithCancel(context.Background())
 		t0 := time.Now()
@@ -104,7 +116,7 @@ func benchWaiting(b *testing.B, step, waitingEvent string) {
 
 		// Phase 2: a new process (as after a restart) opens the same file
 		// and resumes every run.
-		res := resumeInChild(b, path, waitingEvent, ids)
+		res := resumeInChild(b, path, waitingEvent, ids, mode)
 
 		b.ReportMetric(float64(n), "runs")
 		b.ReportMetric(heap, "heap_MB")
@@ -126,14 +138,14 @@ func benchWaiting(b *testing.B, step, waitingEvent string) {
 }
 
 // resumeInChild runs resumeChild in a new process of this test binary and returns the figures it prints.
-func resumeInChild(b *testing.B, path, event string, ids []string) map[string]float64 {
+func resumeInChild(b *testing.B, path, event string, ids []string, mode engine.ApprovalMode) map[string]float64 {
 	b.Helper()
 	idFile := path + ".ids"
 	if err := os.WriteFile(idFile, []byte(strings.Join(ids, "\n")), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "RUNBOOK_BENCH_RESUME_DB="+path, "RUNBOOK_BENCH_RESUME_IDS="+idFile, "RUNBOOK_BENCH_RESUME_EVENT="+event)
+	cmd.Env = append(os.Environ(), "RUNBOOK_BENCH_RESUME_DB="+path, "RUNBOOK_BENCH_RESUME_IDS="+idFile, "RUNBOOK_BENCH_RESUME_EVENT="+event, "RUNBOOK_BENCH_RESUME_MODE="+strconv.Itoa(int(mode)))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		b.Fatalf("resume process: %v\n%s", err, out)
@@ -184,7 +196,12 @@ func resumeChild(path string) {
 		t.Fatal(err)
 	}
 	ids := strings.Split(string(raw), "\n")
-	st, waiting, e := openWaiting(t, path, cachingParse(), os.Getenv("RUNBOOK_BENCH_RESUME_EVENT"))
+	mode, _ := strconv.Atoi(os.Getenv("RUNBOOK_BENCH_RESUME_MODE"))
+	if engine.ApprovalMode(mode) == engine.ApprovalParkAll {
+		listParked(t, path, len(ids))
+		return
+	}
+	st, waiting, e := openWaiting(t, path, cachingParse(), os.Getenv("RUNBOOK_BENCH_RESUME_EVENT"), engine.ApprovalWait)
 	defer st.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -211,6 +228,37 @@ func resumeChild(path string) {
 	wg.Wait()
 }
 
+// listParked is the restart of parked runs: what serve's start reads of
+// them (the unfinished runs, each with its wake time), holding them as its
+// runner does (an ID and a wake time each), executing none.
+func listParked(t childFatal, path string, n int) {
+	t0 := time.Now()
+	st, err := bolt.Open(path, bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs, err := st.ListRuns(context.Background(), state.RunFilter{Status: []state.RunStatus{state.RunWaiting}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parked := make(map[string]time.Time, len(runs))
+	for _, r := range runs {
+		parked[r.ID] = r.WakeAt
+	}
+	runs = nil
+	resume := time.Since(t0)
+	if len(parked) != n {
+		t.Fatalf("%d runs waiting after the restart, want %d", len(parked), n)
+	}
+	heap, rss := memory()
+	stack, anon := stackMB(), statusMB("RssAnon:")
+	settled, peak := settledRSS(), statusMB("VmHWM:")
+	fmt.Printf("resumed: resume_s=%.3f heap_MB=%.1f rss_MB=%.1f stack_MB=%.1f rss_anon_MB=%.1f rss_settled_MB=%.1f rss_peak_MB=%.1f\n",
+		resume.Seconds(), heap, rss, stack, anon, settled, peak)
+	runtime.KeepAlive(parked)
+}
+
 // waitCounter counts runs that reached their waiting event.
 type waitCounter struct {
 	event string
@@ -231,7 +279,7 @@ func (w *waitCounter) wait(b fataler, n int, failed *atomic.Int64, limit time.Du
 	}
 }
 
-func openWaiting(b fataler, path string, parse func(string, []byte) (*playbook.Playbook, error), event string) (*bolt.Store, *waitCounter, *engine.Engine) {
+func openWaiting(b fataler, path string, parse func(string, []byte) (*playbook.Playbook, error), event string, mode engine.ApprovalMode) (*bolt.Store, *waitCounter, *engine.Engine) {
 	b.Helper()
 	st, err := bolt.Open(path, bolt.Options{Timeout: time.Second})
 	if err != nil {
@@ -240,7 +288,7 @@ func openWaiting(b fataler, path string, parse func(string, []byte) (*playbook.P
 	w := &waitCounter{event: event}
 	e := engine.New(engine.Options{
 		Store: st, Environ: []string{}, Parse: parse,
-		Approvals: engine.ApprovalWait, ApprovalPoll: time.Hour,
+		Approvals: mode, ApprovalPoll: time.Hour,
 		Observer: func(_ string, ev state.Event) {
 			if ev.Type == w.event {
 				w.n.Add(1)
