@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -92,13 +93,26 @@ func (a *app) printEvents(ctx context.Context, b runsBackend, r *state.Run, out 
 func (a *app) printLog(ctx context.Context, lr logReader, r *state.Run, q logQuery, out *outputFlag) error {
 	w := bufio.NewWriter(a.stdout)
 	var werr error
-	var lines []state.OutputLine
 	array := out.json && !q.follow
+	n := 0
+	var buf bytes.Buffer
+	elem := json.NewEncoder(&buf)
+	elem.SetIndent("  ", "  ")
+	elem.SetEscapeHTML(false)
 	each := func(it logItem) bool {
 		switch {
 		case array:
-			lines = append(lines, *it.line)
-			return true
+			// One array, written as it is read, as writeJSON would.
+			sep := ",\n  "
+			if n == 0 {
+				sep = "[\n  "
+			}
+			n++
+			w.WriteString(sep)
+			werr = elem.Encode(it.line)
+			b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+			w.Write(b)
+			buf.Reset()
 		case out.json && it.ev != nil:
 			werr = json.NewEncoder(w).Encode(it.ev)
 		case out.json:
@@ -123,10 +137,11 @@ func (a *app) printLog(ctx context.Context, lr logReader, r *state.Run, q logQue
 		return werr
 	}
 	if array {
-		if lines == nil {
-			lines = []state.OutputLine{}
+		if n == 0 {
+			w.WriteString("[]\n")
+		} else {
+			w.WriteString("\n]\n")
 		}
-		return writeJSON(a.stdout, lines)
 	}
 	return w.Flush()
 }

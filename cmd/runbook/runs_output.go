@@ -49,8 +49,13 @@ var (
 // that another process executes (a database shared with servers).
 const logPoll = 250 * time.Millisecond
 
-// readLog reads the store; while following, again every logPoll until the
-// run has ended and everything after it was read.
+// logPage is how many lines readLog reads from a store at once: the
+// memory of runs logs stays bounded whatever a step printed.
+const logPage = 5000
+
+// readLog reads the store, the lines a page at a time; while following,
+// again every logPoll until the run has ended and everything after it was
+// read.
 func (b *storeBackend) readLog(ctx context.Context, id string, q logQuery, each func(logItem) bool) error {
 	var after, outAfter uint64
 	so, _ := b.store.(state.StepOutput)
@@ -60,24 +65,39 @@ func (b *storeBackend) readLog(ctx context.Context, id string, q logQuery, each 
 			return err
 		}
 		var evs []state.Event
-		var lines []state.OutputLine
 		if q.events {
 			if evs, err = b.store.Events(ctx, id, after, 0); err != nil {
 				return err
 			}
-		}
-		if q.output && so != nil {
-			if lines, err = so.Output(ctx, id, state.OutputFilter{Step: q.step, After: outAfter}); err != nil {
-				return err
+			if len(evs) > 0 {
+				after = evs[len(evs)-1].Seq
 			}
 		}
-		if len(evs) > 0 {
-			after = evs[len(evs)-1].Seq
+		for more := q.output && so != nil; more; {
+			lines, err := so.Output(ctx, id, state.OutputFilter{Step: q.step, After: outAfter, Limit: logPage})
+			if err != nil {
+				return err
+			}
+			more = len(lines) == logPage
+			if len(lines) > 0 {
+				outAfter = lines[len(lines)-1].Seq
+			}
+			// The events up to this page's last line go with it; the rest
+			// wait for the next page.
+			n := len(evs)
+			if more {
+				last := lines[len(lines)-1].Time
+				n = 0
+				for n < len(evs) && !evs[n].Time.After(last) {
+					n++
+				}
+			}
+			if !mergeLog(evs[:n], lines, each) {
+				return nil
+			}
+			evs = evs[n:]
 		}
-		if len(lines) > 0 {
-			outAfter = lines[len(lines)-1].Seq
-		}
-		if !mergeLog(evs, lines, each) || !q.follow || r.Status.Done() || r.Status == state.RunWaiting {
+		if !mergeLog(evs, nil, each) || !q.follow || r.Status.Done() || r.Status == state.RunWaiting {
 			return nil
 		}
 		select {

@@ -266,3 +266,24 @@ func TestRunsLogsRefusesAStepTheRunDoesNotHave(t *testing.T) {
 	assert.Contains(t, r.stderr, `did you mean "build"`)
 	assert.Empty(t, r.stdout)
 }
+
+// runs logs reads a store a page of lines at a time; the events still fall
+// between the right lines.
+func TestRunsLogsInterleavesEventsAcrossPagesOfLines(t *testing.T) {
+	c := newCLI(t)
+	r := c.run("run", "--quiet", c.file("pages.yaml", `version: 1
+name: pages
+steps:
+  - {id: many, uses: shell, with: {command: "seq 1 12000"}}
+  - {id: after, uses: shell, with: {command: "echo done"}}
+`))
+	require.Equal(t, 0, r.code, r)
+	id := runIDOf(t, r.stdout)
+	r = c.run("runs", "logs", id)
+	require.Equal(t, 0, r.code, r)
+	assert.Equal(t, 12000, strings.Count(r.stdout, "   many | "))
+	assert.Less(t, lineIndex(t, r.stdout, "step many started"), lineIndex(t, r.stdout, "   many | 1"))
+	assert.Less(t, lineIndex(t, r.stdout, "   many | 12000"), lineIndex(t, r.stdout, "step many succeeded"))
+	assert.Less(t, lineIndex(t, r.stdout, "step after started"), lineIndex(t, r.stdout, "   after | done"))
+	assert.Less(t, lineIndex(t, r.stdout, "   after | done"), lineIndex(t, r.stdout, "run succeeded"))
+}
