@@ -33,6 +33,9 @@
 //	dedup_expiry/<t><key>          expiry index for pruning
 //	deliveries/<delivery id>       a webhook delivery's body, once for its runs
 //	                               (created by the first delivery that stores one)
+//	stepoutput/<run id>/<seq>      a chunk of step output lines from seq on
+//	                               (state.StepOutput, steplog.go; created by the
+//	                               first append)
 //
 // Integers and times in keys are big-endian, so byte order is numeric
 // order (times have their sign bit flipped).
