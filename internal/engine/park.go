@@ -97,7 +97,7 @@ func (rs *runState) parkNote() string {
 	if d := rs.run.Deadline; !d.IsZero() && (wake.IsZero() || d.Before(wake)) {
 		wake = d
 	}
-	rs.run.WakeAt = wake
+	rs.run.WakeAt, rs.run.AnswerOnly = wake, wake.IsZero()
 	if wake.IsZero() {
 		return "run is waiting for an approval"
 	}

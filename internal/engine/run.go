@@ -173,7 +173,7 @@ func (rs *runState) begin(ctx context.Context) (_ context.Context, stop func(), 
 		}
 	})
 
-	r.Status, r.Owner, r.Error, r.WakeAt = state.RunRunning, e.o.Process, nil, time.Time{}
+	r.Status, r.Owner, r.Error, r.WakeAt, r.AnswerOnly = state.RunRunning, e.o.Process, nil, time.Time{}, false
 	evType, msg := "run.started", "run started"
 	if resumed {
 		evType, msg = "run.resumed", "run resumed"

@@ -56,6 +56,10 @@ type parker struct {
 	kick  chan struct{}
 	once  sync.Once
 	count int // parked runs, with a wake time or not (guarded by runner.mu)
+	// unknown are the runs parked at start without a wake time (guarded
+	// by runner.mu), which findWakes looks into once the server is ready.
+	unknown []string
+	scan    sync.Once
 }
 
 type wakeEntry struct {
@@ -128,7 +132,66 @@ func (r *runner) parkAtStart(run *state.Run) bool {
 	r.active[run.ID] = &runSlot{playbook: run.Playbook, park: &parkSlot{parked: true, wake: run.WakeAt}}
 	r.park.count++
 	r.park.add(r, run.ID, run.WakeAt)
+	if run.WakeAt.IsZero() && !run.AnswerOnly {
+		r.park.unknown = append(r.park.unknown, run.ID)
+		r.park.scan.Do(func() { go r.findWakes() })
+	}
 	return true
+}
+
+// findWakes gives a wake time to the runs an earlier build left waiting
+// (neither WakeAt nor AnswerOnly), once the server is ready, from their
+// waiting steps: an approval's deadline, a parked step's end; their
+// approvals' timeouts would otherwise never fire. A run this build parked
+// says when it is due, or that only an answer wakes it.
+// (A sub-playbook run's deadline is not looked for: its parent goes on
+// when next woken.)
+func (r *runner) findWakes() {
+	select {
+	case <-r.s.ready:
+	case <-r.base.Done():
+		return
+	}
+	r.mu.Lock()
+	ids := r.park.unknown
+	r.park.unknown = nil
+	r.mu.Unlock()
+	for _, id := range ids {
+		recs, err := r.s.store.Steps(r.base, id)
+		if r.base.Err() != nil {
+			return
+		}
+		if err != nil {
+			continue
+		}
+		var wake time.Time
+		for _, rec := range recs {
+			if rec.Status != state.StepWaiting {
+				continue
+			}
+			for _, t := range []time.Time{rec.WakeAt, approvalDeadline(rec)} {
+				if !t.IsZero() && (wake.IsZero() || t.Before(wake)) {
+					wake = t
+				}
+			}
+		}
+		if wake.IsZero() {
+			continue
+		}
+		r.mu.Lock()
+		if a := r.active[id]; a != nil && a.park != nil && a.park.parked && a.park.wake.IsZero() {
+			a.park.wake = wake
+			r.park.add(r, id, wake)
+		}
+		r.mu.Unlock()
+	}
+}
+
+func approvalDeadline(rec *state.StepRecord) time.Time {
+	if rec.Approval == nil {
+		return time.Time{}
+	}
+	return rec.Approval.Deadline
 }
 
 // wakeRun executes the top-level run runID again now if this runner owns

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -12,9 +13,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/server"
 	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/bolt"
 )
 
 const napPlaybook = `version: 1
@@ -217,4 +220,31 @@ func TestAParkedSleepIsNotAnApproval(t *testing.T) {
 	r = e.api("POST", "/api/v1/runs/"+id+"/approve", map[string]any{"approve": true, "by": "alice", "step": "nap"})
 	assert.Equal(t, 409, r.status, "%s", r.body)
 	assert.Contains(t, string(r.body), "not an approval")
+}
+
+// A run an earlier build left waiting on an approval with a timeout has
+// no wake time in its record: the server finds it in the step's request
+// once ready, so the timeout still fires.
+func TestAnApprovalTimeoutOfAnEarlierBuildStillFires(t *testing.T) {
+	dir, statePath := t.TempDir(), filepath.Join(t.TempDir(), "state.db")
+	src := `version: 1
+name: late
+steps:
+  - {id: gate, uses: approval, with: {message: go?, timeout: 2s, on_timeout: approve}}
+`
+	store, err := bolt.Open(statePath, bolt.Options{Timeout: time.Second, NoSync: true})
+	require.NoError(t, err)
+	pb, err := playbook.Parse(filepath.Join(dir, "late.yaml"), []byte(src), playbook.LoadOptions{})
+	require.NoError(t, err)
+	eng := engine.New(engine.Options{Store: store, Environ: []string{}})
+	run, err := eng.Run(context.Background(), pb, engine.StartRequest{})
+	require.NoError(t, err)
+	require.Equal(t, state.RunWaiting, run.Status)
+	run.WakeAt, run.AnswerOnly = time.Time{}, false // as an earlier build recorded it
+	require.NoError(t, store.SaveRun(context.Background(), run))
+	require.NoError(t, store.Close())
+
+	e := start(t, dir, statePath, map[string]string{"late.yaml": src})
+	m := e.waitStatus(run.ID, state.RunSucceeded)
+	assert.Equal(t, true, stepsByID(m)["gate"]["outputs"].(map[string]any)["timed_out"])
 }

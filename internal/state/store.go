@@ -106,6 +106,11 @@ type Run struct {
 	// task's next poll, an approval's timeout) or its deadline. A server
 	// resumes it then, holding nothing for it until that time.
 	WakeAt time.Time `json:"wake_at,omitzero"`
+	// AnswerOnly is set on a waiting run whose WakeAt is zero because
+	// only an answer (or a cancel) wakes it. A waiting run with neither
+	// was left by an earlier build, which did not record WakeAt: a server
+	// reads its steps for the moment it is due.
+	AnswerOnly bool `json:"answer_only,omitempty"`
 	// Sim is the URL of the `runbook sim` the run was started against
 	// (--sim-url), without credentials, so an approval, a resume or a
 	// retry reaches the same simulated resources; empty otherwise.
