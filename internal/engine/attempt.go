@@ -28,6 +28,9 @@ func (sr *stepRun) attempts(ctx context.Context, params any, extra map[string]an
 			attempt = rec.Attempts
 		}
 		if wait := rec.NextAttemptAt.Sub(clock.Now()); !rec.NextAttemptAt.IsZero() && wait > 0 {
+			if sr.parks(wait) { // woken before its retry is due: park again
+				return sr.park(ctx, rec.Attempts, true, &steps.Suspended{Until: rec.NextAttemptAt, Why: "retry"})
+			}
 			if err := clock.Sleep(ctx, wait); err != nil {
 				return sr.finish(ctx, nil, err)
 			}
@@ -55,6 +58,10 @@ func (sr *stepRun) attempts(ctx context.Context, params any, extra map[string]an
 			return sr.finish(ctx, nil, err)
 		}
 		if err := sr.retryAfter(ctx, attempt, err, delay); err != nil {
+			var parked *steps.Suspended
+			if errors.As(err, &parked) {
+				return sr.park(ctx, attempt, true, parked) // step.retry said when
+			}
 			return sr.finish(ctx, nil, err)
 		}
 	}
@@ -75,7 +82,8 @@ func (sr *stepRun) suspend(ctx context.Context, attempt int, continuing bool) st
 }
 
 // retryAfter records that attempt failed with err and when the next one
-// starts, then waits delay (an error: the run's context ended).
+// starts, then waits delay (an error: the run's context ended), or, when
+// the run parks waits that long, returns a *steps.Suspended at once.
 func (sr *stepRun) retryAfter(ctx context.Context, attempt int, err error, delay time.Duration) error {
 	rec, clock := sr.rec, sr.rs.e.o.Clock
 	rec.NextAttemptAt = clock.Now().Add(delay)
@@ -83,6 +91,9 @@ func (sr *stepRun) retryAfter(ctx context.Context, attempt int, err error, delay
 	sr.save(ctx, state.Event{Type: "step.retry", Step: rec.ID, Attempt: attempt,
 		Message: fmt.Sprintf("attempt %d failed: %s; retrying in %s", attempt, rec.Error.Message, delay.Round(time.Millisecond)),
 		Data:    map[string]any{"delay_ms": delay.Milliseconds(), "code": rec.Error.Code}})
+	if sr.parks(delay) {
+		return &steps.Suspended{Until: rec.NextAttemptAt, Why: "retry"}
+	}
 	return clock.Sleep(ctx, delay)
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 // Parking (ApprovalParkAll). A step that waits — an approval, a sleep, a
-// task's next poll, a parked sub-playbook run — returns suspended
+// task's next poll, a parked sub-playbook run, a retry's delay — returns suspended
 // (fault.ErrSuspended; a *steps.Suspended carries the moment its wait
 // ends). Once the run's list has run, a run with suspended steps parks:
 // it is saved waiting, with WakeAt the earliest end of its waits (or its
@@ -27,11 +27,15 @@ import (
 // ParkAfter or more parks the run, unless the step has a timeout of its
 // own (which the wait must run out under) — that one waits in process.
 func (h *host) Parks(d time.Duration) bool {
-	e := h.sr.rs.e
-	if e.o.Approvals != ApprovalParkAll || d < e.o.ParkAfter {
-		return false
-	}
-	return h.sr.st == nil || h.sr.st.Timeout == 0
+	return h.sr.parks(d) && (h.sr.st == nil || h.sr.st.Timeout == 0)
+}
+
+// parks reports whether the run parks a wait of d: under ApprovalParkAll,
+// one of ParkAfter or more. A retry's delay parks so (a step's timeout
+// bounds each attempt, not the delays between them).
+func (sr *stepRun) parks(d time.Duration) bool {
+	e := sr.rs.e
+	return e.o.Approvals == ApprovalParkAll && d >= e.o.ParkAfter
 }
 
 // park leaves the step waiting until p.Until (a *steps.Suspended). The

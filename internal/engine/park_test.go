@@ -260,3 +260,52 @@ steps:
 	require.NoError(t, err)
 	assert.Equal(t, state.RunWaiting, third.Status, "the key is free once the run ended")
 }
+
+// A retry's delay parks the run too: the attempt that failed is kept,
+// the run wakes when the next attempt is due (not before: woken early it
+// parks again), and the next attempt has the next number.
+func TestARetryDelayParksTheRunUntilTheNextAttempt(t *testing.T) {
+	ctx := context.Background()
+	testProbe.reset()
+	h := newHarness(t, parkAll)
+	start := h.clock.Now()
+	r, err := h.run(`
+version: 1
+name: flaky
+steps:
+  - {id: call, uses: test.flaky, retry: {attempts: 3, delay: 1h}, with: {key: park-retry, fails: 2}}
+`, nil)
+	require.NoError(t, err)
+	require.Equal(t, state.RunWaiting, r.Status)
+	got, err := h.store.GetRun(ctx, r.ID)
+	require.NoError(t, err)
+	assert.True(t, start.Add(time.Hour).Equal(got.WakeAt), "wake when attempt 2 is due, got %s", got.WakeAt)
+	rec := h.steps(r.ID)["call"]
+	assert.Equal(t, state.StepWaiting, rec.Status)
+	assert.Equal(t, 1, rec.Attempts)
+	assert.Equal(t, 1, testProbe.count("park-retry"))
+	assert.Empty(t, h.clock.Sleeps(), "nothing waited in process")
+
+	h.clock.advance(10 * time.Minute) // woken early: parks again, no attempt
+	r, err = h.restarted().Resume(ctx, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, state.RunWaiting, r.Status)
+	assert.Equal(t, 1, testProbe.count("park-retry"))
+	assert.True(t, start.Add(time.Hour).Equal(r.WakeAt), "got %s", r.WakeAt)
+
+	h.clock.advance(50 * time.Minute)
+	r, err = h.restarted().Resume(ctx, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, state.RunWaiting, r.Status, "attempt 2 failed too")
+	assert.Equal(t, 2, h.steps(r.ID)["call"].Attempts)
+
+	h.clock.advance(time.Hour)
+	r, err = h.restarted().Resume(ctx, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, state.RunSucceeded, r.Status)
+	rec = h.steps(r.ID)["call"]
+	assert.Equal(t, 3, rec.Attempts)
+	assert.EqualValues(t, 3, rec.Outputs["calls"])
+	assert.True(t, rec.NextAttemptAt.IsZero())
+	assert.True(t, rec.WakeAt.IsZero())
+}

@@ -73,7 +73,8 @@ func (sr *stepRun) run(ctx context.Context) state.StepStatus {
 		return sr.finish(ctx, nil, err)
 	}
 	sr.lazy = st.Desc.Pure
-	sr.continuing = rec.Status == state.StepWaiting && rec.Attempts > 0
+	// A step parked between two attempts (NextAttemptAt) starts the next.
+	sr.continuing = rec.Status == state.StepWaiting && rec.Attempts > 0 && rec.NextAttemptAt.IsZero()
 	return sr.attempts(ctx, params, extra)
 }
 

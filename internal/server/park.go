@@ -230,6 +230,9 @@ func (r *runner) wakeRun(runID string) bool {
 	if r.active[runID] != a {
 		return true
 	}
+	if r.base.Err() != nil {
+		return true // shutting down: it stays waiting for the next start
+	}
 	if err != nil || run.Status.Done() {
 		if err != nil {
 			r.s.log.Error("cannot resume a parked run", "run_id", runID, "err", err)
