@@ -39,7 +39,11 @@
 // the top of its goroutine (wait.go) until Approve in this process wakes
 // it, ApprovalPoll or a deadline passes, or it is cancelled, then runs its
 // list again: finished steps are kept, the suspended step continues the
-// same attempt.
+// same attempt. With ApprovalParkAll (runbook serve) long waits park too —
+// a sleep, a cloud task between polls, a retry's delay (steps.WaitUntil) —
+// and the parked run records when it is due (Run.WakeAt) and keeps its
+// concurrency key; Options.Wake asks the caller to resume it when an
+// approval is answered or it is cancelled (park.go).
 //
 // Sharing: Options.Parse results may be cached and shared by many runs; the
 // engine never mutates a *playbook.Playbook.
