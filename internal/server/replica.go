@@ -3,6 +3,8 @@ package server
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runbook/runbook/internal/fault"
@@ -18,7 +20,7 @@ import (
 // never execute one run. Unfinished runs without a live owner — those of
 // a replica killed or cut off, those a shutdown suspended, pending ones
 // no replica launched — are the queue: every replica takes from it, up
-// to its free execution slots, every pollEvery and whenever a notice says
+// to its free execution slots, every second (pollEvery) and whenever a notice says
 // there is work (ClaimRuns, FOR UPDATE SKIP LOCKED). A taken run resumes
 // from its record through the engine, as after a restart. The store's
 // notices carry approvals and cancels recorded anywhere to the replica
@@ -31,8 +33,12 @@ import (
 const DefaultLease = 10 * time.Second
 
 // pollEvery bounds how long a run without a live owner waits for a
-// replica with a free slot when no notice arrives.
-const pollEvery = time.Second
+// replica with a free slot when no notice arrives: a second, or a fourth
+// of a shorter lease.
+func pollEvery(lease time.Duration) time.Duration { return min(time.Second, lease/4) }
+
+// takeParallel is how many taken runs are read and launched at once.
+const takeParallel = 16
 
 // replica is a runner's part in a group of replicas.
 type replica struct {
@@ -82,7 +88,7 @@ func (r *runner) leave() {
 func (r *runner) replicate(ctx context.Context) {
 	go r.keepLease(ctx)
 	go r.listen(ctx)
-	t := time.NewTicker(pollEvery)
+	t := time.NewTicker(pollEvery(r.rep.lease))
 	defer t.Stop()
 	for {
 		r.takeRuns(ctx)
@@ -242,27 +248,43 @@ func (r *runner) takeRuns(ctx context.Context) int {
 		}
 		return 0
 	}
-	n := 0
+	// Read and launched a few at a time: a dead replica's runs are
+	// taken together, and each needs its record read.
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, takeParallel)
 	for _, id := range ids {
 		if r.isActive(id) {
 			continue
 		}
-		run, err := r.s.store.GetRun(ctx, id)
-		if err != nil {
-			r.s.log.Error("cannot read a run taken from the queue", "run_id", id, "err", err)
-			continue
-		}
-		pb, err := r.s.cache.parse(run.File, run.Snapshot)
-		if err != nil {
-			r.s.log.Error("cannot resume run: its playbook snapshot no longer loads", "run_id", id, "err", err)
-			continue
-		}
-		r.s.log.Info("run taken from the queue", "run_id", id, "status", run.Status, "previous_owner", run.Owner)
-		r.s.metrics.recover("taken")
-		r.launchRun(queuedRun{run: run, pb: pb, owned: true})
-		n++
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if r.takeRun(ctx, id) {
+				n.Add(1)
+			}
+		})
 	}
-	return n
+	wg.Wait()
+	return int(n.Load())
+}
+
+// takeRun reads a run taken from the queue and launches it.
+func (r *runner) takeRun(ctx context.Context, id string) bool {
+	run, err := r.s.store.GetRun(ctx, id)
+	if err != nil {
+		r.s.log.Error("cannot read a run taken from the queue", "run_id", id, "err", err)
+		return false
+	}
+	pb, err := r.s.cache.parse(run.File, run.Snapshot)
+	if err != nil {
+		r.s.log.Error("cannot resume run: its playbook snapshot no longer loads", "run_id", id, "err", err)
+		return false
+	}
+	r.s.log.Info("run taken from the queue", "run_id", id, "status", run.Status, "previous_owner", run.Owner)
+	r.s.metrics.recover("taken")
+	r.launchRun(queuedRun{run: run, pb: pb, owned: true})
+	return true
 }
 
 // claim makes this replica the owner of a run about to execute; a run
