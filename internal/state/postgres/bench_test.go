@@ -163,7 +163,9 @@ func BenchmarkCommitDelivery(b *testing.B) {
 }
 
 // BenchmarkListRuns lists the 50 newest of 2000 runs, with and without a
-// filter that matches one run in four (bolt's BenchmarkListRuns).
+// filter that matches one run in four (bolt's BenchmarkListRuns), and a
+// page of 50 after a cursor 1,500 runs deep (keyset paging: it should
+// cost what the first page does).
 func BenchmarkListRuns(b *testing.B) {
 	eachStore(b, func(b *testing.B, s state.Store) {
 		base := time.Now()
@@ -185,6 +187,8 @@ func BenchmarkListRuns(b *testing.B) {
 			{"newest50", state.RunFilter{Limit: 50}},
 			{"failed50", state.RunFilter{Status: []state.RunStatus{state.RunFailed}, Limit: 50}},
 			{"all2000", state.RunFilter{}},
+			{"page-1500-deep", state.RunFilter{Limit: 50, Before: &state.RunCursor{
+				CreatedAt: base.Add(500 * time.Second), ID: "run-00500"}}},
 		} {
 			b.Run(bc.name, func(b *testing.B) {
 				b.ReportAllocs()
