@@ -188,3 +188,22 @@ func TestACancelOnOneReplicaEndsARunParkedOnAnother(t *testing.T) {
 	_, err = os.Stat(filepath.Join(c.dir, "after.txt"))
 	assert.True(t, os.IsNotExist(err), "the step after the sleep never ran")
 }
+
+// A runbook run against the database beside the replicas leaves their
+// runs' concurrency keys alone: the key of a run parked on a replica is
+// still held after it.
+func TestARunBesideReplicasKeepsTheirKeys(t *testing.T) {
+	c, rs, st := twoReplicas(t, 1)
+	code, run := rs.proc[0].api(t, "POST", "/api/v1/playbooks/parked/runs", map[string]any{})
+	require.Equal(t, 201, code, run)
+	id := run["id"].(string)
+	waitStatus(t, st, id, state.RunWaiting, 10*time.Second)
+
+	hello := c.file("hello.yaml", "version: 1\nname: hello\nsteps:\n  - {id: hi, uses: log, with: {message: hi}}\n")
+	r := c.run("run", hello)
+	require.Equal(t, 0, r.code, r)
+	locks, err := st.Locks(context.Background())
+	require.NoError(t, err)
+	require.Len(t, locks, 1, "the parked run's key is still held")
+	assert.Equal(t, id, locks[0].Owner)
+}

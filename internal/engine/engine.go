@@ -438,7 +438,7 @@ func (e *Engine) ReleaseStaleLocks(ctx context.Context) error {
 			r, err := e.o.Store.GetRun(ctx, l.Owner)
 			live = err == nil && r.Status == state.RunWaiting
 		}
-		if !live {
+		if !live && lockLeftBehind(e.o.Store, l) {
 			if err := e.o.Store.ReleaseLock(ctx, l.Key, l.Owner); err != nil {
 				return err
 			}

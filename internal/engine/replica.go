@@ -34,3 +34,17 @@ func takenOver(st state.Store, owner string) bool {
 	replica, err := c.IsReplica(ctx, owner)
 	return err == nil && replica
 }
+
+// lockLeftBehind reports whether lock l, held by a run this process does
+// not execute, was left by a process that is gone. In a store this process
+// holds alone, every such lock was. In a store shared by replicas, only a
+// lock whose process (Lock.Process) is a process of this host that no
+// longer exists and was no replica: the run of a live process (a replica,
+// another runbook run) holds its key, and so does the run of a dead
+// replica, which another replica takes over.
+func lockLeftBehind(st state.Store, l state.Lock) bool {
+	if _, shared := st.(state.Coordinator); !shared {
+		return true
+	}
+	return ownerGone(l.Process) && !takenOver(st, l.Process)
+}
