@@ -79,6 +79,32 @@ func (rs *runState) parkAndLeave(ctx context.Context) (*state.Run, error) {
 	return out, err
 }
 
+// endChild ends the unfinished sub-playbook run that waiting step stepID
+// started, as its run ends (ctx ended): parked, it is not executing
+// inside the step as a child waiting in process is, so it is executed
+// once more, cancelled (its waiting steps cancelled, its finally run).
+func (rs *runState) endChild(ctx context.Context, stepID string) {
+	e := rs.e
+	cause := runCause(ctx)
+	if cause == nil || errors.Is(cause, ErrSuspend) {
+		return // a suspended run's child waits with it
+	}
+	wctx, stop := e.writeCtx(ctx)
+	defer stop()
+	id := childRunID(rs.run.ID, stepID)
+	child, err := e.o.Store.GetRun(wctx, id)
+	if err != nil || child.Status.Done() {
+		return
+	}
+	e.mu.Lock()
+	e.cancelNext[id] = cancelCause(cause)
+	e.mu.Unlock()
+	if _, err := e.Resume(wctx, id); err != nil && fault.CodeOf(err) != fault.Cancelled {
+		e.o.Logger.Error("end the sub-playbook run of a waiting step", "run_id", rs.run.ID, "step", stepID, "child", id, "err", err)
+	}
+	e.takeCancel(id) // when Resume did not reach it
+}
+
 // wakeByLocked notes t (zero: none) as a moment the run must go on by
 // itself. rs.mu is held.
 func (rs *runState) wakeByLocked(t time.Time) {

@@ -106,6 +106,7 @@ func (rs *runState) endWaiting(ctx context.Context) {
 	rs.mu.RUnlock()
 	sort.Slice(waiting, func(i, j int) bool { return waiting[i].ID < waiting[j].ID })
 	for _, rec := range waiting {
+		rs.endChild(ctx, rec.ID)
 		sr := &stepRun{rs: rs, rec: rec}
 		sr.finish(ctx, nil, context.Cause(ctx))
 	}

@@ -248,3 +248,32 @@ steps:
 	m := e.waitStatus(run.ID, state.RunSucceeded)
 	assert.Equal(t, true, stepsByID(m)["gate"]["outputs"].(map[string]any)["timed_out"])
 }
+
+// Cancelling a parent parked on a sub-playbook run parked on an approval
+// ends both cancelled: the child is not left waiting for an answer.
+func TestCancellingAParentParkedOnAChildEndsBoth(t *testing.T) {
+	e := newEnv(t, map[string]string{
+		"parent.yaml": `version: 1
+name: parent
+steps:
+  - {id: child, uses: playbook, with: {path: child.yml}}
+`,
+		"child.yml": `version: 1
+name: child
+steps:
+  - {id: gate, uses: approval, with: {message: go?}}
+finally:
+  - {id: bye, uses: set, with: {status: "${{ run.status }}"}}
+`}, func(o *server.Options) {
+		o.Engine.Load = func(path string) (*playbook.Playbook, error) { return playbook.Load(path, playbook.LoadOptions{}) }
+	})
+	id := e.startRun("parent", nil)
+	e.waitParked(1)
+	require.Equal(t, 202, e.api("POST", "/api/v1/runs/"+id+"/cancel", nil).status)
+	e.waitStatus(id, state.RunCancelled)
+	child := e.waitStatus(id+".child", state.RunCancelled)
+	steps := stepsByID(child)
+	assert.Equal(t, "cancelled", steps["gate"]["status"])
+	assert.Equal(t, "cancelled", steps["bye"]["outputs"].(map[string]any)["status"])
+	e.waitParked(0)
+}
