@@ -309,3 +309,29 @@ steps:
 	assert.True(t, rec.NextAttemptAt.IsZero())
 	assert.True(t, rec.WakeAt.IsZero())
 }
+
+// The items of a for_each park each, and the run wakes once for all.
+func TestForEachItemsParkAndGoOnTogether(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, parkAll)
+	r, err := h.run(`
+version: 1
+name: fe
+steps:
+  - {id: nap, uses: sleep, for_each: [a, b], with: {duration: 1h}}
+  - {id: after, uses: set, with: {n: "${{ steps.nap.outputs.count }}"}}
+`, nil)
+	require.NoError(t, err)
+	require.Equal(t, state.RunWaiting, r.Status)
+	recs := h.steps(r.ID)
+	assert.Equal(t, state.StepWaiting, recs["nap[0]"].Status)
+	assert.Equal(t, state.StepWaiting, recs["nap[1]"].Status)
+
+	h.clock.advance(time.Hour)
+	r, err = h.restarted().Resume(ctx, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, state.RunSucceeded, r.Status)
+	recs = h.steps(r.ID)
+	assert.Equal(t, 1, recs["nap[0]"].Attempts)
+	assert.EqualValues(t, 2, recs["after"].Outputs["n"])
+}
