@@ -416,6 +416,8 @@ func TestBrowser(t *testing.T) {
 		assert.Contains(t, b.text("#log-hello"), "creating demo-one with 3 nodes")
 		assert.Contains(t, b.text(".head-line"), "waiting")
 		assert.Contains(t, b.eval(`document.querySelector("#step-create .plan").textContent`), "POST")
+		b.waitFor(`#output-create span.out-call`)
+		assert.Regexp(t, `(?m)^POST /nks/v1/clusters 202 `, b.text("#output-create"), "the step's calls are under it")
 		b.shot("run-live")
 		b.latencies()
 	})

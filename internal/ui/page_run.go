@@ -49,6 +49,7 @@ type runData struct {
 	// OutputTruncated says the page read only the first maxRunOutput lines.
 	printed         map[string][]printedLine
 	OutputTruncated bool
+	OutputAfter     uint64 // the last line read: the live stream goes on from it
 
 	statuses map[string][2]string // by step ID, see stepStatus
 }

@@ -11,11 +11,14 @@ import (
 )
 
 // runLive passes the API's event stream of a run through to the page
-// (GET /api/v1/runs/{id}/logs), as the session.
+// (GET /api/v1/runs/{id}/logs), with the lines the steps print, as the
+// session.
 func (u *UI) runLive(w http.ResponseWriter, r *http.Request, s *session) {
-	path := "/api/v1/runs/" + url.PathEscape(r.PathValue("id")) + "/logs"
-	if after := r.URL.Query().Get("after"); after != "" {
-		path += "?after=" + url.QueryEscape(after)
+	path := "/api/v1/runs/" + url.PathEscape(r.PathValue("id")) + "/logs?output=true"
+	for _, p := range []string{"after", "output_after"} {
+		if v := r.URL.Query().Get(p); v != "" {
+			path += "&" + p + "=" + url.QueryEscape(v)
+		}
 	}
 	req, err := apiRequest(r.Context(), s, http.MethodGet, path, nil)
 	if err != nil {

@@ -24,6 +24,9 @@ func (u *UI) loadOutput(ctx context.Context, s *session, esc string, d *runData)
 		return err
 	}
 	d.OutputTruncated = len(page.Lines) == maxRunOutput
+	if n := len(page.Lines); n > 0 {
+		d.OutputAfter = page.Lines[n-1].Seq
+	}
 	d.printed = map[string][]printedLine{}
 	for _, l := range page.Lines {
 		d.printed[l.Step] = append(d.printed[l.Step], printedLine{Stream: l.Stream, Text: l.Text, Clock: l.Time.UTC().Format("15:04:05.000")})

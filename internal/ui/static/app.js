@@ -174,7 +174,9 @@
   function followRun(box) {
     var id = box.getAttribute("data-run-id");
     var after = box.getAttribute("data-after") || "0";
-    var es = new EventSource("/runs/" + encodeURIComponent(id) + "/live?after=" + encodeURIComponent(after));
+    var outAfter = Number(box.getAttribute("data-output-after") || "0");
+    var es = new EventSource("/runs/" + encodeURIComponent(id) + "/live?after=" + encodeURIComponent(after) +
+      "&output_after=" + encodeURIComponent(String(outAfter)));
     var pending = null, inflight = false, again = false;
     var waiting = []; // seqs received since the last refresh started
 
@@ -211,6 +213,21 @@
       if (ev.type !== "log") schedule();
     }
 
+    // A line a step printed goes under the step as text; a step without
+    // its block yet gets it from the next refresh of the page.
+    es.addEventListener("output", function (e) {
+      var l;
+      try { l = JSON.parse(e.data); } catch (err) { return; }
+      if (l.seq <= outAfter) return;
+      outAfter = l.seq;
+      var pre = doc.getElementById("output-" + l.step);
+      if (!pre) { schedule(); return; }
+      var span = doc.createElement("span");
+      span.className = "out-" + l.stream;
+      span.textContent = l.text;
+      pre.appendChild(span);
+      pre.appendChild(doc.createTextNode("\n"));
+    });
     for (var i = 0; i < eventTypes.length; i++) es.addEventListener(eventTypes[i], onEvent);
     es.onmessage = onEvent;
     es.addEventListener("end", function () {
