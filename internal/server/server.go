@@ -31,7 +31,7 @@ import (
 // required.
 type Options struct {
 	// Engine is the engine configuration (store, secrets, redactor,
-	// connections). The server sets Approvals (wait in-process), Parse (a
+	// connections). The server sets Approvals (park: park.go) and Wake, Parse (a
 	// shared cache) and wraps Observer.
 	Engine engine.Options
 	// Playbooks is the playbook directory.
