@@ -287,3 +287,59 @@ steps:
 	assert.Less(t, lineIndex(t, r.stdout, "step after started"), lineIndex(t, r.stdout, "   after | done"))
 	assert.Less(t, lineIndex(t, r.stdout, "   after | done"), lineIndex(t, r.stdout, "run succeeded"))
 }
+
+// On PostgreSQL too: the lines are stored, read by step, masked, and
+// followed by a second process while the run goes on (a database is
+// shared, so runs logs -f reads it directly).
+func TestStepOutputOnPostgreSQL(t *testing.T) {
+	c := newCLI(t)
+	onDatabase(t, c)
+	c.env = append(c.env, "RUNBOOK_SECRET_DEPLOY_TOKEN=tok-very-secret-42")
+	marker := filepath.Join(c.dir, "go-on")
+	pb := c.file("talk.yaml", `version: 1
+name: talk
+steps:
+  - id: talk
+    uses: shell
+    with:
+      command: 'echo "first $T"; while [ ! -e `+marker+` ]; do sleep 0.05; done; echo second >&2'
+      env: {T: "${{ secrets.DEPLOY_TOKEN }}"}
+`)
+	run := exec.Command(bin, "run", pb)
+	run.Dir, run.Env = c.dir, c.env
+	var runOut outBuffer
+	run.Stdout, run.Stderr = &runOut, &runOut
+	require.NoError(t, run.Start())
+	t.Cleanup(func() { _ = run.Process.Kill() })
+	var id string
+	deadline := time.Now().Add(15 * time.Second)
+	for id == "" || !strings.Contains(runOut.String(), "talk | first ***") {
+		require.True(t, time.Now().Before(deadline), "the run did not print its first line: %s", runOut.String())
+		if m := runIDRe.FindStringSubmatch(runOut.String()); m != nil {
+			id = m[1]
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	follow := exec.Command(bin, "runs", "logs", "-f", id, "talk")
+	follow.Dir, follow.Env = c.dir, c.env
+	var out outBuffer
+	follow.Stdout, follow.Stderr = &out, &out
+	require.NoError(t, follow.Start())
+	done := make(chan error, 1)
+	go func() { done <- follow.Wait() }()
+	t.Cleanup(func() { _ = follow.Process.Kill() })
+	for out.String() != "first ***\n" {
+		require.True(t, time.Now().Before(deadline), "runs logs -f did not print the first line: %q", out.String())
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.NoError(t, os.WriteFile(marker, nil, 0o600))
+	require.NoError(t, run.Wait(), runOut.String())
+	select {
+	case err := <-done:
+		require.NoError(t, err, out.String())
+	case <-time.After(10 * time.Second):
+		t.Fatalf("runs logs -f did not return when the run ended: %q", out.String())
+	}
+	assert.Equal(t, "first ***\nsecond\n", out.String())
+	assert.NotContains(t, runOut.String(), "tok-very-secret-42")
+}
