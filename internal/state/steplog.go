@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -58,4 +59,78 @@ type StepOutput interface {
 	// Output returns the run's lines f selects; none (no error) for a run
 	// without output, ErrNotFound for a run that does not exist.
 	Output(ctx context.Context, runID string, f OutputFilter) ([]OutputLine, error)
+}
+
+// OutputChunk is how both stores keep consecutive lines of one step
+// attempt: what they share once, then per line its time (microseconds
+// after Base: stored times keep microseconds), its stream (one byte of
+// Streams) and its text. A line costs a dozen bytes besides its text,
+// where a JSON object per line costs a hundred (and a row per line in
+// PostgreSQL some forty more).
+type OutputChunk struct {
+	Step    string   `json:"s"`
+	Attempt int      `json:"a,omitempty"`
+	Base    int64    `json:"t"` // Unix nanoseconds of the first line
+	Offsets []int64  `json:"d"` // microseconds after Base
+	Streams string   `json:"k"` // one byte per line: see streamCodes
+	Texts   []string `json:"x"`
+	// Other holds the names of streams without a code, by line index.
+	Other map[int]string `json:"o,omitempty"`
+}
+
+var streamCodes = map[string]byte{StreamStdout: 'o', StreamStderr: 'e', StreamCall: 'c', StreamNote: 'n'}
+
+// OutputChunks cuts lines (their Seq set, consecutive) into chunks of one
+// step attempt each and returns them with the Seq of each one's first
+// line.
+func OutputChunks(lines []OutputLine) (chunks []OutputChunk, firsts []uint64) {
+	for rest := lines; len(rest) > 0; {
+		n := 1
+		for n < len(rest) && rest[n].Step == rest[0].Step && rest[n].Attempt == rest[0].Attempt {
+			n++
+		}
+		chunks, firsts = append(chunks, newOutputChunk(rest[:n])), append(firsts, rest[0].Seq)
+		rest = rest[n:]
+	}
+	return chunks, firsts
+}
+
+func newOutputChunk(lines []OutputLine) OutputChunk {
+	c := OutputChunk{Step: lines[0].Step, Attempt: lines[0].Attempt, Base: lines[0].Time.UnixNano(),
+		Offsets: make([]int64, len(lines)), Texts: make([]string, len(lines))}
+	codes := make([]byte, len(lines))
+	for i, l := range lines {
+		c.Offsets[i] = (l.Time.UnixNano() - c.Base) / 1e3
+		c.Texts[i] = l.Text
+		code, ok := streamCodes[l.Stream]
+		if !ok {
+			code = '?'
+			if c.Other == nil {
+				c.Other = map[int]string{}
+			}
+			c.Other[i] = l.Stream
+		}
+		codes[i] = code
+	}
+	c.Streams = string(codes)
+	return c
+}
+
+// Lines expands the chunk whose first line is number first.
+func (c OutputChunk) Lines(first uint64) ([]OutputLine, error) {
+	if len(c.Offsets) != len(c.Texts) || len(c.Streams) != len(c.Texts) {
+		return nil, fmt.Errorf("%w: output chunk %d: %d times, %d streams, %d texts", ErrCorrupt, first, len(c.Offsets), len(c.Streams), len(c.Texts))
+	}
+	out := make([]OutputLine, len(c.Texts))
+	for i := range out {
+		stream := c.Other[i]
+		for name, code := range streamCodes {
+			if c.Streams[i] == code {
+				stream = name
+			}
+		}
+		out[i] = OutputLine{Seq: first + uint64(i), Time: time.Unix(0, c.Base+c.Offsets[i]*1e3).UTC(), Step: c.Step,
+			Attempt: c.Attempt, Stream: stream, Text: c.Texts[i]}
+	}
+	return out, nil
 }
