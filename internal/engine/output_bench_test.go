@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,19 +13,33 @@ import (
 	"github.com/runbook/runbook/internal/state/bolt"
 )
 
+// BenchmarkPrintingShellSteps runs a playbook of 20 shell steps that
+// print one line each, on a real (fsynced) bbolt file: each attempt that
+// printed stores its lines before it ends, one more commit per step.
+func BenchmarkPrintingShellSteps(b *testing.B) {
+	src := "version: 1\nname: printing\nsteps:\n"
+	for i := range 20 {
+		src += fmt.Sprintf("  - {id: s%d, uses: shell, with: {command: 'echo step %d'}}\n", i, i)
+	}
+	benchPlaybook(b, src)
+}
+
 // BenchmarkChattyShellStep runs a playbook whose one shell step prints
 // 100,000 lines (588,895 bytes), on a real bbolt file: the engine's cost of
 // the step's output (cutting lines, redacting, batching, storing) shows
 // against the same benchmark of a build without it.
 func BenchmarkChattyShellStep(b *testing.B) {
+	benchPlaybook(b, "version: 1\nname: chatty\nsteps:\n  - id: chatty\n    uses: shell\n    with: {command: 'seq 1 100000'}\n")
+}
+
+func benchPlaybook(b *testing.B, src string) {
 	dir := b.TempDir()
 	st, err := bolt.Open(filepath.Join(dir, "state.db"), bolt.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	path := filepath.Join(dir, "chatty.yaml")
-	src := "version: 1\nname: chatty\nsteps:\n  - id: chatty\n    uses: shell\n    with: {command: 'seq 1 100000'}\n"
+	path := filepath.Join(dir, "playbook.yaml")
 	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
 		b.Fatal(err)
 	}
