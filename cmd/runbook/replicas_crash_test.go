@@ -249,9 +249,10 @@ func crashReplicas(t *testing.T, senders, deliveries, approvals, kills int, pace
 				time.Sleep(50 * time.Millisecond)
 			}
 			time.Sleep(time.Duration(1000+a%4*700) * time.Millisecond) // the run waits meanwhile
+			var last string
 			for attempt := 0; ; attempt++ {
 				if attempt > 400 {
-					fail("run %s never approved", id)
+					fail("run %s never approved; last answer: %s", id, last)
 					return
 				}
 				if u := rs.url((a + 1 + attempt) % 3); u != "" {
@@ -259,6 +260,7 @@ func crashReplicas(t *testing.T, senders, deliveries, approvals, kills int, pace
 					if err == nil && code == http.StatusOK {
 						return
 					}
+					last = fmt.Sprint(code, m, err)
 					// An answer recorded by a replica killed before it
 					// replied: the retry finds it answered.
 					if msg, _ := m["error"].(string); code == http.StatusConflict && strings.Contains(msg, "already answered") {
@@ -363,6 +365,9 @@ func crashReplicas(t *testing.T, senders, deliveries, approvals, kills int, pace
 		want = append(want, s.In(first.Location()).Format(time.RFC3339))
 	}
 	assert.Equal(t, want, slots, "each slot of the window once")
+	if n := len(killsDone); n > 0 {
+		assert.True(t, last.After(killsDone[n-1].at), "the schedule fired after the last kill (last slot %s)", last)
+	}
 
 	// One create per cluster in the simulator's journal.
 	creates := map[string]int{}
