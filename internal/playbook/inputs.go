@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/runbook/runbook/internal/yamlnode"
@@ -161,7 +163,7 @@ func (in *Input) Check(v any) error {
 		}
 	}
 	if in.Pattern != "" {
-		re, err := regexp.Compile(in.Pattern)
+		re, err := compilePattern(in.Pattern)
 		if err == nil {
 			check := func(s string) error {
 				if !re.MatchString(s) {
@@ -308,3 +310,31 @@ func describe(v any) string {
 }
 
 func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// patterns holds input patterns compiled by compilePattern: an input is
+// checked for every run a webhook or a schedule starts, and compiling its
+// pattern each time cost a tenth of serve's CPU under webhook load. At
+// most maxPatterns are kept (playbooks declare few; a reload adds its
+// new ones).
+var (
+	patterns  sync.Map // pattern -> *regexp.Regexp
+	npatterns atomic.Int32
+)
+
+const maxPatterns = 1024
+
+func compilePattern(p string) (*regexp.Regexp, error) {
+	if re, ok := patterns.Load(p); ok {
+		return re.(*regexp.Regexp), nil
+	}
+	re, err := regexp.Compile(p)
+	if err != nil {
+		return nil, err
+	}
+	if npatterns.Load() < maxPatterns {
+		if _, loaded := patterns.LoadOrStore(p, re); !loaded {
+			npatterns.Add(1)
+		}
+	}
+	return re, nil
+}
