@@ -295,6 +295,20 @@ func crashReplicas(t *testing.T, senders, deliveries, approvals, kills int, pace
 	load.Wait()
 	failures.Range(func(k, _ any) bool { t.Error(k); return true })
 
+	// The schedule fires again after the last kill (which may have hit
+	// the leader: the next one leads once its lease expired).
+	if n := len(killsDone); n > 0 {
+		after := killsDone[n-1].at
+		require.Eventually(t, func() bool {
+			ticks, err := st.ListRuns(context.Background(), state.RunFilter{Playbook: "tick", Limit: 1})
+			if err != nil || len(ticks) == 0 {
+				return false
+			}
+			slot, err := time.Parse(time.RFC3339, fmt.Sprint(ticks[0].Trigger["slot"]))
+			return err == nil && slot.After(after)
+		}, 3*replicaLease+5*time.Second, 100*time.Millisecond, "a slot after the last kill fires")
+	}
+
 	// Every run ends.
 	deadline := time.Now().Add(30 * time.Second)
 	var runs []*state.Run
