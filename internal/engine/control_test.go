@@ -304,10 +304,14 @@ type saveRunFails struct {
 }
 
 func (s saveRunFails) SaveRun(ctx context.Context, r *state.Run, evs ...state.Event) error {
+	return s.SaveRunSteps(ctx, r, nil, evs...)
+}
+
+func (s saveRunFails) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.StepRecord, evs ...state.Event) error {
 	if r.Status == s.status {
 		return errors.New("disk full")
 	}
-	return s.Store.SaveRun(ctx, r, evs...)
+	return s.Store.SaveRunSteps(ctx, r, recs, evs...)
 }
 
 // A run whose last record cannot be written says so to its caller rather

@@ -313,13 +313,19 @@ func (rs *runState) event(ctx context.Context, ev state.Event) {
 	rs.e.observe(rs.run.ID, ev)
 }
 
+// saveRun writes the run's record with evs, and with it the records of
+// pure steps kept for the next write (their events first): one commit
+// where a flush and the run's write were two.
 func (rs *runState) saveRun(ctx context.Context, evs ...state.Event) error {
-	rs.flushLazy(ctx)
+	rs.lazyMu.Lock()
+	defer rs.lazyMu.Unlock()
+	recs, all := rs.lazy, append(rs.lazyEvents, evs...)
+	rs.lazy, rs.lazyEvents = nil, nil
 	rs.runMu.Lock()
 	defer rs.runMu.Unlock()
 	wctx, stop := rs.e.writeCtx(ctx)
 	defer stop()
-	if err := rs.e.o.Store.SaveRun(wctx, rs.run, evs...); err != nil {
+	if err := rs.e.o.Store.SaveRunSteps(wctx, rs.run, recs, all...); err != nil {
 		return fmt.Errorf("save run %s: %w", rs.run.ID, err)
 	}
 	for _, ev := range evs {

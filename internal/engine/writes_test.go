@@ -32,10 +32,14 @@ func (s *slowStore) wait(ctx context.Context) error {
 }
 
 func (s *slowStore) SaveRun(ctx context.Context, r *state.Run, evs ...state.Event) error {
+	return s.SaveRunSteps(ctx, r, nil, evs...)
+}
+
+func (s *slowStore) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.StepRecord, evs ...state.Event) error {
 	if err := s.wait(ctx); err != nil {
 		return err
 	}
-	return s.Store.SaveRun(ctx, r, evs...)
+	return s.Store.SaveRunSteps(ctx, r, recs, evs...)
 }
 
 func (s *slowStore) SaveSteps(ctx context.Context, recs []*state.StepRecord, evs ...state.Event) error {

@@ -20,8 +20,12 @@ type gatedStore struct {
 }
 
 func (s *gatedStore) SaveRun(ctx context.Context, r *state.Run, evs ...state.Event) error {
+	return s.SaveRunSteps(ctx, r, nil, evs...)
+}
+
+func (s *gatedStore) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.StepRecord, evs ...state.Event) error {
 	<-s.gate
-	return s.Store.SaveRun(ctx, r, evs...)
+	return s.Store.SaveRunSteps(ctx, r, recs, evs...)
 }
 
 // One 1,000-hook delivery grows the state file by at most 2 MB when it is

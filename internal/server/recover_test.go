@@ -29,6 +29,10 @@ type slowStore struct {
 }
 
 func (s *slowStore) SaveRun(ctx context.Context, r *state.Run, evs ...state.Event) error {
+	return s.SaveRunSteps(ctx, r, nil, evs...)
+}
+
+func (s *slowStore) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.StepRecord, evs ...state.Event) error {
 	for _, ev := range evs {
 		if ev.Type != "run.started" {
 			continue
@@ -41,7 +45,7 @@ func (s *slowStore) SaveRun(ctx context.Context, r *state.Run, evs ...state.Even
 			return fmt.Errorf("commit: %w", context.DeadlineExceeded)
 		}
 	}
-	return s.Store.SaveRun(ctx, r, evs...)
+	return s.Store.SaveRunSteps(ctx, r, recs, evs...)
 }
 
 // hooksBody is an UNSUBSCRIBE delivery of n hooks.

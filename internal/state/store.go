@@ -252,6 +252,10 @@ type Store interface {
 	SaveStep(ctx context.Context, s *StepRecord, events ...Event) error
 	// SaveSteps writes several records of one run with events, atomically.
 	SaveSteps(ctx context.Context, recs []*StepRecord, events ...Event) error
+	// SaveRunSteps writes step records of run r (as SaveSteps) and r's
+	// record (as SaveRun) and appends events, in one transaction: a run's
+	// last steps and its end are one commit.
+	SaveRunSteps(ctx context.Context, r *Run, recs []*StepRecord, events ...Event) error
 	GetStep(ctx context.Context, runID, stepID string) (*StepRecord, error) // ErrNotFound
 	// Steps returns a run's step records in the order they were first saved.
 	Steps(ctx context.Context, runID string) ([]*StepRecord, error)

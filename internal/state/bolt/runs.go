@@ -89,12 +89,27 @@ func createRun(tx *bbolt.Tx, id string, enc *encodedRun, evs [][]byte) error {
 // (unless CreatedAt is zero: the stored one is read first), so the shared
 // writer spends its time on bbolt only.
 func (s *Store) SaveRun(ctx context.Context, r *state.Run, events ...state.Event) error {
+	return s.SaveRunSteps(ctx, r, nil, events...)
+}
+
+// SaveRunSteps writes step records of r, then r, and appends events, in
+// one transaction (see SaveSteps and SaveRun).
+func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.StepRecord, events ...state.Event) error {
 	var enc *encodedRun
 	if !r.CreatedAt.IsZero() {
 		var err error
 		if enc, err = encodeRun(r); err != nil {
 			return fmt.Errorf("save run %s: %w", r.ID, err)
 		}
+	}
+	for _, rec := range recs {
+		if rec.RunID != r.ID {
+			return fmt.Errorf("save run %s: a record of run %s", r.ID, rec.RunID)
+		}
+	}
+	steps, err := encodeSteps(recs)
+	if err != nil {
+		return err
 	}
 	evs, err := s.encodeAppend(events)
 	if err != nil {
@@ -112,7 +127,11 @@ func (s *Store) SaveRun(ctx context.Context, r *state.Run, events ...state.Event
 		} else if err := replaceRun(tx, enc); err != nil {
 			return err
 		}
-		return appendEvents(runBucket(tx, r.ID), evs)
+		rb := runBucket(tx, r.ID)
+		if err := putSteps(rb, recs, steps); err != nil {
+			return err
+		}
+		return appendEvents(rb, evs)
 	})
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", r.ID, err)

@@ -29,16 +29,9 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 		return nil
 	}
 	runID := recs[0].RunID
-	data := make([][]byte, len(recs))
-	for i, rec := range recs {
-		if rec.RunID != runID {
-			return fmt.Errorf("save steps: records of runs %s and %s in one call", runID, rec.RunID)
-		}
-		b, err := json.Marshal(rec)
-		if err != nil {
-			return fmt.Errorf("save step %s/%s: encode: %w", rec.RunID, rec.ID, err)
-		}
-		data[i] = b
+	steps, err := encodeSteps(recs)
+	if err != nil {
+		return err
 	}
 	evs, err := s.encodeAppend(events)
 	if err != nil {
@@ -49,20 +42,8 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 		if err != nil {
 			return err
 		}
-		for i, rec := range recs {
-			key := runKey(kindStep, []byte(rec.ID))
-			if rb.Get(key) == nil {
-				n, err := nextOrder(rb)
-				if err != nil {
-					return err
-				}
-				if err := rb.Put(numKey(kindOrder, n), []byte(rec.ID)); err != nil {
-					return err
-				}
-			}
-			if err := rb.Put(key, data[i]); err != nil {
-				return err
-			}
+		if err := putSteps(rb, recs, steps); err != nil {
+			return err
 		}
 		return appendEvents(rb, evs)
 	})
@@ -71,6 +52,43 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 			return fmt.Errorf("save step %s/%s: %w", runID, recs[0].ID, err)
 		}
 		return fmt.Errorf("save %d steps of run %s: %w", len(recs), runID, err)
+	}
+	return nil
+}
+
+// encodeSteps encodes step records of one run.
+func encodeSteps(recs []*state.StepRecord) ([][]byte, error) {
+	data := make([][]byte, len(recs))
+	for i, rec := range recs {
+		if rec.RunID != recs[0].RunID {
+			return nil, fmt.Errorf("save steps: records of runs %s and %s in one call", recs[0].RunID, rec.RunID)
+		}
+		b, err := json.Marshal(rec)
+		if err != nil {
+			return nil, fmt.Errorf("save step %s/%s: encode: %w", rec.RunID, rec.ID, err)
+		}
+		data[i] = b
+	}
+	return data, nil
+}
+
+// putSteps writes encoded step records into their run's bucket, giving a
+// step saved for the first time its order entry.
+func putSteps(rb *bbolt.Bucket, recs []*state.StepRecord, data [][]byte) error {
+	for i, rec := range recs {
+		key := runKey(kindStep, []byte(rec.ID))
+		if rb.Get(key) == nil {
+			n, err := nextOrder(rb)
+			if err != nil {
+				return err
+			}
+			if err := rb.Put(numKey(kindOrder, n), []byte(rec.ID)); err != nil {
+				return err
+			}
+		}
+		if err := rb.Put(key, data[i]); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -139,9 +139,32 @@ func createRunError(id string, err error) error {
 // nothing. A zero CreatedAt keeps the stored one (read first, in the same
 // transaction).
 func (s *Store) SaveRun(ctx context.Context, r *state.Run, events ...state.Event) error {
+	return s.SaveRunSteps(ctx, r, nil, events...)
+}
+
+// SaveRunSteps writes step records of r and r itself and appends events,
+// in one transaction (one round trip unless CreatedAt is zero), as
+// SaveSteps and SaveRun do.
+func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.StepRecord, events ...state.Event) error {
+	for _, rec := range recs {
+		if rec.RunID != r.ID {
+			return fmt.Errorf("save run %s: a record of run %s", r.ID, rec.RunID)
+		}
+	}
+	rows, err := encodeSteps(recs)
+	if err != nil {
+		return err
+	}
 	evs, err := s.encodeEvents(events)
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", r.ID, err)
+	}
+	batch := func(r *state.Run) (*pgx.Batch, error) {
+		b, err := queueSaveRun(r, evs)
+		if err == nil {
+			rows.queue(b, r.ID) // after the run's update: an unknown run writes nothing
+		}
+		return b, err
 	}
 	if r.CreatedAt.IsZero() {
 		err = s.write(ctx, func(tx pgx.Tx) error {
@@ -151,7 +174,7 @@ func (s *Store) SaveRun(ctx context.Context, r *state.Run, events ...state.Event
 			}
 			cp := *r
 			cp.CreatedAt = created
-			b, err := queueSaveRun(&cp, evs)
+			b, err := batch(&cp)
 			if err != nil {
 				return err
 			}
@@ -159,7 +182,7 @@ func (s *Store) SaveRun(ctx context.Context, r *state.Run, events ...state.Event
 		})
 	} else {
 		var b *pgx.Batch
-		if b, err = queueSaveRun(r, evs); err == nil {
+		if b, err = batch(r); err == nil {
 			err = s.send(ctx, b)
 		}
 	}

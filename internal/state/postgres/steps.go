@@ -38,23 +38,9 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 		return nil
 	}
 	runID := recs[0].RunID
-	var ids, statuses []string
-	var records [][]byte
-	at := map[string]int{}
-	for _, rec := range recs {
-		if rec.RunID != runID {
-			return fmt.Errorf("save steps: records of runs %s and %s in one call", runID, rec.RunID)
-		}
-		data, err := json.Marshal(rec)
-		if err != nil {
-			return fmt.Errorf("save step %s/%s: encode: %w", rec.RunID, rec.ID, err)
-		}
-		if i, ok := at[rec.ID]; ok { // one statement cannot write a row twice
-			statuses[i], records[i] = string(rec.Status), data
-			continue
-		}
-		at[rec.ID] = len(ids)
-		ids, statuses, records = append(ids, rec.ID), append(statuses, string(rec.Status)), append(records, data)
+	rows, err := encodeSteps(recs)
+	if err != nil {
+		return err
 	}
 	evs, err := s.encodeEvents(events)
 	if err != nil {
@@ -63,7 +49,7 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 	// An unknown run fails the reservation and the steps' foreign key.
 	b := &pgx.Batch{}
 	queueReserve(b, runID, evs)
-	b.Queue(upsertSteps, runID, ids, statuses, records)
+	rows.queue(b, runID)
 	err = s.send(ctx, b)
 	if err != nil {
 		if len(recs) == 1 {
@@ -72,6 +58,42 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 		return fmt.Errorf("save %d steps of run %s: %w", len(recs), runID, err)
 	}
 	return nil
+}
+
+// stepRows are step records of one run as upsertSteps takes them.
+type stepRows struct {
+	ids, statuses []string
+	records       [][]byte
+}
+
+// encodeSteps encodes step records of one run, a step given twice once,
+// at the place of its first record, with its last.
+func encodeSteps(recs []*state.StepRecord) (*stepRows, error) {
+	rows := &stepRows{}
+	at := map[string]int{}
+	for _, rec := range recs {
+		if rec.RunID != recs[0].RunID {
+			return nil, fmt.Errorf("save steps: records of runs %s and %s in one call", recs[0].RunID, rec.RunID)
+		}
+		data, err := json.Marshal(rec)
+		if err != nil {
+			return nil, fmt.Errorf("save step %s/%s: encode: %w", rec.RunID, rec.ID, err)
+		}
+		if i, ok := at[rec.ID]; ok { // one statement cannot write a row twice
+			rows.statuses[i], rows.records[i] = string(rec.Status), data
+			continue
+		}
+		at[rec.ID] = len(rows.ids)
+		rows.ids, rows.statuses, rows.records = append(rows.ids, rec.ID), append(rows.statuses, string(rec.Status)), append(rows.records, data)
+	}
+	return rows, nil
+}
+
+// queue queues the upsert of rows (none: nothing) into b.
+func (rows *stepRows) queue(b *pgx.Batch, runID string) {
+	if len(rows.ids) > 0 {
+		b.Queue(upsertSteps, runID, rows.ids, rows.statuses, rows.records)
+	}
 }
 
 // GetStep returns one step record or state.ErrNotFound.

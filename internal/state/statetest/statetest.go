@@ -54,6 +54,7 @@ func run(t *testing.T, open opener) {
 		{"deliveries", testDeliveries},
 		{"delivery bodies", testDeliveryBodies},
 		{"unused delivery bodies", testUnusedDeliveries},
+		{"a run saved with its steps", testRunSteps},
 		{"cancelled contexts", testCancelled},
 		{"concurrent writers", testConcurrent},
 	}
