@@ -232,17 +232,23 @@ const (
 func (r *runner) execute(run *state.Run, pb *playbook.Playbook, inputs map[string]any, fresh bool) {
 	runID, wait := run.ID, rerunFirst
 	for {
-		var err error
+		var (
+			ended *state.Run
+			err   error
+		)
 		switch {
 		case fresh:
-			_, err = r.s.eng.ExecuteInputs(r.base, pb, run, inputs)
+			ended, err = r.s.eng.ExecuteInputs(r.base, pb, run, inputs)
 		case inputs != nil:
-			_, err = r.s.eng.ResumeInputs(r.base, runID, inputs)
+			ended, err = r.s.eng.ResumeInputs(r.base, runID, inputs)
 		default:
-			_, err = r.s.eng.Resume(r.base, runID)
+			ended, err = r.s.eng.Resume(r.base, runID)
 		}
 		if r.base.Err() != nil {
 			return // suspended: the next start resumes it
+		}
+		if err == nil && ended != nil && ended.Status.Done() {
+			return // its last write, which says so, committed
 		}
 		cur, gerr := r.s.store.GetRun(context.WithoutCancel(r.base), runID)
 		switch {
