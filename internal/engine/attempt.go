@@ -188,6 +188,9 @@ func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[str
 		sr.queue(started)
 	}
 
+	if !sr.lazy {
+		rs.flushStart(ctx) // a run doing more than computing shows it started
+	}
 	sctx := ctx
 	if st.Timeout > 0 {
 		var stop context.CancelFunc
@@ -246,6 +249,7 @@ func (sr *stepRun) intend(ctx context.Context, call *steps.Call, started state.E
 func (sr *stepRun) putIntent(ctx context.Context, call *steps.Call, data []byte, resolved bool) error {
 	in := state.Intent{RunID: call.RunID, Step: call.StepID, Attempt: call.Attempt, Key: call.IdempotencyKey,
 		CreatedAt: sr.rs.e.o.Clock.Now(), Data: data, Resolved: resolved}
+	sr.rs.flushStart(ctx) // a run's deferred start is on record before its side effects
 	return sr.rs.e.o.Store.PutIntent(context.WithoutCancel(ctx), in)
 }
 

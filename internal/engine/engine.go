@@ -95,6 +95,13 @@ type Options struct {
 	// ParkAfter is the shortest wait ApprovalParkAll parks (default 2s):
 	// a shorter one waits in process.
 	ParkAfter time.Duration
+	// DeferStart writes a new run's start (its record saying running and
+	// "run.started") with the run's first write instead of on its own: a
+	// run of pure steps ends in one commit. A run whose process dies
+	// before that write stays pending, so this is for a process whose
+	// pending runs are taken up again (runbook serve), not for runbook
+	// run, whose killed run must show interrupted.
+	DeferStart bool
 	// Wake, under ApprovalParkAll, asks the caller to resume now the
 	// top-level run runID if it holds it parked (an approval of it, or of
 	// one of its sub-playbook runs, was answered; it was cancelled), and

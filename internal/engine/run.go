@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -46,6 +47,7 @@ type runState struct {
 	lazyMu     sync.Mutex // guards the deferred writes of pure steps
 	lazy       []*state.StepRecord
 	lazyEvents []state.Event
+	start      []state.Event // the run's start, not written yet (Options.DeferStart)
 }
 
 // execute runs r to its end (or until it parks or is suspended). It is
@@ -177,6 +179,12 @@ func (rs *runState) begin(ctx context.Context) (_ context.Context, stop func(), 
 	evType, msg := "run.started", "run started"
 	if resumed {
 		evType, msg = "run.resumed", "run resumed"
+	}
+	if e.o.DeferStart && !resumed {
+		rs.lazyMu.Lock()
+		rs.start = []state.Event{{Time: now, Type: evType, Message: msg}}
+		rs.lazyMu.Unlock()
+		return ctx, stop, nil, nil
 	}
 	if err := rs.saveRun(ctx, state.Event{Time: now, Type: evType, Message: msg}); err != nil {
 		return ctx, stop, r, err
@@ -319,8 +327,9 @@ func (rs *runState) event(ctx context.Context, ev state.Event) {
 func (rs *runState) saveRun(ctx context.Context, evs ...state.Event) error {
 	rs.lazyMu.Lock()
 	defer rs.lazyMu.Unlock()
-	recs, all := rs.lazy, append(rs.lazyEvents, evs...)
-	rs.lazy, rs.lazyEvents = nil, nil
+	recs, all := rs.lazy, slices.Concat(rs.start, rs.lazyEvents, evs)
+	observed := slices.Concat(rs.start, evs)
+	rs.lazy, rs.lazyEvents, rs.start = nil, nil, nil
 	rs.runMu.Lock()
 	defer rs.runMu.Unlock()
 	wctx, stop := rs.e.writeCtx(ctx)
@@ -328,7 +337,7 @@ func (rs *runState) saveRun(ctx context.Context, evs ...state.Event) error {
 	if err := rs.e.o.Store.SaveRunSteps(wctx, rs.run, recs, all...); err != nil {
 		return fmt.Errorf("save run %s: %w", rs.run.ID, err)
 	}
-	for _, ev := range evs {
+	for _, ev := range observed {
 		rs.e.observe(rs.run.ID, ev)
 	}
 	return nil

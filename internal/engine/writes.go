@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -60,13 +61,28 @@ func (rs *runState) write(ctx context.Context, rec *state.StepRecord, evs []stat
 	if rec != nil {
 		recs = append(recs, rec)
 	}
-	evs = append(rs.lazyEvents, evs...)
-	rs.lazy, rs.lazyEvents = nil, nil
-	if len(recs) == 0 {
+	start := rs.start
+	evs = slices.Concat(start, rs.lazyEvents, evs)
+	rs.lazy, rs.lazyEvents, rs.start = nil, nil, nil
+	if len(recs) == 0 && len(start) == 0 {
 		return
 	}
 	wctx, stop := rs.e.writeCtx(ctx)
 	defer stop()
+	if len(start) > 0 {
+		// The run's start goes with its first write (Options.DeferStart).
+		rs.runMu.Lock()
+		err := rs.e.o.Store.SaveRunSteps(wctx, rs.run, recs, evs...)
+		rs.runMu.Unlock()
+		if err != nil {
+			rs.e.o.Logger.Error("save run start and steps", "run_id", rs.run.ID, "steps", len(recs), "err", err)
+			return
+		}
+		for _, ev := range start {
+			rs.e.observe(rs.run.ID, ev)
+		}
+		return
+	}
 	if err := rs.e.o.Store.SaveSteps(wctx, recs, evs...); err != nil {
 		rs.e.o.Logger.Error("save steps", "run_id", rs.run.ID, "steps", len(recs), "err", err)
 	}
@@ -74,3 +90,15 @@ func (rs *runState) write(ctx context.Context, rec *state.StepRecord, evs []stat
 
 // flushLazy writes every deferred record now.
 func (rs *runState) flushLazy(ctx context.Context) { rs.write(ctx, nil, nil) }
+
+// flushStart writes the run's deferred start (Options.DeferStart), with
+// whatever else waits for the run's next write, when it is still
+// pending.
+func (rs *runState) flushStart(ctx context.Context) {
+	rs.lazyMu.Lock()
+	pending := len(rs.start) > 0
+	rs.lazyMu.Unlock()
+	if pending {
+		rs.flushLazy(ctx)
+	}
+}

@@ -148,6 +148,7 @@ func New(o Options) (*Server, error) {
 	eo := o.Engine
 	// Waits park the run (park.go): a waiting run holds no goroutine.
 	eo.Approvals = engine.ApprovalParkAll
+	eo.DeferStart = true // a pending run is taken up again: at the next start, by the watchdog or another replica
 	eo.Wake = func(runID string) bool { return s.runs.wakeRun(runID) }
 	if eo.ApprovalPoll <= 0 {
 		eo.ApprovalPoll = 30 * time.Second
