@@ -141,6 +141,16 @@ func ownedRuns(t *testing.T, db *pgx.Conn, owner string) []string {
 	return ids
 }
 
+// columnOwner is the replica that claimed run id (the queue's owner
+// column), for a failure message.
+func columnOwner(db *pgx.Conn, id string) string {
+	var owner string
+	if err := db.QueryRow(context.Background(), `SELECT owner FROM runbook_runs WHERE id = $1`, id).Scan(&owner); err != nil {
+		return err.Error()
+	}
+	return owner
+}
+
 // killRecord is one kill: when, whose runs were unfinished then.
 type killRecord struct {
 	at    time.Time
@@ -315,16 +325,16 @@ func crashReplicas(t *testing.T, senders, deliveries, approvals, kills int, pace
 	for {
 		runs, err = st.ListRuns(context.Background(), state.RunFilter{})
 		require.NoError(t, err)
-		open := 0
+		var open []string
 		for _, r := range runs {
 			if !r.Status.Done() {
-				open++
+				open = append(open, fmt.Sprintf("%s (%s, %s, owner %s, claimed by %s)", r.ID, r.Playbook, r.Status, r.Owner, columnOwner(db, r.ID)))
 			}
 		}
-		if open == 0 {
+		if len(open) == 0 {
 			break
 		}
-		require.True(t, time.Now().Before(deadline), "%d runs unfinished", open)
+		require.True(t, time.Now().Before(deadline), "%d runs unfinished: %v", len(open), open)
 		time.Sleep(200 * time.Millisecond)
 	}
 	for i := range 3 {

@@ -46,7 +46,11 @@ type replica struct {
 	id    string // this process (engine Options.Process)
 	lease time.Duration
 	kick  chan struct{} // work to take
-	renew func(context.Context) error
+	// listening is closed once the first Listen listens: a replica takes
+	// runs only then, so that no answer to a run it takes goes unheard.
+	listening chan struct{}
+	listened  sync.Once
+	renew     func(context.Context) error
 }
 
 // coordinate makes r a replica when its store is shared (state.Coordinator).
@@ -58,7 +62,7 @@ func (r *runner) coordinate(lease time.Duration) {
 	if lease <= 0 {
 		lease = DefaultLease
 	}
-	rep := &replica{c: c, id: r.s.eng.Process(), lease: lease, kick: make(chan struct{}, 1)}
+	rep := &replica{c: c, id: r.s.eng.Process(), lease: lease, kick: make(chan struct{}, 1), listening: make(chan struct{})}
 	rep.renew = func(ctx context.Context) error { return c.KeepReplica(ctx, rep.id, lease) }
 	r.rep = rep
 }
@@ -88,6 +92,16 @@ func (r *runner) leave() {
 func (r *runner) replicate(ctx context.Context) {
 	go r.keepLease(ctx)
 	go r.listen(ctx)
+	// Runs are taken once notices are heard (an approval answered while
+	// a taken run is being resumed would be missed otherwise), or after a
+	// lease without a listener: polling then, as after a broken one.
+	select {
+	case <-r.rep.listening:
+	case <-time.After(r.rep.lease):
+		r.s.log.Warn("not listening for the other replicas' notices yet; taking runs anyway")
+	case <-ctx.Done():
+		return
+	}
 	t := time.NewTicker(pollEvery(r.rep.lease))
 	defer t.Stop()
 	for {
@@ -160,6 +174,9 @@ func (r *runner) kickQueue() {
 // cancel stops the run executing here.
 func (r *runner) notice(ctx context.Context, n state.Notice) {
 	switch n.Kind {
+	case state.NoticeListening:
+		r.rep.listened.Do(func() { close(r.rep.listening) })
+		r.kickQueue()
 	case state.NoticeWork:
 		r.kickQueue()
 	case state.NoticeApproval:

@@ -47,7 +47,9 @@ type Coordinator interface {
 
 	// Listen calls fn for each notice until ctx ends; it returns ctx's
 	// error, or the error that broke the connection (the caller listens
-	// again, and polls meanwhile).
+	// again, and polls meanwhile). Its first notice is NoticeListening,
+	// once every channel is listened to: notices sent before it may be
+	// lost.
 	Listen(ctx context.Context, fn func(Notice)) error
 	// Notify sends n to every listening replica.
 	Notify(ctx context.Context, n Notice) error
@@ -63,6 +65,9 @@ const (
 	NoticeWork     NoticeKind = "work"     // runs to take: a replica released its runs, a run was queued
 	NoticeApproval NoticeKind = "approval" // run RunID got an approval answer
 	NoticeCancel   NoticeKind = "cancel"   // run RunID was cancelled
+	// NoticeListening comes from Listen itself, first: from now on no
+	// notice is lost.
+	NoticeListening NoticeKind = "listening"
 )
 
 // Notice is one notification between replicas.

@@ -41,6 +41,7 @@ func (s *Store) Listen(ctx context.Context, fn func(state.Notice)) error {
 			return fmt.Errorf("listen %s: %w", ch, err)
 		}
 	}
+	fn(state.Notice{Kind: state.NoticeListening})
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
