@@ -337,6 +337,7 @@ func crashReplicas(t *testing.T, senders, deliveries, approvals, kills int, pace
 		require.True(t, time.Now().Before(deadline), "%d runs unfinished: %v", len(open), open)
 		time.Sleep(200 * time.Millisecond)
 	}
+	settled := time.Now()
 	for i := range 3 {
 		rs.mu.Lock()
 		s := rs.proc[i]
@@ -350,7 +351,11 @@ func crashReplicas(t *testing.T, senders, deliveries, approvals, kills int, pace
 	perHook := map[string]int{}
 	var slots []string
 	for _, r := range runs {
-		assert.True(t, r.Status.Done(), "run %s is %s", r.ID, r.Status)
+		// A slot that fired while the replicas stopped leaves its run
+		// pending, for the next start: every other run has ended.
+		if !(r.Playbook == "tick" && r.CreatedAt.After(settled)) {
+			assert.True(t, r.Status.Done(), "run %s is %s", r.ID, r.Status)
+		}
 		switch r.Playbook {
 		case "sms-unsubscribe":
 			perHook[fmt.Sprint(r.Inputs["hook_id"])]++
