@@ -170,8 +170,7 @@ func New(o Options) *Engine {
 		o.StateWrites = 10 * time.Second
 	}
 	if o.Process == "" {
-		host, _ := os.Hostname()
-		o.Process = fmt.Sprintf("%s/%d", host, os.Getpid())
+		o.Process = thisProcess()
 	}
 	return &Engine{o: o, active: map[string]context.CancelCauseFunc{}, waiters: map[string]context.CancelFunc{}, cancelNext: map[string]error{}}
 }

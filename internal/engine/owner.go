@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -23,7 +24,7 @@ func (e *Engine) Executing(id string) bool {
 // executes a run (nil: it executes none). Otherwise the owner's lock
 // decides, never a timeout: a store one process holds at a time (a bolt
 // file, state.Exclusive) is held by the caller, so no other process
-// executes r; in a shared store, r's owner (Options.Process, "host/pid")
+// executes r; in a shared store, r's owner (Options.Process, "host/pid@start")
 // is a process of this host that no longer exists, and not a replica of
 // `runbook serve` (state.Coordinator), whose runs the other replicas take
 // over. An owner on another host cannot be checked: its run is shown
@@ -96,17 +97,38 @@ func shownFromRunning(s state.RunStatus) bool {
 	return s == state.RunRunning || s == state.RunInterrupted || s == state.RunSuspended
 }
 
-// ownerGone reports whether owner ("host/pid", Options.Process) names a
-// process of this host that no longer exists.
+// thisProcess names this process as an owner: "host/pid", and
+// "host/pid@start" where the process's start can be read (Linux), so
+// that a process that reuses a dead owner's pid is not taken for it.
+func thisProcess() string {
+	host, _ := os.Hostname()
+	pid := os.Getpid()
+	if start := processStart(pid); start != "" {
+		return fmt.Sprintf("%s/%d@%s", host, pid, start)
+	}
+	return fmt.Sprintf("%s/%d", host, pid)
+}
+
+// ownerGone reports whether owner ("host/pid" or "host/pid@start",
+// Options.Process) names a process of this host that no longer exists:
+// no process has the pid, or the one that has it started at another
+// moment (the pid was reused).
 func ownerGone(owner string) bool {
 	i := strings.LastIndexByte(owner, '/')
 	if i < 0 {
 		return false
 	}
-	pid, err := strconv.Atoi(owner[i+1:])
+	num, start, _ := strings.Cut(owner[i+1:], "@")
+	pid, err := strconv.Atoi(num)
 	host, _ := os.Hostname()
-	if err != nil || pid <= 0 || owner[:i] != host || pid == os.Getpid() {
+	if err != nil || pid <= 0 || owner[:i] != host {
 		return false
 	}
-	return !processExists(pid)
+	if pid != os.Getpid() && !processExists(pid) {
+		return true
+	}
+	// The pid is taken (by this process, or another): the owner is gone
+	// if the process that has it started at another moment.
+	now := processStart(pid)
+	return start != "" && now != "" && now != start
 }
