@@ -48,9 +48,12 @@ func TestServeLogsDeliveriesRunEndsAndReloadProblemsAsLines(t *testing.T) {
 	require.Equal(t, http.StatusOK, s.post(client, d, "hook-secret"), "a redelivery")
 	require.Equal(t, http.StatusUnauthorized, s.post(client, d, "wrong"))
 
+	// A delivery is logged once answered: the lines may follow the answers.
 	require.Eventually(t, func() bool {
-		return strings.Count(s.stderrText(), `msg="run ended"`) >= 2
-	}, 10*time.Second, 20*time.Millisecond, "two runs end:\n%s", s.stderrText())
+		out := s.stderrText()
+		return strings.Count(out, `msg="run ended"`) >= 2 && strings.Contains(out, `msg="webhook delivery refused"`) &&
+			strings.Contains(out, `outcome=duplicate`)
+	}, 10*time.Second, 20*time.Millisecond, "two runs end, three deliveries are logged:\n%s", s.stderrText())
 	out := s.stderrText()
 	assert.Regexp(t, `level=INFO msg="webhook delivery" route=sms code=200 outcome=accepted runs=\d{8}T\d{6}-[0-9a-f]{6},\d{8}T\d{6}-[0-9a-f]{6}`, out)
 	assert.Regexp(t, `level=INFO msg="webhook delivery" route=sms code=200 outcome=duplicate`, out)
