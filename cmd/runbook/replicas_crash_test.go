@@ -91,8 +91,8 @@ func (rs *replicaSet) url(i int) string {
 	}
 }
 
-// kill kills replica i with SIGKILL and returns its replica ID (the owner
-// of its runs).
+// kill kills replica i with SIGKILL and returns its host/pid (the owner of
+// its runs is that, with "@start" on Linux).
 func (rs *replicaSet) kill(i int) string {
 	rs.mu.Lock()
 	s := rs.proc[i]
@@ -134,7 +134,7 @@ func call(client *http.Client, method, url string, body any) (int, map[string]an
 func ownedRuns(t *testing.T, db *pgx.Conn, owner string) []string {
 	t.Helper()
 	rows, err := db.Query(context.Background(), `SELECT id FROM runbook_runs
-		WHERE owner = $1 AND parent_id = '' AND status IN ('pending', 'running', 'waiting', 'suspended')`, owner)
+		WHERE (owner = $1 OR owner LIKE $1 || '@%') AND parent_id = '' AND status IN ('pending', 'running', 'waiting', 'suspended')`, owner)
 	require.NoError(t, err)
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
