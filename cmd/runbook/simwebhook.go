@@ -30,6 +30,7 @@ Exit status 1 when any request failed or was not answered 200.`,
 	secret := fs.String("secret", "", "signature header value (the secret entered at setup)")
 	header := fs.String("header", trigger.SignatureHeaders[0], "signature header `name`")
 	conc := fs.Int("concurrency", 1, "parallel senders")
+	rate := fs.Float64("rate", 0, "deliveries offered per second, evenly spaced (0: as fast as they are answered)")
 	seed := fs.Uint64("seed", 0, "seed of the deliveries (0: random; the same seed repeats the same hooksIds)")
 	out := addOutputFlag(fs, "text")
 	pos, err := parseArgs(fs, args)
@@ -54,7 +55,7 @@ Exit status 1 when any request failed or was not answered 200.`,
 	}
 	rep, err := simhook.Send(ctx, simhook.Options{
 		To: *to, Event: *event, Count: *count, DuplicateRate: *dup, Secret: *secret,
-		Header: *header, Concurrency: *conc, Seed: *seed,
+		Header: *header, Concurrency: *conc, Rate: *rate, Seed: *seed,
 	})
 	if err != nil && rep == nil {
 		return &exitError{code: 2, err: err, hint: "runbook sim webhook -h"}

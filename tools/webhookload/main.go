@@ -57,17 +57,18 @@ func main() {
 	which := flag.String("playbook", "sms-unsubscribe", "sms-unsubscribe (the shipped playbook) or log (one log step)")
 	count := flag.Int("n", 10000, "deliveries to send")
 	conc := flag.Int("c", 32, "concurrent senders")
+	rate := flag.Float64("rate", 0, "deliveries offered per second, evenly spaced (0: as fast as the senders are answered)")
 	hooks := flag.Int("hooks", 1, "hooks per delivery (1..1000); each starts a run")
 	timeout := flag.Duration("timeout", 5*time.Minute, "how long to wait for every run to finish")
 	stateLoc := flag.String("state", "", "state location passed to serve --state, e.g. postgres://user:pass@127.0.0.1:5432/db (default: a fresh bbolt file)")
 	flag.Parse()
-	if err := run(*bin, *which, *stateLoc, *count, *conc, *hooks, *timeout); err != nil {
+	if err := run(*bin, *which, *stateLoc, *count, *conc, *hooks, *rate, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "webhookload:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, which, stateLoc string, count, conc, hooks int, timeout time.Duration) error {
+func run(bin, which, stateLoc string, count, conc, hooks int, rate float64, timeout time.Duration) error {
 	dir, err := os.MkdirTemp("", "runbook-webhookload-")
 	if err != nil {
 		return err
@@ -95,7 +96,7 @@ func run(bin, which, stateLoc string, count, conc, hooks int, timeout time.Durat
 	start := time.Now()
 	rep, err := webhook.Send(context.Background(), webhook.Options{
 		To: srv.URL + "/hooks/sms", Event: "UNSUBSCRIBE", Count: count, Secret: secret,
-		Concurrency: conc, MaxHooks: hooks, Seed: uint64(time.Now().UnixNano()),
+		Concurrency: conc, MaxHooks: hooks, Rate: rate, Seed: uint64(time.Now().UnixNano()),
 	})
 	if err != nil {
 		return err

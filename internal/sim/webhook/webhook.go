@@ -38,7 +38,10 @@ type Options struct {
 	Secret        string  // signature header value
 	Header        string  // signature header name (default X-Cloud-Webhook-Signature)
 	Concurrency   int     // parallel senders (default 1)
-	Seed          uint64
+	// Rate paces the deliveries: at most Rate a second are handed to the
+	// senders, evenly spaced (0: as fast as the senders answer).
+	Rate float64
+	Seed uint64
 	// MaxHooks bounds the hooks per delivery (1..MaxHooks; default 3).
 	MaxHooks int
 	Client   *http.Client     // default: a client with a 10 s timeout
@@ -114,6 +117,9 @@ func Send(ctx context.Context, opts Options) (*Report, error) {
 	if opts.DuplicateRate < 0 || opts.DuplicateRate > 1 {
 		return nil, fmt.Errorf("webhook sender: duplicate rate %g is not between 0 and 1", opts.DuplicateRate)
 	}
+	if opts.Rate < 0 {
+		return nil, fmt.Errorf("webhook sender: rate %g is negative", opts.Rate)
+	}
 	opts.Count = max(opts.Count, 1)
 	opts.Concurrency = max(opts.Concurrency, 1)
 	if opts.MaxHooks <= 0 {
@@ -169,6 +175,16 @@ func Send(ctx context.Context, opts Options) (*Report, error) {
 	}
 feed:
 	for i := range opts.Count {
+		if opts.Rate > 0 {
+			at := start.Add(time.Duration(float64(i) / opts.Rate * float64(time.Second)))
+			if d := time.Until(at); d > 0 {
+				select {
+				case <-time.After(d):
+				case <-ctx.Done():
+					break feed
+				}
+			}
+		}
 		select {
 		case jobs <- i:
 		case <-ctx.Done():

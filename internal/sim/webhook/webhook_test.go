@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"math/rand/v2"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"sync"
@@ -109,4 +110,25 @@ func TestSendRefusesBadOptions(t *testing.T) {
 	assert.ErrorContains(t, err, `unknown event "NOPE"`)
 	_, err = webhook.Send(context.Background(), webhook.Options{To: "http://x", DuplicateRate: 2})
 	assert.ErrorContains(t, err, "between 0 and 1")
+	_, err = webhook.Send(context.Background(), webhook.Options{To: "http://x", Rate: -1})
+	assert.ErrorContains(t, err, "negative")
+}
+
+// A rate spaces the deliveries: 20 at 200 a second take at least 95 ms,
+// however many senders wait, and each is answered.
+func TestARateSpacesTheDeliveries(t *testing.T) {
+	var mu sync.Mutex
+	var times []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		times = append(times, time.Now())
+		mu.Unlock()
+		_, _ = w.Write([]byte(`{"status":"accepted"}`))
+	}))
+	defer srv.Close()
+	rep, err := webhook.Send(context.Background(), webhook.Options{To: srv.URL, Count: 20, Concurrency: 8, Rate: 200, MaxHooks: 1})
+	require.NoError(t, err)
+	assert.Equal(t, 20, rep.ByStatus["200"])
+	require.Len(t, times, 20)
+	assert.GreaterOrEqual(t, rep.Elapsed, 95*time.Millisecond, "the last is handed out 19/200 s after the first")
 }
