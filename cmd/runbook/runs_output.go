@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/runbook/runbook/internal/api"
@@ -187,55 +185,33 @@ func (b *apiBackend) logStream(ctx context.Context, id string, q logQuery, curso
 	if resp.StatusCode != http.StatusOK {
 		return false, b.answerError(resp)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	var typ, eid string
-	var data strings.Builder
-	for sc.Scan() {
-		field, value, _ := strings.Cut(sc.Text(), ":")
-		value = strings.TrimPrefix(value, " ")
-		switch field {
-		case "event":
-			typ = value
-			continue
-		case "id":
-			eid = value
-			continue
-		case "data":
-			data.WriteString(value)
-			continue
-		case "":
-		default:
-			continue
-		}
-		// A blank line (or a comment) dispatches the event.
-		payload := data.String()
-		data.Reset()
-		t := typ
-		typ = ""
-		if payload == "" {
-			continue
-		}
-		if t == "end" {
-			return true, nil
+	ended := false
+	stopped, err := readSSE(resp.Body, func(ev sseEvent) (bool, error) {
+		if ev.typ == "end" {
+			ended = true
+			return false, nil
 		}
 		var it logItem
-		if t == api.OutputEvent {
+		var err error
+		if ev.typ == api.OutputEvent {
 			it.line = &state.OutputLine{}
-			err = json.Unmarshal([]byte(payload), it.line)
+			err = json.Unmarshal([]byte(ev.data), it.line)
 		} else {
 			it.ev = &state.Event{}
-			err = json.Unmarshal([]byte(payload), it.ev)
+			err = json.Unmarshal([]byte(ev.data), it.ev)
 		}
 		if err != nil {
 			return false, fmt.Errorf("decode the log of run %s: %w", id, err)
 		}
-		*cursor = eid
-		if !each(it) {
-			return true, nil
-		}
-	}
-	if err := sc.Err(); err != nil {
+		*cursor = ev.id
+		return each(it), nil
+	})
+	switch {
+	case stopped && err != nil && !ended:
+		return false, err
+	case stopped:
+		return true, nil
+	case err != nil:
 		return false, &fault.Error{Code: fault.Unavailable, Message: fmt.Sprintf("%s: %v", b.base, err)}
 	}
 	// Not followed: the server sent what it has and closed.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -277,64 +276,42 @@ func (b *apiBackend) stream(ctx context.Context, id string, after *uint64, each 
 		err := b.answerError(resp)
 		return "", fault.CodeOf(err) != fault.Unavailable, err // only a restart is worth waiting for
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	var typ string
-	var data strings.Builder
-	for sc.Scan() {
-		line := sc.Text()
-		if line != "" {
-			field, value, _ := strings.Cut(line, ":")
-			value = strings.TrimPrefix(value, " ")
-			switch field {
-			case "event":
-				typ = value
-			case "data":
-				if data.Len() > 0 {
-					data.WriteByte('\n')
-				}
-				data.WriteString(value)
-			}
-			continue
-		}
-		// A blank line dispatches the event.
-		payload := data.String()
-		data.Reset()
-		t := typ
-		typ = ""
-		if payload == "" {
-			continue
-		}
-		if t == "end" {
-			var e api.StreamEnd
-			_ = json.Unmarshal([]byte(payload), &e)
-			// The server may end the stream before sending the events
-			// committed with the final status: read what is left.
-			rest, err := b.events(ctx, id, *after)
-			if err != nil {
-				return "", false, err
-			}
-			for _, ev := range rest {
-				*after = ev.Seq
-				if !each(ev) {
-					break
-				}
-			}
-			return e.Status, true, nil
+	var ended *api.StreamEnd
+	stopped, err := readSSE(resp.Body, func(sev sseEvent) (bool, error) {
+		if sev.typ == "end" {
+			ended = &api.StreamEnd{}
+			_ = json.Unmarshal([]byte(sev.data), ended)
+			return false, nil
 		}
 		var ev state.Event
-		if err := json.Unmarshal([]byte(payload), &ev); err != nil {
-			return "", false, fmt.Errorf("decode an event of run %s: %w", id, err)
+		if err := json.Unmarshal([]byte(sev.data), &ev); err != nil {
+			return false, fmt.Errorf("decode an event of run %s: %w", id, err)
 		}
 		if ev.Seq <= *after {
-			continue
+			return true, nil
 		}
 		*after = ev.Seq
+		return each(ev), nil
+	})
+	if err != nil || !stopped {
+		return "", false, err
+	}
+	if ended == nil {
+		return "", true, nil // each asked to stop
+	}
+	// The server may end the stream before sending the events committed
+	// with the final status: read what is left.
+	rest, err := b.events(ctx, id, *after)
+	if err != nil {
+		return "", false, err
+	}
+	for _, ev := range rest {
+		*after = ev.Seq
 		if !each(ev) {
-			return "", true, nil
+			break
 		}
 	}
-	return "", false, sc.Err()
+	return ended.Status, true, nil
 }
 
 // approveRemote answers an approval through the server, which continues
