@@ -246,8 +246,14 @@ const commitAttempts = 3
 // returns nil and no error when the delivery is claimed without a done
 // record (see the protocol above): the caller recovers it.
 func (in *Intake) commitDelivery(ctx context.Context, p Preparer, route string, d *Delivery, claim string) (*Answer, error) {
-	if ans, err := in.duplicate(ctx, claim); ans != nil || err != nil {
-		return ans, err
+	// CommitDelivery answers a redelivery by itself. Reading the claim
+	// first saves preparing the runs of a redelivery, but costs every new
+	// delivery a read (a round trip to a database): only a delivery with
+	// many hooks is worth it.
+	if len(d.Hooks) > precheckHooks {
+		if ans, err := in.duplicate(ctx, claim); ans != nil || err != nil {
+			return ans, err
+		}
 	}
 	matched, matchSkipped := in.match(route, d)
 	var body []byte // the delivery's body, stored once for its runs
@@ -330,6 +336,10 @@ func (in *Intake) commitDelivery(ctx context.Context, p Preparer, route string, 
 		return ans, nil
 	}
 }
+
+// precheckHooks is the number of hooks above which a delivery's claim is
+// read before its runs are prepared.
+const precheckHooks = 8
 
 // duplicate returns the answer to a delivery whose claim carries a done
 // record, or nil when it has none.
