@@ -123,6 +123,7 @@ and followed here; --detach returns once the server has it.`,
 		}
 	}
 	eng := engine.New(opts)
+	defer eng.KeepProcessLease(engine.ProcessLeaseTTL)() // on a database: its runs show interrupted once it is gone, on any host
 	if local != nil {
 		if err := local.Start(eng); err != nil {
 			fmt.Fprintf(a.stderr, "warning: runs verbs cannot reach this run beside it: %v\n", err)

@@ -102,6 +102,7 @@ shown is the server's, until the run ends or waits again.`,
 	}
 	opts.Observer = p.observe
 	eng := engine.New(opts)
+	defer eng.KeepProcessLease(engine.ProcessLeaseTTL)() // on a database: its runs show interrupted once it is gone, on any host
 	if err := eng.Approve(ctx, runID, step, answer); err != nil {
 		p.close()
 		return withHint(err, "runbook runs show "+runID)

@@ -88,6 +88,7 @@ input: give the run's secret inputs again with -i (other inputs are kept).`,
 	opts.Observer = prog.observe
 	opts.OutputObserver = prog.output
 	eng := engine.New(opts)
+	defer eng.KeepProcessLease(engine.ProcessLeaseTTL)() // on a database: its runs show interrupted once it is gone, on any host
 	if err := eng.ReleaseStaleLocks(ctx); err != nil {
 		prog.close()
 		return withHint(err, "")

@@ -25,9 +25,11 @@ func (e *Engine) Executing(id string) bool {
 // decides, never a timeout: a store one process holds at a time (a bolt
 // file, state.Exclusive) is held by the caller, so no other process
 // executes r; in a shared store, r's owner (Options.Process, "host/pid@start")
-// is a process of this host that no longer exists, and not a replica of
-// `runbook serve` (state.Coordinator), whose runs the other replicas take
-// over. An owner on another host cannot be checked: its run is shown
+// is a process of this host that no longer exists, or a process of
+// another host whose lease lapsed (KeepProcessLease, which runbook run
+// keeps), and not a replica of `runbook serve` (state.Coordinator), whose
+// runs the other replicas take over. An owner on another host that kept
+// no lease (an earlier build) cannot be checked: its run is shown
 // running.
 func Interrupted(st state.Store, r *state.Run, executing func(id string) bool) bool {
 	if r.Status != state.RunRunning || executing != nil && executing(r.ID) {
@@ -36,7 +38,7 @@ func Interrupted(st state.Store, r *state.Run, executing func(id string) bool) b
 	if ex, ok := st.(state.Exclusive); ok && ex.Exclusive() {
 		return true
 	}
-	return ownerGone(r.Owner) && !takenOver(st, r.Owner)
+	return (ownerGone(r.Owner) || leaseLapsed(st, r.Owner)) && !takenOver(st, r.Owner)
 }
 
 // Shown returns r as it is shown: a copy with status interrupted when

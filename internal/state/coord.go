@@ -44,6 +44,9 @@ type Coordinator interface {
 	Lead(ctx context.Context, name, holder string, term int64, ttl time.Duration) (int64, error)
 	// Resign gives up the lease if holder still holds it with term.
 	Resign(ctx context.Context, name, holder string, term int64) error
+	// LeaseExpired reports whether the lease name exists (found) and has
+	// expired, by the store's clock.
+	LeaseExpired(ctx context.Context, name string) (found, expired bool, err error)
 
 	// Listen calls fn for each notice until ctx ends; it returns ctx's
 	// error, or the error that broke the connection (the caller listens

@@ -82,3 +82,15 @@ func (s *Store) Resign(ctx context.Context, name, holder string, term int64) err
 	}
 	return nil
 }
+
+// LeaseExpired implements state.Coordinator.
+func (s *Store) LeaseExpired(ctx context.Context, name string) (found, expired bool, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT expires_at < now() FROM runbook_leases WHERE name = $1`, name).Scan(&expired)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, false, nil
+	case err != nil:
+		return false, false, fmt.Errorf("lease %s: %w", name, err)
+	}
+	return true, expired, nil
+}
