@@ -32,13 +32,27 @@ func (e *Engine) Executing(id string) bool {
 // no lease (an earlier build) cannot be checked: its run is shown
 // running.
 func Interrupted(st state.Store, r *state.Run, executing func(id string) bool) bool {
+	return interrupted(st, r, executing, nil)
+}
+
+// interrupted is Interrupted, remembering in gone (when not nil) what it
+// found out about each owner: a listing asks about many runs of a few
+// owners.
+func interrupted(st state.Store, r *state.Run, executing func(id string) bool, gone map[string]bool) bool {
 	if r.Status != state.RunRunning || executing != nil && executing(r.ID) {
 		return false
 	}
 	if ex, ok := st.(state.Exclusive); ok && ex.Exclusive() {
 		return true
 	}
-	return (ownerGone(r.Owner) || leaseLapsed(st, r.Owner)) && !takenOver(st, r.Owner)
+	if g, ok := gone[r.Owner]; ok {
+		return g
+	}
+	g := (ownerGone(r.Owner) || leaseLapsed(st, r.Owner)) && !takenOver(st, r.Owner)
+	if gone != nil {
+		gone[r.Owner] = g
+	}
+	return g
 }
 
 // Shown returns r as it is shown: a copy with status interrupted when
@@ -46,11 +60,15 @@ func Interrupted(st state.Store, r *state.Run, executing func(id string) bool) b
 // owner was suspended by an earlier build (which left it so): it is
 // shown suspended.
 func Shown(st state.Store, r *state.Run, executing func(id string) bool) *state.Run {
+	return shown(st, r, executing, nil)
+}
+
+func shown(st state.Store, r *state.Run, executing func(id string) bool, gone map[string]bool) *state.Run {
 	var shown state.RunStatus
 	switch {
 	case r.Status == state.RunRunning && r.Owner == "" && (executing == nil || !executing(r.ID)):
 		shown = state.RunSuspended
-	case Interrupted(st, r, executing):
+	case interrupted(st, r, executing, gone):
 		shown = state.RunInterrupted
 	default:
 		return r
@@ -80,8 +98,9 @@ func ListShown(ctx context.Context, st state.Store, f state.RunFilter, executing
 		return nil, err
 	}
 	out := runs[:0]
+	gone := map[string]bool{} // by owner: a listing holds many runs of a few owners
 	for _, r := range runs {
-		r = Shown(st, r, executing)
+		r = shown(st, r, executing, gone)
 		if len(want) > 0 && !slices.Contains(want, r.Status) {
 			continue
 		}
