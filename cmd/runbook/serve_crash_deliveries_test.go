@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -57,6 +58,7 @@ func crashDuringLargeDeliveries(t *testing.T, rounds, hooks, kills int) {
 	client := &http.Client{Timeout: 30 * time.Second}
 	s := c.serve()
 	killed := 0
+	var killers sync.WaitGroup
 	for i, d := range deliveries {
 		// Spread the kills over the rounds, each a little later into its
 		// delivery than the one before.
@@ -66,10 +68,10 @@ func crashDuringLargeDeliveries(t *testing.T, rounds, hooks, kills int) {
 			if kill {
 				proc := s
 				delay := time.Duration(10+40*killed) * time.Millisecond
-				go func() {
+				killers.Go(func() {
 					time.Sleep(delay)
 					_ = proc.cmd.Process.Signal(syscall.SIGKILL)
-				}()
+				})
 				kill = false
 				killed++
 			}
@@ -91,6 +93,14 @@ func crashDuringLargeDeliveries(t *testing.T, rounds, hooks, kills int) {
 		}
 	}
 	require.Equal(t, kills, killed)
+	// The last kill may land after the last answer, when no delivery is
+	// left to notice it: restart the server it stopped.
+	killers.Wait()
+	select {
+	case <-s.done:
+		s = c.serve()
+	case <-time.After(100 * time.Millisecond):
+	}
 	total := rounds * hooks
 
 	// Every run ends, resumed after the kills where it was cut.
