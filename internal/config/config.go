@@ -80,6 +80,11 @@ type Server struct {
 	// without renewal, when the state is PostgreSQL shared by several
 	// servers (docs/ha.md). 0 (unset): 10 s.
 	Lease time.Duration
+	// TakeOverRunProcesses lets the replicas take over the unfinished runs
+	// of a `runbook run` process whose lease lapsed (it died), as they do
+	// a dead replica's. Off by default: such a run's secret inputs and
+	// files may exist only where it ran.
+	TakeOverRunProcesses bool
 }
 
 // Webhooks holds the webhook intake settings.

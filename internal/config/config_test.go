@@ -347,6 +347,11 @@ func TestParseSize(t *testing.T) {
 		assert.Contains(t, diags(t, "server: {lease: 10ms}")[0], "server.lease")
 		assert.Contains(t, diags(t, "server: {lease: 2h}")[0], "server.lease: must be at most 1h0m0s (got 2h0m0s)")
 	})
+	t.Run("take_over_run_processes is a boolean, off by default", func(t *testing.T) {
+		assert.False(t, parseOK(t, "server: {listen: '127.0.0.1:1'}").Server.TakeOverRunProcesses)
+		assert.True(t, parseOK(t, "server: {take_over_run_processes: true}").Server.TakeOverRunProcesses)
+		assert.Contains(t, diags(t, "server: {take_over_run_processes: maybe}")[0], "server.take_over_run_processes")
+	})
 	t.Run("max_body accepts a byte count and a unit", func(t *testing.T) {
 		assert.Equal(t, int64(4096), parseOK(t, "server: {max_body: 4096}").Server.MaxBody)
 		assert.Equal(t, int64(16<<20), parseOK(t, "server: {max_body: 16MiB}").Server.MaxBody)

@@ -17,7 +17,7 @@ import (
 
 var (
 	topKeys     = []string{"playbooks", "state", "secrets_file", "server", "webhooks", "connections", "schedules", "retention", "auth"}
-	serverKeys  = []string{"listen", "token_secret", "shutdown_grace", "max_body", "reload", "reload_interval", "max_running", "lease"}
+	serverKeys  = []string{"listen", "token_secret", "shutdown_grace", "max_body", "reload", "reload_interval", "max_running", "lease", "take_over_run_processes"}
 	webhookKeys = []string{"dedup_ttl", "routes"}
 	routeKeys   = []string{"verify", "secret", "secrets"}
 
@@ -136,6 +136,11 @@ func (l *loader) server(s *Server, n *yaml.Node) {
 			} else {
 				s.Lease = d
 			}
+		}
+	}
+	if n := o.Get("take_over_run_processes"); n != nil {
+		if b, ok := l.boolean(n, "server.take_over_run_processes"); ok {
+			s.TakeOverRunProcesses = b
 		}
 	}
 }

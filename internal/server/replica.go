@@ -258,7 +258,7 @@ func (r *runner) takeRuns(ctx context.Context) int {
 	if free <= 0 || r.base.Err() != nil {
 		return 0
 	}
-	ids, err := r.rep.c.ClaimRuns(ctx, r.rep.id, free, r.rep.lease)
+	ids, err := r.rep.c.ClaimRuns(ctx, r.rep.id, free, r.rep.lease, r.s.o.TakeOverRunProcesses)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.s.log.Warn("cannot take runs from the queue", "err", err)

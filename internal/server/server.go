@@ -67,6 +67,9 @@ type Options struct {
 	// without renewal when the store is shared by replicas (PostgreSQL;
 	// default DefaultLease, see replica.go).
 	Lease time.Duration
+	// TakeOverRunProcesses: the replicas take over the runs of a dead
+	// `runbook run` process too (config server.take_over_run_processes).
+	TakeOverRunProcesses bool
 	// StateFile is the path of the state file; the server writes its
 	// address next to it (StateFile + ".server") for the CLI.
 	StateFile string

@@ -36,7 +36,10 @@ type Coordinator interface {
 	// older than pendingAge, which leaves the replica that committed them
 	// time to launch them itself) and runs owned by a replica whose lease
 	// expired. It returns their IDs.
-	ClaimRuns(ctx context.Context, replica string, limit int, pendingAge time.Duration) ([]string, error)
+	// With processes, the runs of a process that is no replica (runbook
+	// run) whose process lease (see engine.KeepProcessLease) lapsed are
+	// taken too.
+	ClaimRuns(ctx context.Context, replica string, limit int, pendingAge time.Duration, processes bool) ([]string, error)
 
 	// Lead takes (term 0) or renews (the term it returned) the lease
 	// name for holder, for ttl. It returns the term held, or 0 when

@@ -88,7 +88,7 @@ func TestTheQueueHoldsUnownedRunsAndRunsOfExpiredReplicas(t *testing.T) {
 	queueRun(t, a, "done", state.RunSucceeded, "", time.Minute)
 	require.NoError(t, a.CreateRun(ctx, &state.Run{ID: "child", Playbook: "pb", Status: state.RunPending, ParentID: "suspended", CreatedAt: time.Now().Add(-time.Minute)}))
 
-	ids, err := b.ClaimRuns(ctx, "host/4", 100, 10*time.Second)
+	ids, err := b.ClaimRuns(ctx, "host/4", 100, 10*time.Second, false)
 	require.NoError(t, err)
 	slices.Sort(ids)
 	assert.Equal(t, []string{"pending-expired", "pending-old", "running-dropped", "suspended", "waiting-expired"}, ids)
@@ -97,7 +97,7 @@ func TestTheQueueHoldsUnownedRunsAndRunsOfExpiredReplicas(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, ok, "%s is host/4's now", id)
 	}
-	again, err := a.ClaimRuns(ctx, "host/5", 100, 10*time.Second)
+	again, err := a.ClaimRuns(ctx, "host/5", 100, 10*time.Second, false)
 	require.NoError(t, err)
 	assert.Empty(t, again, "claimed runs leave the queue while their replica lives")
 
@@ -143,7 +143,7 @@ func TestReplicasClaimingAtOnceTakeEachRunOnce(t *testing.T) {
 		replica := "host/" + string(rune('0'+w))
 		wg.Go(func() {
 			for {
-				ids, err := st.ClaimRuns(ctx, replica, 7, 0)
+				ids, err := st.ClaimRuns(ctx, replica, 7, 0, false)
 				if !assert.NoError(t, err) || len(ids) == 0 {
 					return
 				}
@@ -200,4 +200,33 @@ func next(t *testing.T, ch <-chan state.Notice) state.Notice {
 		t.Fatal("no notice within 5 s")
 		return state.Notice{}
 	}
+}
+
+// A runbook run process keeps a lease of its own (process/<owner>): once
+// it lapses, its runs are taken from the queue only by replicas told to
+// take over such processes (server.take_over_run_processes); a process
+// renewing its lease, or one without a lease, keeps its runs.
+func TestTheQueueTakesARunProcessesRunsOnlyWhenAskedOnceItsLeaseLapsed(t *testing.T) {
+	a, b := replicas(t)
+	require.NoError(t, a.KeepReplica(ctx, "host/1", time.Minute))
+	_, err := a.Lead(ctx, "process/laptop/7@1", "laptop/7@1", 0, time.Millisecond) // died
+	require.NoError(t, err)
+	_, err = a.Lead(ctx, "process/laptop/8@1", "laptop/8@1", 0, time.Minute) // alive
+	require.NoError(t, err)
+	time.Sleep(5 * time.Millisecond)
+	queueRun(t, a, "cli-dead", state.RunRunning, "laptop/7@1", time.Minute)
+	queueRun(t, a, "cli-alive", state.RunWaiting, "laptop/8@1", time.Minute)
+	queueRun(t, a, "cli-no-lease", state.RunRunning, "laptop/9@1", time.Minute)
+
+	ids, err := b.ClaimRuns(ctx, "host/1", 100, 10*time.Second, false)
+	require.NoError(t, err)
+	assert.Empty(t, ids, "without being asked, no runbook run process's run is taken")
+
+	ids, err = b.ClaimRuns(ctx, "host/1", 100, 10*time.Second, true)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"cli-dead"}, ids)
+	require.NoError(t, a.KeepReplica(ctx, "host/2", time.Minute))
+	ok, err := a.ClaimRun(ctx, "cli-dead", "host/2", false)
+	require.NoError(t, err)
+	assert.False(t, ok, "the run is host/1's now")
 }

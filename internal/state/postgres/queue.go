@@ -14,6 +14,13 @@ import (
 const takeable = `(r.owner = '' OR r.owner = $1 OR EXISTS (
 	SELECT 1 FROM runbook_replicas p WHERE p.id = r.owner AND p.expires_at <= now()))`
 
+// lapsedProcess is the condition on a run (alias r) that its owner is a
+// process that is no replica (runbook run) whose process lease lapsed
+// (engine.KeepProcessLease: "process/" and the owner among the named
+// leases).
+const lapsedProcess = `EXISTS (
+	SELECT 1 FROM runbook_leases l WHERE l.name = 'process/' || r.owner AND l.expires_at <= now())`
+
 // unfinishedTop matches the runs the queue holds; it is the predicate of
 // the index runbook_runs_unfinished.
 const unfinishedTop = `r.status IN ('pending', 'running', 'waiting', 'suspended') AND r.parent_id = ''`
@@ -40,15 +47,19 @@ func (s *Store) ClaimRun(ctx context.Context, id, replica string, adopt bool) (b
 // ClaimRuns implements state.Coordinator: one transaction selects the runs
 // FOR UPDATE SKIP LOCKED, so replicas claiming at once take different
 // runs without waiting for each other, and makes them replica's.
-func (s *Store) ClaimRuns(ctx context.Context, replica string, limit int, pendingAge time.Duration) ([]string, error) {
+func (s *Store) ClaimRuns(ctx context.Context, replica string, limit int, pendingAge time.Duration, processes bool) ([]string, error) {
 	if limit <= 0 {
 		return nil, nil
+	}
+	cond := takeable
+	if processes {
+		cond = `(` + takeable + ` OR ` + lapsedProcess + `)`
 	}
 	var ids []string
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		ids = ids[:0]
 		rows, err := tx.Query(ctx, `SELECT r.id FROM runbook_runs r
-			WHERE `+unfinishedTop+` AND r.owner <> $1 AND `+takeable+`
+			WHERE `+unfinishedTop+` AND r.owner <> $1 AND `+cond+`
 			  AND (r.status <> 'pending' OR r.owner <> '' OR r.created_at <= now() - $3 * interval '1 microsecond')
 			ORDER BY r.created_ns, r.id
 			LIMIT $2
