@@ -55,6 +55,7 @@ func run(t *testing.T, open opener) {
 		{"delivery bodies", testDeliveryBodies},
 		{"unused delivery bodies", testUnusedDeliveries},
 		{"a run saved with its steps", testRunSteps},
+		{"wake times", testWakeTimes},
 		{"cancelled contexts", testCancelled},
 		{"concurrent writers", testConcurrent},
 	}
