@@ -135,14 +135,13 @@ func thisProcess() string {
 // no process has the pid, or the one that has it started at another
 // moment (the pid was reused).
 func ownerGone(owner string) bool {
-	i := strings.LastIndexByte(owner, '/')
-	if i < 0 {
+	local, ok := onThisHost(owner)
+	if !ok {
 		return false
 	}
-	num, start, _ := strings.Cut(owner[i+1:], "@")
+	num, start, _ := strings.Cut(local, "@")
 	pid, err := strconv.Atoi(num)
-	host, _ := os.Hostname()
-	if err != nil || pid <= 0 || owner[:i] != host {
+	if err != nil || pid <= 0 {
 		return false
 	}
 	if pid != os.Getpid() && !processExists(pid) {
@@ -152,4 +151,15 @@ func ownerGone(owner string) bool {
 	// if the process that has it started at another moment.
 	now := processStart(pid)
 	return start != "" && now != "" && now != start
+}
+
+// onThisHost returns what owner ("host/pid…") names after its host, and
+// whether that host is this one.
+func onThisHost(owner string) (local string, ok bool) {
+	i := strings.LastIndexByte(owner, '/')
+	host, _ := os.Hostname()
+	if i < 0 || owner[:i] != host {
+		return "", false
+	}
+	return owner[i+1:], true
 }

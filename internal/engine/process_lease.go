@@ -2,8 +2,6 @@ package engine
 
 import (
 	"context"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/runbook/runbook/internal/state"
@@ -77,19 +75,11 @@ func (e *Engine) KeepProcessLease(ttl time.Duration) (stop func()) {
 // replica, an earlier build) cannot be told.
 func leaseLapsed(st state.Store, owner string) bool {
 	c, ok := st.(state.Coordinator)
-	if !ok || owner == "" || onThisHost(owner) {
+	if _, local := onThisHost(owner); !ok || owner == "" || local {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	found, expired, err := c.LeaseExpired(ctx, processLease(owner))
 	return err == nil && found && expired
-}
-
-// onThisHost reports whether owner ("host/pid…") names a process of this
-// host.
-func onThisHost(owner string) bool {
-	i := strings.LastIndexByte(owner, '/')
-	host, _ := os.Hostname()
-	return i >= 0 && owner[:i] == host
 }
