@@ -261,7 +261,12 @@ func (s *Server) reload(w http.ResponseWriter, _ *http.Request) {
 // the process that executed it is gone (engine.Shown), with the command
 // that continues it.
 func (s *Server) viewRun(r *state.Run) api.Run {
-	v := api.Run{Run: engine.Shown(s.store, r, s.executing), Executing: s.runs.isActive(r.ID)}
+	return s.viewShown(engine.Shown(s.store, r, s.executing))
+}
+
+// viewShown is viewRun of a run already as shown (engine.ListShown).
+func (s *Server) viewShown(r *state.Run) api.Run {
+	v := api.Run{Run: r, Executing: s.runs.isActive(r.ID)}
 	if v.Status == state.RunInterrupted {
 		v.Hint = engine.ResumeHint(r.ID)
 	}
@@ -365,7 +370,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 			out.Next = state.CursorAfter(last).String() // another run follows
 			break
 		}
-		out.Runs = append(out.Runs, s.viewRun(run))
+		out.Runs = append(out.Runs, s.viewShown(run)) // ListShown showed it
 		last = run
 	}
 	if out.Next == "" && f.Limit > 0 && len(runs) == f.Limit {
