@@ -32,8 +32,9 @@ func (u *UI) runLive(w http.ResponseWriter, r *http.Request, s *session) {
 }
 
 // afterAction re-renders the run page with the refusal of an action, or
-// goes to target.
-func (u *UI) afterAction(w http.ResponseWriter, r *http.Request, s *session, id string, err error, target string) {
+// goes to target. place puts the refusal on the page (nil: above the
+// run, as ActionError).
+func (u *UI) afterAction(w http.ResponseWriter, r *http.Request, s *session, id string, err error, target string, place func(*runData, *APIError)) {
 	if err == nil {
 		http.Redirect(w, r, target, http.StatusSeeOther)
 		return
@@ -48,7 +49,11 @@ func (u *UI) afterAction(w http.ResponseWriter, r *http.Request, s *session, id 
 		u.fail(w, r, s, err)
 		return
 	}
-	d.ActionError = ae.Error()
+	if place != nil {
+		place(d, ae)
+	} else {
+		d.ActionError = ae.Error()
+	}
 	u.render(w, r, ae.Status, "run", u.runView(s, d))
 }
 
@@ -58,7 +63,7 @@ func (u *UI) cancelRun(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	err := u.call(r.Context(), s, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/cancel?by="+url.QueryEscape(s.by()), nil, nil)
-	u.afterAction(w, r, s, id, err, "/runs/"+url.PathEscape(id))
+	u.afterAction(w, r, s, id, err, "/runs/"+url.PathEscape(id), nil)
 }
 
 // secretInputs reads the secret inputs a retry or resume gives again.
@@ -89,7 +94,7 @@ func (u *UI) retryRun(w http.ResponseWriter, r *http.Request, s *session) {
 	if err == nil {
 		target = "/runs/" + url.PathEscape(next.ID)
 	}
-	u.afterAction(w, r, s, id, err, target)
+	u.afterAction(w, r, s, id, err, target, nil)
 }
 
 func (u *UI) resumeRun(w http.ResponseWriter, r *http.Request, s *session) {
@@ -99,7 +104,7 @@ func (u *UI) resumeRun(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	body := api.ResumeRequest{Inputs: secretInputs(r)}
 	err := u.call(r.Context(), s, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/resume", body, nil)
-	u.afterAction(w, r, s, id, err, "/runs/"+url.PathEscape(id))
+	u.afterAction(w, r, s, id, err, "/runs/"+url.PathEscape(id), nil)
 }
 
 // fieldValue converts a form value to its field's type, as a JSON client
@@ -166,27 +171,14 @@ func (u *UI) approveRun(w http.ResponseWriter, r *http.Request, s *session) {
 		}
 	}
 	err := u.call(r.Context(), s, http.MethodPost, "/api/v1/runs/"+url.PathEscape(id)+"/approve", body, nil)
-	if err == nil {
-		http.Redirect(w, r, "/runs/"+url.PathEscape(id)+"#step-"+url.PathEscape(body.Step), http.StatusSeeOther)
-		return
-	}
-	ae, ok := err.(*APIError)
-	if !ok {
-		u.fail(w, r, s, err)
-		return
-	}
-	d, lerr := u.loadRun(r, s, id)
-	if lerr != nil {
-		u.fail(w, r, s, err)
-		return
-	}
-	if d.Approval == nil {
-		d.ActionError = ae.Error()
-	} else {
+	u.afterAction(w, r, s, id, err, "/runs/"+url.PathEscape(id)+"#step-"+url.PathEscape(body.Step), func(d *runData, ae *APIError) {
+		if d.Approval == nil {
+			d.ActionError = ae.Error()
+			return
+		}
 		d.Approval.Comment = body.Comment
 		d.Approval.Errors = placeProblems(d.Approval.Fields, entered, ae, "field ")
-	}
-	u.render(w, r, ae.Status, "run", u.runView(s, d))
+	})
 }
 
 // placeProblems puts each problem of an API refusal beside the field it
