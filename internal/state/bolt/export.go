@@ -239,17 +239,7 @@ func importStep(tx *bbolt.Tx, rec *state.StepRecord) error {
 	if err != nil {
 		return err
 	}
-	key := runKey(kindStep, []byte(rec.ID))
-	if rb.Get(key) == nil {
-		n, err := nextOrder(rb)
-		if err != nil {
-			return err
-		}
-		if err := rb.Put(numKey(kindOrder, n), []byte(rec.ID)); err != nil {
-			return err
-		}
-	}
-	return rb.Put(key, data)
+	return putSteps(rb, []*state.StepRecord{rec}, [][]byte{data})
 }
 
 func importEvent(tx *bbolt.Tx, ev *state.RunEvent) error {
