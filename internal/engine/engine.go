@@ -229,7 +229,7 @@ func (e *Engine) Prepare(pb *playbook.Playbook, req StartRequest) (*state.Run, s
 		ID: id, Playbook: pb.Name, File: pb.Path, Snapshot: pb.Source, Hash: pb.Hash,
 		Inputs: e.redactMap(inputs), Trigger: e.redactMap(req.Trigger), Delivery: req.Delivery,
 		Status: state.RunPending, ParentID: req.ParentID, ParentStep: req.ParentStep,
-		CreatedAt: now, Sim: e.o.Sim,
+		CreatedAt: now, Sim: e.o.Sim, TakeOver: pb.TakeOver,
 	}
 	ev := state.Event{Time: now, Type: "run.created", Message: "run created for playbook " + pb.Name}
 	return r, ev, nil

@@ -60,7 +60,7 @@ func (e *Engine) Retry(ctx context.Context, runID, from string) (*state.Run, *pl
 	r := &state.Run{
 		ID: newRunID(now), Playbook: old.Playbook, File: old.File, Snapshot: old.Snapshot, Hash: old.Hash,
 		Inputs: old.Inputs, Trigger: old.Trigger, Delivery: old.Delivery, Status: state.RunPending,
-		RetryOf: old.ID, RetryFrom: from, CreatedAt: now, Sim: e.o.Sim,
+		RetryOf: old.ID, RetryFrom: from, CreatedAt: now, Sim: e.o.Sim, TakeOver: pb.TakeOver,
 	}
 	ev := state.Event{Time: now, Type: "run.created",
 		Message: fmt.Sprintf("run created for playbook %s: retries run %s from step %s", old.Playbook, old.ID, from),

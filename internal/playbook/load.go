@@ -35,7 +35,7 @@ var (
 
 var topKeys = []string{
 	"version", "name", "description", "labels", "inputs", "env", "connections", "triggers",
-	"concurrency", "timeout", "max_parallel", "steps", "on_failure", "finally", "outputs",
+	"concurrency", "timeout", "max_parallel", "take_over", "steps", "on_failure", "finally", "outputs",
 }
 
 // Load reads and parses the playbook at path. Positions name the file as
@@ -127,7 +127,8 @@ func (l *loader) parse(opts LoadOptions) *Playbook {
 	return pb
 }
 
-// header decodes version, name, description, timeout and max_parallel.
+// header decodes version, name, description, timeout, max_parallel and
+// take_over.
 func (l *loader) header(pb *Playbook, o *yamlnode.Object) {
 	if n := o.Get("version"); n == nil {
 		l.errf(o.Node, "", "version is required (version: 1)")
@@ -154,6 +155,9 @@ func (l *loader) header(pb *Playbook, o *yamlnode.Object) {
 	}
 	if n := o.Get("max_parallel"); n != nil {
 		pb.MaxParallel = l.atLeastOne(n, "max_parallel")
+	}
+	if n := o.Get("take_over"); n != nil {
+		pb.TakeOver, _ = l.boolean(n, "take_over")
 	}
 }
 

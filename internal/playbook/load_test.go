@@ -135,6 +135,15 @@ steps:
 	assert.Equal(t, []string{"a"}, pb.Steps[2].DependsOn)
 }
 
+func TestTakeOverIsABooleanOffByDefault(t *testing.T) {
+	const body = "version: 1\nname: r\n%ssteps:\n  - {id: a, uses: log, with: {message: x}}\n"
+	assert.False(t, mustParse(t, fmt.Sprintf(body, "")).TakeOver)
+	assert.True(t, mustParse(t, fmt.Sprintf(body, "take_over: true\n")).TakeOver)
+	_, err := Parse("p.yaml", []byte(fmt.Sprintf(body, "take_over: yes please\n")), LoadOptions{})
+	require.Error(t, err)
+	assert.Equal(t, `p.yaml:3:12: take_over: must be a boolean (got string)`, err.Error())
+}
+
 func TestImplicitOrderMakesACycle(t *testing.T) {
 	_, err := Parse("p.yaml", []byte(`
 version: 1

@@ -36,9 +36,9 @@ type Coordinator interface {
 	// older than pendingAge, which leaves the replica that committed them
 	// time to launch them itself) and runs owned by a replica whose lease
 	// expired. It returns their IDs.
-	// With processes, the runs of a process that is no replica (runbook
-	// run) whose process lease (see engine.KeepProcessLease) lapsed are
-	// taken too.
+	// The runs of a process that is no replica (runbook run) whose process
+	// lease (see engine.KeepProcessLease) lapsed are taken too when their
+	// playbook opted in (Run.TakeOver), or all of them with processes.
 	ClaimRuns(ctx context.Context, replica string, limit int, pendingAge time.Duration, processes bool) ([]string, error)
 
 	// Lead takes (term 0) or renews (the term it returned) the lease

@@ -115,6 +115,11 @@ type Run struct {
 	// (--sim-url), without credentials, so an approval, a resume or a
 	// retry reaches the same simulated resources; empty otherwise.
 	Sim string `json:"sim,omitempty"`
+	// TakeOver is the playbook's `take_over: true`: on a shared store, the
+	// `runbook serve` replicas may take the run over once the `runbook run`
+	// process that owns it is gone (its process lease lapsed), as they do
+	// for every run with server.take_over_run_processes.
+	TakeOver bool `json:"take_over,omitempty"`
 }
 
 // ErrorRecord is a persisted, redacted error.

@@ -230,3 +230,35 @@ func TestTheQueueTakesARunProcessesRunsOnlyWhenAskedOnceItsLeaseLapsed(t *testin
 	require.NoError(t, err)
 	assert.False(t, ok, "the run is host/1's now")
 }
+
+// A run whose playbook says take_over: true (Run.TakeOver) is taken from
+// the queue once its runbook run process's lease lapsed, without the
+// replicas being told to take every such run; while the process lives,
+// or when it kept no lease, it is not.
+func TestTheQueueTakesARunProcessesRunWhosePlaybookOptsInOnceItsLeaseLapsed(t *testing.T) {
+	a, b := replicas(t)
+	require.NoError(t, a.KeepReplica(ctx, "host/1", time.Minute))
+	_, err := a.Lead(ctx, "process/laptop/7@1", "laptop/7@1", 0, time.Millisecond) // died
+	require.NoError(t, err)
+	_, err = a.Lead(ctx, "process/laptop/8@1", "laptop/8@1", 0, time.Minute) // alive
+	require.NoError(t, err)
+	time.Sleep(5 * time.Millisecond)
+	for _, r := range []struct {
+		id, owner string
+		takeOver  bool
+	}{
+		{"opted-in-dead", "laptop/7@1", true},
+		{"not-opted-in-dead", "laptop/7@1", false},
+		{"opted-in-alive", "laptop/8@1", true},
+		{"opted-in-no-lease", "laptop/9@1", true},
+	} {
+		require.NoError(t, a.CreateRun(ctx, &state.Run{ID: r.id, Playbook: "pb", Status: state.RunRunning, Owner: r.owner, TakeOver: r.takeOver, CreatedAt: time.Now().Add(-time.Minute)}))
+	}
+
+	ids, err := b.ClaimRuns(ctx, "host/1", 100, 10*time.Second, false)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"opted-in-dead"}, ids)
+	got, err := a.GetRun(ctx, "opted-in-dead")
+	require.NoError(t, err)
+	assert.True(t, got.TakeOver, "the record keeps the playbook's choice")
+}

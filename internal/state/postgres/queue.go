@@ -51,7 +51,10 @@ func (s *Store) ClaimRuns(ctx context.Context, replica string, limit int, pendin
 	if limit <= 0 {
 		return nil, nil
 	}
-	cond := takeable
+	// A lapsed process's run is taken when the replicas are told to take
+	// every such run, or when its playbook says take_over: true (recorded
+	// in the run's record, read only for a run whose process lapsed).
+	cond := `(` + takeable + ` OR (` + lapsedProcess + ` AND (r.record->>'take_over') = 'true'))`
 	if processes {
 		cond = `(` + takeable + ` OR ` + lapsedProcess + `)`
 	}
