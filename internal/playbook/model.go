@@ -36,10 +36,10 @@ type Playbook struct {
 	// database take over a run of this playbook that `runbook run` started,
 	// once that process is gone (its process lease lapsed), as the config's
 	// server.take_over_run_processes does for every playbook.
-	TakeOver bool
-	Steps       []*Step
-	OnFailure   []*Step
-	Finally     []*Step
+	TakeOver  bool
+	Steps     []*Step
+	OnFailure []*Step
+	Finally   []*Step
 	// Outputs are the playbook's outputs (for sub-playbooks and `runs show`).
 	Outputs map[string]expr.Value
 	// Secrets lists every secret name the playbook references.
