@@ -26,6 +26,10 @@ var (
 	ErrLocked = errors.New("state file is in use by another process")
 	// ErrCorrupt: the file is not a runbook state file or is damaged.
 	ErrCorrupt = errors.New("state file is corrupt")
+	// ErrFenced: a write made for the owner a Fence names (WithFence) was
+	// refused because that owner no longer owns the run: another replica
+	// took it over. Nothing of the write was written. See FencedError.
+	ErrFenced = errors.New("run is owned by another process now")
 )
 
 // RunStatus is the lifecycle of a run.

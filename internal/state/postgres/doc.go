@@ -77,6 +77,17 @@
 // DELETE CASCADE); a write to a run that does not exist fails with
 // state.ErrNotFound and writes nothing.
 //
+// Fencing (state.Fence): a write made for a run's executor (the engine of
+// a replica) starts with a call of runbook_fence (migration 0007), which
+// locks the top-level run's row and fails the transaction with SQLSTATE
+// RB001 when its owner is no longer the fence's, so a replica that lost a
+// run (its lease lapsed and another claimed it) writes nothing to it:
+// SaveRun, SaveRunSteps, SaveStep(s), AppendEvents, PutIntent and a
+// sub-playbook run's CreateRun then fail with a *state.FencedError naming
+// the new owner. A claim, an update of the owner, waits for a fenced write
+// in flight; writes without a fence (an approval, the CLI's cancel) are
+// not checked.
+//
 // Claims are primary keys written with INSERT ... ON CONFLICT: a dedup
 // key, a lock, a run ID. A transaction that claims a key another has just
 // claimed waits for that one to end and then finds it taken, so a webhook

@@ -12,9 +12,12 @@ import (
 )
 
 // PutIntent records (or replaces) the intent of a run's step. It fails with
-// state.ErrNotFound when the run does not exist.
+// state.ErrNotFound when the run does not exist, and with a
+// *state.FencedError, writing nothing, when ctx's fence refuses it: the
+// intent precedes a mutating call, so a replica that lost the run makes
+// no new one.
 func (s *Store) PutIntent(ctx context.Context, in state.Intent) error {
-	if err := s.putRunRecord(ctx, "runbook_intents", in.RunID, in.Step, in); err != nil {
+	if err := s.putRunRecord(ctx, "runbook_intents", in.RunID, in.Step, in, true); err != nil {
 		return fmt.Errorf("put intent %s/%s: %w", in.RunID, in.Step, err)
 	}
 	return nil
@@ -32,7 +35,7 @@ func (s *Store) GetIntent(ctx context.Context, runID, step string) (*state.Inten
 // PutApproval records (or replaces) the answer to a run's approval step.
 // It fails with state.ErrNotFound when the run does not exist.
 func (s *Store) PutApproval(ctx context.Context, a state.Approval) error {
-	if err := s.putRunRecord(ctx, "runbook_approvals", a.RunID, a.Step, a); err != nil {
+	if err := s.putRunRecord(ctx, "runbook_approvals", a.RunID, a.Step, a, false); err != nil {
 		return fmt.Errorf("put approval %s/%s: %w", a.RunID, a.Step, err)
 	}
 	return nil
@@ -50,8 +53,9 @@ func (s *Store) GetApproval(ctx context.Context, runID, step string) (*state.App
 
 // putRunRecord upserts v as the record of (runID, step) in table, one of
 // the per-step tables whose run_id references the run: a run that does
-// not exist fails the foreign key, reported as state.ErrNotFound.
-func (s *Store) putRunRecord(ctx context.Context, table, runID, step string, v any) error {
+// not exist fails the foreign key, reported as state.ErrNotFound. With
+// fenced, ctx's fence (if any) is checked first, in the same transaction.
+func (s *Store) putRunRecord(ctx context.Context, table, runID, step string, v any, fenced bool) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode: %w", err)
@@ -59,8 +63,15 @@ func (s *Store) putRunRecord(ctx context.Context, table, runID, step string, v a
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO `+table+` (run_id, step, record) VALUES ($1, $2, $3)
-ON CONFLICT (run_id, step) DO UPDATE SET record = EXCLUDED.record`, runID, step, data)
+	const upsert = `INSERT INTO %s (run_id, step, record) VALUES ($1, $2, $3)
+ON CONFLICT (run_id, step) DO UPDATE SET record = EXCLUDED.record`
+	if _, ok := state.FenceOf(ctx); fenced && ok {
+		b := newBatch(ctx, runID)
+		b.Queue(fmt.Sprintf(upsert, table), runID, step, data)
+		err = fenceError(ctx, s.send(ctx, b))
+	} else {
+		_, err = s.pool.Exec(ctx, fmt.Sprintf(upsert, table), runID, step, data)
+	}
 	if isForeignKeyViolation(err) {
 		return fmt.Errorf("run %s: %w", runID, state.ErrNotFound)
 	}

@@ -100,13 +100,13 @@ func (s *Store) CreateRun(ctx context.Context, r *state.Run, events ...state.Eve
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
-	b := &pgx.Batch{}
+	b := newBatch(ctx, r.ID) // a sub-playbook run is created by its root's owner
 	queueCreateRun(b, r, record, evs)
 	send := s.send
 	if r.Delivery != nil {
 		send = func(ctx context.Context, b *pgx.Batch) error { return s.createRunOfDelivery(ctx, r, b) }
 	}
-	if err := createRunError(r.ID, send(ctx, b)); err != nil {
+	if err := createRunError(r.ID, fenceError(ctx, send(ctx, b))); err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
 	return nil
@@ -144,7 +144,8 @@ func (s *Store) SaveRun(ctx context.Context, r *state.Run, events ...state.Event
 
 // SaveRunSteps writes step records of r and r itself and appends events,
 // in one transaction (one round trip unless CreatedAt is zero), as
-// SaveSteps and SaveRun do.
+// SaveSteps and SaveRun do. A write ctx fences (state.WithFence) that the
+// fence refuses fails with a *state.FencedError, writing nothing.
 func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.StepRecord, events ...state.Event) error {
 	for _, rec := range recs {
 		if rec.RunID != r.ID {
@@ -160,7 +161,7 @@ func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.St
 		return fmt.Errorf("save run %s: %w", r.ID, err)
 	}
 	batch := func(r *state.Run) (*pgx.Batch, error) {
-		b, err := queueSaveRun(r, evs)
+		b, err := queueSaveRun(newBatch(ctx, r.ID), r, evs)
 		if err == nil {
 			rows.queue(b, r.ID) // after the run's update: an unknown run writes nothing
 		}
@@ -187,20 +188,20 @@ func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.St
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("save run %s: %w", r.ID, err)
+		return fmt.Errorf("save run %s: %w", r.ID, fenceError(ctx, err))
 	}
 	return nil
 }
 
-// queueSaveRun returns the statements that replace a run and append its
-// events (one statement, see withEvents). When the run does not exist, it
-// reports ErrNotFound and the snapshot's statement stores nothing.
-func queueSaveRun(r *state.Run, evs [][]byte) (*pgx.Batch, error) {
+// queueSaveRun queues into b the statements that replace a run and append
+// its events (one statement, see withEvents), and returns b. When the run
+// does not exist, it reports ErrNotFound and the snapshot's statement
+// stores nothing.
+func queueSaveRun(b *pgx.Batch, r *state.Run, evs [][]byte) (*pgx.Batch, error) {
 	record, err := encodeRun(r)
 	if err != nil {
 		return nil, err
 	}
-	b := &pgx.Batch{}
 	if r.Hash != "" && len(r.Snapshot) > 0 {
 		b.Queue(storeSnapshotOf, r.Hash, r.Snapshot, r.ID)
 	}

@@ -32,7 +32,8 @@ func (s *Store) SaveStep(ctx context.Context, rec *state.StepRecord, events ...s
 
 // SaveSteps writes several step records of one run and appends events, in
 // one transaction. A step given twice is saved once, at the place of its
-// first record, with its last.
+// first record, with its last. A write ctx fences that the fence refuses
+// fails with a *state.FencedError, writing nothing (AppendEvents too).
 func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events ...state.Event) error {
 	if len(recs) == 0 {
 		return nil
@@ -47,10 +48,10 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 		return fmt.Errorf("save steps of run %s: %w", runID, err)
 	}
 	// An unknown run fails the reservation and the steps' foreign key.
-	b := &pgx.Batch{}
+	b := newBatch(ctx, runID)
 	queueReserve(b, runID, evs)
 	rows.queue(b, runID)
-	err = s.send(ctx, b)
+	err = fenceError(ctx, s.send(ctx, b))
 	if err != nil {
 		if len(recs) == 1 {
 			return fmt.Errorf("save step %s/%s: %w", runID, recs[0].ID, err)
@@ -169,9 +170,9 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, events ...state.
 	if err != nil {
 		return fmt.Errorf("append events to run %s: %w", runID, err)
 	}
-	b := &pgx.Batch{}
+	b := newBatch(ctx, runID)
 	queueReserve(b, runID, evs)
-	err = s.send(ctx, b)
+	err = fenceError(ctx, s.send(ctx, b))
 	if err != nil {
 		return fmt.Errorf("append events to run %s: %w", runID, err)
 	}

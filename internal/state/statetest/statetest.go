@@ -56,6 +56,7 @@ func run(t *testing.T, open opener) {
 		{"unused delivery bodies", testUnusedDeliveries},
 		{"a run saved with its steps", testRunSteps},
 		{"wake times", testWakeTimes},
+		{"fenced writes", testFence},
 		{"cancelled contexts", testCancelled},
 		{"concurrent writers", testConcurrent},
 	}
