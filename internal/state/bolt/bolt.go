@@ -276,13 +276,17 @@ func (s *Store) init() error {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
 		}
-		// Run buckets of formats 1 and 2 are flattened, all in this
-		// transaction; otherwise earlier versions are read as they are
-		// and marking the file current is the whole migration (see
-		// state.FormatVersion).
-		if stored < flatRunDataVersion {
+		// Run buckets of formats 1 and 2 are flattened, and the JSON
+		// values of formats up to 3 rewritten compact, all in this
+		// transaction (see state.FormatVersion).
+		if stored > 0 && stored < flatRunDataVersion {
 			if err := migrateRunData(tx); err != nil {
 				return fmt.Errorf("migrate state file %s to format %d: %w", s.path, flatRunDataVersion, err)
+			}
+		}
+		if stored > 0 && stored < compactVersion {
+			if err := migrateCompact(tx); err != nil {
+				return fmt.Errorf("migrate state file %s to format %d: %w", s.path, compactVersion, err)
 			}
 		}
 		meta := tx.Bucket(bucketMeta)

@@ -248,18 +248,30 @@ func (c *committer) run(group []*writeReq) (failed int, err error) {
 }
 
 // appendBuckets are keyed by creation time (runs by their time-ordered
-// IDs): new keys land after the others.
-var appendBuckets = [][]byte{bucketRuns, bucketByCreated, bucketRunData, bucketDedupExp}
+// IDs): new keys land after the others. Their values grow when rewritten
+// (a run's record gains its end, a run's bucket its events), so their
+// pages keep a tenth free. The buckets of appendOnlyBuckets take keys
+// that only grow and values rewritten at the same size (an index entry's
+// status is one byte), so their pages are filled whole.
+var (
+	appendBuckets     = [][]byte{bucketRuns, bucketRunData}
+	appendOnlyBuckets = [][]byte{bucketByCreated, bucketDedupExp, bucketAudit}
+)
 
 // fillAppendBuckets makes bbolt fill the append-mostly buckets' pages to
-// 90% before splitting them, instead of half: a page it splits keeps its
-// keys for good, so half-full pages would double the pages each commit
-// writes. It sets the buckets' FillPercent, which lasts for the
-// transaction (tx.Bucket hands out the same *Bucket in it).
+// 90% or 100% before splitting them, instead of half: a page it splits
+// keeps its keys for good, so half-full pages would double the pages each
+// commit writes and the file. It sets the buckets' FillPercent, which
+// lasts for the transaction (tx.Bucket hands out the same *Bucket in it).
 func fillAppendBuckets(tx *bbolt.Tx) {
 	for _, name := range appendBuckets {
 		if b := tx.Bucket(name); b != nil {
 			b.FillPercent = 0.9
+		}
+	}
+	for _, name := range appendOnlyBuckets {
+		if b := tx.Bucket(name); b != nil {
+			b.FillPercent = 1
 		}
 	}
 }

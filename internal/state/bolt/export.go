@@ -79,7 +79,7 @@ func exportRunData(rb *bbolt.Bucket, id string, fn func(state.Record) error) err
 		if data == nil {
 			return false, fmt.Errorf("step %s is ordered but missing: %w", sid, state.ErrCorrupt)
 		}
-		rec, err := decodeStep(data)
+		rec, err := decodeStep(id, sid, data)
 		if err != nil {
 			return false, err
 		}
@@ -89,11 +89,11 @@ func exportRunData(rb *bbolt.Bucket, id string, fn func(state.Record) error) err
 		return err
 	}
 	err = scanRun(rb, kindEvent, nil, func(k, v []byte) (bool, error) {
-		ev := &state.RunEvent{RunID: id}
-		if err := json.Unmarshal(v, &ev.Event); err != nil {
-			return false, fmt.Errorf("decode event %x: %w: %w", k, state.ErrCorrupt, err)
+		ev, err := decodeEvent(binary.BigEndian.Uint64(k), v)
+		if err != nil {
+			return false, err
 		}
-		return true, fn(state.Record{Kind: state.KindEvent, Event: ev})
+		return true, fn(state.Record{Kind: state.KindEvent, Event: &state.RunEvent{RunID: id, Event: ev}})
 	})
 	if err != nil {
 		return err
@@ -235,7 +235,7 @@ func importStep(tx *bbolt.Tx, rec *state.StepRecord) error {
 	if err != nil {
 		return err
 	}
-	data, err := json.Marshal(rec)
+	data, err := encodeStep(rec)
 	if err != nil {
 		return err
 	}
@@ -250,7 +250,7 @@ func importEvent(tx *bbolt.Tx, ev *state.RunEvent) error {
 	if ev.Seq == 0 {
 		return fmt.Errorf("event of run %s without a number", ev.RunID)
 	}
-	data, err := json.Marshal(ev.Event)
+	data, err := encodeEvent(&ev.Event)
 	if err != nil {
 		return err
 	}

@@ -23,9 +23,9 @@ import (
 // (runValue, scanRun). A flat key never passes for a sub-bucket: the step
 // "teps" is stored under "steps", but bbolt's Bucket finds only buckets.
 const (
-	kindStep     = 's' // s<step id> -> StepRecord JSON
+	kindStep     = 's' // s<step id> -> StepRecord (compact, codec.go; JSON before format 4)
 	kindOrder    = 'o' // o<8-byte n> -> step id, n from 1 in first-saved order
-	kindEvent    = 'e' // e<8-byte seq> -> Event JSON, seq from 1
+	kindEvent    = 'e' // e<8-byte seq> -> Event (compact; JSON before format 4), seq from 1
 	kindIntent   = 'i' // i<step> -> Intent JSON
 	kindApproval = 'a' // a<step> -> Approval JSON
 )

@@ -42,7 +42,7 @@ func (s *Store) CreateRun(ctx context.Context, r *state.Run, events ...state.Eve
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
-	evs, err := s.encodeEvents(1, events) // a new run's events start at 1
+	evs, err := s.encodeEvents(events)
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
@@ -111,7 +111,7 @@ func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.St
 	if err != nil {
 		return err
 	}
-	evs, err := s.encodeAppend(events)
+	evs, err := s.encodeEvents(events)
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", r.ID, err)
 	}
@@ -202,10 +202,7 @@ func encodeRun(r *state.Run) (*encodedRun, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode run: %w", err)
 	}
-	entry, err := json.Marshal(indexEntry{Status: r.Status, Playbook: r.Playbook, ParentID: r.ParentID})
-	if err != nil {
-		return nil, fmt.Errorf("encode run index: %w", err)
-	}
+	entry := encodeIndex(indexEntry{Status: r.Status, Playbook: r.Playbook, ParentID: r.ParentID})
 	enc := &encodedRun{id: []byte(r.ID), data: data, idxKey: createdKey(r.CreatedAt, r.ID), entry: entry}
 	if rec != r {
 		enc.hash, enc.snapshot = []byte(r.Hash), r.Snapshot
@@ -312,9 +309,9 @@ func (s *Store) ListRuns(ctx context.Context, f state.RunFilter) ([]*state.Run, 
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			var e indexEntry
-			if err := json.Unmarshal(v, &e); err != nil {
-				return fmt.Errorf("decode run index: %w: %w", state.ErrCorrupt, err)
+			e, err := decodeIndex(v)
+			if err != nil {
+				return err
 			}
 			if !matches(f, e) {
 				continue

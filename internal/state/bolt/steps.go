@@ -1,13 +1,10 @@
 package bolt
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
-	"strconv"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -33,7 +30,7 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 	if err != nil {
 		return err
 	}
-	evs, err := s.encodeAppend(events)
+	evs, err := s.encodeEvents(events)
 	if err != nil {
 		return fmt.Errorf("save steps of run %s: %w", runID, err)
 	}
@@ -63,7 +60,7 @@ func encodeSteps(recs []*state.StepRecord) ([][]byte, error) {
 		if rec.RunID != recs[0].RunID {
 			return nil, fmt.Errorf("save steps: records of runs %s and %s in one call", recs[0].RunID, rec.RunID)
 		}
-		b, err := json.Marshal(rec)
+		b, err := encodeStep(rec)
 		if err != nil {
 			return nil, fmt.Errorf("save step %s/%s: encode: %w", rec.RunID, rec.ID, err)
 		}
@@ -105,7 +102,7 @@ func (s *Store) GetStep(ctx context.Context, runID, stepID string) (*state.StepR
 		if data == nil {
 			return fmt.Errorf("step %s: %w", stepID, state.ErrNotFound)
 		}
-		rec, err = decodeStep(data)
+		rec, err = decodeStep(runID, []byte(stepID), data)
 		return err
 	})
 	if err != nil {
@@ -129,7 +126,7 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*state.StepRecord, e
 			if data == nil {
 				return false, fmt.Errorf("step %s is ordered but missing: %w", id, state.ErrCorrupt)
 			}
-			rec, err := decodeStep(data)
+			rec, err := decodeStep(runID, id, data)
 			if err != nil {
 				return false, err
 			}
@@ -143,18 +140,10 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*state.StepRecord, e
 	return out, nil
 }
 
-func decodeStep(data []byte) (*state.StepRecord, error) {
-	rec := new(state.StepRecord)
-	if err := json.Unmarshal(data, rec); err != nil {
-		return nil, fmt.Errorf("decode step: %w: %w", state.ErrCorrupt, err)
-	}
-	return rec, nil
-}
-
 // AppendEvents appends events to a run's log, or fails with
 // state.ErrNotFound when the run does not exist.
 func (s *Store) AppendEvents(ctx context.Context, runID string, events ...state.Event) error {
-	evs, err := s.encodeAppend(events)
+	evs, err := s.encodeEvents(events)
 	if err != nil {
 		return fmt.Errorf("append events to run %s: %w", runID, err)
 	}
@@ -171,58 +160,32 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, events ...state.
 	return nil
 }
 
-// appendEvents appends events encoded by encodeAppend, assigning each
-// the run's next sequence number (from 1, counted by the run bucket's
-// Sequence): the number is spliced into the encoded event, so the shared
-// writer does no JSON work.
+// appendEvents appends encoded events, numbering them from the run's
+// next sequence number (from 1, counted by the run bucket's Sequence):
+// an encoded event does not hold its number, so the shared writer does
+// no encoding work.
 func appendEvents(rb *bbolt.Bucket, events [][]byte) error {
 	for _, data := range events {
 		seq, err := rb.NextSequence()
 		if err != nil {
 			return err
 		}
-		out := make([]byte, 0, len(data)+20)
-		out = append(out, seqPrefix...)
-		out = strconv.AppendUint(out, seq, 10)
-		out = append(out, data[len(seqPrefix)+1:]...) // after the placeholder 0
-		if err := rb.Put(numKey(kindEvent, seq), out); err != nil {
+		if err := rb.Put(numKey(kindEvent, seq), data); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// seqPrefix starts every encoded event: Seq is state.Event's first field.
-const seqPrefix = `{"seq":`
-
-// encodeAppend encodes events to append with the placeholder Seq 0, which
-// appendEvents replaces; a zero Time is set to now.
-func (s *Store) encodeAppend(events []state.Event) ([][]byte, error) {
-	out, err := s.encodeEvents(0, events)
-	if err != nil {
-		return nil, err
-	}
-	for i, data := range out {
-		if !bytes.HasPrefix(data, []byte(seqPrefix+"0")) {
-			return nil, fmt.Errorf("encode event %s: does not start with its seq: %.20s", events[i].Type, data)
-		}
-	}
-	return out, nil
-}
-
-// encodeEvents encodes events with sequence numbers from first (0: all
-// 0, the placeholder of encodeAppend); a zero Time is set to now.
-func (s *Store) encodeEvents(first uint64, events []state.Event) ([][]byte, error) {
+// encodeEvents encodes events (without their numbers, see encodeEvent);
+// a zero Time is set to now.
+func (s *Store) encodeEvents(events []state.Event) ([][]byte, error) {
 	out := make([][]byte, len(events))
 	for i, ev := range events {
-		ev.Seq = 0
-		if first > 0 {
-			ev.Seq = first + uint64(i)
-		}
 		if ev.Time.IsZero() {
 			ev.Time = s.now()
 		}
-		data, err := json.Marshal(ev)
+		data, err := encodeEvent(&ev)
 		if err != nil {
 			return nil, fmt.Errorf("encode event %s: %w", ev.Type, err)
 		}
@@ -249,9 +212,9 @@ func (s *Store) Events(ctx context.Context, runID string, after uint64, limit in
 			if limit > 0 && len(out) >= limit {
 				return false, nil
 			}
-			var ev state.Event
-			if err := json.Unmarshal(v, &ev); err != nil {
-				return false, fmt.Errorf("decode event %d: %w: %w", binary.BigEndian.Uint64(k), state.ErrCorrupt, err)
+			ev, err := decodeEvent(binary.BigEndian.Uint64(k), v)
+			if err != nil {
+				return false, err
 			}
 			out = append(out, ev)
 			return true, nil

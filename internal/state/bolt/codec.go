@@ -1,0 +1,375 @@
+package bolt
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+// The compact encoding of format 4 for the values a run writes most:
+// events, step records and the listing index entry. Formats up to 3
+// stored them as JSON; a compact value starts with compactTag, which no
+// JSON value starts with, so a reader tells the two apart by the first
+// byte (a file of format 3 opened read-only is read as it is).
+//
+// A compact value is compactTag then fields in a fixed order, with no
+// names: strings and byte strings as a uvarint then the bytes, integers as
+// varints, times as encodeTime writes them, maps and structs the store
+// does not look into as their JSON (empty: absent). What the key already
+// says is not repeated: an event's Seq, a step record's RunID and ID.
+// Strings that the engine writes again and again (event types, statuses,
+// common messages) are written as an index into sharedStrings.
+//
+// codec_test.go fails when state.Event, state.StepRecord or indexEntry
+// gains a field this encoding does not carry.
+const compactTag = 0x01
+
+// sharedStrings are written as their index. The list is part of the file
+// format: entries may be added at the end, never changed or removed.
+var sharedStrings = []string{
+	"",
+	// run and step statuses
+	"pending", "running", "waiting", "suspended", "succeeded", "failed", "cancelled", "skipped",
+	// event types
+	"run.created", "run.started", "run.succeeded", "run.failed", "run.cancelled", "run.waiting",
+	"run.resumed", "run.queued", "run.suspended", "run.skipped",
+	"step.started", "step.succeeded", "step.failed", "step.skipped", "step.retry", "step.waiting",
+	"step.reused", "step.reconciled", "step.cancelled",
+	"log", "approval.requested", "approval.answered", "approval.timed_out",
+	// log levels
+	"DEBUG", "INFO", "WARN", "ERROR",
+	// messages
+	"attempt 1", "attempt 2", "attempt 3", "run started", "run succeeded", "run failed",
+	"run cancelled", "condition is false", "waiting for approval", "run is waiting for an approval",
+	"run timed out", "a step failed",
+}
+
+var sharedIndex = func() map[string]uint64 {
+	m := make(map[string]uint64, len(sharedStrings))
+	for i, s := range sharedStrings {
+		m[s] = uint64(i)
+	}
+	return m
+}()
+
+// isCompact reports whether v is a compact value (else JSON of format 3
+// or earlier).
+func isCompact(v []byte) bool { return len(v) > 0 && v[0] == compactTag }
+
+// encoder appends a compact value's fields.
+type encoder struct{ b []byte }
+
+func newEncoder(size int) *encoder {
+	e := &encoder{b: make([]byte, 1, size)}
+	e.b[0] = compactTag
+	return e
+}
+
+func (e *encoder) uint(n uint64) { e.b = binary.AppendUvarint(e.b, n) }
+func (e *encoder) int(n int64)   { e.b = binary.AppendVarint(e.b, n) }
+
+func (e *encoder) bytes(p []byte) {
+	e.uint(uint64(len(p)))
+	e.b = append(e.b, p...)
+}
+
+// str writes a shared string as 2*index+1, another as 2*len then its bytes.
+func (e *encoder) str(s string) {
+	if i, ok := sharedIndex[s]; ok {
+		e.uint(2*i + 1)
+		return
+	}
+	e.uint(2 * uint64(len(s)))
+	e.b = append(e.b, s...)
+}
+
+// Time kinds: the zero time; a UTC time (what JSON decodes any time with a
+// zero offset to) as 8 bytes of Unix nanoseconds; any other time as its
+// RFC 3339 text, decoded as JSON would.
+const (
+	timeZero = 0
+	timeUTC  = 1
+	timeText = 2
+)
+
+// minNano and maxNano bound the times UnixNano represents.
+var (
+	minNano = time.Unix(0, math.MinInt64)
+	maxNano = time.Unix(0, math.MaxInt64)
+)
+
+func (e *encoder) time(t time.Time) error {
+	switch _, off := t.Zone(); {
+	case t.IsZero():
+		e.b = append(e.b, timeZero)
+	case off == 0 && !t.Before(minNano) && !t.After(maxNano):
+		e.b = append(e.b, timeUTC)
+		e.b = binary.BigEndian.AppendUint64(e.b, uint64(t.UnixNano()))
+	default:
+		text, err := t.MarshalText()
+		if err != nil {
+			return err
+		}
+		e.b = append(e.b, timeText)
+		e.bytes(text)
+	}
+	return nil
+}
+
+// json writes v's JSON, or nothing (length 0) when v is empty.
+func (e *encoder) json(v any, empty bool) error {
+	if empty {
+		e.uint(0)
+		return nil
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	e.bytes(data)
+	return nil
+}
+
+// decoder reads a compact value's fields; the first error sticks.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+var errShort = errors.New("value ends early")
+
+func newDecoder(v []byte) *decoder {
+	if !isCompact(v) {
+		return &decoder{err: errors.New("not a compact value")}
+	}
+	return &decoder{b: v[1:]}
+}
+
+func (d *decoder) fail(err error) {
+	if d.err == nil {
+		d.err = err
+	}
+	d.b = nil
+}
+
+func (d *decoder) uint() uint64 {
+	n, k := binary.Uvarint(d.b)
+	if k <= 0 {
+		d.fail(errShort)
+		return 0
+	}
+	d.b = d.b[k:]
+	return n
+}
+
+func (d *decoder) int() int64 {
+	n, k := binary.Varint(d.b)
+	if k <= 0 {
+		d.fail(errShort)
+		return 0
+	}
+	d.b = d.b[k:]
+	return n
+}
+
+func (d *decoder) take(n uint64) []byte {
+	if n > uint64(len(d.b)) {
+		d.fail(errShort)
+		return nil
+	}
+	p := d.b[:n]
+	d.b = d.b[n:]
+	return p
+}
+
+// bytes returns a copy (nil when empty): values are only valid inside
+// their transaction.
+func (d *decoder) bytes() []byte {
+	p := d.take(d.uint())
+	if len(p) == 0 {
+		return nil
+	}
+	return append([]byte(nil), p...)
+}
+
+func (d *decoder) str() string {
+	x := d.uint()
+	if x%2 == 1 {
+		i := x / 2
+		if i >= uint64(len(sharedStrings)) {
+			d.fail(fmt.Errorf("shared string %d of %d", i, len(sharedStrings)))
+			return ""
+		}
+		return sharedStrings[i]
+	}
+	return string(d.take(x / 2))
+}
+
+func (d *decoder) time() time.Time {
+	kind := d.take(1)
+	if kind == nil {
+		return time.Time{}
+	}
+	switch kind[0] {
+	case timeZero:
+		return time.Time{}
+	case timeUTC:
+		p := d.take(8)
+		if p == nil {
+			return time.Time{}
+		}
+		return time.Unix(0, int64(binary.BigEndian.Uint64(p))).UTC()
+	case timeText:
+		var t time.Time
+		if err := t.UnmarshalText(d.take(d.uint())); err != nil {
+			d.fail(err)
+		}
+		return t
+	}
+	d.fail(fmt.Errorf("time kind %d", kind[0]))
+	return time.Time{}
+}
+
+// json decodes a value json wrote into v (left alone when empty).
+func (d *decoder) json(v any) {
+	p := d.take(d.uint())
+	if len(p) == 0 || d.err != nil {
+		return
+	}
+	if err := json.Unmarshal(p, v); err != nil {
+		d.fail(err)
+	}
+}
+
+// done reports the first error, or bytes left over.
+func (d *decoder) done() error {
+	if d.err == nil && len(d.b) > 0 {
+		d.err = fmt.Errorf("%d bytes left over", len(d.b))
+	}
+	return d.err
+}
+
+// encodeEvent encodes ev without its Seq (its key holds it).
+func encodeEvent(ev *state.Event) ([]byte, error) {
+	e := newEncoder(48 + len(ev.Message) + len(ev.Step))
+	if err := e.time(ev.Time); err != nil {
+		return nil, err
+	}
+	e.str(ev.Type)
+	e.str(ev.Step)
+	e.int(int64(ev.Attempt))
+	e.str(ev.Level)
+	e.str(ev.Message)
+	if err := e.json(ev.Data, len(ev.Data) == 0); err != nil {
+		return nil, err
+	}
+	return e.b, nil
+}
+
+// decodeEvent decodes event number seq, compact or JSON.
+func decodeEvent(seq uint64, v []byte) (state.Event, error) {
+	var ev state.Event
+	if !isCompact(v) {
+		if err := json.Unmarshal(v, &ev); err != nil {
+			return ev, fmt.Errorf("decode event %d: %w: %w", seq, state.ErrCorrupt, err)
+		}
+		return ev, nil
+	}
+	d := newDecoder(v)
+	ev.Seq = seq
+	ev.Time = d.time()
+	ev.Type = d.str()
+	ev.Step = d.str()
+	ev.Attempt = int(d.int())
+	ev.Level = d.str()
+	ev.Message = d.str()
+	d.json(&ev.Data)
+	if err := d.done(); err != nil {
+		return ev, fmt.Errorf("decode event %d: %w: %w", seq, state.ErrCorrupt, err)
+	}
+	return ev, nil
+}
+
+// encodeStep encodes rec without its RunID and ID (its bucket and key
+// hold them).
+func encodeStep(rec *state.StepRecord) ([]byte, error) {
+	e := newEncoder(64 + len(rec.Checkpoint))
+	e.str(string(rec.Status))
+	e.int(int64(rec.Attempts))
+	if err := e.json(rec.Outputs, len(rec.Outputs) == 0); err != nil {
+		return nil, err
+	}
+	if err := e.json(rec.Error, rec.Error == nil); err != nil {
+		return nil, err
+	}
+	e.bytes(rec.Checkpoint)
+	for _, t := range []time.Time{rec.StartedAt, rec.EndedAt, rec.NextAttemptAt, rec.WakeAt} {
+		if err := e.time(t); err != nil {
+			return nil, err
+		}
+	}
+	if err := e.json(rec.Approval, rec.Approval == nil); err != nil {
+		return nil, err
+	}
+	return e.b, nil
+}
+
+// decodeStep decodes the record of step id of run runID, compact or JSON.
+func decodeStep(runID string, id, v []byte) (*state.StepRecord, error) {
+	rec := new(state.StepRecord)
+	if !isCompact(v) {
+		if err := json.Unmarshal(v, rec); err != nil {
+			return nil, fmt.Errorf("decode step %s: %w: %w", id, state.ErrCorrupt, err)
+		}
+		return rec, nil
+	}
+	d := newDecoder(v)
+	rec.RunID, rec.ID = runID, string(id)
+	rec.Status = state.StepStatus(d.str())
+	rec.Attempts = int(d.int())
+	d.json(&rec.Outputs)
+	d.json(&rec.Error)
+	rec.Checkpoint = d.bytes()
+	rec.StartedAt = d.time()
+	rec.EndedAt = d.time()
+	rec.NextAttemptAt = d.time()
+	rec.WakeAt = d.time()
+	d.json(&rec.Approval)
+	if err := d.done(); err != nil {
+		return nil, fmt.Errorf("decode step %s: %w: %w", id, state.ErrCorrupt, err)
+	}
+	return rec, nil
+}
+
+// encodeIndex encodes a runs_by_created value.
+func encodeIndex(e indexEntry) []byte {
+	enc := newEncoder(4 + len(e.Playbook) + len(e.ParentID))
+	enc.str(string(e.Status))
+	enc.str(e.Playbook)
+	enc.str(e.ParentID)
+	return enc.b
+}
+
+// decodeIndex decodes a runs_by_created value, compact or JSON.
+func decodeIndex(v []byte) (indexEntry, error) {
+	var e indexEntry
+	if !isCompact(v) {
+		if err := json.Unmarshal(v, &e); err != nil {
+			return e, fmt.Errorf("decode run index: %w: %w", state.ErrCorrupt, err)
+		}
+		return e, nil
+	}
+	d := newDecoder(v)
+	e.Status = state.RunStatus(d.str())
+	e.Playbook = d.str()
+	e.ParentID = d.str()
+	if err := d.done(); err != nil {
+		return e, fmt.Errorf("decode run index: %w: %w", state.ErrCorrupt, err)
+	}
+	return e, nil
+}

@@ -1,0 +1,169 @@
+package bolt
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+// viaJSON is what format 3 gave back for v: its JSON round trip.
+func viaJSON[T any](t *testing.T, v T) T {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out T
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+var codecTimes = map[string]time.Time{
+	"zero":                    {},
+	"UTC":                     time.Date(2026, 11, 27, 9, 0, 0, 123456789, time.UTC),
+	"local with a monotonic":  time.Now(),
+	"offset +09:00":           time.Date(2026, 11, 27, 18, 0, 0, 5, time.FixedZone("KST", 9*3600)),
+	"year 1600 (no UnixNano)": time.Date(1600, 1, 2, 3, 4, 5, 6, time.UTC),
+	"year 2300 (no UnixNano)": time.Date(2300, 1, 2, 3, 4, 5, 6, time.UTC),
+}
+
+// TestCompactValuesReadBackAsJSONDid: every event, step record and index
+// entry the compact encoding writes reads back exactly as its JSON of
+// format 3 did (times in the same location, numbers in Data as float64,
+// empty maps and byte strings as nil).
+func TestCompactValuesReadBackAsJSONDid(t *testing.T) {
+	for name, at := range codecTimes {
+		t.Run("times "+name, func(t *testing.T) {
+			ev := state.Event{Seq: 7, Time: at, Type: "step.failed", Step: "deploy[3]", Attempt: -2, Level: "WARN",
+				Message: "a message of the engine's own, not shared ✓", Data: map[string]any{"n": 3, "list": []any{"a", 1.5}}}
+			data, err := encodeEvent(&ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := decodeEvent(7, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := viaJSON(t, ev); !reflect.DeepEqual(got, want) {
+				t.Errorf("event read back as\n%#v\nwant (JSON's)\n%#v", got, want)
+			}
+
+			rec := &state.StepRecord{RunID: "r1", ID: "deploy[3]", Status: state.StepWaiting, Attempts: 3,
+				Outputs: map[string]any{"id": "c1", "n": 2}, Error: &state.ErrorRecord{Code: "invalid", Message: "no", Data: map[string]any{"f": "x"}},
+				Checkpoint: []byte(`{"task":"t1"}`), StartedAt: at, EndedAt: at.Add(time.Second), NextAttemptAt: at, WakeAt: at,
+				Approval: &state.ApprovalRequest{Approvers: []string{"kim"}, Fields: map[string]state.ApprovalField{"n": {Type: "integer", Required: true}},
+					Deadline: at, Required: 2, AllowSelfApproval: true}}
+			data, err = encodeStep(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotRec, err := decodeStep("r1", []byte("deploy[3]"), data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := viaJSON(t, rec); !reflect.DeepEqual(gotRec, want) {
+				t.Errorf("step record read back as\n%#v\nwant (JSON's)\n%#v", gotRec, want)
+			}
+		})
+	}
+	t.Run("empty values", func(t *testing.T) {
+		ev := state.Event{Seq: 1, Time: codecTimes["UTC"], Type: "run.started", Data: map[string]any{}}
+		data, err := encodeEvent(&ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeEvent(1, data)
+		if want := viaJSON(t, ev); err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("event read back as %#v, %v; want %#v", got, err, want)
+		}
+		rec := &state.StepRecord{RunID: "r", ID: "a", Outputs: map[string]any{}, Checkpoint: []byte{}}
+		data, err = encodeStep(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotRec, err := decodeStep("r", []byte("a"), data)
+		if want := viaJSON(t, rec); err != nil || !reflect.DeepEqual(gotRec, want) {
+			t.Errorf("step record read back as %#v, %v; want %#v", gotRec, err, want)
+		}
+	})
+	t.Run("index entries", func(t *testing.T) {
+		for _, e := range []indexEntry{{}, {Status: state.RunWaiting, Playbook: "nks-upgrade", ParentID: "p1"}, {Status: "a status of later", Playbook: "waiting"}} {
+			got, err := decodeIndex(encodeIndex(e))
+			if err != nil || got != e {
+				t.Errorf("index entry %+v read back as %+v, %v", e, got, err)
+			}
+		}
+	})
+}
+
+// TestCompactValuesAreSmall: the values a run writes most take a fraction
+// of their JSON, which is what lets a waiting run's bucket fit inline.
+func TestCompactValuesAreSmall(t *testing.T) {
+	at := codecTimes["UTC"]
+	ev := state.Event{Seq: 3, Time: at, Type: "step.started", Step: "gate", Attempt: 1, Message: "attempt 1"}
+	data, err := encodeEvent(&ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := json.Marshal(ev)
+	if len(data) > 20 {
+		t.Errorf("a step.started event takes %d bytes (JSON %d), want at most 20", len(data), len(js))
+	}
+	rec := &state.StepRecord{RunID: "20261127T201415-73ba0e", ID: "gate", Status: state.StepWaiting, Attempts: 1, StartedAt: at, Approval: &state.ApprovalRequest{Required: 1}}
+	data, err = encodeStep(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ = json.Marshal(rec)
+	if len(data) > 40 {
+		t.Errorf("a waiting approval step takes %d bytes (JSON %d), want at most 40", len(data), len(js))
+	}
+}
+
+// TestCompactValuesCarryEveryField fails when state.Event or
+// state.StepRecord gains a field: the compact encoding names no fields,
+// so a new one would be dropped silently until codec.go writes it.
+func TestCompactValuesCarryEveryField(t *testing.T) {
+	for _, c := range []struct {
+		v    any
+		want []string
+	}{
+		{state.Event{}, []string{"Seq", "Time", "Type", "Step", "Attempt", "Level", "Message", "Data"}},
+		{state.StepRecord{}, []string{"RunID", "ID", "Status", "Attempts", "Outputs", "Error", "Checkpoint",
+			"StartedAt", "EndedAt", "NextAttemptAt", "WakeAt", "Approval"}},
+		{indexEntry{}, []string{"Status", "Playbook", "ParentID"}},
+	} {
+		typ := reflect.TypeOf(c.v)
+		var got []string
+		for i := range typ.NumField() {
+			got = append(got, typ.Field(i).Name)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s has fields %v; codec.go encodes %v: encode the new ones (at the end of the value, readable when absent) and list them here", typ, got, c.want)
+		}
+	}
+}
+
+// TestCorruptCompactValuesAreErrors: a cut or padded value is reported as
+// state.ErrCorrupt, never read as something else.
+func TestCorruptCompactValuesAreErrors(t *testing.T) {
+	ev := state.Event{Time: codecTimes["UTC"], Type: "log", Message: "hello", Data: map[string]any{"a": 1}}
+	data, err := encodeEvent(&ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n < len(data); n++ {
+		if _, err := decodeEvent(1, data[:n]); err == nil {
+			t.Errorf("an event cut to %d of %d bytes decoded", n, len(data))
+		}
+	}
+	if _, err := decodeEvent(1, append(data, 0)); err == nil {
+		t.Error("an event with a byte more decoded")
+	}
+}

@@ -1,0 +1,237 @@
+package bolt_test
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/bolt"
+)
+
+// waitingRun is run i as `runbook serve` leaves a run of a one-step
+// approval playbook once it is parked: created, started, its step waiting
+// with the approval's question, then the run waiting. These are the
+// records and events the engine writes for it (seen in a real serve's
+// file), in the writes it makes.
+func waitingRun(t *testing.T, s *bolt.Store, i int) {
+	t.Helper()
+	at := time.Date(2026, 11, 27, 20, 14, 15, 0, time.UTC).Add(time.Duration(i) * time.Millisecond)
+	id := fmt.Sprintf("20261127T201415-%06x", i)
+	r := &state.Run{ID: id, Playbook: "waiting", File: "/srv/runbook/playbooks/waiting.yaml", Hash: strings.Repeat("e4", 32),
+		Snapshot: []byte("version: 1\nname: waiting\nsteps:\n  - {id: gate, uses: approval, with: {message: \"go?\"}}\n"),
+		Trigger:  map[string]any{"type": "api", "by": "server-***en"}, Status: state.RunPending, CreatedAt: at}
+	must(t, s.CreateRun(ctx, r, state.Event{Time: at, Type: "run.created", Message: "run created for playbook waiting"}))
+	r.Status, r.StartedAt, r.Owner = state.RunRunning, at.Add(time.Millisecond), "vm/22844@31302"
+	must(t, s.SaveRun(ctx, r, state.Event{Time: r.StartedAt, Type: "run.started", Message: "run started"}))
+	step := &state.StepRecord{RunID: id, ID: "gate", Status: state.StepRunning, Attempts: 1, StartedAt: r.StartedAt}
+	must(t, s.SaveStep(ctx, step, state.Event{Time: r.StartedAt, Type: "step.started", Step: "gate", Attempt: 1, Message: "attempt 1"}))
+	step.Status, step.Approval = state.StepWaiting, &state.ApprovalRequest{Required: 1}
+	must(t, s.SaveStep(ctx, step,
+		state.Event{Time: r.StartedAt, Type: "approval.requested", Step: "gate",
+			Message: "waiting for approval: go? (answer with: runbook runs approve " + id + " gate)"},
+		state.Event{Time: r.StartedAt, Type: "step.waiting", Step: "gate", Attempt: 1, Message: "waiting for approval"}))
+	r.Status, r.AnswerOnly = state.RunWaiting, true
+	must(t, s.SaveRun(ctx, r, state.Event{Time: r.StartedAt, Type: "run.waiting", Message: "run is waiting for an approval"}))
+}
+
+// maxBytesPerWaitingRun bounds the file a waiting run takes, all pages
+// counted (its record, index entry and bucket, and the branch pages and
+// free space around them). Issue 20 wants 10,000 waiting runs under
+// `runbook serve` in 60 MB of resident memory, of which the process's own
+// is about 25 MB and the state file, which bbolt maps whole, the rest: at
+// 2 KB a run, 10,000 runs are 20 MB. In format 3 a waiting run took
+// about 5.6 KB: its bucket, just over bbolt's inline limit, had a page of
+// its own.
+const maxBytesPerWaitingRun = 2048
+
+// TestAWaitingRunsBucketIsInlineAndSmall: the bucket of a run waiting on
+// an approval is stored inline in its parent's leaf (no page of its own),
+// and the whole file stays under maxBytesPerWaitingRun per run.
+func TestAWaitingRunsBucketIsInlineAndSmall(t *testing.T) {
+	s, _ := openTemp(t, bolt.Options{NoSync: true})
+	const n = 300
+	for i := range n {
+		waitingRun(t, s, i)
+	}
+	u, err := s.Usage(ctx)
+	must(t, err)
+	var sb strings.Builder
+	must(t, u.Write(&sb))
+	t.Logf("%d waiting runs:\n%s", n, sb.String())
+	if u.Runs != n || u.InlineRuns != n {
+		t.Errorf("%d of %d waiting runs' buckets are inline, want all", u.InlineRuns, u.Runs)
+	}
+	used := (u.FilePages - u.FreePages) * u.PageSize
+	if perRun := used / n; perRun > maxBytesPerWaitingRun {
+		t.Errorf("the file takes %d bytes per waiting run, want at most %d", perRun, maxBytesPerWaitingRun)
+	}
+}
+
+// A format 3 file, as a build of that format left it (flat run buckets of
+// JSON values, JSON index entries): run "w" waits on an approval, its
+// bucket just over the inline limit.
+var (
+	v3At   = time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+	v3Run  = &state.Run{ID: "w", Playbook: "waiting", Status: state.RunWaiting, CreatedAt: v3At, AnswerOnly: true}
+	v3Step = &state.StepRecord{RunID: "w", ID: "gate", Status: state.StepWaiting, Attempts: 1, StartedAt: v3At,
+		Approval: &state.ApprovalRequest{Required: 1}}
+	v3Events = func() []state.Event {
+		var evs []state.Event
+		for i, typ := range []string{"run.created", "run.started", "step.started", "approval.requested", "step.waiting", "run.waiting", "log", "log"} {
+			evs = append(evs, state.Event{Seq: uint64(i + 1), Time: v3At.Add(time.Duration(i) * time.Microsecond), Type: typ,
+				Step: "gate", Attempt: 1, Message: "a message long enough to be what the engine writes " + strconv.Itoa(i)})
+		}
+		return evs
+	}()
+)
+
+func writeVersion3File(t *testing.T, path string) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
+	must(t, err)
+	defer db.Close()
+	js := func(v any) []byte {
+		data, err := json.Marshal(v)
+		must(t, err)
+		return data
+	}
+	key := func(kind byte, n uint64) []byte { return binary.BigEndian.AppendUint64([]byte{kind}, n) }
+	must(t, db.Update(func(tx *bbolt.Tx) error {
+		top := map[string]*bbolt.Bucket{}
+		for _, name := range []string{"meta", "runs", "snapshots", "runs_by_created", "rundata", "locks", "cursors", "dedup", "dedup_expiry"} {
+			b, err := tx.CreateBucket([]byte(name))
+			if err != nil {
+				return err
+			}
+			top[name] = b
+		}
+		idx := append(binary.BigEndian.AppendUint64(nil, uint64(v3At.UnixNano())^(1<<63)), "w"...)
+		for _, kv := range []struct {
+			b    *bbolt.Bucket
+			k, v []byte
+		}{
+			{top["meta"], []byte("format_version"), []byte("3")},
+			{top["runs"], []byte("w"), js(v3Run)},
+			{top["runs_by_created"], idx, js(map[string]any{"s": "waiting", "p": "waiting"})},
+		} {
+			if err := kv.b.Put(kv.k, kv.v); err != nil {
+				return err
+			}
+		}
+		rb, err := top["rundata"].CreateBucket([]byte("w"))
+		if err != nil {
+			return err
+		}
+		for _, ev := range v3Events {
+			if err := rb.Put(key('e', ev.Seq), js(ev)); err != nil {
+				return err
+			}
+		}
+		if err := rb.Put(key('o', 1), []byte("gate")); err != nil {
+			return err
+		}
+		if err := rb.Put([]byte("sgate"), js(v3Step)); err != nil {
+			return err
+		}
+		return rb.SetSequence(uint64(len(v3Events)))
+	}))
+}
+
+// rawRun reads, with bbolt alone, the file's format version, whether run
+// w's bucket is inline, and the first byte of each of its values and of
+// its index entry.
+func rawRun(t *testing.T, path string) (version string, inline bool, first map[string]byte) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
+	must(t, err)
+	defer db.Close()
+	first = map[string]byte{}
+	must(t, db.View(func(tx *bbolt.Tx) error {
+		version = string(tx.Bucket([]byte("meta")).Get([]byte("format_version")))
+		rb := tx.Bucket([]byte("rundata")).Bucket([]byte("w"))
+		inline = rb.Root() == 0
+		_, v := tx.Bucket([]byte("runs_by_created")).Cursor().First()
+		first["index"] = v[0]
+		return rb.ForEach(func(k, v []byte) error {
+			first[strconv.Quote(string(k))] = v[0]
+			return nil
+		})
+	}))
+	return version, inline, first
+}
+
+// TestAVersion3FileIsReadThenMadeCompact: a file of format 3 is read as
+// it is when opened read-only; the first open for writing rewrites its
+// events, step records and index entries compact (the run's bucket, over
+// the inline limit in JSON, becomes inline), marks it 4, and every read
+// gives what it gave before.
+func TestAVersion3FileIsReadThenMadeCompact(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	writeVersion3File(t, path)
+	read := func(s *bolt.Store) (*state.Run, []*state.Run, []*state.StepRecord, []state.Event) {
+		t.Helper()
+		r, err := s.GetRun(ctx, "w")
+		must(t, err)
+		listed, err := s.ListRuns(ctx, state.RunFilter{Status: []state.RunStatus{state.RunWaiting}, Playbook: "waiting"})
+		must(t, err)
+		steps, err := s.Steps(ctx, "w")
+		must(t, err)
+		evs, err := s.Events(ctx, "w", 0, 0)
+		must(t, err)
+		return r, listed, steps, evs
+	}
+	check := func(when string, s *bolt.Store) {
+		t.Helper()
+		r, listed, steps, evs := read(s)
+		if !reflect.DeepEqual(r, v3Run) || len(listed) != 1 || !reflect.DeepEqual(listed[0], v3Run) {
+			t.Errorf("%s: run %+v, listed %+v; want %+v", when, r, listed, v3Run)
+		}
+		if !reflect.DeepEqual(steps, []*state.StepRecord{v3Step}) {
+			t.Errorf("%s: steps %+v, want %+v", when, steps, v3Step)
+		}
+		if !reflect.DeepEqual(evs, v3Events) {
+			t.Errorf("%s: events\n%+v\nwant\n%+v", when, evs, v3Events)
+		}
+	}
+	if version, inline, _ := rawRun(t, path); version != "3" || inline {
+		t.Fatalf("the format 3 file is version %s, its run inline: %v; want 3, not inline", version, inline)
+	}
+
+	ro, err := bolt.Open(path, bolt.Options{ReadOnly: true})
+	must(t, err)
+	check("read-only", ro)
+	must(t, ro.Close())
+	if version, _, first := rawRun(t, path); version != "3" || first["index"] != '{' || first[`"sgate"`] != '{' {
+		t.Fatalf("a read-only open changed the file: version %s, values starting %q", version, first)
+	}
+
+	rw, err := bolt.Open(path, bolt.Options{})
+	must(t, err)
+	check("after the upgrade", rw)
+	must(t, rw.AppendEvents(ctx, "w", state.Event{Type: "log", Message: "after the upgrade"}))
+	evs, err := rw.Events(ctx, "w", uint64(len(v3Events)), 0)
+	must(t, err)
+	if len(evs) != 1 || evs[0].Seq != uint64(len(v3Events))+1 {
+		t.Errorf("the event appended after the upgrade is %+v, want seq %d", evs, len(v3Events)+1)
+	}
+	must(t, rw.Close())
+
+	version, inline, first := rawRun(t, path)
+	if version != strconv.Itoa(state.FormatVersion) || !inline {
+		t.Errorf("after an open for writing: version %s, run bucket inline %v; want %d, inline", version, inline, state.FormatVersion)
+	}
+	for k, b := range first {
+		if b == '{' {
+			t.Errorf("value %s is still JSON after the upgrade", k)
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package bolt
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+// compactVersion is the format version that writes events, step records
+// and index entries in the compact encoding (codec.go) instead of JSON.
+const compactVersion = 4
+
+// migrateCompact rewrites the JSON events, step records and listing index
+// entries of a file of format 3 in the compact encoding, in the caller's
+// transaction, run by run. Run buckets that fit inline once rewritten are
+// stored inline from this commit on (their pages are freed for later
+// writes).
+func migrateCompact(tx *bbolt.Tx) error {
+	rundata := tx.Bucket(bucketRunData)
+	var ids [][]byte
+	err := rundata.ForEach(func(id, v []byte) error {
+		if v == nil {
+			ids = append(ids, bytes.Clone(id))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := compactRun(rundata.Bucket(id), string(id)); err != nil {
+			return fmt.Errorf("run %s: %w", id, err)
+		}
+	}
+	return compactIndex(tx.Bucket(bucketByCreated))
+}
+
+type rewrite struct{ k, v []byte }
+
+// compactRun rewrites the JSON events and step records of one (flat) run
+// bucket.
+func compactRun(rb *bbolt.Bucket, id string) error {
+	var out []rewrite
+	err := rb.ForEach(func(k, v []byte) error {
+		if v == nil || len(k) == 0 || isCompact(v) {
+			return nil
+		}
+		var data []byte
+		switch k[0] {
+		case kindEvent:
+			if len(k) != 9 {
+				return fmt.Errorf("event key %q: %w", k, state.ErrCorrupt)
+			}
+			ev, err := decodeEvent(binary.BigEndian.Uint64(k[1:]), v)
+			if err != nil {
+				return err
+			}
+			if data, err = encodeEvent(&ev); err != nil {
+				return err
+			}
+		case kindStep:
+			rec := new(state.StepRecord)
+			if err := json.Unmarshal(v, rec); err != nil {
+				return fmt.Errorf("decode step %s: %w: %w", k[1:], state.ErrCorrupt, err)
+			}
+			var err error
+			if data, err = encodeStep(rec); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+		out = append(out, rewrite{bytes.Clone(k), data})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range out {
+		if err := rb.Put(r.k, r.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compactIndex rewrites the JSON entries of runs_by_created.
+func compactIndex(b *bbolt.Bucket) error {
+	var out []rewrite
+	err := b.ForEach(func(k, v []byte) error {
+		if isCompact(v) {
+			return nil
+		}
+		e, err := decodeIndex(v)
+		if err != nil {
+			return err
+		}
+		out = append(out, rewrite{bytes.Clone(k), encodeIndex(e)})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range out {
+		if err := b.Put(r.k, r.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
