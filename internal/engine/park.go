@@ -71,6 +71,16 @@ func (sr *stepRun) park(ctx context.Context, attempt int, continuing bool, p *st
 // handed to cancelParked, which has the caller resume it cancelled.
 func (rs *runState) parkAndLeave(ctx context.Context) (*state.Run, error) {
 	out, err := rs.park(ctx)
+	if recordedCancel(err) != nil {
+		// Recorded cancelled meanwhile (cancelled.go), its context now
+		// cancelled: it does not park but ends here, as one resumed to
+		// end does.
+		rs.mu.Lock()
+		rs.holdKey = false
+		rs.mu.Unlock()
+		rs.endWaiting(ctx)
+		return rs.end(ctx)
+	}
 	rs.e.deactivate(rs.run.ID)
 	cause := runCause(ctx)
 	if err == nil && cause != nil && !errors.Is(cause, ErrSuspend) && !errors.Is(cause, errRunTimeout) {

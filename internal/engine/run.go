@@ -186,7 +186,12 @@ func (rs *runState) begin(ctx context.Context) (_ context.Context, stop func(), 
 		rs.lazyMu.Unlock()
 		return ctx, stop, nil, nil
 	}
-	if err := rs.saveRun(ctx, state.Event{Time: now, Type: evType, Message: msg}); err != nil {
+	ev := state.Event{Time: now, Type: evType, Message: msg}
+	err = rs.saveRun(ctx, ev)
+	if recordedCancel(err) != nil {
+		err = rs.saveRun(ctx, ev) // recorded cancelled meanwhile: it goes on to end cancelled
+	}
+	if err != nil {
 		return ctx, stop, r, err
 	}
 	return ctx, stop, nil, nil
@@ -329,12 +334,18 @@ func (rs *runState) saveRun(ctx context.Context, evs ...state.Event) error {
 	defer rs.lazyMu.Unlock()
 	recs, all := rs.lazy, slices.Concat(rs.start, rs.lazyEvents, evs)
 	observed := slices.Concat(rs.start, evs)
+	start, lazyEvents := rs.start, rs.lazyEvents
 	rs.lazy, rs.lazyEvents, rs.start = nil, nil, nil
 	rs.runMu.Lock()
 	defer rs.runMu.Unlock()
 	wctx, stop := rs.e.writeCtx(ctx)
 	defer stop()
 	if err := rs.e.o.Store.SaveRunSteps(wctx, rs.run, recs, all...); err != nil {
+		if err = rs.cancelledMeanwhile(wctx, err); recordedCancel(err) != nil {
+			// Refused (cancelled.go): kept for the write that records
+			// the run cancelled; evs, which said otherwise, are dropped.
+			rs.lazy, rs.lazyEvents, rs.start = recs, lazyEvents, start
+		}
 		return fmt.Errorf("save run %s: %w", rs.run.ID, err)
 	}
 	for _, ev := range observed {
@@ -347,7 +358,11 @@ func (rs *runState) skip(ctx context.Context, cause error) (*state.Run, error) {
 	now := rs.e.o.Clock.Now()
 	rs.run.Status, rs.run.EndedAt = state.RunSkipped, now
 	rs.run.Error = &state.ErrorRecord{Code: string(fault.Conflict), Message: rs.e.o.Redactor.String(cause.Error())}
-	if err := rs.saveRun(ctx, state.Event{Time: now, Type: "run.skipped", Message: rs.run.Error.Message}); err != nil {
+	err := rs.saveRun(ctx, state.Event{Time: now, Type: "run.skipped", Message: rs.run.Error.Message})
+	if recordedCancel(err) != nil {
+		err = rs.saveRun(ctx) // recorded cancelled meanwhile: it stays so
+	}
+	if err != nil {
 		return rs.run, err
 	}
 	return rs.run, nil
@@ -366,7 +381,13 @@ func (rs *runState) suspend(ctx context.Context) (*state.Run, error) {
 	now := rs.e.o.Clock.Now()
 	rs.run.Status, rs.run.Owner = state.RunSuspended, ""
 	ev := state.Event{Time: now, Type: "run.suspended", Message: "run suspended: this process is stopping; it resumes where it stopped at the next start"}
-	if err := rs.saveRun(ctx, ev); err != nil {
+	err := rs.saveRun(ctx, ev)
+	if recordedCancel(err) != nil {
+		// Recorded cancelled meanwhile: it stays so (its finally steps
+		// do not run: the process is stopping).
+		err = rs.saveRun(ctx)
+	}
+	if err != nil {
 		return rs.run, err
 	}
 	return rs.run, ErrSuspend
@@ -437,6 +458,9 @@ func (rs *runState) finish(ctx context.Context, cause error) (*state.Run, error)
 		ev.Message += ": " + r.Error.Message
 	}
 	if err := rs.saveRun(ctx, ev); err != nil {
+		if c := recordedCancel(err); c != nil && cause != c {
+			return rs.finish(ctx, c) // recorded cancelled meanwhile: it ends so
+		}
 		return r, err
 	}
 	return r, runErr

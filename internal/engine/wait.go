@@ -89,7 +89,7 @@ func (rs *runState) markGoingOn(ctx context.Context, step, why string) {
 // the run goes on and its next write records the status.
 func (rs *runState) saveStatus(ctx context.Context, ev state.Event) {
 	ev.Time = rs.e.o.Clock.Now()
-	if err := rs.saveRun(ctx, ev); err != nil {
+	if err := rs.saveRun(ctx, ev); err != nil && recordedCancel(err) == nil {
 		rs.e.o.Logger.Error("record run status", "run_id", rs.run.ID, "status", ev.Type, "err", err)
 	}
 }

@@ -73,7 +73,15 @@ func (rs *runState) write(ctx context.Context, rec *state.StepRecord, evs []stat
 		// The run's start goes with its first write (Options.DeferStart).
 		rs.runMu.Lock()
 		err := rs.e.o.Store.SaveRunSteps(wctx, rs.run, recs, evs...)
+		if err != nil {
+			if err = rs.cancelledMeanwhile(wctx, err); recordedCancel(err) != nil {
+				rs.lazy, rs.lazyEvents, rs.start = recs, evs[len(start):], start // for the write that records it cancelled
+			}
+		}
 		rs.runMu.Unlock()
+		if recordedCancel(err) != nil {
+			return
+		}
 		if err != nil {
 			rs.e.o.Logger.Error("save run start and steps", "run_id", rs.run.ID, "steps", len(recs), "err", err)
 			return

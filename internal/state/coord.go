@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -81,3 +82,12 @@ type Notice struct {
 	Kind  NoticeKind
 	RunID string // empty for NoticeWork
 }
+
+// ErrCancelledMeanwhile refuses a write of a run recorded cancelled since
+// the writer read it: a store shared by several processes refuses to
+// record any other status over a cancellation the write did not see (its
+// record does not carry the cancellation's EndedAt), so the process
+// executing the run cannot overwrite a cancel recorded by another one
+// (a replica, `runbook runs cancel`). Writing the run cancelled is never
+// refused. The writer then cancels its execution (see engine).
+var ErrCancelledMeanwhile = errors.New("run recorded cancelled meanwhile")

@@ -34,11 +34,36 @@ const snapshotValue = `CASE WHEN $13 <> '' AND EXISTS (SELECT FROM runbook_snaps
 const insertRun = `INSERT INTO runbook_runs (` + runColumns + `, last_seq)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, ` + snapshotValue + `, $15, $16)`
 
-// updateRun replaces a run's columns and reserves $16 event numbers.
+// updateRun replaces a run's columns and reserves $16 event numbers. It
+// never records another status over a cancellation the write did not see
+// (notOverCancelled).
 const updateRun = `UPDATE runbook_runs SET (` + runColumns + `) =
 	($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, ` + snapshotValue + `, $15),
 	last_seq = last_seq + $16
-WHERE id = $1`
+WHERE id = $1 AND ` + notOverCancelled
+
+// notOverCancelled is the condition that a write of status $3 with end
+// time $12 may replace the stored run: it is not cancelled, or the write
+// says cancelled too, or the writer saw the cancellation (its record
+// carries the cancellation's end time: a cancelled run resumed on
+// purpose). A run executing here and recorded cancelled by another
+// process meanwhile is refused (state.ErrCancelledMeanwhile, see
+// cancelledMeanwhile).
+const notOverCancelled = `(status <> 'cancelled' OR $3 = 'cancelled' OR ended_at IS NOT DISTINCT FROM $12)`
+
+// cancelledMeanwhile turns the ErrNotFound of a run write that changed
+// no row into state.ErrCancelledMeanwhile when the run exists, recorded
+// cancelled: notOverCancelled refused it.
+func (s *Store) cancelledMeanwhile(ctx context.Context, id string, err error) error {
+	if !errors.Is(err, state.ErrNotFound) {
+		return err
+	}
+	var status string
+	if s.pool.QueryRow(ctx, `SELECT status FROM runbook_runs WHERE id = $1`, id).Scan(&status) == nil && status == string(state.RunCancelled) {
+		return fmt.Errorf("run %s: %w", id, state.ErrCancelledMeanwhile)
+	}
+	return err
+}
 
 // storeSnapshot keeps source $2 under hash $1 unless the hash is taken.
 // Run with a new run, it is undone if the run's insert fails.
@@ -188,7 +213,7 @@ func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.St
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("save run %s: %w", r.ID, fenceError(ctx, err))
+		return fmt.Errorf("save run %s: %w", r.ID, s.cancelledMeanwhile(ctx, r.ID, fenceError(ctx, err)))
 	}
 	return nil
 }

@@ -24,6 +24,57 @@ func RunShared(t *testing.T, open func(t *testing.T) (a, b state.Store)) {
 	t.Run("events written by both at once are numbered once, without gaps", func(t *testing.T) { testSharedEvents(t, open) })
 	t.Run("claims are taken once", func(t *testing.T) { testSharedClaims(t, open) })
 	t.Run("deliveries racing on both start each hook's run once", func(t *testing.T) { testSharedDeliveries(t, open) })
+	t.Run("a cancellation is not overwritten by a write that did not see it", func(t *testing.T) { testSharedCancel(t, open) })
+}
+
+// testSharedCancel has a run executing through store a while b records it
+// cancelled: a's next write, of a record read before the cancel, is
+// refused with ErrCancelledMeanwhile (nothing of it is written), while a
+// write saying cancelled, and one that carries the cancellation (a
+// cancelled run resumed on purpose), are not.
+func testSharedCancel(t *testing.T, open func(t *testing.T) (a, b state.Store)) {
+	a, b := open(t)
+	r := newRun("r1", "pb", at(0))
+	r.Status, r.StartedAt = state.RunRunning, at(1)
+	create(t, a, r)
+
+	cancelled, err := b.GetRun(ctx, "r1")
+	ok(t, err)
+	cancelled.Status, cancelled.EndedAt = state.RunCancelled, at(2)
+	cancelled.Error = &state.ErrorRecord{Code: "cancelled", Message: "run cancelled by bob"}
+	ok(t, b.SaveRun(ctx, cancelled, state.Event{Type: "run.cancelled", Time: at(2)}))
+
+	for _, st := range []state.RunStatus{state.RunRunning, state.RunWaiting, state.RunSucceeded} {
+		r.Status = st
+		err := a.SaveRunSteps(ctx, r, []*state.StepRecord{{RunID: "r1", ID: "s1", Status: state.StepSucceeded}},
+			state.Event{Type: "run." + string(st), Time: at(3)})
+		if !errors.Is(err, state.ErrCancelledMeanwhile) {
+			t.Fatalf("write of a run %s over a cancellation it did not see: %v, want ErrCancelledMeanwhile", st, err)
+		}
+	}
+	got, err := a.GetRun(ctx, "r1")
+	ok(t, err)
+	same(t, got.Status, state.RunCancelled)
+	same(t, got.Error.Message, "run cancelled by bob")
+	evs, err := a.Events(ctx, "r1", 0, 0)
+	ok(t, err)
+	same(t, len(evs), 1)
+
+	// Saying cancelled is never refused; a write carrying the
+	// cancellation's end (a resume of the cancelled run) is not either.
+	r.Status, r.EndedAt = state.RunCancelled, at(4)
+	ok(t, a.SaveRun(ctx, r))
+	got, err = b.GetRun(ctx, "r1")
+	ok(t, err)
+	got.Status = state.RunRunning
+	ok(t, b.SaveRun(ctx, got, state.Event{Type: "run.resumed", Time: at(5)}))
+	got, err = a.GetRun(ctx, "r1")
+	ok(t, err)
+	same(t, got.Status, state.RunRunning)
+	// An unknown run is still not found.
+	if err := a.SaveRun(ctx, newRun("nope", "pb", at(0))); !errors.Is(err, state.ErrNotFound) {
+		t.Fatalf("save of an unknown run: %v, want ErrNotFound", err)
+	}
 }
 
 func testSharedWrites(t *testing.T, open func(t *testing.T) (a, b state.Store)) {
