@@ -143,7 +143,8 @@ func (r *runner) keepLease(ctx context.Context) {
 }
 
 // listen handles the store's notices, listening again after a broken
-// connection (the queue's polling covers the gap).
+// connection: the queue's polling covers the gap, and the approvals and
+// cancels told meanwhile are read once it listens (reconcile.go).
 func (r *runner) listen(ctx context.Context) {
 	wait := 100 * time.Millisecond
 	for {
@@ -176,6 +177,7 @@ func (r *runner) notice(ctx context.Context, n state.Notice) {
 	switch n.Kind {
 	case state.NoticeListening:
 		r.rep.listened.Do(func() { close(r.rep.listening) })
+		r.reconcile(ctx) // what was told while not listening (reconcile.go)
 		r.kickQueue()
 	case state.NoticeWork:
 		r.kickQueue()

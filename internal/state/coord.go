@@ -60,6 +60,18 @@ type Coordinator interface {
 	Listen(ctx context.Context, fn func(Notice)) error
 	// Notify sends n to every listening replica.
 	Notify(ctx context.Context, n Notice) error
+	// Missed reads what notices about runs (the top-level runs a replica
+	// executes or holds parked) and their sub-playbook runs may have told
+	// while the replica did not listen, in one query: the runs recorded
+	// cancelled, and the unfinished ones with an answer (one that needs
+	// no more answers) to an approval step still waiting.
+	Missed(ctx context.Context, runs []string) (Missed, error)
+}
+
+// Missed is what Coordinator.Missed found: the notices to act on again.
+type Missed struct {
+	Cancelled []string // NoticeCancel: recorded cancelled
+	Answered  []string // NoticeApproval: an approval step waiting has its answer
 }
 
 // NoticeKind is what a notice is about.

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/runbook/runbook/internal/state"
 )
 
 // takeable is the condition on a run (alias r) that a replica other than
@@ -91,4 +93,50 @@ func (s *Store) ClaimRuns(ctx context.Context, replica string, limit int, pendin
 		return nil, fmt.Errorf("claim runs: %w", err)
 	}
 	return ids, nil
+}
+
+// missedRuns is Missed's query: runs $1 and, through the unfinished ones,
+// their sub-playbook runs (runbook_runs_parent), each with whether it is
+// recorded cancelled and whether it is unfinished with a final answer
+// to a step still waiting (the primary keys of runbook_steps and
+// runbook_approvals, by run).
+const missedRuns = `WITH RECURSIVE mine(id, status) AS (
+	SELECT id, status FROM runbook_runs WHERE id = ANY($1)
+  UNION
+	SELECT c.id, c.status FROM runbook_runs c JOIN mine m ON c.parent_id = m.id
+	WHERE c.parent_id <> '' AND m.status IN ('pending', 'running', 'waiting', 'suspended')
+)
+SELECT m.id, m.status = 'cancelled' FROM mine m
+WHERE m.status = 'cancelled' OR m.status IN ('running', 'waiting') AND EXISTS (
+	SELECT 1 FROM runbook_steps s
+	JOIN runbook_approvals a ON a.run_id = s.run_id AND a.step = s.step_id
+	WHERE s.run_id = m.id AND s.status = 'waiting' AND COALESCE(a.record->>'pending', '') <> 'true')`
+
+// Missed implements state.Coordinator.
+func (s *Store) Missed(ctx context.Context, runs []string) (state.Missed, error) {
+	var m state.Missed
+	if len(runs) == 0 {
+		return m, nil
+	}
+	rows, err := s.pool.Query(ctx, missedRuns, runs)
+	if err != nil {
+		return m, fmt.Errorf("missed notices: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var cancelled bool
+		if err := rows.Scan(&id, &cancelled); err != nil {
+			return m, fmt.Errorf("missed notices: %w", err)
+		}
+		if cancelled {
+			m.Cancelled = append(m.Cancelled, id)
+		} else {
+			m.Answered = append(m.Answered, id)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return m, fmt.Errorf("missed notices: %w", err)
+	}
+	return m, nil
 }

@@ -1,0 +1,62 @@
+package postgres_test
+
+import (
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+// Missed finds, among the runs a replica holds and their sub-playbook
+// runs, those recorded cancelled and those whose waiting approval step
+// has its final answer — what notices would have said while it did not
+// listen — and nothing else.
+func TestMissedFindsTheCancelsAndTheAnswersANoticeWouldHaveCarried(t *testing.T) {
+	a, b := replicas(t)
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	mk := func(id, parent string, st state.RunStatus) {
+		require.NoError(t, a.CreateRun(ctx, &state.Run{ID: id, ParentID: parent, Playbook: "pb", Status: st, CreatedAt: at}))
+	}
+	waitOn := func(id, step string, answer *state.Approval) {
+		require.NoError(t, a.SaveStep(ctx, &state.StepRecord{RunID: id, ID: step, Status: state.StepWaiting}))
+		if answer != nil {
+			answer.RunID, answer.Step = id, step
+			require.NoError(t, b.PutApproval(ctx, *answer))
+		}
+	}
+	mk("answered", "", state.RunWaiting)
+	waitOn("answered", "gate", &state.Approval{Approved: true, By: "ann", At: at})
+	mk("rejected", "", state.RunRunning)
+	waitOn("rejected", "gate", &state.Approval{Approved: false, By: "ann", At: at})
+	mk("needs-more", "", state.RunWaiting)
+	waitOn("needs-more", "gate", &state.Approval{Approved: true, By: "ann", At: at, Pending: true})
+	mk("unanswered", "", state.RunWaiting)
+	waitOn("unanswered", "gate", nil)
+	mk("done-step", "", state.RunWaiting) // its answered step went on already
+	require.NoError(t, a.SaveStep(ctx, &state.StepRecord{RunID: "done-step", ID: "gate", Status: state.StepSucceeded}))
+	require.NoError(t, b.PutApproval(ctx, state.Approval{RunID: "done-step", Step: "gate", Approved: true, At: at}))
+	mk("cancelled", "", state.RunCancelled)
+	mk("parent", "", state.RunWaiting)
+	mk("parent/child", "parent", state.RunWaiting)
+	waitOn("parent/child", "gate", &state.Approval{Approved: true, By: "bob", At: at})
+	mk("parent/child/grandchild", "parent/child", state.RunCancelled)
+	mk("elsewhere", "", state.RunCancelled) // not this replica's
+	mk("elsewhere-answered", "", state.RunWaiting)
+	waitOn("elsewhere-answered", "gate", &state.Approval{Approved: true, At: at})
+
+	m, err := a.Missed(ctx, []string{"answered", "rejected", "needs-more", "unanswered", "done-step", "cancelled", "parent", "gone"})
+	require.NoError(t, err)
+	sort.Strings(m.Cancelled)
+	sort.Strings(m.Answered)
+	assert.Equal(t, []string{"cancelled", "parent/child/grandchild"}, m.Cancelled)
+	assert.Equal(t, []string{"answered", "parent/child", "rejected"}, m.Answered)
+
+	m, err = a.Missed(ctx, nil)
+	require.NoError(t, err)
+	assert.Empty(t, m.Cancelled)
+	assert.Empty(t, m.Answered)
+}
