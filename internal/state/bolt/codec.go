@@ -1,7 +1,9 @@
 package bolt
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,9 +13,9 @@ import (
 	"github.com/runbook/runbook/internal/state"
 )
 
-// The compact encoding of format 4 for the values a run writes most:
-// events, step records and the listing index entry. Formats up to 3
-// stored them as JSON; a compact value starts with compactTag, which no
+// The compact encoding of the values a run writes most: events, step
+// records and the listing index entry (format 4), and run records
+// (format 5). Earlier formats stored them as JSON; a compact value starts with compactTag, which no
 // JSON value starts with, so a reader tells the two apart by the first
 // byte (a file of format 3 opened read-only is read as it is).
 //
@@ -25,8 +27,10 @@ import (
 // Strings that the engine writes again and again (event types, statuses,
 // common messages) are written as an index into sharedStrings.
 //
-// codec_test.go fails when state.Event, state.StepRecord or indexEntry
-// gains a field this encoding does not carry.
+// codec_test.go fails when state.Run, state.Event, state.StepRecord or
+// indexEntry gains a field this encoding does not carry. A field added
+// later is written after the others, and read only when bytes remain, so
+// that the values written before it still read.
 const compactTag = 0x01
 
 // sharedStrings are written as their index. The list is part of the file
@@ -224,6 +228,9 @@ func (d *decoder) time() time.Time {
 			return time.Time{}
 		}
 		return time.Unix(0, int64(binary.BigEndian.Uint64(p))).UTC()
+	case timeZeroPadded:
+		d.take(8)
+		return time.Time{}
 	case timeText:
 		var t time.Time
 		if err := t.UnmarshalText(d.take(d.uint())); err != nil {
@@ -372,4 +379,167 @@ func decodeIndex(v []byte) (indexEntry, error) {
 		return e, fmt.Errorf("decode run index: %w: %w", state.ErrCorrupt, err)
 	}
 	return e, nil
+}
+
+// timeZeroPadded is a zero time followed by 8 unused bytes: the run
+// record writes its times that are set later (start, end, deadline,
+// wake) at their final size, so that a rewrite as the run goes on does
+// not grow the record and split its page.
+const timeZeroPadded = 3
+
+// fixedTime writes t at 9 bytes whether zero or not (unless it needs its
+// text).
+func (e *encoder) fixedTime(t time.Time) error {
+	if t.IsZero() {
+		e.b = append(e.b, timeZeroPadded, 0, 0, 0, 0, 0, 0, 0, 0)
+		return nil
+	}
+	return e.time(t)
+}
+
+func (e *encoder) bool(b bool) {
+	if b {
+		e.b = append(e.b, 1)
+		return
+	}
+	e.b = append(e.b, 0)
+}
+
+func (d *decoder) bool() bool {
+	p := d.take(1)
+	return len(p) == 1 && p[0] != 0
+}
+
+// A playbook hash is the hex SHA-256 of its source: written as its 32
+// bytes (hashRaw) when it is exactly that, else as text (hashText).
+const (
+	hashText = 0
+	hashRaw  = 1
+)
+
+func (e *encoder) hash(h string) {
+	if raw, err := hex.DecodeString(h); err == nil && len(raw) == sha256.Size && hex.EncodeToString(raw) == h {
+		e.b = append(e.b, hashRaw)
+		e.b = append(e.b, raw...)
+		return
+	}
+	e.b = append(e.b, hashText)
+	e.str(h)
+}
+
+func (d *decoder) hash() string {
+	kind := d.take(1)
+	switch {
+	case kind == nil:
+		return ""
+	case kind[0] == hashRaw:
+		return hex.EncodeToString(d.take(sha256.Size))
+	case kind[0] == hashText:
+		return d.str()
+	}
+	d.fail(fmt.Errorf("hash kind %d", kind[0]))
+	return ""
+}
+
+// encodeRunRecord encodes r without its ID (its key holds it).
+func encodeRunRecord(r *state.Run) ([]byte, error) {
+	e := newEncoder(160 + len(r.File) + len(r.Snapshot))
+	e.str(r.Playbook)
+	e.str(r.File)
+	e.bytes(r.Snapshot)
+	e.hash(r.Hash)
+	if err := e.json(r.Inputs, len(r.Inputs) == 0); err != nil {
+		return nil, err
+	}
+	if err := e.json(r.Trigger, len(r.Trigger) == 0); err != nil {
+		return nil, err
+	}
+	e.str(string(r.Status))
+	if err := e.json(r.Error, r.Error == nil); err != nil {
+		return nil, err
+	}
+	if r.Delivery == nil {
+		e.uint(0)
+	} else {
+		e.uint(1)
+		e.str(r.Delivery.ID)
+		e.int(int64(r.Delivery.Hook))
+	}
+	if err := e.json(r.Outputs, len(r.Outputs) == 0); err != nil {
+		return nil, err
+	}
+	for _, s := range []string{r.ParentID, r.ParentStep, r.RetryOf, r.RetryFrom, r.ConcurrencyKey, r.Owner} {
+		e.str(s)
+	}
+	if err := e.time(r.CreatedAt); err != nil {
+		return nil, err
+	}
+	for _, t := range []time.Time{r.StartedAt, r.EndedAt, r.Deadline, r.WakeAt} {
+		if err := e.fixedTime(t); err != nil {
+			return nil, err
+		}
+	}
+	e.bool(r.AnswerOnly)
+	e.str(r.Sim)
+	e.bool(r.TakeOver)
+	return e.b, nil
+}
+
+// compactDeliveryOf reads a compact run record up to its Delivery (see
+// encodeRunRecord), skipping what comes before.
+func compactDeliveryOf(v []byte) (id string, ok bool, err error) {
+	d := newDecoder(v)
+	d.str()          // Playbook
+	d.str()          // File
+	d.take(d.uint()) // Snapshot
+	d.hash()         // Hash
+	for range 2 {    // Inputs, Trigger
+		d.take(d.uint())
+	}
+	d.str()          // Status
+	d.take(d.uint()) // Error
+	if d.uint() == 1 {
+		id, ok = d.str(), true
+	}
+	return id, ok, d.err
+}
+
+// decodeRun decodes the record of run id, compact or JSON.
+func decodeRun(id string, v []byte) (*state.Run, error) {
+	r := new(state.Run)
+	if !isCompact(v) {
+		if err := json.Unmarshal(v, r); err != nil {
+			return nil, fmt.Errorf("decode run %s: %w: %w", id, state.ErrCorrupt, err)
+		}
+		return r, nil
+	}
+	d := newDecoder(v)
+	r.ID = id
+	r.Playbook = d.str()
+	r.File = d.str()
+	r.Snapshot = d.bytes()
+	r.Hash = d.hash()
+	d.json(&r.Inputs)
+	d.json(&r.Trigger)
+	r.Status = state.RunStatus(d.str())
+	d.json(&r.Error)
+	if d.uint() == 1 {
+		r.Delivery = &state.DeliveryRef{ID: d.str(), Hook: int(d.int())}
+	}
+	d.json(&r.Outputs)
+	for _, s := range []*string{&r.ParentID, &r.ParentStep, &r.RetryOf, &r.RetryFrom, &r.ConcurrencyKey, &r.Owner} {
+		*s = d.str()
+	}
+	r.CreatedAt = d.time()
+	r.StartedAt = d.time()
+	r.EndedAt = d.time()
+	r.Deadline = d.time()
+	r.WakeAt = d.time()
+	r.AnswerOnly = d.bool()
+	r.Sim = d.str()
+	r.TakeOver = d.bool()
+	if err := d.done(); err != nil {
+		return nil, fmt.Errorf("decode run %s: %w: %w", id, state.ErrCorrupt, err)
+	}
+	return r, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,6 +73,29 @@ func TestCompactValuesReadBackAsJSONDid(t *testing.T) {
 			}
 		})
 	}
+	for name, at := range codecTimes {
+		t.Run("run records, times "+name, func(t *testing.T) {
+			for _, r := range []*state.Run{
+				{ID: "r1", Hash: strings.Repeat("ab", 32), CreatedAt: at},
+				{ID: "r2", Playbook: "nks-upgrade", File: "pb/nks.yaml", Snapshot: []byte("steps: []\n"), Hash: "not hex",
+					Inputs: map[string]any{"n": 3, "s": "x"}, Trigger: map[string]any{"type": "webhook", "key": "k"},
+					Status: state.RunFailed, Error: &state.ErrorRecord{Code: "invalid", Message: "no"},
+					Delivery: &state.DeliveryRef{ID: "d1", Hook: -1}, Outputs: map[string]any{"o": true},
+					ParentID: "p", ParentStep: "ps", RetryOf: "r0", RetryFrom: "b", ConcurrencyKey: "ck", Owner: "vm/1@2",
+					CreatedAt: at, StartedAt: at, EndedAt: at, Deadline: at, WakeAt: at, AnswerOnly: true, Sim: "http://127.0.0.1:1", TakeOver: true},
+				{ID: "r3", Hash: strings.Repeat("AB", 32), Inputs: map[string]any{}, Snapshot: []byte{}, Delivery: &state.DeliveryRef{ID: "d", Hook: 7}},
+			} {
+				data, err := encodeRunRecord(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := decodeRun(r.ID, data)
+				if want := viaJSON(t, r); err != nil || !reflect.DeepEqual(got, want) {
+					t.Errorf("run record read back as\n%#v, %v\nwant (JSON's)\n%#v", got, err, want)
+				}
+			}
+		})
+	}
 	t.Run("empty values", func(t *testing.T) {
 		ev := state.Event{Seq: 1, Time: codecTimes["UTC"], Type: "run.started", Data: map[string]any{}}
 		data, err := encodeEvent(&ev)
@@ -126,7 +150,7 @@ func TestCompactValuesAreSmall(t *testing.T) {
 	}
 }
 
-// TestCompactValuesCarryEveryField fails when state.Event or
+// TestCompactValuesCarryEveryField fails when state.Run, state.Event or
 // state.StepRecord gains a field: the compact encoding names no fields,
 // so a new one would be dropped silently until codec.go writes it.
 func TestCompactValuesCarryEveryField(t *testing.T) {
@@ -138,6 +162,9 @@ func TestCompactValuesCarryEveryField(t *testing.T) {
 		{state.StepRecord{}, []string{"RunID", "ID", "Status", "Attempts", "Outputs", "Error", "Checkpoint",
 			"StartedAt", "EndedAt", "NextAttemptAt", "WakeAt", "Approval"}},
 		{indexEntry{}, []string{"Status", "Playbook", "ParentID"}},
+		{state.Run{}, []string{"ID", "Playbook", "File", "Snapshot", "Hash", "Inputs", "Trigger", "Status", "Error",
+			"Delivery", "Outputs", "ParentID", "ParentStep", "RetryOf", "RetryFrom", "ConcurrencyKey", "Owner",
+			"CreatedAt", "StartedAt", "EndedAt", "Deadline", "WakeAt", "AnswerOnly", "Sim", "TakeOver"}},
 	} {
 		typ := reflect.TypeOf(c.v)
 		var got []string
@@ -165,5 +192,35 @@ func TestCorruptCompactValuesAreErrors(t *testing.T) {
 	}
 	if _, err := decodeEvent(1, append(data, 0)); err == nil {
 		t.Error("an event with a byte more decoded")
+	}
+}
+
+// TestARunRecordKeepsItsSizeAsTheRunGoesOn: a run's record is rewritten
+// as it starts, waits and ends; its times are written at their final size
+// from the start, so these rewrites do not grow it (a record that grows
+// splits the page it shares with other runs' records).
+func TestARunRecordKeepsItsSizeAsTheRunGoesOn(t *testing.T) {
+	at := codecTimes["UTC"]
+	r := &state.Run{ID: "20261127T201415-73ba0e", Playbook: "waiting", Hash: strings.Repeat("e4", 32), Status: state.RunPending,
+		Owner: "vm/22844@31302", CreatedAt: at}
+	size := func() int {
+		data, err := encodeRunRecord(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(data)
+	}
+	created := size()
+	r.Status, r.StartedAt, r.Deadline = state.RunRunning, at, at.Add(time.Hour)
+	started := size()
+	r.Status, r.WakeAt = state.RunWaiting, at.Add(time.Minute)
+	waiting := size()
+	r.Status, r.WakeAt, r.EndedAt = state.RunSucceeded, time.Time{}, at.Add(time.Hour)
+	ended := size()
+	if started != created || waiting != created || ended != created {
+		t.Errorf("a run record takes %d bytes created, %d started, %d waiting, %d ended: want the same", created, started, waiting, ended)
+	}
+	if created > 120 {
+		t.Errorf("a run record takes %d bytes, want at most 120", created)
 	}
 }

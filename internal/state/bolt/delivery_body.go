@@ -54,11 +54,26 @@ func (s *Store) GetDelivery(ctx context.Context, id string) ([]byte, error) {
 	return out, nil
 }
 
-// deliveryOf is the part of a run record naming its delivery.
-type deliveryOf struct {
-	Delivery *struct {
-		ID string `json:"id"`
-	} `json:"delivery"`
+// deliveryOf returns the delivery a stored run record (run id, value v)
+// refers to, if any, reading no more of it than it must.
+func deliveryOf(id, v []byte) (delivery string, ok bool, err error) {
+	if isCompact(v) {
+		delivery, ok, err = compactDeliveryOf(v)
+	} else {
+		var r struct {
+			Delivery *struct {
+				ID string `json:"id"`
+			} `json:"delivery"`
+		}
+		err = json.Unmarshal(v, &r)
+		if err == nil && r.Delivery != nil {
+			delivery, ok = r.Delivery.ID, true
+		}
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("decode run %s: %w: %w", id, state.ErrCorrupt, err)
+	}
+	return delivery, ok, nil
 }
 
 // DeleteUnusedDeliveries deletes the bodies no run refers to, in one
@@ -75,14 +90,11 @@ func (s *Store) DeleteUnusedDeliveries(ctx context.Context) (int, error) {
 		}
 		used := map[string]bool{}
 		err := tx.Bucket(bucketRuns).ForEach(func(k, v []byte) error {
-			var r deliveryOf
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("decode run %s: %w: %w", k, state.ErrCorrupt, err)
+			id, ok, err := deliveryOf(k, v)
+			if ok {
+				used[id] = true
 			}
-			if r.Delivery != nil {
-				used[r.Delivery.ID] = true
-			}
-			return nil
+			return err
 		})
 		if err != nil {
 			return err

@@ -19,7 +19,7 @@
 // # Layout
 //
 //	meta/format_version            decimal state.FormatVersion
-//	runs/<run id>                  Run JSON, without the snapshot when it has a hash
+//	runs/<run id>                  Run, without the snapshot when it has a hash
 //	snapshots/<hash>               playbook source, once per hash (format 2)
 //	runs_by_created/<t><run id>    {status, playbook, parent} for ListRuns
 //	rundata/<run id>/s<step>       StepRecord
@@ -48,17 +48,20 @@
 // had one sub-bucket per kind (steps, steporder, events, intents,
 // approvals).
 //
-// Events, step records and index entries are written in a compact binary
-// encoding (format 4, codec.go): no field names, times as 8 bytes, what
-// the key says (an event's number, a step's run and ID) left out, the
-// engine's recurring strings as one byte. A run waiting on an approval
-// (six events and its step) takes about 500 bytes and stays inline; one
-// that ran three steps, about 900. Earlier formats wrote them as JSON.
+// Events, step records and index entries (format 4) and run records
+// (format 5) are written in a compact binary encoding (codec.go): no
+// field names, times as 8 bytes, what the key says (an event's number, a
+// step's run and ID, a run's ID) left out, a playbook hash as its 32
+// bytes, the engine's recurring strings as one byte. A run waiting on an
+// approval (six events and its step) keeps a bucket of about 500 bytes,
+// inline; one that ran three steps, about 900. A run record writes the
+// times set as the run goes on at their final size from its creation, so
+// that rewriting it does not grow it. Earlier formats wrote JSON.
 //
 // The first open for writing of an older file upgrades it in one
 // transaction: run buckets are flattened (formats 1 and 2), keeping
 // event and order numbers, JSON values are rewritten compact (formats 1
-// to 3), and the file is marked current. A file of an earlier format
+// to 4), and the file is marked current. A file of an earlier format
 // opened read-only is read as it is: a reader tells a compact value from
 // JSON by its first byte.
 //

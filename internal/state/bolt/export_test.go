@@ -6,6 +6,8 @@ import (
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/runbook/runbook/internal/state"
 )
 
 // AllocatedBytes returns the page bytes the store's transactions have
@@ -52,3 +54,7 @@ func NewLingering(path string, d time.Duration) (*Store, error) {
 	s.w = startCommitter(s, d)
 	return s, nil
 }
+
+// DecodeRun decodes a stored run record (the value of runs/<id>), as the
+// store reads it, without filling in its snapshot.
+func DecodeRun(id string, v []byte) (*state.Run, error) { return decodeRun(id, v) }

@@ -161,6 +161,7 @@ func rawRun(t *testing.T, path string) (version string, inline bool, first map[s
 		inline = rb.Root() == 0
 		_, v := tx.Bucket([]byte("runs_by_created")).Cursor().First()
 		first["index"] = v[0]
+		first["record"] = tx.Bucket([]byte("runs")).Get([]byte("w"))[0]
 		return rb.ForEach(func(k, v []byte) error {
 			first[strconv.Quote(string(k))] = v[0]
 			return nil
@@ -171,8 +172,8 @@ func rawRun(t *testing.T, path string) (version string, inline bool, first map[s
 
 // TestAVersion3FileIsReadThenMadeCompact: a file of format 3 is read as
 // it is when opened read-only; the first open for writing rewrites its
-// events, step records and index entries compact (the run's bucket, over
-// the inline limit in JSON, becomes inline), marks it 4, and every read
+// run records, events, step records and index entries compact (the run's bucket, over
+// the inline limit in JSON, becomes inline), marks it current, and every read
 // gives what it gave before.
 func TestAVersion3FileIsReadThenMadeCompact(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
@@ -210,7 +211,7 @@ func TestAVersion3FileIsReadThenMadeCompact(t *testing.T) {
 	must(t, err)
 	check("read-only", ro)
 	must(t, ro.Close())
-	if version, _, first := rawRun(t, path); version != "3" || first["index"] != '{' || first[`"sgate"`] != '{' {
+	if version, _, first := rawRun(t, path); version != "3" || first["index"] != '{' || first[`"sgate"`] != '{' || first["record"] != '{' {
 		t.Fatalf("a read-only open changed the file: version %s, values starting %q", version, first)
 	}
 

@@ -12,12 +12,17 @@ import (
 )
 
 // compactVersion is the format version that writes events, step records
-// and index entries in the compact encoding (codec.go) instead of JSON.
-const compactVersion = 4
+// and index entries in the compact encoding (codec.go) instead of JSON;
+// compactRunsVersion writes run records compact too.
+const (
+	compactVersion     = 4
+	compactRunsVersion = 5
+)
 
-// migrateCompact rewrites the JSON events, step records and listing index
-// entries of a file of format 3 in the compact encoding, in the caller's
-// transaction, run by run. Run buckets that fit inline once rewritten are
+// migrateCompact rewrites the JSON run records, events, step records and
+// listing index entries of a file of format 3 or 4 in the compact
+// encoding, in the caller's transaction, run by run; values already
+// compact are left as they are. Run buckets that fit inline once rewritten are
 // stored inline from this commit on (their pages are freed for later
 // writes).
 func migrateCompact(tx *bbolt.Tx) error {
@@ -37,7 +42,39 @@ func migrateCompact(tx *bbolt.Tx) error {
 			return fmt.Errorf("run %s: %w", id, err)
 		}
 	}
+	if err := compactRecords(tx.Bucket(bucketRuns)); err != nil {
+		return err
+	}
 	return compactIndex(tx.Bucket(bucketByCreated))
+}
+
+// compactRecords rewrites the JSON run records of the runs bucket.
+func compactRecords(b *bbolt.Bucket) error {
+	var out []rewrite
+	err := b.ForEach(func(k, v []byte) error {
+		if isCompact(v) {
+			return nil
+		}
+		r, err := decodeRun(string(k), v)
+		if err != nil {
+			return err
+		}
+		data, err := encodeRunRecord(r)
+		if err != nil {
+			return fmt.Errorf("run %s: %w", k, err)
+		}
+		out = append(out, rewrite{bytes.Clone(k), data})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range out {
+		if err := b.Put(r.k, r.v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type rewrite struct{ k, v []byte }

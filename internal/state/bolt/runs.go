@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -198,7 +197,7 @@ func encodeRun(r *state.Run) (*encodedRun, error) {
 		cp.Snapshot = nil
 		rec = &cp
 	}
-	data, err := json.Marshal(rec)
+	data, err := encodeRunRecord(rec)
 	if err != nil {
 		return nil, fmt.Errorf("encode run: %w", err)
 	}
@@ -206,7 +205,7 @@ func encodeRun(r *state.Run) (*encodedRun, error) {
 	enc := &encodedRun{id: []byte(r.ID), data: data, idxKey: createdKey(r.CreatedAt, r.ID), entry: entry}
 	if rec != r {
 		enc.hash, enc.snapshot = []byte(r.Hash), r.Snapshot
-		enc.full = func() ([]byte, error) { return json.Marshal(r) }
+		enc.full = func() ([]byte, error) { return encodeRunRecord(r) }
 	}
 	return enc, nil
 }
@@ -260,14 +259,6 @@ func withSnapshot(tx *bbolt.Tx, r *state.Run) *state.Run {
 		}
 	}
 	return r
-}
-
-func decodeRun(id string, data []byte) (*state.Run, error) {
-	r := new(state.Run)
-	if err := json.Unmarshal(data, r); err != nil {
-		return nil, fmt.Errorf("decode run %s: %w: %w", id, state.ErrCorrupt, err)
-	}
-	return r, nil
 }
 
 // runBucket returns the bucket of an existing run, or nil.

@@ -19,13 +19,14 @@ func snapRun(id, hash, source string) *state.Run {
 }
 
 // rawRecord returns the stored record of a run and the stored snapshots.
-func rawRecord(t *testing.T, path, id string) (record map[string]any, snapshots int) {
+func rawRecord(t *testing.T, path, id string) (record *state.Run, snapshots int) {
 	t.Helper()
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
 	must(t, err)
 	defer db.Close()
 	must(t, db.View(func(tx *bbolt.Tx) error {
-		if err := json.Unmarshal(tx.Bucket([]byte("runs")).Get([]byte(id)), &record); err != nil {
+		var err error
+		if record, err = bolt.DecodeRun(id, tx.Bucket([]byte("runs")).Get([]byte(id))); err != nil {
 			return err
 		}
 		if b := tx.Bucket([]byte("snapshots")); b != nil {
@@ -65,7 +66,7 @@ func TestSnapshotsAreStoredOncePerHash(t *testing.T) {
 	}
 	must(t, s.Close())
 	rec, n := rawRecord(t, path, "r1")
-	if _, inline := rec["snapshot"]; inline {
+	if len(rec.Snapshot) > 0 {
 		t.Error("the run record still holds its snapshot")
 	}
 	if n != 2 {
@@ -87,7 +88,7 @@ func TestASnapshotWhoseHashHoldsAnotherSourceStaysInline(t *testing.T) {
 		}
 	}
 	must(t, s.Close())
-	if rec, _ := rawRecord(t, path, "r2"); rec["snapshot"] == nil {
+	if rec, _ := rawRecord(t, path, "r2"); len(rec.Snapshot) == 0 {
 		t.Error("the second source is not kept in its record")
 	}
 }
