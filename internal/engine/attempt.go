@@ -249,8 +249,12 @@ func (sr *stepRun) intend(ctx context.Context, call *steps.Call, started state.E
 func (sr *stepRun) putIntent(ctx context.Context, call *steps.Call, data []byte, resolved bool) error {
 	in := state.Intent{RunID: call.RunID, Step: call.StepID, Attempt: call.Attempt, Key: call.IdempotencyKey,
 		CreatedAt: sr.rs.e.o.Clock.Now(), Data: data, Resolved: resolved}
-	sr.rs.flushStart(ctx) // a run's deferred start is on record before its side effects
-	return sr.rs.e.o.Store.PutIntent(context.WithoutCancel(ctx), in)
+	rs := sr.rs
+	rs.flushStart(ctx) // a run's deferred start is on record before its side effects
+	if err := rs.fenced(); err != nil {
+		return err // no intent, so no call
+	}
+	return rs.refused(rs.e.o.Store.PutIntent(rs.fence.onto(context.WithoutCancel(ctx)), in))
 }
 
 // definitive reports whether an error proves the mutating call had no

@@ -115,6 +115,14 @@ type Options struct {
 	// context ended (cancelled, or suspended at shutdown). While the run
 	// lives its writes have no deadline: a slow store is waited for.
 	StateWrites time.Duration
+	// Fence makes every write that moves a run forward conditional on its
+	// top-level run still being owned by Process (state.WithFence): a
+	// `runbook serve` replica sets it, since another replica takes its
+	// runs over once its lease lapses. A refused write stops the run at
+	// once, writing nothing more (see fence.go); Execute and Resume then
+	// return an error wrapping state.ErrFenced. The runs must be claimed
+	// (their owner set to Process) before they execute.
+	Fence bool
 	// Sim is recorded as state.Run.Sim on every run this engine creates:
 	// the URL of the simulator its connections point at, if any.
 	Sim string
@@ -135,6 +143,8 @@ type Engine struct {
 	// freed is closed (and replaced) when this process releases a
 	// concurrency key, so runs queued on a key try again at once.
 	freed chan struct{}
+
+	fences fencing // Options.Fence (fence.go)
 }
 
 // New returns an engine. It panics without a Store.

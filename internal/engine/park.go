@@ -96,8 +96,8 @@ func (rs *runState) parkAndLeave(ctx context.Context) (*state.Run, error) {
 func (rs *runState) endChild(ctx context.Context, stepID string) {
 	e := rs.e
 	cause := runCause(ctx)
-	if cause == nil || errors.Is(cause, ErrSuspend) {
-		return // a suspended run's child waits with it
+	if cause == nil || errors.Is(cause, ErrSuspend) || errors.Is(cause, state.ErrFenced) {
+		return // a suspended run's child waits with it; a fenced one's is another process's
 	}
 	wctx, stop := e.writeCtx(ctx)
 	defer stop()
@@ -146,8 +146,12 @@ func (rs *runState) parkNote() string {
 
 // keepsKey reports whether the run's concurrency key stays held when its
 // execution returns: a run parked under ApprovalParkAll keeps it, as a run
-// waiting in process does.
+// waiting in process does, and so does a fenced run (it goes on
+// elsewhere).
 func (rs *runState) keepsKey() bool {
+	if rs.fenced() != nil {
+		return true
+	}
 	rs.mu.RLock()
 	defer rs.mu.RUnlock()
 	return rs.holdKey

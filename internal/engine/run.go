@@ -48,6 +48,8 @@ type runState struct {
 	lazy       []*state.StepRecord
 	lazyEvents []state.Event
 	start      []state.Event // the run's start, not written yet (Options.DeferStart)
+
+	fence *fence // nil: its writes are not fenced (fence.go)
 }
 
 // execute runs r to its end (or until it parks or is suspended). It is
@@ -55,12 +57,18 @@ type runState struct {
 // it, so what a waiting run holds on its goroutine's stack is this frame
 // and runMain's (see wait.go).
 func (e *Engine) execute(parent context.Context, pb *playbook.Playbook, r *state.Run, inputs map[string]any) (*state.Run, error) {
-	rs := e.newRunState(pb, r, inputs)
-	if missing := maskedSecretInputs(pb, rs.inputs); len(missing) > 0 {
-		return e.holdForSecretInputs(parent, r, missing)
-	}
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
+	ctx, fence, unfence := e.fenceRun(ctx, r, cancel)
+	defer unfence()
+	if err := fence.stopped(); err != nil {
+		return r, err
+	}
+	rs := e.newRunState(pb, r, inputs)
+	rs.fence = fence
+	if missing := maskedSecretInputs(pb, rs.inputs); len(missing) > 0 {
+		return e.holdForSecretInputs(ctx, r, missing)
+	}
 	if err := e.activate(r.ID, cancel); err != nil {
 		return r, err
 	}
@@ -200,6 +208,9 @@ func (rs *runState) begin(ctx context.Context) (_ context.Context, stop func(), 
 // end runs on_failure and finally as the outcome requires and finishes
 // the run.
 func (rs *runState) end(ctx context.Context) (*state.Run, error) {
+	if err := rs.fenced(); err != nil {
+		return rs.run, err // nothing more runs or is written here
+	}
 	pb := rs.pb
 	rs.mu.RLock()
 	failed := rs.failed
@@ -318,9 +329,12 @@ func (rs *runState) event(ctx context.Context, ev state.Event) {
 	}
 	ev.Message = rs.e.o.Redactor.String(ev.Message)
 	rs.flushLazy(ctx)
-	wctx, stop := rs.e.writeCtx(ctx)
+	if rs.fenced() != nil {
+		return
+	}
+	wctx, stop := rs.writeCtx(ctx)
 	defer stop()
-	if err := rs.e.o.Store.AppendEvents(wctx, rs.run.ID, ev); err != nil {
+	if err := rs.refused(rs.e.o.Store.AppendEvents(wctx, rs.run.ID, ev)); err != nil {
 		rs.e.o.Logger.Error("append event", "run_id", rs.run.ID, "err", err)
 	}
 	rs.e.observe(rs.run.ID, ev)
@@ -330,6 +344,9 @@ func (rs *runState) event(ctx context.Context, ev state.Event) {
 // pure steps kept for the next write (their events first): one commit
 // where a flush and the run's write were two.
 func (rs *runState) saveRun(ctx context.Context, evs ...state.Event) error {
+	if err := rs.fenced(); err != nil {
+		return err
+	}
 	rs.lazyMu.Lock()
 	defer rs.lazyMu.Unlock()
 	recs, all := rs.lazy, slices.Concat(rs.start, rs.lazyEvents, evs)
@@ -338,9 +355,9 @@ func (rs *runState) saveRun(ctx context.Context, evs ...state.Event) error {
 	rs.lazy, rs.lazyEvents, rs.start = nil, nil, nil
 	rs.runMu.Lock()
 	defer rs.runMu.Unlock()
-	wctx, stop := rs.e.writeCtx(ctx)
+	wctx, stop := rs.writeCtx(ctx)
 	defer stop()
-	if err := rs.e.o.Store.SaveRunSteps(wctx, rs.run, recs, all...); err != nil {
+	if err := rs.refused(rs.e.o.Store.SaveRunSteps(wctx, rs.run, recs, all...)); err != nil {
 		if err = rs.cancelledMeanwhile(wctx, err); recordedCancel(err) != nil {
 			// Refused (cancelled.go): kept for the write that records
 			// the run cancelled; evs, which said otherwise, are dropped.
@@ -409,6 +426,9 @@ func (rs *runState) park(ctx context.Context) (*state.Run, error) {
 // persists the run. cause is why the run's context ended (nil if it did
 // not) or an error that stopped the run before its steps.
 func (rs *runState) finish(ctx context.Context, cause error) (*state.Run, error) {
+	if err := rs.fenced(); err != nil {
+		return rs.run, err
+	}
 	if cause != nil && errors.Is(cause, ErrSuspend) {
 		return rs.suspend(ctx)
 	}

@@ -57,6 +57,10 @@ func (rs *runState) deferWrite(ctx context.Context, rec *state.StepRecord, evs [
 func (rs *runState) write(ctx context.Context, rec *state.StepRecord, evs []state.Event) {
 	rs.lazyMu.Lock()
 	defer rs.lazyMu.Unlock()
+	if rs.fenced() != nil {
+		rs.lazy, rs.lazyEvents, rs.start = nil, nil, nil // never written here
+		return
+	}
 	recs := rs.lazy
 	if rec != nil {
 		recs = append(recs, rec)
@@ -67,12 +71,12 @@ func (rs *runState) write(ctx context.Context, rec *state.StepRecord, evs []stat
 	if len(recs) == 0 && len(start) == 0 {
 		return
 	}
-	wctx, stop := rs.e.writeCtx(ctx)
+	wctx, stop := rs.writeCtx(ctx)
 	defer stop()
 	if len(start) > 0 {
 		// The run's start goes with its first write (Options.DeferStart).
 		rs.runMu.Lock()
-		err := rs.e.o.Store.SaveRunSteps(wctx, rs.run, recs, evs...)
+		err := rs.refused(rs.e.o.Store.SaveRunSteps(wctx, rs.run, recs, evs...))
 		if err != nil {
 			if err = rs.cancelledMeanwhile(wctx, err); recordedCancel(err) != nil {
 				rs.lazy, rs.lazyEvents, rs.start = recs, evs[len(start):], start // for the write that records it cancelled
@@ -91,7 +95,7 @@ func (rs *runState) write(ctx context.Context, rec *state.StepRecord, evs []stat
 		}
 		return
 	}
-	if err := rs.e.o.Store.SaveSteps(wctx, recs, evs...); err != nil {
+	if err := rs.refused(rs.e.o.Store.SaveSteps(wctx, recs, evs...)); err != nil {
 		rs.e.o.Logger.Error("save steps", "run_id", rs.run.ID, "steps", len(recs), "err", err)
 	}
 }

@@ -29,6 +29,11 @@ type metrics struct {
 	// how it found them: "returned" (its executor came back with the run
 	// unfinished) or "orphaned" (the watchdog found it without one).
 	recovered *prometheus.CounterVec
+	// fenced counts runs stopped here because this replica may no longer
+	// write them, by reason: "refused" (the store refused a write: another
+	// replica owns the run now) or "lease" (the replica's lease was not
+	// renewed in time; see replica.go).
+	fenced *prometheus.CounterVec
 	// queued is read at each scrape: the runs waiting for an execution
 	// slot (set by the server once its runner exists).
 	queued func() int
@@ -79,6 +84,10 @@ func newMetrics(executing, playbooks func() int) *metrics {
 			Name: "runbook_runs_recovered_total",
 			Help: "Unfinished runs taken up again: their executor returned without finishing them, or the watchdog found them without one.",
 		}, []string{"reason"}),
+		fenced: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "runbook_runs_fenced_total",
+			Help: "Runs stopped without writing because this replica may no longer write them: the store refused a write (another replica owns the run), or the replica's lease was not renewed in time.",
+		}, []string{"reason"}),
 		status:    map[string]state.RunStatus{},
 		stepStart: map[string]time.Time{},
 	}
@@ -89,11 +98,14 @@ func newMetrics(executing, playbooks func() int) *metrics {
 	for _, how := range []string{"returned", "orphaned"} {
 		m.recovered.WithLabelValues(how)
 	}
+	for _, why := range []string{"refused", "lease"} {
+		m.fenced.WithLabelValues(why)
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		runs, m.stepDuration, m.deliveries, m.firings, m.lateness, m.reloads, m.recovered,
+		runs, m.stepDuration, m.deliveries, m.firings, m.lateness, m.reloads, m.recovered, m.fenced,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_runs_executing", Help: "Runs executing in this process (including waiting ones)."},
 			func() float64 { return float64(executing()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_runs_queued", Help: "Runs accepted and waiting for an execution slot (server.max_running)."},
@@ -208,6 +220,11 @@ func (m *metrics) firing(outcome string, late time.Duration, onTime bool) {
 	if onTime {
 		m.lateness.Observe(late.Seconds())
 	}
+}
+
+// fence counts a run stopped without writing (see fenced).
+func (m *metrics) fence(why string) {
+	m.fenced.WithLabelValues(why).Inc()
 }
 
 // recover counts an unfinished run taken up again (see recovered).

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,7 @@ type replica struct {
 	listening chan struct{}
 	listened  sync.Once
 	renew     func(context.Context) error
+	lapse     lapse // the lease measured here (keepLease)
 }
 
 // coordinate makes r a replica when its store is shared (state.Coordinator).
@@ -70,9 +72,11 @@ func (r *runner) coordinate(lease time.Duration) {
 // join registers this replica (its lease) before it serves; its runs are
 // taken from the queue once the replica loop runs.
 func (r *runner) join(ctx context.Context) error {
+	sent := time.Now()
 	if err := r.rep.renew(ctx); err != nil {
 		return err
 	}
+	r.rep.lapse.renewed(sent)
 	r.s.log.Info("joined the replicas", "replica", r.rep.id, "lease", r.rep.lease)
 	return nil
 }
@@ -115,32 +119,163 @@ func (r *runner) replicate(ctx context.Context) {
 	}
 }
 
-// keepLease renews the lease every third of it. A lease not renewed in
-// time lets the other replicas take this replica's runs: that is logged
-// at error, since the runs may then execute twice.
+// keepLease renews the lease every third of it, and fences this replica
+// by time: the database ends the lease a lease after it received the last
+// renewal, so no sooner than a lease after this process sent it, and
+// other replicas may take its runs from then on. Measured on this
+// process's monotonic clock from that send, this replica stops executing
+// its runs, taking runs and leading the scheduler a margin before that
+// (leaseValid), whether its renewals fail or hang, and takes them up again
+// once a renewal succeeds (see lapsed and rejoined).
 func (r *runner) keepLease(ctx context.Context) {
-	t := time.NewTicker(r.rep.lease / 3)
+	rep := r.rep
+	stop := rep.lapse.watch(leaseValid(rep.lease), r.lapsed, r.rejoined)
+	defer stop()
+	t := time.NewTicker(rep.lease / 3)
 	defer t.Stop()
-	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		err := r.rep.renew(ctx)
+		sent := time.Now()
+		rctx, cancel := context.WithTimeout(ctx, leaseValid(rep.lease)) // of no use after that
+		err := rep.renew(rctx)
+		cancel()
 		switch {
 		case err == nil:
-			last = time.Now()
+			rep.lapse.renewed(sent)
 		case ctx.Err() != nil:
 			return
-		case time.Since(last) >= r.rep.lease:
-			r.s.log.Error("replica lease expired: other replicas may take over the runs of this one", "replica", r.rep.id, "err", err)
 		default:
-			r.s.log.Warn("cannot renew the replica lease", "replica", r.rep.id, "err", err)
+			r.s.log.Warn("cannot renew the replica lease", "replica", rep.id, "err", err,
+				"since_last_renewal", time.Since(rep.lapse.last()).Round(time.Millisecond))
 		}
 	}
 }
+
+// leaseValid is how long after sending a renewal that succeeded this
+// replica holds its lease by its own clock: the lease less a margin for
+// stopping its runs and for the clocks' rates.
+func leaseValid(lease time.Duration) time.Duration { return lease - lease/4 }
+
+// errLeaseLapsed is the cause of runs stopped because the replica's lease
+// was not renewed in time (engine.Fence).
+var errLeaseLapsed = fmt.Errorf("this replica did not renew its lease in time: %w", state.ErrFenced)
+
+// lapsed stops this replica's runs without writing them (the other
+// replicas may take them over once its lease expires), since its lease
+// was last renewed since ago. Until the lease is renewed it takes no run,
+// leads no scheduler, and the runs it is asked to execute wait.
+func (r *runner) lapsed(since time.Duration) {
+	n := r.s.eng.Fence(errLeaseLapsed)
+	r.s.log.Error("replica lease not renewed in time: stopped executing its runs here, without writing them; "+
+		"the other replicas take them once the lease expires; this replica takes runs again once it renews its lease",
+		"replica", r.rep.id, "since_last_renewal", since.Round(time.Millisecond), "lease", r.rep.lease, "runs_stopped", n)
+}
+
+// rejoined lets runs execute again once the lease was renewed after it
+// lapsed.
+func (r *runner) rejoined() {
+	r.s.eng.Unfence()
+	r.s.log.Warn("replica lease renewed after it lapsed: executing and taking runs again", "replica", r.rep.id)
+	r.kickQueue()
+}
+
+// fenced handles run runID, which the engine stopped with err because
+// this replica may no longer write it, and reports whether to execute it
+// again. A write the store refused means another replica owns it: it is
+// forgotten here. A run stopped because the lease lapsed waits until the
+// lease is renewed, then is claimed again: it executes here again unless
+// another replica took it meanwhile.
+func (r *runner) fenced(runID string, err error) bool {
+	if r.rep == nil || !errors.Is(err, errLeaseLapsed) {
+		r.s.metrics.fence("refused")
+		return false
+	}
+	r.s.metrics.fence("lease")
+	if back := r.rep.lapse.back(); back != nil {
+		select {
+		case <-back:
+		case <-r.base.Done():
+			return false
+		}
+	}
+	return r.claim(runID, false)
+}
+
+// lapse is a replica's lease as this process measures it.
+type lapse struct {
+	mu      sync.Mutex
+	valid   time.Duration
+	sent    time.Time     // when the last renewal that succeeded was sent
+	lapsed  chan struct{} // closed when the lease is renewed; nil while it holds
+	timer   *time.Timer
+	onLapse func(since time.Duration)
+	onBack  func()
+}
+
+// watch calls onLapse when the lease was not renewed for valid since the
+// send of the last renewal that succeeded, and onBack at the next
+// renewal then, until stop. Both are called under l.mu: a lapse and a
+// renewal do not cross.
+func (l *lapse) watch(valid time.Duration, onLapse func(since time.Duration), onBack func()) (stop func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.valid, l.onLapse, l.onBack = valid, onLapse, onBack
+	l.timer = time.AfterFunc(valid-time.Since(l.sent), l.check)
+	return func() { l.timer.Stop() }
+}
+
+// check lapses the lease when it was not renewed in time, else waits for
+// its next possible end.
+func (l *lapse) check() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if since := time.Since(l.sent); since < l.valid {
+		l.timer.Reset(l.valid - since)
+	} else if l.lapsed == nil {
+		l.lapsed = make(chan struct{})
+		l.onLapse(since)
+	}
+}
+
+// renewed records a renewal sent at sent that succeeded.
+func (l *lapse) renewed(sent time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if sent.After(l.sent) {
+		l.sent = sent
+	}
+	if l.lapsed != nil && time.Since(l.sent) < l.valid {
+		l.onBack()
+		close(l.lapsed)
+		l.lapsed = nil
+		l.timer.Reset(l.valid - time.Since(l.sent))
+	}
+}
+
+// last is when the last renewal that succeeded was sent.
+func (l *lapse) last() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.sent
+}
+
+// back returns a channel closed when the lapsed lease is renewed, or nil
+// while it holds.
+func (l *lapse) back() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lapsed == nil {
+		return nil
+	}
+	return l.lapsed
+}
+
+// holds reports whether the lease holds (has not lapsed).
+func (l *lapse) holds() bool { return l.back() == nil }
 
 // listen handles the store's notices, listening again after a broken
 // connection: the queue's polling covers the gap, and the approvals and
@@ -257,7 +392,7 @@ func (r *runner) takeRuns(ctx context.Context) int {
 	r.mu.Lock()
 	free := r.max - r.slots - len(r.queue)
 	r.mu.Unlock()
-	if free <= 0 || r.base.Err() != nil {
+	if free <= 0 || r.base.Err() != nil || !r.rep.lapse.holds() {
 		return 0
 	}
 	ids, err := r.rep.c.ClaimRuns(ctx, r.rep.id, free, r.rep.lease, r.s.o.TakeOverRunProcesses)
@@ -329,7 +464,24 @@ func (r *runner) leader() trigger.Leader {
 	if r.rep == nil {
 		return nil
 	}
-	return r.rep.c
+	return lapsingLeader{r.rep}
+}
+
+// lapsingLeader is the store's leader lease, not taken or renewed while
+// the replica's own lease lapsed: the scheduler stops leading at its
+// next renewal (a third of its lease) and leads again once the replica
+// renewed its lease (and the leader lease is free).
+type lapsingLeader struct{ rep *replica }
+
+func (l lapsingLeader) Lead(ctx context.Context, name, holder string, term int64, ttl time.Duration) (int64, error) {
+	if !l.rep.lapse.holds() {
+		return 0, nil
+	}
+	return l.rep.c.Lead(ctx, name, holder, term, ttl)
+}
+
+func (l lapsingLeader) Resign(ctx context.Context, name, holder string, term int64) error {
+	return l.rep.c.Resign(ctx, name, holder, term)
 }
 
 // releaseStaleLocks releases the concurrency locks of runs no process

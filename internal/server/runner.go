@@ -247,6 +247,13 @@ func (r *runner) execute(run *state.Run, pb *playbook.Playbook, inputs map[strin
 		if r.base.Err() != nil {
 			return // suspended: the next start resumes it
 		}
+		if errors.Is(err, state.ErrFenced) {
+			if !r.fenced(runID, err) {
+				return // another replica's now: forgotten here
+			}
+			fresh, inputs = false, secretInputs(pb, inputs)
+			continue // claimed again after the lease was renewed
+		}
 		if err == nil && ended != nil && ended.Status.Done() {
 			return // its last write, which says so, committed
 		}

@@ -152,6 +152,9 @@ func New(o Options) (*Server, error) {
 	// Waits park the run (park.go): a waiting run holds no goroutine.
 	eo.Approvals = engine.ApprovalParkAll
 	eo.DeferStart = true // a pending run is taken up again: at the next start, by the watchdog or another replica
+	// Replicas claim each run before executing it; another takes it over
+	// once this one's lease lapsed: this one's writes are fenced.
+	_, eo.Fence = o.Engine.Store.(state.Coordinator)
 	eo.Wake = func(runID string) bool { return s.runs.wakeRun(runID) }
 	if eo.ApprovalPoll <= 0 {
 		eo.ApprovalPoll = 30 * time.Second

@@ -1,0 +1,172 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+// Fencing. An engine with Options.Fence executes each run on behalf of
+// its owner, Options.Process: every write that moves the run forward is
+// made with a state.Fence naming the run's top-level run and that owner,
+// so a store shared by several replicas refuses it once another replica
+// owns the run (its lease lapsed and the other claimed it). The first
+// refusal stops the whole run tree at once: its context is cancelled
+// with the refusal as cause, nothing more of it is written (not even the
+// records of the steps the cancellation cuts short), no further step or
+// cloud call starts (a mutating call is always preceded by its intent,
+// a write), on_failure and finally do not run, its concurrency key stays
+// held (the run holds it, and the run goes on elsewhere), and Execute or
+// Resume returns an error wrapping state.ErrFenced. Fence(cause) stops
+// every run this way at once, without a refusal: a replica that could not
+// renew its lease in time does so, and the runs it is asked to execute
+// until Unfence stop the same way before their first write.
+
+// fence is the fencing of one top-level run and its sub-playbook runs.
+type fence struct {
+	f      state.Fence
+	cancel context.CancelCauseFunc // the top-level run's context
+	log    func(err error)
+
+	mu  sync.Mutex
+	err error // why the run's writes stopped; nil while they go on
+}
+
+type fenceKey struct{}
+
+// fencing is what the engine knows of its fences.
+type fencing struct {
+	mu     sync.Mutex
+	runs   map[*fence]bool // of the top-level runs executing
+	paused error           // set by Fence, cleared by Unfence
+}
+
+// fenceRun returns ctx, the context of run r cancelled by cancel, with
+// the run's fence: the fence of the run that started r, when r is a
+// sub-playbook run executed inside it, else a new one (nil without
+// Options.Fence). done ends the fence's registration.
+func (e *Engine) fenceRun(ctx context.Context, r *state.Run, cancel context.CancelCauseFunc) (_ context.Context, _ *fence, done func()) {
+	if f, ok := ctx.Value(fenceKey{}).(*fence); ok {
+		return ctx, f, func() {}
+	}
+	if !e.o.Fence {
+		return ctx, nil, func() {}
+	}
+	f := &fence{f: state.Fence{Owner: e.o.Process, Run: r.ID}, cancel: cancel}
+	f.log = func(err error) {
+		var fe *state.FencedError
+		if errors.As(err, &fe) {
+			e.o.Logger.Error("run fenced: another process owns it now; stopped here without writing", "run_id", r.ID, "owner", fe.Owner, "err", err)
+			return
+		}
+		e.o.Logger.Warn("run stopped here without writing", "run_id", r.ID, "err", err)
+	}
+	e.fences.mu.Lock()
+	if e.fences.runs == nil {
+		e.fences.runs = map[*fence]bool{}
+	}
+	e.fences.runs[f] = true
+	paused := e.fences.paused
+	e.fences.mu.Unlock()
+	if paused != nil {
+		f.trip(paused)
+	}
+	return context.WithValue(state.WithFence(ctx, f.f), fenceKey{}, f), f, func() {
+		e.fences.mu.Lock()
+		delete(e.fences.runs, f)
+		e.fences.mu.Unlock()
+	}
+}
+
+// trip stops the run's writes with err (the first cause stays) and
+// cancels the run.
+func (f *fence) trip(err error) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	first := f.err == nil
+	if first {
+		f.err = err
+	}
+	f.mu.Unlock()
+	if first {
+		f.log(err)
+		f.cancel(err)
+	}
+}
+
+// stopped returns why the run's writes stopped (nil: they go on).
+func (f *fence) stopped() error {
+	if f == nil {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// onto returns ctx with the run's state.Fence, for a write made from a
+// context that does not derive from the run's.
+func (f *fence) onto(ctx context.Context) context.Context {
+	if f == nil {
+		return ctx
+	}
+	return state.WithFence(ctx, f.f)
+}
+
+// fenced returns why the run's writes stopped (nil: they go on).
+func (rs *runState) fenced() error { return rs.fence.stopped() }
+
+// refused stops the run when err is a write its fence refused; it returns
+// err.
+func (rs *runState) refused(err error) error {
+	if err != nil && errors.Is(err, state.ErrFenced) {
+		rs.fence.trip(err)
+	}
+	return err
+}
+
+// writeCtx is Engine.writeCtx for a write of the run, with its fence.
+func (rs *runState) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	wctx, stop := rs.e.writeCtx(ctx)
+	return rs.fence.onto(wctx), stop
+}
+
+// Fence stops every run this engine executes as a write refused by its
+// fence does (see above), with cause, and has every run it is asked to
+// execute stop so before its first write, until Unfence. A replica calls
+// it when it could not renew its lease in time: another replica may take
+// its runs, and they must not go on here meanwhile. cause is wrapped to
+// be a state.ErrFenced if it is not one. It returns how many runs it
+// stopped.
+func (e *Engine) Fence(cause error) int {
+	if !errors.Is(cause, state.ErrFenced) {
+		cause = fmt.Errorf("%w: %w", state.ErrFenced, cause)
+	}
+	e.fences.mu.Lock()
+	e.fences.paused = cause
+	runs := make([]*fence, 0, len(e.fences.runs))
+	for f := range e.fences.runs {
+		runs = append(runs, f)
+	}
+	e.fences.mu.Unlock()
+	n := 0
+	for _, f := range runs {
+		if f.stopped() == nil {
+			n++
+		}
+		f.trip(cause)
+	}
+	return n
+}
+
+// Unfence ends Fence: runs execute (and write) again.
+func (e *Engine) Unfence() {
+	e.fences.mu.Lock()
+	e.fences.paused = nil
+	e.fences.mu.Unlock()
+}

@@ -1,0 +1,240 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/server"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/postgres"
+	"github.com/runbook/runbook/internal/state/postgres/pgtest"
+)
+
+// cutOff is a replica's store whose lease renewals fail while cut is set,
+// as when the replica is cut off from the database (its other writes go
+// through: the replica does not know it is cut off until its lease says
+// so).
+type cutOff struct {
+	*postgres.Store
+	cut atomic.Bool
+}
+
+func (c *cutOff) KeepReplica(ctx context.Context, replica string, ttl time.Duration) error {
+	if c.cut.Load() {
+		return errors.New("cut off from the database (test)")
+	}
+	return c.Store.KeepReplica(ctx, replica, ttl)
+}
+
+// fenceLease is the replicas' lease in these tests: short, so that a
+// takeover comes quickly.
+const fenceLease = 1500 * time.Millisecond
+
+// pgReplica starts a `runbook serve` replica named process over st (a
+// store on the database the test shares) and the playbooks in dir.
+func pgReplica(t *testing.T, dir, process string, st state.Store) *env {
+	t.Helper()
+	o := server.Options{
+		Engine:    engine.Options{Store: st, Environ: os.Environ(), Process: process},
+		Playbooks: dir, Listen: "127.0.0.1:0", Token: token,
+		ShutdownGrace: 5 * time.Second, Lease: fenceLease,
+	}
+	srv, err := server.New(o)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	select {
+	case <-srv.Ready():
+	case err := <-done:
+		cancel()
+		t.Fatalf("replica %s stopped at start: %v", process, err)
+	}
+	e := &env{t: t, dir: dir, srv: srv, url: "http://" + srv.Addr()}
+	stopped := false
+	e.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("replica did not stop")
+		}
+	}
+	t.Cleanup(e.stop)
+	return e
+}
+
+// chainPlaybook is a chain of shell steps, each appending its name to
+// out once it is done; step two first writes gate+".waiting" and waits
+// for the file gate.
+func chainPlaybook(out, gate string) string {
+	return fmt.Sprintf(`version: 1
+name: chain
+steps:
+  - id: one
+    uses: shell
+    with: {command: "echo one >> %[1]s"}
+  - id: two
+    uses: shell
+    with: {command: "touch %[2]s.waiting; while [ ! -e %[2]s ]; do sleep 0.02; done; echo two >> %[1]s"}
+  - id: three
+    uses: shell
+    with: {command: "echo three >> %[1]s"}
+  - id: four
+    uses: shell
+    with: {command: "echo four >> %[1]s"}
+`, out, gate)
+}
+
+// linesOf returns the lines of file.
+func linesOf(t *testing.T, file string) []string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	return strings.Fields(string(b))
+}
+
+func ownerOf(t *testing.T, st state.Store, id string) *state.Run {
+	t.Helper()
+	r, err := st.GetRun(context.Background(), id)
+	require.NoError(t, err)
+	return r
+}
+
+// waitFor polls cond until it holds (10 s at most).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func metric(e *env, line string) bool {
+	return strings.Contains(string(e.do("GET", "/metrics", "", nil).body), line)
+}
+
+// A replica cut off from the database (its lease renewals fail) stops
+// executing its run before its lease expires, writing nothing; the other
+// replica takes the run over once the lease expired and completes it, and
+// each shell step ran once. Once its renewals succeed again, the cut-off
+// replica executes runs again.
+func TestAReplicaCutOffStopsItsRunsBeforeAnotherTakesThem(t *testing.T) {
+	dsn := pgtest.DB(t)
+	dir, files := t.TempDir(), t.TempDir()
+	out, gate := filepath.Join(files, "out"), filepath.Join(files, "gate")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "chain.yaml"), []byte(chainPlaybook(out, gate)), 0o600))
+	open := func() *postgres.Store {
+		st, err := postgres.Open(context.Background(), dsn, postgres.Options{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	stA := &cutOff{Store: open()}
+	stB := open()
+	a := pgReplica(t, dir, "fence-a/1", stA)
+	b := pgReplica(t, dir, "fence-b/2", stB)
+
+	r := a.api("POST", "/api/v1/playbooks/chain/runs", map[string]any{})
+	require.Equal(t, 201, r.status, "%s", r.body)
+	id := r.json(t)["id"].(string)
+	waitFor(t, "step two waits for the gate", func() bool { _, err := os.Stat(gate + ".waiting"); return err == nil })
+	require.Equal(t, "fence-a/1", ownerOf(t, stB, id).Owner)
+
+	stA.cut.Store(true)
+	waitFor(t, "replica A stops executing the run", func() bool { return !a.srv.Engine().Executing(id) })
+	// A stopped before its lease expired: no other replica may take the
+	// run yet, and A wrote nothing when it stopped.
+	taken, err := stB.ClaimRun(context.Background(), id, "probe/3", false)
+	require.NoError(t, err)
+	require.False(t, taken, "replica A stopped its run only after its lease expired")
+	run := ownerOf(t, stB, id)
+	assert.Equal(t, "fence-a/1", run.Owner)
+	assert.Equal(t, state.RunRunning, run.Status)
+
+	waitFor(t, "replica B takes the run over", func() bool { return ownerOf(t, stB, id).Owner == "fence-b/2" })
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+	b.waitStatus(id, state.RunSucceeded)
+	assert.Equal(t, []string{"one", "two", "three", "four"}, linesOf(t, out), "each step ran once")
+	assert.True(t, metric(a, `runbook_runs_fenced_total{reason="lease"} 1`))
+
+	// Renewed, A executes runs again.
+	stA.cut.Store(false)
+	db, err := pgx.Connect(context.Background(), dsn)
+	require.NoError(t, err)
+	defer db.Close(context.Background())
+	waitFor(t, "replica A renews its lease", func() bool {
+		var live bool
+		require.NoError(t, db.QueryRow(context.Background(), `SELECT expires_at > now() FROM runbook_replicas WHERE id = 'fence-a/1'`).Scan(&live))
+		return live
+	})
+	r = a.api("POST", "/api/v1/playbooks/chain/runs", map[string]any{})
+	require.Equal(t, 201, r.status, "%s", r.body)
+	again := r.json(t)["id"].(string)
+	a.waitStatus(again, state.RunSucceeded)
+	assert.Equal(t, "fence-a/1", ownerOf(t, stB, again).Owner)
+}
+
+// A replica whose write is refused because another process owns its run
+// now (it was paused past its lease, say) stops the run at once: no
+// further step runs, nothing of its is written over the new owner's
+// record, the refusal is counted and the run is forgotten, not executed
+// again.
+func TestAReplicaWhoseWriteIsRefusedStopsTheRunAtOnce(t *testing.T) {
+	dsn := pgtest.DB(t)
+	dir, files := t.TempDir(), t.TempDir()
+	out, gate := filepath.Join(files, "out"), filepath.Join(files, "gate")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "chain.yaml"), []byte(chainPlaybook(out, gate)), 0o600))
+	st, err := postgres.Open(context.Background(), dsn, postgres.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	other, err := postgres.Open(context.Background(), dsn, postgres.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = other.Close() })
+	a := pgReplica(t, dir, "fence-a/1", st)
+
+	r := a.api("POST", "/api/v1/playbooks/chain/runs", map[string]any{})
+	require.Equal(t, 201, r.status, "%s", r.body)
+	id := r.json(t)["id"].(string)
+	waitFor(t, "step two waits for the gate", func() bool { _, err := os.Stat(gate + ".waiting"); return err == nil })
+
+	// Another process takes the run over (as a replica does once A's
+	// lease expired) and records it.
+	run := ownerOf(t, other, id)
+	run.Owner, run.Inputs = "elsewhere/9", map[string]any{"taken": true}
+	require.NoError(t, other.SaveRun(context.Background(), run, state.Event{Type: "run.resumed"}))
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+
+	waitFor(t, "replica A stops executing the run", func() bool { return !a.srv.Engine().Executing(id) })
+	assert.Equal(t, []string{"one", "two"}, linesOf(t, out), "no step after the refused write ran")
+	waitFor(t, "the refusal is counted", func() bool { return metric(a, `runbook_runs_fenced_total{reason="refused"} 1`) })
+	assert.True(t, metric(a, `runbook_runs_recovered_total{reason="returned"} 0`), "a fenced run is not executed again")
+	got := ownerOf(t, other, id)
+	assert.Equal(t, "elsewhere/9", got.Owner)
+	assert.Equal(t, state.RunRunning, got.Status)
+	assert.Equal(t, map[string]any{"taken": true}, got.Inputs)
+	steps, err := other.Steps(context.Background(), id)
+	require.NoError(t, err)
+	for _, s := range steps {
+		assert.NotEqual(t, "two", s.ID, "step two's end was not written")
+	}
+}
