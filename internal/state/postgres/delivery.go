@@ -29,6 +29,11 @@ import (
 // deadlocking, which PostgreSQL would detect only after deadlock_timeout
 // (a second) and break by aborting one. Runs and events are encoded
 // before the transaction.
+//
+// A new delivery (every key new, the common case) is committed with the
+// other new deliveries waiting at the same moment, in one transaction of
+// four statements (see commitGroup); a delivery that one of its keys
+// refuses is then committed alone, statement by statement, below.
 func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.DeliveryResult, error) {
 	now := s.now()
 	records := make([][]byte, len(d.Units))
@@ -46,7 +51,7 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 		}
 	}
 	locks := claimLocks(d)
-	res, fresh, err := s.commitFresh(ctx, d, now, locks, records, events)
+	res, fresh, err := s.commitNew(ctx, d, now, locks, records, events)
 	if err != nil {
 		return state.DeliveryResult{}, fmt.Errorf("commit delivery %s: %w", d.Key, err)
 	}
@@ -108,6 +113,51 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 		return state.DeliveryResult{}, fmt.Errorf("commit delivery %s: %w", d.Key, err)
 	}
 	return res, nil
+}
+
+// commitNew commits a delivery whose keys are all new, reporting fresh
+// false, having written nothing, when it cannot (see commitFresh). A
+// delivery whose keys are distinct goes with the others waiting at the
+// same moment (see commitGroup); one that claims a key twice, or that
+// its group could not commit for another member's refusal, is committed
+// alone.
+func (s *Store) commitNew(ctx context.Context, d state.Delivery, now time.Time, locks []int64, records [][]byte, events [][][]byte) (state.DeliveryResult, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return state.DeliveryResult{}, false, err
+	}
+	if len(locks) != 1+countClaims(d) {
+		return s.commitFresh(ctx, d, now, locks, records, events)
+	}
+	r := &groupReq{d: d, now: now, locks: locks, records: records, events: events}
+	var created []string
+	for _, u := range d.Units {
+		created = append(created, u.Run.ID)
+	}
+	if d.Done != nil {
+		r.done = orEmpty(d.Done(created, nil))
+	}
+	if err := s.groups.commit(ctx, r); err != nil {
+		return state.DeliveryResult{}, false, err
+	}
+	switch r.outcome {
+	case groupCommitted:
+		return state.DeliveryResult{Created: created}, true, nil
+	case groupSeen:
+		return state.DeliveryResult{}, false, nil
+	default:
+		return s.commitFresh(ctx, d, now, locks, records, events)
+	}
+}
+
+// countClaims returns the number of d's units with a claim.
+func countClaims(d state.Delivery) int {
+	n := 0
+	for _, u := range d.Units {
+		if u.Claim != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // lockClaims takes the advisory locks $1 (see claimLocks), in order.

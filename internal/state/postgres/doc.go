@@ -66,9 +66,11 @@
 // the statements before it; a missing run fails a foreign key or matches
 // no row. AcquireLock, which decides as it goes, is an explicit
 // transaction; so is CommitDelivery when one of its claims is already
-// recorded: a new delivery (the common case) is first sent as one batch
-// whose claims are plain inserts, and a recorded claim fails it whole
-// (see commitFresh). A run's write and its events are one statement.
+// recorded. New deliveries (the common case) that wait at the same moment
+// are committed together, in one transaction of four statements that
+// writes each table with one INSERT … SELECT FROM unnest and leaves out a
+// delivery whose key is recorded (see commitGroup). A run's write and its
+// events are one statement.
 //
 // Event numbers come from the run's last_seq, taken with an UPDATE that
 // holds the run's row until commit, so concurrent writers of a run (on
@@ -112,8 +114,9 @@
 // so a write is answered once its WAL record is flushed. Throughput comes
 // from commits in flight side by side sharing a flush (group commit): the
 // pool holds DefaultMaxConns connections (4 per CPU, at least 16) unless
-// the DSN's pool_max_conns or Options.MaxConns says otherwise, and the hot
-// writes are one round trip each. PostgreSQL's commit_delay (with
+// the DSN's pool_max_conns or Options.MaxConns says otherwise, the hot
+// writes are one round trip each, and new webhook deliveries share
+// transactions (see commitGroup). PostgreSQL's commit_delay (with
 // commit_siblings) makes a commit wait briefly for others to share its
 // flush, which can help a disk with slow flushes; it is a server setting
 // (postgresql.conf), not the store's, and the defaults (off) were used

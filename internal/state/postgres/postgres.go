@@ -74,6 +74,8 @@ type Store struct {
 	// retries counts transactions run again after PostgreSQL aborted
 	// them (deadlock, serialization failure).
 	retries atomic.Int64
+	// groups commits new webhook deliveries together (see commitGroup).
+	groups grouper
 }
 
 // Open connects to the database at dsn (a postgres:// or postgresql://
@@ -118,7 +120,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open state database %s: %w", target(cfg), err)
 	}
-	return &Store{pool: pool, now: opts.Now, target: target(cfg)}, nil
+	s := &Store{pool: pool, now: opts.Now, target: target(cfg)}
+	s.groups.s = s
+	return s, nil
 }
 
 // urlScheme matches the scheme of a URL (a key=value DSN has none).

@@ -1,0 +1,410 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+// Group commit of new deliveries.
+//
+// What a new delivery costs PostgreSQL is mostly per statement and per
+// transaction (planning a cached statement's executor, opening its
+// relations and indexes, the commit), not per row: perf showed
+// ExecInitModifyTable, BuildIndexInfo, plan cache checks and the
+// socket's system calls on top, for 8 statements per delivery. So the
+// new deliveries that wait at the same moment are committed together, in
+// one transaction of four statements whatever their number (see
+// commitGroup), each table written by one INSERT … SELECT FROM unnest.
+//
+// A group holds deliveries whose dedup keys are disjoint: a delivery that
+// shares a key with one already taken waits for a later group, so within
+// a group no two members claim one key. A member whose key is already
+// recorded (a redelivery, live or expired) is left out of the group's
+// writes by the group's statement itself and is then committed alone,
+// statement by statement, as CommitDelivery commits any delivery whose
+// fresh commit was refused. Any other refusal (a taken run ID) aborts the
+// group's transaction, which wrote nothing: every member is then
+// committed alone. A member's failure never fails another member.
+
+// groupWorkers bounds the group transactions of one Store in flight at
+// once. While they wait for their commit (a WAL flush), the deliveries
+// that arrive queue and go together in the next group.
+const groupWorkers = 2
+
+// maxGroup bounds the deliveries of one group transaction.
+const maxGroup = 64
+
+// groupOutcome is what a group commit made of a delivery.
+type groupOutcome int
+
+const (
+	groupCommitted groupOutcome = iota // committed with its runs
+	groupSeen                          // a key was recorded: nothing written
+	groupFailed                        // the group was refused: nothing written
+)
+
+// groupReq is a delivery waiting for a group commit. taken and abandoned
+// are guarded by grouper.mu: a request is taken by a worker (and then
+// answered) or abandoned by its caller first (and then never written).
+type groupReq struct {
+	ctx     context.Context
+	d       state.Delivery
+	now     time.Time
+	locks   []int64
+	records [][]byte
+	events  [][][]byte
+	done    []byte // the value of d.Key: d.Done of every run created
+
+	outcome   groupOutcome
+	err       error
+	answered  chan struct{}
+	taken     bool
+	abandoned bool
+}
+
+// grouper queues new deliveries and commits them in groups, with up to
+// groupWorkers workers, each started when deliveries queue and ended when
+// none is left: an idle Store runs no goroutine.
+type grouper struct {
+	s       *Store
+	mu      sync.Mutex
+	queue   []*groupReq
+	running int
+	// groups and members count the group transactions sent and the
+	// deliveries they held.
+	groups, members atomic.Int64
+}
+
+// DeliveryGroups returns how many group transactions the store has sent
+// for new webhook deliveries and how many deliveries they held (their
+// ratio is the mean group size, for benchmarks).
+func (s *Store) DeliveryGroups() (groups, deliveries int64) {
+	return s.groups.groups.Load(), s.groups.members.Load()
+}
+
+// commit queues r and waits for its group's outcome. A ctx that ends
+// before a worker takes r returns ctx's error and r is never written;
+// once r is taken, a ctx that ends returns its error too, and whether r
+// committed is then unknown (as for any transaction whose commit was not
+// heard).
+func (g *grouper) commit(ctx context.Context, r *groupReq) error {
+	r.ctx, r.answered = ctx, make(chan struct{})
+	g.mu.Lock()
+	g.queue = append(g.queue, r)
+	if g.running < groupWorkers {
+		g.running++
+		go g.work()
+	}
+	g.mu.Unlock()
+	select {
+	case <-r.answered:
+		return r.err
+	case <-ctx.Done():
+		g.mu.Lock()
+		if !r.taken {
+			r.abandoned = true
+		}
+		g.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// work commits groups until the queue is empty.
+func (g *grouper) work() {
+	for {
+		g.mu.Lock()
+		group := g.take()
+		if len(group) == 0 {
+			g.running--
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+		g.s.commitGroup(group)
+		g.groups.Add(1)
+		g.members.Add(int64(len(group)))
+		for _, r := range group {
+			close(r.answered)
+		}
+	}
+}
+
+// take removes from the queue, oldest first, up to maxGroup requests
+// whose keys are disjoint, and marks them taken; the others stay queued
+// in their order. Abandoned requests are dropped. g.mu is held.
+func (g *grouper) take() []*groupReq {
+	var group []*groupReq
+	keys := map[int64]bool{}
+	rest := g.queue[:0]
+	for _, r := range g.queue {
+		switch {
+		case r.abandoned:
+			continue
+		case len(group) == maxGroup || slices.ContainsFunc(r.locks, func(k int64) bool { return keys[k] }):
+			rest = append(rest, r)
+			continue
+		}
+		for _, k := range r.locks {
+			keys[k] = true
+		}
+		r.taken = true
+		group = append(group, r)
+	}
+	clear(g.queue[len(rest):])
+	g.queue = rest
+	return group
+}
+
+// groupContext returns a context that ends when every member's context
+// has ended (none of them alone cancels the others' transaction), and
+// its release.
+func groupContext(group []*groupReq) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	left := atomic.Int32{}
+	left.Store(int32(len(group)))
+	stops := make([]func() bool, len(group))
+	for i, r := range group {
+		stops[i] = context.AfterFunc(r.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
+
+// commitGroup commits group in one transaction of four statements sent in
+// one round trip (one batch: one implicit transaction, see send): the
+// advisory locks of every member's keys, in order (see claimLocks; the
+// members' keys are disjoint); the snapshots; the claims, runs, events
+// and bodies of every member none of whose keys is recorded, in one
+// statement that answers the members left out; a prune. It sets each
+// member's outcome, or its error when the database could not be asked.
+func (s *Store) commitGroup(group []*groupReq) {
+	ctx, release := groupContext(group)
+	defer release()
+	var rows groupRows
+	for i, r := range group {
+		rows.add(int32(i), r)
+	}
+	args := rows.args() // sorts the snapshots
+	seen := map[int32]bool{}
+	b := &pgx.Batch{}
+	b.Queue(lockClaims, rows.locks())
+	b.Queue(groupSnapshots, rows.snapMember, rows.snapHash, rows.snapSource, rows.claimMember, rows.claimKey)
+	b.Queue(groupInsert, args...).Query(func(rs pgx.Rows) error {
+		clear(seen) // the batch may be sent again (see send)
+		for rs.Next() {
+			var m int32
+			if err := rs.Scan(&m); err != nil {
+				return err
+			}
+			seen[m] = true
+		}
+		return rs.Err()
+	})
+	b.Queue(pruneDedup, rows.latest, pruneBatch) // last: see prune
+	err := s.send(ctx, b)
+	var pe *pgconn.PgError
+	for i, r := range group {
+		switch {
+		case err == nil && seen[int32(i)]:
+			r.outcome = groupSeen
+		case err == nil:
+			r.outcome = groupCommitted
+		case errors.As(err, &pe):
+			r.outcome = groupFailed
+		default:
+			r.err = err
+		}
+	}
+}
+
+// groupSnapshots stores the snapshots $2/$3 of members $1 unless the
+// member has a recorded key (members $4, keys $5), skipping hashes taken.
+// The rows come sorted by hash: two groups storing the same new hashes
+// store them in one order and never wait for each other in a cycle.
+const groupSnapshots = `INSERT INTO runbook_snapshots (hash, source)
+SELECT s.hash, s.source FROM unnest($1::int[], $2::text[], $3::bytea[]) AS s(member, hash, source)
+WHERE NOT EXISTS (SELECT FROM unnest($4::int[], $5::text[]) AS c(member, key)
+	JOIN runbook_dedup d ON d.key = c.key WHERE c.member = s.member)
+ON CONFLICT (hash) DO NOTHING`
+
+// groupInsert writes the claims, runs, events and bodies of the members
+// none of whose keys is recorded (live or expired), and returns the
+// members that have one. A claim is a plain insert: a key recorded
+// meanwhile by a writer that took no advisory lock (Dedup) fails it, and
+// with it the group. The run columns and values are those of insertRun,
+// one row per run; a run's events are numbered from 1 and its last_seq
+// is their number. Data-modifying WITH queries all run to completion and
+// see the same snapshot: runs' snapshot column sees the snapshots stored
+// by the statement before.
+const groupInsert = `WITH claim AS (
+	SELECT * FROM unnest($1::int[], $2::text[], $3::timestamptz[], $4::timestamptz[], $5::bytea[])
+		AS c(member, key, first_seen, expires_at, value)
+), seen AS (
+	SELECT DISTINCT c.member FROM claim c JOIN runbook_dedup d ON d.key = c.key
+), claims AS (
+	INSERT INTO runbook_dedup (key, first_seen, expires_at, value)
+	SELECT key, first_seen, expires_at, value FROM claim WHERE member NOT IN (SELECT member FROM seen)
+), runs AS (
+	INSERT INTO runbook_runs (` + runColumns + `, last_seq)
+	SELECT u.id, u.playbook, u.status, u.parent_id, u.trigger_type, u.trigger_key, u.concurrency_key, u.owner,
+		u.created_ns, u.created_at, u.started_at, u.ended_at, u.hash,
+		CASE WHEN u.hash <> '' AND EXISTS (SELECT FROM runbook_snapshots s WHERE s.hash = u.hash AND s.source = u.source)
+			THEN NULL ELSE u.source END,
+		u.record, u.last_seq
+	FROM unnest($6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
+		$15::bigint[], $16::timestamptz[], $17::timestamptz[], $18::timestamptz[], $19::text[], $20::bytea[], $21::json[], $22::bigint[])
+		AS u(member, id, playbook, status, parent_id, trigger_type, trigger_key, concurrency_key, owner,
+			created_ns, created_at, started_at, ended_at, hash, source, record, last_seq)
+	WHERE u.member NOT IN (SELECT member FROM seen)
+	RETURNING id
+), events AS (
+	INSERT INTO runbook_events (run_id, seq, event)
+	SELECT e.run_id, e.seq, e.event FROM unnest($23::text[], $24::bigint[], $25::json[]) AS e(run_id, seq, event)
+	WHERE e.run_id IN (SELECT id FROM runs)
+), bodies AS (
+	INSERT INTO runbook_deliveries (id, body, created_at)
+	SELECT b.id, b.body, b.created_at FROM unnest($26::int[], $27::text[], $28::bytea[], $29::timestamptz[])
+		AS b(member, id, body, created_at)
+	WHERE b.member NOT IN (SELECT member FROM seen)
+)
+SELECT member FROM seen`
+
+// groupRows are a group's rows, column by column, for groupSnapshots and
+// groupInsert.
+type groupRows struct {
+	claimMember []int32
+	claimKey    []string
+	claimFirst  []time.Time
+	claimExpiry []*time.Time
+	claimValue  [][]byte
+
+	snapMember []int32
+	snapHash   []string
+	snapSource [][]byte
+
+	runMember                                       []int32
+	id, playbook, status, parent, trigType, trigKey []string
+	concurrency, owner, hash                        []string
+	createdNs, lastSeq                              []int64
+	createdAt                                       []time.Time
+	startedAt, endedAt                              []*time.Time
+	source, record                                  [][]byte
+	evRun                                           []string
+	evSeq                                           []int64
+	evData                                          [][]byte
+	bodyMember                                      []int32
+	bodyID                                          []string
+	bodyData                                        [][]byte
+	bodyAt                                          []time.Time
+	latest                                          time.Time
+	lockKeys                                        []int64
+}
+
+// add appends member m's rows: those commitFresh writes for it.
+func (g *groupRows) add(m int32, r *groupReq) {
+	d := r.d
+	if r.now.After(g.latest) {
+		g.latest = r.now
+	}
+	g.lockKeys = append(g.lockKeys, r.locks...)
+	expires, _ := claimTimes(r.now, d.TTL)
+	g.addClaim(m, d.Key, r.now, expires, r.done)
+	for i, u := range d.Units {
+		if u.Claim != "" {
+			g.addClaim(m, u.Claim, r.now, expires, u.ClaimValue)
+		}
+		run := u.Run
+		if run.Hash != "" && len(run.Snapshot) > 0 {
+			g.snapMember, g.snapHash, g.snapSource = append(g.snapMember, m), append(g.snapHash, run.Hash), append(g.snapSource, run.Snapshot)
+		}
+		g.addRun(m, run, r.records[i], int64(len(r.events[i])))
+		for n, ev := range r.events[i] {
+			g.evRun, g.evSeq, g.evData = append(g.evRun, run.ID), append(g.evSeq, int64(n+1)), append(g.evData, ev)
+		}
+	}
+	if len(d.Units) > 0 && d.ID != "" {
+		g.bodyMember, g.bodyID = append(g.bodyMember, m), append(g.bodyID, d.ID)
+		g.bodyData, g.bodyAt = append(g.bodyData, orEmpty(d.Body)), append(g.bodyAt, r.now)
+	}
+}
+
+func (g *groupRows) addClaim(m int32, key string, now time.Time, expires *time.Time, val []byte) {
+	g.claimMember, g.claimKey, g.claimFirst = append(g.claimMember, m), append(g.claimKey, key), append(g.claimFirst, now)
+	g.claimExpiry, g.claimValue = append(g.claimExpiry, expires), append(g.claimValue, val)
+}
+
+// addRun appends run r's row with the values runArgs gives insertRun.
+func (g *groupRows) addRun(m int32, r *state.Run, record []byte, events int64) {
+	triggerType, _ := r.Trigger["type"].(string)
+	triggerKey, _ := r.Trigger["key"].(string)
+	var source []byte // NULL: no snapshot
+	if len(r.Snapshot) > 0 {
+		source = r.Snapshot
+	}
+	g.runMember = append(g.runMember, m)
+	g.id, g.playbook, g.status = append(g.id, r.ID), append(g.playbook, r.Playbook), append(g.status, string(r.Status))
+	g.parent, g.trigType, g.trigKey = append(g.parent, r.ParentID), append(g.trigType, triggerType), append(g.trigKey, triggerKey)
+	g.concurrency, g.owner, g.hash = append(g.concurrency, r.ConcurrencyKey), append(g.owner, r.Owner), append(g.hash, r.Hash)
+	g.createdNs, g.createdAt = append(g.createdNs, r.CreatedAt.UnixNano()), append(g.createdAt, r.CreatedAt)
+	g.startedAt, g.endedAt = append(g.startedAt, nullTime(r.StartedAt)), append(g.endedAt, nullTime(r.EndedAt))
+	g.source, g.record, g.lastSeq = append(g.source, source), append(g.record, record), append(g.lastSeq, events)
+}
+
+// locks returns the advisory lock keys of every member, ascending (the
+// members' keys are disjoint).
+func (g *groupRows) locks() []int64 {
+	slices.Sort(g.lockKeys)
+	return g.lockKeys
+}
+
+// args returns groupInsert's arguments, sorting the snapshots by hash
+// first for groupSnapshots.
+func (g *groupRows) args() []any {
+	g.sortSnapshots()
+	return []any{
+		g.claimMember, g.claimKey, g.claimFirst, g.claimExpiry, g.claimValue,
+		g.runMember, g.id, g.playbook, g.status, g.parent, g.trigType, g.trigKey, g.concurrency, g.owner,
+		g.createdNs, g.createdAt, g.startedAt, g.endedAt, g.hash, g.source, g.record, g.lastSeq,
+		g.evRun, g.evSeq, g.evData,
+		g.bodyMember, g.bodyID, g.bodyData, g.bodyAt,
+	}
+}
+
+// sortSnapshots orders the snapshot rows by hash.
+func (g *groupRows) sortSnapshots() {
+	idx := make([]int, len(g.snapHash))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		switch {
+		case g.snapHash[a] < g.snapHash[b]:
+			return -1
+		case g.snapHash[a] > g.snapHash[b]:
+			return 1
+		}
+		return 0
+	})
+	m, h, src := make([]int32, len(idx)), make([]string, len(idx)), make([][]byte, len(idx))
+	for i, j := range idx {
+		m[i], h[i], src[i] = g.snapMember[j], g.snapHash[j], g.snapSource[j]
+	}
+	g.snapMember, g.snapHash, g.snapSource = m, h, src
+}
