@@ -32,8 +32,12 @@ bench: ## print the performance figures the issues ask for
 	# the engine on both stores (issue 14: a set step <= 0.5 ms on PostgreSQL; a 100-step shell chain <= 1.5x its bbolt time)
 	$(GO) test -run '^$$' -bench 'Sequential(Set|Shell)Steps' -benchtime 3000x ./internal/engine
 	# the webhook intake on both stores, then through a whole server with the runs executing (issue 14: >= 3,000 deliveries/s, p99 <= 20 ms on PostgreSQL)
-	$(GO) test -run '^$$' -bench Intake -benchtime 20000x ./internal/trigger
+	$(GO) test -run '^$$' -bench 'Intake$$|IntakeStarter' -benchtime 20000x ./internal/trigger
+	# one and three intakes, each with its own Store, on one PostgreSQL database (issue 14: three together >= one)
+	$(GO) test -run '^$$' -bench IntakeReplicas -benchtime 20000x -count 3 ./internal/trigger
 	$(GO) test -run '^$$' -bench WebhookIntake -benchtime 20000x ./internal/server
+	# one and three whole runbook serve replicas on one PostgreSQL database, the runs executing
+	$(GO) test -run '^$$' -bench ReplicasIntake -benchtime 3000x ./cmd/runbook
 	# a real runbook serve on PostgreSQL under 32 webhook senders, when RUNBOOK_BENCH_POSTGRES names an empty database
 	@if [ -n "$$RUNBOOK_BENCH_POSTGRES" ]; then $(GO) run ./tools/webhookload -playbook log -n 20000 -c 32 -state "$$RUNBOOK_BENCH_POSTGRES"; \
 	else echo "webhookload on PostgreSQL skipped: set RUNBOOK_BENCH_POSTGRES=postgres://... (an empty database)"; fi
