@@ -151,6 +151,9 @@ var errStepTimeout = errors.New("step timeout")
 // steps, the step's own timeout, classification of its error.
 func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[string]any) (steps.Outputs, error) {
 	rs, st, rec := sr.rs, sr.st, sr.rec
+	if err := rs.mayStart(); err != nil {
+		return nil, err // the run goes on elsewhere: nothing starts here
+	}
 	sr.mu.Lock()
 	stale := rec.Status == state.StepCancelled && (rec.Error != nil || !rec.EndedAt.IsZero())
 	if stale {

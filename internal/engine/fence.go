@@ -130,6 +130,27 @@ func (rs *runState) refused(err error) error {
 	return err
 }
 
+// mayStart reports why no step attempt of the run may start here (nil:
+// it may): its writes stopped, or this process no longer holds its lease
+// (Options.LeaseCheck; the run is then stopped).
+func (rs *runState) mayStart() error {
+	if err := rs.fenced(); err != nil {
+		return err
+	}
+	if rs.fence == nil || rs.e.o.LeaseCheck == nil {
+		return nil
+	}
+	err := rs.e.o.LeaseCheck()
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, state.ErrFenced) {
+		err = fmt.Errorf("%w: %w", state.ErrFenced, err)
+	}
+	rs.fence.trip(err)
+	return rs.fenced()
+}
+
 // writeCtx is Engine.writeCtx for a write of the run, with its fence.
 func (rs *runState) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	wctx, stop := rs.e.writeCtx(ctx)

@@ -183,6 +183,23 @@ func (r *runner) rejoined() {
 	r.kickQueue()
 }
 
+// leaseCheck is the engine's Options.LeaseCheck: errLeaseLapsed once this
+// replica's lease was not renewed in time, measured now, so that a step
+// does not start after a pause of the process that the lease timer has
+// not seen yet.
+func (r *runner) leaseCheck() error {
+	if r.rep == nil {
+		return nil
+	}
+	if r.rep.lapse.due() {
+		r.rep.lapse.check()
+	}
+	if !r.rep.lapse.holds() {
+		return errLeaseLapsed
+	}
+	return nil
+}
+
 // fenced handles run runID, which the engine stopped with err because
 // this replica may no longer write it, and reports whether to execute it
 // again. A write the store refused means another replica owns it: it is
@@ -239,6 +256,13 @@ func (l *lapse) check() {
 		l.lapsed = make(chan struct{})
 		l.onLapse(since)
 	}
+}
+
+// due reports whether the lease, watched, is not lapsed yet but should be.
+func (l *lapse) due() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.timer != nil && l.lapsed == nil && time.Since(l.sent) >= l.valid
 }
 
 // renewed records a renewal sent at sent that succeeded.

@@ -155,6 +155,7 @@ func New(o Options) (*Server, error) {
 	// Replicas claim each run before executing it; another takes it over
 	// once this one's lease lapsed: this one's writes are fenced.
 	_, eo.Fence = o.Engine.Store.(state.Coordinator)
+	eo.LeaseCheck = func() error { return s.runs.leaseCheck() }
 	eo.Wake = func(runID string) bool { return s.runs.wakeRun(runID) }
 	if eo.ApprovalPoll <= 0 {
 		eo.ApprovalPoll = 30 * time.Second
