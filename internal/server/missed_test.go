@@ -43,17 +43,21 @@ func (g *listenGate) Listen(ctx context.Context, fn func(state.Notice)) error {
 }
 
 // replicaOn starts a server on a database (a replica: lease 2 s) whose
-// store is g, with the playbooks given.
-func replicaOn(t *testing.T, g *listenGate, playbooks map[string]string) *env {
+// store is st, with the playbooks given.
+func replicaOn(t *testing.T, st state.Store, playbooks map[string]string, opts ...envOption) *env {
 	t.Helper()
 	dir := t.TempDir()
 	for name, src := range playbooks {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(src), 0o600))
 	}
-	srv, err := server.New(server.Options{
-		Engine:    engine.Options{Store: g, Environ: os.Environ()},
+	o := server.Options{
+		Engine:    engine.Options{Store: st, Environ: os.Environ()},
 		Playbooks: dir, Listen: "127.0.0.1:0", Token: token, ShutdownGrace: 5 * time.Second, Lease: 2 * time.Second,
-	})
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	srv, err := server.New(o)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -65,7 +69,12 @@ func replicaOn(t *testing.T, g *listenGate, playbooks map[string]string) *env {
 		t.Fatalf("server stopped at start: %v", err)
 	}
 	e := &env{t: t, dir: dir, srv: srv, url: "http://" + srv.Addr()}
+	stopped := false
 	e.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
 		cancel()
 		select {
 		case err := <-done:

@@ -145,7 +145,8 @@ func (r *runner) observe(runID string, ev state.Event) {
 
 // Cancel implements trigger.Starter (a schedule's overlap: replace): a
 // queued run leaves the queue and is recorded cancelled without having
-// started; an executing one is cancelled through the engine.
+// started; an executing (or parked) one is cancelled through the engine;
+// one another replica executes, through the store (overlap.go).
 func (r *runner) Cancel(runID string) {
 	r.mu.Lock()
 	i := slices.IndexFunc(r.queue, func(q queuedRun) bool { return q.run.ID == runID })
@@ -155,7 +156,9 @@ func (r *runner) Cancel(runID string) {
 	}
 	r.mu.Unlock()
 	if i < 0 {
-		r.s.eng.Cancel(runID, nil)
+		if !r.s.eng.Cancel(runID, nil) && r.rep != nil {
+			r.cancelElsewhere(runID)
+		}
 		return
 	}
 	ctx := context.WithoutCancel(r.base)

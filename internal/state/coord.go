@@ -66,6 +66,13 @@ type Coordinator interface {
 	// cancelled, and the unfinished ones with an answer (one that needs
 	// no more answers) to an approval step still waiting.
 	Missed(ctx context.Context, runs []string) (Missed, error)
+	// Unfinished lists the unfinished top-level runs of playbook that a
+	// process executes or will (a schedule's overlap policy): pending,
+	// running, waiting or suspended, owned by nobody (the queue), by a
+	// replica (alive, or dead and about to be taken over) or by a process
+	// whose process lease lives (runbook run). The run of a process that
+	// is gone (shown interrupted) is not among them.
+	Unfinished(ctx context.Context, playbook string) ([]string, error)
 }
 
 // Missed is what Coordinator.Missed found: the notices to act on again.

@@ -71,7 +71,7 @@ func (s *Scheduler) tick(ctx context.Context) time.Duration {
 // work starts a trigger's queued slot once its playbook is idle and fires
 // its due slots. It touches only e, so triggers work concurrently.
 func (s *Scheduler) work(ctx context.Context, e *entry) {
-	if !e.pending.IsZero() && len(s.opts.Starter.Active(e.pb.Name)) == 0 {
+	if !e.pending.IsZero() && len(s.active(ctx, e)) == 0 {
 		slot := e.pending
 		e.pending = time.Time{}
 		s.start(ctx, e, queued{slot: slot})
@@ -91,7 +91,7 @@ func (s *Scheduler) fire(ctx context.Context, e *entry, q queued) {
 		s.log.Warn("schedule slot already handled", "playbook", e.pb.Name, "trigger", e.index, "slot", q.slot, "last", e.last)
 		return
 	}
-	if active := s.opts.Starter.Active(e.pb.Name); len(active) > 0 {
+	if active := s.active(ctx, e); len(active) > 0 {
 		switch e.trig.Schedule.Overlap {
 		case "allow":
 		case "replace":
@@ -115,6 +115,22 @@ func (s *Scheduler) fire(ctx context.Context, e *entry, q queued) {
 		}
 	}
 	s.start(ctx, e, q)
+}
+
+// active lists the runs of e's playbook the overlap policy considers: the
+// unfinished ones wherever they execute when the Starter knows them
+// (Unfinisher), else those executing in this process. When they cannot
+// be read, this process's are used (and the failure logged).
+func (s *Scheduler) active(ctx context.Context, e *entry) []string {
+	if u, ok := s.opts.Starter.(Unfinisher); ok {
+		ids, err := u.Unfinished(ctx, e.pb.Name)
+		if err == nil {
+			return ids
+		}
+		s.log.Warn("cannot read the unfinished runs of the playbook; the overlap policy sees this process's only",
+			"playbook", e.pb.Name, "trigger", e.index, "err", err)
+	}
+	return s.opts.Starter.Active(e.pb.Name)
 }
 
 // handled records slot as the trigger's last handled slot, without a run.

@@ -25,10 +25,19 @@ type Starter interface {
 	// durable; the run executes asynchronously.
 	Start(ctx context.Context, req StartRequest) (runID string, err error)
 	// Active lists the runs of the named playbook executing now (for the
-	// overlap policies).
+	// overlap policies; see Unfinisher).
 	Active(playbookName string) []string
-	// Cancel cancels a run executing in this process.
+	// Cancel cancels a run Active (or Unfinished) listed.
 	Cancel(runID string)
+}
+
+// Unfinisher is implemented by a Starter whose store other processes
+// execute runs from too (replicas of runbook serve on one database): the
+// overlap policies then ask it for the unfinished runs of a playbook
+// wherever they execute, instead of Active (this process's). Cancel must
+// then cancel a run executing elsewhere too (through the store).
+type Unfinisher interface {
+	Unfinished(ctx context.Context, playbookName string) ([]string, error)
 }
 
 // FailRecorder is implemented by a Starter that records a run that could

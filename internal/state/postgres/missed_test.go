@@ -60,3 +60,40 @@ func TestMissedFindsTheCancelsAndTheAnswersANoticeWouldHaveCarried(t *testing.T)
 	assert.Empty(t, m.Cancelled)
 	assert.Empty(t, m.Answered)
 }
+
+// Unfinished lists the runs of a playbook in flight on any replica or
+// process — queued, executing, parked, suspended, or left by a dead
+// replica for another to take over — and not the finished ones, the
+// sub-playbook runs, the other playbooks' or those of a process that is
+// gone.
+func TestUnfinishedListsTheRunsOfAPlaybookInFlightAnywhere(t *testing.T) {
+	a, b := replicas(t)
+	require.NoError(t, a.KeepReplica(ctx, "host/a", time.Minute))
+	require.NoError(t, a.KeepReplica(ctx, "host/dead", time.Millisecond))
+	term, err := a.Lead(ctx, "process/host/cli", "host/cli", 0, time.Minute)
+	require.NoError(t, err)
+	require.NotZero(t, term)
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	n := 0
+	mk := func(id, pb, parent, owner string, st state.RunStatus) {
+		n++
+		require.NoError(t, a.CreateRun(ctx, &state.Run{ID: id, ParentID: parent, Playbook: pb, Status: st, Owner: owner, CreatedAt: at.Add(time.Duration(n) * time.Second)}))
+	}
+	mk("queued", "nightly", "", "", state.RunPending)
+	mk("on-a", "nightly", "", "host/a", state.RunRunning)
+	mk("parked-on-dead", "nightly", "", "host/dead", state.RunWaiting)
+	mk("of-cli", "nightly", "", "host/cli", state.RunRunning)
+	mk("suspended", "nightly", "", "", state.RunSuspended)
+	mk("of-gone-process", "nightly", "", "host/gone", state.RunRunning)
+	mk("done", "nightly", "", "host/a", state.RunSucceeded)
+	mk("cancelled", "nightly", "", "host/a", state.RunCancelled)
+	mk("on-a/child", "nightly", "on-a", "host/a", state.RunRunning)
+	mk("other", "weekly", "", "host/a", state.RunRunning)
+
+	ids, err := b.Unfinished(ctx, "nightly")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"queued", "on-a", "parked-on-dead", "of-cli", "suspended"}, ids)
+	ids, err = b.Unfinished(ctx, "none")
+	require.NoError(t, err)
+	assert.Empty(t, ids)
+}

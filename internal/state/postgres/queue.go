@@ -140,3 +140,21 @@ func (s *Store) Missed(ctx context.Context, runs []string) (state.Missed, error)
 	}
 	return m, nil
 }
+
+// Unfinished implements state.Coordinator, through the index
+// runbook_runs_unfinished_playbook (migration 0008).
+func (s *Store) Unfinished(ctx context.Context, playbook string) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT r.id FROM runbook_runs r
+		WHERE r.playbook = $1 AND `+unfinishedTop+`
+		  AND (r.owner = '' OR EXISTS (SELECT 1 FROM runbook_replicas p WHERE p.id = r.owner)
+		    OR EXISTS (SELECT 1 FROM runbook_leases l WHERE l.name = 'process/' || r.owner AND l.expires_at > now()))
+		ORDER BY r.created_ns, r.id`, playbook)
+	if err != nil {
+		return nil, fmt.Errorf("unfinished runs of %s: %w", playbook, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("unfinished runs of %s: %w", playbook, err)
+	}
+	return ids, nil
+}

@@ -1,0 +1,59 @@
+package server
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/trigger"
+)
+
+// A schedule's overlap policy (skip, queue, replace) looks at the runs of
+// its playbook in flight. A server alone on its store knows them all: the
+// runs it holds (Active). A replica asks the store, so that a run another
+// replica executes — one it started, or took over from the replica that
+// started it — counts as well; replace cancels such a run through the
+// store, whose cancel notice stops it on its owner (or its owner's next
+// write, which the store refuses: engine/cancelled.go).
+
+var _ trigger.Unfinisher = (*runner)(nil)
+
+// Unfinished implements trigger.Unfinisher: the runs of the playbook this
+// server holds, and, on a store shared by replicas, those in flight
+// anywhere (state.Coordinator.Unfinished).
+func (r *runner) Unfinished(ctx context.Context, playbookName string) ([]string, error) {
+	local := r.Active(playbookName)
+	if r.rep == nil {
+		return local, nil
+	}
+	ids, err := r.rep.c.Unfinished(ctx, playbookName)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range local {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// cancelElsewhere records run runID, which this replica neither executes
+// nor holds, cancelled in the store (a schedule's overlap: replace of a
+// run another replica executes): the store's cancel notice stops it on
+// its owner. A run that ended meanwhile is left as it is.
+func (r *runner) cancelElsewhere(runID string) {
+	ctx := context.WithoutCancel(r.base)
+	run, err := r.s.store.GetRun(ctx, runID)
+	if err != nil || run.Status.Done() {
+		return
+	}
+	run.Status, run.EndedAt = state.RunCancelled, time.Now()
+	run.Error = &state.ErrorRecord{Code: string(fault.Cancelled), Message: "run cancelled by its schedule (overlap: replace)"}
+	ev := state.Event{Type: "run.cancelled", Message: "run cancelled by its schedule (overlap: replace), on replica " + r.rep.id}
+	if err := r.s.store.SaveRun(ctx, run, ev); err != nil {
+		r.s.log.Error("cannot record the cancellation of a run executing on another replica", "run_id", runID, "err", err)
+	}
+}
