@@ -39,6 +39,9 @@ type metrics struct {
 	queued func() int
 	// parked is read at each scrape: the runs parked (park.go).
 	parked func() int
+	// unfinished is the database's runs in flight, on replicas
+	// (metrics_cluster.go).
+	unfinished *unfinishedRuns
 
 	// The runs gauge is counted from the store at start, then kept current
 	// from the engine's events: status[id] is the last status of an
@@ -88,10 +91,12 @@ func newMetrics(executing, playbooks func() int) *metrics {
 			Name: "runbook_runs_fenced_total",
 			Help: "Runs stopped without writing because this replica may no longer write them: the store refused a write (another replica owns the run), or the replica's lease was not renewed in time.",
 		}, []string{"reason"}),
-		status:    map[string]state.RunStatus{},
-		stepStart: map[string]time.Time{},
+		status:     map[string]state.RunStatus{},
+		stepStart:  map[string]time.Time{},
+		unfinished: newUnfinishedRuns(),
 	}
-	runs := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "runbook_runs", Help: "Runs in the state store by status."}, []string{"status"})
+	runs := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "runbook_runs",
+		Help: "Runs in the state store by status; on replicas, the runs created through this replica since it started (see runbook_runs_unfinished)."}, []string{"status"})
 	for _, st := range runStatuses {
 		m.runs[st] = runs.WithLabelValues(string(st))
 	}
@@ -105,7 +110,7 @@ func newMetrics(executing, playbooks func() int) *metrics {
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		runs, m.stepDuration, m.deliveries, m.firings, m.lateness, m.reloads, m.recovered, m.fenced,
+		runs, m.stepDuration, m.deliveries, m.firings, m.lateness, m.reloads, m.recovered, m.unfinished, m.fenced,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_runs_executing", Help: "Runs executing in this process (including waiting ones)."},
 			func() float64 { return float64(executing()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_runs_queued", Help: "Runs accepted and waiting for an execution slot (server.max_running)."},

@@ -142,3 +142,53 @@ func waitRun(t *testing.T, st state.Store, id string, want state.RunStatus) *sta
 	}, 15*time.Second, 10*time.Millisecond, "run %s becomes %s", id, want)
 	return r
 }
+
+// gauge reads name{status="…"} from /metrics; ok is false when the series
+// is not exported.
+func (e *env) gauge(name, status string) (v float64, ok bool) {
+	e.t.Helper()
+	r := e.do("GET", "/metrics", "", nil)
+	require.Equal(e.t, 200, r.status)
+	m := regexp.MustCompile(`(?m)^` + name + `\{status="` + status + `"\} (\S+)$`).FindSubmatch(r.body)
+	if m == nil {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(string(m[1]), 64)
+	require.NoError(e.t, err)
+	return v, true
+}
+
+// runbook_runs_unfinished counts the runs in flight in the whole database,
+// whichever replica executes them, and only the replica leading the
+// scheduler exports it, so a sum over the replicas counts each run once.
+func TestTheLeaderExportsTheUnfinishedRunsOfTheWholeDatabase(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DB(t)
+	open := func() *postgres.Store {
+		st, err := postgres.Open(ctx, dsn, postgres.Options{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	other := open()
+	// Runs of a third replica, alive (not taken over), and of the past.
+	require.NoError(t, other.KeepReplica(ctx, "host/x", time.Hour))
+	at := time.Now()
+	for i, st := range []state.RunStatus{state.RunRunning, state.RunRunning, state.RunWaiting, state.RunSucceeded, state.RunCancelled} {
+		require.NoError(t, other.CreateRun(ctx, &state.Run{ID: fmt.Sprintf("x%d", i), Playbook: "pb", Status: st, Owner: "host/x", CreatedAt: at}))
+	}
+	require.NoError(t, other.CreateRun(ctx, &state.Run{ID: "x0/child", ParentID: "x0", Playbook: "sub", Status: state.RunRunning, Owner: "host/x", CreatedAt: at}))
+
+	leader := replicaOn(t, open(), nil, func(o *server.Options) { o.Engine.Process, o.Schedules = "host/a", true })
+	follower := replicaOn(t, open(), nil, func(o *server.Options) { o.Engine.Process = "host/b" })
+	require.Eventually(t, func() bool {
+		v, ok := leader.gauge("runbook_runs_unfinished", "running")
+		return ok && v == 2
+	}, 15*time.Second, 20*time.Millisecond, "the leader exports the database's running runs")
+	for status, want := range map[string]float64{"waiting": 1, "pending": 0, "suspended": 0} {
+		v, ok := leader.gauge("runbook_runs_unfinished", status)
+		assert.True(t, ok && v == want, "%s: %v (exported: %v), want %v", status, v, ok, want)
+	}
+	_, ok := follower.gauge("runbook_runs_unfinished", "running")
+	assert.False(t, ok, "a replica that does not lead exports none")
+}

@@ -191,6 +191,9 @@ func New(o Options) (*Server, error) {
 			s.metrics.firing(string(f.Outcome), f.Late, f.Outcome == trigger.Started && !f.Catchup)
 		},
 	})
+	if c, ok := s.store.(state.Coordinator); ok {
+		s.metrics.unfinished.set(s.sched.Leading, c.CountUnfinished)
+	}
 	intake, err := trigger.NewIntake(trigger.IntakeOptions{
 		Routes: o.Routes, Store: s.store, Starter: s.runs, Playbooks: s.cat.all,
 		Logger: o.Logger, MaxBody: o.MaxBody, DedupTTL: o.DedupTTL,

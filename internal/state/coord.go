@@ -73,6 +73,10 @@ type Coordinator interface {
 	// whose process lease lives (runbook run). The run of a process that
 	// is gone (shown interrupted) is not among them.
 	Unfinished(ctx context.Context, playbook string) ([]string, error)
+	// CountUnfinished counts the unfinished top-level runs of every
+	// playbook by status (pending, running, waiting, suspended), whoever
+	// executes them: the whole store's view that one replica exports.
+	CountUnfinished(ctx context.Context) (map[RunStatus]int, error)
 }
 
 // Missed is what Coordinator.Missed found: the notices to act on again.

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -158,6 +159,8 @@ type Scheduler struct {
 	wake    chan struct{}
 
 	entries map[string]*entry // Run goroutine only
+
+	leading atomic.Bool // under a Leader: this scheduler holds the lease (Leading)
 }
 
 // entry is one schedule trigger of one playbook.

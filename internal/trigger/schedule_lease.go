@@ -58,6 +58,7 @@ func (s *Scheduler) runLeased(ctx context.Context) error {
 		done    chan struct{}
 	)
 	stopLeading := func() {
+		s.leading.Store(false)
 		if stop != nil {
 			stop()
 			<-done
@@ -93,6 +94,7 @@ func (s *Scheduler) runLeased(ctx context.Context) error {
 				s.dirty = true
 				s.mu.Unlock()
 				stop, done = s.lead(ctx)
+				s.leading.Store(true)
 			}
 			term, renewed = got, time.Now()
 		}
@@ -112,6 +114,10 @@ func (s *Scheduler) runLeased(ctx context.Context) error {
 		}
 	}
 }
+
+// Leading reports whether this scheduler holds the leader lease now
+// (always false without a Leader).
+func (s *Scheduler) Leading() bool { return s.leading.Load() }
 
 // lead runs the scheduler until the returned stop is called; done is
 // closed when it returned.

@@ -158,3 +158,26 @@ func (s *Store) Unfinished(ctx context.Context, playbook string) ([]string, erro
 	}
 	return ids, nil
 }
+
+// CountUnfinished implements state.Coordinator, over the queue's index
+// runbook_runs_unfinished (the runs in flight, not the history).
+func (s *Store) CountUnfinished(ctx context.Context) (map[state.RunStatus]int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT r.status, count(*) FROM runbook_runs r WHERE `+unfinishedTop+` GROUP BY r.status`)
+	if err != nil {
+		return nil, fmt.Errorf("count unfinished runs: %w", err)
+	}
+	out := map[state.RunStatus]int{}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("count unfinished runs: %w", err)
+		}
+		out[state.RunStatus(st)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count unfinished runs: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,79 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+// runbook_runs counts what this process saw: on replicas each counts the
+// runs created through it since it started, by the last status it saw of
+// each, so their sum is not the database's. runbook_runs_unfinished is the database's view of the runs
+// in flight, by status, exported by one replica only — the one leading
+// the scheduler — so that a sum over the replicas' series counts each run
+// once. It is read from the store at a scrape, at most every
+// unfinishedRefresh; a server alone on its store (bbolt) exports none
+// (its runbook_runs counts the whole store).
+
+// unfinishedRefresh bounds how often a scrape reads the store.
+const unfinishedRefresh = 5 * time.Second
+
+// unfinishedStatuses are the label values of runbook_runs_unfinished.
+var unfinishedStatuses = []state.RunStatus{state.RunPending, state.RunRunning, state.RunWaiting, state.RunSuspended}
+
+// unfinishedRuns is the collector of runbook_runs_unfinished.
+type unfinishedRuns struct {
+	desc *prometheus.Desc
+
+	mu      sync.Mutex
+	leading func() bool // nil: not a replica
+	count   func(context.Context) (map[state.RunStatus]int, error)
+	at      time.Time
+	last    map[state.RunStatus]int
+}
+
+func newUnfinishedRuns() *unfinishedRuns {
+	return &unfinishedRuns{desc: prometheus.NewDesc("runbook_runs_unfinished",
+		"Unfinished top-level runs in the whole database by status, whichever replica executes them; exported by the replica leading the scheduler only.",
+		[]string{"status"}, nil)}
+}
+
+// set makes the collector export the store's counts (count) while leading
+// reports true.
+func (u *unfinishedRuns) set(leading func() bool, count func(context.Context) (map[state.RunStatus]int, error)) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.leading, u.count = leading, count
+}
+
+// Describe implements prometheus.Collector.
+func (u *unfinishedRuns) Describe(ch chan<- *prometheus.Desc) { ch <- u.desc }
+
+// Collect implements prometheus.Collector: nothing unless this replica
+// leads; the counts read at most unfinishedRefresh ago, else read now (a
+// failed read keeps the last ones, or exports nothing).
+func (u *unfinishedRuns) Collect(ch chan<- prometheus.Metric) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.leading == nil || !u.leading() {
+		return
+	}
+	if u.last == nil || time.Since(u.at) >= unfinishedRefresh {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		counts, err := u.count(ctx)
+		cancel()
+		if err == nil {
+			u.last, u.at = counts, time.Now()
+		}
+	}
+	if u.last == nil {
+		return
+	}
+	for _, st := range unfinishedStatuses {
+		ch <- prometheus.MustNewConstMetric(u.desc, prometheus.GaugeValue, float64(u.last[st]), string(st))
+	}
+}
