@@ -128,7 +128,7 @@ func (s *Store) AppendAudit(ctx context.Context, recs ...state.AuditRecord) erro
 			if r.Time.IsZero() {
 				r.Time = now
 			}
-			data, err := json.Marshal(r)
+			data, err := encodeAudit(&r)
 			if err != nil {
 				return err
 			}
@@ -155,9 +155,9 @@ func (s *Store) Audit(ctx context.Context, f state.AuditFilter) ([]state.AuditRe
 		}
 		c := b.Cursor()
 		for k, v := c.Seek(binary.BigEndian.AppendUint64(nil, f.After+1)); k != nil; k, v = c.Next() {
-			var r state.AuditRecord
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("%w: audit record %d: %v", state.ErrCorrupt, binary.BigEndian.Uint64(k), err)
+			r, err := decodeAudit(binary.BigEndian.Uint64(k), v)
+			if err != nil {
+				return err
 			}
 			if r.Time.Before(f.Since) {
 				continue
@@ -187,9 +187,9 @@ func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int, error) {
 		}
 		c := b.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.First() {
-			var r state.AuditRecord
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("%w: audit record: %v", state.ErrCorrupt, err)
+			r, err := decodeAudit(binary.BigEndian.Uint64(k), v)
+			if err != nil {
+				return err
 			}
 			if !r.Time.Before(before) {
 				return nil

@@ -14,8 +14,8 @@ import (
 )
 
 // The compact encoding of the values a run writes most: events, step
-// records and the listing index entry (format 4), and run records
-// (format 5). Earlier formats stored them as JSON; a compact value starts with compactTag, which no
+// records and the listing index entry (format 4), run records (format 5)
+// and audit records (format 6). Earlier formats stored them as JSON; a compact value starts with compactTag, which no
 // JSON value starts with, so a reader tells the two apart by the first
 // byte (a file of format 3 opened read-only is read as it is).
 //
@@ -27,8 +27,8 @@ import (
 // Strings that the engine writes again and again (event types, statuses,
 // common messages) are written as an index into sharedStrings.
 //
-// codec_test.go fails when state.Run, state.Event, state.StepRecord or
-// indexEntry gains a field this encoding does not carry. A field added
+// codec_test.go fails when state.Run, state.Event, state.StepRecord,
+// state.AuditRecord or indexEntry gains a field this encoding does not carry. A field added
 // later is written after the others, and read only when bytes remain, so
 // that the values written before it still read.
 const compactTag = 0x01
@@ -51,6 +51,9 @@ var sharedStrings = []string{
 	"attempt 1", "attempt 2", "attempt 3", "run started", "run succeeded", "run failed",
 	"run cancelled", "condition is false", "waiting for approval", "run is waiting for an approval",
 	"run timed out", "a step failed",
+	// audit records (format 6)
+	"run.start", "run.approve", "run.cancel", "run.retry", "run.resume", "token.create", "token.revoke",
+	"ok", "denied", "server-token",
 }
 
 var sharedIndex = func() map[string]uint64 {
@@ -540,6 +543,43 @@ func decodeRun(id string, v []byte) (*state.Run, error) {
 	r.TakeOver = d.bool()
 	if err := d.done(); err != nil {
 		return nil, fmt.Errorf("decode run %s: %w: %w", id, state.ErrCorrupt, err)
+	}
+	return r, nil
+}
+
+// encodeAudit encodes r without its Seq (its key holds it).
+func encodeAudit(r *state.AuditRecord) ([]byte, error) {
+	e := newEncoder(48 + len(r.Identity) + len(r.Target) + len(r.Source))
+	if err := e.time(r.Time); err != nil {
+		return nil, err
+	}
+	for _, s := range []string{r.Identity, r.Action, r.Target, r.Result, r.Source} {
+		e.str(s)
+	}
+	if err := e.json(r.Detail, len(r.Detail) == 0); err != nil {
+		return nil, err
+	}
+	return e.b, nil
+}
+
+// decodeAudit decodes audit record number seq, compact or JSON.
+func decodeAudit(seq uint64, v []byte) (state.AuditRecord, error) {
+	var r state.AuditRecord
+	if !isCompact(v) {
+		if err := json.Unmarshal(v, &r); err != nil {
+			return r, fmt.Errorf("%w: audit record %d: %v", state.ErrCorrupt, seq, err)
+		}
+		return r, nil
+	}
+	d := newDecoder(v)
+	r.Seq = seq
+	r.Time = d.time()
+	for _, s := range []*string{&r.Identity, &r.Action, &r.Target, &r.Result, &r.Source} {
+		*s = d.str()
+	}
+	d.json(&r.Detail)
+	if err := d.done(); err != nil {
+		return r, fmt.Errorf("%w: audit record %d: %v", state.ErrCorrupt, seq, err)
 	}
 	return r, nil
 }

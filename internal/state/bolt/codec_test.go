@@ -96,6 +96,24 @@ func TestCompactValuesReadBackAsJSONDid(t *testing.T) {
 			}
 		})
 	}
+	for name, at := range codecTimes {
+		t.Run("audit records, times "+name, func(t *testing.T) {
+			for _, r := range []state.AuditRecord{
+				{Seq: 9, Time: at, Identity: "server-token", Action: "run.start", Target: "playbook:waiting", Result: "ok",
+					Source: "127.0.0.1:48874", Detail: map[string]any{"run": "r1", "n": 2}},
+				{Seq: 10, Time: at, Identity: "kim", Action: "a later action", Result: "denied", Detail: map[string]any{}},
+			} {
+				data, err := encodeAudit(&r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := decodeAudit(r.Seq, data)
+				if want := viaJSON(t, r); err != nil || !reflect.DeepEqual(got, want) {
+					t.Errorf("audit record read back as\n%#v, %v\nwant (JSON's)\n%#v", got, err, want)
+				}
+			}
+		})
+	}
 	t.Run("empty values", func(t *testing.T) {
 		ev := state.Event{Seq: 1, Time: codecTimes["UTC"], Type: "run.started", Data: map[string]any{}}
 		data, err := encodeEvent(&ev)
@@ -150,8 +168,8 @@ func TestCompactValuesAreSmall(t *testing.T) {
 	}
 }
 
-// TestCompactValuesCarryEveryField fails when state.Run, state.Event or
-// state.StepRecord gains a field: the compact encoding names no fields,
+// TestCompactValuesCarryEveryField fails when state.Run, state.Event,
+// state.StepRecord or state.AuditRecord gains a field: the compact encoding names no fields,
 // so a new one would be dropped silently until codec.go writes it.
 func TestCompactValuesCarryEveryField(t *testing.T) {
 	for _, c := range []struct {
@@ -162,6 +180,7 @@ func TestCompactValuesCarryEveryField(t *testing.T) {
 		{state.StepRecord{}, []string{"RunID", "ID", "Status", "Attempts", "Outputs", "Error", "Checkpoint",
 			"StartedAt", "EndedAt", "NextAttemptAt", "WakeAt", "Approval"}},
 		{indexEntry{}, []string{"Status", "Playbook", "ParentID"}},
+		{state.AuditRecord{}, []string{"Seq", "Time", "Identity", "Action", "Target", "Result", "Source", "Detail"}},
 		{state.Run{}, []string{"ID", "Playbook", "File", "Snapshot", "Hash", "Inputs", "Trigger", "Status", "Error",
 			"Delivery", "Outputs", "ParentID", "ParentStep", "RetryOf", "RetryFrom", "ConcurrencyKey", "Owner",
 			"CreatedAt", "StartedAt", "EndedAt", "Deadline", "WakeAt", "AnswerOnly", "Sim", "TakeOver"}},

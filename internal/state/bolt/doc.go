@@ -33,6 +33,9 @@
 //	dedup_expiry/<t><key>          expiry index for pruning
 //	deliveries/<delivery id>       a webhook delivery's body, once for its runs
 //	                               (created by the first delivery that stores one)
+//	audit/<seq>                    AuditRecord, seq from 1 (auth.go; created by
+//	                               the first record)
+//	tokens/<name>                  Token JSON (created by the first token)
 //	stepoutput/<run id>/<seq>      a chunk of step output lines from seq on
 //	                               (state.StepOutput, steplog.go; created by the
 //	                               first append)
@@ -48,8 +51,8 @@
 // had one sub-bucket per kind (steps, steporder, events, intents,
 // approvals).
 //
-// Events, step records and index entries (format 4) and run records
-// (format 5) are written in a compact binary encoding (codec.go): no
+// Events, step records and index entries (format 4), run records
+// (format 5) and audit records (format 6) are written in a compact binary encoding (codec.go): no
 // field names, times as 8 bytes, what the key says (an event's number, a
 // step's run and ID, a run's ID) left out, a playbook hash as its 32
 // bytes, the engine's recurring strings as one byte. A run waiting on an
@@ -61,7 +64,7 @@
 // The first open for writing of an older file upgrades it in one
 // transaction: run buckets are flattened (formats 1 and 2), keeping
 // event and order numbers, JSON values are rewritten compact (formats 1
-// to 4), and the file is marked current. A file of an earlier format
+// to 5), and the file is marked current. A file of an earlier format
 // opened read-only is read as it is: a reader tells a compact value from
 // JSON by its first byte.
 //

@@ -167,11 +167,11 @@ func exportAudit(tx *bbolt.Tx, fn func(state.Record) error) error {
 		return nil
 	}
 	return b.ForEach(func(k, v []byte) error {
-		r := new(state.AuditRecord)
-		if err := json.Unmarshal(v, r); err != nil {
-			return fmt.Errorf("%w: audit record %x: %v", state.ErrCorrupt, k, err)
+		r, err := decodeAudit(binary.BigEndian.Uint64(k), v)
+		if err != nil {
+			return err
 		}
-		return fn(state.Record{Kind: state.KindAudit, Audit: r})
+		return fn(state.Record{Kind: state.KindAudit, Audit: &r})
 	})
 }
 
@@ -311,7 +311,7 @@ func importAudit(tx *bbolt.Tx, r *state.AuditRecord) error {
 	if err != nil {
 		return err
 	}
-	data, err := json.Marshal(r)
+	data, err := encodeAudit(r)
 	if err != nil {
 		return err
 	}

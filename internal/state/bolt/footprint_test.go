@@ -84,6 +84,8 @@ var (
 	v3Run  = &state.Run{ID: "w", Playbook: "waiting", Status: state.RunWaiting, CreatedAt: v3At, AnswerOnly: true}
 	v3Step = &state.StepRecord{RunID: "w", ID: "gate", Status: state.StepWaiting, Attempts: 1, StartedAt: v3At,
 		Approval: &state.ApprovalRequest{Required: 1}}
+	v3Audit = state.AuditRecord{Seq: 1, Time: v3At, Identity: "server-token", Action: "run.start", Target: "playbook:waiting",
+		Result: "ok", Source: "127.0.0.1:48874", Detail: map[string]any{"run": "w"}}
 	v3Events = func() []state.Event {
 		var evs []state.Event
 		for i, typ := range []string{"run.created", "run.started", "step.started", "approval.requested", "step.waiting", "run.waiting", "log", "log"} {
@@ -107,12 +109,18 @@ func writeVersion3File(t *testing.T, path string) {
 	key := func(kind byte, n uint64) []byte { return binary.BigEndian.AppendUint64([]byte{kind}, n) }
 	must(t, db.Update(func(tx *bbolt.Tx) error {
 		top := map[string]*bbolt.Bucket{}
-		for _, name := range []string{"meta", "runs", "snapshots", "runs_by_created", "rundata", "locks", "cursors", "dedup", "dedup_expiry"} {
+		for _, name := range []string{"meta", "runs", "snapshots", "runs_by_created", "rundata", "locks", "cursors", "dedup", "dedup_expiry", "audit"} {
 			b, err := tx.CreateBucket([]byte(name))
 			if err != nil {
 				return err
 			}
 			top[name] = b
+		}
+		if err := top["audit"].Put(binary.BigEndian.AppendUint64(nil, 1), js(v3Audit)); err != nil {
+			return err
+		}
+		if err := top["audit"].SetSequence(1); err != nil {
+			return err
 		}
 		idx := append(binary.BigEndian.AppendUint64(nil, uint64(v3At.UnixNano())^(1<<63)), "w"...)
 		for _, kv := range []struct {
@@ -162,6 +170,7 @@ func rawRun(t *testing.T, path string) (version string, inline bool, first map[s
 		_, v := tx.Bucket([]byte("runs_by_created")).Cursor().First()
 		first["index"] = v[0]
 		first["record"] = tx.Bucket([]byte("runs")).Get([]byte("w"))[0]
+		first["audit"] = tx.Bucket([]byte("audit")).Get(binary.BigEndian.AppendUint64(nil, 1))[0]
 		return rb.ForEach(func(k, v []byte) error {
 			first[strconv.Quote(string(k))] = v[0]
 			return nil
@@ -172,7 +181,8 @@ func rawRun(t *testing.T, path string) (version string, inline bool, first map[s
 
 // TestAVersion3FileIsReadThenMadeCompact: a file of format 3 is read as
 // it is when opened read-only; the first open for writing rewrites its
-// run records, events, step records and index entries compact (the run's bucket, over
+// run records, events, step records, index entries and audit records
+// compact (the run's bucket, over
 // the inline limit in JSON, becomes inline), marks it current, and every read
 // gives what it gave before.
 func TestAVersion3FileIsReadThenMadeCompact(t *testing.T) {
@@ -202,6 +212,11 @@ func TestAVersion3FileIsReadThenMadeCompact(t *testing.T) {
 		if !reflect.DeepEqual(evs, v3Events) {
 			t.Errorf("%s: events\n%+v\nwant\n%+v", when, evs, v3Events)
 		}
+		audit, err := s.Audit(ctx, state.AuditFilter{})
+		must(t, err)
+		if len(audit) != 1 || !reflect.DeepEqual(audit[0], v3Audit) {
+			t.Errorf("%s: audit %+v, want %+v", when, audit, v3Audit)
+		}
 	}
 	if version, inline, _ := rawRun(t, path); version != "3" || inline {
 		t.Fatalf("the format 3 file is version %s, its run inline: %v; want 3, not inline", version, inline)
@@ -211,7 +226,7 @@ func TestAVersion3FileIsReadThenMadeCompact(t *testing.T) {
 	must(t, err)
 	check("read-only", ro)
 	must(t, ro.Close())
-	if version, _, first := rawRun(t, path); version != "3" || first["index"] != '{' || first[`"sgate"`] != '{' || first["record"] != '{' {
+	if version, _, first := rawRun(t, path); version != "3" || first["index"] != '{' || first[`"sgate"`] != '{' || first["record"] != '{' || first["audit"] != '{' {
 		t.Fatalf("a read-only open changed the file: version %s, values starting %q", version, first)
 	}
 

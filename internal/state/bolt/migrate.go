@@ -13,15 +13,17 @@ import (
 
 // compactVersion is the format version that writes events, step records
 // and index entries in the compact encoding (codec.go) instead of JSON;
-// compactRunsVersion writes run records compact too.
+// compactRunsVersion writes run records compact too, compactAuditVersion
+// audit records.
 const (
-	compactVersion     = 4
-	compactRunsVersion = 5
+	compactVersion      = 4
+	compactRunsVersion  = 5
+	compactAuditVersion = 6
 )
 
-// migrateCompact rewrites the JSON run records, events, step records and
-// listing index entries of a file of format 3 or 4 in the compact
-// encoding, in the caller's transaction, run by run; values already
+// migrateCompact rewrites the JSON run records, events, step records,
+// listing index entries and audit records of a file of format 5 or
+// earlier in the compact encoding, in the caller's transaction, run by run; values already
 // compact are left as they are. Run buckets that fit inline once rewritten are
 // stored inline from this commit on (their pages are freed for later
 // writes).
@@ -45,7 +47,46 @@ func migrateCompact(tx *bbolt.Tx) error {
 	if err := compactRecords(tx.Bucket(bucketRuns)); err != nil {
 		return err
 	}
+	if err := compactAudit(tx.Bucket(bucketAudit)); err != nil {
+		return err
+	}
 	return compactIndex(tx.Bucket(bucketByCreated))
+}
+
+// compactAudit rewrites the JSON records of the audit bucket (nil: a file
+// that never had one).
+func compactAudit(b *bbolt.Bucket) error {
+	if b == nil {
+		return nil
+	}
+	var out []rewrite
+	err := b.ForEach(func(k, v []byte) error {
+		if isCompact(v) {
+			return nil
+		}
+		if len(k) != 8 {
+			return fmt.Errorf("audit key %x: %w", k, state.ErrCorrupt)
+		}
+		r, err := decodeAudit(binary.BigEndian.Uint64(k), v)
+		if err != nil {
+			return err
+		}
+		data, err := encodeAudit(&r)
+		if err != nil {
+			return fmt.Errorf("audit record %d: %w", r.Seq, err)
+		}
+		out = append(out, rewrite{bytes.Clone(k), data})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range out {
+		if err := b.Put(r.k, r.v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // compactRecords rewrites the JSON run records of the runs bucket.
