@@ -52,14 +52,15 @@
 // approvals).
 //
 // Events, step records and index entries (format 4), run records
-// (format 5) and audit records (format 6) are written in a compact binary encoding (codec.go): no
-// field names, times as 8 bytes, what the key says (an event's number, a
-// step's run and ID, a run's ID) left out, a playbook hash as its 32
-// bytes, the engine's recurring strings as one byte. A run waiting on an
-// approval (six events and its step) keeps a bucket of about 500 bytes,
-// inline; one that ran three steps, about 900. A run record writes the
-// times set as the run goes on at their final size from its creation, so
-// that rewriting it does not grow it. Earlier formats wrote JSON.
+// (format 5) and audit records (format 6) are written in a compact binary
+// encoding (codec.go): no field names, times as 8 bytes, what the key
+// says (an event's number, a step's run and ID, a run's ID) left out, a
+// playbook hash as its 32 bytes, the engine's recurring strings as one
+// byte. A run waiting on an approval (six events and its step) keeps a
+// bucket of about 500 bytes, inline; one that ran three steps, about 900.
+// A run record writes the times set as the run goes on at their final
+// size from its creation, so that rewriting it does not grow it. Earlier
+// formats wrote JSON.
 //
 // The first open for writing of an older file upgrades it in one
 // transaction: run buckets are flattened (formats 1 and 2), keeping
