@@ -2,53 +2,172 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/state"
 )
 
+// Concurrency keys. A run whose playbook names a key takes it before its
+// steps (a lock in the store, held by the run, not the process). A key
+// held by another run skips this one (on_busy: skip), cancels the holder
+// (cancel_running) and queues, or queues (queue).
+//
+// How a run queues depends on its caller. Under runbook serve
+// (ApprovalParkAll with Options.Keys) it parks: it is saved waiting with
+// QueuedOnKey, holding no goroutine, and the caller (KeyQueue) keeps it
+// until the key is released, then takes the key in the run's name
+// (AcquireLock, oldest run first) and executes it again, already holding
+// it. A wake that finds the key taken again parks the run again, without
+// a write. Elsewhere (runbook run) the run waits in process: it tries
+// again at each release in this process and every ApprovalPoll.
+
+// KeyQueue is what the caller of an engine that parks does for the runs
+// parked on a concurrency key (runbook serve: internal/server/keys.go).
+type KeyQueue interface {
+	// Queued reports whether runs parked on key wait for it in the
+	// caller: a new run with on_busy: queue parks behind them instead of
+	// taking the key, so that they get it first, oldest first.
+	Queued(key string) bool
+	// Freed tells the caller that this process released key.
+	Freed(key string)
+}
+
+// errParkedOnKey is what acquireConcurrency returns once the run is saved
+// waiting for its key (parkOnKey).
+var errParkedOnKey = errors.New("parked until its concurrency key is released")
+
 // acquireConcurrency takes the run's concurrency key, when the playbook
 // has one. A key held by another run skips this one (ErrBusy), cancels the
-// holder, or is waited for, as on_busy says; release frees it.
+// holder, or is waited for, as on_busy says; release frees it. A run
+// parked until the key is free returns errParkedOnKey.
 func (rs *runState) acquireConcurrency(ctx context.Context) (release func(), err error) {
 	c := rs.pb.Concurrency
-	nop := func() {}
 	if c == nil || c.Key == nil {
-		return nop, nil
+		return func() {}, nil
 	}
 	rs.mu.RLock()
 	kv, err := rs.eval(c.Key, rs.scope(nil))
 	rs.mu.RUnlock()
 	if err != nil {
-		return nop, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("concurrency.key: %v", err)}
+		return func() {}, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("concurrency.key: %v", err)}
 	}
 	key := rs.e.o.Redactor.String(stringify(kv))
 	rs.run.ConcurrencyKey = key
-	st := rs.e.o.Store
-	waitingLogged := false
+	if rs.e.o.Approvals == ApprovalParkAll && rs.e.o.Keys != nil {
+		return rs.acquireOrPark(ctx, key, c.OnBusy)
+	}
+	return rs.acquireOrWait(ctx, key, c.OnBusy)
+}
+
+// lock is the run's claim on key.
+func (rs *runState) lock(key string) state.Lock {
+	return state.Lock{Key: key, Owner: rs.run.ID, Process: rs.e.o.Process, Since: rs.e.o.Clock.Now()}
+}
+
+// acquireOrPark takes key, or parks the run until it is released. A new
+// run with on_busy: queue parks without trying while older runs are
+// parked on the key here (KeyQueue.Queued): they get it first. A run
+// already queued on the key (woken, or taken over by another replica)
+// tries at once: it is woken holding the key, taken in its name.
+func (rs *runState) acquireOrPark(ctx context.Context, key, onBusy string) (func(), error) {
+	e, r := rs.e, rs.run
+	nop := func() {}
+	queued := r.QueuedOnKey == key
+	if ctx.Err() != nil { // its deadline passed while it was parked
+		r.QueuedOnKey = ""
+		return nop, context.Cause(ctx)
+	}
+	if onBusy == "queue" && r.Status == state.RunPending && e.o.Keys.Queued(key) {
+		return nop, rs.parkOnKey(ctx, key, "")
+	}
+	ok, holder, err := e.o.Store.AcquireLock(ctx, rs.lock(key))
+	if err != nil {
+		r.QueuedOnKey = ""
+		return nop, fmt.Errorf("acquire concurrency key %q: %w", key, err)
+	}
+	if ok {
+		r.QueuedOnKey = ""
+		return func() { e.releaseLock(ctx, key, r.ID) }, nil
+	}
+	switch onBusy {
+	case "skip":
+		return nop, fmt.Errorf("%w: %q is held by run %s", ErrBusy, key, holder.Owner)
+	case "cancel_running":
+		if !queued { // once, when it comes: not at each wake
+			e.cancelHolder(ctx, key, holder.Owner, fmt.Errorf("cancelled by run %s sharing concurrency key %q", r.ID, key))
+		}
+	}
+	return nop, rs.parkOnKey(ctx, key, holder.Owner)
+}
+
+// parkOnKey saves the run waiting until key, held by run holder (empty:
+// by another run, with older runs queued on it), is released, and
+// returns errParkedOnKey. A run whose record says so already (a wake
+// that lost the key) parks again without a write. A run cancelled
+// meanwhile ends cancelled instead (its cause is returned).
+func (rs *runState) parkOnKey(ctx context.Context, key, holder string) error {
+	e, r := rs.e, rs.run
+	if cause := e.takeCancel(r.ID); cause != nil {
+		r.QueuedOnKey = ""
+		return cause
+	}
+	if r.Status == state.RunCancelled { // recorded cancelled by another process
+		r.QueuedOnKey = ""
+		msg := "run cancelled"
+		if r.Error != nil && r.Error.Message != "" {
+			msg = r.Error.Message
+		}
+		return &fault.Error{Code: fault.Cancelled, Message: msg}
+	}
+	again := r.Status == state.RunWaiting && r.QueuedOnKey == key && r.Owner == e.o.Process
+	r.Status, r.Owner, r.QueuedOnKey = state.RunWaiting, e.o.Process, key
+	r.WakeAt, r.AnswerOnly = r.Deadline, r.Deadline.IsZero() // its deadline still fails it
+	if again {
+		return errParkedOnKey
+	}
+	msg := fmt.Sprintf("queued on concurrency key %q held by run %s: parked until it is released", key, holder)
+	if holder == "" {
+		msg = fmt.Sprintf("queued on concurrency key %q behind the runs queued on it before: parked until its turn", key)
+	}
+	if err := rs.saveRun(ctx, state.Event{Type: "run.queued", Message: msg}); err != nil {
+		return err
+	}
+	return errParkedOnKey
+}
+
+// acquireOrWait takes key, waiting in process while it is held: it tries
+// again at each release in this process, and every ApprovalPoll (a key
+// held by another process, or released by a restart).
+func (rs *runState) acquireOrWait(ctx context.Context, key, onBusy string) (func(), error) {
+	e, r := rs.e, rs.run
+	nop := func() {}
+	waitingLogged, cancelled := false, ""
 	for {
-		ok, holder, err := st.AcquireLock(ctx, state.Lock{Key: key, Owner: rs.run.ID, Process: rs.e.o.Process, Since: rs.e.o.Clock.Now()})
+		ok, holder, err := e.o.Store.AcquireLock(ctx, rs.lock(key))
 		if err != nil {
 			return nop, fmt.Errorf("acquire concurrency key %q: %w", key, err)
 		}
 		if ok {
-			return func() { rs.e.releaseLock(ctx, key, rs.run.ID) }, nil
+			return func() { e.releaseLock(ctx, key, r.ID) }, nil
 		}
-		switch c.OnBusy {
+		switch onBusy {
 		case "skip":
 			return nop, fmt.Errorf("%w: %q is held by run %s", ErrBusy, key, holder.Owner)
 		case "cancel_running":
-			rs.e.Cancel(holder.Owner, fmt.Errorf("cancelled by run %s sharing concurrency key %q", rs.run.ID, key))
+			if holder.Owner != cancelled {
+				cancelled = holder.Owner
+				e.cancelHolder(ctx, key, holder.Owner, fmt.Errorf("cancelled by run %s sharing concurrency key %q", r.ID, key))
+			}
 		}
 		if !waitingLogged {
 			waitingLogged = true
 			rs.event(ctx, state.Event{Type: "run.queued", Message: fmt.Sprintf("waiting for concurrency key %q held by run %s", key, holder.Owner)})
 		}
-		// Wait for a key released in this process, or poll (a key held
-		// by another process, or released by a restart).
-		freed := rs.e.lockFreedChan()
+		freed := e.lockFreedChan()
 		wctx, stop := context.WithCancel(ctx)
 		go func() {
 			select {
@@ -57,11 +176,50 @@ func (rs *runState) acquireConcurrency(ctx context.Context) (release func(), err
 			case <-wctx.Done():
 			}
 		}()
-		_ = rs.e.o.Clock.Sleep(wctx, rs.e.o.ApprovalPoll) // an error: woken by a release, or ctx ended
+		_ = e.o.Clock.Sleep(wctx, e.o.ApprovalPoll) // an error: woken by a release, or ctx ended
 		stop()
 		if ctx.Err() != nil {
 			return nop, context.Cause(ctx)
 		}
+	}
+}
+
+// cancelHolder cancels run holderID, which holds key, for a run with
+// on_busy: cancel_running. A holder executing or parked in this process
+// is cancelled here. Any other has its record saved cancelled, which
+// reaches the process executing it: on a store shared by replicas the
+// store's cancel notice does (state.NoticeCancel), and the holder ends
+// cancelled there and releases the key. On a store this process holds
+// alone no other process executes the holder: its key, left behind, is
+// released.
+func (e *Engine) cancelHolder(ctx context.Context, key, holderID string, cause error) {
+	if e.Cancel(holderID, cause) {
+		return
+	}
+	wctx, stop := e.writeCtx(ctx)
+	defer stop()
+	h, err := e.o.Store.GetRun(wctx, holderID)
+	switch {
+	case errors.Is(err, state.ErrNotFound):
+	case err != nil:
+		e.o.Logger.Error("cannot cancel the run holding a concurrency key", "run_id", holderID, "key", key, "err", err)
+		return
+	case !h.Status.Done():
+		msg := cause.Error()
+		if !strings.HasPrefix(msg, "run cancelled") {
+			msg = "run cancelled: " + msg
+		}
+		h.Status, h.EndedAt = state.RunCancelled, e.o.Clock.Now()
+		h.Error = &state.ErrorRecord{Code: string(fault.Cancelled), Message: e.o.Redactor.String(msg)}
+		ev := state.Event{Type: "run.cancelled", Message: h.Error.Message}
+		if err := e.o.Store.SaveRun(wctx, h, ev); err != nil {
+			e.o.Logger.Error("cannot record the cancellation of the run holding a concurrency key", "run_id", holderID, "key", key, "err", err)
+			return
+		}
+		e.observe(holderID, ev)
+	}
+	if ex, ok := e.o.Store.(state.Exclusive); ok && ex.Exclusive() {
+		e.releaseLock(ctx, key, holderID)
 	}
 }
 
@@ -76,15 +234,24 @@ func (e *Engine) lockFreedChan() <-chan struct{} {
 	return e.freed
 }
 
-// lockFreed wakes the runs queued on a concurrency key.
-func (e *Engine) lockFreed() {
+// lockFreed wakes the runs queued on key: those waiting in process, and
+// those parked (Options.Keys).
+func (e *Engine) lockFreed(key string) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.freed != nil {
 		close(e.freed)
 		e.freed = nil
 	}
+	e.mu.Unlock()
+	if e.o.Keys != nil {
+		e.o.Keys.Freed(key)
+	}
 }
+
+// KeyPoll is how often the runs queued on a concurrency key look for a
+// release they were not told of (ApprovalPoll): a key released by another
+// process without a notice.
+func (e *Engine) KeyPoll() time.Duration { return e.o.ApprovalPoll }
 
 // Backoff between attempts to release a concurrency key whose release
 // failed.
@@ -104,7 +271,7 @@ func (e *Engine) releaseLock(ctx context.Context, key, runID string) {
 	err := e.o.Store.ReleaseLock(wctx, key, runID)
 	stop()
 	if err == nil {
-		e.lockFreed()
+		e.lockFreed(key)
 		return
 	}
 	e.o.Logger.Error("release concurrency key; trying again", "run_id", runID, "key", key, "err", err)
@@ -128,7 +295,7 @@ func (e *Engine) releaseLock(ctx context.Context, key, runID string) {
 			}
 			cancel()
 			if err == nil || !held {
-				e.lockFreed()
+				e.lockFreed(key)
 				return
 			}
 			e.o.Logger.Error("release concurrency key; trying again", "run_id", runID, "key", key, "err", err, "in", wait)

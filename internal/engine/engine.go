@@ -107,6 +107,11 @@ type Options struct {
 	// one of its sub-playbook runs, was answered; it was cancelled), and
 	// reports whether it does.
 	Wake func(runID string) bool
+	// Keys, under ApprovalParkAll, holds the runs parked on a busy
+	// concurrency key (on_busy: queue, cancel_running) and hands them the
+	// key when it is released (see KeyQueue). Without it such a run waits
+	// in process.
+	Keys KeyQueue
 	// MaxParallel caps concurrently running steps of one run (default 8).
 	MaxParallel int
 	// Process identifies this process in locks and runs.

@@ -170,9 +170,12 @@ func (rs *runState) begin(ctx context.Context) (_ context.Context, stop func(), 
 
 	release, err := rs.acquireConcurrency(ctx)
 	if err != nil {
-		if errors.Is(err, ErrBusy) {
+		switch {
+		case errors.Is(err, errParkedOnKey):
+			return ctx, stop, r, nil // saved waiting for its key (concurrency.go)
+		case errors.Is(err, ErrBusy):
 			out, err = rs.skip(ctx, err)
-		} else {
+		default:
 			out, err = rs.finish(ctx, err)
 		}
 		return ctx, stop, out, err

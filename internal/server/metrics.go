@@ -162,7 +162,7 @@ func runStatusOf(evType string) (state.RunStatus, bool) {
 		return state.RunPending, true
 	case "run.started", "run.resumed":
 		return state.RunRunning, true
-	case "run.waiting":
+	case "run.waiting", "run.queued": // run.queued: parked on its concurrency key (keys.go)
 		return state.RunWaiting, true
 	case "run.suspended":
 		return state.RunSuspended, true

@@ -46,6 +46,8 @@ type parkSlot struct {
 	// wakeNow: woken while executing (or being parked): execute it again
 	// instead of parking it.
 	wakeNow bool
+	// key: parked until this concurrency key is free (keys.go).
+	key string
 }
 
 // parker is the runner's timer heap of parked runs with a wake time.
@@ -112,9 +114,12 @@ func (r *runner) parkLocked(runID string, a *runSlot) bool {
 		r.admitLocked(queuedRun{run: p.run, pb: p.pb, inputs: p.secrets})
 		return true
 	}
-	a.park = &parkSlot{parked: true, wake: p.wake, secrets: p.secrets}
+	a.park = &parkSlot{parked: true, wake: p.wake, secrets: p.secrets, key: p.run.QueuedOnKey}
 	r.park.count++
 	r.park.add(r, runID, p.wake)
+	if p.run.QueuedOnKey != "" {
+		r.keyParkLocked(p.run.QueuedOnKey, runID, p.run.CreatedAt)
+	}
 	return true
 }
 
@@ -129,9 +134,13 @@ func (r *runner) parkAtStart(run *state.Run) bool {
 	if _, dup := r.active[run.ID]; dup || r.base.Err() != nil {
 		return true
 	}
-	r.active[run.ID] = &runSlot{playbook: run.Playbook, park: &parkSlot{parked: true, wake: run.WakeAt}}
+	r.active[run.ID] = &runSlot{playbook: run.Playbook, park: &parkSlot{parked: true, wake: run.WakeAt, key: run.QueuedOnKey}}
 	r.park.count++
 	r.park.add(r, run.ID, run.WakeAt)
+	if run.QueuedOnKey != "" {
+		r.keyParkLocked(run.QueuedOnKey, run.ID, run.CreatedAt) // tried once the server is ready
+		return true
+	}
 	if run.WakeAt.IsZero() && !run.AnswerOnly {
 		r.park.unknown = append(r.park.unknown, run.ID)
 		r.park.scan.Do(func() { go r.findWakes() })
@@ -214,6 +223,9 @@ func (r *runner) wakeRun(runID string) bool {
 		return true
 	}
 	secrets := a.park.secrets
+	if a.park.key != "" {
+		r.keyUnparkLocked(a.park.key, runID)
+	}
 	a.park = nil // owned, neither parked nor queued while it is read
 	r.park.count--
 	r.park.remove(runID)

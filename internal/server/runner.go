@@ -40,7 +40,8 @@ type runner struct {
 
 	rep *replica // nil: the store is not shared by replicas (replica.go)
 
-	park parker // parked runs with a wake time (park.go)
+	park parker  // parked runs with a wake time (park.go)
+	keys keyPark // runs parked on a concurrency key (keys.go)
 }
 
 // preparedRun is a prepared run's playbook, raw inputs and first event.

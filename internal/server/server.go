@@ -157,6 +157,7 @@ func New(o Options) (*Server, error) {
 	_, eo.Fence = o.Engine.Store.(state.Coordinator)
 	eo.LeaseCheck = func() error { return s.runs.leaseCheck() }
 	eo.Wake = func(runID string) bool { return s.runs.wakeRun(runID) }
+	eo.Keys = runnerKeys{s} // runs queued on a concurrency key park too (keys.go)
 	if eo.ApprovalPoll <= 0 {
 		eo.ApprovalPoll = 30 * time.Second
 	}

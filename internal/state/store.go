@@ -128,6 +128,10 @@ type Run struct {
 	// process that owns it is gone (its process lease lapsed), as they do
 	// for every run with server.take_over_run_processes.
 	TakeOver bool `json:"take_over,omitempty"`
+	// QueuedOnKey is set on a waiting run parked until its concurrency key,
+	// held by another run, is released (on_busy: queue under runbook
+	// serve): it does not hold the key and has not started its steps.
+	QueuedOnKey string `json:"queued_on_key,omitempty"`
 }
 
 // ErrorRecord is a persisted, redacted error.

@@ -485,6 +485,7 @@ func encodeRunRecord(r *state.Run) ([]byte, error) {
 	e.bool(r.AnswerOnly)
 	e.str(r.Sim)
 	e.bool(r.TakeOver)
+	e.str(r.QueuedOnKey)
 	return e.b, nil
 }
 
@@ -541,6 +542,9 @@ func decodeRun(id string, v []byte) (*state.Run, error) {
 	r.AnswerOnly = d.bool()
 	r.Sim = d.str()
 	r.TakeOver = d.bool()
+	if len(d.b) > 0 { // absent from records written before it
+		r.QueuedOnKey = d.str()
+	}
 	if err := d.done(); err != nil {
 		return nil, fmt.Errorf("decode run %s: %w: %w", id, state.ErrCorrupt, err)
 	}

@@ -82,7 +82,8 @@ func TestCompactValuesReadBackAsJSONDid(t *testing.T) {
 					Status: state.RunFailed, Error: &state.ErrorRecord{Code: "invalid", Message: "no"},
 					Delivery: &state.DeliveryRef{ID: "d1", Hook: -1}, Outputs: map[string]any{"o": true},
 					ParentID: "p", ParentStep: "ps", RetryOf: "r0", RetryFrom: "b", ConcurrencyKey: "ck", Owner: "vm/1@2",
-					CreatedAt: at, StartedAt: at, EndedAt: at, Deadline: at, WakeAt: at, AnswerOnly: true, Sim: "http://127.0.0.1:1", TakeOver: true},
+					CreatedAt: at, StartedAt: at, EndedAt: at, Deadline: at, WakeAt: at, AnswerOnly: true, Sim: "http://127.0.0.1:1", TakeOver: true,
+					QueuedOnKey: "nks/c1"},
 				{ID: "r3", Hash: strings.Repeat("AB", 32), Inputs: map[string]any{}, Snapshot: []byte{}, Delivery: &state.DeliveryRef{ID: "d", Hook: 7}},
 			} {
 				data, err := encodeRunRecord(r)
@@ -183,7 +184,7 @@ func TestCompactValuesCarryEveryField(t *testing.T) {
 		{state.AuditRecord{}, []string{"Seq", "Time", "Identity", "Action", "Target", "Result", "Source", "Detail"}},
 		{state.Run{}, []string{"ID", "Playbook", "File", "Snapshot", "Hash", "Inputs", "Trigger", "Status", "Error",
 			"Delivery", "Outputs", "ParentID", "ParentStep", "RetryOf", "RetryFrom", "ConcurrencyKey", "Owner",
-			"CreatedAt", "StartedAt", "EndedAt", "Deadline", "WakeAt", "AnswerOnly", "Sim", "TakeOver"}},
+			"CreatedAt", "StartedAt", "EndedAt", "Deadline", "WakeAt", "AnswerOnly", "Sim", "TakeOver", "QueuedOnKey"}},
 	} {
 		typ := reflect.TypeOf(c.v)
 		var got []string
@@ -241,5 +242,19 @@ func TestARunRecordKeepsItsSizeAsTheRunGoesOn(t *testing.T) {
 	}
 	if created > 120 {
 		t.Errorf("a run record takes %d bytes, want at most 120", created)
+	}
+}
+
+// A run record written before QueuedOnKey was encoded (format 5's first
+// records) reads back without it.
+func TestARunRecordWithoutQueuedOnKeyReadsBack(t *testing.T) {
+	r := &state.Run{ID: "r1", Playbook: "p", Status: state.RunWaiting, CreatedAt: codecTimes["UTC"]}
+	data, err := encodeRunRecord(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeRun("r1", data[:len(data)-1]) // without the empty key
+	if want := viaJSON(t, r); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("run record read back as\n%#v, %v\nwant\n%#v", got, err, want)
 	}
 }

@@ -1,0 +1,92 @@
+package engine_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/state"
+)
+
+// keyQueue is a caller's queue of runs parked on keys (engine.KeyQueue):
+// queued says runs are parked on every key; freed lists the releases.
+type keyQueue struct {
+	mu     sync.Mutex
+	queued bool
+	freed  []string
+}
+
+func (q *keyQueue) Queued(string) bool { q.mu.Lock(); defer q.mu.Unlock(); return q.queued }
+func (q *keyQueue) Freed(key string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.freed = append(q.freed, key)
+}
+
+const keyedSrc = `
+version: 1
+name: keyed
+concurrency: {key: the-key, on_busy: queue}
+steps:
+  - {id: one, uses: set, with: {ok: true}}
+`
+
+// Under ApprovalParkAll with a KeyQueue, a run whose key is held parks:
+// it is saved waiting, queued on the key, without holding it, and its
+// call returns. Executed again once the key is free, it takes the key
+// and runs; its release is told to the queue.
+func TestARunWhoseKeyIsHeldParksQueuedOnIt(t *testing.T) {
+	q := &keyQueue{}
+	h := newHarness(t, func(o *engine.Options) { o.Approvals, o.Keys = engine.ApprovalParkAll, q })
+	ctx := context.Background()
+	ok, _, err := h.store.AcquireLock(ctx, state.Lock{Key: "the-key", Owner: "holder"})
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	r, err := h.run(keyedSrc, nil)
+	require.NoError(t, err)
+	assert.Equal(t, state.RunWaiting, r.Status)
+	got, err := h.store.GetRun(ctx, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, state.RunWaiting, got.Status)
+	assert.Equal(t, "the-key", got.QueuedOnKey)
+	assert.Len(t, h.stored(r.ID, "run.queued"), 1)
+
+	// Woken while the key is still held: parked again, without a write.
+	n := len(h.stored(r.ID, ""))
+	r, err = h.engine.Resume(ctx, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, state.RunWaiting, r.Status)
+	assert.Len(t, h.stored(r.ID, ""), n, "no event, no write")
+
+	require.NoError(t, h.store.ReleaseLock(ctx, "the-key", "holder"))
+	r, err = h.engine.Resume(ctx, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, state.RunSucceeded, r.Status)
+	got, err = h.store.GetRun(ctx, r.ID)
+	require.NoError(t, err)
+	assert.Empty(t, got.QueuedOnKey)
+	locks, err := h.store.Locks(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, locks)
+	assert.Equal(t, []string{"the-key"}, q.freed)
+}
+
+// A new run with on_busy: queue whose key has runs parked on it in the
+// caller parks behind them, even though the key is free: they get it
+// first.
+func TestANewRunQueuesBehindTheRunsParkedOnItsKey(t *testing.T) {
+	q := &keyQueue{queued: true}
+	h := newHarness(t, func(o *engine.Options) { o.Approvals, o.Keys = engine.ApprovalParkAll, q })
+	r, err := h.run(keyedSrc, nil)
+	require.NoError(t, err)
+	assert.Equal(t, state.RunWaiting, r.Status)
+	assert.Equal(t, "the-key", r.QueuedOnKey)
+	locks, err := h.store.Locks(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, locks, "the free key was not taken")
+}

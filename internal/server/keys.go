@@ -1,0 +1,263 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/state"
+)
+
+// Runs queued on a concurrency key (engine.KeyQueue). A run whose key is
+// held by another run (on_busy: queue, or cancel_running once it has
+// cancelled the holder) is saved waiting with state.Run.QueuedOnKey and
+// parked like any waiting run (park.go): no goroutine, no slot. The
+// runner keeps, per key, the runs parked on it here, oldest first.
+//
+// When the key may have become free — this process released it (Freed),
+// another replica or process did (state.NoticeKeyFreed, sent by the
+// database whoever deletes the lock), a run parked on it (a release may
+// have come between its try and its parking), the server became ready,
+// or every KeyPoll (a release nothing told of) — one goroutine takes the
+// key in the name of the oldest run parked on it (AcquireLock with the
+// run as owner) and wakes that run: it is launched through the normal
+// path and queues for a slot, holding the key already, so that no run
+// launched later takes it first. A key still held wakes nothing, so a
+// run never spins on it. A new run that finds runs parked on its key
+// here parks behind them (Queued).
+//
+// Fairness is first-in-first-out among the runs queued in one process.
+// Replicas each keep their own queue; a release wakes the oldest run of
+// each, and the first to take the key has it: the others stay parked.
+
+// keyPark is the runner's index of the runs parked on each key.
+type keyPark struct {
+	waiting map[string][]keyWaiter // key -> runs parked on it, oldest first (runner.mu)
+	dirty   map[string]bool        // keys to try to hand over (runner.mu)
+	kick    chan struct{}
+	once    sync.Once
+}
+
+type keyWaiter struct {
+	id      string
+	created time.Time
+}
+
+// staleKeyAfter is how long a key may stay held by a run that ended (or
+// was deleted) before the runs queued on it release it: a release lost
+// with its process. A run releases its key as soon as it ends.
+const staleKeyAfter = time.Minute
+
+// runnerKeys is the engine's view of the runner's key queues (the runner
+// is made after the engine).
+type runnerKeys struct{ s *Server }
+
+var _ engine.KeyQueue = runnerKeys{}
+
+func (k runnerKeys) Queued(key string) bool { return k.s.runs.keyQueued(key) }
+func (k runnerKeys) Freed(key string)       { k.s.runs.keyFreed(key) }
+
+// keyParkLocked queues run id (created at created) on key and has the
+// key tried: a release may have come before the run was parked. r.mu is
+// held.
+func (r *runner) keyParkLocked(key, id string, created time.Time) {
+	kp := &r.keys
+	if kp.waiting == nil {
+		kp.waiting, kp.dirty = map[string][]keyWaiter{}, map[string]bool{}
+	}
+	q := kp.waiting[key]
+	i := len(q)
+	for i > 0 && before(created, id, q[i-1]) {
+		i--
+	}
+	kp.waiting[key] = slices.Insert(q, i, keyWaiter{id: id, created: created})
+	r.keyDirtyLocked(key)
+}
+
+// before reports whether the run (created, id) was created before w.
+func before(created time.Time, id string, w keyWaiter) bool {
+	if c := created.Compare(w.created); c != 0 {
+		return c < 0
+	}
+	return id < w.id
+}
+
+// keyUnparkLocked takes run id out of key's queue. r.mu is held.
+func (r *runner) keyUnparkLocked(key, id string) {
+	q := r.keys.waiting[key]
+	if i := slices.IndexFunc(q, func(w keyWaiter) bool { return w.id == id }); i >= 0 {
+		q = slices.Delete(q, i, i+1)
+	}
+	if len(q) == 0 {
+		delete(r.keys.waiting, key)
+		return
+	}
+	r.keys.waiting[key] = q
+}
+
+// keyDirtyLocked notes key to try and wakes the hand-over loop, started
+// on first use. r.mu is held.
+func (r *runner) keyDirtyLocked(key string) {
+	kp := &r.keys
+	kp.once.Do(func() {
+		kp.kick = make(chan struct{}, 1)
+		go r.keyLoop()
+	})
+	kp.dirty[key] = true
+	select {
+	case kp.kick <- struct{}{}:
+	default:
+	}
+}
+
+// keyQueued reports whether runs are parked on key here (engine.KeyQueue).
+func (r *runner) keyQueued(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.keys.waiting[key]) > 0
+}
+
+// keyFreed has key tried, if runs are parked on it here; an empty key
+// (a notice whose key was too long to carry) has every key tried.
+func (r *runner) keyFreed(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if key == "" {
+		for k := range r.keys.waiting {
+			r.keyDirtyLocked(k)
+		}
+		return
+	}
+	if len(r.keys.waiting[key]) > 0 {
+		r.keyDirtyLocked(key)
+	}
+}
+
+// keyLoop hands keys over until the runner stops: at each kick the keys
+// noted, and every KeyPoll every key with runs parked on it.
+func (r *runner) keyLoop() {
+	select {
+	case <-r.s.ready: // stale locks are released and the runs parked at start known
+	case <-r.base.Done():
+		return
+	}
+	t := time.NewTicker(r.s.eng.KeyPoll())
+	defer t.Stop()
+	for {
+		polled := false
+		select {
+		case <-r.base.Done():
+			return
+		case <-r.keys.kick:
+		case <-t.C:
+			polled = true
+		}
+		r.mu.Lock()
+		var keys []string
+		for k := range r.keys.dirty {
+			keys = append(keys, k)
+		}
+		clear(r.keys.dirty)
+		if polled {
+			keys = keys[:0]
+			for k := range r.keys.waiting {
+				keys = append(keys, k)
+			}
+		}
+		r.mu.Unlock()
+		for _, k := range keys {
+			r.handOver(k, polled)
+		}
+	}
+}
+
+// headLocked returns the oldest run parked on key (empty: none), dropping
+// the runs that left the queue another way (woken, cancelled). r.mu is
+// held.
+func (r *runner) headLocked(key string) string {
+	for {
+		q := r.keys.waiting[key]
+		if len(q) == 0 {
+			return ""
+		}
+		if r.parkedOnLocked(key, q[0].id) {
+			return q[0].id
+		}
+		r.keyUnparkLocked(key, q[0].id)
+	}
+}
+
+// parkedOnLocked reports whether run id is parked on key here. r.mu is
+// held.
+func (r *runner) parkedOnLocked(key, id string) bool {
+	a := r.active[id]
+	return a != nil && a.park != nil && a.park.parked && a.park.key == key
+}
+
+// handOver takes key in the name of the oldest run parked on it and
+// wakes that run. A key held by a run parked on it here (handed it before
+// a restart) wakes that run. With stale (the poll), a key held by a run
+// that ended more than staleKeyAfter ago is released first.
+func (r *runner) handOver(key string, stale bool) {
+	ctx := context.WithoutCancel(r.base)
+	for range 4 {
+		r.mu.Lock()
+		head := r.headLocked(key)
+		r.mu.Unlock()
+		if head == "" || r.base.Err() != nil {
+			return
+		}
+		ok, holder, err := r.s.store.AcquireLock(ctx, state.Lock{Key: key, Owner: head, Process: r.s.eng.Process(), Since: time.Now()})
+		if err != nil {
+			r.s.log.Warn("cannot take a concurrency key for the run queued on it; trying again later", "key", key, "run_id", head, "err", err)
+			return
+		}
+		if !ok {
+			r.mu.Lock()
+			theirs := r.parkedOnLocked(key, holder.Owner)
+			r.mu.Unlock()
+			switch {
+			case theirs:
+				head = holder.Owner
+			case stale && r.releaseLeftBehind(ctx, key, holder.Owner):
+				continue
+			default:
+				return // held: its release says when
+			}
+		}
+		r.mu.Lock()
+		parked := r.parkedOnLocked(key, head)
+		_, owned := r.active[head]
+		r.mu.Unlock()
+		if parked {
+			r.wakeRun(head)
+			return
+		}
+		if !owned {
+			// It ended meanwhile: the key goes to the next.
+			_ = r.s.store.ReleaseLock(ctx, key, head)
+		}
+		// Else it was woken meanwhile and executes: it holds the key now
+		// and releases it when it ends.
+	}
+}
+
+// releaseLeftBehind releases key, held by run holder, if that run ended
+// more than staleKeyAfter ago or no longer exists, and reports whether it
+// did.
+func (r *runner) releaseLeftBehind(ctx context.Context, key, holder string) bool {
+	run, err := r.s.store.GetRun(ctx, holder)
+	switch {
+	case errors.Is(err, state.ErrNotFound):
+	case err != nil || !run.Status.Done() || time.Since(run.EndedAt) < staleKeyAfter:
+		return false
+	}
+	if err := r.s.store.ReleaseLock(ctx, key, holder); err != nil {
+		return false
+	}
+	r.s.log.Warn("released a concurrency key left held by a run that ended", "key", key, "run_id", holder)
+	return true
+}
