@@ -125,7 +125,7 @@ func (rs *runState) parkOnKey(ctx context.Context, key, holder string) error {
 	}
 	again := r.Status == state.RunWaiting && r.QueuedOnKey == key && r.Owner == e.o.Process
 	r.Status, r.Owner, r.QueuedOnKey = state.RunWaiting, e.o.Process, key
-	r.WakeAt, r.AnswerOnly = r.Deadline, r.Deadline.IsZero() // its deadline still fails it
+	r.WakeAt, r.AnswerOnly = r.Deadline, false // its deadline still fails it
 	if again {
 		return errParkedOnKey
 	}

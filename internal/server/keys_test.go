@@ -39,6 +39,12 @@ concurrency: {key: k, on_busy: queue}
 steps:
   - {id: one, uses: set, with: {n: "${{ inputs.n }}"}}
 `,
+	"taker.yaml": `version: 1
+name: taker
+concurrency: {key: k, on_busy: cancel_running}
+steps:
+  - {id: one, uses: set, with: {ok: true}}
+`,
 	"free.yaml": `version: 1
 name: free
 steps:

@@ -331,7 +331,8 @@ func (r *runner) kickQueue() {
 
 // notice acts on one notice: work wakes the queue; an approval wakes the
 // run waiting here (or resumes it, parked, when this replica owns it); a
-// cancel stops the run executing here.
+// cancel stops the run executing here; a released concurrency key wakes
+// the oldest run parked on it here.
 func (r *runner) notice(ctx context.Context, n state.Notice) {
 	switch n.Kind {
 	case state.NoticeListening:
@@ -354,6 +355,8 @@ func (r *runner) notice(ctx context.Context, n state.Notice) {
 		}
 	case state.NoticeCancel:
 		r.cancelNotice(ctx, n.RunID)
+	case state.NoticeKeyFreed:
+		r.keyFreed(n.Key) // the runs parked on it here (keys.go)
 	}
 }
 

@@ -89,12 +89,14 @@ type Missed struct {
 type NoticeKind string
 
 // The kinds of notice. The store sends NoticeApproval when an approval is
-// recorded and NoticeCancel when a run is recorded cancelled, whoever
-// wrote them; NoticeWork is sent by the replicas.
+// recorded, NoticeCancel when a run is recorded cancelled and
+// NoticeKeyFreed when a concurrency key is released, whoever wrote them;
+// NoticeWork is sent by the replicas.
 const (
 	NoticeWork     NoticeKind = "work"     // runs to take: a replica released its runs, a run was queued
 	NoticeApproval NoticeKind = "approval" // run RunID got an approval answer
 	NoticeCancel   NoticeKind = "cancel"   // run RunID was cancelled
+	NoticeKeyFreed NoticeKind = "key"      // concurrency key Key was released (empty: some key)
 	// NoticeListening comes from Listen itself, first: from now on no
 	// notice is lost.
 	NoticeListening NoticeKind = "listening"
@@ -103,7 +105,8 @@ const (
 // Notice is one notification between replicas.
 type Notice struct {
 	Kind  NoticeKind
-	RunID string // empty for NoticeWork
+	RunID string // empty for NoticeWork and NoticeKeyFreed
+	Key   string // NoticeKeyFreed's key
 }
 
 // ErrCancelledMeanwhile refuses a write of a run recorded cancelled since

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -261,4 +262,34 @@ func TestTheQueueTakesARunProcessesRunWhosePlaybookOptsInOnceItsLeaseLapsed(t *t
 	got, err := a.GetRun(ctx, "opted-in-dead")
 	require.NoError(t, err)
 	assert.True(t, got.TakeOver, "the record keeps the playbook's choice")
+}
+
+// A concurrency key released by one replica (its lock row deleted, by
+// ReleaseLock or otherwise) is a notice to the others, with the key; a
+// release that frees nothing sends none. A key too long for a notice is
+// sent empty.
+func TestAReleasedKeyIsANoticeToTheOtherReplica(t *testing.T) {
+	a, b := replicas(t)
+	notices := make(chan state.Notice, 16)
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { _ = b.Listen(lctx, func(n state.Notice) { notices <- n }) }()
+	require.Equal(t, state.Notice{Kind: state.NoticeListening}, next(t, notices))
+
+	ok, _, err := a.AcquireLock(ctx, state.Lock{Key: "nks/prod", Owner: "r1"})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Error(t, a.ReleaseLock(ctx, "nks/prod", "someone-else"), "held by r1: nothing deleted, no notice")
+	require.NoError(t, a.ReleaseLock(ctx, "nks/prod", "r1"))
+	assert.Equal(t, state.Notice{Kind: state.NoticeKeyFreed, Key: "nks/prod"}, next(t, notices))
+
+	long := strings.Repeat("k", 7500)
+	ok, _, err = a.AcquireLock(ctx, state.Lock{Key: long, Owner: "r2"})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, a.ReleaseLock(ctx, long, "r2"))
+	assert.Equal(t, state.Notice{Kind: state.NoticeKeyFreed}, next(t, notices))
+
+	require.NoError(t, a.Notify(ctx, state.Notice{Kind: state.NoticeKeyFreed, Key: "by-hand"}))
+	assert.Equal(t, state.Notice{Kind: state.NoticeKeyFreed, Key: "by-hand"}, next(t, notices))
 }

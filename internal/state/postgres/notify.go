@@ -17,6 +17,7 @@ var noticeChannels = map[string]state.NoticeKind{
 	"runbook_work":     state.NoticeWork,
 	"runbook_approval": state.NoticeApproval,
 	"runbook_cancel":   state.NoticeCancel,
+	"runbook_key":      state.NoticeKeyFreed, // migration 0009
 }
 
 // Listen implements state.Coordinator on a connection of its own, taken
@@ -51,7 +52,10 @@ func (s *Store) Listen(ctx context.Context, fn func(state.Notice)) error {
 			return fmt.Errorf("listen: %w", err)
 		}
 		ch, _, _ := strings.Cut(n.Channel, ":")
-		if kind, ok := noticeChannels[ch]; ok {
+		switch kind, ok := noticeChannels[ch]; {
+		case kind == state.NoticeKeyFreed:
+			fn(state.Notice{Kind: kind, Key: n.Payload})
+		case ok:
 			fn(state.Notice{Kind: kind, RunID: n.Payload})
 		}
 	}
@@ -61,7 +65,11 @@ func (s *Store) Listen(ctx context.Context, fn func(state.Notice)) error {
 func (s *Store) Notify(ctx context.Context, n state.Notice) error {
 	for ch, kind := range noticeChannels {
 		if kind == n.Kind {
-			if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1 || ':' || current_schema(), $2)`, ch, n.RunID); err != nil {
+			payload := n.RunID
+			if kind == state.NoticeKeyFreed {
+				payload = n.Key
+			}
+			if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1 || ':' || current_schema(), $2)`, ch, payload); err != nil {
 				return fmt.Errorf("notify %s: %w", ch, err)
 			}
 			return nil

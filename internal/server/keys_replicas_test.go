@@ -1,0 +1,104 @@
+package server_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/server"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/postgres"
+	"github.com/runbook/runbook/internal/state/postgres/pgtest"
+)
+
+// keyReplicaOn starts a replica of runbook serve named process on the
+// database dsn, serving the playbooks of dir. Its poll for approvals and
+// keys is an hour: only a notice wakes a run within a test.
+func keyReplicaOn(t *testing.T, dsn, dir, process string) *env {
+	t.Helper()
+	store, err := postgres.Open(context.Background(), dsn, postgres.Options{})
+	require.NoError(t, err)
+	srv, err := server.New(server.Options{
+		Engine:    engine.Options{Store: store, Environ: []string{}, Process: process, ApprovalPoll: time.Hour},
+		Playbooks: dir, Listen: "127.0.0.1:0", Token: token, Lease: 2 * time.Second, ShutdownGrace: 5 * time.Second,
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	select {
+	case <-srv.Ready():
+	case err := <-done:
+		cancel()
+		store.Close()
+		t.Fatalf("replica stopped at start: %v", err)
+	}
+	e := &env{t: t, dir: dir, srv: srv, url: "http://" + srv.Addr()}
+	stopped := false
+	e.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(15 * time.Second):
+			t.Error("replica did not stop")
+		}
+		require.NoError(t, store.Close())
+	}
+	t.Cleanup(e.stop)
+	return e
+}
+
+// twoReplicasOn starts replicas A and B on one fresh database with the
+// keyed playbooks.
+func twoReplicasOn(t *testing.T) (a, b *env) {
+	dsn, dir := pgtest.DB(t), t.TempDir()
+	for name, src := range keyedPlaybooks {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(src), 0o600))
+	}
+	return keyReplicaOn(t, dsn, dir, "replica-a/1"), keyReplicaOn(t, dsn, dir, "replica-b/2")
+}
+
+// A key released on replica B wakes at once the run parked on it on
+// replica A (the database's notice: A's poll is an hour).
+func TestAKeyReleasedOnOneReplicaWakesTheRunParkedOnAnother(t *testing.T) {
+	a, b := twoReplicasOn(t)
+	holder := b.startRun("holder", nil)
+	b.waitParked(1)
+	queued := a.startRun("queued", nil)
+	a.waitParked(1)
+	assert.Equal(t, "waiting", a.api("GET", "/api/v1/runs/"+queued, nil).json(t)["status"])
+
+	r := b.api("POST", "/api/v1/runs/"+holder+"/approve", map[string]any{"approve": true, "by": "alice"})
+	require.Equal(t, 200, r.status, "%s", r.body)
+	b.waitStatus(holder, state.RunSucceeded)
+	m := a.waitStatus(queued, state.RunSucceeded)
+	assert.Equal(t, "replica-a/1", m["owner"], "A executed it")
+	a.waitParked(0)
+}
+
+// A run with on_busy: cancel_running cancels the holder of its key even
+// when the holder is another replica's: recorded cancelled, the holder
+// ends cancelled there, which releases the key to the new run.
+func TestCancelRunningCancelsAHolderOnAnotherReplica(t *testing.T) {
+	a, b := twoReplicasOn(t)
+	holder := b.startRun("sleeper", nil)
+	b.waitParked(1)
+	taker := a.startRun("taker", nil)
+	a.waitStatus(taker, state.RunSucceeded)
+	m := b.waitStatus(holder, state.RunCancelled)
+	assert.Contains(t, m["error"].(map[string]any)["message"], "cancelled by run "+taker)
+	steps := stepsByID(m)
+	assert.Equal(t, "cancelled", steps["nap"]["status"], "B ended it: its waiting step cancelled")
+	b.waitParked(0)
+}
