@@ -284,9 +284,9 @@ func (s *Store) init() error {
 				return fmt.Errorf("migrate state file %s to format %d: %w", s.path, flatRunDataVersion, err)
 			}
 		}
-		if stored > 0 && stored < compactAuditVersion {
+		if stored > 0 && stored < eventBlocksVersion {
 			if err := migrateCompact(tx); err != nil {
-				return fmt.Errorf("migrate state file %s to format %d: %w", s.path, compactAuditVersion, err)
+				return fmt.Errorf("migrate state file %s to format %d: %w", s.path, eventBlocksVersion, err)
 			}
 		}
 		meta := tx.Bucket(bucketMeta)

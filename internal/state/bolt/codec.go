@@ -290,7 +290,12 @@ func decodeEvent(seq uint64, v []byte) (state.Event, error) {
 		}
 		return ev, nil
 	}
-	d := newDecoder(v)
+	return decodeEventFields(seq, newDecoder(v))
+}
+
+// decodeEventFields decodes an event's fields (what follows compactTag).
+func decodeEventFields(seq uint64, d *decoder) (state.Event, error) {
+	var ev state.Event
 	ev.Seq = seq
 	ev.Time = d.time()
 	ev.Type = d.str()

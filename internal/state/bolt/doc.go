@@ -24,7 +24,9 @@
 //	runs_by_created/<t><run id>    {status, playbook, parent} for ListRuns
 //	rundata/<run id>/s<step>       StepRecord
 //	rundata/<run id>/o<n>          step id, n from 1 in first-saved order
-//	rundata/<run id>/e<seq>        Event, seq from 1 per run
+//	rundata/<run id>/E<seq>        events from seq on, consecutive, up to about
+//	                               512 bytes a block (format 7, eventblocks.go);
+//	                               seq from 1 per run
 //	rundata/<run id>/i<step>       Intent JSON
 //	rundata/<run id>/a<step>       Approval JSON
 //	locks/<key>                    Lock JSON
@@ -56,18 +58,19 @@
 // encoding (codec.go): no field names, times as 8 bytes, what the key
 // says (an event's number, a step's run and ID, a run's ID) left out, a
 // playbook hash as its 32 bytes, the engine's recurring strings as one
-// byte. A run waiting on an approval (six events and its step) keeps a
-// bucket of about 500 bytes, inline; one that ran three steps, about 900.
-// A run record writes the times set as the run goes on at their final
-// size from its creation, so that rewriting it does not grow it. Earlier
-// formats wrote JSON.
+// byte. With its events in one block (format 7), a run waiting on an
+// approval (six events and its step) keeps a bucket of about 360 bytes,
+// inline; one that ran three steps, about 700. A run record writes the
+// times set as the run goes on at their final size from its creation, so
+// that rewriting it does not grow it. Earlier formats wrote JSON.
 //
 // The first open for writing of an older file upgrades it in one
 // transaction: run buckets are flattened (formats 1 and 2), keeping
 // event and order numbers, JSON values are rewritten compact (formats 1
-// to 5), and the file is marked current. A file of an earlier format
-// opened read-only is read as it is: a reader tells a compact value from
-// JSON by its first byte.
+// to 5), events are put in blocks (formats 1 to 6), and the file is
+// marked current. A file of an earlier format opened read-only is read as
+// it is: a reader tells a compact value from JSON by its first byte, and
+// one-event keys from blocks by their kind.
 //
 // Usage (usage.go) walks a file and sums its bytes and pages per bucket
 // and per kind of run key: where a file's size goes.

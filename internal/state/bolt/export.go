@@ -88,11 +88,7 @@ func exportRunData(rb *bbolt.Bucket, id string, fn func(state.Record) error) err
 	if err != nil {
 		return err
 	}
-	err = scanRun(rb, kindEvent, nil, func(k, v []byte) (bool, error) {
-		ev, err := decodeEvent(binary.BigEndian.Uint64(k), v)
-		if err != nil {
-			return false, err
-		}
+	err = scanEvents(rb, 0, func(ev state.Event) (bool, error) {
 		return true, fn(state.Record{Kind: state.KindEvent, Event: &state.RunEvent{RunID: id, Event: ev}})
 	})
 	if err != nil {
@@ -254,10 +250,7 @@ func importEvent(tx *bbolt.Tx, ev *state.RunEvent) error {
 	if err != nil {
 		return err
 	}
-	if err := rb.Put(numKey(kindEvent, ev.Seq), data); err != nil {
-		return err
-	}
-	return rb.SetSequence(max(rb.Sequence(), ev.Seq))
+	return putEvents(rb, ev.Seq, [][]byte{data})
 }
 
 func putRunJSON(tx *bbolt.Tx, runID string, kind byte, key string, v any) error {

@@ -22,8 +22,8 @@ const (
 )
 
 // migrateCompact rewrites the JSON run records, events, step records,
-// listing index entries and audit records of a file of format 5 or
-// earlier in the compact encoding, in the caller's transaction, run by run; values already
+// listing index entries and audit records of a file of format 6 or
+// earlier in the compact encoding, and its events in blocks, in the caller's transaction, run by run; values already
 // compact are left as they are. Run buckets that fit inline once rewritten are
 // stored inline from this commit on (their pages are freed for later
 // writes).
@@ -120,8 +120,8 @@ func compactRecords(b *bbolt.Bucket) error {
 
 type rewrite struct{ k, v []byte }
 
-// compactRun rewrites the JSON events and step records of one (flat) run
-// bucket.
+// compactRun rewrites the JSON step records of one (flat) run bucket and
+// puts its events in blocks (blockEvents).
 func compactRun(rb *bbolt.Bucket, id string) error {
 	var out []rewrite
 	err := rb.ForEach(func(k, v []byte) error {
@@ -130,17 +130,6 @@ func compactRun(rb *bbolt.Bucket, id string) error {
 		}
 		var data []byte
 		switch k[0] {
-		case kindEvent:
-			if len(k) != 9 {
-				return fmt.Errorf("event key %q: %w", k, state.ErrCorrupt)
-			}
-			ev, err := decodeEvent(binary.BigEndian.Uint64(k[1:]), v)
-			if err != nil {
-				return err
-			}
-			if data, err = encodeEvent(&ev); err != nil {
-				return err
-			}
 		case kindStep:
 			rec := new(state.StepRecord)
 			if err := json.Unmarshal(v, rec); err != nil {
@@ -164,7 +153,7 @@ func compactRun(rb *bbolt.Bucket, id string) error {
 			return err
 		}
 	}
-	return nil
+	return blockEvents(rb)
 }
 
 // compactIndex rewrites the JSON entries of runs_by_created.

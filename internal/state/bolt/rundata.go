@@ -25,7 +25,7 @@ import (
 const (
 	kindStep     = 's' // s<step id> -> StepRecord (compact, codec.go; JSON before format 4)
 	kindOrder    = 'o' // o<8-byte n> -> step id, n from 1 in first-saved order
-	kindEvent    = 'e' // e<8-byte seq> -> Event (compact; JSON before format 4), seq from 1
+	kindEvent    = 'e' // e<8-byte seq> -> Event, seq from 1 (formats 3 to 6; JSON before 4; see eventblocks.go)
 	kindIntent   = 'i' // i<step> -> Intent JSON
 	kindApproval = 'a' // a<step> -> Approval JSON
 )

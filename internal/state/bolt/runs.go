@@ -71,15 +71,7 @@ func createRun(tx *bbolt.Tx, id string, enc *encodedRun, evs [][]byte) error {
 	if err := enc.write(tx); err != nil {
 		return err
 	}
-	if len(evs) == 0 {
-		return nil
-	}
-	for i, data := range evs {
-		if err := rb.Put(numKey(kindEvent, uint64(i+1)), data); err != nil {
-			return err
-		}
-	}
-	return rb.SetSequence(uint64(len(evs)))
+	return appendEvents(rb, evs)
 }
 
 // SaveRun replaces a run's record and appends events. It fails with

@@ -2,7 +2,6 @@ package bolt
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -160,23 +159,6 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, events ...state.
 	return nil
 }
 
-// appendEvents appends encoded events, numbering them from the run's
-// next sequence number (from 1, counted by the run bucket's Sequence):
-// an encoded event does not hold its number, so the shared writer does
-// no encoding work.
-func appendEvents(rb *bbolt.Bucket, events [][]byte) error {
-	for _, data := range events {
-		seq, err := rb.NextSequence()
-		if err != nil {
-			return err
-		}
-		if err := rb.Put(numKey(kindEvent, seq), data); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // encodeEvents encodes events (without their numbers, see encodeEvent);
 // a zero Time is set to now.
 func (s *Store) encodeEvents(events []state.Event) ([][]byte, error) {
@@ -195,7 +177,7 @@ func (s *Store) encodeEvents(events []state.Event) ([][]byte, error) {
 }
 
 // Events returns a run's events with Seq > after, at most limit (0: all).
-// It seeks straight to after+1. It fails with state.ErrNotFound when the
+// It seeks straight to the block holding after+1. It fails with state.ErrNotFound when the
 // run does not exist.
 func (s *Store) Events(ctx context.Context, runID string, after uint64, limit int) ([]state.Event, error) {
 	var out []state.Event
@@ -207,14 +189,9 @@ func (s *Store) Events(ctx context.Context, runID string, after uint64, limit in
 		if after == math.MaxUint64 {
 			return nil
 		}
-		from := binary.BigEndian.AppendUint64(nil, after+1)
-		return scanRun(rb, kindEvent, from, func(k, v []byte) (bool, error) {
+		return scanEvents(rb, after+1, func(ev state.Event) (bool, error) {
 			if limit > 0 && len(out) >= limit {
 				return false, nil
-			}
-			ev, err := decodeEvent(binary.BigEndian.Uint64(k), v)
-			if err != nil {
-				return false, err
 			}
 			out = append(out, ev)
 			return true, nil
