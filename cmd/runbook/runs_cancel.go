@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -65,6 +66,11 @@ func cmdRunsCancel(ctx context.Context, a *app, args []string) error {
 	// This process holds the state file, so no other process executes the
 	// run: marking it cancelled is all there is to do.
 	cancelled, err := cancelRun(ctx, store, r)
+	var ended *state.EndedMeanwhileError
+	if errors.As(err, &ended) && ended.Run == r.ID {
+		// It ended on another process (a replica) since it was read.
+		return &exitError{code: 1, err: &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("run %s already %s", r.ID, ended.Status)}, hint: "runbook runs show " + r.ID}
+	}
 	if err != nil {
 		return withHint(err, "")
 	}
@@ -99,7 +105,11 @@ func cancelRun(ctx context.Context, store state.Store, r *state.Run) (map[string
 		now := time.Now()
 		cur.Status, cur.EndedAt, cur.Owner = state.RunCancelled, now, ""
 		cur.Error = &state.ErrorRecord{Code: string(fault.Cancelled), Message: msg}
-		if err := store.SaveRun(ctx, cur, state.Event{Time: now, Type: "run.cancelled", Message: msg}); err != nil {
+		err := store.SaveRun(ctx, cur, state.Event{Time: now, Type: "run.cancelled", Message: msg})
+		if errors.Is(err, state.ErrEndedMeanwhile) && cur.ID != r.ID {
+			continue // a sub-playbook run that ended meanwhile keeps its end
+		}
+		if err != nil {
 			return done, fmt.Errorf("cancel run %s: %w", cur.ID, err)
 		}
 		done[cur.ID] = true

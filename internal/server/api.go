@@ -493,6 +493,11 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		run.Error = &state.ErrorRecord{Code: string(fault.Cancelled), Message: "run cancelled"}
 		ev := state.Event{Type: "run.cancelled", Message: "run cancelled by " + by}
 		if err := s.store.SaveRun(r.Context(), run, ev); err != nil {
+			var ended *state.EndedMeanwhileError
+			if errors.As(err, &ended) { // it ended on another replica since it was read
+				writeError(w, http.StatusConflict, fault.Conflict, ended.Error())
+				return
+			}
 			writeErr(w, err)
 			return
 		}

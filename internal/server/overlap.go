@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -53,7 +54,7 @@ func (r *runner) cancelElsewhere(runID string) {
 	run.Status, run.EndedAt = state.RunCancelled, time.Now()
 	run.Error = &state.ErrorRecord{Code: string(fault.Cancelled), Message: "run cancelled by its schedule (overlap: replace)"}
 	ev := state.Event{Type: "run.cancelled", Message: "run cancelled by its schedule (overlap: replace), on replica " + r.rep.id}
-	if err := r.s.store.SaveRun(ctx, run, ev); err != nil {
+	if err := r.s.store.SaveRun(ctx, run, ev); err != nil && !errors.Is(err, state.ErrEndedMeanwhile) {
 		r.s.log.Error("cannot record the cancellation of a run executing on another replica", "run_id", runID, "err", err)
 	}
 }

@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -117,3 +118,24 @@ type Notice struct {
 // (a replica, `runbook runs cancel`). Writing the run cancelled is never
 // refused. The writer then cancels its execution (see engine).
 var ErrCancelledMeanwhile = errors.New("run recorded cancelled meanwhile")
+
+// ErrEndedMeanwhile refuses a cancellation of a run that ended otherwise
+// (succeeded, failed, skipped) since the writer read it: a store shared by
+// several processes never records a cancel over an end the write did not
+// see, so a cancel racing the run's last step on another process cannot
+// turn a success into a cancellation. Errors that are it are
+// *EndedMeanwhileError, which says how the run ended.
+var ErrEndedMeanwhile = errors.New("run ended meanwhile")
+
+// EndedMeanwhileError is ErrEndedMeanwhile for run Run, which ended Status.
+type EndedMeanwhileError struct {
+	Run    string
+	Status RunStatus
+}
+
+func (e *EndedMeanwhileError) Error() string {
+	return fmt.Sprintf("run %s is already %s", e.Run, e.Status)
+}
+
+// Is makes an EndedMeanwhileError ErrEndedMeanwhile.
+func (e *EndedMeanwhileError) Is(target error) bool { return target == ErrEndedMeanwhile }

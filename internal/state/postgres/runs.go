@@ -40,7 +40,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, ` + snapshotValu
 const updateRun = `UPDATE runbook_runs SET (` + runColumns + `) =
 	($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, ` + snapshotValue + `, $15),
 	last_seq = last_seq + $16
-WHERE id = $1 AND ` + notOverCancelled
+WHERE id = $1 AND ` + notOverCancelled + ` AND ` + notCancelOverEnded
 
 // notOverCancelled is the condition that a write of status $3 with end
 // time $12 may replace the stored run: it is not cancelled, or the write
@@ -51,16 +51,29 @@ WHERE id = $1 AND ` + notOverCancelled
 // cancelledMeanwhile).
 const notOverCancelled = `(status <> 'cancelled' OR $3 = 'cancelled' OR ended_at IS NOT DISTINCT FROM $12)`
 
+// notCancelOverEnded is the condition that a write of status $3 with end
+// time $12 does not record a cancellation over a run that ended
+// otherwise since the writer read it (a cancel racing the run's end on
+// another process): refused, state.ErrEndedMeanwhile.
+const notCancelOverEnded = `($3 <> 'cancelled' OR status NOT IN ('succeeded', 'failed', 'skipped') OR ended_at IS NOT DISTINCT FROM $12)`
+
 // cancelledMeanwhile turns the ErrNotFound of a run write that changed
 // no row into state.ErrCancelledMeanwhile when the run exists, recorded
-// cancelled: notOverCancelled refused it.
+// cancelled (notOverCancelled refused it), or into
+// state.ErrEndedMeanwhile when it ended otherwise (notCancelOverEnded).
 func (s *Store) cancelledMeanwhile(ctx context.Context, id string, err error) error {
 	if !errors.Is(err, state.ErrNotFound) {
 		return err
 	}
 	var status string
-	if s.pool.QueryRow(ctx, `SELECT status FROM runbook_runs WHERE id = $1`, id).Scan(&status) == nil && status == string(state.RunCancelled) {
+	if s.pool.QueryRow(ctx, `SELECT status FROM runbook_runs WHERE id = $1`, id).Scan(&status) != nil {
+		return err
+	}
+	switch st := state.RunStatus(status); {
+	case st == state.RunCancelled:
 		return fmt.Errorf("run %s: %w", id, state.ErrCancelledMeanwhile)
+	case st.Done():
+		return &state.EndedMeanwhileError{Run: id, Status: st}
 	}
 	return err
 }

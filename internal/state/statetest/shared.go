@@ -25,6 +25,48 @@ func RunShared(t *testing.T, open func(t *testing.T) (a, b state.Store)) {
 	t.Run("claims are taken once", func(t *testing.T) { testSharedClaims(t, open) })
 	t.Run("deliveries racing on both start each hook's run once", func(t *testing.T) { testSharedDeliveries(t, open) })
 	t.Run("a cancellation is not overwritten by a write that did not see it", func(t *testing.T) { testSharedCancel(t, open) })
+	t.Run("a cancellation is not recorded over an end it did not see", func(t *testing.T) { testSharedCancelAfterEnd(t, open) })
+}
+
+// testSharedCancelAfterEnd has b read a running run, a end it (each way a
+// run ends otherwise), then b record it cancelled from what it read: the
+// cancellation is refused with an *EndedMeanwhileError naming the end,
+// and nothing of it is written. A cancellation written by one who saw
+// the end (its record carries the end time) is not refused.
+func testSharedCancelAfterEnd(t *testing.T, open func(t *testing.T) (a, b state.Store)) {
+	a, b := open(t)
+	// Times a second apart: PostgreSQL keeps microseconds.
+	for i, end := range []state.RunStatus{state.RunSucceeded, state.RunFailed, state.RunSkipped} {
+		id := "r" + string(end)
+		r := newRun(id, "pb", at(0))
+		r.Status, r.StartedAt = state.RunRunning, at(time.Second)
+		create(t, a, r)
+		read, err := b.GetRun(ctx, id)
+		ok(t, err)
+
+		r.Status, r.EndedAt = end, at(2*time.Second)
+		ok(t, a.SaveRun(ctx, r, state.Event{Type: "run." + string(end), Time: at(2 * time.Second)}))
+
+		read.Status, read.EndedAt = state.RunCancelled, at(3*time.Second)
+		err = b.SaveRun(ctx, read, state.Event{Type: "run.cancelled", Time: at(3 * time.Second)})
+		var ended *state.EndedMeanwhileError
+		if !errors.As(err, &ended) || !errors.Is(err, state.ErrEndedMeanwhile) {
+			t.Fatalf("%d: cancellation of a run that ended %s meanwhile: %v, want an EndedMeanwhileError", i, end, err)
+		}
+		same(t, ended.Run, id)
+		same(t, ended.Status, end)
+		got, err := a.GetRun(ctx, id)
+		ok(t, err)
+		same(t, got.Status, end)
+		evs, err := a.Events(ctx, id, 0, 0)
+		ok(t, err)
+		same(t, len(evs), 1)
+	}
+	// One who saw the end may still write what it likes over it.
+	got, err := b.GetRun(ctx, "rfailed")
+	ok(t, err)
+	got.Status = state.RunCancelled
+	ok(t, b.SaveRun(ctx, got))
 }
 
 // testSharedCancel has a run executing through store a while b records it
