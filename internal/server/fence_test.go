@@ -40,7 +40,7 @@ func (c *cutOff) KeepReplica(ctx context.Context, replica string, ttl time.Durat
 
 // fenceLease is the replicas' lease in these tests: short, so that a
 // takeover comes quickly.
-const fenceLease = 1500 * time.Millisecond
+const fenceLease = 2 * time.Second
 
 // pgReplica starts a `runbook serve` replica named process over st (a
 // store on the database the test shares) and the playbooks in dir.
