@@ -152,6 +152,9 @@ type Engine struct {
 	// cancelNext holds the causes of runs to cancel as soon as this
 	// process executes them next (CancelParked).
 	cancelNext map[string]error
+	// early holds the runs whose parked waits end at their next execution
+	// here (WakeEarly, park.go).
+	early map[string]bool
 	// freed is closed (and replaced) when this process releases a
 	// concurrency key, so runs queued on a key try again at once.
 	freed chan struct{}
@@ -194,7 +197,7 @@ func New(o Options) *Engine {
 	if o.Process == "" {
 		o.Process = thisProcess()
 	}
-	return &Engine{o: o, active: map[string]context.CancelCauseFunc{}, waiters: map[string]context.CancelFunc{}, cancelNext: map[string]error{}}
+	return &Engine{o: o, active: map[string]context.CancelCauseFunc{}, waiters: map[string]context.CancelFunc{}, cancelNext: map[string]error{}, early: map[string]bool{}}
 }
 
 // StartRequest describes a new run.

@@ -218,3 +218,62 @@ func cancelCause(cause error) error {
 	}
 	return cause
 }
+
+// WakeEarly has the parked waits of run runID that end at a moment end
+// at its next execution in this process (runbook serve: an API resume of
+// the parked run, which the caller then wakes): a sleep ends, a retry's
+// delay is over (the next attempt starts), a cloud task wait polls (as
+// any resumed task wait does). Approvals and sub-playbook runs are
+// waited for still.
+func (e *Engine) WakeEarly(runID string) {
+	e.mu.Lock()
+	e.early[runID] = true
+	e.mu.Unlock()
+}
+
+// takeEarly reports (and forgets) whether run runID was woken early.
+func (e *Engine) takeEarly(runID string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	early := e.early[runID]
+	delete(e.early, runID)
+	return early
+}
+
+// endTimedWaits ends now the waits of the run's parked steps that end at
+// a moment (WakeEarly): a retry's delay at once; a sleep or a poll when
+// the step, run again, waits for that moment (WokenEarly).
+func (rs *runState) endTimedWaits() {
+	now := rs.e.o.Clock.Now()
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for id, rec := range rs.records {
+		if rec.Status != state.StepWaiting {
+			continue
+		}
+		if rec.NextAttemptAt.After(now) {
+			rec.NextAttemptAt = now
+		}
+		if rec.WakeAt.After(now) {
+			if rs.early == nil {
+				rs.early = map[string]time.Time{}
+			}
+			rs.early[id] = rec.WakeAt
+		}
+	}
+}
+
+// WokenEarly implements steps.Waker: a wait until until ends now when
+// its step was parked until then or later and its run was woken early.
+// A later wait (a task's next poll) waits.
+func (h *host) WokenEarly(until time.Time) bool {
+	rs := h.sr.rs
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	at, ok := rs.early[h.sr.rec.ID]
+	if !ok || until.After(at) {
+		return false
+	}
+	delete(rs.early, h.sr.rec.ID)
+	return true
+}

@@ -41,6 +41,9 @@ type runState struct {
 	asked     map[string]bool // approvals requested by this process
 	wakeBy    time.Time       // earliest end of a wait (approval deadline, parked step)
 	holdKey   bool            // parked: the concurrency key stays held (park.go)
+	// early: the parked waits a resume ended, by step record, with the
+	// moment each was due (park.go).
+	early map[string]time.Time
 
 	runMu sync.Mutex // serialises writes of the run record
 
@@ -80,6 +83,9 @@ func (e *Engine) execute(parent context.Context, pb *playbook.Playbook, r *state
 	}
 	if cause := e.takeCancel(r.ID); cause != nil {
 		cancel(cause) // cancelled while parked: the run ends cancelled
+	}
+	if e.takeEarly(r.ID) {
+		rs.endTimedWaits() // resumed before its parked waits ended (park.go)
 	}
 	if park := rs.runMain(ctx); park {
 		return rs.parkAndLeave(ctx)

@@ -3,9 +3,12 @@ package server
 import (
 	"container/heap"
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
 )
@@ -341,4 +344,59 @@ func (p *parker) loop(r *runner) {
 		case <-t.C:
 		}
 	}
+}
+
+// resumeParked wakes now run runID, which this runner owns (an API
+// resume): parked until a moment (a sleep, a retry's delay, a task's next
+// poll), it is executed at once with those waits ended
+// (engine.WakeEarly). A run executing or queued for a slot, or parked only
+// on what a resume cannot end — an unanswered approval, a sub-playbook
+// run, its concurrency key held by another run — is a conflict that says
+// what it waits for.
+func (r *runner) resumeParked(ctx context.Context, runID string) error {
+	r.mu.Lock()
+	a := r.active[runID]
+	parked := a != nil && a.park != nil && a.park.parked
+	key := ""
+	if parked {
+		key = a.park.key
+	}
+	r.mu.Unlock()
+	if !parked {
+		return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("run %s is executing or queued in this server", runID)}
+	}
+	if key != "" {
+		holder := "another run"
+		if locks, err := r.s.store.Locks(ctx); err == nil {
+			for _, l := range locks {
+				if l.Key == key {
+					holder = "run " + l.Owner
+				}
+			}
+		}
+		return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("run %s is queued on concurrency key %q, held by %s: it goes on when the key is released", runID, key, holder)}
+	}
+	recs, err := r.s.store.Steps(ctx, runID)
+	if err != nil {
+		return err
+	}
+	var waits []string
+	for _, rec := range recs {
+		switch {
+		case rec.Status != state.StepWaiting:
+		case !rec.WakeAt.IsZero() || !rec.NextAttemptAt.IsZero():
+			r.s.eng.WakeEarly(runID)
+			r.wakeRun(runID)
+			return nil
+		case rec.Approval != nil:
+			waits = append(waits, "an answer to approval step "+rec.ID)
+		default:
+			waits = append(waits, "the sub-playbook run of step "+rec.ID)
+		}
+	}
+	what := "an answer"
+	if len(waits) > 0 {
+		what = strings.Join(waits, " and ")
+	}
+	return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("run %s is waiting for %s; a resume ends only a sleep, a retry's delay or a task's next poll", runID, what)}
 }

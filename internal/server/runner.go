@@ -489,7 +489,7 @@ func (r *runner) resume(ctx context.Context, run *state.Run, secretInputs map[st
 		return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("run %s is a sub-playbook run: resume its parent %s", run.ID, run.ParentID)}
 	}
 	if r.isActive(run.ID) {
-		return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("run %s is executing or queued in this server", run.ID)}
+		return r.resumeParked(ctx, run.ID) // a parked run goes on now (park.go)
 	}
 	pb, err := r.s.cache.parse(run.File, run.Snapshot)
 	if err != nil {

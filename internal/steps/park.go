@@ -39,6 +39,14 @@ type Parker interface {
 	Parks(d time.Duration) bool
 }
 
+// Waker is implemented by a Host whose run can be woken before a parked
+// wait ends (runbook serve: an API resume of the parked run). WokenEarly
+// reports whether the step's wait until until, the one its run was parked
+// on, ends now.
+type Waker interface {
+	WokenEarly(until time.Time) bool
+}
+
 // WaitUntil waits until until (by c.Now) or until ctx ends (returning its
 // error). When c's host parks a wait that long, it returns a *Suspended at
 // once instead: the step must return it unchanged, having checkpointed
@@ -51,6 +59,9 @@ func WaitUntil(ctx context.Context, c *Call, until time.Time, why string) error 
 	}
 	left := until.Sub(c.Now())
 	if left <= 0 {
+		return nil
+	}
+	if w, ok := c.Host.(Waker); ok && w.WokenEarly(until) {
 		return nil
 	}
 	if p, ok := c.Host.(Parker); ok && p.Parks(left) {
