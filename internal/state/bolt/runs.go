@@ -235,20 +235,29 @@ func getRun(tx *bbolt.Tx, id string) (*state.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	return withSnapshot(tx, r), nil
+	return withSnapshot(tx, r, nil), nil
 }
 
 // withSnapshot fills in the snapshot a record left to snapshots/<hash>.
 // A record with its snapshot inline (format version 1, or a hash stored
-// with another source) keeps it.
-func withSnapshot(tx *bbolt.Tx, r *state.Run) *state.Run {
+// with another source) keeps it. With a cache, runs of one hash share one
+// copy of the snapshot (a listing of many runs of one playbook holds its
+// source once, not once per run).
+func withSnapshot(tx *bbolt.Tx, r *state.Run, cache map[string][]byte) *state.Run {
 	if len(r.Snapshot) > 0 || r.Hash == "" {
+		return r
+	}
+	if s, ok := cache[r.Hash]; ok {
+		r.Snapshot = s
 		return r
 	}
 	if snaps := tx.Bucket(bucketSnapshots); snaps != nil { // nil: a version 1 file opened read-only
 		if s := snaps.Get([]byte(r.Hash)); s != nil {
 			r.Snapshot = bytes.Clone(s)
 		}
+	}
+	if cache != nil {
+		cache[r.Hash] = r.Snapshot
 	}
 	return r
 }
@@ -282,10 +291,12 @@ func (s *Store) GetRun(ctx context.Context, id string) (*state.Run, error) {
 
 // ListRuns returns the runs matching f, newest first (by CreatedAt, then
 // ID descending). It walks the creation index backwards and decodes only
-// the runs that match.
+// the runs that match. The runs listed of one playbook source share their
+// Snapshot's bytes, which callers only read.
 func (s *Store) ListRuns(ctx context.Context, f state.RunFilter) ([]*state.Run, error) {
 	var out []*state.Run
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		snapshots := map[string][]byte{}
 		runs := tx.Bucket(bucketRuns)
 		c := tx.Bucket(bucketByCreated).Cursor()
 		for k, v := listStart(c, f.Before); k != nil; k, v = c.Prev() {
@@ -311,7 +322,7 @@ func (s *Store) ListRuns(ctx context.Context, f state.RunFilter) ([]*state.Run, 
 			if k, _ := r.Trigger["key"].(string); f.TriggerKey != "" && k != f.TriggerKey {
 				continue
 			}
-			r = withSnapshot(tx, r)
+			r = withSnapshot(tx, r, snapshots)
 			r.Trigger = state.BriefTrigger(r.Trigger) // see state.Store.ListRuns
 			out = append(out, r)
 			if f.Limit > 0 && len(out) >= f.Limit {

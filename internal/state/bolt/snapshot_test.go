@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,4 +145,27 @@ func TestAVersion1FileIsReadAndMarkedCurrent(t *testing.T) {
 		}
 		return nil
 	}))
+}
+
+// TestAListingHoldsEachSnapshotOnce: listing many runs of one playbook
+// does not copy its source once per run (a server lists every run at its
+// start: 10,000 waiting runs of an 8 KB playbook were 80 MB of copies).
+func TestAListingHoldsEachSnapshotOnce(t *testing.T) {
+	s, _ := openTemp(t, bolt.Options{NoSync: true})
+	source := strings.Repeat("# a playbook of some size\n", 320) // 8 KB
+	const n = 500
+	for i := range n {
+		must(t, s.CreateRun(ctx, snapRun(fmt.Sprintf("r%04d", i), "h1", source)))
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	runs, err := s.ListRuns(ctx, state.RunFilter{})
+	runtime.ReadMemStats(&after)
+	must(t, err)
+	if len(runs) != n || string(runs[0].Snapshot) != source || string(runs[n-1].Snapshot) != source {
+		t.Fatalf("listed %d runs, the first and last with snapshots of %d and %d bytes", len(runs), len(runs[0].Snapshot), len(runs[n-1].Snapshot))
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(n*len(source)/4) {
+		t.Errorf("listing %d runs of one %d-byte source allocated %d bytes: the source is copied per run", n, len(source), alloc)
+	}
 }
