@@ -38,6 +38,7 @@ var (
 	topBuckets = [][]byte{
 		bucketMeta, bucketRuns, bucketByCreated, bucketRunData,
 		bucketLocks, bucketCursors, bucketDedup, bucketDedupExp, bucketSnapshots,
+		bucketSources,
 	}
 )
 
@@ -284,9 +285,9 @@ func (s *Store) init() error {
 				return fmt.Errorf("migrate state file %s to format %d: %w", s.path, flatRunDataVersion, err)
 			}
 		}
-		if stored > 0 && stored < eventBlocksVersion {
+		if stored > 0 && stored < sourcesVersion {
 			if err := migrateCompact(tx); err != nil {
-				return fmt.Errorf("migrate state file %s to format %d: %w", s.path, eventBlocksVersion, err)
+				return fmt.Errorf("migrate state file %s to format %d: %w", s.path, sourcesVersion, err)
 			}
 		}
 		meta := tx.Bucket(bucketMeta)

@@ -449,22 +449,60 @@ func (d *decoder) hash() string {
 	return ""
 }
 
-// encodeRunRecord encodes r without its ID (its key holds it).
+// A run record names its source (playbook, file and hash) by a number
+// (sourcedTag, format 8; sources.go) instead of spelling it (compactTag,
+// formats 5 to 7): most runs share a few sources, and the three took a
+// third of a waiting run's record.
+const sourcedTag = 0x02
+
+// encodeRunRecord encodes r without its ID (its key holds it), spelling
+// its source: the record of formats 5 to 7, which a file of those
+// formats opened read-only holds.
 func encodeRunRecord(r *state.Run) ([]byte, error) {
 	e := newEncoder(160 + len(r.File) + len(r.Snapshot))
-	e.str(r.Playbook)
-	e.str(r.File)
-	e.bytes(r.Snapshot)
-	e.hash(r.Hash)
-	if err := e.json(r.Inputs, len(r.Inputs) == 0); err != nil {
+	if err := encodeRunFields(e, r, true); err != nil {
 		return nil, err
 	}
-	if err := e.json(r.Trigger, len(r.Trigger) == 0); err != nil {
+	return e.b, nil
+}
+
+// encodeRunBody encodes what follows a sourced record's source number:
+// r without its ID and source.
+func encodeRunBody(r *state.Run) ([]byte, error) {
+	e := &encoder{b: make([]byte, 0, 128+len(r.Snapshot))}
+	if err := encodeRunFields(e, r, false); err != nil {
 		return nil, err
+	}
+	return e.b, nil
+}
+
+// sourcedRecord is the record of a run of source number src with body
+// (encodeRunBody).
+func sourcedRecord(src uint64, body []byte) []byte {
+	out := make([]byte, 0, 1+binary.MaxVarintLen64+len(body))
+	out = append(out, sourcedTag)
+	out = binary.AppendUvarint(out, src)
+	return append(out, body...)
+}
+
+func encodeRunFields(e *encoder, r *state.Run, source bool) error {
+	if source {
+		e.str(r.Playbook)
+		e.str(r.File)
+	}
+	e.bytes(r.Snapshot)
+	if source {
+		e.hash(r.Hash)
+	}
+	if err := e.json(r.Inputs, len(r.Inputs) == 0); err != nil {
+		return err
+	}
+	if err := e.json(r.Trigger, len(r.Trigger) == 0); err != nil {
+		return err
 	}
 	e.str(string(r.Status))
 	if err := e.json(r.Error, r.Error == nil); err != nil {
-		return nil, err
+		return err
 	}
 	if r.Delivery == nil {
 		e.uint(0)
@@ -474,35 +512,77 @@ func encodeRunRecord(r *state.Run) ([]byte, error) {
 		e.int(int64(r.Delivery.Hook))
 	}
 	if err := e.json(r.Outputs, len(r.Outputs) == 0); err != nil {
-		return nil, err
+		return err
 	}
 	for _, s := range []string{r.ParentID, r.ParentStep, r.RetryOf, r.RetryFrom, r.ConcurrencyKey, r.Owner} {
 		e.str(s)
 	}
 	if err := e.time(r.CreatedAt); err != nil {
-		return nil, err
+		return err
 	}
 	for _, t := range []time.Time{r.StartedAt, r.EndedAt, r.Deadline, r.WakeAt} {
 		if err := e.fixedTime(t); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	e.bool(r.AnswerOnly)
 	e.str(r.Sim)
 	e.bool(r.TakeOver)
 	e.str(r.QueuedOnKey)
-	return e.b, nil
+	return nil
 }
 
-// compactDeliveryOf reads a compact run record up to its Delivery (see
-// encodeRunRecord), skipping what comes before.
+// runSource is a run's source as a sourced record names it.
+type runSource struct{ playbook, file, hash string }
+
+// sourceReader resolves a source number (nil: a store of a format without
+// sources, whose records spell theirs).
+type sourceReader func(n uint64) (runSource, error)
+
+// recordDecoder returns a decoder positioned after a compact or sourced
+// run record's source, and the source (read from it, or through sources).
+func recordDecoder(v []byte, sources sourceReader) (*decoder, runSource, error) {
+	var src runSource
+	switch {
+	case len(v) > 0 && v[0] == sourcedTag:
+		d := &decoder{b: v[1:]}
+		n := d.uint()
+		if d.err != nil {
+			return nil, src, d.err
+		}
+		if sources == nil {
+			return nil, src, fmt.Errorf("source %d of a file without sources", n)
+		}
+		var err error
+		if src, err = sources(n); err != nil {
+			return nil, src, err
+		}
+		return d, src, nil
+	case isCompact(v):
+		d := newDecoder(v)
+		src.playbook = d.str()
+		src.file = d.str()
+		return d, src, nil
+	}
+	return nil, src, errors.New("not a compact run record")
+}
+
+// compactDeliveryOf reads a compact or sourced run record up to its
+// Delivery (see encodeRunFields), skipping what comes before.
 func compactDeliveryOf(v []byte) (id string, ok bool, err error) {
-	d := newDecoder(v)
-	d.str()          // Playbook
-	d.str()          // File
-	d.take(d.uint()) // Snapshot
-	d.hash()         // Hash
-	for range 2 {    // Inputs, Trigger
+	var d *decoder
+	if len(v) > 0 && v[0] == sourcedTag {
+		d = &decoder{b: v[1:]}
+		d.uint()         // source
+		d.take(d.uint()) // Snapshot
+	} else {
+		d = newDecoder(v)
+		d.str()          // Playbook
+		d.str()          // File
+		d.take(d.uint()) // Snapshot
+		d.hash()         // Hash
+	}
+	for range 2 { // Inputs, Trigger
 		d.take(d.uint())
 	}
 	d.str()          // Status
@@ -513,21 +593,28 @@ func compactDeliveryOf(v []byte) (id string, ok bool, err error) {
 	return id, ok, d.err
 }
 
-// decodeRun decodes the record of run id, compact or JSON.
-func decodeRun(id string, v []byte) (*state.Run, error) {
+// decodeRun decodes the record of run id: sourced (its source through
+// sources), compact or JSON.
+func decodeRun(id string, v []byte, sources sourceReader) (*state.Run, error) {
 	r := new(state.Run)
-	if !isCompact(v) {
+	if len(v) > 0 && v[0] == '{' {
 		if err := json.Unmarshal(v, r); err != nil {
 			return nil, fmt.Errorf("decode run %s: %w: %w", id, state.ErrCorrupt, err)
 		}
 		return r, nil
 	}
-	d := newDecoder(v)
+	d, src, err := recordDecoder(v, sources)
+	if err != nil {
+		return nil, fmt.Errorf("decode run %s: %w: %w", id, state.ErrCorrupt, err)
+	}
 	r.ID = id
-	r.Playbook = d.str()
-	r.File = d.str()
+	r.Playbook, r.File = src.playbook, src.file
 	r.Snapshot = d.bytes()
-	r.Hash = d.hash()
+	if v[0] == sourcedTag {
+		r.Hash = src.hash
+	} else {
+		r.Hash = d.hash()
+	}
 	d.json(&r.Inputs)
 	d.json(&r.Trigger)
 	r.Status = state.RunStatus(d.str())
@@ -554,6 +641,21 @@ func decodeRun(id string, v []byte) (*state.Run, error) {
 		return nil, fmt.Errorf("decode run %s: %w: %w", id, state.ErrCorrupt, err)
 	}
 	return r, nil
+}
+
+// encodeSource and decodeSource encode a source (sources.go).
+func encodeSource(src runSource) []byte {
+	e := newEncoder(48 + len(src.playbook) + len(src.file))
+	e.str(src.playbook)
+	e.str(src.file)
+	e.hash(src.hash)
+	return e.b
+}
+
+func decodeSource(v []byte) (runSource, error) {
+	d := newDecoder(v)
+	src := runSource{playbook: d.str(), file: d.str(), hash: d.hash()}
+	return src, d.done()
 }
 
 // encodeAudit encodes r without its Seq (its key holds it).

@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -86,13 +87,34 @@ func TestCompactValuesReadBackAsJSONDid(t *testing.T) {
 					QueuedOnKey: "nks/c1"},
 				{ID: "r3", Hash: strings.Repeat("AB", 32), Inputs: map[string]any{}, Snapshot: []byte{}, Delivery: &state.DeliveryRef{ID: "d", Hook: 7}},
 			} {
+				want := viaJSON(t, r)
 				data, err := encodeRunRecord(r)
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := decodeRun(r.ID, data)
-				if want := viaJSON(t, r); err != nil || !reflect.DeepEqual(got, want) {
+				got, err := decodeRun(r.ID, data, nil)
+				if err != nil || !reflect.DeepEqual(got, want) {
 					t.Errorf("run record read back as\n%#v, %v\nwant (JSON's)\n%#v", got, err, want)
+				}
+				body, err := encodeRunBody(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sources := func(n uint64) (runSource, error) {
+					if n != 300 {
+						return runSource{}, fmt.Errorf("source %d", n)
+					}
+					return runSource{playbook: r.Playbook, file: r.File, hash: r.Hash}, nil
+				}
+				got, err = decodeRun(r.ID, sourcedRecord(300, body), sources)
+				if err != nil || !reflect.DeepEqual(got, want) {
+					t.Errorf("sourced run record read back as\n%#v, %v\nwant (JSON's)\n%#v", got, err, want)
+				}
+				if id, ok, err := compactDeliveryOf(sourcedRecord(300, body)); err != nil || ok != (r.Delivery != nil) || (ok && id != r.Delivery.ID) {
+					t.Errorf("the delivery of a sourced record read as %q, %v, %v; want %+v", id, ok, err, r.Delivery)
+				}
+				if id, ok, err := compactDeliveryOf(data); err != nil || ok != (r.Delivery != nil) || (ok && id != r.Delivery.ID) {
+					t.Errorf("the delivery of a compact record read as %q, %v, %v; want %+v", id, ok, err, r.Delivery)
 				}
 			}
 		})
@@ -253,7 +275,7 @@ func TestARunRecordWithoutQueuedOnKeyReadsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := decodeRun("r1", data[:len(data)-1]) // without the empty key
+	got, err := decodeRun("r1", data[:len(data)-1], nil) // without the empty key
 	if want := viaJSON(t, r); err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("run record read back as\n%#v, %v\nwant\n%#v", got, err, want)
 	}

@@ -57,7 +57,7 @@ func (s *Store) GetDelivery(ctx context.Context, id string) ([]byte, error) {
 // deliveryOf returns the delivery a stored run record (run id, value v)
 // refers to, if any, reading no more of it than it must.
 func deliveryOf(id, v []byte) (delivery string, ok bool, err error) {
-	if isCompact(v) {
+	if len(v) > 0 && v[0] != '{' {
 		delivery, ok, err = compactDeliveryOf(v)
 	} else {
 		var r struct {

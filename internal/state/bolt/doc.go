@@ -19,8 +19,11 @@
 // # Layout
 //
 //	meta/format_version            decimal state.FormatVersion
-//	runs/<run id>                  Run, without the snapshot when it has a hash
+//	runs/<run id>                  Run, without the snapshot when it has a hash,
+//	                               its source named by number (format 8)
 //	snapshots/<hash>               playbook source, once per hash (format 2)
+//	sources/n<number>              a run source: playbook, file, snapshot hash
+//	sources/k<source>              its number (sources.go)
 //	runs_by_created/<t><run id>    {status, playbook, parent} for ListRuns
 //	rundata/<run id>/s<step>       StepRecord
 //	rundata/<run id>/o<n>          step id, n from 1 in first-saved order
@@ -62,13 +65,16 @@
 // approval (six events and its step) keeps a bucket of about 360 bytes,
 // inline; one that ran three steps, about 700. A run record writes the
 // times set as the run goes on at their final size from its creation, so
-// that rewriting it does not grow it. Earlier formats wrote JSON.
+// that rewriting it does not grow it, and names its playbook, file and
+// snapshot hash by the number of that source (format 8): a waiting run's
+// record is about 110 bytes. Earlier formats wrote JSON.
 //
 // The first open for writing of an older file upgrades it in one
 // transaction: run buckets are flattened (formats 1 and 2), keeping
 // event and order numbers, JSON values are rewritten compact (formats 1
-// to 5), events are put in blocks (formats 1 to 6), and the file is
-// marked current. A file of an earlier format opened read-only is read as
+// to 5), events are put in blocks (formats 1 to 6), run records name
+// their sources by number (formats 1 to 7), and the file is marked
+// current. A file of an earlier format opened read-only is read as
 // it is: a reader tells a compact value from JSON by its first byte, and
 // one-event keys from blocks by their kind.
 //

@@ -55,6 +55,8 @@ func NewLingering(path string, d time.Duration) (*Store, error) {
 	return s, nil
 }
 
-// DecodeRun decodes a stored run record (the value of runs/<id>), as the
-// store reads it, without filling in its snapshot.
-func DecodeRun(id string, v []byte) (*state.Run, error) { return decodeRun(id, v) }
+// DecodeRun decodes a stored run record (the value of runs/<id>) as the
+// store reads it in tx, without filling in its snapshot.
+func DecodeRun(tx *bbolt.Tx, id string, v []byte) (*state.Run, error) {
+	return decodeRun(id, v, sourcesOf(tx))
+}

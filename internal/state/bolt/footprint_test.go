@@ -54,6 +54,10 @@ func waitingRun(t *testing.T, s *bolt.Store, i int) {
 // its own.
 const maxBytesPerWaitingRun = 2048
 
+// maxWaitingRecord bounds the record of a run waiting on an approval: its
+// status, times, owner and trigger, about 110 bytes.
+const maxWaitingRecord = 128
+
 // TestAWaitingRunsBucketIsInlineAndSmall: the bucket of a run waiting on
 // an approval is stored inline in its parent's leaf (no page of its own),
 // and the whole file stays under maxBytesPerWaitingRun per run.
@@ -70,6 +74,13 @@ func TestAWaitingRunsBucketIsInlineAndSmall(t *testing.T) {
 	t.Logf("%d waiting runs:\n%s", n, sb.String())
 	if u.Runs != n || u.InlineRuns != n {
 		t.Errorf("%d of %d waiting runs' buckets are inline, want all", u.InlineRuns, u.Runs)
+	}
+	// Its record holds its own fields; its source (playbook, file, hash:
+	// about 80 bytes) is a number (format 8). It was 203 bytes before.
+	for _, p := range u.Parts {
+		if p.Name == "runs" && p.ValueBytes/p.Keys > maxWaitingRecord {
+			t.Errorf("a waiting run's record takes %d bytes, want at most %d", p.ValueBytes/p.Keys, maxWaitingRecord)
+		}
 	}
 	used := (u.FilePages - u.FreePages) * u.PageSize
 	if perRun := used / n; perRun > maxBytesPerWaitingRun {

@@ -14,16 +14,19 @@ import (
 // compactVersion is the format version that writes events, step records
 // and index entries in the compact encoding (codec.go) instead of JSON;
 // compactRunsVersion writes run records compact too, compactAuditVersion
-// audit records.
+// audit records; sourcesVersion names a run's source by number
+// (sources.go).
 const (
 	compactVersion      = 4
 	compactRunsVersion  = 5
 	compactAuditVersion = 6
+	sourcesVersion      = 8
 )
 
 // migrateCompact rewrites the JSON run records, events, step records,
-// listing index entries and audit records of a file of format 6 or
-// earlier in the compact encoding, and its events in blocks, in the caller's transaction, run by run; values already
+// listing index entries and audit records of a file of format 7 or
+// earlier in the compact encoding, its run records with their sources
+// numbered, and its events in blocks, in the caller's transaction, run by run; values already
 // compact are left as they are. Run buckets that fit inline once rewritten are
 // stored inline from this commit on (their pages are freed for later
 // writes).
@@ -44,7 +47,7 @@ func migrateCompact(tx *bbolt.Tx) error {
 			return fmt.Errorf("run %s: %w", id, err)
 		}
 	}
-	if err := compactRecords(tx.Bucket(bucketRuns)); err != nil {
+	if err := compactRecords(tx); err != nil {
 		return err
 	}
 	if err := compactAudit(tx.Bucket(bucketAudit)); err != nil {
@@ -89,30 +92,33 @@ func compactAudit(b *bbolt.Bucket) error {
 	return nil
 }
 
-// compactRecords rewrites the JSON run records of the runs bucket.
-func compactRecords(b *bbolt.Bucket) error {
-	var out []rewrite
-	err := b.ForEach(func(k, v []byte) error {
-		if isCompact(v) {
+// compactRecords rewrites the run records that spell their source (JSON,
+// or compact of formats 5 to 7) as sourced records, numbering their
+// sources, in the caller's write transaction.
+func compactRecords(tx *bbolt.Tx) error {
+	sources := sourcesOf(tx)
+	var runs []*state.Run
+	err := tx.Bucket(bucketRuns).ForEach(func(k, v []byte) error {
+		if len(v) > 0 && v[0] == sourcedTag {
 			return nil
 		}
-		r, err := decodeRun(string(k), v)
+		r, err := decodeRun(string(k), v, sources)
 		if err != nil {
 			return err
 		}
-		data, err := encodeRunRecord(r)
-		if err != nil {
-			return fmt.Errorf("run %s: %w", k, err)
-		}
-		out = append(out, rewrite{bytes.Clone(k), data})
+		runs = append(runs, r)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for _, r := range out {
-		if err := b.Put(r.k, r.v); err != nil {
-			return err
+	for _, r := range runs {
+		enc, err := encodeRun(r)
+		if err != nil {
+			return fmt.Errorf("run %s: %w", r.ID, err)
+		}
+		if err := enc.write(tx); err != nil {
+			return fmt.Errorf("run %s: %w", r.ID, err)
 		}
 	}
 	return nil

@@ -140,7 +140,7 @@ func replaceRun(tx *bbolt.Tx, enc *encodedRun) error {
 	}
 	byCreated := tx.Bucket(bucketByCreated)
 	if byCreated.Get(enc.idxKey) == nil {
-		old, err := decodeRun(string(enc.id), data)
+		old, err := decodeRun(string(enc.id), data, sourcesOf(tx))
 		if err != nil {
 			return err
 		}
@@ -172,11 +172,14 @@ func putRun(tx *bbolt.Tx, r *state.Run, old *state.Run) error {
 }
 
 // encodedRun is a run record and its index entry, ready to write, with
-// the playbook snapshot the record leaves out (stored once per hash).
+// the playbook snapshot the record leaves out (stored once per hash). The
+// record is its body (encodeRunBody): the number of its source is found
+// or given in the write transaction.
 type encodedRun struct {
-	id, data, idxKey, entry []byte
+	id, body, idxKey, entry []byte
+	src                     runSource
 	hash, snapshot          []byte
-	full                    func() ([]byte, error) // the record with its snapshot
+	full                    func() ([]byte, error) // the body with its snapshot
 }
 
 // encodeRun encodes r without its snapshot when it has a hash: the
@@ -189,21 +192,22 @@ func encodeRun(r *state.Run) (*encodedRun, error) {
 		cp.Snapshot = nil
 		rec = &cp
 	}
-	data, err := encodeRunRecord(rec)
+	body, err := encodeRunBody(rec)
 	if err != nil {
 		return nil, fmt.Errorf("encode run: %w", err)
 	}
 	entry := encodeIndex(indexEntry{Status: r.Status, Playbook: r.Playbook, ParentID: r.ParentID})
-	enc := &encodedRun{id: []byte(r.ID), data: data, idxKey: createdKey(r.CreatedAt, r.ID), entry: entry}
+	enc := &encodedRun{id: []byte(r.ID), body: body, idxKey: createdKey(r.CreatedAt, r.ID), entry: entry,
+		src: runSource{playbook: r.Playbook, file: r.File, hash: r.Hash}}
 	if rec != r {
 		enc.hash, enc.snapshot = []byte(r.Hash), r.Snapshot
-		enc.full = func() ([]byte, error) { return encodeRunRecord(r) }
+		enc.full = func() ([]byte, error) { return encodeRunBody(r) }
 	}
 	return enc, nil
 }
 
 func (e *encodedRun) write(tx *bbolt.Tx) error {
-	data := e.data
+	body := e.body
 	if e.hash != nil {
 		snaps := tx.Bucket(bucketSnapshots)
 		switch old := snaps.Get(e.hash); {
@@ -215,15 +219,19 @@ func (e *encodedRun) write(tx *bbolt.Tx) error {
 			// Not the source this hash was first stored with: keep the
 			// snapshot in the record rather than trust the hash.
 			var err error
-			if data, err = e.full(); err != nil {
+			if body, err = e.full(); err != nil {
 				return fmt.Errorf("encode run: %w", err)
 			}
 		}
 	}
+	src, err := sourceNumber(tx, e.src)
+	if err != nil {
+		return err
+	}
 	if err := tx.Bucket(bucketByCreated).Put(e.idxKey, e.entry); err != nil {
 		return err
 	}
-	return tx.Bucket(bucketRuns).Put(e.id, data)
+	return tx.Bucket(bucketRuns).Put(e.id, sourcedRecord(src, body))
 }
 
 func getRun(tx *bbolt.Tx, id string) (*state.Run, error) {
@@ -231,7 +239,7 @@ func getRun(tx *bbolt.Tx, id string) (*state.Run, error) {
 	if data == nil {
 		return nil, fmt.Errorf("run %s: %w", id, state.ErrNotFound)
 	}
-	r, err := decodeRun(id, data)
+	r, err := decodeRun(id, data, sourcesOf(tx))
 	if err != nil {
 		return nil, err
 	}
@@ -296,7 +304,7 @@ func (s *Store) GetRun(ctx context.Context, id string) (*state.Run, error) {
 func (s *Store) ListRuns(ctx context.Context, f state.RunFilter) ([]*state.Run, error) {
 	var out []*state.Run
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		snapshots := map[string][]byte{}
+		snapshots, sources := map[string][]byte{}, sourcesOf(tx)
 		runs := tx.Bucket(bucketRuns)
 		c := tx.Bucket(bucketByCreated).Cursor()
 		for k, v := listStart(c, f.Before); k != nil; k, v = c.Prev() {
@@ -315,7 +323,7 @@ func (s *Store) ListRuns(ctx context.Context, f state.RunFilter) ([]*state.Run, 
 			if data == nil {
 				return fmt.Errorf("run %s is indexed but missing: %w", id, state.ErrCorrupt)
 			}
-			r, err := decodeRun(id, data)
+			r, err := decodeRun(id, data, sources)
 			if err != nil {
 				return err
 			}

@@ -28,7 +28,7 @@ func rawRecord(t *testing.T, path, id string) (record *state.Run, snapshots int)
 	defer db.Close()
 	must(t, db.View(func(tx *bbolt.Tx) error {
 		var err error
-		if record, err = bolt.DecodeRun(id, tx.Bucket([]byte("runs")).Get([]byte(id))); err != nil {
+		if record, err = bolt.DecodeRun(tx, id, tx.Bucket([]byte("runs")).Get([]byte(id))); err != nil {
 			return err
 		}
 		if b := tx.Bucket([]byte("snapshots")); b != nil {
