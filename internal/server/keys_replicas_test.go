@@ -102,3 +102,22 @@ func TestCancelRunningCancelsAHolderOnAnotherReplica(t *testing.T) {
 	assert.Equal(t, "cancelled", steps["nap"]["status"], "B ended it: its waiting step cancelled")
 	b.waitParked(0)
 }
+
+// A key released while the notice connection of the replica holding a
+// run parked on it is down wakes the run once the replica listens again,
+// not at its next poll.
+func TestAKeyReleasedWhileTheNoticeConnectionIsDownWakesTheRunOnceItListensAgain(t *testing.T) {
+	g, other, dsn := newListenGate(t)
+	ctx := context.Background()
+	ok, _, err := other.AcquireLock(ctx, state.Lock{Key: "k", Owner: "outsider"})
+	require.NoError(t, err)
+	require.True(t, ok)
+	e := replicaOn(t, g, keyedPlaybooks)
+	id := e.startRun("queued", nil)
+	e.waitParked(1)
+
+	cutListens(t, dsn, g)
+	require.NoError(t, other.ReleaseLock(ctx, "k", "outsider"))
+	close(g.gate)
+	e.waitStatus(id, state.RunSucceeded)
+}

@@ -14,8 +14,9 @@ import (
 )
 
 // Parked runs. The server's engine parks (engine.ApprovalParkAll): a run
-// waiting on an approval, a long sleep, a cloud task's next poll or a
-// parked sub-playbook run is saved waiting with its wake time
+// waiting on an approval, a long sleep, a cloud task's next poll, a
+// parked sub-playbook run or a concurrency key held by another run
+// (keys.go) is saved waiting with its wake time
 // (state.Run.WakeAt) and its goroutine returns. The runner keeps such a
 // run among the runs it owns (r.active: schedules' overlap, the watchdog
 // and resume see it), marked parked: it holds no goroutine and no slot,

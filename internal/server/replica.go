@@ -338,6 +338,7 @@ func (r *runner) notice(ctx context.Context, n state.Notice) {
 	case state.NoticeListening:
 		r.rep.listened.Do(func() { close(r.rep.listening) })
 		r.reconcile(ctx) // what was told while not listening (reconcile.go)
+		r.keyFreed("")   // keys released while not listening (keys.go)
 		r.kickQueue()
 	case state.NoticeWork:
 		r.kickQueue()
