@@ -263,8 +263,9 @@ func (s *Store) init() error {
 	if err != nil || complete {
 		return err
 	}
-	return s.update(context.Background(), func(tx *bbolt.Tx) error {
-		stored := 0 // a new file
+	stored := 0 // a new file
+	err = s.update(context.Background(), func(tx *bbolt.Tx) error {
+		stored = 0 // the function may run again (see update)
 		if meta := tx.Bucket(bucketMeta); meta != nil {
 			raw := meta.Get(keyFormatVersion)
 			if err := checkVersion(s.path, raw); err != nil {
@@ -277,25 +278,28 @@ func (s *Store) init() error {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
 		}
-		// Run buckets of formats 1 and 2 are flattened, and the JSON
-		// values of formats up to 3 rewritten compact, all in this
-		// transaction (see state.FormatVersion).
-		if stored > 0 && stored < flatRunDataVersion {
-			if err := migrateRunData(tx); err != nil {
-				return fmt.Errorf("migrate state file %s to format %d: %w", s.path, flatRunDataVersion, err)
-			}
-		}
-		if stored > 0 && stored < sourcesVersion {
-			if err := migrateCompact(tx); err != nil {
-				return fmt.Errorf("migrate state file %s to format %d: %w", s.path, sourcesVersion, err)
-			}
-		}
-		meta := tx.Bucket(bucketMeta)
-		if v := []byte(strconv.Itoa(state.FormatVersion)); !bytes.Equal(meta.Get(keyFormatVersion), v) {
-			return meta.Put(keyFormatVersion, v)
+		if stored == 0 {
+			return markCurrent(tx)
 		}
 		return nil
 	})
+	if err != nil || stored == 0 || stored == state.FormatVersion {
+		return err
+	}
+	// A file of an earlier format: its runs are rewritten in batches (see
+	// upgrade), then it is marked current.
+	if err := s.upgrade(); err != nil {
+		return fmt.Errorf("upgrade state file %s from format %d to %d: %w", s.path, stored, state.FormatVersion, err)
+	}
+	return s.update(context.Background(), markCurrent)
+}
+
+func markCurrent(tx *bbolt.Tx) error {
+	meta := tx.Bucket(bucketMeta)
+	if v := []byte(strconv.Itoa(state.FormatVersion)); !bytes.Equal(meta.Get(keyFormatVersion), v) {
+		return meta.Put(keyFormatVersion, v)
+	}
+	return nil
 }
 
 // Path returns the file the store was opened from.

@@ -69,14 +69,17 @@
 // snapshot hash by the number of that source (format 8): a waiting run's
 // record is about 110 bytes. Earlier formats wrote JSON.
 //
-// The first open for writing of an older file upgrades it in one
-// transaction: run buckets are flattened (formats 1 and 2), keeping
-// event and order numbers, JSON values are rewritten compact (formats 1
-// to 5), events are put in blocks (formats 1 to 6), run records name
-// their sources by number (formats 1 to 7), and the file is marked
-// current. A file of an earlier format opened read-only is read as
-// it is: a reader tells a compact value from JSON by its first byte, and
-// one-event keys from blocks by their kind.
+// The first open for writing of an older file upgrades it, 512 runs (or
+// index entries, audit records) per transaction (migrate.go): run buckets
+// are flattened (formats 1 and 2), keeping event and order numbers, JSON
+// values are rewritten compact (formats 1 to 5), events are put in blocks
+// (formats 1 to 6), run records name their sources by number (formats 1
+// to 7), and the file is marked current once all is done. Each batch
+// reuses the pages the ones before freed, and what an upgrade cut short
+// converted stays converted: the next open goes on. A file of an earlier
+// format opened read-only is read as it is: a reader tells a compact
+// value from JSON by its first byte, and one-event keys from blocks by
+// their kind, run by run.
 //
 // Usage (usage.go) walks a file and sums its bytes and pages per bucket
 // and per kind of run key: where a file's size goes.
@@ -112,8 +115,8 @@
 // Methods that write to a run (SaveRun, SaveStep, AppendEvents, PutIntent,
 // PutApproval) fail with state.ErrNotFound when the run was never created.
 // A panic inside bbolt while reading a damaged page is recovered and
-// reported as state.ErrCorrupt. Upgrading a file of an earlier format is
-// one transaction: the rewritten run data is held in memory until it commits,
-// and the pages it frees stay in the file for later writes. The store does
-// not redact: callers do.
+// reported as state.ErrCorrupt. An upgrade's first batch cannot reuse the
+// pages it frees: the file grows by about that batch (4% for 3,000 runs of
+// format 3), and the pages the rewrite frees stay in the file for later
+// writes. The store does not redact: callers do.
 package bolt

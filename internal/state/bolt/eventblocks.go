@@ -20,14 +20,12 @@ import (
 //
 // Formats up to 6 kept one event per key, e<8-byte seq> (JSON before
 // format 4); a file of such a format opened read-only is read as it is,
-// and the first open for writing puts its events in blocks (blockEvents).
+// and the first open for writing puts its events in blocks (blockEvents,
+// called by upgrade).
 const (
 	kindEventBlock = 'E'
 	eventBlockSize = 512
 )
-
-// eventBlocksVersion is the format version that keeps events in blocks.
-const eventBlocksVersion = 7
 
 // appendEvents appends encoded events (encodeEvent), numbering them from
 // the run's next sequence number (from 1, counted by the run bucket's

@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -11,117 +12,143 @@ import (
 	"github.com/runbook/runbook/internal/state"
 )
 
-// compactVersion is the format version that writes events, step records
-// and index entries in the compact encoding (codec.go) instead of JSON;
-// compactRunsVersion writes run records compact too, compactAuditVersion
-// audit records; sourcesVersion names a run's source by number
-// (sources.go).
-const (
-	compactVersion      = 4
-	compactRunsVersion  = 5
-	compactAuditVersion = 6
-	sourcesVersion      = 8
-)
+// upgradeBatch is how many keys (runs, index entries, audit records) one
+// transaction of an upgrade rewrites: the pages a batch frees are reused
+// by the next ones, so an upgrade neither holds the whole file's rewrite
+// in memory nor doubles the file.
+const upgradeBatch = 512
 
-// migrateCompact rewrites the JSON run records, events, step records,
-// listing index entries and audit records of a file of format 7 or
-// earlier in the compact encoding, its run records with their sources
-// numbered, and its events in blocks, in the caller's transaction, run by run; values already
-// compact are left as they are. Run buckets that fit inline once rewritten are
-// stored inline from this commit on (their pages are freed for later
-// writes).
-func migrateCompact(tx *bbolt.Tx) error {
-	rundata := tx.Bucket(bucketRunData)
-	var ids [][]byte
-	err := rundata.ForEach(func(id, v []byte) error {
-		if v == nil {
-			ids = append(ids, bytes.Clone(id))
-		}
-		return nil
-	})
-	if err != nil {
-		return err
+// upgrade brings the runs and audit records of a file of an earlier format
+// to the current one, in transactions of upgradeBatch keys: run buckets
+// are flattened (formats 1 and 2), step records rewritten compact and
+// events put in blocks; run records rewritten compact with their source
+// numbered; index entries and audit records rewritten compact. Every step
+// leaves what it already converted as it is, and readers read either form,
+// so an upgrade cut short goes on at the next open for writing (the format
+// is marked current only once it is done).
+func (s *Store) upgrade() error {
+	steps := []struct {
+		bucket []byte
+		fn     func(tx *bbolt.Tx, b *bbolt.Bucket, k []byte) error
+	}{
+		{bucketRunData, upgradeRunData},
+		{bucketRuns, upgradeRecord},
+		{bucketByCreated, upgradeIndex},
+		{bucketAudit, upgradeAudit},
 	}
-	for _, id := range ids {
-		if err := compactRun(rundata.Bucket(id), string(id)); err != nil {
-			return fmt.Errorf("run %s: %w", id, err)
-		}
-	}
-	if err := compactRecords(tx); err != nil {
-		return err
-	}
-	if err := compactAudit(tx.Bucket(bucketAudit)); err != nil {
-		return err
-	}
-	return compactIndex(tx.Bucket(bucketByCreated))
-}
-
-// compactAudit rewrites the JSON records of the audit bucket (nil: a file
-// that never had one).
-func compactAudit(b *bbolt.Bucket) error {
-	if b == nil {
-		return nil
-	}
-	var out []rewrite
-	err := b.ForEach(func(k, v []byte) error {
-		if isCompact(v) {
-			return nil
-		}
-		if len(k) != 8 {
-			return fmt.Errorf("audit key %x: %w", k, state.ErrCorrupt)
-		}
-		r, err := decodeAudit(binary.BigEndian.Uint64(k), v)
-		if err != nil {
-			return err
-		}
-		data, err := encodeAudit(&r)
-		if err != nil {
-			return fmt.Errorf("audit record %d: %w", r.Seq, err)
-		}
-		out = append(out, rewrite{bytes.Clone(k), data})
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, r := range out {
-		if err := b.Put(r.k, r.v); err != nil {
-			return err
+	for _, step := range steps {
+		if err := s.inBatches(step.bucket, step.fn); err != nil {
+			return fmt.Errorf("%s: %w", step.bucket, err)
 		}
 	}
 	return nil
 }
 
-// compactRecords rewrites the run records that spell their source (JSON,
-// or compact of formats 5 to 7) as sourced records, numbering their
-// sources, in the caller's write transaction.
-func compactRecords(tx *bbolt.Tx) error {
-	sources := sourcesOf(tx)
-	var runs []*state.Run
-	err := tx.Bucket(bucketRuns).ForEach(func(k, v []byte) error {
-		if len(v) > 0 && v[0] == sourcedTag {
+// inBatches calls fn for every key of the top-level bucket name (absent:
+// none), upgradeBatch keys per write transaction, in key order. fn may
+// change the key's value, not add or delete keys of b.
+func (s *Store) inBatches(name []byte, fn func(tx *bbolt.Tx, b *bbolt.Bucket, k []byte) error) error {
+	var after []byte
+	for {
+		var last []byte
+		err := s.update(context.Background(), func(tx *bbolt.Tx) error {
+			last = nil // the function may run again (see update)
+			b := tx.Bucket(name)
+			if b == nil {
+				return nil
+			}
+			var keys [][]byte
+			c := b.Cursor()
+			k, _ := c.First()
+			if after != nil {
+				if k, _ = c.Seek(after); bytes.Equal(k, after) {
+					k, _ = c.Next()
+				}
+			}
+			for ; k != nil && len(keys) < upgradeBatch; k, _ = c.Next() {
+				keys = append(keys, bytes.Clone(k))
+			}
+			for _, k := range keys {
+				if err := fn(tx, b, k); err != nil {
+					return fmt.Errorf("%q: %w", k, err)
+				}
+			}
+			if len(keys) > 0 {
+				last = keys[len(keys)-1]
+			}
 			return nil
-		}
-		r, err := decodeRun(string(k), v, sources)
-		if err != nil {
+		})
+		if err != nil || last == nil {
 			return err
 		}
-		runs = append(runs, r)
+		after = last
+	}
+}
+
+// upgradeRunData flattens a run's bucket (formats 1 and 2), rewrites its
+// JSON step records compact and puts its events in blocks.
+func upgradeRunData(_ *bbolt.Tx, rundata *bbolt.Bucket, id []byte) error {
+	rb := rundata.Bucket(id)
+	if rb == nil {
+		return nil // not a bucket
+	}
+	if hasLegacySubs(rb) {
+		if err := flatten(rb); err != nil {
+			return err
+		}
+	}
+	return compactRun(rb, string(id))
+}
+
+// upgradeRecord rewrites a run record that spells its source (JSON, or
+// compact of formats 5 to 7) as a sourced record.
+func upgradeRecord(tx *bbolt.Tx, runs *bbolt.Bucket, id []byte) error {
+	v := runs.Get(id)
+	if len(v) > 0 && v[0] == sourcedTag {
 		return nil
-	})
+	}
+	r, err := decodeRun(string(id), v, sourcesOf(tx))
 	if err != nil {
 		return err
 	}
-	for _, r := range runs {
-		enc, err := encodeRun(r)
-		if err != nil {
-			return fmt.Errorf("run %s: %w", r.ID, err)
-		}
-		if err := enc.write(tx); err != nil {
-			return fmt.Errorf("run %s: %w", r.ID, err)
-		}
+	enc, err := encodeRun(r)
+	if err != nil {
+		return err
 	}
-	return nil
+	return enc.write(tx)
+}
+
+// upgradeIndex rewrites a JSON index entry compact.
+func upgradeIndex(_ *bbolt.Tx, b *bbolt.Bucket, k []byte) error {
+	v := b.Get(k)
+	if isCompact(v) {
+		return nil
+	}
+	e, err := decodeIndex(v)
+	if err != nil {
+		return err
+	}
+	return b.Put(k, encodeIndex(e))
+}
+
+// upgradeAudit rewrites a JSON audit record compact.
+func upgradeAudit(_ *bbolt.Tx, b *bbolt.Bucket, k []byte) error {
+	v := b.Get(k)
+	if isCompact(v) {
+		return nil
+	}
+	if len(k) != 8 {
+		return fmt.Errorf("audit key %x: %w", k, state.ErrCorrupt)
+	}
+	r, err := decodeAudit(binary.BigEndian.Uint64(k), v)
+	if err != nil {
+		return err
+	}
+	data, err := encodeAudit(&r)
+	if err != nil {
+		return err
+	}
+	return b.Put(k, data)
 }
 
 type rewrite struct{ k, v []byte }
@@ -160,29 +187,4 @@ func compactRun(rb *bbolt.Bucket, id string) error {
 		}
 	}
 	return blockEvents(rb)
-}
-
-// compactIndex rewrites the JSON entries of runs_by_created.
-func compactIndex(b *bbolt.Bucket) error {
-	var out []rewrite
-	err := b.ForEach(func(k, v []byte) error {
-		if isCompact(v) {
-			return nil
-		}
-		e, err := decodeIndex(v)
-		if err != nil {
-			return err
-		}
-		out = append(out, rewrite{bytes.Clone(k), encodeIndex(e)})
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, r := range out {
-		if err := b.Put(r.k, r.v); err != nil {
-			return err
-		}
-	}
-	return nil
 }

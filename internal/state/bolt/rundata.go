@@ -17,7 +17,7 @@ import (
 // own. The bucket's Sequence is the run's last event number.
 //
 // Files of formats 1 and 2 hold one sub-bucket per kind instead. Open
-// flattens them at the first open for writing (migrateRunData), so writers
+// flattens them at the first open for writing (upgrade), so writers
 // know only the flat layout; a file opened read-only cannot be converted,
 // so readers use a kind's sub-bucket when the run's bucket has one
 // (runValue, scanRun). A flat key never passes for a sub-bucket: the step
@@ -29,9 +29,6 @@ const (
 	kindIntent   = 'i' // i<step> -> Intent JSON
 	kindApproval = 'a' // a<step> -> Approval JSON
 )
-
-// flatRunDataVersion is the format version that flattened run buckets.
-const flatRunDataVersion = 3
 
 // legacySubs are the sub-buckets of a run's bucket before format 3, with
 // the kind of their keys (which the flat keys keep as they are).
@@ -119,29 +116,6 @@ func nextOrder(rb *bbolt.Bucket) (uint64, error) {
 		return 0, fmt.Errorf("step order key %q: %w", k, state.ErrCorrupt)
 	}
 	return binary.BigEndian.Uint64(k[1:]) + 1, nil
-}
-
-// migrateRunData flattens every run bucket that still has sub-buckets
-// (formats 1 and 2), keeping event and step order numbers, in the caller's
-// transaction.
-func migrateRunData(tx *bbolt.Tx) error {
-	rundata := tx.Bucket(bucketRunData)
-	var ids [][]byte
-	err := rundata.ForEach(func(id, v []byte) error {
-		if v == nil && hasLegacySubs(rundata.Bucket(id)) {
-			ids = append(ids, bytes.Clone(id))
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, id := range ids {
-		if err := flatten(rundata.Bucket(id)); err != nil {
-			return fmt.Errorf("flatten run %s: %w", id, err)
-		}
-	}
-	return nil
 }
 
 func hasLegacySubs(rb *bbolt.Bucket) bool {
