@@ -1,9 +1,11 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,7 +31,8 @@ import (
 // shares a key with one already taken waits for a later group, so within
 // a group no two members claim one key. A member whose key is already
 // recorded (a redelivery, live or expired) is left out of the group's
-// writes by the group's statement itself and is then committed alone,
+// claims, runs and bodies by the group's statement itself (its playbook's
+// snapshot may be stored: see groupSnapshots) and is then committed alone,
 // statement by statement, as CommitDelivery commits any delivery whose
 // fresh commit was refused. Any other refusal (a taken run ID) aborts the
 // group's transaction, which wrote nothing: every member is then
@@ -213,7 +216,7 @@ func (s *Store) commitGroup(group []*groupReq) {
 	seen := map[int32]bool{}
 	b := &pgx.Batch{}
 	b.Queue(lockClaims, rows.locks())
-	b.Queue(groupSnapshots, rows.snapMember, rows.snapHash, rows.snapSource, rows.claimMember, rows.claimKey)
+	b.Queue(groupSnapshots, rows.snapHash, rows.snapSource)
 	b.Queue(groupInsert, args...).Query(func(rs pgx.Rows) error {
 		clear(seen) // the batch may be sent again (see send)
 		for rs.Next() {
@@ -242,14 +245,16 @@ func (s *Store) commitGroup(group []*groupReq) {
 	}
 }
 
-// groupSnapshots stores the snapshots $2/$3 of members $1 unless the
-// member has a recorded key (members $4, keys $5), skipping hashes taken.
-// The rows come sorted by hash: two groups storing the same new hashes
-// store them in one order and never wait for each other in a cycle.
+// groupSnapshots stores the snapshots $1/$2, skipping hashes taken: one
+// row per distinct hash and source, sorted by hash, so that two groups
+// storing the same new hashes store them in one order and never wait
+// for each other in a cycle. A snapshot is stored even when the
+// delivery whose run has it is left out (a redelivery, whose playbook's
+// snapshot is almost always stored already): runbook_snapshots keeps
+// sources by hash for whatever run refers to them, and a source kept
+// for none costs its row only.
 const groupSnapshots = `INSERT INTO runbook_snapshots (hash, source)
-SELECT s.hash, s.source FROM unnest($1::int[], $2::text[], $3::bytea[]) AS s(member, hash, source)
-WHERE NOT EXISTS (SELECT FROM unnest($4::int[], $5::text[]) AS c(member, key)
-	JOIN runbook_dedup d ON d.key = c.key WHERE c.member = s.member)
+SELECT * FROM unnest($1::text[], $2::bytea[])
 ON CONFLICT (hash) DO NOTHING`
 
 // groupInsert writes the claims, runs, events and bodies of the members
@@ -303,7 +308,6 @@ type groupRows struct {
 	claimExpiry []*time.Time
 	claimValue  [][]byte
 
-	snapMember []int32
 	snapHash   []string
 	snapSource [][]byte
 
@@ -340,7 +344,7 @@ func (g *groupRows) add(m int32, r *groupReq) {
 		}
 		run := u.Run
 		if run.Hash != "" && len(run.Snapshot) > 0 {
-			g.snapMember, g.snapHash, g.snapSource = append(g.snapMember, m), append(g.snapHash, run.Hash), append(g.snapSource, run.Snapshot)
+			g.addSnapshot(run.Hash, run.Snapshot)
 		}
 		g.addRun(m, run, r.records[i], int64(len(r.events[i])))
 		for n, ev := range r.events[i] {
@@ -395,24 +399,26 @@ func (g *groupRows) args() []any {
 	}
 }
 
+// addSnapshot adds a snapshot row unless the group has it.
+func (g *groupRows) addSnapshot(hash string, source []byte) {
+	for i, h := range g.snapHash {
+		if h == hash && bytes.Equal(g.snapSource[i], source) {
+			return
+		}
+	}
+	g.snapHash, g.snapSource = append(g.snapHash, hash), append(g.snapSource, source)
+}
+
 // sortSnapshots orders the snapshot rows by hash.
 func (g *groupRows) sortSnapshots() {
 	idx := make([]int, len(g.snapHash))
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		switch {
-		case g.snapHash[a] < g.snapHash[b]:
-			return -1
-		case g.snapHash[a] > g.snapHash[b]:
-			return 1
-		}
-		return 0
-	})
-	m, h, src := make([]int32, len(idx)), make([]string, len(idx)), make([][]byte, len(idx))
+	slices.SortStableFunc(idx, func(a, b int) int { return strings.Compare(g.snapHash[a], g.snapHash[b]) })
+	h, src := make([]string, len(idx)), make([][]byte, len(idx))
 	for i, j := range idx {
-		m[i], h[i], src[i] = g.snapMember[j], g.snapHash[j], g.snapSource[j]
+		h[i], src[i] = g.snapHash[j], g.snapSource[j]
 	}
-	g.snapMember, g.snapHash, g.snapSource = m, h, src
+	g.snapHash, g.snapSource = h, src
 }
