@@ -43,7 +43,11 @@
 // a sleep, a cloud task between polls, a retry's delay (steps.WaitUntil) —
 // and the parked run records when it is due (Run.WakeAt) and keeps its
 // concurrency key; Options.Wake asks the caller to resume it when an
-// approval is answered or it is cancelled (park.go).
+// approval is answered or it is cancelled (park.go). With Options.Keys a
+// run whose concurrency key is held parks too, without the key
+// (Run.QueuedOnKey), until the caller hands it the key
+// (concurrency.go); an API resume ends a parked run's timed waits now
+// (WakeEarly).
 //
 // Sharing: Options.Parse results may be cached and shared by many runs; the
 // engine never mutates a *playbook.Playbook.
