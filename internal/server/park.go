@@ -347,13 +347,9 @@ func (p *parker) loop(r *runner) {
 	}
 }
 
-// resumeParked wakes now run runID, which this runner owns (an API
-// resume): parked until a moment (a sleep, a retry's delay, a task's next
-// poll), it is executed at once with those waits ended
-// (engine.WakeEarly). A run executing or queued for a slot, or parked only
-// on what a resume cannot end — an unanswered approval, a sub-playbook
-// run, its concurrency key held by another run — is a conflict that says
-// what it waits for.
+// resumeParked makes run runID, parked in this server, go on now when a
+// resume can (see resumable): its sleeps end, its retry delay is over, its
+// task waits poll; it queues for a slot like any woken run.
 func (r *runner) resumeParked(ctx context.Context, runID string) error {
 	r.mu.Lock()
 	a := r.active[runID]
@@ -366,6 +362,21 @@ func (r *runner) resumeParked(ctx context.Context, runID string) error {
 	if !parked {
 		return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("run %s is executing or queued in this server", runID)}
 	}
+	if err := r.resumable(ctx, runID, key); err != nil {
+		return err
+	}
+	r.s.eng.WakeEarly(runID)
+	r.wakeRun(runID)
+	return nil
+}
+
+// resumable reports whether a resume can make run runID, parked, go on
+// now: nil when one of its steps waits on a sleep, a retry's delay or a
+// task's next poll; else a conflict naming what the run waits for, a
+// concurrency key (key, the one it is queued on), an approval's answer or
+// a sub-playbook run. It reads the store only, so it answers for a run
+// parked on another replica too.
+func (r *runner) resumable(ctx context.Context, runID, key string) error {
 	if key != "" {
 		holder := "another run"
 		if locks, err := r.s.store.Locks(ctx); err == nil {
@@ -386,8 +397,6 @@ func (r *runner) resumeParked(ctx context.Context, runID string) error {
 		switch {
 		case rec.Status != state.StepWaiting:
 		case !rec.WakeAt.IsZero() || !rec.NextAttemptAt.IsZero():
-			r.s.eng.WakeEarly(runID)
-			r.wakeRun(runID)
 			return nil
 		case rec.Approval != nil:
 			waits = append(waits, "an answer to approval step "+rec.ID)

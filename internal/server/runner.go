@@ -500,6 +500,9 @@ func (r *runner) resume(ctx context.Context, run *state.Run, secretInputs map[st
 			return err
 		}
 	}
+	if done, err := r.resumeElsewhere(ctx, run); done {
+		return err
+	}
 	// An explicit resume takes the run over from a `runbook run` process
 	// too (never from a live replica).
 	r.launchRun(queuedRun{run: run, pb: pb, inputs: secretInputs, adopt: true})

@@ -92,12 +92,13 @@ type NoticeKind string
 // The kinds of notice. The store sends NoticeApproval when an approval is
 // recorded, NoticeCancel when a run is recorded cancelled and
 // NoticeKeyFreed when a concurrency key is released, whoever wrote them;
-// NoticeWork is sent by the replicas.
+// NoticeWork and NoticeResume are sent by the replicas.
 const (
 	NoticeWork     NoticeKind = "work"     // runs to take: a replica released its runs, a run was queued
 	NoticeApproval NoticeKind = "approval" // run RunID got an approval answer
 	NoticeCancel   NoticeKind = "cancel"   // run RunID was cancelled
 	NoticeKeyFreed NoticeKind = "key"      // concurrency key Key was released (empty: some key)
+	NoticeResume   NoticeKind = "resume"   // run RunID, parked on its owner, was resumed through another replica
 	// NoticeListening comes from Listen itself, first: from now on no
 	// notice is lost.
 	NoticeListening NoticeKind = "listening"

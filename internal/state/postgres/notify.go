@@ -18,6 +18,7 @@ var noticeChannels = map[string]state.NoticeKind{
 	"runbook_approval": state.NoticeApproval,
 	"runbook_cancel":   state.NoticeCancel,
 	"runbook_key":      state.NoticeKeyFreed, // migration 0009
+	"runbook_resume":   state.NoticeResume,
 }
 
 // Listen implements state.Coordinator on a connection of its own, taken

@@ -1,0 +1,52 @@
+package server_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/server"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/postgres"
+	"github.com/runbook/runbook/internal/state/postgres/pgtest"
+)
+
+// A resume asked of replica B for a run parked on replica A goes on on A
+// (a notice: A's poll is not involved), the sleep ending as the same
+// attempt; B neither takes the run nor answers a resume it cannot give.
+// A run parked on A for an approval's answer is refused by B saying so,
+// as A would.
+func TestAResumeThroughAnotherReplicaWakesTheRunWhereItIsParked(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DB(t)
+	open := func() *postgres.Store {
+		st, err := postgres.Open(ctx, dsn, postgres.Options{})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	pbs := map[string]string{"nap.yaml": napPlaybook, "gate.yaml": approvalPlaybook}
+	replica := func(process string) envOption {
+		return func(o *server.Options) { o.Engine.Process = process }
+	}
+	a := replicaOn(t, open(), pbs, replica("host/a"))
+	b := replicaOn(t, open(), pbs, replica("host/b"))
+
+	nap := a.startRun("nap", nil)
+	gate := a.startRun("gate", nil)
+	a.waitParked(2)
+
+	r := b.api("POST", "/api/v1/runs/"+gate+"/resume", map[string]any{})
+	assert.Equal(t, 409, r.status, "%s", r.body)
+	assert.Contains(t, string(r.body), "waiting for an answer to approval step ok")
+
+	r = b.api("POST", "/api/v1/runs/"+nap+"/resume", map[string]any{})
+	require.Equal(t, 202, r.status, "%s", r.body)
+	m := a.waitStatus(nap, state.RunSucceeded)
+	assert.EqualValues(t, 1, stepsByID(m)["nap"]["attempts"], "the same attempt")
+	assert.Equal(t, "host/a", m["owner"], "A went on with it")
+	a.waitParked(1)
+	assert.Equal(t, float64(0), b.metric("runbook_runs_parked"))
+}
