@@ -122,8 +122,12 @@ and followed here; --detach returns once the server has it.`,
 			local.Observe(runID, ev)
 		}
 	}
+	fenceOnShared(&opts)
 	eng := engine.New(opts)
-	defer eng.KeepProcessLease(engine.ProcessLeaseTTL)() // on a database: its runs show interrupted once it is gone, on any host
+	// On a database: its runs show interrupted once it is gone, on any
+	// host, and no step starts while the lease lapsed (fenceOnShared).
+	lease := eng.KeepProcessLease(engine.ProcessLeaseTTL)
+	defer lease.Stop()
 	if local != nil {
 		if err := local.Start(eng); err != nil {
 			fmt.Fprintf(a.stderr, "warning: runs verbs cannot reach this run beside it: %v\n", err)
@@ -144,6 +148,18 @@ and followed here; --detach returns once the server has it.`,
 		}
 	}
 	var r *state.Run
+	if *resume != "" {
+		// Owned by this process before it executes (a conditional claim
+		// on a database): a run another process executes, or a replica
+		// took over meanwhile, is left to it.
+		if err := eng.Claim(ctx, *resume); errors.Is(err, state.ErrFenced) {
+			prog.close()
+			return a.notOwned(ctx, store, *resume, err, nil, out)
+		} else if err != nil {
+			prog.close()
+			return withHint(err, "runbook runs list")
+		}
+	}
 	switch {
 	case *resume != "" && len(given) > 0:
 		// Only secret inputs, which the state file does not keep.
@@ -151,9 +167,16 @@ and followed here; --detach returns once the server has it.`,
 	case *resume != "":
 		r, err = eng.Resume(ctx, *resume)
 	default:
-		r, err = eng.Run(ctx, pb, engine.StartRequest{Inputs: given})
+		if r, err = eng.Start(ctx, pb, engine.StartRequest{Inputs: given}); err == nil {
+			if err = eng.Claim(ctx, r.ID); err == nil {
+				r, err = eng.ExecuteInputs(ctx, pb, r, given)
+			}
+		}
 	}
 	prog.close()
+	if errors.Is(err, state.ErrFenced) && r != nil {
+		return a.notOwned(ctx, store, r.ID, err, lease, out)
+	}
 	if r == nil {
 		hint := "runbook runs list"
 		if *resume == "" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -101,8 +102,10 @@ shown is the server's, until the run ends or waits again.`,
 		p = a.newProgress(out, *quiet, root.ID)
 	}
 	opts.Observer = p.observe
+	fenceOnShared(&opts)
 	eng := engine.New(opts)
-	defer eng.KeepProcessLease(engine.ProcessLeaseTTL)() // on a database: its runs show interrupted once it is gone, on any host
+	lease := eng.KeepProcessLease(engine.ProcessLeaseTTL) // on a database: its runs show interrupted once it is gone, on any host
+	defer lease.Stop()
 	if err := eng.Approve(ctx, runID, step, answer); err != nil {
 		p.close()
 		return withHint(err, "runbook runs show "+runID)
@@ -115,8 +118,26 @@ shown is the server's, until the run ends or waits again.`,
 		p.close()
 		return withHint(err, "")
 	}
+	if err := eng.Claim(ctx, root.ID); errors.Is(err, state.ErrFenced) {
+		// Another process executes the run (a replica, a runbook run
+		// waiting for the answer): it continues it.
+		p.close()
+		var fe *state.FencedError
+		who := "another process"
+		if errors.As(err, &fe) && fe.Owner != "" {
+			who = ownerKind(ctx, store, fe.Owner)
+		}
+		fmt.Fprintf(a.stdout, "step %s of run %s %s; %s executes run %s and continues it: runbook runs logs -f %s\n", step, runID, verdict, who, root.ID, root.ID)
+		return nil
+	} else if err != nil {
+		p.close()
+		return withHint(err, "runbook runs show "+root.ID)
+	}
 	res, err := eng.Resume(ctx, root.ID)
 	p.close()
+	if errors.Is(err, state.ErrFenced) && res != nil {
+		return a.notOwned(ctx, store, root.ID, err, lease, out)
+	}
 	if res == nil {
 		return withHint(err, "runbook run --resume "+root.ID)
 	}

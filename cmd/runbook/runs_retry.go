@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
 )
 
 func cmdRunsRetry(ctx context.Context, a *app, args []string) error {
@@ -87,8 +89,10 @@ input: give the run's secret inputs again with -i (other inputs are kept).`,
 	opts.Sim = sims.recorded()
 	opts.Observer = prog.observe
 	opts.OutputObserver = prog.output
+	fenceOnShared(&opts)
 	eng := engine.New(opts)
-	defer eng.KeepProcessLease(engine.ProcessLeaseTTL)() // on a database: its runs show interrupted once it is gone, on any host
+	lease := eng.KeepProcessLease(engine.ProcessLeaseTTL) // on a database: its runs show interrupted once it is gone, on any host
+	defer lease.Stop()
 	if err := eng.ReleaseStaleLocks(ctx); err != nil {
 		prog.close()
 		return withHint(err, "")
@@ -116,8 +120,18 @@ input: give the run's secret inputs again with -i (other inputs are kept).`,
 		prog.close()
 		return withHint(err, "runbook runs show "+runID)
 	}
+	if err := eng.Claim(ctx, r.ID); err != nil {
+		prog.close()
+		if errors.Is(err, state.ErrFenced) {
+			return a.notOwned(ctx, store, r.ID, err, nil, out)
+		}
+		return withHint(err, "runbook run --resume "+r.ID)
+	}
 	res, err := eng.ExecuteInputs(ctx, pb, r, inputs)
 	prog.close()
+	if errors.Is(err, state.ErrFenced) && res != nil {
+		return a.notOwned(ctx, store, r.ID, err, lease, out)
+	}
 	if res == nil {
 		return withHint(err, "runbook run --resume "+r.ID)
 	}

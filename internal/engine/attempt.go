@@ -151,7 +151,7 @@ var errStepTimeout = errors.New("step timeout")
 // steps, the step's own timeout, classification of its error.
 func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[string]any) (steps.Outputs, error) {
 	rs, st, rec := sr.rs, sr.st, sr.rec
-	if err := rs.mayStart(); err != nil {
+	if err := rs.mayStart(ctx); err != nil {
 		return nil, err // the run goes on elsewhere: nothing starts here
 	}
 	sr.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/state"
 )
 
@@ -31,8 +32,9 @@ type fence struct {
 	cancel context.CancelCauseFunc // the top-level run's context
 	log    func(err error)
 
-	mu  sync.Mutex
-	err error // why the run's writes stopped; nil while they go on
+	mu   sync.Mutex
+	err  error         // why the run's writes stopped; nil while they go on
+	done chan struct{} // closed when err is set
 }
 
 type fenceKey struct{}
@@ -42,6 +44,7 @@ type fencing struct {
 	mu     sync.Mutex
 	runs   map[*fence]bool // of the top-level runs executing
 	paused error           // set by Fence, cleared by Unfence
+	lease  *ProcessLease   // KeepProcessLease's, while it is kept
 }
 
 // fenceRun returns ctx, the context of run r cancelled by cancel, with
@@ -55,7 +58,7 @@ func (e *Engine) fenceRun(ctx context.Context, r *state.Run, cancel context.Canc
 	if !e.o.Fence {
 		return ctx, nil, func() {}
 	}
-	f := &fence{f: state.Fence{Owner: e.o.Process, Run: r.ID}, cancel: cancel}
+	f := &fence{f: state.Fence{Owner: e.o.Process, Run: r.ID}, cancel: cancel, done: make(chan struct{})}
 	f.log = func(err error) {
 		var fe *state.FencedError
 		if errors.As(err, &fe) {
@@ -91,6 +94,7 @@ func (f *fence) trip(err error) {
 	first := f.err == nil
 	if first {
 		f.err = err
+		close(f.done)
 	}
 	f.mu.Unlock()
 	if first {
@@ -107,6 +111,14 @@ func (f *fence) stopped() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.err
+}
+
+// tripped returns a channel closed once the run's writes stopped.
+func (f *fence) tripped() <-chan struct{} {
+	if f == nil {
+		return nil
+	}
+	return f.done
 }
 
 // onto returns ctx with the run's state.Fence, for a write made from a
@@ -132,23 +144,32 @@ func (rs *runState) refused(err error) error {
 
 // mayStart reports why no step attempt of the run may start here (nil:
 // it may): its writes stopped, or this process no longer holds its lease
-// (Options.LeaseCheck; the run is then stopped).
-func (rs *runState) mayStart() error {
+// (Options.LeaseCheck; the run is then stopped). While the process lease
+// (KeepProcessLease) lapsed it waits until it holds again, and the run
+// goes on unless another process claimed it meanwhile, or ctx ends.
+func (rs *runState) mayStart(ctx context.Context) error {
 	if err := rs.fenced(); err != nil {
 		return err
 	}
-	if rs.fence == nil || rs.e.o.LeaseCheck == nil {
+	if rs.fence == nil {
 		return nil
 	}
-	err := rs.e.o.LeaseCheck()
-	if err == nil {
-		return nil
+	if check := rs.e.o.LeaseCheck; check != nil {
+		if err := check(); err != nil {
+			if !errors.Is(err, state.ErrFenced) {
+				err = fmt.Errorf("%w: %w", state.ErrFenced, err)
+			}
+			rs.fence.trip(err)
+			return rs.fenced()
+		}
 	}
-	if !errors.Is(err, state.ErrFenced) {
-		err = fmt.Errorf("%w: %w", state.ErrFenced, err)
+	rs.e.fences.mu.Lock()
+	lease := rs.e.fences.lease
+	rs.e.fences.mu.Unlock()
+	if lease != nil {
+		return lease.hold(ctx, rs.fence)
 	}
-	rs.fence.trip(err)
-	return rs.fenced()
+	return nil
 }
 
 // writeCtx is Engine.writeCtx for a write of the run, with its fence.
@@ -190,4 +211,69 @@ func (e *Engine) Unfence() {
 	e.fences.mu.Lock()
 	e.fences.paused = nil
 	e.fences.mu.Unlock()
+}
+
+// Claim makes this process the owner of the top-level run id before it
+// executes it with Options.Fence outside the replicas (runbook run: a run
+// it started, resumes, retries or continues after an approval), so that
+// the fence holds from the run's first write. The claim is conditional,
+// as an explicit resume's (state.Coordinator.ClaimRun with adopt): it is
+// refused with a *state.FencedError naming the owner when a live replica
+// owns the run (one that took it over, maybe racing this claim) or a
+// live process does (a runbook run executing it, on this host or with a
+// process lease on another). A run that ended is left as it is (Resume
+// says why it does not continue), except a cancelled one, which is
+// resumed on purpose and made this process's. A sub-playbook run is
+// executed through its top-level run only. Without Options.Fence or a
+// coordinator it does nothing. Call KeepProcessLease first.
+func (e *Engine) Claim(ctx context.Context, id string) error {
+	c, ok := e.o.Store.(state.Coordinator)
+	if !ok || !e.o.Fence {
+		return nil
+	}
+	r, err := e.storedRun(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case r.ParentID != "":
+		return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
+			"run %s is a sub-playbook run of run %s, which executes it: resume that one (runbook run --resume %s)", r.ID, r.ParentID, r.ParentID)}
+	case r.Owner == e.o.Process:
+		return nil
+	case r.Status == state.RunCancelled:
+		// Not in the queue: no replica takes it; resumed on purpose.
+		r.Owner = e.o.Process
+		return e.o.Store.SaveRun(ctx, r)
+	case r.Status.Done():
+		return nil
+	case e.liveProcess(ctx, c, r.Owner):
+		return &state.FencedError{Run: r.ID, Owner: r.Owner}
+	}
+	claimed, err := c.ClaimRun(ctx, r.ID, e.o.Process, true)
+	if err != nil || claimed {
+		return err
+	}
+	if r, err = e.storedRun(ctx, id); err != nil {
+		return err
+	}
+	if r.Status.Done() {
+		return nil
+	}
+	return &state.FencedError{Run: r.ID, Owner: r.Owner}
+}
+
+// liveProcess reports whether owner is another process that lives: one
+// of this host that exists, or one of another host whose process lease
+// (KeepProcessLease) has not lapsed. A replica of another host is left to
+// ClaimRun, which knows the replicas' leases.
+func (e *Engine) liveProcess(ctx context.Context, c state.Coordinator, owner string) bool {
+	if owner == "" || owner == e.o.Process {
+		return false
+	}
+	if _, local := onThisHost(owner); local {
+		return !ownerGone(owner)
+	}
+	found, expired, err := c.LeaseExpired(ctx, processLease(owner))
+	return err == nil && found && !expired
 }

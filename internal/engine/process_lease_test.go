@@ -31,10 +31,10 @@ func TestARunOfAProcessOfAnotherHostIsInterruptedOnceItsLeaseLapses(t *testing.T
 	}
 
 	alive := owner("4242@100")
-	stopAlive := alive.KeepProcessLease(time.Second)
+	stopAlive := alive.KeepProcessLease(time.Second).Stop
 	defer stopAlive()
 	dead := owner("4343@100")
-	dead.KeepProcessLease(time.Second)() // it ends: as a process that exits
+	dead.KeepProcessLease(time.Second).Stop() // it ends: as a process that exits
 	// A process killed with its host: its lease is never renewed again.
 	killed := "another-host/4444@100"
 	term, err := st.Lead(ctx, "process/"+killed, killed, 0, 300*time.Millisecond)

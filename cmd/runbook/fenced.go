@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/state"
+)
+
+// exitTakenOver is the exit code of a command that stopped executing a
+// run, or did not start, because another process owns it: a replica of
+// runbook serve took it over (its process lease lapsed: a laptop asleep,
+// a network cut), or another process executes it. The run goes on there;
+// nothing more of it was executed or written here.
+const exitTakenOver = 3
+
+// fenceOnShared fences the runs this process executes when its store is
+// shared with other processes (a database the replicas of runbook serve
+// use): every write that moves a run forward is refused once another
+// process owns the run (engine Options.Fence), and with the process lease
+// (engine.KeepProcessLease) no step starts while the lease lapsed. Every
+// run is fenced, not only those the replicas may take over (take_over,
+// server.take_over_run_processes): an explicit resume elsewhere takes any
+// run of a process that is gone, and one rule is simpler to reason about.
+// A store held by one process (bbolt) is left alone.
+func fenceOnShared(opts *engine.Options) {
+	_, opts.Fence = opts.Store.(state.Coordinator)
+}
+
+// ownerKind names owner for a message: a replica of runbook serve, or a
+// process.
+func ownerKind(ctx context.Context, store state.Store, owner string) string {
+	if c, ok := store.(state.Coordinator); ok {
+		if rep, err := c.IsReplica(ctx, owner); err == nil && rep {
+			return "replica " + owner
+		}
+	}
+	return "process " + owner
+}
+
+// notOwned reports run runID, which another process owns (err, a
+// state.ErrFenced): a write of this process was refused or its lease
+// check found the run claimed (lease: the process lease, whose lapse is
+// how a replica could take the run), or, with lease nil, its claim before
+// executing the run was refused. What this process did not execute goes
+// on there. With JSON output the run's record as it is now is printed.
+func (a *app) notOwned(ctx context.Context, store state.Store, runID string, err error, lease *engine.ProcessLease, out *outputFlag) error {
+	var fe *state.FencedError
+	msg := fmt.Sprintf("run %s stopped here: this process no longer owns it (%v); see: runbook runs show %s", runID, err, runID)
+	switch {
+	case !errors.As(err, &fe) || fe.Owner == "":
+	case lease == nil:
+		msg = fmt.Sprintf("run %s is executed by %s; it goes on there: runbook runs show %s",
+			runID, ownerKind(ctx, store, fe.Owner), runID)
+	default:
+		how := ""
+		if lease.Lapsed() {
+			how = " while this process could not renew its lease"
+		}
+		msg = fmt.Sprintf("run %s was taken over by %s%s; it goes on there: runbook runs show %s",
+			runID, ownerKind(ctx, store, fe.Owner), how, runID)
+	}
+	if out != nil && out.json {
+		if r, gerr := store.GetRun(ctx, runID); gerr == nil {
+			if doc, derr := runDoc(ctx, store, r); derr == nil {
+				_ = writeJSON(a.stdout, doc)
+			}
+		}
+		fmt.Fprintln(a.stderr, a.redactor.String(msg))
+	} else {
+		fmt.Fprintln(a.stdout, a.redactor.String(msg))
+	}
+	return &exitError{code: exitTakenOver, err: err, quiet: true}
+}
