@@ -121,7 +121,8 @@ func printHelp(w io.Writer) {
 		fmt.Fprintf(w, "  %-*s  %s\n", width, v.name, v.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Exit codes: 0 success, 1 run failed or cancelled, 2 usage or validation error.")
+	fmt.Fprintln(w, "Exit codes: 0 success, 1 run failed or cancelled, 2 usage or validation error,")
+	fmt.Fprintln(w, "3 the run is another process's (taken over by a replica) and goes on there.")
 	fmt.Fprintln(w, "Run 'runbook help COMMAND' or 'runbook COMMAND -h' for details.")
 }
 

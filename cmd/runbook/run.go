@@ -37,7 +37,10 @@ While it runs, this process serves 'runbook runs list|show|logs|approve|
 cancel' in other terminals on a socket beside the state file; with --wait
 it waits for approvals instead of parking. When runbook serve holds the
 state file, the run is submitted to it (FILE must be one of its playbooks)
-and followed here; --detach returns once the server has it.`,
+and followed here; --detach returns once the server has it. On a database
+shared with runbook serve replicas, a run they took over while this
+process could not renew its lease (take_over: true) stops here at once
+and the command exits 3; it goes on there.`,
 	})
 	var inputs kvList
 	fs.Var(&inputs, "i", "input `key=value` (repeatable)")
@@ -147,34 +150,16 @@ and followed here; --detach returns once the server has it.`,
 			return &exitError{code: 2, err: err, quiet: true, hint: "the service's own limits are checked before every run; fix the value and run again"}
 		}
 	}
-	var r *state.Run
-	if *resume != "" {
-		// Owned by this process before it executes (a conditional claim
-		// on a database): a run another process executes, or a replica
-		// took over meanwhile, is left to it.
-		if err := eng.Claim(ctx, *resume); errors.Is(err, state.ErrFenced) {
-			prog.close()
-			return a.notOwned(ctx, store, *resume, err, nil, out)
-		} else if err != nil {
-			prog.close()
-			return withHint(err, "runbook runs list")
-		}
-	}
-	switch {
-	case *resume != "" && len(given) > 0:
-		// Only secret inputs, which the state file does not keep.
-		r, err = eng.ResumeInputs(ctx, *resume, given)
-	case *resume != "":
-		r, err = eng.Resume(ctx, *resume)
-	default:
-		if r, err = eng.Start(ctx, pb, engine.StartRequest{Inputs: given}); err == nil {
-			if err = eng.Claim(ctx, r.ID); err == nil {
-				r, err = eng.ExecuteInputs(ctx, pb, r, given)
-			}
-		}
-	}
+	r, claimed, err := executeHere(ctx, eng, pb, *resume, given)
 	prog.close()
-	if errors.Is(err, state.ErrFenced) && r != nil {
+	switch {
+	case !claimed && errors.Is(err, state.ErrFenced):
+		id := *resume
+		if r != nil {
+			id = r.ID
+		}
+		return a.notOwned(ctx, store, id, err, nil, out)
+	case errors.Is(err, state.ErrFenced) && r != nil:
 		return a.notOwned(ctx, store, r.ID, err, lease, out)
 	}
 	if r == nil {
@@ -185,6 +170,34 @@ and followed here; --detach returns once the server has it.`,
 		return withHint(err, hint)
 	}
 	return a.finishRun(ctx, store, r, err, out)
+}
+
+// executeHere executes a run in this process: run resume (an ID), or a
+// new run of pb. The run is made this process's first (Engine.Claim, a
+// conditional claim on a database), so that its writes pass the fence
+// from the first one; claimed is false when it could not be (err says
+// why: a state.ErrFenced names the process that owns it).
+func executeHere(ctx context.Context, eng *engine.Engine, pb *playbook.Playbook, resume string, given map[string]any) (r *state.Run, claimed bool, err error) {
+	if resume != "" {
+		if err := eng.Claim(ctx, resume); err != nil {
+			return nil, false, err
+		}
+		if len(given) > 0 {
+			// Only secret inputs, which the state file does not keep.
+			r, err = eng.ResumeInputs(ctx, resume, given)
+		} else {
+			r, err = eng.Resume(ctx, resume)
+		}
+		return r, true, err
+	}
+	if r, err = eng.Start(ctx, pb, engine.StartRequest{Inputs: given}); err != nil {
+		return nil, true, err
+	}
+	if err := eng.Claim(ctx, r.ID); err != nil {
+		return r, false, err
+	}
+	r, err = eng.ExecuteInputs(ctx, pb, r, given)
+	return r, true, err
 }
 
 // runPlaybookName names the playbook a run executes, "" for a resume
