@@ -116,11 +116,12 @@ func scanEvents(rb *bbolt.Bucket, from uint64, fn func(ev state.Event) (more boo
 	c := rb.Cursor()
 	k, v := c.Seek(numKey(kindEventBlock, from))
 	if k == nil || k[0] != kindEventBlock || binary.BigEndian.Uint64(k[1:]) > from {
-		// from may lie in the block before.
+		// from may lie in the block before; if there is none, start
+		// where the seek did.
 		if pk, pv := c.Prev(); len(pk) == 9 && pk[0] == kindEventBlock {
 			k, v = pk, pv
-		} else if k == nil {
-			return nil
+		} else {
+			k, v = c.Seek(numKey(kindEventBlock, from))
 		}
 	}
 	for ; k != nil && k[0] == kindEventBlock; k, v = c.Next() {
