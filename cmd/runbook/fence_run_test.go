@@ -162,3 +162,26 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// On a database, runbook run --resume of a run whose process was killed
+// makes the run its own before executing it (a conditional claim), so
+// its fenced writes pass: every step runs once, and the run is the
+// resuming process's.
+func TestResumeOnADatabaseClaimsTheRunOfAKilledProcess(t *testing.T) {
+	c := newCLI(t)
+	onDatabase(t, c)
+	pb := c.file("crash.yaml", crashPlaybook)
+	cmd, id := c.startUntil("step nap started", "run", pb)
+	require.NotEmpty(t, id)
+	time.Sleep(200 * time.Millisecond) // the sleep's deadline is recorded
+	require.NoError(t, cmd.Process.Signal(os.Kill))
+	_ = cmd.Wait()
+
+	r := c.run("run", "--resume", id)
+	require.Equal(t, 0, r.code, r)
+	assert.Contains(t, r.stdout, "run "+id+" succeeded")
+	got, err := os.ReadFile(filepath.Join(c.dir, "steps.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "one\ntwo\nthree\nfour\n", string(got), "every step ran once")
+	assert.NotContains(t, r.stderr, "fenced")
+}
