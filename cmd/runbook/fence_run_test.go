@@ -185,3 +185,35 @@ func TestResumeOnADatabaseClaimsTheRunOfAKilledProcess(t *testing.T) {
 	assert.Equal(t, "one\ntwo\nthree\nfour\n", string(got), "every step ran once")
 	assert.NotContains(t, r.stderr, "fenced")
 }
+
+// On a database, runs approve continuing a run parked by a runbook run
+// that has exited, and runs retry executing its new run, make the run
+// their own first, so their fenced writes pass.
+func TestApproveAndRetryOnADatabaseClaimTheRunTheyExecute(t *testing.T) {
+	c := newCLI(t)
+	onDatabase(t, c)
+	gated := c.file("gated.yaml", approvalPlaybook)
+	r := c.run("run", gated)
+	require.Equal(t, 0, r.code, r)
+	id := runIDOf(t, r.stdout)
+	r = c.run("runs", "approve", id, "gate", "--field", "ticket=7")
+	require.Equal(t, 0, r.code, r)
+	assert.Contains(t, r.stdout, "run "+id+" succeeded")
+
+	flaky := c.file("flaky.yaml", fmt.Sprintf(`version: 1
+name: flaky
+steps:
+  - {id: once, uses: shell, with: {command: "echo once >> %[1]s/flaky.txt"}}
+  - {id: check, uses: shell, with: {command: "test -e %[1]s/fixed"}}
+`, c.dir))
+	r = c.run("run", flaky)
+	require.Equal(t, 1, r.code, r)
+	failed := runIDOf(t, r.stdout)
+	require.NoError(t, os.WriteFile(filepath.Join(c.dir, "fixed"), nil, 0o600))
+	r = c.run("runs", "retry", failed)
+	require.Equal(t, 0, r.code, r)
+	assert.Contains(t, r.stdout, "succeeded")
+	got, err := os.ReadFile(filepath.Join(c.dir, "flaky.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "once\n", string(got), "the step that succeeded is reused, not run again")
+}
