@@ -29,14 +29,15 @@ import (
 //
 // A group holds deliveries whose dedup keys are disjoint: a delivery that
 // shares a key with one already taken waits for a later group, so within
-// a group no two members claim one key. A member whose key is already
-// recorded (a redelivery, live or expired) is left out of the group's
-// claims, runs and bodies by the group's statement itself (its playbook's
-// snapshot may be stored: see groupSnapshots) and is then committed alone,
-// statement by statement, as CommitDelivery commits any delivery whose
-// fresh commit was refused. Any other refusal (a taken run ID) aborts the
-// group's transaction, which wrote nothing: every member is then
-// committed alone. A member's failure never fails another member.
+// a group no two members claim one key. A member whose delivery key is
+// already recorded (a redelivery, live or expired) is left out of the
+// group's claims, runs and bodies by the group's statement itself (its
+// playbook's snapshot may be stored: see groupSnapshots) and is then
+// committed alone, statement by statement, as CommitDelivery commits any
+// delivery whose fresh commit was refused. Any other refusal (a hook
+// recorded under another delivery key, a taken run ID) aborts the group's
+// transaction, which wrote nothing: every member is then committed alone.
+// A member's failure never fails another member.
 
 // groupWorkers bounds the group transactions of one Store in flight at
 // once. While one waits for its commit (a WAL flush), the deliveries that
@@ -258,22 +259,33 @@ SELECT * FROM unnest($1::text[], $2::bytea[])
 ON CONFLICT (hash) DO NOTHING`
 
 // groupInsert writes the claims, runs, events and bodies of the members
-// none of whose keys is recorded (live or expired), and returns the
-// members that have one. A claim is a plain insert: a key recorded
-// meanwhile by a writer that took no advisory lock (Dedup) fails it, and
-// with it the group. The run columns and values are those of insertRun,
-// one row per run; a run's events are numbered from 1 and its last_seq
-// is their number. Data-modifying WITH queries all run to completion and
-// see the same snapshot: runs' snapshot column sees the snapshots stored
-// by the statement before.
+// whose delivery key is not recorded (live or expired), and returns the
+// members whose key is. It finds them without reading runbook_dedup: a
+// delivery key is inserted ON CONFLICT DO NOTHING, which decides on the
+// primary key's index, and a member is new when its key's row comes back.
+// (A join of the claims with runbook_dedup was planned, in the statement's
+// generic plan cached while the table was small, as a hash join over a
+// sequential scan of the whole table: perf showed it on top for three
+// replicas.) A new member's hook claims are plain inserts: a hook already
+// recorded (delivered before under another delivery key) fails the
+// statement, and with it the group. The run columns and values are those
+// of insertRun, one row per run; a run's events are numbered from 1 and
+// its last_seq is their number. Data-modifying WITH queries all run to
+// completion and see the same snapshot: runs' snapshot column sees the
+// snapshots stored by the statement before.
 const groupInsert = `WITH claim AS (
-	SELECT * FROM unnest($1::int[], $2::text[], $3::timestamptz[], $4::timestamptz[], $5::bytea[])
-		AS c(member, key, first_seen, expires_at, value)
-), seen AS (
-	SELECT DISTINCT c.member FROM claim c JOIN runbook_dedup d ON d.key = c.key
-), claims AS (
+	SELECT * FROM unnest($1::int[], $2::text[], $3::timestamptz[], $4::timestamptz[], $5::bytea[], $30::bool[])
+		AS c(member, key, first_seen, expires_at, value, delivery)
+), delivery_claims AS (
 	INSERT INTO runbook_dedup (key, first_seen, expires_at, value)
-	SELECT key, first_seen, expires_at, value FROM claim WHERE member NOT IN (SELECT member FROM seen)
+	SELECT key, first_seen, expires_at, value FROM claim WHERE delivery
+	ON CONFLICT (key) DO NOTHING
+	RETURNING key
+), fresh AS (
+	SELECT c.member FROM claim c WHERE c.delivery AND c.key IN (SELECT key FROM delivery_claims)
+), hook_claims AS (
+	INSERT INTO runbook_dedup (key, first_seen, expires_at, value)
+	SELECT key, first_seen, expires_at, value FROM claim WHERE NOT delivery AND member IN (SELECT member FROM fresh)
 ), runs AS (
 	INSERT INTO runbook_runs (` + runColumns + `, last_seq)
 	SELECT u.id, u.playbook, u.status, u.parent_id, u.trigger_type, u.trigger_key, u.concurrency_key, u.owner,
@@ -285,7 +297,7 @@ const groupInsert = `WITH claim AS (
 		$15::bigint[], $16::timestamptz[], $17::timestamptz[], $18::timestamptz[], $19::text[], $20::bytea[], $21::json[], $22::bigint[])
 		AS u(member, id, playbook, status, parent_id, trigger_type, trigger_key, concurrency_key, owner,
 			created_ns, created_at, started_at, ended_at, hash, source, record, last_seq)
-	WHERE u.member NOT IN (SELECT member FROM seen)
+	WHERE u.member IN (SELECT member FROM fresh)
 	RETURNING id
 ), events AS (
 	INSERT INTO runbook_events (run_id, seq, event)
@@ -295,9 +307,9 @@ const groupInsert = `WITH claim AS (
 	INSERT INTO runbook_deliveries (id, body, created_at)
 	SELECT b.id, b.body, b.created_at FROM unnest($26::int[], $27::text[], $28::bytea[], $29::timestamptz[])
 		AS b(member, id, body, created_at)
-	WHERE b.member NOT IN (SELECT member FROM seen)
+	WHERE b.member IN (SELECT member FROM fresh)
 )
-SELECT member FROM seen`
+SELECT member FROM claim WHERE delivery AND member NOT IN (SELECT member FROM fresh)`
 
 // groupRows are a group's rows, column by column, for groupSnapshots and
 // groupInsert.
@@ -307,6 +319,7 @@ type groupRows struct {
 	claimFirst  []time.Time
 	claimExpiry []*time.Time
 	claimValue  [][]byte
+	claimOfKey  []bool // the delivery's key, not a hook's
 
 	snapHash   []string
 	snapSource [][]byte
@@ -337,10 +350,10 @@ func (g *groupRows) add(m int32, r *groupReq) {
 	}
 	g.lockKeys = append(g.lockKeys, r.locks...)
 	expires, _ := claimTimes(r.now, d.TTL)
-	g.addClaim(m, d.Key, r.now, expires, r.done)
+	g.addClaim(m, d.Key, r.now, expires, r.done, true)
 	for i, u := range d.Units {
 		if u.Claim != "" {
-			g.addClaim(m, u.Claim, r.now, expires, u.ClaimValue)
+			g.addClaim(m, u.Claim, r.now, expires, u.ClaimValue, false)
 		}
 		run := u.Run
 		if run.Hash != "" && len(run.Snapshot) > 0 {
@@ -357,9 +370,9 @@ func (g *groupRows) add(m int32, r *groupReq) {
 	}
 }
 
-func (g *groupRows) addClaim(m int32, key string, now time.Time, expires *time.Time, val []byte) {
+func (g *groupRows) addClaim(m int32, key string, now time.Time, expires *time.Time, val []byte, ofKey bool) {
 	g.claimMember, g.claimKey, g.claimFirst = append(g.claimMember, m), append(g.claimKey, key), append(g.claimFirst, now)
-	g.claimExpiry, g.claimValue = append(g.claimExpiry, expires), append(g.claimValue, val)
+	g.claimExpiry, g.claimValue, g.claimOfKey = append(g.claimExpiry, expires), append(g.claimValue, val), append(g.claimOfKey, ofKey)
 }
 
 // addRun appends run r's row with the values runArgs gives insertRun.
@@ -396,6 +409,7 @@ func (g *groupRows) args() []any {
 		g.createdNs, g.createdAt, g.startedAt, g.endedAt, g.hash, g.source, g.record, g.lastSeq,
 		g.evRun, g.evSeq, g.evData,
 		g.bodyMember, g.bodyID, g.bodyData, g.bodyAt,
+		g.claimOfKey,
 	}
 }
 

@@ -230,3 +230,19 @@ func TestAGroupWritesARunAsCreateRunDoes(t *testing.T) {
 		assert.Equal(t, strings.ReplaceAll(row("alone-"+id), "alone-", ""), row(id))
 	}
 }
+
+func TestAHookRecordedUnderAnotherKeyIsSkippedOnlyInItsDeliveryOfAGroup(t *testing.T) {
+	dsn := pgtest.DB(t)
+	s := open(t, dsn, postgres.Options{})
+	_, err := s.CommitDelivery(ctx, groupDelivery("d0", "hook/x", "r0"))
+	require.NoError(t, err)
+	results, errs := commitTogether(t, s, dsn,
+		groupDelivery("d1", "hook/x", "r1"), // the same hook, another delivery key
+		groupDelivery("d2", "hook/y", "r2"))
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+	assert.Equal(t, state.DeliveryResult{Earlier: [][]byte{[]byte("r0")}}, results[0], "the hook's run is named, none created")
+	assert.Equal(t, state.DeliveryResult{Created: []string{"r2"}}, results[1])
+	_, err = s.GetRun(ctx, "r1")
+	require.ErrorIs(t, err, state.ErrNotFound)
+}
