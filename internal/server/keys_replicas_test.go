@@ -24,39 +24,13 @@ func keyReplicaOn(t *testing.T, dsn, dir, process string) *env {
 	t.Helper()
 	store, err := postgres.Open(context.Background(), dsn, postgres.Options{})
 	require.NoError(t, err)
-	srv, err := server.New(server.Options{
+	return serveEnv(t, server.Options{
 		Engine:    engine.Options{Store: store, Environ: []string{}, Process: process, ApprovalPoll: time.Hour},
 		Playbooks: dir, Listen: "127.0.0.1:0", Token: token, Lease: 2 * time.Second, ShutdownGrace: 5 * time.Second,
-	})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	select {
-	case <-srv.Ready():
-	case err := <-done:
-		cancel()
-		store.Close()
-		t.Fatalf("replica stopped at start: %v", err)
-	}
-	e := &env{t: t, dir: dir, srv: srv, url: "http://" + srv.Addr()}
-	stopped := false
-	e.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err)
-		case <-time.After(15 * time.Second):
-			t.Error("replica did not stop")
-		}
+	}, func(runErr error) {
+		assert.NoError(t, runErr)
 		require.NoError(t, store.Close())
-	}
-	t.Cleanup(e.stop)
-	return e
+	})
 }
 
 // twoReplicasOn starts replicas A and B on one fresh database with the

@@ -57,34 +57,7 @@ func replicaOn(t *testing.T, st state.Store, playbooks map[string]string, opts .
 	for _, f := range opts {
 		f(&o)
 	}
-	srv, err := server.New(o)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	select {
-	case <-srv.Ready():
-	case err := <-done:
-		cancel()
-		t.Fatalf("server stopped at start: %v", err)
-	}
-	e := &env{t: t, dir: dir, srv: srv, url: "http://" + srv.Addr()}
-	stopped := false
-	e.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err)
-		case <-time.After(15 * time.Second):
-			t.Error("server did not stop")
-		}
-	}
-	t.Cleanup(e.stop)
-	return e
+	return serveEnv(t, o, func(runErr error) { assert.NoError(t, runErr) })
 }
 
 // cutListens breaks every notice connection to the database dsn

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -55,9 +56,26 @@ func start(t *testing.T, dir, statePath string, playbooks map[string]string, opt
 	for _, f := range opts {
 		f(&o)
 	}
+	e := serveEnv(t, o, func(runErr error) {
+		assert.NoError(t, runErr)
+		require.NoError(t, store.Close())
+	})
+	e.dir, e.state = dir, statePath
+	return e
+}
+
+// serveEnv runs a server made with o until the test ends or the env's
+// stop, and returns its env once the server is ready; a server that
+// cannot be made or stops at start fails the test. stop cancels it,
+// waits up to 15 s for its Run to return and hands what it returned to
+// stopped (errServerHung when it did not return), which closes the store
+// and checks the error as its caller needs. stopped is called once, also
+// when the server failed at start.
+func serveEnv(t *testing.T, o server.Options, stopped func(runErr error)) *env {
+	t.Helper()
 	srv, err := server.New(o)
 	if err != nil {
-		store.Close()
+		stopped(nil)
 		require.NoError(t, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -67,28 +85,31 @@ func start(t *testing.T, dir, statePath string, playbooks map[string]string, opt
 	case <-srv.Ready():
 	case err := <-done:
 		cancel()
-		store.Close()
-		t.Fatalf("server stopped at start: %v", err)
+		stopped(nil)
+		t.Fatalf("server %s stopped at start: %v", o.Engine.Process, err)
 	}
-	e := &env{t: t, dir: dir, state: statePath, srv: srv, url: "http://" + srv.Addr()}
-	stopped := false
+	e := &env{t: t, dir: o.Playbooks, srv: srv, url: "http://" + srv.Addr()}
+	stopped2 := false
 	e.stop = func() {
-		if stopped {
+		if stopped2 {
 			return
 		}
-		stopped = true
+		stopped2 = true
 		cancel()
 		select {
 		case err := <-done:
-			assert.NoError(t, err)
+			stopped(err)
 		case <-time.After(15 * time.Second):
-			t.Error("server did not stop")
+			stopped(errServerHung)
 		}
-		require.NoError(t, store.Close())
 	}
 	t.Cleanup(e.stop)
 	return e
 }
+
+// errServerHung is what serveEnv's stopped is told of a server whose Run
+// did not return within 15 s of its cancellation.
+var errServerHung = errors.New("server did not stop within 15 s")
 
 func newEnv(t *testing.T, playbooks map[string]string, opts ...envOption) *env {
 	dir := t.TempDir()
