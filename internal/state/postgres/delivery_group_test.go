@@ -246,3 +246,34 @@ func TestAHookRecordedUnderAnotherKeyIsSkippedOnlyInItsDeliveryOfAGroup(t *testi
 	_, err = s.GetRun(ctx, "r1")
 	require.ErrorIs(t, err, state.ErrNotFound)
 }
+
+// TestAGroupReadsNoDedupKeyButThroughTheIndex checks the plan PostgreSQL
+// caches for the group's statement when the table is young (a generic
+// plan, as a prepared statement gets after five executions): it must not
+// read runbook_dedup whole, which a join of the claims with the table did
+// (a hash join over a sequential scan, kept as the table grew).
+func TestAGroupReadsNoDedupKeyButThroughTheIndex(t *testing.T) {
+	dsn := pgtest.DB(t)
+	open(t, dsn, postgres.Options{}) // migrates
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`)
+	require.NoError(t, err)
+	types := "int[], text[], timestamptz[], timestamptz[], bytea[], int[], text[], text[], text[], text[], text[], text[], text[], text[], " +
+		"bigint[], timestamptz[], timestamptz[], timestamptz[], text[], bytea[], json[], bigint[], text[], bigint[], json[], " +
+		"int[], text[], bytea[], timestamptz[], bool[]"
+	_, err = conn.Exec(ctx, `PREPARE group_insert (`+types+`) AS `+postgres.GroupInsert)
+	require.NoError(t, err)
+	rows, err := conn.Query(ctx, `EXPLAIN EXECUTE group_insert (`+strings.TrimSuffix(strings.Repeat("NULL, ", 30), ", ")+`)`)
+	require.NoError(t, err)
+	var plan []string
+	for rows.Next() {
+		var line string
+		require.NoError(t, rows.Scan(&line))
+		plan = append(plan, line)
+	}
+	require.NoError(t, rows.Err())
+	require.NotEmpty(t, plan)
+	assert.NotContains(t, strings.Join(plan, "\n"), "Seq Scan on runbook_dedup")
+}

@@ -12,3 +12,6 @@ func QueuedDeliveries(s *Store) int {
 	defer s.groups.mu.Unlock()
 	return len(s.groups.queue)
 }
+
+// GroupInsert is the statement that writes a delivery group.
+const GroupInsert = groupInsert
