@@ -4,7 +4,12 @@
 // It reports the answer time, the growth of the state file when the answer
 // arrives and once every run has finished, serve's resident memory (now
 // and peak), a listing of the last 1,000 runs (time and bytes), and a
-// restart over the grown file (time to listen, memory once idle).
+// restart over the grown file (time to listen, memory once idle). Since
+// bbolt grows a small file by doubling it, the file's size says little of
+// what a delivery adds: it also reports the bytes of the pages in use
+// (bolt's Store.Usage, read once serve stopped) at the start, once every
+// run ended and, in a second delivery to a fresh file whose serve is
+// killed as it answers, at the answer.
 //
 //	go run ./tools/hookload                # build the binary, 1,000 hooks, once
 //	go run ./tools/hookload -n 3 -hooks 300
@@ -26,6 +31,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/runbook/runbook/internal/state/bolt"
 	"github.com/runbook/runbook/tools/internal/serveproc"
 )
 
@@ -58,6 +64,10 @@ func main() {
 		check(os.WriteFile(filepath.Join(rdir, "playbooks", "pb.yaml"), src, 0o600))
 		check(os.WriteFile(filepath.Join(rdir, "runbook.yaml"), []byte("server: {reload: false, max_body: 16MiB}\nwebhooks:\n  routes:\n    sms: {secret: SMS_WEBHOOK_SECRET}\n"), 0o600))
 		r := measure(*bin, rdir, body, *hooks)
+		adir := rdir + "-answer"
+		check(os.CopyFS(adir, os.DirFS(rdir)))
+		check(os.Remove(filepath.Join(adir, "state.db")))
+		r.usedAnswer = usedAtAnswer(*bin, adir, body, *hooks)
 		fmt.Println(r)
 		all = append(all, r)
 	}
@@ -74,6 +84,9 @@ type result struct {
 	rssBase, rssDone, rssPeak      int64 // KiB
 	listBytes                      int
 	rssRestart                     int64
+	// bytes of the pages in use: before the delivery, at the answer
+	// (another file: usedAtAnswer) and once every run ended
+	usedBase, usedAnswer, usedDone int64
 }
 
 func (r result) String() string {
@@ -83,7 +96,8 @@ func (r result) String() string {
 		"serve RSS %s idle, %s after, peak %s (+%s); runs?limit=1000: %d bytes in %s; restart: listening in %s, RSS %s",
 		r.answer.Round(time.Millisecond), mb(r.stateAnswer-r.stateBase), mb(r.stateDone-r.stateBase), r.allDone.Round(time.Millisecond),
 		kib(r.rssBase), kib(r.rssDone), kib(r.rssPeak), kib(r.rssPeak-r.rssBase), r.listBytes, r.list.Round(time.Millisecond),
-		r.restart.Round(time.Millisecond), kib(r.rssRestart))
+		r.restart.Round(time.Millisecond), kib(r.rssRestart)) +
+		fmt.Sprintf("; pages in use +%s at the answer, +%s when every run ended", mb(r.usedAnswer-r.usedBase), mb(r.usedDone-r.usedBase))
 }
 
 func measure(bin, dir string, body []byte, hooks int) result {
@@ -91,26 +105,16 @@ func measure(bin, dir string, body []byte, hooks int) result {
 	statePath := filepath.Join(dir, "state.db")
 	s := serve(bin, dir, statePath)
 	time.Sleep(300 * time.Millisecond) // let start-up settle
+	s.stop()
+	r.usedBase = usedBytes(statePath)
+	s = serve(bin, dir, statePath)
+	time.Sleep(300 * time.Millisecond)
 	r.stateBase = size(statePath)
 	r.rssBase, _ = rss(s.Cmd.Process.Pid)
 
-	req, _ := http.NewRequest(http.MethodPost, s.URL+"/hooks/sms", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json;charset=UTF-8")
-	req.Header.Set("X-Cloud-Webhook-Signature", secret)
 	start := time.Now()
-	resp, err := http.DefaultClient.Do(req)
-	check(err)
-	ans, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	deliver(s, body, hooks)
 	r.answer = time.Since(start)
-	if resp.StatusCode != http.StatusOK {
-		fail("delivery answered %d: %s", resp.StatusCode, ans)
-	}
-	var a struct{ Runs []string }
-	check(json.Unmarshal(ans, &a))
-	if len(a.Runs) != hooks {
-		fail("delivery started %d runs, want %d", len(a.Runs), hooks)
-	}
 	r.stateAnswer = size(statePath)
 
 	for deadline := time.Now().Add(10 * time.Minute); ; {
@@ -132,6 +136,7 @@ func measure(bin, dir string, body []byte, hooks int) result {
 	r.listBytes = s.get("/api/v1/runs?limit=1000", nil)
 	r.list = time.Since(start)
 	s.stop()
+	r.usedDone = usedBytes(statePath)
 
 	start = time.Now()
 	s = serve(bin, dir, statePath)
@@ -140,6 +145,50 @@ func measure(bin, dir string, body []byte, hooks int) result {
 	r.rssRestart, _ = rss(s.Cmd.Process.Pid)
 	s.stop()
 	return r
+}
+
+// deliver posts the delivery to s and checks it started a run per hook.
+func deliver(s *server, body []byte, hooks int) {
+	req, _ := http.NewRequest(http.MethodPost, s.URL+"/hooks/sms", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json;charset=UTF-8")
+	req.Header.Set("X-Cloud-Webhook-Signature", secret)
+	resp, err := http.DefaultClient.Do(req)
+	check(err)
+	ans, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		fail("delivery answered %d: %s", resp.StatusCode, ans)
+	}
+	var a struct{ Runs []string }
+	check(json.Unmarshal(ans, &a))
+	if len(a.Runs) != hooks {
+		fail("delivery started %d runs, want %d", len(a.Runs), hooks)
+	}
+}
+
+// usedAtAnswer delivers body to a serve on a fresh state file in dir,
+// kills it (SIGKILL) as it answers and returns the bytes of the pages in
+// use then: what the delivery and its runs' creation hold (the runs may
+// have begun in the moment between).
+func usedAtAnswer(bin, dir string, body []byte, hooks int) int64 {
+	statePath := filepath.Join(dir, "state.db")
+	s := serve(bin, dir, statePath)
+	time.Sleep(300 * time.Millisecond)
+	deliver(s, body, hooks)
+	_ = s.Cmd.Process.Kill()
+	_ = s.Cmd.Wait()
+	return usedBytes(statePath)
+}
+
+// usedBytes is the bytes of the pages in use in the state file at path
+// (bolt's Store.Usage), which no process holds.
+func usedBytes(path string) int64 {
+	st, err := bolt.Open(path, bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
+	check(err)
+	defer st.Close()
+	u, err := st.Usage(context.Background())
+	check(err)
+	return int64(u.FilePages-u.FreePages) * int64(u.PageSize)
 }
 
 type server struct{ *serveproc.Server }
