@@ -536,7 +536,7 @@ type lapsingLeader struct{ rep *replica }
 
 func (l lapsingLeader) Lead(ctx context.Context, name, holder string, term int64, ttl time.Duration) (int64, error) {
 	if !l.rep.lapse.holds() {
-		return 0, nil
+		return 0, fmt.Errorf("%w: this replica's own lease lapsed", trigger.ErrNotNow)
 	}
 	return l.rep.c.Lead(ctx, name, holder, term, ttl)
 }

@@ -2,6 +2,7 @@ package trigger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -29,11 +30,18 @@ import (
 const LeaderLease = "scheduler"
 
 // Leader is the lease the schedulers take turns with (state.Coordinator
-// implements it).
+// implements it). Lead may answer an error that is ErrNotNow: this
+// scheduler may not lead for now, whatever the lease says.
 type Leader interface {
 	Lead(ctx context.Context, name, holder string, term int64, ttl time.Duration) (int64, error)
 	Resign(ctx context.Context, name, holder string, term int64) error
 }
+
+// ErrNotNow is what a Leader answers when this scheduler may not lead
+// for now (a replica whose own lease lapsed: it is fencing itself). The
+// scheduler stops leading at once, without waiting for the lease to run
+// out as it does when a renewal fails, and asks again at its next renewal.
+var ErrNotNow = errors.New("may not lead the scheduler for now")
 
 // SlotClaim is the claim key of a trigger's slot (see CursorKey).
 func SlotClaim(cursorKey string, slot time.Time) string {
@@ -72,6 +80,11 @@ func (s *Scheduler) runLeased(ctx context.Context) error {
 		got, err := s.opts.Leader.Lead(ctx, LeaderLease, s.opts.Holder, term, ttl)
 		switch {
 		case ctx.Err() != nil:
+		case errors.Is(err, ErrNotNow):
+			if term != 0 {
+				s.log.Error("scheduler lease given up", "term", term, "reason", err)
+			}
+			stopLeading()
 		case err != nil && term != 0 && time.Since(renewed) < ttl:
 			s.log.Warn("cannot renew the scheduler lease", "err", err)
 		case err != nil:

@@ -1,8 +1,10 @@
 package trigger
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -171,4 +173,69 @@ func TestANewLeaderCatchesUpTheSlotsOfADeadOne(t *testing.T) {
 	last, err := time.Parse(time.RFC3339, all[len(all)-1])
 	require.NoError(t, err)
 	assert.WithinDuration(t, time.Now(), last, 1500*time.Millisecond, "b fires up to now (killed at %s)", killed.Format(time.RFC3339Nano))
+}
+
+// notNowLeader grants the lease until refuse is set, then answers
+// ErrNotNow, as a replica fencing itself does.
+type notNowLeader struct {
+	memLeader
+	refuse sync.Mutex
+	no     bool
+}
+
+func (l *notNowLeader) Lead(ctx context.Context, name, holder string, term int64, ttl time.Duration) (int64, error) {
+	l.refuse.Lock()
+	no := l.no
+	l.refuse.Unlock()
+	if no {
+		return 0, fmt.Errorf("%w: test", ErrNotNow)
+	}
+	return l.memLeader.Lead(ctx, name, holder, term, ttl)
+}
+
+// A scheduler told it may not lead for now (ErrNotNow) stops leading at
+// its next renewal and says why, not that another replica took the lease;
+// once allowed again it leads again (when its old lease has run out).
+func TestASchedulerThatMayNotLeadStopsAtItsNextRenewal(t *testing.T) {
+	st := openShared(t)
+	l := &notNowLeader{}
+	var logs syncBuffer
+	s := NewScheduler(SchedulerOptions{Store: st, Starter: &replicaStarter{prefix: "a"}, Leader: l, Holder: "a",
+		LeaderTTL: time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	s.Set([]*playbook.Playbook{book(t, "tick", `{cron: "* * * * * *"}`)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	require.Eventually(t, s.Leading, 2*time.Second, 10*time.Millisecond)
+
+	l.refuse.Lock()
+	l.no = true
+	l.refuse.Unlock()
+	require.Eventually(t, func() bool { return !s.Leading() }, 5*time.Second, 10*time.Millisecond, "stops leading")
+	assert.Contains(t, logs.String(), "scheduler lease given up")
+	assert.NotContains(t, logs.String(), "lost to another replica")
+
+	l.refuse.Lock()
+	l.no = false
+	l.refuse.Unlock()
+	require.Eventually(t, s.Leading, 5*time.Second, 10*time.Millisecond, "leads again once allowed")
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
