@@ -51,6 +51,10 @@ func cmdRunsShow(ctx context.Context, a *app, args []string) error {
 		fmt.Fprintf(w, "             the process that ran it (%s) is gone; continue it with: %s\n", ownerName(r.Owner), engine.ResumeHint(r.ID))
 	case state.RunSuspended:
 		fmt.Fprintf(w, "             stopped with the server; it resumes at its next start (or: %s)\n", engine.ResumeHint(r.ID))
+	case state.RunWaiting:
+		if r.QueuedOnKey != "" {
+			fmt.Fprintf(w, "             queued on concurrency key %q, held by another run; it goes on by itself when the key is released\n", r.QueuedOnKey)
+		}
 	}
 	if r.ParentID != "" {
 		fmt.Fprintf(w, "  parent:    %s (step %s)\n", r.ParentID, r.ParentStep)
@@ -113,8 +117,12 @@ func cmdRunsShow(ctx context.Context, a *app, args []string) error {
 
 // printWaitingOn says what a waiting run waits on: the approval to answer,
 // or, parked until a moment (a sleep, a task's next poll), when it goes
-// on by itself.
+// on by itself. A run queued on a concurrency key is said so under its
+// status.
 func printWaitingOn(ctx context.Context, w io.Writer, b runsBackend, r *state.Run) {
+	if r.QueuedOnKey != "" {
+		return // said under its status
+	}
 	runID, step := waitingOn(ctx, b, r.ID)
 	if step == "?" && !r.WakeAt.IsZero() {
 		fmt.Fprintf(w, "\nwaiting until %s (a sleep, or a task's next poll); it goes on by itself\n", r.WakeAt.Local().Format("2006-01-02 15:04:05"))
