@@ -46,16 +46,7 @@ func cmdRunsShow(ctx context.Context, a *app, args []string) error {
 	}
 	fmt.Fprintf(w, "  playbook:  %s\n", pb)
 	fmt.Fprintf(w, "  status:    %s\n", r.Status)
-	switch r.Status {
-	case state.RunInterrupted:
-		fmt.Fprintf(w, "             the process that ran it (%s) is gone; continue it with: %s\n", ownerName(r.Owner), engine.ResumeHint(r.ID))
-	case state.RunSuspended:
-		fmt.Fprintf(w, "             stopped with the server; it resumes at its next start (or: %s)\n", engine.ResumeHint(r.ID))
-	case state.RunWaiting:
-		if r.QueuedOnKey != "" {
-			fmt.Fprintf(w, "             queued on concurrency key %q, held by another run; it goes on by itself when the key is released\n", r.QueuedOnKey)
-		}
-	}
+	printStatusHint(w, r)
 	if r.ParentID != "" {
 		fmt.Fprintf(w, "  parent:    %s (step %s)\n", r.ParentID, r.ParentStep)
 	}
@@ -113,6 +104,22 @@ func cmdRunsShow(ctx context.Context, a *app, args []string) error {
 		printWaitingOn(ctx, w, b, r)
 	}
 	return nil
+}
+
+// printStatusHint says, under a run's status, what it means for the
+// user: how to continue an interrupted or suspended run, or what a run
+// queued on a concurrency key waits for.
+func printStatusHint(w io.Writer, r *state.Run) {
+	switch r.Status {
+	case state.RunInterrupted:
+		fmt.Fprintf(w, "             the process that ran it (%s) is gone; continue it with: %s\n", ownerName(r.Owner), engine.ResumeHint(r.ID))
+	case state.RunSuspended:
+		fmt.Fprintf(w, "             stopped with the server; it resumes at its next start (or: %s)\n", engine.ResumeHint(r.ID))
+	case state.RunWaiting:
+		if r.QueuedOnKey != "" {
+			fmt.Fprintf(w, "             queued on concurrency key %q, held by another run; it goes on by itself when the key is released\n", r.QueuedOnKey)
+		}
+	}
 }
 
 // printWaitingOn says what a waiting run waits on: the approval to answer,
