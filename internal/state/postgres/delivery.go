@@ -130,12 +130,7 @@ func (s *Store) commitNew(ctx context.Context, d state.Delivery, now time.Time, 
 	}
 	r := &groupReq{d: d, now: now, locks: locks, records: records, events: events}
 	var created []string
-	for _, u := range d.Units {
-		created = append(created, u.Run.ID)
-	}
-	if d.Done != nil {
-		r.done = orEmpty(d.Done(created, nil))
-	}
+	created, r.done = freshOutcome(d)
 	if err := s.groups.commit(ctx, r); err != nil {
 		return state.DeliveryResult{}, false, err
 	}
@@ -147,6 +142,18 @@ func (s *Store) commitNew(ctx context.Context, d state.Delivery, now time.Time, 
 	default:
 		return s.commitFresh(ctx, d, now, locks, records, events)
 	}
+}
+
+// freshOutcome is what a delivery whose keys are all new makes: a run
+// for each unit (created), and the done value for them (nil: none).
+func freshOutcome(d state.Delivery) (created []string, done []byte) {
+	for _, u := range d.Units {
+		created = append(created, u.Run.ID)
+	}
+	if d.Done != nil {
+		done = orEmpty(d.Done(created, nil))
+	}
+	return created, done
 }
 
 // countClaims returns the number of d's units with a claim.
@@ -176,13 +183,8 @@ const lockClaims = `SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS
 // error is returned only when the database could not be asked (then, as
 // for any transaction, whether it committed may be unknown).
 func (s *Store) commitFresh(ctx context.Context, d state.Delivery, now time.Time, locks []int64, records [][]byte, events [][][]byte) (res state.DeliveryResult, fresh bool, err error) {
-	for _, u := range d.Units {
-		res.Created = append(res.Created, u.Run.ID)
-	}
-	var done []byte // nil: no value
-	if d.Done != nil {
-		done = orEmpty(d.Done(res.Created, nil))
-	}
+	var done []byte
+	res.Created, done = freshOutcome(d)
 	expires, _ := claimTimes(now, d.TTL)
 	b := &pgx.Batch{}
 	b.Queue(lockClaims, locks)

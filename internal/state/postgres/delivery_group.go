@@ -213,11 +213,12 @@ func (s *Store) commitGroup(group []*groupReq) {
 	for i, r := range group {
 		rows.add(int32(i), r)
 	}
-	args := rows.args() // sorts the snapshots
+	args := rows.args()
+	hashes, sources := rows.snapshots()
 	seen := map[int32]bool{}
 	b := &pgx.Batch{}
 	b.Queue(lockClaims, rows.locks())
-	b.Queue(groupSnapshots, rows.snapHash, rows.snapSource)
+	b.Queue(groupSnapshots, hashes, sources)
 	b.Queue(groupInsert, args...).Query(func(rs pgx.Rows) error {
 		clear(seen) // the batch may be sent again (see send)
 		for rs.Next() {
@@ -321,8 +322,7 @@ type groupRows struct {
 	claimValue  [][]byte
 	claimOfKey  []bool // the delivery's key, not a hook's
 
-	snapHash   []string
-	snapSource [][]byte
+	snaps []snapshotRow
 
 	runMember                                       []int32
 	id, playbook, status, parent, trigType, trigKey []string
@@ -377,19 +377,14 @@ func (g *groupRows) addClaim(m int32, key string, now time.Time, expires *time.T
 
 // addRun appends run r's row with the values runArgs gives insertRun.
 func (g *groupRows) addRun(m int32, r *state.Run, record []byte, events int64) {
-	triggerType, _ := r.Trigger["type"].(string)
-	triggerKey, _ := r.Trigger["key"].(string)
-	var source []byte // NULL: no snapshot
-	if len(r.Snapshot) > 0 {
-		source = r.Snapshot
-	}
+	triggerType, triggerKey := runTrigger(r)
 	g.runMember = append(g.runMember, m)
 	g.id, g.playbook, g.status = append(g.id, r.ID), append(g.playbook, r.Playbook), append(g.status, string(r.Status))
 	g.parent, g.trigType, g.trigKey = append(g.parent, r.ParentID), append(g.trigType, triggerType), append(g.trigKey, triggerKey)
 	g.concurrency, g.owner, g.hash = append(g.concurrency, r.ConcurrencyKey), append(g.owner, r.Owner), append(g.hash, r.Hash)
 	g.createdNs, g.createdAt = append(g.createdNs, r.CreatedAt.UnixNano()), append(g.createdAt, r.CreatedAt)
 	g.startedAt, g.endedAt = append(g.startedAt, nullTime(r.StartedAt)), append(g.endedAt, nullTime(r.EndedAt))
-	g.source, g.record, g.lastSeq = append(g.source, source), append(g.record, record), append(g.lastSeq, events)
+	g.source, g.record, g.lastSeq = append(g.source, runSource(r)), append(g.record, record), append(g.lastSeq, events)
 }
 
 // locks returns the advisory lock keys of every member, ascending (the
@@ -399,10 +394,8 @@ func (g *groupRows) locks() []int64 {
 	return g.lockKeys
 }
 
-// args returns groupInsert's arguments, sorting the snapshots by hash
-// first for groupSnapshots.
+// args returns groupInsert's arguments.
 func (g *groupRows) args() []any {
-	g.sortSnapshots()
 	return []any{
 		g.claimMember, g.claimKey, g.claimFirst, g.claimExpiry, g.claimValue,
 		g.runMember, g.id, g.playbook, g.status, g.parent, g.trigType, g.trigKey, g.concurrency, g.owner,
@@ -413,26 +406,26 @@ func (g *groupRows) args() []any {
 	}
 }
 
-// addSnapshot adds a snapshot row unless the group has it.
-func (g *groupRows) addSnapshot(hash string, source []byte) {
-	for i, h := range g.snapHash {
-		if h == hash && bytes.Equal(g.snapSource[i], source) {
-			return
-		}
-	}
-	g.snapHash, g.snapSource = append(g.snapHash, hash), append(g.snapSource, source)
+// snapshotRow is a playbook source a group stores, by its hash.
+type snapshotRow struct {
+	hash   string
+	source []byte
 }
 
-// sortSnapshots orders the snapshot rows by hash.
-func (g *groupRows) sortSnapshots() {
-	idx := make([]int, len(g.snapHash))
-	for i := range idx {
-		idx[i] = i
+// addSnapshot adds a snapshot row unless the group has it.
+func (g *groupRows) addSnapshot(hash string, source []byte) {
+	row := snapshotRow{hash, source}
+	if !slices.ContainsFunc(g.snaps, func(r snapshotRow) bool { return r.hash == hash && bytes.Equal(r.source, source) }) {
+		g.snaps = append(g.snaps, row)
 	}
-	slices.SortStableFunc(idx, func(a, b int) int { return strings.Compare(g.snapHash[a], g.snapHash[b]) })
-	h, src := make([]string, len(idx)), make([][]byte, len(idx))
-	for i, j := range idx {
-		h[i], src[i] = g.snapHash[j], g.snapSource[j]
+}
+
+// snapshots returns groupSnapshots' arguments: the snapshot rows' hashes
+// and sources, ordered by hash.
+func (g *groupRows) snapshots() (hashes []string, sources [][]byte) {
+	slices.SortStableFunc(g.snaps, func(a, b snapshotRow) int { return strings.Compare(a.hash, b.hash) })
+	for _, r := range g.snaps {
+		hashes, sources = append(hashes, r.hash), append(sources, r.source)
 	}
-	g.snapHash, g.snapSource = h, src
+	return hashes, sources
 }

@@ -99,16 +99,27 @@ LEFT JOIN runbook_snapshots s ON r.snapshot IS NULL AND r.hash <> '' AND s.hash 
 // (JSON, without the snapshot); $14 is the source, which snapshotValue
 // keeps in the row or not.
 func runArgs(r *state.Run, record []byte) []any {
-	triggerType, _ := r.Trigger["type"].(string)
-	triggerKey, _ := r.Trigger["key"].(string)
-	var source []byte // NULL: no snapshot
-	if len(r.Snapshot) > 0 {
-		source = r.Snapshot
-	}
+	triggerType, triggerKey := runTrigger(r)
 	return []any{
 		r.ID, r.Playbook, string(r.Status), r.ParentID, triggerType, triggerKey, r.ConcurrencyKey, r.Owner,
-		r.CreatedAt.UnixNano(), r.CreatedAt, nullTime(r.StartedAt), nullTime(r.EndedAt), r.Hash, source, record,
+		r.CreatedAt.UnixNano(), r.CreatedAt, nullTime(r.StartedAt), nullTime(r.EndedAt), r.Hash, runSource(r), record,
 	}
+}
+
+// runTrigger is r's trigger_type and trigger_key columns.
+func runTrigger(r *state.Run) (typ, key string) {
+	typ, _ = r.Trigger["type"].(string)
+	key, _ = r.Trigger["key"].(string)
+	return typ, key
+}
+
+// runSource is r's snapshot as the source its row is given (see
+// snapshotValue): nil, NULL, when it has none.
+func runSource(r *state.Run) []byte {
+	if len(r.Snapshot) > 0 {
+		return r.Snapshot
+	}
+	return nil
 }
 
 // encodeRun returns r's record: its JSON without the snapshot, which is
