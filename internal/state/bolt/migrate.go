@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 
 	bbolt "go.etcd.io/bbolt"
@@ -151,32 +150,25 @@ func upgradeAudit(_ *bbolt.Tx, b *bbolt.Bucket, k []byte) error {
 	return b.Put(k, data)
 }
 
-type rewrite struct{ k, v []byte }
-
 // compactRun rewrites the JSON step records of one (flat) run bucket and
 // puts its events in blocks (blockEvents).
 func compactRun(rb *bbolt.Bucket, id string) error {
+	type rewrite struct{ k, v []byte }
 	var out []rewrite
-	err := rb.ForEach(func(k, v []byte) error {
-		if v == nil || len(k) == 0 || isCompact(v) {
-			return nil
+	err := scanRun(rb, kindStep, nil, func(k, v []byte) (bool, error) {
+		if v == nil || isCompact(v) {
+			return true, nil
 		}
-		var data []byte
-		switch k[0] {
-		case kindStep:
-			rec := new(state.StepRecord)
-			if err := json.Unmarshal(v, rec); err != nil {
-				return fmt.Errorf("decode step %s: %w: %w", k[1:], state.ErrCorrupt, err)
-			}
-			var err error
-			if data, err = encodeStep(rec); err != nil {
-				return err
-			}
-		default:
-			return nil
+		rec, err := decodeStep(id, k, v)
+		if err != nil {
+			return false, err
 		}
-		out = append(out, rewrite{bytes.Clone(k), data})
-		return nil
+		data, err := encodeStep(rec)
+		if err != nil {
+			return false, err
+		}
+		out = append(out, rewrite{runKey(kindStep, k), data})
+		return true, nil
 	})
 	if err != nil {
 		return err
