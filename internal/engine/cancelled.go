@@ -64,6 +64,22 @@ func (rs *runState) cancelledMeanwhile(ctx context.Context, err error) error {
 	return &cancelledMeanwhileError{err: err, cause: cause}
 }
 
+// saveRunSteps writes rs.run with recs and evs in one commit. When the
+// store refuses it because the run was recorded cancelled meanwhile
+// (cancelledMeanwhile), recs, the run's unwritten start and the events
+// kept are put back for the write that records the run cancelled.
+// rs.runMu and rs.lazyMu are held.
+func (rs *runState) saveRunSteps(ctx context.Context, recs []*state.StepRecord, start, kept, evs []state.Event) error {
+	err := rs.refused(rs.e.o.Store.SaveRunSteps(ctx, rs.run, recs, evs...))
+	if err == nil {
+		return nil
+	}
+	if err = rs.cancelledMeanwhile(ctx, err); recordedCancel(err) != nil {
+		rs.lazy, rs.lazyEvents, rs.start = recs, kept, start
+	}
+	return err
+}
+
 // cancelExecuting cancels run id if it executes in this process.
 func (e *Engine) cancelExecuting(id string, cause error) {
 	e.mu.Lock()

@@ -366,12 +366,9 @@ func (rs *runState) saveRun(ctx context.Context, evs ...state.Event) error {
 	defer rs.runMu.Unlock()
 	wctx, stop := rs.writeCtx(ctx)
 	defer stop()
-	if err := rs.refused(rs.e.o.Store.SaveRunSteps(wctx, rs.run, recs, all...)); err != nil {
-		if err = rs.cancelledMeanwhile(wctx, err); recordedCancel(err) != nil {
-			// Refused (cancelled.go): kept for the write that records
-			// the run cancelled; evs, which said otherwise, are dropped.
-			rs.lazy, rs.lazyEvents, rs.start = recs, lazyEvents, start
-		}
+	// Refused as cancelled meanwhile, evs, which said otherwise, are
+	// dropped: not kept for the write that records the run cancelled.
+	if err := rs.saveRunSteps(wctx, recs, start, lazyEvents, all); err != nil {
 		return fmt.Errorf("save run %s: %w", rs.run.ID, err)
 	}
 	for _, ev := range observed {

@@ -76,12 +76,7 @@ func (rs *runState) write(ctx context.Context, rec *state.StepRecord, evs []stat
 	if len(start) > 0 {
 		// The run's start goes with its first write (Options.DeferStart).
 		rs.runMu.Lock()
-		err := rs.refused(rs.e.o.Store.SaveRunSteps(wctx, rs.run, recs, evs...))
-		if err != nil {
-			if err = rs.cancelledMeanwhile(wctx, err); recordedCancel(err) != nil {
-				rs.lazy, rs.lazyEvents, rs.start = recs, evs[len(start):], start // for the write that records it cancelled
-			}
-		}
+		err := rs.saveRunSteps(wctx, recs, start, evs[len(start):], evs)
 		rs.runMu.Unlock()
 		if recordedCancel(err) != nil {
 			return
