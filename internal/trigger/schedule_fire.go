@@ -91,9 +91,12 @@ func (s *Scheduler) fire(ctx context.Context, e *entry, q queued) {
 		s.log.Warn("schedule slot already handled", "playbook", e.pb.Name, "trigger", e.index, "slot", q.slot, "last", e.last)
 		return
 	}
+	if e.trig.Schedule.Overlap == "allow" {
+		s.start(ctx, e, q) // whatever runs: no need to ask which
+		return
+	}
 	if active := s.active(ctx, e); len(active) > 0 {
 		switch e.trig.Schedule.Overlap {
-		case "allow":
 		case "replace":
 			for _, id := range active {
 				s.opts.Starter.Cancel(id)
