@@ -369,29 +369,29 @@ func (r *runner) notice(ctx context.Context, n state.Notice) {
 
 // resumeElsewhere handles an API resume of a run this replica does not
 // hold (done: nothing more to do, with err the answer). A run without a
-// live owner is not: this replica claims it (an explicit resume adopts a
-// `runbook run` process's run too) and it is launched here. A run a live
+// live owner is not: this replica claims it (owned; an explicit resume
+// adopts a `runbook run` process's run too) and it is launched here. A run a live
 // replica owns is its to go on with: a parked one that a resume can wake
 // (resumable, from the store) is woken there by a notice; one that waits
 // for what a resume cannot end, or that executes there, is refused.
-func (r *runner) resumeElsewhere(ctx context.Context, run *state.Run) (done bool, err error) {
+func (r *runner) resumeElsewhere(ctx context.Context, run *state.Run) (owned, done bool, err error) {
 	if r.rep == nil || run.Owner == r.rep.id {
-		return false, nil
+		return false, false, nil
 	}
 	ok, err := r.rep.c.ClaimRun(context.WithoutCancel(ctx), run.ID, r.rep.id, true)
 	if err != nil || ok {
-		return err != nil, err
+		return ok, err != nil, err
 	}
 	if run.Status != state.RunWaiting {
-		return true, &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("run %s is %s on replica %s", run.ID, run.Status, run.Owner)}
+		return false, true, &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("run %s is %s on replica %s", run.ID, run.Status, run.Owner)}
 	}
 	if err := r.resumable(ctx, run.ID, run.QueuedOnKey); err != nil {
-		return true, err
+		return false, true, err
 	}
 	if err := r.rep.c.Notify(ctx, state.Notice{Kind: state.NoticeResume, RunID: run.ID}); err != nil {
-		return true, fmt.Errorf("resume %s on replica %s: %w", run.ID, run.Owner, err)
+		return false, true, fmt.Errorf("resume %s on replica %s: %w", run.ID, run.Owner, err)
 	}
-	return true, nil
+	return false, true, nil
 }
 
 // cancelNotice stops run runID, recorded cancelled by another replica,

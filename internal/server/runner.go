@@ -500,12 +500,13 @@ func (r *runner) resume(ctx context.Context, run *state.Run, secretInputs map[st
 			return err
 		}
 	}
-	if done, err := r.resumeElsewhere(ctx, run); done {
+	owned, done, err := r.resumeElsewhere(ctx, run)
+	if done {
 		return err
 	}
 	// An explicit resume takes the run over from a `runbook run` process
 	// too (never from a live replica).
-	r.launchRun(queuedRun{run: run, pb: pb, inputs: secretInputs, adopt: true})
+	r.launchRun(queuedRun{run: run, pb: pb, inputs: secretInputs, adopt: true, owned: owned})
 	return nil
 }
 
