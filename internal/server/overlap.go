@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"time"
 
-	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/trigger"
 )
@@ -46,15 +44,9 @@ func (r *runner) Unfinished(ctx context.Context, playbookName string) ([]string,
 // run another replica executes): the store's cancel notice stops it on
 // its owner. A run that ended meanwhile is left as it is.
 func (r *runner) cancelElsewhere(runID string) {
-	ctx := context.WithoutCancel(r.base)
-	run, err := r.s.store.GetRun(ctx, runID)
-	if err != nil || run.Status.Done() {
-		return
-	}
-	run.Status, run.EndedAt = state.RunCancelled, time.Now()
-	run.Error = &state.ErrorRecord{Code: string(fault.Cancelled), Message: "run cancelled by its schedule (overlap: replace)"}
-	ev := state.Event{Type: "run.cancelled", Message: "run cancelled by its schedule (overlap: replace), on replica " + r.rep.id}
-	if err := r.s.store.SaveRun(ctx, run, ev); err != nil && !errors.Is(err, state.ErrEndedMeanwhile) {
+	_, err := r.recordCancelled(runID, "run cancelled by its schedule (overlap: replace)",
+		"run cancelled by its schedule (overlap: replace), on replica "+r.rep.id)
+	if err != nil && !errors.Is(err, state.ErrEndedMeanwhile) {
 		r.s.log.Error("cannot record the cancellation of a run executing on another replica", "run_id", runID, "err", err)
 	}
 }

@@ -161,19 +161,33 @@ func (r *runner) Cancel(runID string) {
 		}
 		return
 	}
-	ctx := context.WithoutCancel(r.base)
-	run, err := r.s.store.GetRun(ctx, runID)
-	if err != nil || run.Status.Done() {
-		return
-	}
-	run.Status, run.EndedAt = state.RunCancelled, time.Now()
-	run.Error = &state.ErrorRecord{Code: string(fault.Cancelled), Message: "run cancelled"}
-	ev := state.Event{Type: "run.cancelled", Message: "run cancelled before it started: it waited for an execution slot"}
-	if err := r.s.store.SaveRun(ctx, run, ev); err != nil {
+	ev, err := r.recordCancelled(runID, "run cancelled", "run cancelled before it started: it waited for an execution slot")
+	if err != nil {
 		r.s.log.Error("cannot record the cancellation of a queued run", "run_id", runID, "err", err)
 		return
 	}
-	r.s.metrics.observe(runID, ev)
+	if ev != nil {
+		r.s.metrics.observe(runID, *ev)
+	}
+}
+
+// recordCancelled records run runID, which this process does not
+// execute, cancelled in the store, with msg as its error and event as
+// its event's message, and returns that event; nil when the run has
+// ended (or cannot be read) and is left as it is.
+func (r *runner) recordCancelled(runID, msg, event string) (*state.Event, error) {
+	ctx := context.WithoutCancel(r.base)
+	run, err := r.s.store.GetRun(ctx, runID)
+	if err != nil || run.Status.Done() {
+		return nil, nil
+	}
+	run.Status, run.EndedAt = state.RunCancelled, time.Now()
+	run.Error = &state.ErrorRecord{Code: string(fault.Cancelled), Message: msg}
+	ev := state.Event{Type: "run.cancelled", Message: event}
+	if err := r.s.store.SaveRun(ctx, run, ev); err != nil {
+		return nil, err
+	}
+	return &ev, nil
 }
 
 // queuedCount is the number of runs waiting for a slot.
