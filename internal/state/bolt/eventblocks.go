@@ -73,14 +73,8 @@ func putEvents(rb *bbolt.Bucket, first uint64, events [][]byte) error {
 
 // lastBlock returns a run's last event block, or nil.
 func lastBlock(rb *bbolt.Bucket) (key, block []byte) {
-	c := rb.Cursor()
-	k, v := c.Seek([]byte{kindEventBlock + 1})
-	if k == nil {
-		k, v = c.Last()
-	} else {
-		k, v = c.Prev()
-	}
-	if len(k) != 9 || k[0] != kindEventBlock {
+	k, v := lastKey(rb, kindEventBlock)
+	if len(k) != 9 {
 		return nil, nil
 	}
 	return k, v

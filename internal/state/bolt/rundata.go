@@ -102,20 +102,29 @@ func scanRun(rb *bbolt.Bucket, kind byte, from []byte, fn func(k, v []byte) (mor
 // nextOrder returns the order number of a run's next new step: one past
 // the last order key (a seek and a step back, whatever the run's size).
 func nextOrder(rb *bbolt.Bucket) (uint64, error) {
-	c := rb.Cursor()
-	k, _ := c.Seek([]byte{kindOrder + 1})
+	k, _ := lastKey(rb, kindOrder)
 	if k == nil {
-		k, _ = c.Last()
-	} else {
-		k, _ = c.Prev()
-	}
-	if k == nil || k[0] != kindOrder {
 		return 1, nil
 	}
 	if len(k) != 9 {
 		return 0, fmt.Errorf("step order key %q: %w", k, state.ErrCorrupt)
 	}
 	return binary.BigEndian.Uint64(k[1:]) + 1, nil
+}
+
+// lastKey returns a run's last key of kind and its value, or nil: a seek
+// past the kind and a step back, whatever the run's size.
+func lastKey(rb *bbolt.Bucket, kind byte) (k, v []byte) {
+	c := rb.Cursor()
+	if k, v = c.Seek([]byte{kind + 1}); k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	if len(k) == 0 || k[0] != kind {
+		return nil, nil
+	}
+	return k, v
 }
 
 func hasLegacySubs(rb *bbolt.Bucket) bool {
