@@ -60,7 +60,7 @@ func (rs *runState) cancelledMeanwhile(ctx context.Context, err error) error {
 	}
 	r.Status, r.WakeAt, r.AnswerOnly = state.RunCancelled, time.Time{}, false
 	rs.e.o.Logger.Info("run recorded cancelled by another process while it executed here; cancelling it", "run_id", r.ID, "cause", cause.Message)
-	rs.e.cancelExecuting(r.ID, cause)
+	rs.e.cancelActive(r.ID, cause)
 	return &cancelledMeanwhileError{err: err, cause: cause}
 }
 
@@ -78,14 +78,4 @@ func (rs *runState) saveRunSteps(ctx context.Context, recs []*state.StepRecord, 
 		rs.lazy, rs.lazyEvents, rs.start = recs, kept, start
 	}
 	return err
-}
-
-// cancelExecuting cancels run id if it executes in this process.
-func (e *Engine) cancelExecuting(id string, cause error) {
-	e.mu.Lock()
-	cancel := e.active[id]
-	e.mu.Unlock()
-	if cancel != nil {
-		cancel(cause)
-	}
 }

@@ -440,14 +440,19 @@ func (e *Engine) parseSnapshot(r *state.Run, verb string) (*playbook.Playbook, e
 // found. The run ends cancelled, its error naming cause when given
 // (any error: it is classified as a cancellation).
 func (e *Engine) Cancel(runID string, cause error) bool {
+	return e.cancelActive(runID, cancelCause(cause)) || e.cancelParked(runID, cancelCause(cause))
+}
+
+// cancelActive cancels run id with cause if it executes in this process,
+// and reports whether it does.
+func (e *Engine) cancelActive(id string, cause error) bool {
 	e.mu.Lock()
-	cancel, ok := e.active[runID]
+	cancel, ok := e.active[id]
 	e.mu.Unlock()
 	if ok {
-		cancel(cancelCause(cause))
-		return true
+		cancel(cause)
 	}
-	return e.cancelParked(runID, cancelCause(cause))
+	return ok
 }
 
 var errCancelledByUser = errors.New("cancelled")
