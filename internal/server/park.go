@@ -119,12 +119,33 @@ func (r *runner) parkLocked(runID string, a *runSlot) bool {
 		return true
 	}
 	a.park = &parkSlot{parked: true, wake: p.wake, secrets: p.secrets, key: p.run.QueuedOnKey}
-	r.park.count++
-	r.park.add(r, runID, p.wake)
-	if p.run.QueuedOnKey != "" {
-		r.keyParkLocked(p.run.QueuedOnKey, runID, p.run.CreatedAt)
-	}
+	r.parkedLocked(runID, a.park, p.run.CreatedAt)
 	return true
+}
+
+// parkedLocked counts run runID, whose slot is now ps (parked), among the
+// parked runs: in the timer heap, and queued on its key (ps.key) by its
+// creation. r.mu is held.
+func (r *runner) parkedLocked(runID string, ps *parkSlot, created time.Time) {
+	r.park.count++
+	r.park.add(r, runID, ps.wake)
+	if ps.key != "" {
+		r.keyParkLocked(ps.key, runID, created)
+	}
+}
+
+// unparkLocked takes run runID, parked in slot a, out of the parked runs
+// (parkedLocked's count, timer and key queue) and returns the secret
+// inputs its slot kept; a holds no park then. r.mu is held.
+func (r *runner) unparkLocked(runID string, a *runSlot) map[string]any {
+	secrets := a.park.secrets
+	if a.park.key != "" {
+		r.keyUnparkLocked(a.park.key, runID)
+	}
+	a.park = nil
+	r.park.count--
+	r.park.remove(runID)
+	return secrets
 }
 
 // parkAtStart parks a waiting run read at start (resumeAll) unless it is
@@ -138,12 +159,11 @@ func (r *runner) parkAtStart(run *state.Run) bool {
 	if _, dup := r.active[run.ID]; dup || r.base.Err() != nil {
 		return true
 	}
-	r.active[run.ID] = &runSlot{playbook: run.Playbook, park: &parkSlot{parked: true, wake: run.WakeAt, key: run.QueuedOnKey}}
-	r.park.count++
-	r.park.add(r, run.ID, run.WakeAt)
+	ps := &parkSlot{parked: true, wake: run.WakeAt, key: run.QueuedOnKey}
+	r.active[run.ID] = &runSlot{playbook: run.Playbook, park: ps}
+	r.parkedLocked(run.ID, ps, run.CreatedAt)
 	if run.QueuedOnKey != "" {
-		r.keyParkLocked(run.QueuedOnKey, run.ID, run.CreatedAt) // tried once the server is ready
-		return true
+		return true // its key is tried once the server is ready
 	}
 	if run.WakeAt.IsZero() && !run.AnswerOnly {
 		r.park.unknown = append(r.park.unknown, run.ID)
@@ -226,13 +246,7 @@ func (r *runner) wakeRun(runID string) bool {
 		r.mu.Unlock()
 		return true
 	}
-	secrets := a.park.secrets
-	if a.park.key != "" {
-		r.keyUnparkLocked(a.park.key, runID)
-	}
-	a.park = nil // owned, neither parked nor queued while it is read
-	r.park.count--
-	r.park.remove(runID)
+	secrets := r.unparkLocked(runID, a) // owned, neither parked nor queued while it is read
 	r.mu.Unlock()
 
 	ctx := context.WithoutCancel(r.base)

@@ -427,10 +427,7 @@ func (r *runner) cancelNotice(ctx context.Context, runID string) {
 			r.mu.Unlock()
 			return
 		}
-		secrets := a.park.secrets
-		a.park = nil
-		r.park.count--
-		r.park.remove(runID)
+		secrets := r.unparkLocked(runID, a)
 		r.admitLocked(queuedRun{run: run, pb: pb, inputs: secrets, owned: true})
 		r.mu.Unlock()
 	}
