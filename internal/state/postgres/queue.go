@@ -122,20 +122,17 @@ func (s *Store) Missed(ctx context.Context, runs []string) (state.Missed, error)
 	if err != nil {
 		return m, fmt.Errorf("missed notices: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var cancelled bool
-		if err := rows.Scan(&id, &cancelled); err != nil {
-			return m, fmt.Errorf("missed notices: %w", err)
-		}
+	var id string
+	var cancelled bool
+	_, err = pgx.ForEachRow(rows, []any{&id, &cancelled}, func() error {
 		if cancelled {
 			m.Cancelled = append(m.Cancelled, id)
 		} else {
 			m.Answered = append(m.Answered, id)
 		}
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return m, fmt.Errorf("missed notices: %w", err)
 	}
 	return m, nil
@@ -167,16 +164,9 @@ func (s *Store) CountUnfinished(ctx context.Context) (map[state.RunStatus]int, e
 		return nil, fmt.Errorf("count unfinished runs: %w", err)
 	}
 	out := map[state.RunStatus]int{}
-	for rows.Next() {
-		var st string
-		var n int
-		if err := rows.Scan(&st, &n); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("count unfinished runs: %w", err)
-		}
-		out[state.RunStatus(st)] = n
-	}
-	if err := rows.Err(); err != nil {
+	var st string
+	var n int
+	if _, err := pgx.ForEachRow(rows, []any{&st, &n}, func() error { out[state.RunStatus(st)] = n; return nil }); err != nil {
 		return nil, fmt.Errorf("count unfinished runs: %w", err)
 	}
 	return out, nil
