@@ -455,22 +455,12 @@ func (d *decoder) hash() string {
 // third of a waiting run's record.
 const sourcedTag = 0x02
 
-// encodeRunRecord encodes r without its ID (its key holds it), spelling
-// its source: the record of formats 5 to 7, which a file of those
-// formats opened read-only holds.
-func encodeRunRecord(r *state.Run) ([]byte, error) {
-	e := newEncoder(160 + len(r.File) + len(r.Snapshot))
-	if err := encodeRunFields(e, r, true); err != nil {
-		return nil, err
-	}
-	return e.b, nil
-}
-
 // encodeRunBody encodes what follows a sourced record's source number:
 // r without its ID and source.
 func encodeRunBody(r *state.Run) ([]byte, error) {
 	e := &encoder{b: make([]byte, 0, 128+len(r.Snapshot))}
-	if err := encodeRunFields(e, r, false); err != nil {
+	e.bytes(r.Snapshot)
+	if err := encodeRunFields(e, r); err != nil {
 		return nil, err
 	}
 	return e.b, nil
@@ -485,15 +475,9 @@ func sourcedRecord(src uint64, body []byte) []byte {
 	return append(out, body...)
 }
 
-func encodeRunFields(e *encoder, r *state.Run, source bool) error {
-	if source {
-		e.str(r.Playbook)
-		e.str(r.File)
-	}
-	e.bytes(r.Snapshot)
-	if source {
-		e.hash(r.Hash)
-	}
+// encodeRunFields encodes the fields of a run record that follow its
+// Snapshot (and, in a record that spells its source, its Hash).
+func encodeRunFields(e *encoder, r *state.Run) error {
 	if err := e.json(r.Inputs, len(r.Inputs) == 0); err != nil {
 		return err
 	}
