@@ -51,17 +51,26 @@ func (rs *runState) cancelledMeanwhile(ctx context.Context, err error) error {
 		return err
 	}
 	r := rs.run
-	cause := &fault.Error{Code: fault.Cancelled, Message: "run cancelled"}
+	cause := recordedCancelCause(nil) // its record unread: the cause unknown
 	if stored, gerr := rs.e.o.Store.GetRun(ctx, r.ID); gerr == nil {
 		r.EndedAt, r.Error = stored.EndedAt, stored.Error
-		if stored.Error != nil && stored.Error.Message != "" {
-			cause.Message = stored.Error.Message
-		}
+		cause = recordedCancelCause(stored)
 	}
 	r.Status, r.WakeAt, r.AnswerOnly = state.RunCancelled, time.Time{}, false
 	rs.e.o.Logger.Info("run recorded cancelled by another process while it executed here; cancelling it", "run_id", r.ID, "cause", cause.Message)
 	rs.e.cancelActive(r.ID, cause)
 	return &cancelledMeanwhileError{err: err, cause: cause}
+}
+
+// recordedCancelCause is the cause of run r, recorded cancelled: a
+// cancellation with its recorded error's message, else (r nil, or no
+// message) with "run cancelled".
+func recordedCancelCause(r *state.Run) *fault.Error {
+	cause := &fault.Error{Code: fault.Cancelled, Message: "run cancelled"}
+	if r != nil && r.Error != nil && r.Error.Message != "" {
+		cause.Message = r.Error.Message
+	}
+	return cause
 }
 
 // saveRunSteps writes rs.run with recs and evs in one commit. When the

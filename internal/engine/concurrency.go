@@ -117,11 +117,7 @@ func (rs *runState) parkOnKey(ctx context.Context, key, holder string) error {
 	}
 	if r.Status == state.RunCancelled { // recorded cancelled by another process
 		r.QueuedOnKey = ""
-		msg := "run cancelled"
-		if r.Error != nil && r.Error.Message != "" {
-			msg = r.Error.Message
-		}
-		return &fault.Error{Code: fault.Cancelled, Message: msg}
+		return recordedCancelCause(r)
 	}
 	again := r.Status == state.RunWaiting && r.QueuedOnKey == key && r.Owner == e.o.Process
 	r.Status, r.Owner, r.QueuedOnKey = state.RunWaiting, e.o.Process, key
