@@ -195,16 +195,7 @@ func start(s *server, n, c int) {
 	for range c {
 		wg.Go(func() {
 			for next.Add(1) <= int64(n) {
-				req, _ := http.NewRequest(http.MethodPost, s.URL+"/api/v1/playbooks/waiting/runs", bytes.NewReader([]byte("{}")))
-				req.Header.Set("Authorization", "Bearer "+token)
-				req.Header.Set("Content-Type", "application/json")
-				resp, err := http.DefaultClient.Do(req)
-				check(err)
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusCreated {
-					fail("start a run: %d %s", resp.StatusCode, b)
-				}
+				post(s, "/api/v1/playbooks/waiting/runs", "{}", http.StatusCreated)
 			}
 		})
 	}
