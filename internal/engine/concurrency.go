@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/runbook/runbook/internal/fault"
@@ -201,12 +200,8 @@ func (e *Engine) cancelHolder(ctx context.Context, key, holderID string, cause e
 		e.o.Logger.Error("cannot cancel the run holding a concurrency key", "run_id", holderID, "key", key, "err", err)
 		return
 	case !h.Status.Done():
-		msg := cause.Error()
-		if !strings.HasPrefix(msg, "run cancelled") {
-			msg = "run cancelled: " + msg
-		}
 		h.Status, h.EndedAt = state.RunCancelled, e.o.Clock.Now()
-		h.Error = &state.ErrorRecord{Code: string(fault.Cancelled), Message: e.o.Redactor.String(msg)}
+		h.Error = &state.ErrorRecord{Code: string(fault.Cancelled), Message: e.o.Redactor.String(cancelledMessage(cause))}
 		ev := state.Event{Type: "run.cancelled", Message: h.Error.Message}
 		if err := e.o.Store.SaveRun(wctx, h, ev); err != nil {
 			e.o.Logger.Error("cannot record the cancellation of the run holding a concurrency key", "run_id", holderID, "key", key, "err", err)

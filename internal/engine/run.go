@@ -462,11 +462,7 @@ func (rs *runState) finish(ctx context.Context, cause error) (*state.Run, error)
 		r.Status = state.RunSucceeded
 	}
 	if cause != nil && r.Status == state.RunCancelled && !errors.Is(cause, context.Canceled) {
-		msg := cause.Error()
-		if !strings.HasPrefix(msg, "run cancelled") {
-			msg = "run cancelled: " + msg
-		}
-		runErr = &fault.Error{Code: fault.Cancelled, Message: msg}
+		runErr = &fault.Error{Code: fault.Cancelled, Message: cancelledMessage(cause)}
 	}
 	if r.Status == state.RunSucceeded && len(rs.pb.Outputs) > 0 {
 		out, err := rs.evalOutputs()
@@ -490,6 +486,16 @@ func (rs *runState) finish(ctx context.Context, cause error) (*state.Run, error)
 		return r, err
 	}
 	return r, runErr
+}
+
+// cancelledMessage is the recorded message of a run cancelled with cause:
+// cause's, after "run cancelled: " unless it says so already.
+func cancelledMessage(cause error) string {
+	msg := cause.Error()
+	if !strings.HasPrefix(msg, "run cancelled") {
+		msg = "run cancelled: " + msg
+	}
+	return msg
 }
 
 func (rs *runState) evalOutputs() (map[string]any, error) {
