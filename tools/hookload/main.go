@@ -60,13 +60,10 @@ func main() {
 	var all []result
 	for i := range *reps {
 		rdir := filepath.Join(dir, strconv.Itoa(i))
-		check(os.MkdirAll(filepath.Join(rdir, "playbooks"), 0o700))
-		check(os.WriteFile(filepath.Join(rdir, "playbooks", "pb.yaml"), src, 0o600))
-		check(os.WriteFile(filepath.Join(rdir, "runbook.yaml"), []byte("server: {reload: false, max_body: 16MiB}\nwebhooks:\n  routes:\n    sms: {secret: SMS_WEBHOOK_SECRET}\n"), 0o600))
+		setup(rdir, src)
 		r := measure(*bin, rdir, body, *hooks)
 		adir := rdir + "-answer"
-		check(os.CopyFS(adir, os.DirFS(rdir)))
-		check(os.Remove(filepath.Join(adir, "state.db")))
+		setup(adir, src)
 		r.usedAnswer = usedAtAnswer(*bin, adir, body, *hooks)
 		fmt.Println(r)
 		all = append(all, r)
@@ -75,6 +72,14 @@ func main() {
 		sort.Slice(all, func(i, j int) bool { return all[i].answer < all[j].answer })
 		fmt.Printf("median answer %s\n", all[len(all)/2].answer.Round(time.Millisecond))
 	}
+}
+
+// setup makes dir a serve's directory: the playbook src and a config
+// with the sms webhook route, and no state file.
+func setup(dir string, src []byte) {
+	check(os.MkdirAll(filepath.Join(dir, "playbooks"), 0o700))
+	check(os.WriteFile(filepath.Join(dir, "playbooks", "pb.yaml"), src, 0o600))
+	check(os.WriteFile(filepath.Join(dir, "runbook.yaml"), []byte("server: {reload: false, max_body: 16MiB}\nwebhooks:\n  routes:\n    sms: {secret: SMS_WEBHOOK_SECRET}\n"), 0o600))
 }
 
 type result struct {
