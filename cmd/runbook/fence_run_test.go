@@ -2,14 +2,12 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,7 +41,7 @@ finally:
 
 	cmd := exec.Command(bin, "run", pb)
 	cmd.Dir, cmd.Env = c.dir, c.env
-	var stdout, stderr lockedBuffer
+	var stdout, stderr syncBuffer
 	pipe, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.Stderr = &stderr
@@ -54,7 +52,7 @@ finally:
 		sc := bufio.NewScanner(pipe)
 		for sc.Scan() {
 			line := sc.Text()
-			stdout.WriteString(line + "\n")
+			_, _ = stdout.Write([]byte(line + "\n"))
 			if strings.Contains(line, "step nap started") {
 				napping <- line
 			}
@@ -136,31 +134,6 @@ func TestARunOfALiveReplicaIsNotResumedNorContinuedByTheCLI(t *testing.T) {
 	assert.Contains(t, r.stdout, " executes run "+gated+" and continues it")
 	done := waitStatus(t, st, gated, state.RunSucceeded, 10*time.Second)
 	assertOwner(t, rs.owner(0), done.Owner, "the replica went on with it")
-}
-
-// lockedBuffer is a bytes.Buffer written by one goroutine and read by
-// another.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) WriteString(s string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b.WriteString(s)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // On a database, runbook run --resume of a run whose process was killed
