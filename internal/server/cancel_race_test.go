@@ -34,9 +34,7 @@ func (s *staleRead) GetRun(ctx context.Context, id string) (*state.Run, error) {
 // A cancel through the API of a run that ended on another replica after
 // the cancel read it answers 409 naming the end, and the run keeps it.
 func TestACancelRacingARunsEndOnAnotherReplicaIsRefused(t *testing.T) {
-	pg, err := postgres.Open(context.Background(), pgtest.DB(t), postgres.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = pg.Close() })
+	pg := openPG(t, pgtest.DB(t))
 	now := time.Now()
 	run := &state.Run{ID: "20261127T000000-aaaaaa", Playbook: "gate", Status: state.RunRunning, Owner: "elsewhere/1", CreatedAt: now, StartedAt: now}
 	require.NoError(t, pg.CreateRun(context.Background(), run))

@@ -123,12 +123,7 @@ func TestAReplicaCutOffStopsItsRunsBeforeAnotherTakesThem(t *testing.T) {
 	dir, files := t.TempDir(), t.TempDir()
 	out, gate := filepath.Join(files, "out"), filepath.Join(files, "gate")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "chain.yaml"), []byte(chainPlaybook(out, gate)), 0o600))
-	open := func() *postgres.Store {
-		st, err := postgres.Open(context.Background(), dsn, postgres.Options{})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = st.Close() })
-		return st
-	}
+	open := func() *postgres.Store { return openPG(t, dsn) }
 	stA := &cutOff{Store: open()}
 	stB := open()
 	a := pgReplica(t, dir, "fence-a/1", stA)
@@ -184,12 +179,8 @@ func TestAReplicaWhoseWriteIsRefusedStopsTheRunAtOnce(t *testing.T) {
 	dir, files := t.TempDir(), t.TempDir()
 	out, gate := filepath.Join(files, "out"), filepath.Join(files, "gate")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "chain.yaml"), []byte(chainPlaybook(out, gate)), 0o600))
-	st, err := postgres.Open(context.Background(), dsn, postgres.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	other, err := postgres.Open(context.Background(), dsn, postgres.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = other.Close() })
+	st := openPG(t, dsn)
+	other := openPG(t, dsn)
 	a := pgReplica(t, dir, "fence-a/1", st)
 
 	r := a.api("POST", "/api/v1/playbooks/chain/runs", map[string]any{})

@@ -79,15 +79,8 @@ func cutListens(t *testing.T, dsn string, g *listenGate) {
 
 func newListenGate(t *testing.T) (*listenGate, *postgres.Store, string) {
 	t.Helper()
-	ctx := context.Background()
 	dsn := pgtest.DB(t)
-	st, err := postgres.Open(ctx, dsn, postgres.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	other, err := postgres.Open(ctx, dsn, postgres.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = other.Close() })
-	return &listenGate{Store: st, gate: make(chan struct{})}, other, dsn
+	return &listenGate{Store: openPG(t, dsn), gate: make(chan struct{})}, openPG(t, dsn), dsn
 }
 
 // An approval answered (by another replica, or runbook runs approve on

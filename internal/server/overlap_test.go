@@ -43,12 +43,7 @@ func TestAScheduleSeesItsPreviousRunExecutingOnAnotherReplica(t *testing.T) {
 		t.Run("overlap "+overlap, func(t *testing.T) {
 			ctx := context.Background()
 			dsn := pgtest.DB(t)
-			open := func() *postgres.Store {
-				st, err := postgres.Open(ctx, dsn, postgres.Options{})
-				require.NoError(t, err)
-				t.Cleanup(func() { _ = st.Close() })
-				return st
-			}
+			open := func() *postgres.Store { return openPG(t, dsn) }
 			dir := t.TempDir()
 			fifo := filepath.Join(dir, "never")
 			require.NoError(t, syscall.Mkfifo(fifo, 0o600))
@@ -164,12 +159,7 @@ func (e *env) gauge(name, status string) (v float64, ok bool) {
 func TestTheLeaderExportsTheUnfinishedRunsOfTheWholeDatabase(t *testing.T) {
 	ctx := context.Background()
 	dsn := pgtest.DB(t)
-	open := func() *postgres.Store {
-		st, err := postgres.Open(ctx, dsn, postgres.Options{})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = st.Close() })
-		return st
-	}
+	open := func() *postgres.Store { return openPG(t, dsn) }
 	other := open()
 	// Runs of a third replica, alive (not taken over), and of the past.
 	require.NoError(t, other.KeepReplica(ctx, "host/x", time.Hour))

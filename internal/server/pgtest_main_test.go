@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/state/bolt"
 	"github.com/runbook/runbook/internal/state/postgres"
@@ -16,6 +18,15 @@ import (
 // TestMain lets tests and benchmarks of this package use a throwaway
 // PostgreSQL (pgtest.DB); the server starts at the first such call only.
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// openPG opens a store on the database dsn, closed when the test ends.
+func openPG(t *testing.T, dsn string) *postgres.Store {
+	t.Helper()
+	st, err := postgres.Open(context.Background(), dsn, postgres.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
 
 // benchStores are the stores a benchmark compares: a fsynced bbolt file
 // and a PostgreSQL database (fsync and synchronous_commit on, loopback

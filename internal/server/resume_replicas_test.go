@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,14 +18,8 @@ import (
 // A run parked on A for an approval's answer is refused by B saying so,
 // as A would.
 func TestAResumeThroughAnotherReplicaWakesTheRunWhereItIsParked(t *testing.T) {
-	ctx := context.Background()
 	dsn := pgtest.DB(t)
-	open := func() *postgres.Store {
-		st, err := postgres.Open(ctx, dsn, postgres.Options{})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = st.Close() })
-		return st
-	}
+	open := func() *postgres.Store { return openPG(t, dsn) }
 	pbs := map[string]string{"nap.yaml": napPlaybook, "gate.yaml": approvalPlaybook}
 	replica := func(process string) envOption {
 		return func(o *server.Options) { o.Engine.Process = process }
