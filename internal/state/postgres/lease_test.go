@@ -203,6 +203,18 @@ func next(t *testing.T, ch <-chan state.Notice) state.Notice {
 	}
 }
 
+// processLeases gives two runbook run processes their process leases:
+// laptop/7@1's has lapsed (it died), laptop/8@1's lives; laptop/9@1 keeps
+// none.
+func processLeases(t *testing.T, st state.Coordinator) {
+	t.Helper()
+	_, err := st.Lead(ctx, "process/laptop/7@1", "laptop/7@1", 0, time.Millisecond)
+	require.NoError(t, err)
+	_, err = st.Lead(ctx, "process/laptop/8@1", "laptop/8@1", 0, time.Minute)
+	require.NoError(t, err)
+	time.Sleep(5 * time.Millisecond)
+}
+
 // A runbook run process keeps a lease of its own (process/<owner>): once
 // it lapses, its runs are taken from the queue only by replicas told to
 // take over such processes (server.take_over_run_processes); a process
@@ -210,11 +222,7 @@ func next(t *testing.T, ch <-chan state.Notice) state.Notice {
 func TestTheQueueTakesARunProcessesRunsOnlyWhenAskedOnceItsLeaseLapsed(t *testing.T) {
 	a, b := replicas(t)
 	require.NoError(t, a.KeepReplica(ctx, "host/1", time.Minute))
-	_, err := a.Lead(ctx, "process/laptop/7@1", "laptop/7@1", 0, time.Millisecond) // died
-	require.NoError(t, err)
-	_, err = a.Lead(ctx, "process/laptop/8@1", "laptop/8@1", 0, time.Minute) // alive
-	require.NoError(t, err)
-	time.Sleep(5 * time.Millisecond)
+	processLeases(t, a)
 	queueRun(t, a, "cli-dead", state.RunRunning, "laptop/7@1", time.Minute)
 	queueRun(t, a, "cli-alive", state.RunWaiting, "laptop/8@1", time.Minute)
 	queueRun(t, a, "cli-no-lease", state.RunRunning, "laptop/9@1", time.Minute)
@@ -239,11 +247,7 @@ func TestTheQueueTakesARunProcessesRunsOnlyWhenAskedOnceItsLeaseLapsed(t *testin
 func TestTheQueueTakesARunProcessesRunWhosePlaybookOptsInOnceItsLeaseLapsed(t *testing.T) {
 	a, b := replicas(t)
 	require.NoError(t, a.KeepReplica(ctx, "host/1", time.Minute))
-	_, err := a.Lead(ctx, "process/laptop/7@1", "laptop/7@1", 0, time.Millisecond) // died
-	require.NoError(t, err)
-	_, err = a.Lead(ctx, "process/laptop/8@1", "laptop/8@1", 0, time.Minute) // alive
-	require.NoError(t, err)
-	time.Sleep(5 * time.Millisecond)
+	processLeases(t, a)
 	for _, r := range []struct {
 		id, owner string
 		takeOver  bool
