@@ -106,7 +106,7 @@ func upgradeRecord(tx *bbolt.Tx, runs *bbolt.Bucket, id []byte) error {
 	if len(v) > 0 && v[0] == sourcedTag {
 		return nil
 	}
-	r, err := decodeRun(string(id), v, sourcesOf(tx))
+	r, err := decodeRun(string(id), v, nil) // not sourced: it names no source number
 	if err != nil {
 		return err
 	}
