@@ -47,6 +47,15 @@ type fencing struct {
 	lease  *ProcessLease   // KeepProcessLease's, while it is kept
 }
 
+// list returns the fences of the top-level runs executing. fs.mu is held.
+func (fs *fencing) list() []*fence {
+	runs := make([]*fence, 0, len(fs.runs))
+	for f := range fs.runs {
+		runs = append(runs, f)
+	}
+	return runs
+}
+
 // fenceRun returns ctx, the context of run r cancelled by cancel, with
 // the run's fence: the fence of the run that started r, when r is a
 // sub-playbook run executed inside it, else a new one (nil without
@@ -85,10 +94,11 @@ func (e *Engine) fenceRun(ctx context.Context, r *state.Run, cancel context.Canc
 }
 
 // trip stops the run's writes with err (the first cause stays) and
-// cancels the run.
-func (f *fence) trip(err error) {
+// cancels the run. It reports whether it stopped them (false: they had
+// stopped already, or f is nil).
+func (f *fence) trip(err error) bool {
 	if f == nil {
-		return
+		return false
 	}
 	f.mu.Lock()
 	first := f.err == nil
@@ -101,6 +111,7 @@ func (f *fence) trip(err error) {
 		f.log(err)
 		f.cancel(err)
 	}
+	return first
 }
 
 // stopped returns why the run's writes stopped (nil: they go on).
@@ -191,17 +202,13 @@ func (e *Engine) Fence(cause error) int {
 	}
 	e.fences.mu.Lock()
 	e.fences.paused = cause
-	runs := make([]*fence, 0, len(e.fences.runs))
-	for f := range e.fences.runs {
-		runs = append(runs, f)
-	}
+	runs := e.fences.list()
 	e.fences.mu.Unlock()
 	n := 0
 	for _, f := range runs {
-		if f.stopped() == nil {
+		if f.trip(cause) {
 			n++
 		}
-		f.trip(cause)
 	}
 	return n
 }

@@ -276,10 +276,7 @@ func (l *ProcessLease) hold(ctx context.Context, f *fence) error {
 // fence checks.
 func (e *Engine) checkOwners(ctx context.Context, lapse time.Duration) error {
 	e.fences.mu.Lock()
-	runs := make([]*fence, 0, len(e.fences.runs))
-	for f := range e.fences.runs {
-		runs = append(runs, f)
-	}
+	runs := e.fences.list()
 	e.fences.mu.Unlock()
 	for _, f := range runs {
 		if f.stopped() != nil {
