@@ -40,6 +40,17 @@ func ownerKind(ctx context.Context, store state.Store, owner string) string {
 	return "process " + owner
 }
 
+// fencedOwner returns the process that owns the run a write or claim
+// was refused for, as err (a state.FencedError) names it; "" when err
+// names none.
+func fencedOwner(err error) string {
+	var fe *state.FencedError
+	if errors.As(err, &fe) {
+		return fe.Owner
+	}
+	return ""
+}
+
 // notOwned reports run runID, which another process owns (err, a
 // state.ErrFenced): a write of this process was refused or its lease
 // check found the run claimed (lease: the process lease, whose lapse is
@@ -47,20 +58,20 @@ func ownerKind(ctx context.Context, store state.Store, owner string) string {
 // executing the run was refused. What this process did not execute goes
 // on there. With JSON output the run's record as it is now is printed.
 func (a *app) notOwned(ctx context.Context, store state.Store, runID string, err error, lease *engine.ProcessLease, out *outputFlag) error {
-	var fe *state.FencedError
+	owner := fencedOwner(err)
 	msg := fmt.Sprintf("run %s stopped here: this process no longer owns it (%v); see: runbook runs show %s", runID, err, runID)
 	switch {
-	case !errors.As(err, &fe) || fe.Owner == "":
+	case owner == "":
 	case lease == nil:
 		msg = fmt.Sprintf("run %s is executed by %s; it goes on there: runbook runs show %s",
-			runID, ownerKind(ctx, store, fe.Owner), runID)
+			runID, ownerKind(ctx, store, owner), runID)
 	default:
 		how := ""
 		if lease.Lapsed() {
 			how = " while this process could not renew its lease"
 		}
 		msg = fmt.Sprintf("run %s was taken over by %s%s; it goes on there: runbook runs show %s",
-			runID, ownerKind(ctx, store, fe.Owner), how, runID)
+			runID, ownerKind(ctx, store, owner), how, runID)
 	}
 	if out != nil && out.json {
 		if r, gerr := store.GetRun(ctx, runID); gerr == nil {

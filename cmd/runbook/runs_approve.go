@@ -122,10 +122,9 @@ shown is the server's, until the run ends or waits again.`,
 		// Another process executes the run (a replica, a runbook run
 		// waiting for the answer): it continues it.
 		p.close()
-		var fe *state.FencedError
 		who := "another process"
-		if errors.As(err, &fe) && fe.Owner != "" {
-			who = ownerKind(ctx, store, fe.Owner)
+		if owner := fencedOwner(err); owner != "" {
+			who = ownerKind(ctx, store, owner)
 		}
 		fmt.Fprintf(a.stdout, "step %s of run %s %s; %s executes run %s and continues it: runbook runs logs -f %s\n", step, runID, verdict, who, root.ID, root.ID)
 		return nil
