@@ -79,8 +79,12 @@ type Run struct {
 	*state.Run
 	// Snapshot hides the record's playbook source: the API never sends it.
 	Snapshot any `json:"snapshot,omitempty"`
-	// Executing says whether the answering server executes the run now.
+	// Executing says whether the answering server executes the run now,
+	// a run it holds parked included.
 	Executing bool `json:"executing"`
+	// Parked says the answering server holds the run parked: waiting with
+	// no goroutine and no slot until it is due or woken.
+	Parked bool `json:"parked,omitempty"`
 	// Steps are shown by GET /api/v1/runs/{id} only.
 	Steps []RunStep `json:"steps,omitempty"`
 	// WaitingFor names the approval step the run waits on, if any.

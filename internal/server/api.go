@@ -267,6 +267,7 @@ func (s *Server) viewRun(r *state.Run) api.Run {
 // viewShown is viewRun of a run already as shown (engine.ListShown).
 func (s *Server) viewShown(r *state.Run) api.Run {
 	v := api.Run{Run: r, Executing: s.runs.isActive(r.ID)}
+	v.Parked = v.Executing && s.runs.isParked(r.ID)
 	if v.Status == state.RunInterrupted {
 		v.Hint = engine.ResumeHint(r.ID)
 	}

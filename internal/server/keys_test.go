@@ -87,12 +87,15 @@ func TestRunsQueuedOnAKeyHoldNoGoroutineNorSlotAndRunInOrder(t *testing.T) {
 	e.waitParked(101)
 	m := e.api("GET", "/api/v1/runs/"+ids[50], nil).json(t)
 	assert.Equal(t, "waiting", m["status"])
+	assert.Equal(t, true, m["executing"], "this server holds it")
+	assert.Equal(t, true, m["parked"], "parked, with no goroutine")
 	time.Sleep(50 * time.Millisecond) // let the runs' goroutines end
 	grown := runtime.NumGoroutine() - before
 	assert.Less(t, grown, 20, "100 runs are queued on the key, the goroutines grew by %d", grown)
 
 	free := e.startRun("free", nil)
 	e.waitStatus(free, state.RunSucceeded)
+	assert.Nil(t, e.api("GET", "/api/v1/runs/"+free, nil).json(t)["parked"], "a run that ended is not parked")
 	assert.Equal(t, "waiting", e.api("GET", "/api/v1/runs/"+ids[0], nil).json(t)["status"], "the key is still held")
 
 	r := e.api("POST", "/api/v1/runs/"+holder+"/approve", map[string]any{"approve": true, "by": "alice"})

@@ -24,4 +24,6 @@ func TestARunQueuedOnAKeySaysSo(t *testing.T) {
 	const head = `queued on concurrency key <code>db-maintenance</code>`
 	p := e.waitFor("/runs/"+id, func(b string) bool { return strings.Contains(b, head) })
 	assert.Contains(t, p.body, head)
+	assert.Contains(t, p.body, `>held here</span>`, "the server holds it parked")
+	assert.NotContains(t, p.body, `>executing</span>`, "nothing executes it now")
 }
