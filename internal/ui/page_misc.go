@@ -204,7 +204,9 @@ var summaries = []struct {
 	title, name, label, unit string
 }{
 	{"Runs in the store, by status", "runbook_runs", "status", ""},
-	{"Runs executing here", "runbook_runs_executing", "", ""},
+	{"Runs executing here, parked ones included", "runbook_runs_executing", "", ""},
+	{"Runs parked here (waiting with no goroutine)", "runbook_runs_parked", "", ""},
+	{"Runs queued for an execution slot", "runbook_runs_queued", "", ""},
 	{"Playbooks loaded", "runbook_playbooks", "", ""},
 	{"Webhook deliveries, by outcome", "runbook_webhook_deliveries_total", "outcome", ""},
 	{"Schedule slots, by outcome", "runbook_schedule_firings_total", "outcome", ""},

@@ -135,6 +135,11 @@ func TestPagesRender(t *testing.T) {
 		assert.Equal(t, http.StatusNotFound, p.status)
 		assert.Contains(t, p.body, "There is no page /nope")
 	})
+	t.Run("the health page counts the run parked on its approval", func(t *testing.T) {
+		// The approval is shown once recorded; the run is parked just after.
+		parked := regexp.MustCompile(`<h2>Runs parked here \(waiting with no goroutine\)</h2>\s*<table class="kv"><tr><td class="num">1</td>`)
+		e.waitFor("/health", parked.MatchString)
+	})
 	t.Run("the API and health keep their JSON", func(t *testing.T) {
 		p := e.get("/healthz")
 		var h map[string]any
