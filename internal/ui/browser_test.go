@@ -228,11 +228,30 @@ func (b *browser) do(actions ...chromedp.Action[chromedp.Void]) {
 
 func (b *browser) open(path string) { b.t.Helper(); b.do(chromedp.Navigate(b.base + path)) }
 
+// text is the visible text of the first element matching sel, waiting
+// for one to exist.
+//
+// It reads the element in one evaluation: chromedp.Text finds the node,
+// then reads its children's text in a second call, and a live refresh
+// that replaces the region between the two (as a late output line's
+// does) leaves it reading a detached node, whose text is not visible: "".
 func (b *browser) text(sel string) string {
 	b.t.Helper()
-	s, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(sel)))
-	require.NoError(b.t, err, sel)
-	return s
+	sel2, err := json.Marshal(sel)
+	require.NoError(b.t, err)
+	js := `(function () { var e = document.querySelector(` + string(sel2) + `); return e ? e.innerText : null })()`
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s, err := chromedp.Run(b.ctx, chromedp.Evaluate[*string](js))
+		require.NoError(b.t, err, sel)
+		if s != nil {
+			return *s
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("no element %s on %s", sel, b.path())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (b *browser) eval(js string) string {
