@@ -266,8 +266,8 @@ func (s *Server) viewRun(r *state.Run) api.Run {
 
 // viewShown is viewRun of a run already as shown (engine.ListShown).
 func (s *Server) viewShown(r *state.Run) api.Run {
-	v := api.Run{Run: r, Executing: s.runs.isActive(r.ID)}
-	v.Parked = v.Executing && s.runs.isParked(r.ID)
+	v := api.Run{Run: r}
+	v.Executing, v.Parked = s.runs.holding(r.ID)
 	if v.Status == state.RunInterrupted {
 		v.Hint = engine.ResumeHint(r.ID)
 	}

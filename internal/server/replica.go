@@ -438,10 +438,8 @@ func (r *runner) cancelNotice(ctx context.Context, runID string) {
 
 // isParked reports whether run runID is parked in this replica (park.go).
 func (r *runner) isParked(runID string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	a := r.active[runID]
-	return a != nil && a.park != nil && a.park.parked
+	_, parked := r.holding(runID)
+	return parked
 }
 
 // takeRuns claims runs from the queue for the free slots and launches

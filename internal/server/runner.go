@@ -194,6 +194,16 @@ func (r *runner) isActive(runID string) bool {
 	return ok
 }
 
+// holding reports whether this process owns run runID (isActive) and
+// whether it holds it parked (isParked), under one lock: a listing asks
+// it of every run.
+func (r *runner) holding(runID string) (active, parked bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a, ok := r.active[runID]
+	return ok, ok && a.park != nil && a.park.parked
+}
+
 // count is the number of runs executing in this process, waiting ones
 // included, queued ones not.
 func (r *runner) count() int {
