@@ -21,7 +21,7 @@ import (
 // file (the target is under 0.3 ms per step), and on PostgreSQL (under
 // 0.5 ms, issue 14).
 func BenchmarkSequentialSetSteps(b *testing.B) {
-	benchSteps(b, 1000, `{id: s%d, uses: set, with: {i: %d, prev: "${{ inputs.x }}"}}`)
+	benchSteps(b, 1000, setStep)
 }
 
 // BenchmarkSequentialShellSteps is the same over `shell: true` steps, whose
@@ -30,8 +30,14 @@ func BenchmarkSequentialSetSteps(b *testing.B) {
 // fsynced commit. On PostgreSQL the chain should take at most 1.5 times
 // its bbolt time (issue 14).
 func BenchmarkSequentialShellSteps(b *testing.B) {
-	benchSteps(b, 100, `{id: s%d, uses: shell, with: {command: "true", env: {I: "%d"}}}`)
+	benchSteps(b, 100, shellStep)
 }
+
+// The steps of the benchmarks of a chain of steps (%d: the step's number).
+const (
+	setStep   = `{id: s%d, uses: set, with: {i: %d, prev: "${{ inputs.x }}"}}`
+	shellStep = `{id: s%d, uses: shell, with: {command: "true", env: {I: "%d"}}}`
+)
 
 // benchSteps runs a run of n steps, each made from step, on each store:
 // "bolt" (a fsynced bbolt file) and "postgres" (a real PostgreSQL over
@@ -56,6 +62,15 @@ func benchSteps(b *testing.B, n int, step string) {
 }
 
 func benchStepsOn(b *testing.B, st state.Store, n int, step string) {
+	e := engine.New(engine.Options{Store: st, Environ: []string{}})
+	benchRuns(b, n, step, func(pb *playbook.Playbook) (*state.Run, error) {
+		return e.Run(context.Background(), pb, engine.StartRequest{})
+	})
+}
+
+// benchRuns executes runs of n steps, each made from step, through run
+// until b.N steps ran, and reports the time per step.
+func benchRuns(b *testing.B, n int, step string, run func(*playbook.Playbook) (*state.Run, error)) {
 	var sb strings.Builder
 	sb.WriteString("version: 1\nname: bench\ninputs:\n  x: {type: string, default: v}\nsteps:\n")
 	for i := 0; i < n; i++ {
@@ -65,11 +80,10 @@ func benchStepsOn(b *testing.B, st state.Store, n int, step string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := engine.New(engine.Options{Store: st, Environ: []string{}})
 	b.ResetTimer()
 	steps := 0
 	for steps < b.N {
-		r, err := e.Run(context.Background(), pb, engine.StartRequest{})
+		r, err := run(pb)
 		if err != nil || r.Status != state.RunSucceeded {
 			b.Fatalf("run: %v %v", err, r)
 		}

@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/runbook/runbook/internal/engine"
@@ -23,8 +22,8 @@ func BenchmarkFencedSteps(b *testing.B) {
 		name, step string
 		n          int
 	}{
-		{"set", `{id: s%d, uses: set, with: {i: %d, prev: "${{ inputs.x }}"}}`, 1000},
-		{"shell", `{id: s%d, uses: shell, with: {command: "true", env: {I: "%d"}}}`, 100},
+		{"set", setStep, 1000},
+		{"shell", shellStep, 100},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			st, err := postgres.Open(context.Background(), pgtest.DB(b), postgres.Options{})
@@ -32,36 +31,19 @@ func BenchmarkFencedSteps(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer st.Close()
-			var sb strings.Builder
-			sb.WriteString("version: 1\nname: bench\ninputs:\n  x: {type: string, default: v}\nsteps:\n")
-			for i := range c.n {
-				fmt.Fprintf(&sb, "  - "+c.step+"\n", i, i)
-			}
-			pb, err := playbook.Parse("bench.yaml", []byte(sb.String()), playbook.LoadOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
 			const replica = "bench-replica/1"
 			e := engine.New(engine.Options{Store: st, Environ: []string{}, Fence: true, Process: replica})
 			ctx := context.Background()
-			b.ResetTimer()
-			steps := 0
-			for steps < b.N {
+			benchRuns(b, c.n, c.step, func(pb *playbook.Playbook) (*state.Run, error) {
 				r, err := e.Start(ctx, pb, engine.StartRequest{})
 				if err != nil {
-					b.Fatal(err)
+					return nil, err
 				}
 				if ok, err := st.ClaimRun(ctx, r.ID, replica, false); err != nil || !ok {
-					b.Fatalf("claim: %v %v", ok, err)
+					return nil, fmt.Errorf("claim: %v %v", ok, err)
 				}
-				r, err = e.Execute(ctx, pb, r)
-				if err != nil || r.Status != state.RunSucceeded {
-					b.Fatalf("run: %v %v", err, r)
-				}
-				steps += c.n
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(steps), "µs/step")
+				return e.Execute(ctx, pb, r)
+			})
 		})
 	}
 }
