@@ -2,14 +2,12 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/runbook/runbook/internal/state"
 )
@@ -116,17 +114,20 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 }
 
 // commitNew commits a delivery whose keys are all new, reporting fresh
-// false, having written nothing, when it cannot (see commitFresh). A
-// delivery whose keys are distinct goes with the others waiting at the
-// same moment (see commitGroup); one that claims a key twice, or that
-// its group could not commit for another member's refusal, is committed
-// alone.
+// false, having written nothing, when it cannot: one of its keys is
+// recorded, it claims a key twice (whose second insert would fail the
+// claims), or something else refuses it (a hook recorded under another
+// delivery key, a taken run ID). It goes with the other deliveries
+// waiting at the same moment (see commitGroup) and, when its group was
+// refused, again in a group of its own. An error is returned only when
+// the database could not be asked (then, as for any transaction, whether
+// it committed may be unknown).
 func (s *Store) commitNew(ctx context.Context, d state.Delivery, now time.Time, locks []int64, records [][]byte, events [][][]byte) (state.DeliveryResult, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return state.DeliveryResult{}, false, err
 	}
 	if len(locks) != 1+countClaims(d) {
-		return s.commitFresh(ctx, d, now, locks, records, events)
+		return state.DeliveryResult{}, false, nil // a key claimed twice: decided statement by statement
 	}
 	r := &groupReq{d: d, now: now, locks: locks, records: records, events: events}
 	var created []string
@@ -134,14 +135,16 @@ func (s *Store) commitNew(ctx context.Context, d state.Delivery, now time.Time, 
 	if err := s.groups.commit(ctx, r); err != nil {
 		return state.DeliveryResult{}, false, err
 	}
-	switch r.outcome {
-	case groupCommitted:
-		return state.DeliveryResult{Created: created}, true, nil
-	case groupSeen:
-		return state.DeliveryResult{}, false, nil
-	default:
-		return s.commitFresh(ctx, d, now, locks, records, events)
+	if r.outcome == groupFailed {
+		s.commitGroup([]*groupReq{r}) // alone, with r's ctx
+		if r.err != nil {
+			return state.DeliveryResult{}, false, r.err
+		}
 	}
+	if r.outcome != groupCommitted {
+		return state.DeliveryResult{}, false, nil
+	}
+	return state.DeliveryResult{Created: created}, true, nil
 }
 
 // freshOutcome is what a delivery whose keys are all new makes: a run
@@ -169,52 +172,6 @@ func countClaims(d state.Delivery) int {
 
 // lockClaims takes the advisory locks $1 (see claimLocks), in order.
 const lockClaims = `SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k`
-
-// commitFresh commits a delivery whose key and unit claims are all new,
-// the common case, in one round trip: one batch, which PostgreSQL runs as
-// one implicit transaction (see send), of the statement-by-statement
-// transaction's statements in its order (the locks, the claims, the runs,
-// the body, a prune), with the done value computed for all the runs and
-// written with the key's claim. The claims are plain inserts: a key
-// already recorded, live or expired, fails its insert on the primary key
-// and with it the whole batch, and so does any other refusal (a taken run
-// ID). commitFresh then reports fresh false, having committed nothing,
-// and the statement-by-statement transaction decides unit by unit. An
-// error is returned only when the database could not be asked (then, as
-// for any transaction, whether it committed may be unknown).
-func (s *Store) commitFresh(ctx context.Context, d state.Delivery, now time.Time, locks []int64, records [][]byte, events [][][]byte) (res state.DeliveryResult, fresh bool, err error) {
-	var done []byte
-	res.Created, done = freshOutcome(d)
-	expires, _ := claimTimes(now, d.TTL)
-	b := &pgx.Batch{}
-	b.Queue(lockClaims, locks)
-	b.Queue(insertClaim, d.Key, now, expires, done)
-	for i, u := range d.Units {
-		if u.Claim != "" {
-			b.Queue(insertClaim, u.Claim, now, expires, u.ClaimValue)
-		}
-		queueCreateRun(b, u.Run, records[i], events[i])
-	}
-	if len(res.Created) > 0 && d.ID != "" {
-		b.Queue(insertDelivery, d.ID, orEmpty(d.Body), now)
-	}
-	b.Queue(pruneDedup, now, pruneBatch) // last: see prune
-	err = s.send(ctx, b)
-	var pe *pgconn.PgError
-	switch {
-	case err == nil:
-		return res, true, nil
-	case errors.As(err, &pe):
-		return state.DeliveryResult{}, false, nil // refused: decided statement by statement
-	default:
-		return state.DeliveryResult{}, false, err
-	}
-}
-
-// insertClaim records key $1 at $2 with expiry $3 (NULL: never) and value
-// $4 (NULL: none), failing on the primary key when the key is recorded,
-// live or not (see commitFresh).
-const insertClaim = `INSERT INTO runbook_dedup (key, first_seen, expires_at, value) VALUES ($1, $2, $3, $4)`
 
 // setDone attaches value $2 to the delivery's key $1.
 const setDone = `UPDATE runbook_dedup SET value = $2 WHERE key = $1`

@@ -342,7 +342,7 @@ type groupRows struct {
 	lockKeys                                        []int64
 }
 
-// add appends member m's rows: those commitFresh writes for it.
+// add appends member m's rows: its claims, runs, events and body.
 func (g *groupRows) add(m int32, r *groupReq) {
 	d := r.d
 	if r.now.After(g.latest) {
