@@ -16,19 +16,6 @@ import (
 // nothing more of it was executed or written here.
 const exitTakenOver = 3
 
-// fenceOnShared fences the runs this process executes when its store is
-// shared with other processes (a database the replicas of runbook serve
-// use): every write that moves a run forward is refused once another
-// process owns the run (engine Options.Fence), and with the process lease
-// (engine.KeepProcessLease) no step starts while the lease lapsed. Every
-// run is fenced, not only those the replicas may take over (take_over,
-// server.take_over_run_processes): an explicit resume elsewhere takes any
-// run of a process that is gone, and one rule is simpler to reason about.
-// A store held by one process (bbolt) is left alone.
-func fenceOnShared(opts *engine.Options) {
-	_, opts.Fence = opts.Store.(state.Coordinator)
-}
-
 // ownerKind names owner for a message: a replica of runbook serve, or a
 // process.
 func ownerKind(ctx context.Context, store state.Store, owner string) string {

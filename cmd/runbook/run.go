@@ -125,10 +125,9 @@ and the command exits 3; it goes on there.`,
 			local.Observe(runID, ev)
 		}
 	}
-	fenceOnShared(&opts)
 	eng := engine.New(opts)
 	// On a database: its runs show interrupted once it is gone, on any
-	// host, and no step starts while the lease lapsed (fenceOnShared).
+	// host, and no step starts while the lease lapsed (engineOptions).
 	lease := eng.KeepProcessLease(engine.ProcessLeaseTTL)
 	defer lease.Stop()
 	if local != nil {

@@ -102,7 +102,6 @@ shown is the server's, until the run ends or waits again.`,
 		p = a.newProgress(out, *quiet, root.ID)
 	}
 	opts.Observer = p.observe
-	fenceOnShared(&opts)
 	eng := engine.New(opts)
 	lease := eng.KeepProcessLease(engine.ProcessLeaseTTL) // on a database: its runs show interrupted once it is gone, on any host
 	defer lease.Stop()

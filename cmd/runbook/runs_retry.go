@@ -89,7 +89,6 @@ input: give the run's secret inputs again with -i (other inputs are kept).`,
 	opts.Sim = sims.recorded()
 	opts.Observer = prog.observe
 	opts.OutputObserver = prog.output
-	fenceOnShared(&opts)
 	eng := engine.New(opts)
 	lease := eng.KeepProcessLease(engine.ProcessLeaseTTL) // on a database: its runs show interrupted once it is gone, on any host
 	defer lease.Stop()

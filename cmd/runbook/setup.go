@@ -131,10 +131,22 @@ func (a *app) loadSecrets(sf *stateFlags) (*secrets.Source, error) {
 }
 
 // engineOptions returns the options every verb that executes runs uses.
+//
+// On a store shared with other processes (a database the replicas of
+// runbook serve use) the runs this process executes are fenced: every
+// write that moves a run forward is refused once another process owns the
+// run (Options.Fence), and with the process lease (engine.KeepProcessLease)
+// no step starts while the lease lapsed. Every run is fenced, not only
+// those the replicas may take over (take_over,
+// server.take_over_run_processes): an explicit resume elsewhere takes any
+// run of a process that is gone, and one rule is simpler to reason about.
+// A store held by one process (bbolt) is left alone.
 func (a *app) engineOptions(store state.Store, src *secrets.Source) engine.Options {
 	logger := slog.New(a.redactor.Handler(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	_, shared := store.(state.Coordinator)
 	return engine.Options{
 		Store:     store,
+		Fence:     shared,
 		Logger:    logger,
 		Secrets:   src,
 		Redactor:  a.redactor,
