@@ -33,9 +33,7 @@ func groupDelivery(key, hook, id string) state.Delivery {
 // lock is released. It returns the results of ds, in order.
 func commitTogether(t *testing.T, s *postgres.Store, dsn string, ds ...state.Delivery) ([]state.DeliveryResult, []error) {
 	t.Helper()
-	holder, err := pgx.Connect(ctx, dsn)
-	require.NoError(t, err)
-	defer holder.Close(ctx)
+	holder := connect(t, dsn)
 	var blockers sync.WaitGroup
 	for i := range postgres.GroupWorkers {
 		key := fmt.Sprintf("blocker/%d", i)
@@ -57,7 +55,7 @@ func commitTogether(t *testing.T, s *postgres.Store, dsn string, ds ...state.Del
 		wg.Go(func() { results[i], errs[i] = s.CommitDelivery(ctx, d) })
 	}
 	waitFor(t, func() bool { return postgres.QueuedDeliveries(s) == len(ds) })
-	_, err = holder.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
+	_, err := holder.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
 	require.NoError(t, err)
 	wg.Wait()
 	blockers.Wait()
@@ -78,11 +76,8 @@ func waitFor(t *testing.T, cond func() bool) {
 // rows' distinct xmin).
 func transactions(t *testing.T, dsn string, ids ...string) int {
 	t.Helper()
-	conn, err := pgx.Connect(ctx, dsn)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
 	var n int
-	require.NoError(t, conn.QueryRow(ctx, `SELECT count(DISTINCT xmin::text) FROM runbook_runs WHERE id = ANY($1)`, ids).Scan(&n))
+	require.NoError(t, connect(t, dsn).QueryRow(ctx, `SELECT count(DISTINCT xmin::text) FROM runbook_runs WHERE id = ANY($1)`, ids).Scan(&n))
 	return n
 }
 
@@ -217,9 +212,7 @@ func TestAGroupWritesARunAsCreateRunDoes(t *testing.T) {
 		alone.ID = "alone-" + alone.ID
 		require.NoError(t, s.CreateRun(ctx, &alone, d.Units[0].Events...))
 	}
-	conn, err := pgx.Connect(ctx, dsn)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
+	conn := connect(t, dsn)
 	row := func(id string) (cols string) {
 		require.NoError(t, conn.QueryRow(ctx, `SELECT (to_jsonb(r) - 'id' - 'record')::text || r.record::jsonb::text
 			|| (SELECT json_agg(json_build_array(seq, event::jsonb))::text FROM runbook_events WHERE run_id = r.id)
@@ -255,10 +248,8 @@ func TestAHookRecordedUnderAnotherKeyIsSkippedOnlyInItsDeliveryOfAGroup(t *testi
 func TestAGroupReadsNoDedupKeyButThroughTheIndex(t *testing.T) {
 	dsn := pgtest.DB(t)
 	open(t, dsn, postgres.Options{}) // migrates
-	conn, err := pgx.Connect(ctx, dsn)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`)
+	conn := connect(t, dsn)
+	_, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`)
 	require.NoError(t, err)
 	types := "int[], text[], timestamptz[], timestamptz[], bytea[], int[], text[], text[], text[], text[], text[], text[], text[], text[], " +
 		"bigint[], timestamptz[], timestamptz[], timestamptz[], text[], bytea[], json[], bigint[], text[], bigint[], json[], " +
@@ -267,13 +258,8 @@ func TestAGroupReadsNoDedupKeyButThroughTheIndex(t *testing.T) {
 	require.NoError(t, err)
 	rows, err := conn.Query(ctx, `EXPLAIN EXECUTE group_insert (`+strings.TrimSuffix(strings.Repeat("NULL, ", 30), ", ")+`)`)
 	require.NoError(t, err)
-	var plan []string
-	for rows.Next() {
-		var line string
-		require.NoError(t, rows.Scan(&line))
-		plan = append(plan, line)
-	}
-	require.NoError(t, rows.Err())
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
 	require.NotEmpty(t, plan)
 	assert.NotContains(t, strings.Join(plan, "\n"), "Seq Scan on runbook_dedup")
 }
