@@ -173,13 +173,12 @@ func putRun(tx *bbolt.Tx, r *state.Run, old *state.Run) error {
 
 // encodedRun is a run record and its index entry, ready to write, with
 // the playbook snapshot the record leaves out (stored once per hash). The
-// record is its body (encodeRunBody): the number of its source is found
-// or given in the write transaction.
+// record is its body (encodeRunBody): the number of its source, encoded
+// as its key (sourceKey), is found or given in the write transaction.
 type encodedRun struct {
-	id, body, idxKey, entry []byte
-	src                     runSource
-	hash, snapshot          []byte
-	full                    func() ([]byte, error) // the body with its snapshot
+	id, body, idxKey, entry, srcKey []byte
+	hash, snapshot                  []byte
+	full                            func() ([]byte, error) // the body with its snapshot
 }
 
 // encodeRun encodes r without its snapshot when it has a hash: the
@@ -198,7 +197,7 @@ func encodeRun(r *state.Run) (*encodedRun, error) {
 	}
 	entry := encodeIndex(indexEntry{Status: r.Status, Playbook: r.Playbook, ParentID: r.ParentID})
 	enc := &encodedRun{id: []byte(r.ID), body: body, idxKey: createdKey(r.CreatedAt, r.ID), entry: entry,
-		src: runSource{playbook: r.Playbook, file: r.File, hash: r.Hash}}
+		srcKey: sourceKey(runSource{playbook: r.Playbook, file: r.File, hash: r.Hash})}
 	if rec != r {
 		enc.hash, enc.snapshot = []byte(r.Hash), r.Snapshot
 		enc.full = func() ([]byte, error) { return encodeRunBody(r) }
@@ -224,7 +223,7 @@ func (e *encodedRun) write(tx *bbolt.Tx) error {
 			}
 		}
 	}
-	src, err := sourceNumber(tx, e.src)
+	src, err := sourceNumber(tx, e.srcKey)
 	if err != nil {
 		return err
 	}

@@ -26,12 +26,16 @@ const (
 	sourceByValue  = 'k'
 )
 
-// sourceNumber returns the number of a run's source, numbering it if it is
-// new, in the caller's write transaction.
-func sourceNumber(tx *bbolt.Tx, src runSource) (uint64, error) {
+// sourceKey is the key of a source's number (k<source>), encoded before
+// the write transaction as the rest of a run's record is.
+func sourceKey(src runSource) []byte {
+	return append([]byte{sourceByValue}, encodeSource(src)...)
+}
+
+// sourceNumber returns the number of the source whose key (sourceKey) is
+// key, numbering it if it is new, in the caller's write transaction.
+func sourceNumber(tx *bbolt.Tx, key []byte) (uint64, error) {
 	b := tx.Bucket(bucketSources)
-	enc := encodeSource(src)
-	key := append([]byte{sourceByValue}, enc...)
 	if v := b.Get(key); v != nil {
 		if len(v) != 8 {
 			return 0, fmt.Errorf("source number %x: %w", v, state.ErrCorrupt)
@@ -42,7 +46,7 @@ func sourceNumber(tx *bbolt.Tx, src runSource) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := b.Put(numKey(sourceByNumber, n), enc); err != nil {
+	if err := b.Put(numKey(sourceByNumber, n), key[1:]); err != nil {
 		return 0, err
 	}
 	return n, b.Put(key, binary.BigEndian.AppendUint64(nil, n))
