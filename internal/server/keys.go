@@ -194,7 +194,7 @@ func (r *runner) headLocked(key string) string {
 // held.
 func (r *runner) parkedOnLocked(key, id string) bool {
 	a := r.active[id]
-	return a != nil && a.park != nil && a.park.parked && a.park.key == key
+	return a.parked() && a.park.key == key
 }
 
 // handOver takes key in the name of the oldest run parked on it and

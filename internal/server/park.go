@@ -54,6 +54,10 @@ type parkSlot struct {
 	key string
 }
 
+// parked reports whether slot a (nil: a run the runner does not own) is
+// parked: no goroutine, no slot.
+func (a *runSlot) parked() bool { return a != nil && a.park != nil && a.park.parked }
+
 // parker is the runner's timer heap of parked runs with a wake time.
 type parker struct {
 	mu    sync.Mutex
@@ -212,7 +216,7 @@ func (r *runner) findWakes() {
 			continue
 		}
 		r.mu.Lock()
-		if a := r.active[id]; a != nil && a.park != nil && a.park.parked && a.park.wake.IsZero() {
+		if a := r.active[id]; a.parked() && a.park.wake.IsZero() {
 			a.park.wake = wake
 			r.park.add(r, id, wake)
 		}
@@ -238,7 +242,7 @@ func (r *runner) wakeRun(runID string) bool {
 		r.mu.Unlock()
 		return false
 	}
-	if a.park == nil || !a.park.parked {
+	if !a.parked() {
 		if a.park == nil {
 			a.park = &parkSlot{}
 		}
@@ -367,7 +371,7 @@ func (p *parker) loop(r *runner) {
 func (r *runner) resumeParked(ctx context.Context, runID string) error {
 	r.mu.Lock()
 	a := r.active[runID]
-	parked := a != nil && a.park != nil && a.park.parked
+	parked := a.parked()
 	key := ""
 	if parked {
 		key = a.park.key

@@ -423,7 +423,7 @@ func (r *runner) cancelNotice(ctx context.Context, runID string) {
 		}
 		r.mu.Lock()
 		a := r.active[runID]
-		if a == nil || a.park == nil || !a.park.parked {
+		if !a.parked() {
 			r.mu.Unlock()
 			return
 		}

@@ -201,7 +201,7 @@ func (r *runner) holding(runID string) (active, parked bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	a, ok := r.active[runID]
-	return ok, ok && a.park != nil && a.park.parked
+	return ok, a.parked()
 }
 
 // count is the number of runs executing in this process, waiting ones
