@@ -176,7 +176,6 @@ func blockEvents(rb *bbolt.Bucket) error {
 		data []byte
 	}
 	var evs []event
-	var keys [][]byte
 	err := scanRun(rb, kindEvent, nil, func(k, v []byte) (bool, error) {
 		if len(k) != 8 {
 			return false, fmt.Errorf("event key %q: %w", k, state.ErrCorrupt)
@@ -191,14 +190,13 @@ func blockEvents(rb *bbolt.Bucket) error {
 			return false, err
 		}
 		evs = append(evs, event{seq, data})
-		keys = append(keys, runKey(kindEvent, k))
 		return true, nil
 	})
 	if err != nil {
 		return err
 	}
-	for _, k := range keys {
-		if err := rb.Delete(k); err != nil {
+	for _, e := range evs {
+		if err := rb.Delete(numKey(kindEvent, e.seq)); err != nil {
 			return err
 		}
 	}
