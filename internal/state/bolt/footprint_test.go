@@ -44,6 +44,22 @@ func waitingRun(t *testing.T, s *bolt.Store, i int) {
 	must(t, s.SaveRun(ctx, r, state.Event{Time: r.StartedAt, Type: "run.waiting", Message: "run is waiting for an approval"}))
 }
 
+// runsUsage returns the Usage of s, which holds n runs (what they are:
+// "waiting", "finished"), logged as a table, and the bytes of the file in
+// use per run; it fails the test unless every run's bucket is inline.
+func runsUsage(t *testing.T, s *bolt.Store, n int, what string) (u *bolt.Usage, perRun int) {
+	t.Helper()
+	u, err := s.Usage(ctx)
+	must(t, err)
+	var sb strings.Builder
+	must(t, u.Write(&sb))
+	t.Logf("%d %s runs:\n%s", n, what, sb.String())
+	if u.Runs != n || u.InlineRuns != n {
+		t.Errorf("%d of %d %s runs' buckets are inline, want all", u.InlineRuns, u.Runs, what)
+	}
+	return u, (u.FilePages - u.FreePages) * u.PageSize / n
+}
+
 // maxBytesPerWaitingRun bounds the file a waiting run takes, all pages
 // counted (its record, index entry and bucket, and the branch pages and
 // free space around them). Issue 20 wants 10,000 waiting runs under
@@ -67,14 +83,7 @@ func TestAWaitingRunsBucketIsInlineAndSmall(t *testing.T) {
 	for i := range n {
 		waitingRun(t, s, i)
 	}
-	u, err := s.Usage(ctx)
-	must(t, err)
-	var sb strings.Builder
-	must(t, u.Write(&sb))
-	t.Logf("%d waiting runs:\n%s", n, sb.String())
-	if u.Runs != n || u.InlineRuns != n {
-		t.Errorf("%d of %d waiting runs' buckets are inline, want all", u.InlineRuns, u.Runs)
-	}
+	u, perRun := runsUsage(t, s, n, "waiting")
 	// Its record holds its own fields; its source (playbook, file, hash:
 	// about 80 bytes) is a number (format 8). It was 203 bytes before.
 	for _, p := range u.Parts {
@@ -82,8 +91,7 @@ func TestAWaitingRunsBucketIsInlineAndSmall(t *testing.T) {
 			t.Errorf("a waiting run's record takes %d bytes, want at most %d", p.ValueBytes/p.Keys, maxWaitingRecord)
 		}
 	}
-	used := (u.FilePages - u.FreePages) * u.PageSize
-	if perRun := used / n; perRun > maxBytesPerWaitingRun {
+	if perRun > maxBytesPerWaitingRun {
 		t.Errorf("the file takes %d bytes per waiting run, want at most %d", perRun, maxBytesPerWaitingRun)
 	}
 }
@@ -177,16 +185,7 @@ func TestAFinishedRunsBucketIsInlineAndSmall(t *testing.T) {
 	}
 	close(next)
 	wg.Wait()
-	u, err := s.Usage(ctx)
-	must(t, err)
-	var sb strings.Builder
-	must(t, u.Write(&sb))
-	t.Logf("%d finished runs:\n%s", n, sb.String())
-	if u.Runs != n || u.InlineRuns != n {
-		t.Errorf("%d of %d finished runs' buckets are inline, want all", u.InlineRuns, u.Runs)
-	}
-	used := (u.FilePages - u.FreePages) * u.PageSize
-	if perRun := used / n; perRun > maxBytesPerFinishedRun {
+	if _, perRun := runsUsage(t, s, n, "finished"); perRun > maxBytesPerFinishedRun {
 		t.Errorf("the file takes %d bytes per finished run, want at most %d", perRun, maxBytesPerFinishedRun)
 	}
 }
