@@ -215,57 +215,68 @@ func writeVersion3File(t *testing.T, path string) {
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
 	must(t, err)
 	defer db.Close()
-	js := func(v any) []byte {
-		data, err := json.Marshal(v)
-		must(t, err)
-		return data
-	}
-	key := func(kind byte, n uint64) []byte { return binary.BigEndian.AppendUint64([]byte{kind}, n) }
 	must(t, db.Update(func(tx *bbolt.Tx) error {
-		top := map[string]*bbolt.Bucket{}
-		for _, name := range []string{"meta", "runs", "snapshots", "runs_by_created", "rundata", "locks", "cursors", "dedup", "dedup_expiry", "audit"} {
-			b, err := tx.CreateBucket([]byte(name))
-			if err != nil {
-				return err
-			}
-			top[name] = b
-		}
-		if err := top["audit"].Put(binary.BigEndian.AppendUint64(nil, 1), js(v3Audit)); err != nil {
+		if err := createVersion3Buckets(tx); err != nil {
 			return err
 		}
-		if err := top["audit"].SetSequence(1); err != nil {
+		audit := tx.Bucket([]byte("audit"))
+		if err := audit.Put(binary.BigEndian.AppendUint64(nil, 1), jsonOf(t, v3Audit)); err != nil {
 			return err
 		}
-		idx := append(binary.BigEndian.AppendUint64(nil, uint64(v3At.UnixNano())^(1<<63)), "w"...)
-		for _, kv := range []struct {
-			b    *bbolt.Bucket
-			k, v []byte
-		}{
-			{top["meta"], []byte("format_version"), []byte("3")},
-			{top["runs"], []byte("w"), js(v3Run)},
-			{top["runs_by_created"], idx, js(map[string]any{"s": "waiting", "p": "waiting"})},
-		} {
-			if err := kv.b.Put(kv.k, kv.v); err != nil {
-				return err
-			}
-		}
-		rb, err := top["rundata"].CreateBucket([]byte("w"))
-		if err != nil {
+		if err := audit.SetSequence(1); err != nil {
 			return err
 		}
-		for _, ev := range v3Events {
-			if err := rb.Put(key('e', ev.Seq), js(ev)); err != nil {
-				return err
-			}
-		}
-		if err := rb.Put(key('o', 1), []byte("gate")); err != nil {
-			return err
-		}
-		if err := rb.Put([]byte("sgate"), js(v3Step)); err != nil {
-			return err
-		}
-		return rb.SetSequence(uint64(len(v3Events)))
+		return putVersion3Run(t, tx, "w", v3At)
 	}))
+}
+
+// createVersion3Buckets creates the top-level buckets of a format 3 file
+// and marks it format 3.
+func createVersion3Buckets(tx *bbolt.Tx) error {
+	for _, name := range []string{"meta", "runs", "snapshots", "runs_by_created", "rundata", "locks", "cursors", "dedup", "dedup_expiry", "audit"} {
+		if _, err := tx.CreateBucket([]byte(name)); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket([]byte("meta")).Put([]byte("format_version"), []byte("3"))
+}
+
+// putVersion3Run writes run v3Run as run id created at at, as format 3
+// did: its record and index entry in JSON, and a flat bucket of its
+// events (v3Events) and step record (v3Step) in JSON.
+func putVersion3Run(t *testing.T, tx *bbolt.Tx, id string, at time.Time) error {
+	r, step := *v3Run, *v3Step
+	r.ID, r.CreatedAt, step.RunID = id, at, id
+	idx := append(binary.BigEndian.AppendUint64(nil, uint64(at.UnixNano())^(1<<63)), id...)
+	if err := tx.Bucket([]byte("runs")).Put([]byte(id), jsonOf(t, r)); err != nil {
+		return err
+	}
+	if err := tx.Bucket([]byte("runs_by_created")).Put(idx, jsonOf(t, map[string]any{"s": "waiting", "p": "waiting"})); err != nil {
+		return err
+	}
+	rb, err := tx.Bucket([]byte("rundata")).CreateBucket([]byte(id))
+	if err != nil {
+		return err
+	}
+	for _, ev := range v3Events {
+		if err := rb.Put(binary.BigEndian.AppendUint64([]byte{'e'}, ev.Seq), jsonOf(t, ev)); err != nil {
+			return err
+		}
+	}
+	if err := rb.Put(binary.BigEndian.AppendUint64([]byte{'o'}, 1), []byte("gate")); err != nil {
+		return err
+	}
+	if err := rb.Put([]byte("sgate"), jsonOf(t, step)); err != nil {
+		return err
+	}
+	return rb.SetSequence(uint64(len(v3Events)))
+}
+
+func jsonOf(t *testing.T, v any) []byte {
+	t.Helper()
+	data, err := json.Marshal(v)
+	must(t, err)
+	return data
 }
 
 // rawRun reads, with bbolt alone, the file's format version, whether run

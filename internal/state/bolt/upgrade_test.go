@@ -1,8 +1,6 @@
 package bolt_test
 
 import (
-	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -23,50 +21,11 @@ func writeVersion3Runs(t *testing.T, path string, n int) {
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, NoSync: true})
 	must(t, err)
 	defer db.Close()
-	js := func(v any) []byte {
-		data, err := json.Marshal(v)
-		must(t, err)
-		return data
-	}
-	must(t, db.Update(func(tx *bbolt.Tx) error {
-		for _, name := range []string{"meta", "runs", "snapshots", "runs_by_created", "rundata", "locks", "cursors", "dedup", "dedup_expiry"} {
-			if _, err := tx.CreateBucket([]byte(name)); err != nil {
-				return err
-			}
-		}
-		return tx.Bucket([]byte("meta")).Put([]byte("format_version"), []byte("3"))
-	}))
+	must(t, db.Update(createVersion3Buckets))
 	for first := 0; first < n; first += 500 {
 		must(t, db.Update(func(tx *bbolt.Tx) error {
 			for i := first; i < min(first+500, n); i++ {
-				r := *v3Run
-				r.ID = fmt.Sprintf("w%05d", i)
-				r.CreatedAt = v3At.Add(time.Duration(i) * time.Second)
-				idx := append(binary.BigEndian.AppendUint64(nil, uint64(r.CreatedAt.UnixNano())^(1<<63)), r.ID...)
-				if err := tx.Bucket([]byte("runs")).Put([]byte(r.ID), js(r)); err != nil {
-					return err
-				}
-				if err := tx.Bucket([]byte("runs_by_created")).Put(idx, js(map[string]any{"s": "waiting", "p": "waiting"})); err != nil {
-					return err
-				}
-				rb, err := tx.Bucket([]byte("rundata")).CreateBucket([]byte(r.ID))
-				if err != nil {
-					return err
-				}
-				for _, ev := range v3Events {
-					if err := rb.Put(binary.BigEndian.AppendUint64([]byte{'e'}, ev.Seq), js(ev)); err != nil {
-						return err
-					}
-				}
-				step := *v3Step
-				step.RunID = r.ID
-				if err := rb.Put(binary.BigEndian.AppendUint64([]byte{'o'}, 1), []byte("gate")); err != nil {
-					return err
-				}
-				if err := rb.Put([]byte("sgate"), js(step)); err != nil {
-					return err
-				}
-				if err := rb.SetSequence(uint64(len(v3Events))); err != nil {
+				if err := putVersion3Run(t, tx, fmt.Sprintf("w%05d", i), v3At.Add(time.Duration(i)*time.Second)); err != nil {
 					return err
 				}
 			}
