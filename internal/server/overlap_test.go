@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -22,14 +20,7 @@ import (
 // firings reads runbook_schedule_firings_total{outcome} from /metrics.
 func (e *env) firings(outcome string) float64 {
 	e.t.Helper()
-	r := e.do("GET", "/metrics", "", nil)
-	require.Equal(e.t, 200, r.status)
-	m := regexp.MustCompile(`(?m)^runbook_schedule_firings_total\{outcome="` + outcome + `"\} (\S+)$`).FindSubmatch(r.body)
-	if m == nil {
-		return 0
-	}
-	v, err := strconv.ParseFloat(string(m[1]), 64)
-	require.NoError(e.t, err)
+	v, _ := e.sample(`runbook_schedule_firings_total{outcome="` + outcome + `"}`)
 	return v
 }
 
@@ -138,21 +129,6 @@ func waitRun(t *testing.T, st state.Store, id string, want state.RunStatus) *sta
 	return r
 }
 
-// gauge reads name{status="…"} from /metrics; ok is false when the series
-// is not exported.
-func (e *env) gauge(name, status string) (v float64, ok bool) {
-	e.t.Helper()
-	r := e.do("GET", "/metrics", "", nil)
-	require.Equal(e.t, 200, r.status)
-	m := regexp.MustCompile(`(?m)^` + name + `\{status="` + status + `"\} (\S+)$`).FindSubmatch(r.body)
-	if m == nil {
-		return 0, false
-	}
-	v, err := strconv.ParseFloat(string(m[1]), 64)
-	require.NoError(e.t, err)
-	return v, true
-}
-
 // runbook_runs_unfinished counts the runs in flight in the whole database,
 // whichever replica executes them, and only the replica leading the
 // scheduler exports it, so a sum over the replicas counts each run once.
@@ -172,13 +148,13 @@ func TestTheLeaderExportsTheUnfinishedRunsOfTheWholeDatabase(t *testing.T) {
 	leader := replicaOn(t, open(), nil, func(o *server.Options) { o.Engine.Process, o.Schedules = "host/a", true })
 	follower := replicaOn(t, open(), nil, func(o *server.Options) { o.Engine.Process = "host/b" })
 	require.Eventually(t, func() bool {
-		v, ok := leader.gauge("runbook_runs_unfinished", "running")
+		v, ok := leader.sample(`runbook_runs_unfinished{status="running"}`)
 		return ok && v == 2
 	}, 15*time.Second, 20*time.Millisecond, "the leader exports the database's running runs")
 	for status, want := range map[string]float64{"waiting": 1, "pending": 0, "suspended": 0} {
-		v, ok := leader.gauge("runbook_runs_unfinished", status)
+		v, ok := leader.sample(`runbook_runs_unfinished{status="` + status + `"}`)
 		assert.True(t, ok && v == want, "%s: %v (exported: %v), want %v", status, v, ok, want)
 	}
-	_, ok := follower.gauge("runbook_runs_unfinished", "running")
+	_, ok := follower.sample(`runbook_runs_unfinished{status="running"}`)
 	assert.False(t, ok, "a replica that does not lead exports none")
 }

@@ -31,15 +31,28 @@ finally:
   - {id: bye, uses: set, with: {status: "${{ run.status }}"}}
 `
 
-// metric reads one unlabelled gauge from /metrics.
-func (e *env) metric(name string) float64 {
+// sample reads one series from /metrics, named with its labels if it has
+// any (`runbook_runs{status="waiting"}`); ok is false when it is not
+// exported.
+func (e *env) sample(series string) (v float64, ok bool) {
 	e.t.Helper()
 	r := e.do("GET", "/metrics", "", nil)
 	require.Equal(e.t, 200, r.status)
-	m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindSubmatch(r.body)
-	require.NotNil(e.t, m, "no %s in /metrics", name)
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindSubmatch(r.body)
+	if m == nil {
+		return 0, false
+	}
 	v, err := strconv.ParseFloat(string(m[1]), 64)
 	require.NoError(e.t, err)
+	return v, true
+}
+
+// metric reads one series from /metrics (see sample), which must be
+// exported.
+func (e *env) metric(series string) float64 {
+	e.t.Helper()
+	v, ok := e.sample(series)
+	require.True(e.t, ok, "no %s in /metrics", series)
 	return v
 }
 
