@@ -21,7 +21,7 @@ type Usage struct {
 	// are free for later writes.
 	FilePages, FreePages int
 	// Parts are the top-level buckets, then one line per kind of a run
-	// bucket's keys ("rundata/e" events, "rundata/s" step records, ...),
+	// bucket's keys ("rundata/E" event blocks, "rundata/s" step records, ...),
 	// in name order.
 	Parts []UsagePart
 	// Runs counts run buckets; InlineRuns of them are stored inline in
