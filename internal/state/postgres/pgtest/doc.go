@@ -40,6 +40,16 @@
 // WAL-logs or checkpoints the whole catalog), seconds over the store's
 // contract suite.
 //
+// # Faults
+//
+// Terminate ends every client connection to the binary's database
+// (pg_terminate_backend) and Restart stops the throwaway server with a
+// fast shutdown and starts it again on the same directory and port
+// (pg_ctl -m fast restart), so a test can inject the faults an operator
+// or a failover causes. Both act on the server every test of the binary
+// shares: a test that uses them must not run in parallel with others. The
+// harness's own connections are opened again after either.
+//
 // # When there is no server
 //
 // Without the environment variable and without the binaries, DB skips the

@@ -144,27 +144,74 @@ type cluster struct {
 	next     atomic.Int64
 
 	mu    sync.Mutex // each of admin and conn is one connection
-	admin *pgx.Conn  // to base: creates and drops the database
-	conn  *pgx.Conn  // to the database: creates and drops schemas
+	admin *link      // to base: creates and drops the database
+	conn  *link      // to the database: creates and drops schemas
 }
+
+// link is one of the harness's connections, opened again when a fault
+// (Terminate, Restart, a test's own pg_terminate_backend) closed it.
+type link struct {
+	url  string
+	conn *pgx.Conn
+}
+
+// dial opens a link to url.
+func dial(ctx context.Context, url string) (*link, error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	return &link{url: url, conn: conn}, nil
+}
+
+// use runs f on the link's connection, connecting again first when it is
+// closed, and once more on a new connection when f failed because the
+// connection was lost (a terminated backend answers the next statement
+// with a FATAL error and closes; the statement did not run).
+func (l *link) use(ctx context.Context, f func(ctx context.Context) error) error {
+	if l.conn.IsClosed() {
+		if err := l.redial(ctx); err != nil {
+			return err
+		}
+	}
+	err := f(ctx)
+	if err == nil || !l.conn.IsClosed() {
+		return err
+	}
+	if errDial := l.redial(ctx); errDial != nil {
+		return errors.Join(err, errDial)
+	}
+	return f(ctx)
+}
+
+func (l *link) redial(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, l.url)
+	if err != nil {
+		return fmt.Errorf("connect again: %w", err)
+	}
+	l.conn = conn
+	return nil
+}
+
+func (l *link) close(ctx context.Context) { _ = l.conn.Close(ctx) }
 
 // newCluster connects to base and creates this binary's database, a copy
 // of template0 (an operator's template1 may hold anything).
 func newCluster(base *url.URL, local *server) (*cluster, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), stmtTimeout)
 	defer cancel()
-	admin, err := pgx.Connect(ctx, base.String())
+	admin, err := dial(ctx, base.String())
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", redacted(base), err)
 	}
 	c := &cluster{base: base, local: local, admin: admin, database: "runbook_test_" + randomHex(4)}
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+quote(c.database)+" TEMPLATE template0 ENCODING 'UTF8'"); err != nil {
-		_ = admin.Close(ctx)
+	if _, err := admin.conn.Exec(ctx, "CREATE DATABASE "+quote(c.database)+" TEMPLATE template0 ENCODING 'UTF8'"); err != nil {
+		admin.close(ctx)
 		return nil, fmt.Errorf("create database on %s (the role needs CREATEDB): %w", redacted(base), err)
 	}
-	if c.conn, err = pgx.Connect(ctx, c.url("").String()); err != nil {
+	if c.conn, err = dial(ctx, c.url("").String()); err != nil {
 		err = errors.Join(fmt.Errorf("connect to database %s: %w", c.database, err), c.dropDatabase())
-		_ = admin.Close(ctx)
+		admin.close(ctx)
 		return nil, err
 	}
 	return c, nil
@@ -199,13 +246,15 @@ func (c *cluster) create() (dsn string, drop func() error, err error) {
 	return c.url(name).String(), drop, nil
 }
 
-func (c *cluster) exec(conn *pgx.Conn, sql string) error {
+func (c *cluster) exec(l *link, sql string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), stmtTimeout)
 	defer cancel()
-	_, err := conn.Exec(ctx, sql)
-	return err
+	return l.use(ctx, func(ctx context.Context) error {
+		_, err := l.conn.Exec(ctx, sql)
+		return err
+	})
 }
 
 // dropDatabase drops the binary's database, cutting any connection a test
@@ -222,9 +271,9 @@ func (c *cluster) dropDatabase() error {
 func (c *cluster) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), stmtTimeout)
 	defer cancel()
-	_ = c.conn.Close(ctx)
+	c.conn.close(ctx)
 	errDrop := c.dropDatabase()
-	_ = c.admin.Close(ctx)
+	c.admin.close(ctx)
 	if c.local == nil {
 		return errDrop
 	}

@@ -190,6 +190,12 @@ func (s *server) start(bin string, cred *syscall.Credential) error {
 	if err != nil {
 		return err
 	}
+	return s.run(bin, cred, port)
+}
+
+// run runs postgres on port, in its own process group with the
+// parent-death signal start describes.
+func (s *server) run(bin string, cred *syscall.Credential, port int) error {
 	s.port = port
 	logFile, err := os.OpenFile(filepath.Join(s.dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -208,7 +214,7 @@ func (s *server) start(bin string, cred *syscall.Credential) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGQUIT}
 
 	started := make(chan error, 1)
-	s.exited = make(chan struct{})
+	s.proc, s.exited = nil, make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
@@ -276,17 +282,7 @@ func (s *server) url(name string) *url.URL {
 // transactions rolled back), kills it if it has not exited within
 // stopTimeout, and removes its directory.
 func (s *server) stop() error {
-	var errStop error
-	if s.proc != nil {
-		_ = s.proc.Signal(syscall.SIGINT)
-		select {
-		case <-s.exited:
-		case <-time.After(stopTimeout):
-			_ = s.proc.Kill()
-			<-s.exited
-			errStop = fmt.Errorf("postgres did not stop within %s and was killed:\n%s", stopTimeout, s.logTail())
-		}
-	}
+	errStop := s.halt()
 	if err := os.RemoveAll(s.dir); err != nil {
 		return errors.Join(errStop, fmt.Errorf("remove server directory: %w", err))
 	}
