@@ -1,7 +1,7 @@
 // Package state defines what runbook persists and the Store interface the
 // engine, the scheduler and the server use. Implementations live in
-// sub-packages: bolt (a single bbolt file, the default) and, later, etcd for
-// several `runbook serve` replicas.
+// sub-packages: bolt (a single bbolt file, the default) and postgres (one
+// database for several `runbook serve` replicas).
 //
 // Everything a crashed run needs to resume is here: the run (playbook
 // snapshot and hash, inputs, trigger, status, deadline), one small record
@@ -12,4 +12,19 @@
 //
 // Values are stored as they are given: redacting secrets is the caller's job
 // (the engine redacts before every write).
+//
+// # Formats
+//
+// The bbolt file's format is FormatVersion (the file's
+// meta/format_version); PostgreSQL's is its numbered migrations
+// (postgres/migrations, from 0001_baseline). A schema a pre-release
+// build migrated with other numbers is refused at open with what to do;
+// no release upgrades it.
+//
+// From the first tagged release on, every change to a format ships with
+// its upgrade and a test of it: a bbolt change raises FormatVersion and
+// converts a file of the previous version when it is opened for writing;
+// a PostgreSQL change is a new migration, additive only, applied by
+// Open. The test builds the state of the previous release and checks
+// that the new build reads it, upgraded, with nothing lost.
 package state

@@ -17,7 +17,9 @@
 // # Schema and migrations
 //
 // The schema is versioned SQL embedded in the binary (migrations/
-// NNNN_name.sql). Open takes a session advisory lock (keyed by the schema
+// NNNN_name.sql): 0001_baseline is the whole schema of the first release,
+// and each later version changes it with its upgrade (see the state
+// package's "Formats"). Open takes a session advisory lock (keyed by the schema
 // the tables live in), creates runbook_schema_migrations if needed,
 // applies each missing version in its own transaction and records it
 // with a checksum, then releases the lock: replicas starting together
@@ -27,7 +29,9 @@
 // drop, rename or type change, which a test enforces), so a replica of
 // the previous release keeps working while the others are upgraded;
 // versions in the database that this build does not know are logged,
-// not refused. Pending lists the versions a database lacks without
+// not refused. A schema whose recorded version this build knows under
+// another name was made by a pre-release build (its 0001 is "initial"):
+// Open and Pending refuse it and change nothing. Pending lists the versions a database lacks without
 // applying them (for a "migrate --dry-run"). The tables go in the first
 // schema of the connection's search_path (public unless the DSN sets
 // search_path).
@@ -80,7 +84,7 @@
 // state.ErrNotFound and writes nothing.
 //
 // Fencing (state.Fence): a write made for a run's executor (the engine of
-// a replica) starts with a call of runbook_fence (migration 0007), which
+// a replica) starts with a call of runbook_fence (a function of the schema), which
 // locks the top-level run's row and fails the transaction with SQLSTATE
 // RB001 when its owner is no longer the fence's, so a replica that lost a
 // run (its lease lapsed and another claimed it) writes nothing to it:

@@ -20,8 +20,10 @@ import (
 )
 
 // migrationFiles are the schema's versions: NNNN_name.sql, applied in
-// order, each once, never edited once released (a new version adds to the
-// schema instead), and only ever additive, so that an older runbook keeps
+// order, each once. 0001_baseline is the schema of the first release. A
+// released version is never edited: a change to the schema is a new
+// version, with a test that a database of the previous version is
+// migrated to it, and only ever additive, so that an older runbook keeps
 // working on a schema a newer one has migrated (replicas are upgraded one
 // at a time).
 //
@@ -105,7 +107,7 @@ func Pending(ctx context.Context, dsn string) ([]Migration, error) {
 	if err != nil {
 		return nil, err
 	}
-	applied, err := appliedVersions(ctx, conn)
+	applied, err := appliedVersions(ctx, conn, all)
 	if err != nil {
 		return nil, err
 	}
@@ -118,32 +120,51 @@ func Pending(ctx context.Context, dsn string) ([]Migration, error) {
 	return out, nil
 }
 
-// appliedVersions returns the checksum of each applied version; none when
-// the migrations table does not exist yet.
-func appliedVersions(ctx context.Context, conn *pgx.Conn) (map[int]string, error) {
+// appliedMigration is a version recorded in runbook_schema_migrations.
+type appliedMigration struct{ name, checksum string }
+
+// appliedVersions returns each applied version; none when the migrations
+// table does not exist yet. A version this build knows that was recorded
+// under another name was applied by a pre-release build, whose
+// migrations this build does not continue: it is refused (preRelease).
+func appliedVersions(ctx context.Context, conn *pgx.Conn, known []Migration) (map[int]appliedMigration, error) {
 	var exists bool
 	err := conn.QueryRow(ctx, `SELECT to_regclass('runbook_schema_migrations') IS NOT NULL`).Scan(&exists)
 	if err != nil {
 		return nil, fmt.Errorf("look for the migrations table: %w", err)
 	}
-	out := map[int]string{}
+	out := map[int]appliedMigration{}
 	if !exists {
 		return out, nil
 	}
-	rows, err := conn.Query(ctx, `SELECT version, checksum FROM runbook_schema_migrations`)
+	rows, err := conn.Query(ctx, `SELECT version, name, checksum FROM runbook_schema_migrations`)
 	if err != nil {
 		return nil, fmt.Errorf("read applied migrations: %w", err)
 	}
 	var v int
-	var sum string
-	_, err = pgx.ForEachRow(rows, []any{&v, &sum}, func() error {
-		out[v] = sum
+	var a appliedMigration
+	_, err = pgx.ForEachRow(rows, []any{&v, &a.name, &a.checksum}, func() error {
+		out[v] = a
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read applied migrations: %w", err)
 	}
+	for _, m := range known {
+		if a, ok := out[m.Version]; ok && a.name != m.Name {
+			return nil, preRelease(m, a)
+		}
+	}
 	return out, nil
+}
+
+// preRelease is the refusal of a schema made by a pre-release build of
+// runbook: its version m is recorded as a.
+func preRelease(m Migration, a appliedMigration) error {
+	return fmt.Errorf("the runbook tables in this schema were made by a pre-release build of runbook "+
+		"(its migration %04d is %q, this build's is %q), whose schema this build does not upgrade: "+
+		"point --state at a new database or schema (search_path in the URL), or keep using the build that made it",
+		m.Version, a.name, m.Name)
 }
 
 // migrate applies the pending migrations, each in its own transaction,
@@ -177,16 +198,16 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
 	if _, err := conn.Exec(ctx, migrationsTable); err != nil {
 		return fmt.Errorf("migrate: create runbook_schema_migrations: %w", err)
 	}
-	applied, err := appliedVersions(ctx, conn.Conn())
+	applied, err := appliedVersions(ctx, conn.Conn(), all)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	known := map[int]bool{}
 	for _, m := range all {
 		known[m.Version] = true
-		sum, ok := applied[m.Version]
+		a, ok := applied[m.Version]
 		if ok {
-			if sum != m.checksum() {
+			if a.checksum != m.checksum() {
 				log.Warn("state migration differs from the one applied", "version", m.Version, "name", m.Name)
 			}
 			continue

@@ -170,6 +170,37 @@ func TestAnEditedMigrationIsWarnedAbout(t *testing.T) {
 	assert.Contains(t, logs.String(), "differs from the one applied")
 }
 
+// A pre-release build recorded its own numbered migrations (0001_initial
+// to 0009_key_notice); this build neither upgrades nor adds to such a
+// schema: Open and Pending refuse it, say why and what to do, and leave
+// it as it was.
+func TestASchemaOfAPreReleaseBuildIsRefused(t *testing.T) {
+	dsn := pgtest.DB(t)
+	conn := connect(t, dsn)
+	_, err := conn.Exec(ctx, `CREATE TABLE runbook_schema_migrations (
+		version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now());
+	CREATE TABLE runbook_runs (id text PRIMARY KEY, record json NOT NULL);
+	INSERT INTO runbook_schema_migrations (version, name, checksum) VALUES
+		(1, 'initial', 'a'), (2, 'deliveries', 'b'), (3, 'auth', 'c'), (4, 'sessions', 'd'), (5, 'step_output', 'e'),
+		(6, 'replicas', 'f'), (7, 'fence', 'g'), (8, 'unfinished_by_playbook', 'h'), (9, 'key_notice', 'i')`)
+	require.NoError(t, err)
+
+	_, err = postgres.Open(ctx, dsn, postgres.Options{Timeout: 10 * time.Second})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "made by a pre-release build of runbook")
+	assert.Contains(t, err.Error(), `its migration 0001 is "initial", this build's is "baseline"`)
+	assert.Contains(t, err.Error(), "point --state at a new database or schema")
+
+	_, err = postgres.Pending(ctx, dsn)
+	assert.ErrorContains(t, err, "made by a pre-release build of runbook")
+
+	var tables int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()`).Scan(&tables))
+	assert.Equal(t, 2, tables, "the refused schema gained no table")
+	assert.Equal(t, []int{1, 2, 3, 4, 5, 6, 7, 8, 9}, applied(t, dsn), "and no recorded migration")
+}
+
 // A migration that fails is rolled back whole and the next Open tries it
 // again: here a table of the first migration is in the way, then gone.
 func TestAFailedMigrationIsRolledBackAndRetried(t *testing.T) {
@@ -180,7 +211,7 @@ func TestAFailedMigrationIsRolledBackAndRetried(t *testing.T) {
 
 	_, err = postgres.Open(ctx, dsn, postgres.Options{Timeout: 10 * time.Second})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "0001_initial")
+	assert.Contains(t, err.Error(), "0001_baseline")
 	var runs *string
 	require.NoError(t, conn.QueryRow(ctx, `SELECT to_regclass('runbook_runs')::text`).Scan(&runs))
 	assert.Nil(t, runs, "the failed migration's first table was rolled back")
