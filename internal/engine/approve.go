@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/runbook/runbook/internal/auth"
@@ -15,63 +14,97 @@ import (
 	"github.com/runbook/runbook/internal/steps"
 )
 
-// approveMu serializes the answers given in this process, so two answers
-// to one step cannot both count as its last (two-person rule). Replicas
-// sharing a database each answer under their own lock.
-var approveMu sync.Mutex
-
 // Approve records an answer to a waiting approval step. When the answer
 // decides the step — a rejection, or the approval that makes the step's
 // required count of distinct approvers — a run waiting for it in this
-// process (ApprovalWait) continues at once; elsewhere, at its next poll
-// (or, parked, when resumed). An approval that leaves approvals missing
-// is recorded as pending and the run keeps waiting.
+// process (ApprovalWait) continues at once, a run this process holds
+// parked is woken (Options.Wake), and elsewhere the store's notice of the
+// answer (PostgreSQL's, sent when the answer commits) wakes the replica
+// holding the run, which reads what it missed when it listens again. An
+// approval that leaves approvals missing is recorded as pending and the
+// run keeps waiting.
+//
+// The answer is a compare-and-set (state.Store.AnswerApproval): it is
+// checked against, and added to, the answers recorded when it commits, in
+// one transaction with its approval.answered event, so answers given at
+// the same time, through any process or replica, are all counted or
+// refused, never lost. The first answer that decides the step is the only
+// one: an answer that comes after it is refused (Conflict, "already
+// answered"), so an accepted rejection always decides the step rejected,
+// and exactly one answer completes the required approvals and wakes the
+// run. A store that cannot serialize an answer with the others refuses it
+// with a Conflict: its caller knows it was not counted.
 //
 // An answer is refused before anything is recorded, the run still
 // waiting, when: its By is empty; the step has not asked yet; By (with
 // a.Roles) is not one of the step's approvers, or started the run while
-// the step does not allow self-approval, or already approved (those are
+// the step does not allow self-approval, or already answered (those are
 // Unauthorized, Conflict for the last); or an approval's fields do not fit
 // the step's typed fields (Invalid, every problem in Data["problems"]).
 // A step that has not asked yet is answered with the defaults (one
 // approval, no self-approval) and checks the answer itself.
 func (e *Engine) Approve(ctx context.Context, runID, step string, a state.Approval) error {
-	approveMu.Lock()
-	defer approveMu.Unlock()
-	rec, err := e.o.Store.GetStep(ctx, runID, step)
+	run, err := e.o.Store.GetRun(ctx, runID)
 	if err != nil {
 		if errors.Is(err, state.ErrNotFound) {
-			return &fault.Error{Code: fault.NotFound, Message: fmt.Sprintf("run %s has no step %q waiting", runID, step)}
+			return noStepWaiting(runID, step)
 		}
-		return err
-	}
-	if rec.Status != state.StepWaiting && rec.Status != state.StepRunning {
-		return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("step %s of run %s is %s, not waiting for approval", step, runID, rec.Status)}
-	}
-	if !rec.WakeAt.IsZero() {
-		return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf(
-			"step %s of run %s is not an approval: it waits until %s (a sleep, or a task's next poll)", step, runID, rec.WakeAt.UTC().Format(time.RFC3339))}
-	}
-	prev, err := e.o.Store.GetApproval(ctx, runID, step)
-	switch {
-	case err == nil && !prev.Pending:
-		return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("step %s of run %s is already answered", step, runID)}
-	case err == nil:
-	case errors.Is(err, state.ErrNotFound):
-		prev = &state.Approval{}
-	default:
-		return err
-	}
-	if err := checkAnswer(runID, step, rec.Approval, a); err != nil {
-		return err
-	}
-	if err := e.checkAnswerer(ctx, runID, step, rec.Approval, prev, a); err != nil {
 		return err
 	}
 	if a.At.IsZero() {
 		a.At = e.o.Clock.Now()
 	}
 	a.Comment = e.o.Redactor.String(a.Comment)
+	var next *state.Approval // what the last decision recorded, and its event
+	var ev state.Event
+	err = e.o.Store.AnswerApproval(ctx, runID, step, func(rec *state.StepRecord, prev *state.Approval) (*state.Approval, []state.Event, error) {
+		var err error
+		next, ev, err = decideAnswer(run, step, rec, prev, a)
+		if err != nil {
+			return nil, nil, err
+		}
+		return next, []state.Event{ev}, nil
+	})
+	if err != nil {
+		return err
+	}
+	e.observe(runID, ev)
+	if !next.Pending {
+		e.wake(runID)
+		e.wakeParked(ctx, runID)
+	}
+	return nil
+}
+
+func noStepWaiting(runID, step string) error {
+	return &fault.Error{Code: fault.NotFound, Message: fmt.Sprintf("run %s has no step %q waiting", runID, step)}
+}
+
+// decideAnswer is Approve's compare-and-set: from the step's record and
+// the approval recorded so far (each nil when there is none), the
+// approval with answer a added and its approval.answered event, or the
+// refusal of a.
+func decideAnswer(run *state.Run, step string, rec *state.StepRecord, prev *state.Approval, a state.Approval) (*state.Approval, state.Event, error) {
+	runID := run.ID
+	switch {
+	case rec == nil:
+		return nil, state.Event{}, noStepWaiting(runID, step)
+	case rec.Status != state.StepWaiting && rec.Status != state.StepRunning:
+		return nil, state.Event{}, &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("step %s of run %s is %s, not waiting for approval", step, runID, rec.Status)}
+	case !rec.WakeAt.IsZero():
+		return nil, state.Event{}, &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf(
+			"step %s of run %s is not an approval: it waits until %s (a sleep, or a task's next poll)", step, runID, rec.WakeAt.UTC().Format(time.RFC3339))}
+	case prev != nil && !prev.Pending:
+		return nil, state.Event{}, &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("step %s of run %s is already answered", step, runID)}
+	case prev == nil:
+		prev = &state.Approval{}
+	}
+	if err := checkAnswer(runID, step, rec.Approval, a); err != nil {
+		return nil, state.Event{}, err
+	}
+	if err := checkAnswerer(run, step, rec.Approval, prev, a); err != nil {
+		return nil, state.Event{}, err
+	}
 	answers := append(slices.Clone(prev.Answers), state.ApprovalAnswer{
 		By: a.By, Roles: a.Roles, Approved: a.Approved, Comment: a.Comment, Fields: a.Fields, At: a.At})
 	required := 1
@@ -86,9 +119,6 @@ func (e *Engine) Approve(ctx context.Context, runID, step string, a state.Approv
 	}
 	a.RunID, a.Step, a.Answers = runID, step, answers
 	a.Pending = a.Approved && approvals < required
-	if err := e.o.Store.PutApproval(ctx, a); err != nil {
-		return err
-	}
 	verdict := "approved"
 	if !a.Approved {
 		verdict = "rejected"
@@ -99,38 +129,25 @@ func (e *Engine) Approve(ctx context.Context, runID, step string, a state.Approv
 	}
 	ev := state.Event{Time: a.At, Type: "approval.answered", Step: step, Message: msg,
 		Data: map[string]any{"by": a.By, "approved": a.Approved, "pending": a.Pending}}
-	if err := e.o.Store.AppendEvents(ctx, runID, ev); err != nil {
-		return err
-	}
-	e.observe(runID, ev)
-	if !a.Pending {
-		e.wake(runID)
-		e.wakeParked(ctx, runID)
-	}
-	return nil
+	return &a, ev, nil
 }
 
 // checkAnswerer refuses an answer by someone the step does not accept:
-// not one of its approvers, the run's starter (unless allowed), or
-// someone who already approved.
-func (e *Engine) checkAnswerer(ctx context.Context, runID, step string, ask *state.ApprovalRequest, prev *state.Approval, a state.Approval) error {
+// the run's starter (unless allowed), or someone who already answered.
+func checkAnswerer(run *state.Run, step string, ask *state.ApprovalRequest, prev *state.Approval, a state.Approval) error {
 	if ask == nil {
 		ask = &state.ApprovalRequest{} // not asked yet: the defaults
 	}
 	if !ask.AllowSelfApproval {
-		run, err := e.o.Store.GetRun(ctx, runID)
-		if err != nil {
-			return err
-		}
 		if by := run.StartedBy(); by != "" && by == a.By {
 			return &fault.Error{Code: fault.Unauthorized, Message: fmt.Sprintf(
-				"%s started run %s and may not answer its approval %s (allow_self_approval is false); the run keeps waiting", a.By, runID, step)}
+				"%s started run %s and may not answer its approval %s (allow_self_approval is false); the run keeps waiting", a.By, run.ID, step)}
 		}
 	}
 	for _, an := range prev.Answers {
 		if an.By == a.By {
 			return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf(
-				"%s already approved step %s of run %s; %d distinct approvers are needed", a.By, step, runID, max(ask.Required, 1))}
+				"%s already approved step %s of run %s; %d distinct approvers are needed", a.By, step, run.ID, max(ask.Required, 1))}
 		}
 	}
 	return nil

@@ -230,6 +230,12 @@ type Approval struct {
 	Answers []ApprovalAnswer `json:"answers,omitempty"`
 }
 
+// Decide is AnswerApproval's decision: from the approval step's record
+// and the approval recorded so far (each nil when there is none), the
+// approval to record and the events to append with it (a nil approval:
+// nothing is written), or an error that refuses the answer.
+type Decide func(step *StepRecord, prev *Approval) (*Approval, []Event, error)
+
 // Lock is a held concurrency key.
 type Lock struct {
 	Key     string    `json:"key"`
@@ -257,7 +263,7 @@ type RunFilter struct {
 // is one atomic transaction: a SaveStep with events writes the record and
 // the events together or not at all. Methods that write to or read from a
 // run (SaveRun, SaveStep, Steps, AppendEvents, Events, PutIntent,
-// PutApproval) fail with ErrNotFound when the run was never created. The
+// AnswerApproval) fail with ErrNotFound when the run was never created. The
 // store assigns event Seq (the caller's is ignored) and sets a zero event
 // Time, run CreatedAt or lock Since to now. The contract suite is
 // internal/state/statetest.
@@ -289,7 +295,20 @@ type Store interface {
 	PutIntent(ctx context.Context, in Intent) error
 	GetIntent(ctx context.Context, runID, step string) (*Intent, error) // ErrNotFound
 
-	PutApproval(ctx context.Context, a Approval) error
+	// AnswerApproval answers approval step step of run runID as a
+	// compare-and-set, in one transaction: it reads the step's record and
+	// the approval recorded so far (each nil when there is none), calls
+	// decide with them, and writes the approval decide returns together
+	// with its events, or nothing when decide returns a nil approval or
+	// an error (returned as it is). Answers to one approval are
+	// serialized, whichever process or replica gives them: each decide
+	// sees every answer committed before it, so none is lost. decide may
+	// be called more than once (a transaction run again) and must not
+	// keep anything from a call that was not the last. A concurrent
+	// answer the store could not serialize after retrying is refused with
+	// a fault.Conflict error, never dropped. A run that does not exist is
+	// ErrNotFound; a write that ctx's fence refuses is a *FencedError.
+	AnswerApproval(ctx context.Context, runID, step string, decide Decide) error
 	GetApproval(ctx context.Context, runID, step string) (*Approval, error) // ErrNotFound
 
 	// AcquireLock takes key for owner if free (or already owner's). It

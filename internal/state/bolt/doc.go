@@ -113,7 +113,7 @@
 // # Caveats
 //
 // Methods that write to a run (SaveRun, SaveStep, AppendEvents, PutIntent,
-// PutApproval) fail with state.ErrNotFound when the run was never created.
+// AnswerApproval) fail with state.ErrNotFound when the run was never created.
 // A panic inside bbolt while reading a damaged page is recovered and
 // reported as state.ErrCorrupt. An upgrade's first batch cannot reuse the
 // pages it frees: the file grows by about that batch (4% for 3,000 runs of

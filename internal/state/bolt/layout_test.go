@@ -15,6 +15,7 @@ import (
 
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/state/bolt"
+	"github.com/runbook/runbook/internal/state/statetest"
 )
 
 // v2Run is what writeVersion2File stores for run "old", as a format 2
@@ -268,7 +269,7 @@ func TestStepIDsThatSpellSubBucketNames(t *testing.T) {
 		must(t, s.SaveStep(ctx, &state.StepRecord{RunID: "r1", ID: id, Status: state.StepRunning},
 			state.Event{Type: "step.started", Step: id}))
 		must(t, s.PutIntent(ctx, state.Intent{RunID: "r1", Step: id, Key: "k-" + id}))
-		must(t, s.PutApproval(ctx, state.Approval{RunID: "r1", Step: id, By: "kim"}))
+		must(t, statetest.PutApproval(ctx, s, state.Approval{RunID: "r1", Step: id, By: "kim"}))
 	}
 	must(t, s.Close())
 	for _, opts := range []bolt.Options{{ReadOnly: true}, {}} {

@@ -28,13 +28,73 @@ func (s *Store) GetIntent(ctx context.Context, runID, step string) (*state.Inten
 	return in, nil
 }
 
-// PutApproval records (or replaces) the answer to a run's approval step.
-// It fails with state.ErrNotFound when the run does not exist.
-func (s *Store) PutApproval(ctx context.Context, a state.Approval) error {
-	if err := s.putRunRecord(ctx, a.RunID, kindApproval, a.Step, a); err != nil {
-		return fmt.Errorf("put approval %s/%s: %w", a.RunID, a.Step, err)
+// AnswerApproval answers a run's approval step as a compare-and-set (see
+// state.Store): the step's record and the approval are read, decided on
+// and written, with the decision's events, in one write transaction, and
+// bbolt runs one write transaction at a time, so no answer is decided on
+// a record another answer has changed since. decide's error is returned
+// as it is.
+func (s *Store) AnswerApproval(ctx context.Context, runID, step string, decide state.Decide) error {
+	var refused error
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		refused = nil // the function may run again (see update)
+		rb, err := mustRunBucket(tx, runID)
+		if err != nil {
+			return err
+		}
+		rec, prev, err := readApproval(rb, runID, step)
+		if err != nil {
+			return err
+		}
+		next, events, err := decide(rec, prev)
+		if err != nil {
+			refused = err
+			return err
+		}
+		if next == nil {
+			return nil
+		}
+		data, err := json.Marshal(next)
+		if err != nil {
+			return fmt.Errorf("encode: %w", err)
+		}
+		evs, err := s.encodeEvents(events)
+		if err != nil {
+			return err
+		}
+		if err := rb.Put(runKey(kindApproval, []byte(step)), data); err != nil {
+			return err
+		}
+		return appendEvents(rb, evs)
+	})
+	switch {
+	case refused != nil:
+		return refused
+	case err != nil:
+		return fmt.Errorf("answer approval %s/%s: %w", runID, step, err)
 	}
 	return nil
+}
+
+// readApproval reads what AnswerApproval decides on: the step's record and
+// its approval, each nil when there is none.
+func readApproval(rb *bbolt.Bucket, runID, step string) (*state.StepRecord, *state.Approval, error) {
+	var rec *state.StepRecord
+	if data := runValue(rb, kindStep, []byte(step)); data != nil {
+		var err error
+		if rec, err = decodeStep(runID, []byte(step), data); err != nil {
+			return nil, nil, err
+		}
+	}
+	data := runValue(rb, kindApproval, []byte(step))
+	if data == nil {
+		return rec, nil, nil
+	}
+	prev := new(state.Approval)
+	if err := json.Unmarshal(data, prev); err != nil {
+		return nil, nil, fmt.Errorf("decode approval: %w: %w", state.ErrCorrupt, err)
+	}
+	return rec, prev, nil
 }
 
 // GetApproval returns the answer to a run's approval step or

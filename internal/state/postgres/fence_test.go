@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/statetest"
 )
 
 // Replica A claims a run and its lease lapses; replica B takes the run
@@ -88,7 +89,7 @@ func TestAReplicaThatLostARunCannotWriteIt(t *testing.T) {
 
 	// B, the owner, goes on; writes made for no owner are not fenced.
 	require.NoError(t, b.SaveStep(asB, &state.StepRecord{RunID: "r1", ID: "two", Status: state.StepWaiting}, state.Event{Type: "step.waiting"}))
-	require.NoError(t, a.PutApproval(ctx, state.Approval{RunID: "r1", Step: "two", Approved: true, By: "ops"}), "an approval answered on A")
+	require.NoError(t, statetest.PutApproval(ctx, a, state.Approval{RunID: "r1", Step: "two", Approved: true, By: "ops"}), "an approval answered on A")
 	got.Status = state.RunCancelled
 	require.NoError(t, a.SaveRun(ctx, got, state.Event{Type: "run.cancelled"}), "the CLI's cancel")
 	got, err = b.GetRun(ctx, "r1")

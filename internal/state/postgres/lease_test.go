@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/statetest"
 )
 
 // Two replicas ask for the leader lease at once, many times: one gets it;
@@ -175,7 +176,7 @@ func TestNoticesReachTheOtherReplica(t *testing.T) {
 	assert.Equal(t, state.Notice{Kind: state.NoticeWork}, next(t, notices))
 
 	queueRun(t, a, "r1", state.RunRunning, "host/1", 0)
-	require.NoError(t, a.PutApproval(ctx, state.Approval{RunID: "r1", Step: "gate", Approved: true}))
+	require.NoError(t, statetest.PutApproval(ctx, a, state.Approval{RunID: "r1", Step: "gate", Approved: true}))
 	assert.Equal(t, state.Notice{Kind: state.NoticeApproval, RunID: "r1"}, next(t, notices))
 
 	r, err := a.GetRun(ctx, "r1")

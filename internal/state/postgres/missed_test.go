@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/statetest"
 )
 
 // Missed finds, among the runs a replica holds and their sub-playbook
@@ -25,7 +26,7 @@ func TestMissedFindsTheCancelsAndTheAnswersANoticeWouldHaveCarried(t *testing.T)
 		require.NoError(t, a.SaveStep(ctx, &state.StepRecord{RunID: id, ID: step, Status: state.StepWaiting}))
 		if answer != nil {
 			answer.RunID, answer.Step = id, step
-			require.NoError(t, b.PutApproval(ctx, *answer))
+			require.NoError(t, statetest.PutApproval(ctx, b, *answer))
 		}
 	}
 	mk("answered", "", state.RunWaiting)
@@ -38,7 +39,7 @@ func TestMissedFindsTheCancelsAndTheAnswersANoticeWouldHaveCarried(t *testing.T)
 	waitOn("unanswered", "gate", nil)
 	mk("done-step", "", state.RunWaiting) // its answered step went on already
 	require.NoError(t, a.SaveStep(ctx, &state.StepRecord{RunID: "done-step", ID: "gate", Status: state.StepSucceeded}))
-	require.NoError(t, b.PutApproval(ctx, state.Approval{RunID: "done-step", Step: "gate", Approved: true, At: at}))
+	require.NoError(t, statetest.PutApproval(ctx, b, state.Approval{RunID: "done-step", Step: "gate", Approved: true, At: at}))
 	mk("cancelled", "", state.RunCancelled)
 	mk("parent", "", state.RunWaiting)
 	mk("parent/child", "parent", state.RunWaiting)

@@ -7,7 +7,9 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/state"
 )
 
@@ -32,13 +34,98 @@ func (s *Store) GetIntent(ctx context.Context, runID, step string) (*state.Inten
 	return in, nil
 }
 
-// PutApproval records (or replaces) the answer to a run's approval step.
-// It fails with state.ErrNotFound when the run does not exist.
-func (s *Store) PutApproval(ctx context.Context, a state.Approval) error {
-	if err := s.putRunRecord(ctx, "runbook_approvals", a.RunID, a.Step, a, false); err != nil {
-		return fmt.Errorf("put approval %s/%s: %w", a.RunID, a.Step, err)
+// AnswerApproval answers a run's approval step as a compare-and-set (see
+// state.Store). Its transaction first locks the run's row (lockRun), so
+// the answers to the run's approvals, on any connection of any replica,
+// go one after the other: the read that follows, a statement of its own,
+// sees every answer committed before the lock was granted (under READ
+// COMMITTED each statement reads what is committed when it starts). Then
+// decide, then the approval and its events are written and committed
+// together; the approval's trigger (runbook_notify_approval, migration
+// 0006) sends its notice when the transaction commits. A transaction that
+// PostgreSQL aborted (deadlock, serialization failure under a stricter
+// isolation level) is run again, decide with it; one that keeps failing
+// so is answered as a fault.Conflict. decide's error is returned as it
+// is.
+func (s *Store) AnswerApproval(ctx context.Context, runID, step string, decide state.Decide) error {
+	var refused error
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		refused = nil // the function may run again (see write)
+		rec, prev, err := lockApproval(ctx, tx, runID, step)
+		if err != nil {
+			return err
+		}
+		next, events, err := decide(rec, prev)
+		if err != nil {
+			refused = err
+			return err
+		}
+		if next == nil {
+			return nil
+		}
+		data, err := json.Marshal(next)
+		if err != nil {
+			return fmt.Errorf("encode: %w", err)
+		}
+		evs, err := s.encodeEvents(events)
+		if err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO runbook_approvals (run_id, step, record) VALUES ($1, $2, $3)
+ON CONFLICT (run_id, step) DO UPDATE SET record = EXCLUDED.record`, runID, step, data)
+		if len(evs) > 0 {
+			b.Queue(withEvents(reserve, 2, 3), runID, len(evs), evs)
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	switch {
+	case refused != nil:
+		return refused
+	case retryable(err):
+		return &fault.Error{Code: fault.Conflict, Err: err, Message: fmt.Sprintf(
+			"answer to step %s of run %s not recorded: it kept colliding with other writes of the run; answer again", step, runID)}
+	case err != nil:
+		return fmt.Errorf("answer approval %s/%s: %w", runID, step, fenceError(ctx, err))
 	}
 	return nil
+}
+
+// lockApproval locks run runID's row in tx (after ctx's fence, if any)
+// and reads, after the lock, step's record and its approval (each nil
+// when there is none): one round trip.
+func lockApproval(ctx context.Context, tx pgx.Tx, runID, step string) (*state.StepRecord, *state.Approval, error) {
+	var stepData, data []byte
+	b := &pgx.Batch{}
+	queueFence(ctx, b, runID)
+	b.Queue(`SELECT FROM runbook_runs WHERE id = $1 FOR NO KEY UPDATE`, runID).Exec(func(tag pgconn.CommandTag) error {
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("run %s: %w", runID, state.ErrNotFound)
+		}
+		return nil
+	})
+	b.Queue(`SELECT (SELECT record FROM runbook_steps WHERE run_id = $1 AND step_id = $2),
+	(SELECT record FROM runbook_approvals WHERE run_id = $1 AND step = $2)`, runID, step).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&stepData, &data)
+	})
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, nil, err
+	}
+	var rec *state.StepRecord
+	if stepData != nil {
+		var err error
+		if rec, err = decodeStep(stepData); err != nil {
+			return nil, nil, err
+		}
+	}
+	if data == nil {
+		return rec, nil, nil
+	}
+	prev := new(state.Approval)
+	if err := json.Unmarshal(data, prev); err != nil {
+		return nil, nil, fmt.Errorf("decode approval: %w: %w", state.ErrCorrupt, err)
+	}
+	return rec, prev, nil
 }
 
 // GetApproval returns the answer to a run's approval step or

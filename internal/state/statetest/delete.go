@@ -16,7 +16,7 @@ func testDeleteRuns(t *testing.T, open opener) {
 		create(t, s, newRun("r2", "pb", at(time.Second)))
 		ok(t, s.SaveStep(ctx, &state.StepRecord{RunID: "r1", ID: "a", Status: state.StepSucceeded}, state.Event{Type: "step.succeeded", Step: "a"}))
 		ok(t, s.PutIntent(ctx, state.Intent{RunID: "r1", Step: "a", Attempt: 1}))
-		ok(t, s.PutApproval(ctx, state.Approval{RunID: "r1", Step: "gate", Approved: true, By: "ann"}))
+		ok(t, PutApproval(ctx, s, state.Approval{RunID: "r1", Step: "gate", Approved: true, By: "ann"}))
 		r.Status, r.EndedAt = state.RunSucceeded, at(2*time.Second)
 		ok(t, s.SaveRun(ctx, r, state.Event{Type: "run.succeeded"}))
 

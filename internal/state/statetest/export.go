@@ -100,7 +100,7 @@ func fill(t *testing.T, s ExportStore, c *Clock) {
 	must(t, s.CreateRun(ctx, waiting, state.Event{Type: "run.started"}))
 	must(t, s.SaveStep(ctx, &state.StepRecord{RunID: "r-wait", ID: "gate", Status: state.StepWaiting,
 		Approval: &state.ApprovalRequest{Approvers: []string{"ops"}, Required: 2}}, state.Event{Type: "approval.requested", Step: "gate"}))
-	must(t, s.PutApproval(ctx, state.Approval{RunID: "r-wait", Step: "gate", Approved: true, By: "ann", Pending: true,
+	must(t, PutApproval(ctx, s, state.Approval{RunID: "r-wait", Step: "gate", Approved: true, By: "ann", Pending: true,
 		Answers: []state.ApprovalAnswer{{By: "ann", Approved: true, At: time.Date(2030, 1, 2, 0, 0, 0, 0, time.UTC)}}}))
 	if ok, _, err := s.AcquireLock(ctx, state.Lock{Key: "prod", Owner: "r-wait"}); err != nil || !ok {
 		t.Fatalf("AcquireLock: %v %v", ok, err)

@@ -33,7 +33,7 @@ func testRecords(t *testing.T, open opener) {
 		s, _ := open(t)
 		create(t, s, newRun("r1", "pb", at(0)))
 		a := state.Approval{RunID: "r1", Step: "gate", Approved: true, By: "kim", Comment: "go", Fields: map[string]any{"window": "night"}, At: at(time.Minute)}
-		ok(t, s.PutApproval(ctx, a))
+		ok(t, PutApproval(ctx, s, a))
 		got, err := s.GetApproval(ctx, "r1", "gate")
 		ok(t, err)
 		same(t, *got, a)
@@ -44,7 +44,7 @@ func testRecords(t *testing.T, open opener) {
 		create(t, s, newRun("r1", "pb", at(0)))
 		create(t, s, newRun("r2", "pb", at(1)))
 		ok(t, s.PutIntent(ctx, state.Intent{RunID: "r1", Step: "a", Key: "k"}))
-		ok(t, s.PutApproval(ctx, state.Approval{RunID: "r1", Step: "a"}))
+		ok(t, PutApproval(ctx, s, state.Approval{RunID: "r1", Step: "a"}))
 		_, err := s.GetIntent(ctx, "r2", "a")
 		errIs(t, err, state.ErrNotFound)
 		_, err = s.GetIntent(ctx, "r1", "b")
@@ -58,7 +58,7 @@ func testRecords(t *testing.T, open opener) {
 	t.Run("intents and approvals of a run never created are ErrNotFound", func(t *testing.T) {
 		s, _ := open(t)
 		errIs(t, s.PutIntent(ctx, state.Intent{RunID: "ghost", Step: "a"}), state.ErrNotFound)
-		errIs(t, s.PutApproval(ctx, state.Approval{RunID: "ghost", Step: "a"}), state.ErrNotFound)
+		errIs(t, PutApproval(ctx, s, state.Approval{RunID: "ghost", Step: "a"}), state.ErrNotFound)
 		_, err := s.GetIntent(ctx, "ghost", "a")
 		errIs(t, err, state.ErrNotFound)
 		_, err = s.GetApproval(ctx, "ghost", "a")

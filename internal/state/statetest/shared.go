@@ -24,6 +24,7 @@ func RunShared(t *testing.T, open func(t *testing.T) (a, b state.Store)) {
 	t.Run("events written by both at once are numbered once, without gaps", func(t *testing.T) { testSharedEvents(t, open) })
 	t.Run("claims are taken once", func(t *testing.T) { testSharedClaims(t, open) })
 	t.Run("deliveries racing on both start each hook's run once", func(t *testing.T) { testSharedDeliveries(t, open) })
+	t.Run("answers to one approval given on both at once are each counted or refused", func(t *testing.T) { testSharedAnswers(t, open) })
 	t.Run("a cancellation is not overwritten by a write that did not see it", func(t *testing.T) { testSharedCancel(t, open) })
 	t.Run("a cancellation is not recorded over an end it did not see", func(t *testing.T) { testSharedCancelAfterEnd(t, open) })
 }
@@ -132,7 +133,7 @@ func testSharedWrites(t *testing.T, open func(t *testing.T) (a, b state.Store)) 
 	ok(t, a.SaveStep(ctx, &state.StepRecord{RunID: "r1", ID: "s1", Status: state.StepSucceeded, Attempts: 1},
 		state.Event{Type: "step.succeeded", Step: "s1", Time: at(2)}))
 	ok(t, b.PutIntent(ctx, state.Intent{RunID: "r1", Step: "s1", Attempt: 1, Key: "k1", CreatedAt: at(2)}))
-	ok(t, a.PutApproval(ctx, state.Approval{RunID: "r1", Step: "gate", Approved: true, By: "ann", At: at(3)}))
+	ok(t, PutApproval(ctx, a, state.Approval{RunID: "r1", Step: "gate", Approved: true, By: "ann", At: at(3)}))
 	ok(t, b.PutCursor(ctx, "c1", []byte("v1")))
 
 	for name, s := range map[string]state.Store{"a": a, "b": b} {

@@ -47,6 +47,7 @@ func run(t *testing.T, open opener) {
 		{"steps", testSteps},
 		{"events", testEvents},
 		{"intents and approvals", testRecords},
+		{"approval answers", testAnswers},
 		{"locks", testLocks},
 		{"cursors", testCursors},
 		{"dedup", testDedup},
