@@ -35,18 +35,18 @@ func (s *Store) GetIntent(ctx context.Context, runID, step string) (*state.Inten
 }
 
 // AnswerApproval answers a run's approval step as a compare-and-set (see
-// state.Store). Its transaction first locks the run's row (lockRun), so
-// the answers to the run's approvals, on any connection of any replica,
-// go one after the other: the read that follows, a statement of its own,
-// sees every answer committed before the lock was granted (under READ
-// COMMITTED each statement reads what is committed when it starts). Then
-// decide, then the approval and its events are written and committed
-// together; the approval's trigger (runbook_notify_approval, migration
-// 0006) sends its notice when the transaction commits. A transaction that
-// PostgreSQL aborted (deadlock, serialization failure under a stricter
-// isolation level) is run again, decide with it; one that keeps failing
-// so is answered as a fault.Conflict. decide's error is returned as it
-// is.
+// state.Store). Its transaction first locks the run's row
+// (lockApproval), so the answers to the run's approvals, on any
+// connection of any replica, go one after the other: the read that
+// follows, a statement of its own, sees every answer committed before the
+// lock was granted (under READ COMMITTED each statement reads what is
+// committed when it starts). Then decide, then the approval and its
+// events are written and committed together; the approval's trigger
+// (runbook_notify_approval) sends its notice when the transaction
+// commits. A transaction that PostgreSQL aborted (deadlock, serialization
+// failure under a stricter isolation level) is run again, decide with it;
+// one that keeps failing so is answered as a fault.Conflict. decide's
+// error is returned as it is.
 func (s *Store) AnswerApproval(ctx context.Context, runID, step string, decide state.Decide) error {
 	var refused error
 	err := s.write(ctx, func(tx pgx.Tx) error {
