@@ -17,14 +17,17 @@
 //
 // The bbolt file's format is FormatVersion (the file's
 // meta/format_version); PostgreSQL's is its numbered migrations
-// (postgres/migrations, from 0001_baseline). A schema a pre-release
-// build migrated with other numbers is refused at open with what to do;
-// no release upgrades it.
+// (postgres/migrations, from 0001_baseline). State a pre-release build
+// wrote in another format (a file of an older version, a schema it
+// migrated with other numbers) is refused at open, left as it was, with
+// what to do; no release upgrades it.
 //
 // From the first tagged release on, every change to a format ships with
-// its upgrade and a test of it: a bbolt change raises FormatVersion and
-// converts a file of the previous version when it is opened for writing;
-// a PostgreSQL change is a new migration, additive only, applied by
-// Open. The test builds the state of the previous release and checks
-// that the new build reads it, upgraded, with nothing lost.
+// its upgrade and a test of it. In bbolt, a field added at the end of a
+// compact value (read only when bytes remain) needs no conversion; any
+// other change raises FormatVersion and converts a file of the previous
+// version when it is opened for writing. In PostgreSQL, a change is a new
+// migration, additive only, applied by Open. The test builds the state of
+// the previous release and checks that the new build reads it, upgraded,
+// with nothing lost.
 package state

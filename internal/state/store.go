@@ -6,24 +6,9 @@ import (
 	"time"
 )
 
-// FormatVersion is the version of the persisted layout. A store refuses a
-// file written with a newer version and migrates older ones explicitly.
-// Version 8 names a run record's source (playbook, file, snapshot hash)
-// by a number instead of spelling it. Version 7 keeps a run's events in
-// blocks of consecutive events, one key per block instead of one per
-// event. Version 6 writes audit records in the compact encoding too.
-// Version 5 writes run records in it, with the times set later at their
-// final size. Version 4 writes a run's events, step records and listing
-// index entries in a compact binary encoding instead of JSON (the bolt
-// store's codec.go), so that the bucket of a waiting run fits inline.
-// Version 3 keeps a run's steps, step order, events, intents and
-// approvals as plain keys of the run's one bucket instead of five
-// sub-buckets, so a new run's bucket fits inline in its parent's page;
-// version 2 keeps each playbook snapshot once, by hash, instead of in
-// every run record. Files of versions 1 to 7 are read as they are when
-// opened read-only, and at the first open for writing their run buckets
-// are flattened, their values rewritten compact, their events put in
-// blocks and the file is marked 8.
+// FormatVersion is the version of the bbolt store's layout (its doc.go),
+// recorded in every file. A store reads files of this version only: a
+// file of another is refused at open (see "Formats" in the package doc).
 const FormatVersion = 8
 
 var (

@@ -1,7 +1,6 @@
 package bolt
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -233,73 +232,41 @@ func checkVersion(path string, raw []byte) error {
 	if err != nil || v < 1 {
 		return corrupt(path, fmt.Errorf("bad format version %q", raw))
 	}
-	if v > state.FormatVersion {
-		return fmt.Errorf("state file %s has format version %d, written by a newer runbook; this build reads up to version %d: upgrade runbook, or use --state to pick another file", path, v, state.FormatVersion)
+	switch {
+	case v > state.FormatVersion:
+		return fmt.Errorf("state file %s has format version %d, written by a newer runbook; this build reads version %d: upgrade runbook, or use --state to pick another file", path, v, state.FormatVersion)
+	case v < state.FormatVersion:
+		return fmt.Errorf("state file %s has format version %d, written by a pre-release build of runbook; this build reads version %d and does not upgrade it: "+
+			"delete the file (its runs go with it) or read it with the build that wrote it, or use --state to pick another file; it was left untouched", path, v, state.FormatVersion)
 	}
 	return nil
 }
 
-// init creates the buckets and the format version of a new file, and the
-// buckets a file from an earlier build of the same format may lack; it
-// converts a file of an earlier format and marks it current.
+// init creates the buckets and marks the format of a new file (one
+// without runbook metadata yet), and checks the format of another (which
+// another process may have created since Open looked).
 func (s *Store) init() error {
-	// Write only when something is missing: an Open must not commit to a
-	// file it merely reads (a commit rewrites a meta page).
-	complete := false
+	// Write only to a new file: an Open must not commit to a file it
+	// merely reads (a commit rewrites a meta page).
+	fresh := false
 	err := s.view(context.Background(), func(tx *bbolt.Tx) error {
-		complete = true
-		for _, name := range topBuckets {
-			if tx.Bucket(name) == nil {
-				complete = false
-			}
+		meta := tx.Bucket(bucketMeta)
+		if fresh = meta == nil; fresh {
+			return nil
 		}
-		if meta := tx.Bucket(bucketMeta); meta != nil {
-			raw := meta.Get(keyFormatVersion)
-			complete = complete && string(raw) == strconv.Itoa(state.FormatVersion)
-			return checkVersion(s.path, raw)
-		}
-		return nil
+		return checkVersion(s.path, meta.Get(keyFormatVersion))
 	})
-	if err != nil || complete {
+	if err != nil || !fresh {
 		return err
 	}
-	stored := 0 // a new file
-	err = s.update(context.Background(), func(tx *bbolt.Tx) error {
-		stored = 0 // the function may run again (see update)
-		if meta := tx.Bucket(bucketMeta); meta != nil {
-			raw := meta.Get(keyFormatVersion)
-			if err := checkVersion(s.path, raw); err != nil {
-				return err
-			}
-			stored, _ = strconv.Atoi(string(raw))
-		}
+	return s.update(context.Background(), func(tx *bbolt.Tx) error {
 		for _, name := range topBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
 		}
-		if stored == 0 {
-			return markCurrent(tx)
-		}
-		return nil
+		return tx.Bucket(bucketMeta).Put(keyFormatVersion, []byte(strconv.Itoa(state.FormatVersion)))
 	})
-	if err != nil || stored == 0 || stored == state.FormatVersion {
-		return err
-	}
-	// A file of an earlier format: its runs are rewritten in batches (see
-	// upgrade), then it is marked current.
-	if err := s.upgrade(); err != nil {
-		return fmt.Errorf("upgrade state file %s from format %d to %d: %w", s.path, stored, state.FormatVersion, err)
-	}
-	return s.update(context.Background(), markCurrent)
-}
-
-func markCurrent(tx *bbolt.Tx) error {
-	meta := tx.Bucket(bucketMeta)
-	if v := []byte(strconv.Itoa(state.FormatVersion)); !bytes.Equal(meta.Get(keyFormatVersion), v) {
-		return meta.Put(keyFormatVersion, v)
-	}
-	return nil
 }
 
 // Path returns the file the store was opened from.

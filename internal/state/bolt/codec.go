@@ -14,10 +14,8 @@ import (
 )
 
 // The compact encoding of the values a run writes most: events, step
-// records and the listing index entry (format 4), run records (format 5)
-// and audit records (format 6). Earlier formats stored them as JSON; a compact value starts with compactTag, which no
-// JSON value starts with, so a reader tells the two apart by the first
-// byte (a file of format 3 opened read-only is read as it is).
+// records, the listing index entry, run records (sourcedTag) and audit
+// records.
 //
 // A compact value is compactTag then fields in a fixed order, with no
 // names: strings and byte strings as a uvarint then the bytes, integers as
@@ -28,9 +26,10 @@ import (
 // common messages) are written as an index into sharedStrings.
 //
 // codec_test.go fails when state.Run, state.Event, state.StepRecord,
-// state.AuditRecord or indexEntry gains a field this encoding does not carry. A field added
-// later is written after the others, and read only when bytes remain, so
-// that the values written before it still read.
+// state.AuditRecord or indexEntry gains a field this encoding does not
+// carry. Once released, a field added is written after the others and
+// read only when bytes remain, so that the values written before it still
+// read (see the state package's "Formats").
 const compactTag = 0x01
 
 // sharedStrings are written as their index. The list is part of the file
@@ -51,7 +50,7 @@ var sharedStrings = []string{
 	"attempt 1", "attempt 2", "attempt 3", "run started", "run succeeded", "run failed",
 	"run cancelled", "condition is false", "waiting for approval", "run is waiting for an approval",
 	"run timed out", "a step failed",
-	// audit records (format 6)
+	// audit records
 	"run.start", "run.approve", "run.cancel", "run.retry", "run.resume", "token.create", "token.revoke",
 	"ok", "denied", "server-token",
 }
@@ -64,8 +63,7 @@ var sharedIndex = func() map[string]uint64 {
 	return m
 }()
 
-// isCompact reports whether v is a compact value (else JSON of format 3
-// or earlier).
+// isCompact reports whether v starts as a compact value does.
 func isCompact(v []byte) bool { return len(v) > 0 && v[0] == compactTag }
 
 // encoder appends a compact value's fields.
@@ -281,18 +279,6 @@ func encodeEvent(ev *state.Event) ([]byte, error) {
 	return e.b, nil
 }
 
-// decodeEvent decodes event number seq, compact or JSON.
-func decodeEvent(seq uint64, v []byte) (state.Event, error) {
-	var ev state.Event
-	if !isCompact(v) {
-		if err := json.Unmarshal(v, &ev); err != nil {
-			return ev, fmt.Errorf("decode event %d: %w: %w", seq, state.ErrCorrupt, err)
-		}
-		return ev, nil
-	}
-	return decodeEventFields(seq, newDecoder(v))
-}
-
 // decodeEventFields decodes an event's fields (what follows compactTag).
 func decodeEventFields(seq uint64, d *decoder) (state.Event, error) {
 	var ev state.Event
@@ -334,15 +320,9 @@ func encodeStep(rec *state.StepRecord) ([]byte, error) {
 	return e.b, nil
 }
 
-// decodeStep decodes the record of step id of run runID, compact or JSON.
+// decodeStep decodes the record of step id of run runID.
 func decodeStep(runID string, id, v []byte) (*state.StepRecord, error) {
 	rec := new(state.StepRecord)
-	if !isCompact(v) {
-		if err := json.Unmarshal(v, rec); err != nil {
-			return nil, fmt.Errorf("decode step %s: %w: %w", id, state.ErrCorrupt, err)
-		}
-		return rec, nil
-	}
 	d := newDecoder(v)
 	rec.RunID, rec.ID = runID, string(id)
 	rec.Status = state.StepStatus(d.str())
@@ -370,15 +350,9 @@ func encodeIndex(e indexEntry) []byte {
 	return enc.b
 }
 
-// decodeIndex decodes a runs_by_created value, compact or JSON.
+// decodeIndex decodes a runs_by_created value.
 func decodeIndex(v []byte) (indexEntry, error) {
 	var e indexEntry
-	if !isCompact(v) {
-		if err := json.Unmarshal(v, &e); err != nil {
-			return e, fmt.Errorf("decode run index: %w: %w", state.ErrCorrupt, err)
-		}
-		return e, nil
-	}
 	d := newDecoder(v)
 	e.Status = state.RunStatus(d.str())
 	e.Playbook = d.str()
@@ -449,20 +423,52 @@ func (d *decoder) hash() string {
 	return ""
 }
 
-// A run record names its source (playbook, file and hash) by a number
-// (sourcedTag, format 8; sources.go) instead of spelling it (compactTag,
-// formats 5 to 7): most runs share a few sources, and the three took a
-// third of a waiting run's record.
+// A run record is sourcedTag, the number of its source (playbook, file and
+// hash; sources.go) as a uvarint, then its body (encodeRunBody): most runs
+// share a few sources, and spelling the three would take a third of a
+// waiting run's record.
 const sourcedTag = 0x02
 
-// encodeRunBody encodes what follows a sourced record's source number:
-// r without its ID and source.
+// encodeRunBody encodes what follows a run record's source number: r
+// without its ID and source.
 func encodeRunBody(r *state.Run) ([]byte, error) {
 	e := &encoder{b: make([]byte, 0, 128+len(r.Snapshot))}
 	e.bytes(r.Snapshot)
-	if err := encodeRunFields(e, r); err != nil {
+	if err := e.json(r.Inputs, len(r.Inputs) == 0); err != nil {
 		return nil, err
 	}
+	if err := e.json(r.Trigger, len(r.Trigger) == 0); err != nil {
+		return nil, err
+	}
+	e.str(string(r.Status))
+	if err := e.json(r.Error, r.Error == nil); err != nil {
+		return nil, err
+	}
+	if r.Delivery == nil {
+		e.uint(0)
+	} else {
+		e.uint(1)
+		e.str(r.Delivery.ID)
+		e.int(int64(r.Delivery.Hook))
+	}
+	if err := e.json(r.Outputs, len(r.Outputs) == 0); err != nil {
+		return nil, err
+	}
+	for _, s := range []string{r.ParentID, r.ParentStep, r.RetryOf, r.RetryFrom, r.ConcurrencyKey, r.Owner} {
+		e.str(s)
+	}
+	if err := e.time(r.CreatedAt); err != nil {
+		return nil, err
+	}
+	for _, t := range []time.Time{r.StartedAt, r.EndedAt, r.Deadline, r.WakeAt} {
+		if err := e.fixedTime(t); err != nil {
+			return nil, err
+		}
+	}
+	e.bool(r.AnswerOnly)
+	e.str(r.Sim)
+	e.bool(r.TakeOver)
+	e.str(r.QueuedOnKey)
 	return e.b, nil
 }
 
@@ -475,98 +481,37 @@ func sourcedRecord(src uint64, body []byte) []byte {
 	return append(out, body...)
 }
 
-// encodeRunFields encodes the fields of a run record that follow its
-// Snapshot (and, in a record that spells its source, its Hash).
-func encodeRunFields(e *encoder, r *state.Run) error {
-	if err := e.json(r.Inputs, len(r.Inputs) == 0); err != nil {
-		return err
-	}
-	if err := e.json(r.Trigger, len(r.Trigger) == 0); err != nil {
-		return err
-	}
-	e.str(string(r.Status))
-	if err := e.json(r.Error, r.Error == nil); err != nil {
-		return err
-	}
-	if r.Delivery == nil {
-		e.uint(0)
-	} else {
-		e.uint(1)
-		e.str(r.Delivery.ID)
-		e.int(int64(r.Delivery.Hook))
-	}
-	if err := e.json(r.Outputs, len(r.Outputs) == 0); err != nil {
-		return err
-	}
-	for _, s := range []string{r.ParentID, r.ParentStep, r.RetryOf, r.RetryFrom, r.ConcurrencyKey, r.Owner} {
-		e.str(s)
-	}
-	if err := e.time(r.CreatedAt); err != nil {
-		return err
-	}
-	for _, t := range []time.Time{r.StartedAt, r.EndedAt, r.Deadline, r.WakeAt} {
-		if err := e.fixedTime(t); err != nil {
-			return err
-		}
-	}
-	e.bool(r.AnswerOnly)
-	e.str(r.Sim)
-	e.bool(r.TakeOver)
-	e.str(r.QueuedOnKey)
-	return nil
-}
-
-// runSource is a run's source as a sourced record names it.
+// runSource is a run's source, as a run record names it by number.
 type runSource struct{ playbook, file, hash string }
 
-// sourceReader resolves a source number (nil: a store of a format without
-// sources, whose records spell theirs).
+// sourceReader resolves a source number.
 type sourceReader func(n uint64) (runSource, error)
 
-// recordDecoder returns a decoder positioned after a compact or sourced
-// run record's source, and the source (read from it, or through sources).
+// recordDecoder returns a decoder positioned after a run record's source
+// number, and the source that number names (read through sources).
 func recordDecoder(v []byte, sources sourceReader) (*decoder, runSource, error) {
-	var src runSource
-	switch {
-	case len(v) > 0 && v[0] == sourcedTag:
-		d := &decoder{b: v[1:]}
-		n := d.uint()
-		if d.err != nil {
-			return nil, src, d.err
-		}
-		if sources == nil {
-			return nil, src, fmt.Errorf("source %d of a file without sources", n)
-		}
-		var err error
-		if src, err = sources(n); err != nil {
-			return nil, src, err
-		}
-		return d, src, nil
-	case isCompact(v):
-		d := newDecoder(v)
-		src.playbook = d.str()
-		src.file = d.str()
-		return d, src, nil
+	if len(v) == 0 || v[0] != sourcedTag {
+		return nil, runSource{}, errors.New("not a run record")
 	}
-	return nil, src, errors.New("not a compact run record")
+	d := &decoder{b: v[1:]}
+	n := d.uint()
+	if d.err != nil {
+		return nil, runSource{}, d.err
+	}
+	src, err := sources(n)
+	return d, src, err
 }
 
-// compactDeliveryOf reads a compact or sourced run record up to its
-// Delivery (see encodeRunFields), skipping what comes before.
-func compactDeliveryOf(v []byte) (id string, ok bool, err error) {
-	var d *decoder
-	if len(v) > 0 && v[0] == sourcedTag {
-		d = &decoder{b: v[1:]}
-		d.uint()         // source
-		d.take(d.uint()) // Snapshot
-	} else {
-		d = newDecoder(v)
-		d.str()          // Playbook
-		d.str()          // File
-		d.take(d.uint()) // Snapshot
-		d.hash()         // Hash
+// deliveryOfRecord reads a run record up to its Delivery (see
+// encodeRunBody), skipping what comes before.
+func deliveryOfRecord(v []byte) (id string, ok bool, err error) {
+	if len(v) == 0 || v[0] != sourcedTag {
+		return "", false, errors.New("not a run record")
 	}
-	for range 2 { // Inputs, Trigger
+	d := &decoder{b: v[1:]}
+	d.uint()         // source
+	d.take(d.uint()) // Snapshot
+	for range 2 {    // Inputs, Trigger
 		d.take(d.uint())
 	}
 	d.str()          // Status
@@ -577,28 +522,16 @@ func compactDeliveryOf(v []byte) (id string, ok bool, err error) {
 	return id, ok, d.err
 }
 
-// decodeRun decodes the record of run id: sourced (its source through
-// sources), compact or JSON.
+// decodeRun decodes the record of run id, its source through sources.
 func decodeRun(id string, v []byte, sources sourceReader) (*state.Run, error) {
 	r := new(state.Run)
-	if len(v) > 0 && v[0] == '{' {
-		if err := json.Unmarshal(v, r); err != nil {
-			return nil, fmt.Errorf("decode run %s: %w: %w", id, state.ErrCorrupt, err)
-		}
-		return r, nil
-	}
 	d, src, err := recordDecoder(v, sources)
 	if err != nil {
 		return nil, fmt.Errorf("decode run %s: %w: %w", id, state.ErrCorrupt, err)
 	}
 	r.ID = id
-	r.Playbook, r.File = src.playbook, src.file
+	r.Playbook, r.File, r.Hash = src.playbook, src.file, src.hash
 	r.Snapshot = d.bytes()
-	if v[0] == sourcedTag {
-		r.Hash = src.hash
-	} else {
-		r.Hash = d.hash()
-	}
 	d.json(&r.Inputs)
 	d.json(&r.Trigger)
 	r.Status = state.RunStatus(d.str())
@@ -618,9 +551,7 @@ func decodeRun(id string, v []byte, sources sourceReader) (*state.Run, error) {
 	r.AnswerOnly = d.bool()
 	r.Sim = d.str()
 	r.TakeOver = d.bool()
-	if len(d.b) > 0 { // absent from records written before it
-		r.QueuedOnKey = d.str()
-	}
+	r.QueuedOnKey = d.str()
 	if err := d.done(); err != nil {
 		return nil, fmt.Errorf("decode run %s: %w: %w", id, state.ErrCorrupt, err)
 	}
@@ -657,15 +588,9 @@ func encodeAudit(r *state.AuditRecord) ([]byte, error) {
 	return e.b, nil
 }
 
-// decodeAudit decodes audit record number seq, compact or JSON.
+// decodeAudit decodes audit record number seq.
 func decodeAudit(seq uint64, v []byte) (state.AuditRecord, error) {
 	var r state.AuditRecord
-	if !isCompact(v) {
-		if err := json.Unmarshal(v, &r); err != nil {
-			return r, fmt.Errorf("%w: audit record %d: %v", state.ErrCorrupt, seq, err)
-		}
-		return r, nil
-	}
 	d := newDecoder(v)
 	r.Seq = seq
 	r.Time = d.time()

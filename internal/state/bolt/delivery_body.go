@@ -3,7 +3,6 @@ package bolt
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 
 	bbolt "go.etcd.io/bbolt"
@@ -14,8 +13,7 @@ import (
 // bucketDeliveries holds the body of each webhook delivery that started
 // runs, by delivery ID (state.Delivery.ID): stored once, referred to by
 // its runs (state.DeliveryRef). It is created by the first delivery that
-// stores a body, so a file of an earlier build gains it without a
-// migration; an older build ignores it.
+// stores a body.
 var bucketDeliveries = []byte("deliveries")
 
 // putDelivery stores body under id; a taken id is state.ErrExists.
@@ -57,19 +55,7 @@ func (s *Store) GetDelivery(ctx context.Context, id string) ([]byte, error) {
 // deliveryOf returns the delivery a stored run record (run id, value v)
 // refers to, if any, reading no more of it than it must.
 func deliveryOf(id, v []byte) (delivery string, ok bool, err error) {
-	if len(v) > 0 && v[0] != '{' {
-		delivery, ok, err = compactDeliveryOf(v)
-	} else {
-		var r struct {
-			Delivery *struct {
-				ID string `json:"id"`
-			} `json:"delivery"`
-		}
-		err = json.Unmarshal(v, &r)
-		if err == nil && r.Delivery != nil {
-			delivery, ok = r.Delivery.ID, true
-		}
-	}
+	delivery, ok, err = deliveryOfRecord(v)
 	if err != nil {
 		return "", false, fmt.Errorf("decode run %s: %w: %w", id, state.ErrCorrupt, err)
 	}

@@ -11,25 +11,28 @@
 // refused with state.ErrCorrupt and left exactly as it was, and released:
 // restored in place, it opens in the same process (the freelist page is
 // checked before bbolt reads it, which it does with the file mapped and
-// would panic on, or exhaust memory over, a damaged one). A file written
-// with a newer state.FormatVersion is refused. New files are created with
-// mode 0600 in a directory created with mode 0700. An empty file (zero
-// bytes, or a bbolt file with no buckets) holds nothing and is initialized.
+// would panic on, or exhaust memory over, a damaged one). A file of
+// another state.FormatVersion is refused, also left as it was: a newer
+// one was written by a newer runbook, an older one by a pre-release build
+// (no release upgrades it; see the state package's "Formats"). New files
+// are created with mode 0600 in a directory created with mode 0700. An
+// empty file (zero bytes, or a bbolt file with no buckets) holds nothing
+// and is initialized.
 //
 // # Layout
 //
 //	meta/format_version            decimal state.FormatVersion
 //	runs/<run id>                  Run, without the snapshot when it has a hash,
-//	                               its source named by number (format 8)
-//	snapshots/<hash>               playbook source, once per hash (format 2)
+//	                               its source named by number
+//	snapshots/<hash>               playbook source, once per hash
 //	sources/n<number>              a run source: playbook, file, snapshot hash
 //	sources/k<source>              its number (sources.go)
 //	runs_by_created/<t><run id>    {status, playbook, parent} for ListRuns
 //	rundata/<run id>/s<step>       StepRecord
 //	rundata/<run id>/o<n>          step id, n from 1 in first-saved order
 //	rundata/<run id>/E<seq>        events from seq on, consecutive, up to about
-//	                               512 bytes a block (format 7, eventblocks.go);
-//	                               seq from 1 per run
+//	                               512 bytes a block (eventblocks.go); seq from 1
+//	                               per run
 //	rundata/<run id>/i<step>       Intent JSON
 //	rundata/<run id>/a<step>       Approval JSON
 //	locks/<key>                    Lock JSON
@@ -48,38 +51,23 @@
 // Integers and times in keys are big-endian, so byte order is numeric
 // order (times have their sign bit flipped).
 //
-// A run's bucket has plain keys only, prefixed by their kind (format 3):
-// bbolt stores a bucket without sub-buckets and under a quarter page
-// inline in its parent's leaf, so a run costs no page of its own while
-// it is small. The bucket's sequence is the run's last event number; a
-// new step's order number is one past the last "o" key. Formats 1 and 2
-// had one sub-bucket per kind (steps, steporder, events, intents,
-// approvals).
+// A run's bucket has plain keys only, prefixed by their kind: bbolt
+// stores a bucket without sub-buckets and under a quarter page inline in
+// its parent's leaf, so a run costs no page of its own while it is small.
+// The bucket's sequence is the run's last event number; a new step's
+// order number is one past the last "o" key.
 //
-// Events, step records and index entries (format 4), run records
-// (format 5) and audit records (format 6) are written in a compact binary
-// encoding (codec.go): no field names, times as 8 bytes, what the key
-// says (an event's number, a step's run and ID, a run's ID) left out, a
-// playbook hash as its 32 bytes, the engine's recurring strings as one
-// byte. With its events in one block (format 7), a run waiting on an
-// approval (six events and its step) keeps a bucket of about 360 bytes,
-// inline; one that ran three steps, about 700. A run record writes the
-// times set as the run goes on at their final size from its creation, so
-// that rewriting it does not grow it, and names its playbook, file and
-// snapshot hash by the number of that source (format 8): a waiting run's
-// record is about 110 bytes. Earlier formats wrote JSON.
-//
-// The first open for writing of an older file upgrades it, 512 runs (or
-// index entries, audit records) per transaction (migrate.go): run buckets
-// are flattened (formats 1 and 2), keeping event and order numbers, JSON
-// values are rewritten compact (formats 1 to 5), events are put in blocks
-// (formats 1 to 6), run records name their sources by number (formats 1
-// to 7), and the file is marked current once all is done. Each batch
-// reuses the pages the ones before freed, and what an upgrade cut short
-// converted stays converted: the next open goes on. A file of an earlier
-// format opened read-only is read as it is: a reader tells a compact
-// value from JSON by its first byte, and one-event keys from blocks by
-// their kind, run by run.
+// Events, step records, index entries, run records and audit records are
+// written in a compact binary encoding (codec.go): no field names, times
+// as 8 bytes, what the key says (an event's number, a step's run and ID,
+// a run's ID) left out, a playbook hash as its 32 bytes, the engine's
+// recurring strings as one byte. With its events in one block, a run
+// waiting on an approval (six events and its step) keeps a bucket of
+// about 360 bytes, inline; one that ran three steps, about 700. A run
+// record writes the times set as the run goes on at their final size from
+// its creation, so that rewriting it does not grow it, and names its
+// playbook, file and snapshot hash by the number of that source: a
+// waiting run's record is about 110 bytes.
 //
 // Usage (usage.go) walks a file and sums its bytes and pages per bucket
 // and per kind of run key: where a file's size goes.
@@ -115,8 +103,5 @@
 // Methods that write to a run (SaveRun, SaveStep, AppendEvents, PutIntent,
 // AnswerApproval) fail with state.ErrNotFound when the run was never created.
 // A panic inside bbolt while reading a damaged page is recovered and
-// reported as state.ErrCorrupt. An upgrade's first batch cannot reuse the
-// pages it frees: the file grows by about that batch (4% for 3,000 runs of
-// format 3), and the pages the rewrite frees stay in the file for later
-// writes. The store does not redact: callers do.
+// reported as state.ErrCorrupt. The store does not redact: callers do.
 package bolt

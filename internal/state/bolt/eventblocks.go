@@ -10,18 +10,13 @@ import (
 	"github.com/runbook/runbook/internal/state"
 )
 
-// A run's events are kept in blocks (format 7): the key E<8-byte seq> holds
-// the events numbered from seq on, consecutively, as compactTag then, for
-// each event, its compact encoding without the tag, preceded by its length
+// A run's events are kept in blocks: the key E<8-byte seq> holds the
+// events numbered from seq on, consecutively, as compactTag then, for each
+// event, its compact encoding without the tag, preceded by its length
 // (uvarint). An event appended goes at the end of the last block while that
 // block is under eventBlockSize bytes, else starts a new one. Each key costs
-// bbolt 16 bytes of page element and its own bytes: one key per event was
-// a fifth of a waiting run's bucket.
-//
-// Formats up to 6 kept one event per key, e<8-byte seq> (JSON before
-// format 4); a file of such a format opened read-only is read as it is,
-// and the first open for writing puts its events in blocks (blockEvents,
-// called by upgrade).
+// bbolt 16 bytes of page element and its own bytes: one key per event would
+// be a fifth of a waiting run's bucket.
 const (
 	kindEventBlock = 'E'
 	eventBlockSize = 512
@@ -95,18 +90,8 @@ func blockLen(block []byte) int {
 }
 
 // scanEvents calls fn, in order, for a run's events numbered from on, until
-// fn returns false: from blocks, or from the one-event keys of a file of
-// format 6 or earlier opened read-only.
+// fn returns false.
 func scanEvents(rb *bbolt.Bucket, from uint64, fn func(ev state.Event) (more bool, err error)) error {
-	if legacySub(rb, kindEvent) != nil || hasFlatEvents(rb) {
-		return scanRun(rb, kindEvent, binary.BigEndian.AppendUint64(nil, from), func(k, v []byte) (bool, error) {
-			ev, err := decodeEvent(binary.BigEndian.Uint64(k), v)
-			if err != nil {
-				return false, err
-			}
-			return fn(ev)
-		})
-	}
 	c := rb.Cursor()
 	k, v := c.Seek(numKey(kindEventBlock, from))
 	if k == nil || k[0] != kindEventBlock || binary.BigEndian.Uint64(k[1:]) > from {
@@ -156,68 +141,4 @@ func scanBlock(first uint64, block []byte, from uint64, fn func(ev state.Event) 
 		}
 	}
 	return true, nil
-}
-
-// hasFlatEvents reports whether a run keeps one event per key (formats 3
-// to 6).
-func hasFlatEvents(rb *bbolt.Bucket) bool {
-	k, _ := rb.Cursor().Seek([]byte{kindEvent})
-	return k != nil && k[0] == kindEvent
-}
-
-// blockEvents puts a (flat) run's one-event keys into blocks, keeping
-// their numbers, in the caller's transaction.
-func blockEvents(rb *bbolt.Bucket) error {
-	if !hasFlatEvents(rb) {
-		return nil
-	}
-	type event struct {
-		seq  uint64
-		data []byte
-	}
-	var evs []event
-	err := scanRun(rb, kindEvent, nil, func(k, v []byte) (bool, error) {
-		if len(k) != 8 {
-			return false, fmt.Errorf("event key %q: %w", k, state.ErrCorrupt)
-		}
-		seq := binary.BigEndian.Uint64(k)
-		ev, err := decodeEvent(seq, v)
-		if err != nil {
-			return false, err
-		}
-		data, err := encodeEvent(&ev)
-		if err != nil {
-			return false, err
-		}
-		evs = append(evs, event{seq, data})
-		return true, nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, e := range evs {
-		if err := rb.Delete(numKey(kindEvent, e.seq)); err != nil {
-			return err
-		}
-	}
-	last := rb.Sequence()
-	if err := rb.SetSequence(0); err != nil {
-		return err
-	}
-	// Consecutive numbers share blocks; a gap starts a new one.
-	for i := 0; i < len(evs); {
-		j := i + 1
-		for j < len(evs) && evs[j].seq == evs[j-1].seq+1 {
-			j++
-		}
-		run := make([][]byte, 0, j-i)
-		for _, e := range evs[i:j] {
-			run = append(run, e.data)
-		}
-		if err := putEvents(rb, evs[i].seq, run); err != nil {
-			return err
-		}
-		i = j
-	}
-	return rb.SetSequence(max(last, rb.Sequence()))
 }

@@ -19,8 +19,7 @@ var (
 )
 
 // Export calls fn for every record of the file, in one read transaction
-// (see state.Exporter). It works on a store opened read-only, of any
-// format this build reads.
+// (see state.Exporter). It works on a store opened read-only.
 func (s *Store) Export(ctx context.Context, fn func(state.Record) error) error {
 	now := s.now()
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
@@ -73,9 +72,8 @@ func exportRuns(ctx context.Context, tx *bbolt.Tx, fn func(state.Record) error) 
 
 // exportRunData exports one run's steps, events, intents and approvals.
 func exportRunData(rb *bbolt.Bucket, id string, fn func(state.Record) error) error {
-	step := runValues(rb, kindStep)
 	err := scanRun(rb, kindOrder, nil, func(_, sid []byte) (bool, error) {
-		data := step(sid)
+		data := runValue(rb, kindStep, sid)
 		if data == nil {
 			return false, fmt.Errorf("step %s is ordered but missing: %w", sid, state.ErrCorrupt)
 		}

@@ -54,8 +54,7 @@ func (s *Store) PutCursor(ctx context.Context, key string, val []byte) error {
 //
 // A dedup entry is 16 bytes: first-seen and expiry (0: never) as big-endian
 // unix nanoseconds, then, when DedupSet attached a value, the byte
-// dedupHasValue and the value (entries written before values existed are
-// exactly 16 bytes: no value). dedup_expiry indexes entries by expiry for
+// dedupHasValue and the value. dedup_expiry indexes entries by expiry for
 // pruning.
 func (s *Store) Dedup(ctx context.Context, key string, ttl time.Duration) (seen bool, err error) {
 	now := s.now()

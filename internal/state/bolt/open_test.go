@@ -314,6 +314,45 @@ func TestCorrupt(t *testing.T) {
 		}
 	})
 
+	// A file a pre-release build wrote in an earlier format (its runs
+	// as that build left them, here the marker alone differs): this build
+	// does not upgrade it, and says what the file is and what to do.
+	for _, version := range []int{1, 3, state.FormatVersion - 1} {
+		t.Run(fmt.Sprintf("a file of format %d, a pre-release build's, is refused and left untouched", version), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state.db")
+			must(t, os.WriteFile(path, good, 0o600))
+			db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
+			must(t, err)
+			must(t, db.Update(func(tx *bbolt.Tx) error {
+				return tx.Bucket([]byte("meta")).Put([]byte("format_version"), []byte(fmt.Sprint(version)))
+			}))
+			must(t, db.Close())
+			data, err := os.ReadFile(path)
+			must(t, err)
+			for _, opts := range []bolt.Options{{}, {ReadOnly: true}} {
+				_, err := bolt.Open(path, opts)
+				if err == nil {
+					t.Fatalf("open (read-only %v) of a format %d file succeeded", opts.ReadOnly, version)
+				}
+				t.Log(err)
+				for _, want := range []string{path, fmt.Sprintf("format version %d", version), "written by a pre-release build of runbook",
+					"does not upgrade it", "delete the file", "read it with the build that wrote it"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q does not say %q", err, want)
+					}
+				}
+				if errors.Is(err, state.ErrCorrupt) {
+					t.Errorf("error %q calls the file damaged", err)
+				}
+			}
+			after, err := os.ReadFile(path)
+			must(t, err)
+			if !bytes.Equal(after, data) {
+				t.Fatal("the file was modified")
+			}
+		})
+	}
+
 	t.Run("an intact file still opens", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "state.db")
 		must(t, os.WriteFile(path, good, 0o600))

@@ -1,7 +1,6 @@
 package bolt
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -11,46 +10,17 @@ import (
 )
 
 // A run's bucket, rundata/<run id>, holds everything of the run but its
-// record as plain keys, each starting with a byte naming its kind (format
-// 3). With no sub-buckets, the bucket of a small run (its first events) is
-// stored inline in its parent's leaf: creating a run costs no page of its
-// own. The bucket's Sequence is the run's last event number.
-//
-// Files of formats 1 and 2 hold one sub-bucket per kind instead. Open
-// flattens them at the first open for writing (upgrade), so writers
-// know only the flat layout; a file opened read-only cannot be converted,
-// so readers use a kind's sub-bucket when the run's bucket has one
-// (runValue, scanRun). A flat key never passes for a sub-bucket: the step
-// "teps" is stored under "steps", but bbolt's Bucket finds only buckets.
+// record as plain keys, each starting with a byte naming its kind. With
+// no sub-buckets, the bucket of a small run (its first events) is stored
+// inline in its parent's leaf: creating a run costs no page of its own.
+// The bucket's Sequence is the run's last event number. Events are kept
+// in blocks (kindEventBlock, eventblocks.go).
 const (
-	kindStep     = 's' // s<step id> -> StepRecord (compact, codec.go; JSON before format 4)
+	kindStep     = 's' // s<step id> -> StepRecord (compact, codec.go)
 	kindOrder    = 'o' // o<8-byte n> -> step id, n from 1 in first-saved order
-	kindEvent    = 'e' // e<8-byte seq> -> Event, seq from 1 (formats 3 to 6; JSON before 4; see eventblocks.go)
 	kindIntent   = 'i' // i<step> -> Intent JSON
 	kindApproval = 'a' // a<step> -> Approval JSON
 )
-
-// legacySubs are the sub-buckets of a run's bucket before format 3, with
-// the kind of their keys (which the flat keys keep as they are).
-var legacySubs = []struct {
-	kind byte
-	name []byte
-}{
-	{kindStep, []byte("steps")},
-	{kindOrder, []byte("steporder")},
-	{kindEvent, []byte("events")},
-	{kindIntent, []byte("intents")},
-	{kindApproval, []byte("approvals")},
-}
-
-func legacySub(rb *bbolt.Bucket, kind byte) *bbolt.Bucket {
-	for _, l := range legacySubs {
-		if l.kind == kind {
-			return rb.Bucket(l.name)
-		}
-	}
-	return nil
-}
 
 // runKey is the flat key of a run's value of kind.
 func runKey(kind byte, key []byte) []byte {
@@ -66,30 +36,12 @@ func numKey(kind byte, n uint64) []byte {
 
 // runValue returns a run's value of kind under key, or nil.
 func runValue(rb *bbolt.Bucket, kind byte, key []byte) []byte {
-	return runValues(rb, kind)(key)
-}
-
-// runValues returns a function that gets a run's values of kind, having
-// looked for the kind's sub-bucket once.
-func runValues(rb *bbolt.Bucket, kind byte) func(key []byte) []byte {
-	if sub := legacySub(rb, kind); sub != nil {
-		return sub.Get
-	}
-	return func(key []byte) []byte { return rb.Get(runKey(kind, key)) }
+	return rb.Get(runKey(kind, key))
 }
 
 // scanRun calls fn, in key order, for a run's values of kind whose key
 // (without the kind byte) is at least from, until fn returns false.
 func scanRun(rb *bbolt.Bucket, kind byte, from []byte, fn func(k, v []byte) (more bool, err error)) error {
-	if sub := legacySub(rb, kind); sub != nil {
-		c := sub.Cursor()
-		for k, v := c.Seek(from); k != nil; k, v = c.Next() {
-			if more, err := fn(k, v); err != nil || !more {
-				return err
-			}
-		}
-		return nil
-	}
 	c := rb.Cursor()
 	for k, v := c.Seek(runKey(kind, from)); k != nil && k[0] == kind; k, v = c.Next() {
 		if more, err := fn(k[1:], v); err != nil || !more {
@@ -125,59 +77,4 @@ func lastKey(rb *bbolt.Bucket, kind byte) (k, v []byte) {
 		return nil, nil
 	}
 	return k, v
-}
-
-func hasLegacySubs(rb *bbolt.Bucket) bool {
-	for _, l := range legacySubs {
-		if rb.Bucket(l.name) != nil {
-			return true
-		}
-	}
-	return false
-}
-
-// flatten moves the values of a run's sub-buckets to flat keys and sets
-// the bucket's Sequence to the last event number.
-func flatten(rb *bbolt.Bucket) error {
-	type entry struct{ k, v []byte }
-	var flat []entry
-	var lastEvent uint64
-	for _, l := range legacySubs {
-		sub := rb.Bucket(l.name)
-		if sub == nil {
-			continue
-		}
-		if l.kind == kindEvent {
-			lastEvent = sub.Sequence()
-			if k, _ := sub.Cursor().Last(); len(k) == 8 {
-				lastEvent = max(lastEvent, binary.BigEndian.Uint64(k))
-			}
-		}
-		err := sub.ForEach(func(k, v []byte) error {
-			if v == nil {
-				return fmt.Errorf("%s/%q is a bucket: %w", l.name, k, state.ErrCorrupt)
-			}
-			flat = append(flat, entry{runKey(l.kind, k), bytes.Clone(v)})
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	// Every sub-bucket goes before any flat key is written: a flat key
-	// may spell a sub-bucket's name.
-	for _, l := range legacySubs {
-		if rb.Bucket(l.name) == nil {
-			continue
-		}
-		if err := rb.DeleteBucket(l.name); err != nil {
-			return err
-		}
-	}
-	for _, e := range flat {
-		if err := rb.Put(e.k, e.v); err != nil {
-			return err
-		}
-	}
-	return rb.SetSequence(lastEvent)
 }

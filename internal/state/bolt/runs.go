@@ -16,9 +16,9 @@ import (
 // indexEntry is the value of a runs_by_created key: what ListRuns filters
 // on, so runs that do not match are never decoded.
 type indexEntry struct {
-	Status   state.RunStatus `json:"s"`
-	Playbook string          `json:"p,omitempty"`
-	ParentID string          `json:"pa,omitempty"`
+	Status   state.RunStatus
+	Playbook string
+	ParentID string
 }
 
 // createdKey orders runs by creation time, then ID. The sign bit is flipped
@@ -246,8 +246,8 @@ func getRun(tx *bbolt.Tx, id string) (*state.Run, error) {
 }
 
 // withSnapshot fills in the snapshot a record left to snapshots/<hash>.
-// A record with its snapshot inline (format version 1, or a hash stored
-// with another source) keeps it. With a cache, runs of one hash share one
+// A record with its snapshot inline (its hash was first stored with
+// another source) keeps it. With a cache, runs of one hash share one
 // copy of the snapshot (a listing of many runs of one playbook holds its
 // source once, not once per run).
 func withSnapshot(tx *bbolt.Tx, r *state.Run, cache map[string][]byte) *state.Run {
@@ -258,10 +258,8 @@ func withSnapshot(tx *bbolt.Tx, r *state.Run, cache map[string][]byte) *state.Ru
 		r.Snapshot = s
 		return r
 	}
-	if snaps := tx.Bucket(bucketSnapshots); snaps != nil { // nil: a version 1 file opened read-only
-		if s := snaps.Get([]byte(r.Hash)); s != nil {
-			r.Snapshot = bytes.Clone(s)
-		}
+	if s := tx.Bucket(bucketSnapshots).Get([]byte(r.Hash)); s != nil {
+		r.Snapshot = bytes.Clone(s)
 	}
 	if cache != nil {
 		cache[r.Hash] = r.Snapshot

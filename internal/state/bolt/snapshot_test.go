@@ -1,8 +1,6 @@
 package bolt_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"strings"
@@ -93,58 +91,6 @@ func TestASnapshotWhoseHashHoldsAnotherSourceStaysInline(t *testing.T) {
 	if rec, _ := rawRecord(t, path, "r2"); len(rec.Snapshot) == 0 {
 		t.Error("the second source is not kept in its record")
 	}
-}
-
-// TestAVersion1FileIsReadAndMarkedCurrent: a file written before
-// snapshots moved out of the records (format 1, snapshots inline, no
-// snapshots bucket) is read as it is, read-only too, and marked current
-// at the first open for writing.
-func TestAVersion1FileIsReadAndMarkedCurrent(t *testing.T) {
-	s, path := openTemp(t, bolt.Options{})
-	must(t, s.Close())
-	old := snapRun("old", "h1", "steps: [old]")
-	data, err := json.Marshal(old)
-	must(t, err)
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
-	must(t, err)
-	must(t, db.Update(func(tx *bbolt.Tx) error {
-		if err := tx.DeleteBucket([]byte("snapshots")); err != nil {
-			return err
-		}
-		if err := tx.Bucket([]byte("meta")).Put([]byte("format_version"), []byte("1")); err != nil {
-			return err
-		}
-		return tx.Bucket([]byte("runs")).Put([]byte("old"), data)
-	}))
-	must(t, db.Close())
-
-	ro, err := bolt.Open(path, bolt.Options{ReadOnly: true})
-	must(t, err)
-	r, err := ro.GetRun(ctx, "old")
-	must(t, err)
-	if string(r.Snapshot) != "steps: [old]" {
-		t.Errorf("read-only: snapshot = %q", r.Snapshot)
-	}
-	must(t, ro.Close())
-
-	rw, err := bolt.Open(path, bolt.Options{})
-	must(t, err)
-	r, err = rw.GetRun(ctx, "old")
-	must(t, err)
-	if !bytes.Equal(r.Snapshot, []byte("steps: [old]")) {
-		t.Errorf("snapshot = %q", r.Snapshot)
-	}
-	must(t, rw.CreateRun(ctx, snapRun("new", "h1", "steps: [old]")))
-	must(t, rw.Close())
-	db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
-	must(t, err)
-	defer db.Close()
-	must(t, db.View(func(tx *bbolt.Tx) error {
-		if v := tx.Bucket([]byte("meta")).Get([]byte("format_version")); string(v) != fmt.Sprint(state.FormatVersion) {
-			t.Errorf("format_version = %q after an open for writing, want %d", v, state.FormatVersion)
-		}
-		return nil
-	}))
 }
 
 // TestAListingHoldsEachSnapshotOnce: listing many runs of one playbook

@@ -9,7 +9,7 @@ import (
 	"github.com/runbook/runbook/internal/state"
 )
 
-// bucketSources numbers the sources of runs (format 8): a run record
+// bucketSources numbers the sources of runs: a run record
 // names its playbook, the file it was loaded from and the hash of its
 // snapshot by one number instead of spelling them (about 80 bytes, a
 // third of a waiting run's record). Two kinds of key:
@@ -53,13 +53,9 @@ func sourceNumber(tx *bbolt.Tx, key []byte) (uint64, error) {
 }
 
 // sourcesOf returns a sourceReader of tx that remembers what it read (a
-// listing reads the few sources of many runs), or nil for a file without
-// sources (a file of an earlier format opened read-only).
+// listing reads the few sources of many runs).
 func sourcesOf(tx *bbolt.Tx) sourceReader {
 	b := tx.Bucket(bucketSources)
-	if b == nil {
-		return nil
-	}
 	seen := map[uint64]runSource{}
 	return func(n uint64) (runSource, error) {
 		if src, ok := seen[n]; ok {

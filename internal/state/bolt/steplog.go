@@ -17,9 +17,9 @@ var _ state.StepOutput = (*Store)(nil)
 // bucketOutput holds the steps' output (state.StepOutput), outside the
 // run records: stepoutput/<run id>/<8-byte first seq> -> a chunk, the
 // lines of one AppendOutput call of one step attempt (state.OutputChunk).
-// The run's bucket Sequence is its last line's Seq. The bucket is created by the first append, so a
-// file of an earlier build gains it without a migration; DeleteRun
-// removes a run's bucket with the run.
+// The run's bucket Sequence is its last line's Seq. The bucket is
+// created by the first append; DeleteRun removes a run's bucket with the
+// run.
 var bucketOutput = []byte("stepoutput")
 
 // AppendOutput stores lines as one chunk after the run's last ones.

@@ -119,9 +119,8 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*state.StepRecord, e
 		if err != nil {
 			return err
 		}
-		step := runValues(rb, kindStep)
 		return scanRun(rb, kindOrder, nil, func(_, id []byte) (bool, error) {
-			data := step(id)
+			data := runValue(rb, kindStep, id)
 			if data == nil {
 				return false, fmt.Errorf("step %s is ordered but missing: %w", id, state.ErrCorrupt)
 			}

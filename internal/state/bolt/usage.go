@@ -99,8 +99,8 @@ func countKeys(b *bbolt.Bucket, p *UsagePart) {
 	})
 }
 
-// runData sums the run buckets' keys by kind (their first byte; a
-// sub-bucket of formats 1 and 2 by its name) and counts inline buckets.
+// runData sums the run buckets' keys by kind (their first byte) and
+// counts inline buckets.
 func (u *Usage) runData(rundata *bbolt.Bucket) ([]UsagePart, error) {
 	kinds := map[string]*UsagePart{}
 	part := func(name string) *UsagePart {
@@ -120,10 +120,6 @@ func (u *Usage) runData(rundata *bbolt.Bucket) ([]UsagePart, error) {
 			u.InlineBytes += rb.Stats().InlineBucketInuse
 		}
 		return rb.ForEach(func(k, v []byte) error {
-			if v == nil {
-				countKeys(rb.Bucket(k), part(string(k)))
-				return nil
-			}
 			name := string(k[:1])
 			if len(k) == 0 {
 				name = "(empty)"
