@@ -1,0 +1,169 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+// ledgerLine is one line the campaign's shell steps write: "start" or
+// "end", the run's key, the run, the step, the replica executing it (the
+// shell's parent) and when.
+type ledgerLine struct {
+	edge, key, run, step string
+	pid                  int
+	at                   time.Time
+}
+
+func (l ledgerLine) String() string {
+	return fmt.Sprintf("%s on pid %d at %s", l.edge, l.pid, l.at.Format("15:04:05.000"))
+}
+
+// readLedger parses the ledger; a line cut by a kill is reported and
+// skipped.
+func (cp *campaign) readLedger() []ledgerLine {
+	cp.t.Helper()
+	b, err := os.ReadFile(cp.ledger)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	require.NoError(cp.t, err)
+	var out []ledgerLine
+	for _, s := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(s)
+		if len(f) != 6 {
+			cp.t.Logf("ledger: skipped line %q", s)
+			continue
+		}
+		pid, errP := strconv.Atoi(f[4])
+		ns, errT := strconv.ParseInt(f[5], 10, 64)
+		if errP != nil || errT != nil {
+			cp.t.Logf("ledger: skipped line %q", s)
+			continue
+		}
+		out = append(out, ledgerLine{edge: f[0], key: f[1], run: f[2], step: f[3], pid: pid, at: time.Unix(0, ns)})
+	}
+	return out
+}
+
+// checkSteps checks that no step executed twice, except once more after
+// its first execution on a replica that was killed or stopped past its
+// lease, and that every run recorded succeeded has each step's end in the
+// ledger.
+func (cp *campaign) checkSteps(lines []ledgerLine, runs []*state.Run, steps []string, f *figures) {
+	starts := map[[2]string][]ledgerLine{}
+	ends := map[[2]string]int{}
+	for _, l := range lines {
+		k := [2]string{l.run, l.step}
+		if l.edge == "start" {
+			starts[k] = append(starts[k], l)
+		} else {
+			ends[k]++
+		}
+	}
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	keys := make([][2]string, 0, len(starts))
+	for k := range starts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i][0]+keys[i][1] < keys[j][0]+keys[j][1] })
+	for _, k := range keys {
+		ss := starts[k]
+		if len(ss) < 2 {
+			continue
+		}
+		sort.Slice(ss, func(i, j int) bool { return ss[i].at.Before(ss[j].at) })
+		if l, ok := cp.lost[ss[0].pid]; ok && len(ss) == 2 && ss[0].at.Before(l.at) && ss[1].at.After(l.at) {
+			f.again++
+			cp.t.Logf("step %s of run %s ran again after its replica was %s at %s: %s, then %s", k[1], k[0], l.how, clock(l.at), ss[0], ss[1])
+			continue
+		}
+		f.twice++
+		var at []string
+		for _, s := range ss {
+			at = append(at, s.String()+cp.lostTag(s.pid))
+		}
+		cp.t.Errorf("step %s of run %s executed %d times: %s; events:%s", k[1], k[0], len(ss), strings.Join(at, "; "), cp.history(k[0]))
+	}
+	for _, r := range runs {
+		if r.Status != state.RunSucceeded {
+			continue
+		}
+		for _, s := range steps {
+			if ends[[2]string{r.ID, s}] == 0 {
+				cp.t.Errorf("%s, but its step %s never ended in the ledger", describe(r), s)
+			}
+		}
+	}
+}
+
+// lostTag says when the replica pid was lost, if it was.
+func (cp *campaign) lostTag(pid int) string {
+	l, ok := cp.lost[pid]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf(" (a replica %s at %s)", l.how, clock(l.at))
+}
+
+// span is the time a run executed its steps, from the ledger.
+type span struct {
+	run        string
+	from, to   time.Time
+	fromP, toP int
+}
+
+// checkOverlaps checks that no two runs of one key executed at the same
+// time: the span of each run (its first step's start to its last step's
+// end) against every earlier run of the key.
+func (cp *campaign) checkOverlaps(lines []ledgerLine, f *figures) {
+	byRun := map[string]*span{}
+	keyOf := map[string]string{}
+	for _, l := range lines {
+		s := byRun[l.run]
+		if s == nil {
+			s = &span{run: l.run, from: l.at, to: l.at, fromP: l.pid, toP: l.pid}
+			byRun[l.run] = s
+			keyOf[l.run] = l.key
+		}
+		if l.at.Before(s.from) {
+			s.from, s.fromP = l.at, l.pid
+		}
+		if l.at.After(s.to) {
+			s.to, s.toP = l.at, l.pid
+		}
+	}
+	perKey := map[string][]*span{}
+	for run, s := range byRun {
+		perKey[keyOf[run]] = append(perKey[keyOf[run]], s)
+	}
+	var keys []string
+	for k := range perKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ss := perKey[k]
+		sort.Slice(ss, func(i, j int) bool { return ss[i].from.Before(ss[j].from) })
+		for i := 1; i < len(ss); i++ {
+			for _, prev := range ss[:i] {
+				if ss[i].from.Before(prev.to) {
+					f.overlaps++
+					cp.t.Errorf("key %s: run %s (%s on pid %d .. %s on pid %d) overlaps run %s (%s on pid %d .. %s on pid %d)",
+						k, ss[i].run, clock(ss[i].from), ss[i].fromP, clock(ss[i].to), ss[i].toP,
+						prev.run, clock(prev.from), prev.fromP, clock(prev.to), prev.toP)
+				}
+			}
+		}
+	}
+}
+
+func clock(t time.Time) string { return t.Format("15:04:05.000") }
