@@ -79,7 +79,7 @@ func complete(ctx context.Context, words []string) []string {
 func flagValues(ctx context.Context, flag string, words []string) ([]string, bool) {
 	switch flag {
 	case "status":
-		return []string{"pending", "running", "waiting", "succeeded", "failed", "cancelled", "skipped"}, true
+		return state.RunStatusNames(), true
 	case "output":
 		return []string{"text", "json"}, true
 	case "format":

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/runbook/runbook/internal/api"
@@ -71,9 +69,9 @@ func (b *storeBackend) withPrefix(ctx context.Context, prefix string, limit int)
 // withPrefix asks the server for the runs whose ID starts with prefix
 // (docs/api.md, GET /api/v1/runs?prefix=).
 func (b *apiBackend) withPrefix(ctx context.Context, prefix string, limit int) ([]*state.Run, error) {
-	q := url.Values{"children": {"true"}, "prefix": {prefix}, "limit": {strconv.Itoa(limit)}}
+	q := api.RunQuery{Prefix: prefix, Children: true, Limit: limit}
 	var out api.RunList
-	if err := b.do(ctx, http.MethodGet, "/api/v1/runs?"+q.Encode(), nil, &out); err != nil {
+	if err := b.do(ctx, http.MethodGet, "/api/v1/runs?"+q.Values().Encode(), nil, &out); err != nil {
 		return nil, err
 	}
 	// A server that predates the parameter lists every run: filter here too.

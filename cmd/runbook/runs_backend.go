@@ -48,7 +48,8 @@ type storeBackend struct{ store state.Store }
 // list and get show a run whose process is gone as interrupted, as the
 // API does (engine.Shown): this process executes none.
 func (b *storeBackend) list(ctx context.Context, f state.RunFilter) ([]*state.Run, error) {
-	return engine.ListShown(ctx, b.store, f, nil)
+	runs, _, err := engine.ListShown(ctx, b.store, engine.Listing{RunFilter: f})
+	return runs, err
 }
 
 func (b *storeBackend) get(ctx context.Context, id string) (*state.Run, error) {
@@ -64,7 +65,7 @@ func (b *storeBackend) steps(ctx context.Context, id string) ([]*state.StepRecor
 }
 
 func (b *storeBackend) children(ctx context.Context, id string) ([]*state.Run, error) {
-	return engine.ListShown(ctx, b.store, state.RunFilter{ParentID: id}, nil)
+	return b.list(ctx, state.RunFilter{ParentID: id})
 }
 
 func (b *storeBackend) events(ctx context.Context, id string, after uint64) ([]state.Event, error) {

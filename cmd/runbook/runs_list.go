@@ -16,14 +16,11 @@ func (l *statusList) String() string { return "" }
 
 func (l *statusList) Set(s string) error {
 	for _, p := range strings.Split(s, ",") {
-		p = strings.TrimSpace(p)
-		switch st := state.RunStatus(p); st {
-		case state.RunPending, state.RunRunning, state.RunWaiting, state.RunSuspended, state.RunInterrupted,
-			state.RunSucceeded, state.RunFailed, state.RunCancelled, state.RunSkipped:
-			*l = append(*l, st)
-		default:
-			return fmt.Errorf("unknown status %q (pending, running, waiting, suspended, interrupted, succeeded, failed, cancelled, skipped)", p)
+		st, err := state.ParseRunStatus(strings.TrimSpace(p))
+		if err != nil {
+			return err
 		}
+		*l = append(*l, st)
 	}
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -105,37 +104,29 @@ func (b *apiBackend) answerError(resp *http.Response) error {
 }
 
 func (b *apiBackend) list(ctx context.Context, f state.RunFilter) ([]*state.Run, error) {
-	q := url.Values{"children": {"true"}}
-	if len(f.Status) > 0 {
-		ss := make([]string, len(f.Status))
-		for i, s := range f.Status {
-			ss[i] = string(s)
+	q := api.RunQuery{Status: f.Status, Playbook: f.Playbook, Parent: f.ParentID, Children: true, Limit: api.MaxRunLimit}
+	if f.Limit > 0 {
+		q.Limit = min(f.Limit, api.MaxRunLimit)
+	}
+	var runs []*state.Run
+	for {
+		var out api.RunList
+		if err := b.do(ctx, http.MethodGet, "/api/v1/runs?"+q.Values().Encode(), nil, &out); err != nil {
+			return nil, err
 		}
-		q.Set("status", strings.Join(ss, ","))
-	}
-	if f.Playbook != "" {
-		q.Set("playbook", f.Playbook)
-	}
-	limit := f.Limit
-	if limit <= 0 || limit > 10000 {
-		limit = 10000
-	}
-	q.Set("limit", strconv.Itoa(limit))
-	var out api.RunList
-	if err := b.do(ctx, http.MethodGet, "/api/v1/runs?"+q.Encode(), nil, &out); err != nil {
-		return nil, err
-	}
-	runs := records(out.Runs)
-	if f.ParentID == "" {
-		return runs, nil
-	}
-	var kids []*state.Run
-	for _, r := range runs {
-		if r.ParentID == f.ParentID {
-			kids = append(kids, r)
+		runs = append(runs, records(out.Runs)...)
+		if out.Next == "" || f.Limit > 0 && len(runs) >= f.Limit {
+			return runs, nil
+		}
+		next, err := state.ParseRunCursor(out.Next)
+		if err != nil {
+			return nil, fmt.Errorf("the run list's next: %w", err)
+		}
+		q.Before = next
+		if f.Limit > 0 {
+			q.Limit = min(f.Limit-len(runs), api.MaxRunLimit)
 		}
 	}
-	return kids, nil
 }
 
 // records are the runs of an API answer as the store holds them.

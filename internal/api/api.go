@@ -105,11 +105,12 @@ type WaitingFor struct {
 	Step string `json:"step"`
 }
 
-// RunList answers GET /api/v1/runs, newest first.
+// RunList answers GET /api/v1/runs (RunQuery): runs newest first and the
+// cursor of the next (older) page.
 type RunList struct {
 	Runs []Run `json:"runs"`
-	// Next is the value of `before` that lists the following runs,
-	// present when more may follow; empty when none do.
+	// Next is the value of `before` that lists the following page; empty
+	// when this page is the last.
 	Next string `json:"next,omitempty"`
 }
 

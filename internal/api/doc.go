@@ -10,6 +10,8 @@
 //   - Playbook, Input, Trigger and PlaybookStep describe a loaded playbook.
 //   - RunList, EventPage and PlaybookList are the listings; StreamEnd is
 //     the data of the last Server-Sent Event of a run's log stream.
+//   - RunQuery is the query of the run listing, read (ParseRunQuery) by
+//     the server and written (Values) by its clients.
 //   - StartRequest, ApproveRequest, RetryRequest and ResumeRequest are
 //     request bodies; CancelAnswer, ApproveAnswer, ResumeAnswer,
 //     ReloadAnswer and Health the answers that are not a run.
@@ -21,5 +23,5 @@
 // encoded with their fields in the order declared; changing that order
 // changes the bytes clients see, though not the meaning.
 //
-// The package holds types only: no HTTP, no I/O.
+// The package holds types and RunQuery's encoding only: no HTTP, no I/O.
 package api

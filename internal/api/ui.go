@@ -6,18 +6,9 @@ import (
 	"github.com/runbook/runbook/internal/state"
 )
 
-// The answers of the endpoints the web UI added (docs/api.md): a page of
-// runs with a cursor, the definition of a playbook or of a run's snapshot,
-// recent webhook deliveries and the schedules.
-
-// RunPage answers GET /api/v1/runs/page: runs newest first and the cursor
-// of the next (older) page.
-type RunPage struct {
-	Runs []Run `json:"runs"`
-	// Next is the value of `before` that lists the following page; empty
-	// when this page is the last.
-	Next string `json:"next,omitempty"`
-}
+// The answers of the endpoints the web UI added (docs/api.md): the
+// definition of a playbook or of a run's snapshot, recent webhook
+// deliveries and the schedules.
 
 // Definition answers GET /api/v1/playbooks/{name}/definition (the loaded
 // playbook, with its source) and GET /api/v1/runs/{id}/definition (the

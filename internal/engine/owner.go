@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/runbook/runbook/internal/state"
 )
@@ -81,35 +82,89 @@ func shown(st state.Store, r *state.Run, executing func(id string) bool, gone ma
 // ResumeHint is the command that continues an interrupted run.
 func ResumeHint(id string) string { return "runbook run --resume " + id }
 
-// ListShown lists runs as Shown, f.Status matching the status shown: a
-// run recorded running is listed under running, interrupted or
-// suspended, as Shown decides.
-func ListShown(ctx context.Context, st state.Store, f state.RunFilter, executing func(id string) bool) ([]*state.Run, error) {
+// Listing is which runs ListShown lists. Its RunFilter is what the store
+// filters, except Status, which matches the status shown (a run recorded
+// running is listed under running, interrupted or suspended, as Shown
+// decides), and Limit, which bounds the runs listed (0: all).
+type Listing struct {
+	state.RunFilter
+	Since time.Time // created at or after; zero: no bound
+	Until time.Time // created before; zero: no bound
+	// Keep chooses among the runs as shown (nil: every one), for what the
+	// store does not filter.
+	Keep func(r *state.Run) bool
+	// Executing reports whether the caller executes a run (nil: none).
+	Executing func(id string) bool
+}
+
+// maxChunk caps how many runs one read asks the store for.
+const maxChunk = 4096
+
+// ListShown lists runs newest first as Shown shows them. next is the
+// cursor after them when another run follows, nil when the listing is
+// complete. The store is read from the listing's start (Before, or Until
+// when it comes later) in chunks, so a listing deep in the history costs
+// what the first does; the listing stops at the first run created before
+// Since.
+func ListShown(ctx context.Context, st state.Store, l Listing) (runs []*state.Run, next *state.RunCursor, err error) {
+	f := l.RunFilter
 	want, limit := f.Status, f.Limit
-	if slices.ContainsFunc(want, shownFromRunning) {
-		q := slices.DeleteFunc(slices.Clone(want), func(s state.RunStatus) bool { return s == state.RunInterrupted })
-		if !slices.Contains(q, state.RunRunning) {
-			q = append(q, state.RunRunning)
-		}
-		f.Status, f.Limit = q, 0 // filtered below, then limited
+	f.Status, f.Before = recordedAs(want), l.start()
+	f.Limit = 0
+	if limit > 0 {
+		f.Limit = limit + 1
 	}
-	runs, err := st.ListRuns(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	out := runs[:0]
 	gone := map[string]bool{} // by owner: a listing holds many runs of a few owners
-	for _, r := range runs {
-		r = shown(st, r, executing, gone)
-		if len(want) > 0 && !slices.Contains(want, r.Status) {
-			continue
+	for {
+		read, err := st.ListRuns(ctx, f)
+		if err != nil {
+			return nil, nil, err
 		}
-		out = append(out, r)
+		for _, r := range read {
+			if !l.Since.IsZero() && r.CreatedAt.Before(l.Since) {
+				return runs, nil, nil
+			}
+			r = shown(st, r, l.Executing, gone)
+			if len(want) > 0 && !slices.Contains(want, r.Status) || l.Keep != nil && !l.Keep(r) {
+				continue
+			}
+			if limit > 0 && len(runs) == limit {
+				return runs, state.CursorAfter(runs[len(runs)-1]), nil
+			}
+			runs = append(runs, r)
+		}
+		if f.Limit == 0 || len(read) < f.Limit {
+			return runs, nil, nil
+		}
+		f.Before = state.CursorAfter(read[len(read)-1])
+		f.Limit = min(4*f.Limit, maxChunk)
 	}
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
+}
+
+// start is where the store's listing starts: after Before, or before
+// Until, whichever comes later in the listing (newest first).
+func (l *Listing) start() *state.RunCursor {
+	if l.Until.IsZero() {
+		return l.Before
 	}
-	return out, nil
+	until := state.CursorBefore(l.Until)
+	if l.Before == nil || l.Before.Follows(&state.Run{CreatedAt: until.CreatedAt, ID: until.ID}) {
+		return until
+	}
+	return l.Before
+}
+
+// recordedAs returns the statuses the runs shown with want are recorded
+// with: a run shown interrupted or suspended may be recorded running.
+func recordedAs(want []state.RunStatus) []state.RunStatus {
+	if !slices.ContainsFunc(want, shownFromRunning) {
+		return want
+	}
+	q := slices.DeleteFunc(slices.Clone(want), func(s state.RunStatus) bool { return s == state.RunInterrupted })
+	if !slices.Contains(q, state.RunRunning) {
+		q = append(q, state.RunRunning)
+	}
+	return q
 }
 
 // shownFromRunning reports whether a run recorded running may be shown

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -312,82 +313,43 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, s.viewRun(run))
 }
 
+// listRuns answers GET /api/v1/runs (and /runs/page, its alias): runs
+// newest first as shown (engine.ListShown), of the playbooks the caller
+// may see, filtered by api.RunQuery, one page at a time.
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	f := state.RunFilter{Playbook: q.Get("playbook"), ParentID: q.Get("parent"), Limit: 100}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 10000 {
-			writeError(w, http.StatusBadRequest, fault.Invalid, "limit must be an integer in 1..10000")
-			return
-		}
-		f.Limit = n
+	q, err := api.ParseRunQuery(r.URL.Query())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fault.Invalid, err.Error())
+		return
 	}
-	for _, st := range q["status"] {
-		for _, one := range strings.Split(st, ",") {
-			rs := state.RunStatus(strings.TrimSpace(one))
-			if !validStatus(rs) {
-				writeError(w, http.StatusBadRequest, fault.Invalid, fmt.Sprintf("unknown status %q (pending, running, waiting, suspended, interrupted, succeeded, failed, cancelled, skipped)", one))
-				return
-			}
-			f.Status = append(f.Status, rs)
-		}
+	children := q.Children || q.Parent != ""
+	l := engine.Listing{
+		RunFilter: state.RunFilter{Status: q.Status, Playbook: q.Playbook, ParentID: q.Parent, Before: q.Before, Limit: q.Limit},
+		Since:     q.Since, Until: q.Until, Executing: s.executing,
+		Keep: func(run *state.Run) bool {
+			return (children || run.ParentID == "") && strings.HasPrefix(run.ID, q.Prefix) &&
+				(len(q.Triggers) == 0 || slices.Contains(q.Triggers, triggerType(run))) && visible(r, run.Playbook)
+		},
 	}
-	if v := q.Get("before"); v != "" {
-		c, err := state.ParseRunCursor(v)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, fault.Invalid, "before: "+err.Error())
-			return
-		}
-		f.Before = c
-	}
-	includeChildren := q.Get("children") == "true" || f.ParentID != ""
-	if !includeChildren && f.Limit > 0 {
-		f.Limit *= 4 // room for the sub-playbook runs filtered out below
-	}
-	limit := f.Limit
-	if !includeChildren {
-		limit /= 4
-	}
-	prefix := q.Get("prefix")
-	if prefix != "" {
-		f.Limit = 0 // the store cannot filter by ID: every run is read
-	}
-	runs, err := engine.ListShown(r.Context(), s.store, f, s.executing)
+	runs, next, err := engine.ListShown(r.Context(), s.store, l)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	out := api.RunList{Runs: []api.Run{}}
-	var last *state.Run
+	out := api.RunList{Runs: make([]api.Run, 0, len(runs))}
 	for _, run := range runs {
-		if run.ParentID != "" && !includeChildren {
-			continue
-		}
-		if !strings.HasPrefix(run.ID, prefix) || !visible(r, run.Playbook) {
-			continue
-		}
-		if len(out.Runs) >= limit {
-			out.Next = state.CursorAfter(last).String() // another run follows
-			break
-		}
 		out.Runs = append(out.Runs, s.viewShown(run)) // ListShown showed it
-		last = run
 	}
-	if out.Next == "" && f.Limit > 0 && len(runs) == f.Limit {
-		// The store may hold more than it was asked for: the next list
-		// goes on after the last run read.
-		out.Next = state.CursorAfter(runs[len(runs)-1]).String()
+	if next != nil {
+		out.Next = next.String()
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-func validStatus(s state.RunStatus) bool {
-	switch s {
-	case state.RunPending, state.RunRunning, state.RunWaiting, state.RunSuspended, state.RunInterrupted, state.RunSucceeded, state.RunFailed, state.RunCancelled, state.RunSkipped:
-		return true
-	}
-	return false
+// triggerType is the type of what started run: api, schedule, webhook.
+func triggerType(run *state.Run) string {
+	typ, _ := run.Trigger["type"].(string)
+	return typ
 }
 
 func (s *Server) runOr404(w http.ResponseWriter, r *http.Request) *state.Run {

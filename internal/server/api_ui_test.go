@@ -56,9 +56,9 @@ func (e *env) pages(query url.Values) ([]string, int) {
 	var ids []string
 	n := 0
 	for {
-		r := e.api("GET", "/api/v1/runs/page?"+query.Encode(), nil)
+		r := e.api("GET", "/api/v1/runs?"+query.Encode(), nil)
 		require.Equal(e.t, http.StatusOK, r.status, "%s", r.body)
-		var p api.RunPage
+		var p api.RunList
 		require.NoError(e.t, json.Unmarshal(r.body, &p))
 		n++
 		require.False(e.t, n > 1 && len(p.Runs) == 0, "a page's next led to an empty page")
@@ -112,15 +112,15 @@ func TestRunPagesHoldEveryRunOnce(t *testing.T) {
 	}
 
 	t.Run("a page keeps its place when newer runs arrive", func(t *testing.T) {
-		r := e.api("GET", "/api/v1/runs/page?limit=10", nil)
-		var first api.RunPage
+		r := e.api("GET", "/api/v1/runs?limit=10", nil)
+		var first api.RunList
 		require.NoError(t, json.Unmarshal(r.body, &first))
 		// A run newer than all of them.
 		e.writeFile(t, "quick.yaml", "version: 1\nname: quick\nsteps:\n  - id: a\n    uses: log\n    with: {message: hi}\n")
 		require.Equal(t, 200, e.api("POST", "/api/v1/reload", nil).status)
 		require.Equal(t, 201, e.api("POST", "/api/v1/playbooks/quick/runs", nil).status)
-		r = e.api("GET", "/api/v1/runs/page?limit=10&before="+url.QueryEscape(first.Next), nil)
-		var second api.RunPage
+		r = e.api("GET", "/api/v1/runs?limit=10&before="+url.QueryEscape(first.Next), nil)
+		var second api.RunList
 		require.NoError(t, json.Unmarshal(r.body, &second))
 		require.NotEmpty(t, second.Runs)
 		assert.Equal(t, want(top)[10], second.Runs[0].ID)
@@ -128,9 +128,9 @@ func TestRunPagesHoldEveryRunOnce(t *testing.T) {
 
 	t.Run("a page link of an earlier build (offset.nanos.ID) still pages", func(t *testing.T) {
 		tenth := runs[9]
-		r := e.api("GET", fmt.Sprintf("/api/v1/runs/page?limit=5&children=true&before=%d.%d.%s", 9, tenth.CreatedAt.UnixNano(), tenth.ID), nil)
+		r := e.api("GET", fmt.Sprintf("/api/v1/runs?limit=5&children=true&before=%d.%d.%s", 9, tenth.CreatedAt.UnixNano(), tenth.ID), nil)
 		require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-		var p api.RunPage
+		var p api.RunList
 		require.NoError(t, json.Unmarshal(r.body, &p))
 		var got []string
 		for _, run := range p.Runs {
@@ -139,15 +139,30 @@ func TestRunPagesHoldEveryRunOnce(t *testing.T) {
 		assert.Equal(t, []string{runs[10].ID, runs[11].ID, runs[12].ID, runs[13].ID, runs[14].ID}, got)
 	})
 
-	for _, bad := range []string{"limit=0", "limit=1001", "status=nope", "since=yesterday", "before=x"} {
-		t.Run("refuses "+bad, func(t *testing.T) {
-			r := e.api("GET", "/api/v1/runs/page?"+bad, nil)
+	for _, bad := range []struct{ query, says string }{
+		{"limit=0", "limit must be an integer in 1..10000"},
+		{"limit=10001", "limit must be an integer in 1..10000"},
+		{"status=nope", `unknown status "nope" (pending, running, waiting, suspended, interrupted, succeeded, failed, cancelled, skipped)`},
+		{"since=yesterday", `since "yesterday" is not a time (2026-11-22T09:00:00Z, or a date 2026-11-22)`},
+		{"before=x", `before: cursor "x" is not a cursor from a page's next`},
+	} {
+		t.Run("refuses "+bad.query, func(t *testing.T) {
+			r := e.api("GET", "/api/v1/runs?"+bad.query, nil)
 			assert.Equal(t, http.StatusBadRequest, r.status)
 			assert.Equal(t, "invalid", r.json(t)["code"])
+			assert.Equal(t, bad.says, r.json(t)["error"])
 		})
 	}
 	t.Run("asks for the token", func(t *testing.T) {
+		assert.Equal(t, http.StatusUnauthorized, e.do("GET", "/api/v1/runs", "", nil).status)
 		assert.Equal(t, http.StatusUnauthorized, e.do("GET", "/api/v1/runs/page", "", nil).status)
+	})
+	t.Run("the former /runs/page answers as /runs does", func(t *testing.T) {
+		query := "status=failed&trigger=webhook&children=true&limit=3"
+		page, list := e.api("GET", "/api/v1/runs/page?"+query, nil), e.api("GET", "/api/v1/runs?"+query, nil)
+		require.Equal(t, http.StatusOK, list.status, "%s", list.body)
+		assert.Equal(t, http.StatusOK, page.status)
+		assert.JSONEq(t, string(list.body), string(page.body))
 	})
 }
 

@@ -21,7 +21,7 @@ func TestARunNothingExecutesIsInterruptedInTheAPI(t *testing.T) {
 	store, err := bolt.Open(statePath, bolt.Options{Timeout: time.Second, NoSync: true})
 	require.NoError(t, err)
 	dead := &state.Run{ID: "dead-run", Playbook: "gone", Snapshot: []byte("not: [a playbook"), Hash: "x",
-		Status: state.RunRunning, Owner: "elsewhere/4242", StartedAt: time.Now()}
+		Status: state.RunRunning, Owner: "elsewhere/4242", StartedAt: time.Now(), Trigger: map[string]any{"type": "api"}}
 	require.NoError(t, store.CreateRun(context.Background(), dead))
 	require.NoError(t, store.Close())
 
@@ -35,11 +35,13 @@ steps:
 	assert.Equal(t, "runbook run --resume dead-run", m["hint"])
 	assert.Equal(t, false, m["executing"])
 
-	running := e.api("GET", "/api/v1/runs?status=running", nil).json(t)["runs"].([]any)
-	assert.Empty(t, running)
-	interrupted := e.api("GET", "/api/v1/runs?status=interrupted", nil).json(t)["runs"].([]any)
-	require.Len(t, interrupted, 1)
-	assert.Equal(t, "dead-run", interrupted[0].(map[string]any)["id"])
+	for _, list := range []string{"/api/v1/runs", "/api/v1/runs/page"} {
+		running := e.api("GET", list+"?status=running", nil).json(t)["runs"].([]any)
+		assert.Empty(t, running, list)
+		interrupted := e.api("GET", list+"?status=interrupted&trigger=api", nil).json(t)["runs"].([]any)
+		require.Len(t, interrupted, 1, list)
+		assert.Equal(t, "dead-run", interrupted[0].(map[string]any)["id"])
+	}
 
 	// A run this server executes is running, not interrupted.
 	id := e.api("POST", "/api/v1/playbooks/nap/runs", nil).json(t)["id"].(string)

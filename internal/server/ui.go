@@ -24,7 +24,7 @@ type uiMount struct {
 func (s *Server) withUI(core http.Handler) http.Handler {
 	m := &uiMount{s: s, deliveries: newDeliveryLog()}
 	routes := map[string]http.HandlerFunc{
-		"GET /api/v1/runs/page":                   s.pageRuns,
+		"GET /api/v1/runs/page":                   s.listRuns, // an alias of GET /api/v1/runs for the first release (docs/api.md)
 		"GET /api/v1/runs/{id}/definition":        s.runDefinition,
 		"GET /api/v1/playbooks/{name}/definition": s.playbookDefinition,
 		"GET /api/v1/deliveries":                  m.listDeliveries,

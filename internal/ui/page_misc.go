@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/api"
+	"github.com/runbook/runbook/internal/state"
 )
 
 // maxApprovals is the most waiting runs the approvals page lists.
@@ -30,7 +31,7 @@ func (u *UI) approvalsPage(w http.ResponseWriter, r *http.Request, s *session) {
 	var list api.RunList
 	// A run that waits on an approval in this server stays running; one
 	// parked by another process is waiting.
-	if err := u.get(ctx, s, fmt.Sprintf("/api/v1/runs?status=waiting,running&children=true&limit=%d", maxApprovals), &list); err != nil {
+	if err := u.get(ctx, s, runsPath(api.RunQuery{Status: []state.RunStatus{state.RunWaiting, state.RunRunning}, Children: true, Limit: maxApprovals}), &list); err != nil {
 		u.fail(w, r, s, err)
 		return
 	}

@@ -46,7 +46,7 @@ func (u *UI) playbooksPage(w http.ResponseWriter, r *http.Request, s *session) {
 	for _, pb := range list.Playbooks {
 		row := playbookRow{Playbook: pb, NextFire: next[pb.Name]}
 		var runs api.RunList
-		if err := u.get(ctx, s, "/api/v1/runs?limit=1&playbook="+url.QueryEscape(pb.Name), &runs); err != nil {
+		if err := u.get(ctx, s, runsPath(api.RunQuery{Playbook: pb.Name, Limit: 1}), &runs); err != nil {
 			u.fail(w, r, s, err)
 			return
 		}
@@ -127,7 +127,7 @@ func (u *UI) loadPlaybook(r *http.Request, s *session, name string) (*playbookDa
 		}
 	}
 	var runs api.RunList
-	if err := u.get(ctx, s, "/api/v1/runs?limit=10&playbook="+url.QueryEscape(name), &runs); err != nil {
+	if err := u.get(ctx, s, runsPath(api.RunQuery{Playbook: name, Limit: 10}), &runs); err != nil {
 		return nil, err
 	}
 	d.Runs = runs.Runs

@@ -3,13 +3,21 @@ package ui
 import (
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/runbook/runbook/internal/api"
+	"github.com/runbook/runbook/internal/state"
 )
 
 // runStatuses are the statuses a run list filters by.
-var runStatuses = []string{"pending", "running", "waiting", "succeeded", "failed", "cancelled", "skipped"}
+var runStatuses = state.RunStatusNames()
+
+// runsPath is the API's run listing of q.
+func runsPath(q api.RunQuery) string { return "/api/v1/runs?" + q.Values().Encode() }
+
+// runsPageSize is how many runs a page of the list shows.
+const runsPageSize = 50
 
 // triggerTypes are the trigger types a run list filters by.
 var triggerTypes = []string{"api", "schedule", "webhook"}
@@ -75,12 +83,13 @@ func (u *UI) runsPage(w http.ResponseWriter, r *http.Request, s *session) {
 		d.FirstURL += "?" + fq.Encode()
 	}
 	aq := d.filterQuery()
+	aq.Set("limit", strconv.Itoa(runsPageSize))
 	if d.Before != "" {
 		aq.Set("before", d.Before)
 	}
-	var page api.RunPage
+	var page api.RunList
 	status := http.StatusOK
-	if err := u.get(r.Context(), s, "/api/v1/runs/page?"+aq.Encode(), &page); err != nil {
+	if err := u.get(r.Context(), s, "/api/v1/runs?"+aq.Encode(), &page); err != nil {
 		ae, ok := err.(*APIError)
 		if !ok || ae.Status != http.StatusBadRequest {
 			u.fail(w, r, s, err)
