@@ -192,8 +192,5 @@ func answered(a *state.Approval) steps.ApprovalResponse {
 			resp.Approvers = append(resp.Approvers, an.By)
 		}
 	}
-	if len(a.Answers) == 0 && a.Approved {
-		resp.Approvers = []string{a.By} // an answer of an earlier build
-	}
 	return resp
 }

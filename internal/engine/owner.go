@@ -29,9 +29,7 @@ func (e *Engine) Executing(id string) bool {
 // is a process of this host that no longer exists, or a process of
 // another host whose lease lapsed (KeepProcessLease, which runbook run
 // keeps), and not a replica of `runbook serve` (state.Coordinator), whose
-// runs the other replicas take over. An owner on another host that kept
-// no lease (an earlier build) cannot be checked: its run is shown
-// running.
+// runs the other replicas take over.
 func Interrupted(st state.Store, r *state.Run, executing func(id string) bool) bool {
 	return interrupted(st, r, executing, nil)
 }
@@ -57,25 +55,17 @@ func interrupted(st state.Store, r *state.Run, executing func(id string) bool, g
 }
 
 // Shown returns r as it is shown: a copy with status interrupted when
-// Interrupted says so, else r itself. A run recorded running without an
-// owner was suspended by an earlier build (which left it so): it is
-// shown suspended.
+// Interrupted says so, else r itself.
 func Shown(st state.Store, r *state.Run, executing func(id string) bool) *state.Run {
 	return shown(st, r, executing, nil)
 }
 
 func shown(st state.Store, r *state.Run, executing func(id string) bool, gone map[string]bool) *state.Run {
-	var shown state.RunStatus
-	switch {
-	case r.Status == state.RunRunning && r.Owner == "" && (executing == nil || !executing(r.ID)):
-		shown = state.RunSuspended
-	case interrupted(st, r, executing, gone):
-		shown = state.RunInterrupted
-	default:
+	if !interrupted(st, r, executing, gone) {
 		return r
 	}
 	cp := *r
-	cp.Status = shown
+	cp.Status = state.RunInterrupted
 	return &cp
 }
 
@@ -84,8 +74,8 @@ func ResumeHint(id string) string { return "runbook run --resume " + id }
 
 // Listing is which runs ListShown lists. Its RunFilter is what the store
 // filters, except Status, which matches the status shown (a run recorded
-// running is listed under running, interrupted or suspended, as Shown
-// decides), and Limit, which bounds the runs listed (0: all).
+// running is listed under running or interrupted, as Shown decides), and
+// Limit, which bounds the runs listed (0: all).
 type Listing struct {
 	state.RunFilter
 	Since time.Time // created at or after; zero: no bound
@@ -155,7 +145,7 @@ func (l *Listing) start() *state.RunCursor {
 }
 
 // recordedAs returns the statuses the runs shown with want are recorded
-// with: a run shown interrupted or suspended may be recorded running.
+// with: a run shown interrupted may be recorded running.
 func recordedAs(want []state.RunStatus) []state.RunStatus {
 	if !slices.ContainsFunc(want, shownFromRunning) {
 		return want
@@ -170,7 +160,7 @@ func recordedAs(want []state.RunStatus) []state.RunStatus {
 // shownFromRunning reports whether a run recorded running may be shown
 // with status s.
 func shownFromRunning(s state.RunStatus) bool {
-	return s == state.RunRunning || s == state.RunInterrupted || s == state.RunSuspended
+	return s == state.RunRunning || s == state.RunInterrupted
 }
 
 // thisProcess names this process as an owner: "host/pid", and

@@ -300,7 +300,7 @@ func (e *Engine) checkOwners(ctx context.Context, lapse time.Duration) error {
 // leaseLapsed reports whether owner, a process of another host, kept a
 // process lease (KeepProcessLease) on st that has lapsed. An owner of this
 // host is decided by its process (ownerGone); one without a lease (a
-// replica, an earlier build) cannot be told.
+// replica) cannot be told.
 func leaseLapsed(st state.Store, owner string) bool {
 	c, ok := st.(state.Coordinator)
 	if _, local := onThisHost(owner); !ok || owner == "" || local {

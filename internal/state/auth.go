@@ -73,7 +73,7 @@ type ApprovalAnswer struct {
 
 // StartedBy is who started r: the API caller (or whoever retried it),
 // "webhook:ROUTE" or "schedule:CRON" for a triggered run, the user of the
-// CLI, or "" when the run does not say (runs of earlier builds).
+// CLI, or "" when the run does not say.
 func (r *Run) StartedBy() string {
 	t := r.Trigger
 	if s, _ := t["retried_by"].(string); s != "" {

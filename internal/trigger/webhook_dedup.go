@@ -42,8 +42,7 @@ import (
 //
 // A claim already seen at 3 is read again for its done record (another
 // process may have completed the delivery between 2 and 3): with one, the
-// delivery is a duplicate (so is one with a done cursor of an earlier build,
-// see legacyDuplicate). A claim without a done record means an earlier
+// delivery is a duplicate. A claim without a done record means an earlier
 // attempt crashed or failed between 3 and 7; the redelivery then recovers:
 // for each unit it looks for a run whose trigger.key is the unit's
 // (Store.ListRuns of that playbook: the Starter must commit runs to the
@@ -132,9 +131,6 @@ func (in *Intake) startRuns(ctx context.Context, route string, d *Delivery, clai
 		// Claimed before: completed by another process meanwhile, or an
 		// attempt that never finished.
 		if ans, err := in.duplicate(ctx, claim); ans != nil || err != nil {
-			return ans, nil, err
-		}
-		if ans, err := in.legacyDuplicate(ctx, route, d.HooksID); ans != nil || err != nil {
 			return ans, nil, err
 		}
 		recovering = true
@@ -345,23 +341,6 @@ const precheckHooks = 8
 // record, or nil when it has none.
 func (in *Intake) duplicate(ctx context.Context, claim string) (*Answer, error) {
 	b, err := in.opts.Store.DedupGet(ctx, claim)
-	switch {
-	case errors.Is(err, state.ErrNotFound):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("read delivery record: %w", err)
-	}
-	var rec doneRecord
-	_ = json.Unmarshal(b, &rec)
-	return &Answer{Status: "duplicate", Runs: nonNil(rec.Runs)}, nil
-}
-
-// legacyDuplicate answers a delivery completed by an earlier build, which
-// kept done records as cursors "webhook/done/<route>/<hooksId>" (never
-// deleted); nil when there is none. Claims expire after DedupTTL, so this
-// matters only for that long after an upgrade.
-func (in *Intake) legacyDuplicate(ctx context.Context, route, hooksID string) (*Answer, error) {
-	b, err := in.opts.Store.GetCursor(ctx, "webhook/done/"+route+"/"+hooksID)
 	switch {
 	case errors.Is(err, state.ErrNotFound):
 		return nil, nil

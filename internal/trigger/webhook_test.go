@@ -261,20 +261,6 @@ func TestIntakeDoneRecordsExpire(t *testing.T) {
 	assert.Len(t, st.started(), 2)
 }
 
-func TestIntakeReadsDoneRecordsOfEarlierBuilds(t *testing.T) {
-	e := newHookEnv(t, 0, perDeliveryPlaybook)
-	// What an earlier build left: the claim, and the done record as a cursor.
-	_, err := e.store.Dedup(context.Background(), "webhook/sms/old-1", DefaultDedupTTL)
-	require.NoError(t, err)
-	require.NoError(t, e.store.PutCursor(context.Background(), "webhook/done/sms/old-1", []byte(`{"runs":["run-old"]}`)))
-
-	a := e.post("/hooks/sms", nil, unsubscribe("old-1", "01012345678"))
-	require.Equal(t, 200, a.status, a.raw)
-	assert.Equal(t, "duplicate", a.body["status"])
-	assert.Equal(t, []any{"run-old"}, a.body["runs"])
-	assert.Empty(t, e.starter.started())
-}
-
 func TestIntakeShutdown(t *testing.T) {
 	e := newHookEnv(t, 0, perDeliveryPlaybook)
 	require.Equal(t, 200, e.post("/hooks/sms", nil, unsubscribe("s-1", "01012345678")).status)

@@ -11,7 +11,7 @@ import (
 )
 
 // Fencing (state.Fence). A write that ctx fences starts with a call of
-// runbook_fence (migration 0007), which locks the fence's top-level run
+// runbook_fence (a function of the schema), which locks the fence's top-level run
 // and fails the transaction when its owner is no longer the fence's: the
 // statements after it are not run, so a refused write writes nothing.
 

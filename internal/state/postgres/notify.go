@@ -12,12 +12,13 @@ import (
 )
 
 // The notification channels, one per concern, each suffixed with
-// ":" and the schema runbook's tables are in (see migration 0006).
+// ":" and the schema runbook's tables are in (see the triggers in
+// migrations/0001_baseline.sql).
 var noticeChannels = map[string]state.NoticeKind{
 	"runbook_work":     state.NoticeWork,
 	"runbook_approval": state.NoticeApproval,
 	"runbook_cancel":   state.NoticeCancel,
-	"runbook_key":      state.NoticeKeyFreed, // migration 0009
+	"runbook_key":      state.NoticeKeyFreed,
 	"runbook_resume":   state.NoticeResume,
 }
 

@@ -139,7 +139,7 @@ func (s *Store) Missed(ctx context.Context, runs []string) (state.Missed, error)
 }
 
 // Unfinished implements state.Coordinator, through the index
-// runbook_runs_unfinished_playbook (migration 0008).
+// runbook_runs_unfinished_playbook.
 func (s *Store) Unfinished(ctx context.Context, playbook string) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT r.id FROM runbook_runs r
 		WHERE r.playbook = $1 AND `+unfinishedTop+`
