@@ -32,7 +32,8 @@ import (
 // one: an answer that comes after it is refused (Conflict, "already
 // answered"), so an accepted rejection always decides the step rejected,
 // and exactly one answer completes the required approvals and wakes the
-// run. A store that cannot serialize an answer with the others refuses it
+// run. An approval step decides its timeout the same way (stepRun.timeOut):
+// an answer after it is refused (Conflict, "timed out"). A store that cannot serialize an answer with the others refuses it
 // with a Conflict: its caller knows it was not counted.
 //
 // An answer is refused before anything is recorded, the run still
@@ -94,6 +95,8 @@ func decideAnswer(run *state.Run, step string, rec *state.StepRecord, prev *stat
 	case !rec.WakeAt.IsZero():
 		return nil, state.Event{}, &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf(
 			"step %s of run %s is not an approval: it waits until %s (a sleep, or a task's next poll)", step, runID, rec.WakeAt.UTC().Format(time.RFC3339))}
+	case prev != nil && prev.TimedOut:
+		return nil, state.Event{}, &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("step %s of run %s timed out before this answer", step, runID)}
 	case prev != nil && !prev.Pending:
 		return nil, state.Event{}, &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("step %s of run %s is already answered", step, runID)}
 	case prev == nil:

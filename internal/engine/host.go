@@ -71,17 +71,13 @@ func (h *host) AwaitApproval(ctx context.Context, req steps.ApprovalRequest) (st
 	rs := sr.rs
 	a, err := rs.e.o.Store.GetApproval(ctx, rs.run.ID, sr.rec.ID)
 	if err == nil && !a.Pending {
-		rs.markGoingOn(ctx, sr.rec.ID, "was answered")
-		return answered(a), nil
+		return sr.decided(ctx, a, req.Deadline)
 	}
 	if err != nil && !errors.Is(err, state.ErrNotFound) {
 		return steps.ApprovalResponse{}, fmt.Errorf("read approval: %w", err)
 	}
 	if !req.Deadline.IsZero() && !rs.e.o.Clock.Now().Before(req.Deadline) {
-		msg := "approval was not answered before " + req.Deadline.UTC().Format(time.RFC3339)
-		sr.queue(state.Event{Type: "approval.timed_out", Step: sr.rec.ID, Message: msg})
-		rs.markGoingOn(ctx, sr.rec.ID, "timed out")
-		return steps.ApprovalResponse{}, &fault.Error{Code: fault.Timeout, Message: msg}
+		return sr.timeOut(ctx, req.Deadline)
 	}
 	ask := askedApproval(req)
 	sr.mu.Lock()
@@ -101,6 +97,57 @@ func (h *host) AwaitApproval(ctx context.Context, req steps.ApprovalRequest) (st
 		sr.queue(ev)
 	}
 	return steps.ApprovalResponse{}, fault.ErrSuspended
+}
+
+// decided returns the step's view of its decided approval a: the answer,
+// or the timeout error when its deadline decided it.
+func (sr *stepRun) decided(ctx context.Context, a *state.Approval, deadline time.Time) (steps.ApprovalResponse, error) {
+	if a.TimedOut {
+		sr.rs.markGoingOn(ctx, sr.rec.ID, "timed out")
+		return steps.ApprovalResponse{}, &fault.Error{Code: fault.Timeout, Message: notAnsweredBefore(deadline)}
+	}
+	sr.rs.markGoingOn(ctx, sr.rec.ID, "was answered")
+	return answered(a), nil
+}
+
+// timeOut decides the approval at its deadline as an answer would, a
+// compare-and-set (state.Store.AnswerApproval): when no answer decided it
+// first, the approval is recorded timed out with "approval.timed_out",
+// and an answer given after is refused; when one did, the step has that
+// answer. So an answer that was accepted is never overridden by the
+// timeout (on_timeout: approve cannot win over an accepted rejection).
+func (sr *stepRun) timeOut(ctx context.Context, deadline time.Time) (steps.ApprovalResponse, error) {
+	rs := sr.rs
+	msg := notAnsweredBefore(deadline)
+	var won *state.Approval // the answer that decided it first
+	var ev state.Event
+	wctx, stop := rs.writeCtx(ctx)
+	defer stop()
+	err := rs.e.o.Store.AnswerApproval(wctx, rs.run.ID, sr.rec.ID, func(_ *state.StepRecord, prev *state.Approval) (*state.Approval, []state.Event, error) {
+		won = nil
+		if prev != nil && !prev.Pending {
+			won = prev
+			return nil, nil, nil
+		}
+		out := &state.Approval{RunID: rs.run.ID, Step: sr.rec.ID, TimedOut: true, At: rs.e.o.Clock.Now()}
+		if prev != nil {
+			out.Answers = prev.Answers
+		}
+		ev = sr.prepare(state.Event{Type: "approval.timed_out", Step: sr.rec.ID, Message: msg})
+		return out, []state.Event{ev}, nil
+	})
+	if err != nil {
+		return steps.ApprovalResponse{}, fmt.Errorf("record the approval's timeout: %w", rs.refused(err))
+	}
+	if won != nil {
+		return sr.decided(ctx, won, deadline)
+	}
+	rs.e.observe(rs.run.ID, ev)
+	return sr.decided(ctx, &state.Approval{TimedOut: true}, deadline)
+}
+
+func notAnsweredBefore(deadline time.Time) string {
+	return "approval was not answered before " + deadline.UTC().Format(time.RFC3339)
 }
 
 // askedApproval is what the step record keeps of an approval request:

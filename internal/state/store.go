@@ -213,6 +213,9 @@ type Approval struct {
 	// step's required); Answers lists every answer given, in order.
 	Pending bool             `json:"pending,omitempty"`
 	Answers []ApprovalAnswer `json:"answers,omitempty"`
+	// TimedOut marks an approval decided by its deadline, no answer having
+	// decided it before: answers after it are refused.
+	TimedOut bool `json:"timed_out,omitempty"`
 }
 
 // Decide is AnswerApproval's decision: from the approval step's record
