@@ -52,6 +52,7 @@ func twoReplicas(t *testing.T, n int) (*cli, *replicaSet, *postgres.Store) {
 	c.file("playbooks/gated.yaml", approvalPlaybook)
 	c.file("playbooks/nap.yaml", napPlaybook(c.dir))
 	c.file("playbooks/parked.yaml", parkedPlaybook(c.dir))
+	c.file("playbooks/two-person.yaml", twoPersonPlaybook(c.dir))
 	c.file("runbook.yaml", fmt.Sprintf("server: {lease: %s}\n", replicaLease))
 	host, err := os.Hostname()
 	require.NoError(t, err)
