@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/yamlnode"
 )
 
 var auditVerb = &verb{
@@ -80,7 +80,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if d, err := playbook.ParseDuration(s); err == nil {
+	if d, err := yamlnode.ParseDuration(s); err == nil {
 		return now.Add(-d), nil
 	}
 	if t, err := time.Parse(time.RFC3339, s); err == nil {

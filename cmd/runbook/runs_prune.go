@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/yamlnode"
 )
 
 func cmdRunsPrune(ctx context.Context, a *app, args []string) error {
@@ -36,7 +36,7 @@ by setting that, or stop it first.`,
 	if *olderThan == "" {
 		return usageErrorf("runs prune", "--older-than AGE is required (e.g. --older-than 30d)")
 	}
-	age, err := playbook.ParseDuration(*olderThan)
+	age, err := yamlnode.ParseDuration(*olderThan)
 	if err != nil || age <= 0 {
 		return usageErrorf("runs prune", "--older-than %q: want a duration longer than 0 (e.g. 30d, 12h)", *olderThan)
 	}

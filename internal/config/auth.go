@@ -67,7 +67,7 @@ func (l *loader) strings(n *yaml.Node, path string) ([]string, bool) {
 	var out []string
 	ok := true
 	for i, it := range d.Content {
-		s, sok := l.str(it, fmt.Sprintf("%s[%d]", path, i))
+		s, sok := l.Str(it, fmt.Sprintf("%s[%d]", path, i))
 		ok = ok && sok
 		out = append(out, s)
 	}
@@ -90,7 +90,7 @@ func (l *loader) user(n *yaml.Node, path string) (auth.User, bool) {
 	if nn := o.Get("name"); nn == nil {
 		l.errf(o.Node, path, "name is required")
 		ok = false
-	} else if s, sok := l.str(nn, path+".name"); sok {
+	} else if s, sok := l.Str(nn, path+".name"); sok {
 		u.Name = s
 		check(nn, path+".name", auth.CheckName(s))
 	} else {
@@ -116,7 +116,7 @@ func (l *loader) user(n *yaml.Node, path string) (auth.User, bool) {
 	if hn := o.Get("token_sha256"); hn == nil {
 		l.errf(o.Node, path, "token_sha256 is required (printf %%s TOKEN | sha256sum; runbook token create makes tokens kept in the state instead)")
 		ok = false
-	} else if h, hok := l.str(hn, path+".token_sha256"); hok {
+	} else if h, hok := l.Str(hn, path+".token_sha256"); hok {
 		u.TokenSHA256 = h
 		check(hn, path+".token_sha256", auth.CheckHash(h))
 	} else {

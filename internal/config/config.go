@@ -166,7 +166,7 @@ func Parse(file string, src []byte) (*Config, error) {
 	}
 	c := Default(dir)
 	c.File = file
-	l := &loader{file: file, src: src}
+	l := newLoader(file, src)
 	l.parse(c)
 	if len(l.diags) > 0 {
 		return nil, sortDiagnostics(l.diags)

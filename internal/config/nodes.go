@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -20,12 +19,20 @@ const (
 	maxDepth = 64
 )
 
-// loader holds the state of one Parse.
+// loader holds the state of one Parse. Its Reader reports through errf.
 type loader struct {
+	yamlnode.Reader
 	file  string
 	src   []byte
 	diags playbook.Diagnostics
 	nodes int // value nodes visited, against maxNodes
+}
+
+// newLoader starts the Parse of src, named file in positions.
+func newLoader(file string, src []byte) *loader {
+	l := &loader{file: file, src: src}
+	l.Reader = yamlnode.Reader{Errorf: l.errf}
+	return l
 }
 
 func (l *loader) pos(n *yaml.Node) playbook.Pos {
@@ -42,51 +49,21 @@ func (l *loader) errf(n *yaml.Node, path, format string, args ...any) {
 // parseYAML parses src into its root node; nil with a diagnostic on a
 // syntax error, nil without one for an empty document.
 func (l *loader) parseYAML() *yaml.Node {
-	var doc yaml.Node
-	err := yaml.Load(l.src, &doc)
-	if err != nil {
-		if msg := err.Error(); strings.Contains(msg, "no documents") || strings.Contains(msg, "zero documents") {
-			return nil // an empty file: every default
-		}
-		var le *yaml.LoadError
-		if errors.As(err, &le) {
-			p := playbook.Pos{File: l.file, Line: max(le.Mark.Line, 1), Col: max(le.Mark.Column, 1)}
-			msg := le.Message
-			if le.ContextMsg != "" {
-				msg = le.ContextMsg + ": " + msg
-			}
-			l.diags = append(l.diags, playbook.Diagnostic{Pos: p, Message: "invalid YAML: " + msg})
-			return nil
-		}
-		l.errf(nil, "", "invalid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	doc, se := yamlnode.Load(l.src)
+	if se != nil {
+		l.diags = append(l.diags, playbook.Diagnostic{Pos: playbook.Pos{File: l.file, Line: se.Line, Col: se.Col}, Message: se.Message})
 		return nil
 	}
-	root := &doc
-	if root.Kind == yaml.DocumentNode {
-		if len(root.Content) == 0 {
-			return nil
-		}
-		root = root.Content[0]
-	}
+	root := yamlnode.Root(doc)
 	if yamlnode.IsNull(root) {
 		return nil
 	}
 	return root
 }
 
-// str decodes a string scalar.
-func (l *loader) str(n *yaml.Node, path string) (string, bool) {
-	n = yamlnode.Deref(n)
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-		l.errf(n, path, "must be a string (got %s)", yamlnode.KindWord(n))
-		return "", false
-	}
-	return n.Value, true
-}
-
 // nonEmpty decodes a string that must not be empty.
 func (l *loader) nonEmpty(n *yaml.Node, path string) (string, bool) {
-	s, ok := l.str(n, path)
+	s, ok := l.Str(n, path)
 	if ok && strings.TrimSpace(s) == "" {
 		l.errf(n, path, "must not be empty")
 		return "", false
@@ -94,30 +71,12 @@ func (l *loader) nonEmpty(n *yaml.Node, path string) (string, bool) {
 	return s, ok
 }
 
-// boolean decodes a boolean scalar.
-func (l *loader) boolean(n *yaml.Node, path string) (bool, bool) {
-	n = yamlnode.Deref(n)
-	var v bool
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Load(&v) != nil {
-		l.errf(n, path, "must be a boolean (got %s)", yamlnode.KindWord(n))
-		return false, false
-	}
-	return v, true
-}
-
 // duration decodes a duration of at least lo.
 func (l *loader) duration(n *yaml.Node, path string, lo time.Duration) (time.Duration, bool) {
-	n = yamlnode.Deref(n)
-	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!bool" {
-		l.errf(n, path, "must be a duration (got %s); use e.g. 30s, 5m, 2h, 7d", yamlnode.KindWord(n))
-		return 0, false
-	}
-	d, err := playbook.ParseDuration(n.Value)
-	if err != nil {
-		l.errf(n, path, "%v", err)
-		return 0, false
-	}
+	d, ok := l.Duration(n, path, "30s, 5m, 2h, 7d")
 	switch {
+	case !ok:
+		return 0, false
 	case lo == 0 && d <= 0:
 		l.errf(n, path, "must be longer than 0s")
 		return 0, false
@@ -216,39 +175,15 @@ func (l *loader) value(n *yaml.Node, path string, depth int) (any, bool) {
 	return nil, false
 }
 
-// scalar converts a scalar node to its Go value. A string holding `${{`
-// must be exactly one secret reference.
+// scalar converts a scalar node to its Go value (Reader.Scalar). A
+// string holding `${{` must be exactly one secret reference.
 func (l *loader) scalar(n *yaml.Node, path string) (any, bool) {
-	switch n.ShortTag() {
-	case "!!null":
-		return nil, true
-	case "!!bool":
-		var b bool
-		if err := n.Load(&b); err != nil {
-			l.errf(n, path, "invalid boolean %q", n.Value)
-			return nil, false
-		}
-		return b, true
-	case "!!int":
-		var i int
-		if err := n.Load(&i); err != nil {
-			l.errf(n, path, "integer %s is out of range", n.Value)
-			return nil, false
-		}
-		return i, true
-	case "!!float":
-		var f float64
-		if err := n.Load(&f); err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			l.errf(n, path, "must be a finite number (got %s)", n.Value)
-			return nil, false
-		}
-		return f, true
-	}
-	if strings.Contains(n.Value, "${{") {
-		if _, ok := secretRef(n.Value); !ok {
-			l.errf(n, path, "only ${{ secrets.NAME }} is allowed in the config (got %q)", n.Value)
+	v, ok := l.Scalar(n, path)
+	if s, isStr := v.(string); ok && isStr && strings.Contains(s, "${{") {
+		if _, ok := secretRef(s); !ok {
+			l.errf(n, path, "only ${{ secrets.NAME }} is allowed in the config (got %q)", s)
 			return nil, false
 		}
 	}
-	return n.Value, true
+	return v, ok
 }

@@ -76,7 +76,7 @@ func (l *loader) parse(c *Config) {
 		l.retention(&c.Retention, n)
 	}
 	if n := o.Get("schedules"); n != nil {
-		if b, ok := l.boolean(n, "schedules"); ok {
+		if b, ok := l.Bool(n, "schedules"); ok {
 			c.Schedules = b
 		}
 	}
@@ -91,7 +91,7 @@ func (l *loader) server(s *Server, n *yaml.Node) {
 		return
 	}
 	if n := o.Get("listen"); n != nil {
-		if v, ok := l.str(n, "server.listen"); ok {
+		if v, ok := l.Str(n, "server.listen"); ok {
 			if msg := checkListen(v); msg != "" {
 				l.errf(n, "server.listen", "%s", msg)
 			} else {
@@ -115,7 +115,7 @@ func (l *loader) server(s *Server, n *yaml.Node) {
 		}
 	}
 	if n := o.Get("reload"); n != nil {
-		if b, ok := l.boolean(n, "server.reload"); ok {
+		if b, ok := l.Bool(n, "server.reload"); ok {
 			s.Reload = b
 		}
 	}
@@ -125,7 +125,7 @@ func (l *loader) server(s *Server, n *yaml.Node) {
 		}
 	}
 	if n := o.Get("max_running"); n != nil {
-		if v, ok := l.integer(n, "server.max_running", 1, MaxRunningLimit); ok {
+		if v, ok := l.IntBetween(n, "server.max_running", 1, MaxRunningLimit); ok {
 			s.MaxRunning = v
 		}
 	}
@@ -139,25 +139,10 @@ func (l *loader) server(s *Server, n *yaml.Node) {
 		}
 	}
 	if n := o.Get("take_over_run_processes"); n != nil {
-		if b, ok := l.boolean(n, "server.take_over_run_processes"); ok {
+		if b, ok := l.Bool(n, "server.take_over_run_processes"); ok {
 			s.TakeOverRunProcesses = b
 		}
 	}
-}
-
-// integer decodes an integer between lo and hi.
-func (l *loader) integer(n *yaml.Node, path string, lo, hi int) (int, bool) {
-	n = yamlnode.Deref(n)
-	var v int
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Load(&v) != nil {
-		l.errf(n, path, "must be an integer (got %s)", yamlnode.KindWord(n))
-		return 0, false
-	}
-	if v < lo || v > hi {
-		l.errf(n, path, "must be between %d and %d (got %d)", lo, hi, v)
-		return 0, false
-	}
-	return v, true
 }
 
 // checkListen returns why addr is not a usable host:port, or "".
@@ -183,7 +168,7 @@ func checkListen(addr string) string {
 
 // secretName decodes the name of a secret.
 func (l *loader) secretName(n *yaml.Node, path string) (string, bool) {
-	s, ok := l.str(n, path)
+	s, ok := l.Str(n, path)
 	if !ok {
 		return "", false
 	}
@@ -242,7 +227,7 @@ func (l *loader) route(n *yaml.Node, path string) (Route, bool) {
 	var r Route
 	ok := true
 	if vn := ro.Get("verify"); vn != nil {
-		if v, isStr := l.str(vn, path+".verify"); !isStr {
+		if v, isStr := l.Str(vn, path+".verify"); !isStr {
 			ok = false
 		} else if !slices.Contains(VerifyModes, v) {
 			l.errf(vn, path+".verify", "unknown verify mode %q (want one of %s)%s", v, strings.Join(VerifyModes, ", "), suggest.Hint(v, VerifyModes))

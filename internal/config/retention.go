@@ -50,7 +50,7 @@ func (l *loader) retention(r *Retention, n *yaml.Node) {
 	}
 	for i, it := range d.Content {
 		path := fmt.Sprintf("retention.status[%d]", i)
-		s, ok := l.str(it, path)
+		s, ok := l.Str(it, path)
 		if !ok {
 			continue
 		}

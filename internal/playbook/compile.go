@@ -69,7 +69,7 @@ func (l *loader) compileValue(n *yaml.Node, path string, te *expr.TypeEnv) (comp
 			lit, _ := v.Eval(nil)
 			return compiled{val: v, check: lit}, true
 		}
-		x, ok := l.scalar(n, path)
+		x, ok := l.Scalar(n, path)
 		if !ok {
 			return compiled{}, false
 		}

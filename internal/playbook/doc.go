@@ -23,7 +23,7 @@
 //     ^[a-z0-9][a-z0-9._-]{0,62}$. Ids are unique across steps, on_failure
 //     and finally; needs name steps of the same list.
 //   - Durations are Go durations with an optional leading whole number of
-//     days: 30s, 1h30m, 2d, 1d12h (ParseDuration). Negative ones are
+//     days: 30s, 1h30m, 2d, 1d12h (yamlnode.ParseDuration). Negative ones are
 //     refused; timeouts must be above zero.
 //   - Keys are strict everywhere (unknown key -> error with a did-you-mean
 //     hint) except top-level keys starting with "x-", which hold YAML

@@ -63,7 +63,7 @@ func (l *loader) connections(pb *Playbook, o *yamlnode.Object, inputs map[string
 			pb.Connections[p.Name] = map[string]any{}
 			continue
 		}
-		v, ok := l.value(p.Val, path)
+		v, ok := l.Value(p.Val, path)
 		if !ok {
 			continue
 		}

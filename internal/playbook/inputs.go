@@ -50,7 +50,7 @@ func (l *loader) inputs(pb *Playbook, o *yamlnode.Object) map[string]string {
 // secret number or list would be stored and shown as it is, so only a
 // string input may be secret.
 func (l *loader) inputSecret(in *Input, v *yaml.Node, path string) {
-	in.Secret, _ = l.boolean(v, path)
+	in.Secret, _ = l.Bool(v, path)
 	if in.Secret && in.Type != "" && in.Type != "string" {
 		l.errf(v, path, "secret applies to string inputs, not %s (a secret is masked as text)", in.Type)
 	}
@@ -67,16 +67,16 @@ func (l *loader) input(in *Input, n *yaml.Node, path string) {
 		}
 	}
 	if v := o.Get("required"); v != nil {
-		in.Required, _ = l.boolean(v, yamlnode.JoinPath(path, "required"))
+		in.Required, _ = l.Bool(v, yamlnode.JoinPath(path, "required"))
 	}
 	if v := o.Get("secret"); v != nil {
 		l.inputSecret(in, v, yamlnode.JoinPath(path, "secret"))
 	}
 	if v := o.Get("description"); v != nil {
-		in.Description, _ = l.str(v, yamlnode.JoinPath(path, "description"))
+		in.Description, _ = l.Str(v, yamlnode.JoinPath(path, "description"))
 	}
 	if v := o.Get("pattern"); v != nil {
-		if s, ok := l.str(v, yamlnode.JoinPath(path, "pattern")); ok {
+		if s, ok := l.Str(v, yamlnode.JoinPath(path, "pattern")); ok {
 			if _, err := regexp.Compile(s); err != nil {
 				l.errf(v, yamlnode.JoinPath(path, "pattern"), "invalid pattern: %v", err)
 			} else if in.Type != "string" && in.Type != "list" {
@@ -91,7 +91,7 @@ func (l *loader) input(in *Input, n *yaml.Node, path string) {
 		if v == nil {
 			continue
 		}
-		f, ok := l.number(v, yamlnode.JoinPath(path, k))
+		f, ok := l.Number(v, yamlnode.JoinPath(path, k))
 		if !ok {
 			continue
 		}
@@ -109,10 +109,10 @@ func (l *loader) input(in *Input, n *yaml.Node, path string) {
 		l.errf(o.Get("max"), yamlnode.JoinPath(path, "max"), "max (%s) is below min (%s)", fmtNum(*in.Max), fmtNum(*in.Min))
 	}
 	if v := o.Get("enum"); v != nil {
-		if items, ok := l.list(v, yamlnode.JoinPath(path, "enum")); ok {
+		if items, ok := l.List(v, yamlnode.JoinPath(path, "enum")); ok {
 			for i, it := range items {
 				ip := yamlnode.IndexPath(yamlnode.JoinPath(path, "enum"), i)
-				x, ok := l.value(it, ip)
+				x, ok := l.Value(it, ip)
 				if !ok {
 					continue
 				}
@@ -126,7 +126,7 @@ func (l *loader) input(in *Input, n *yaml.Node, path string) {
 	}
 	if p, ok := o.Lookup("default"); ok {
 		dp := yamlnode.JoinPath(path, "default")
-		x, vok := l.value(p.Val, dp)
+		x, vok := l.Value(p.Val, dp)
 		if vok {
 			in.Default, in.HasDefault = x, true
 			if x != nil {

@@ -32,7 +32,7 @@ func (l *loader) labels(pb *Playbook, o *yamlnode.Object) {
 			l.errf(p.Key, path, "invalid label name %q: use 1-63 lower-case letters, digits, '.', '_', '/' or '-', starting and ending with a letter or digit", p.Name)
 			continue
 		}
-		v, ok := l.str(p.Val, path)
+		v, ok := l.Str(p.Val, path)
 		if !ok {
 			continue
 		}

@@ -60,7 +60,7 @@ func Load(path string, opts LoadOptions) (*Playbook, error) {
 // Every problem found is returned together as Diagnostics, sorted by
 // position (after a YAML syntax error there is only that one).
 func Parse(name string, src []byte, opts LoadOptions) (*Playbook, error) {
-	l := &loader{file: name, src: src}
+	l := newLoader(name, src)
 	pb := l.parse(opts)
 	if len(l.diags) > 0 {
 		ds := sortDiagnostics(l.diags)
@@ -132,7 +132,7 @@ func (l *loader) parse(opts LoadOptions) *Playbook {
 func (l *loader) header(pb *Playbook, o *yamlnode.Object) {
 	if n := o.Get("version"); n == nil {
 		l.errf(o.Node, "", "version is required (version: 1)")
-	} else if v, ok := l.integer(n, "version"); ok {
+	} else if v, ok := l.Int(n, "version"); ok {
 		if v != 1 {
 			l.errf(n, "version", "unsupported version %d; this runbook reads version 1", v)
 		}
@@ -140,14 +140,14 @@ func (l *loader) header(pb *Playbook, o *yamlnode.Object) {
 	}
 	if n := o.Get("name"); n == nil {
 		l.errf(o.Node, "", "name is required")
-	} else if s, ok := l.str(n, "name"); ok {
+	} else if s, ok := l.Str(n, "name"); ok {
 		if !nameRE.MatchString(s) {
 			l.errf(n, "name", "invalid name %q: use 1-63 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit", s)
 		}
 		pb.Name = s
 	}
 	if n := o.Get("description"); n != nil {
-		pb.Description, _ = l.str(n, "description")
+		pb.Description, _ = l.Str(n, "description")
 	}
 	l.labels(pb, o)
 	if n := o.Get("timeout"); n != nil {
@@ -157,13 +157,13 @@ func (l *loader) header(pb *Playbook, o *yamlnode.Object) {
 		pb.MaxParallel = l.atLeastOne(n, "max_parallel")
 	}
 	if n := o.Get("take_over"); n != nil {
-		pb.TakeOver, _ = l.boolean(n, "take_over")
+		pb.TakeOver, _ = l.Bool(n, "take_over")
 	}
 }
 
 // positiveDuration decodes a duration that must be above zero.
 func (l *loader) positiveDuration(n *yaml.Node, path string) time.Duration {
-	d, ok := l.duration(n, path)
+	d, ok := l.Duration(n, path, durationExamples)
 	if ok && d <= 0 {
 		l.errf(n, path, "must be longer than 0s")
 	}
@@ -172,7 +172,7 @@ func (l *loader) positiveDuration(n *yaml.Node, path string) time.Duration {
 
 // atLeastOne decodes an integer >= 1.
 func (l *loader) atLeastOne(n *yaml.Node, path string) int {
-	v, ok := l.integer(n, path)
+	v, ok := l.Int(n, path)
 	if ok && v < 1 {
 		l.errf(n, path, "must be at least 1 (got %d)", v)
 		return 0

@@ -239,37 +239,6 @@ inputs:
 	assert.Equal(t, 4, len(ds))
 }
 
-func TestParseDuration(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want time.Duration
-		err  string
-	}{
-		{in: "30s", want: 30 * time.Second},
-		{in: "1h30m", want: 90 * time.Minute},
-		{in: "2d", want: 48 * time.Hour},
-		{in: "1d12h", want: 36 * time.Hour},
-		{in: "0s", want: 0},
-		{in: "5 minutes", err: `invalid duration "5 minutes"; use e.g. 30s, 5m, 2h, 1d`},
-		{in: "-1s", err: `invalid duration "-1s": must not be negative`},
-		{in: "d", err: `invalid duration "d"; use e.g. 30s, 5m, 2h, 1d`},
-		{in: "1.5d", err: `invalid duration "1.5d"; use e.g. 30s, 5m, 2h, 1d`},
-		{in: "99999999d", err: `invalid duration "99999999d"; use e.g. 30s, 5m, 2h, 1d`},
-		{in: "", err: `invalid duration ""; use e.g. 30s, 5m, 2h, 1d`},
-	} {
-		t.Run(c.in, func(t *testing.T) {
-			got, err := ParseDuration(c.in)
-			if c.err != "" {
-				require.Error(t, err)
-				assert.Equal(t, c.err, err.Error())
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, c.want, got)
-		})
-	}
-}
-
 func TestExpressionColumns(t *testing.T) {
 	for _, c := range []struct {
 		name, value, want string

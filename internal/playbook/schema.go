@@ -11,7 +11,7 @@ import (
 // SchemaID is the $id of the playbook JSON Schema.
 const SchemaID = "https://runbook.dev/schema/playbook.schema.json"
 
-// durationPattern matches what ParseDuration accepts: Go durations with an
+// durationPattern matches what yamlnode.ParseDuration accepts: Go durations with an
 // optional leading whole number of days.
 const durationPattern = `^([0-9]+d)?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))*$`
 

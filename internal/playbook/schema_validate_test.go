@@ -18,7 +18,8 @@ import (
 // second opinion for editors and tests; Parse is the authority and its
 // diagnostics are more precise.
 func ValidateSchema(src []byte) error {
-	l := &loader{file: "playbook", src: src, lines: strings.Split(string(src), "\n")}
+	l := newLoader("playbook", src)
+	l.lines = strings.Split(string(src), "\n")
 	doc := l.parseYAML()
 	if doc == nil || !l.measure(doc) {
 		return sortDiagnostics(l.diags)
@@ -27,7 +28,7 @@ func ValidateSchema(src []byte) error {
 	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
 		root = root.Content[0]
 	}
-	v, _ := l.value(root, "")
+	v, _ := l.Value(root, "")
 	if len(l.diags) > 0 {
 		return sortDiagnostics(l.diags)
 	}

@@ -62,7 +62,7 @@ func (l *loader) stepLists(pb *Playbook, o *yamlnode.Object) *stepSet {
 			}
 			continue
 		}
-		items, ok := l.list(n, name)
+		items, ok := l.List(n, name)
 		if !ok {
 			continue
 		}
@@ -106,7 +106,7 @@ func (l *loader) step(n *yaml.Node, path string) *stepNode {
 	st := sn.step
 	if v := o.Get("id"); v == nil {
 		l.errf(n, path, "id is required")
-	} else if s, ok := l.str(v, yamlnode.JoinPath(path, "id")); ok {
+	} else if s, ok := l.Str(v, yamlnode.JoinPath(path, "id")); ok {
 		if !identRE.MatchString(s) {
 			l.errf(v, yamlnode.JoinPath(path, "id"), "invalid step id %q: use letters, digits and _, not starting with a digit (ids appear in expressions as steps.<id>)", s)
 		} else {
@@ -114,11 +114,11 @@ func (l *loader) step(n *yaml.Node, path string) *stepNode {
 		}
 	}
 	if v := o.Get("name"); v != nil {
-		st.Name, _ = l.str(v, yamlnode.JoinPath(path, "name"))
+		st.Name, _ = l.Str(v, yamlnode.JoinPath(path, "name"))
 	}
 	if v := o.Get("uses"); v == nil {
 		l.errf(n, path, "uses is required (the step type)")
-	} else if s, ok := l.str(v, yamlnode.JoinPath(path, "uses")); ok {
+	} else if s, ok := l.Str(v, yamlnode.JoinPath(path, "uses")); ok {
 		st.Uses = s
 		if d, ok := steps.Lookup(s); ok {
 			st.Desc = d
@@ -142,7 +142,7 @@ func (l *loader) step(n *yaml.Node, path string) *stepNode {
 		st.Timeout = l.positiveDuration(v, yamlnode.JoinPath(path, "timeout"))
 	}
 	if v := o.Get("continue_on_error"); v != nil {
-		st.ContinueOnError, _ = l.boolean(v, yamlnode.JoinPath(path, "continue_on_error"))
+		st.ContinueOnError, _ = l.Bool(v, yamlnode.JoinPath(path, "continue_on_error"))
 	}
 	if v := o.Get("retry"); v != nil {
 		st.Retry = l.retry(v, yamlnode.JoinPath(path, "retry"))
@@ -172,7 +172,7 @@ func (l *loader) needs(sn *stepNode, n *yaml.Node, path string) {
 		items = []*yaml.Node{n}
 	} else {
 		var ok bool
-		if items, ok = l.list(n, path); !ok {
+		if items, ok = l.List(n, path); !ok {
 			return
 		}
 	}
@@ -182,7 +182,7 @@ func (l *loader) needs(sn *stepNode, n *yaml.Node, path string) {
 		if n.Kind == yaml.SequenceNode {
 			ip = yamlnode.IndexPath(path, i)
 		}
-		s, ok := l.str(it, ip)
+		s, ok := l.Str(it, ip)
 		if !ok {
 			continue
 		}
@@ -204,7 +204,7 @@ func (l *loader) retry(n *yaml.Node, path string) *Retry {
 		return r
 	}
 	if v := o.Get("attempts"); v != nil {
-		if a, ok := l.integer(v, yamlnode.JoinPath(path, "attempts")); ok {
+		if a, ok := l.Int(v, yamlnode.JoinPath(path, "attempts")); ok {
 			if a < 1 || a > 100 {
 				l.errf(v, yamlnode.JoinPath(path, "attempts"), "must be between 1 and 100 (got %d)", a)
 			} else {
@@ -213,16 +213,16 @@ func (l *loader) retry(n *yaml.Node, path string) *Retry {
 		}
 	}
 	if v := o.Get("delay"); v != nil {
-		r.Delay, _ = l.duration(v, yamlnode.JoinPath(path, "delay"))
+		r.Delay, _ = l.Duration(v, yamlnode.JoinPath(path, "delay"), durationExamples)
 	}
 	if v := o.Get("max_delay"); v != nil {
-		r.MaxDelay, _ = l.duration(v, yamlnode.JoinPath(path, "max_delay"))
+		r.MaxDelay, _ = l.Duration(v, yamlnode.JoinPath(path, "max_delay"), durationExamples)
 		if r.MaxDelay > 0 && r.MaxDelay < r.Delay {
 			l.errf(v, yamlnode.JoinPath(path, "max_delay"), "must not be shorter than delay (%s)", r.Delay)
 		}
 	}
 	if v := o.Get("backoff"); v != nil {
-		if b, ok := l.number(v, yamlnode.JoinPath(path, "backoff")); ok {
+		if b, ok := l.Number(v, yamlnode.JoinPath(path, "backoff")); ok {
 			if b < 1 || b > 100 {
 				l.errf(v, yamlnode.JoinPath(path, "backoff"), "must be between 1 and 100 (got %s)", fmtNum(b))
 			} else {
@@ -231,7 +231,7 @@ func (l *loader) retry(n *yaml.Node, path string) *Retry {
 		}
 	}
 	if v := o.Get("jitter"); v != nil {
-		r.Jitter, _ = l.boolean(v, yamlnode.JoinPath(path, "jitter"))
+		r.Jitter, _ = l.Bool(v, yamlnode.JoinPath(path, "jitter"))
 	}
 	return r
 }

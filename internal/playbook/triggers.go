@@ -25,7 +25,7 @@ func (l *loader) triggers(pb *Playbook, o *yamlnode.Object, inputs map[string]st
 	if n == nil {
 		return
 	}
-	items, ok := l.list(n, "triggers")
+	items, ok := l.List(n, "triggers")
 	if !ok {
 		return
 	}
@@ -65,7 +65,7 @@ func (l *loader) schedule(n *yaml.Node, path string) *Schedule {
 		return s
 	}
 	if v := o.Get("timezone"); v != nil {
-		if tz, ok := l.str(v, yamlnode.JoinPath(path, "timezone")); ok {
+		if tz, ok := l.Str(v, yamlnode.JoinPath(path, "timezone")); ok {
 			s.Timezone = tz
 			loc, err := time.LoadLocation(tz)
 			if err != nil || tz == "" {
@@ -77,7 +77,7 @@ func (l *loader) schedule(n *yaml.Node, path string) *Schedule {
 	}
 	if v := o.Get("cron"); v == nil {
 		l.errf(n, path, "cron is required")
-	} else if c, ok := l.str(v, yamlnode.JoinPath(path, "cron")); ok {
+	} else if c, ok := l.Str(v, yamlnode.JoinPath(path, "cron")); ok {
 		s.Cron = c
 		if strings.HasPrefix(c, "CRON_TZ=") || strings.HasPrefix(c, "TZ=") {
 			if s.Timezone != "" {
@@ -101,7 +101,7 @@ func (l *loader) schedule(n *yaml.Node, path string) *Schedule {
 		s.CatchupWindow = l.positiveDuration(v, yamlnode.JoinPath(path, "catchup_window"))
 	}
 	if v := o.Get("jitter"); v != nil {
-		s.Jitter, _ = l.duration(v, yamlnode.JoinPath(path, "jitter"))
+		s.Jitter, _ = l.Duration(v, yamlnode.JoinPath(path, "jitter"), durationExamples)
 	}
 	return s
 }
@@ -114,7 +114,7 @@ func (l *loader) webhook(n *yaml.Node, path string) *Webhook {
 	}
 	if v := o.Get("route"); v == nil {
 		l.errf(n, path, "route is required (the path segment the webhook is served on)")
-	} else if r, ok := l.str(v, yamlnode.JoinPath(path, "route")); ok {
+	} else if r, ok := l.Str(v, yamlnode.JoinPath(path, "route")); ok {
 		if !routeOK(r) {
 			l.errf(v, yamlnode.JoinPath(path, "route"), "invalid route %q: use letters, digits, '-', '_', '.' and '/'", r)
 		}
@@ -123,13 +123,13 @@ func (l *loader) webhook(n *yaml.Node, path string) *Webhook {
 	if v := o.Get("event"); v != nil {
 		ep := yamlnode.JoinPath(path, "event")
 		if v.Kind == yaml.SequenceNode {
-			items, _ := l.list(v, ep)
+			items, _ := l.List(v, ep)
 			for i, it := range items {
-				if s, ok := l.str(it, yamlnode.IndexPath(ep, i)); ok {
+				if s, ok := l.Str(it, yamlnode.IndexPath(ep, i)); ok {
 					w.Events = append(w.Events, s)
 				}
 			}
-		} else if s, ok := l.str(v, ep); ok {
+		} else if s, ok := l.Str(v, ep); ok {
 			w.Events = []string{s}
 		}
 	}
@@ -209,7 +209,7 @@ func (l *loader) concurrency(pb *Playbook, o *yamlnode.Object, inputs map[string
 	}
 	if v := co.Get("key"); v == nil {
 		l.errf(n, "concurrency", "key is required (runs with the same key do not overlap)")
-	} else if _, ok := l.str(v, "concurrency.key"); ok {
+	} else if _, ok := l.Str(v, "concurrency.key"); ok {
 		te := &expr.TypeEnv{Inputs: inputs, Steps: map[string]expr.StepType{}, AllSteps: map[string]bool{}}
 		if cv, ok := l.compileValue(v, "concurrency.key", te); ok {
 			c.Key = cv.val

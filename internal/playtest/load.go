@@ -52,7 +52,7 @@ func Load(path string) (*File, error) {
 // Parse checks a test file's source; path names it in positions and
 // locates the playbook.
 func Parse(path string, src []byte) (*File, error) {
-	l := &loader{file: path}
+	l := newLoader(path)
 	f := l.parse(src)
 	if len(l.diags) > 0 {
 		return nil, sortDiagnostics(path, l.diags)
@@ -65,28 +65,29 @@ func (l *loader) parse(src []byte) *File {
 		l.errf(nil, "", "test file is larger than %d bytes", MaxBytes)
 		return nil
 	}
-	var doc yaml.Node
-	if err := yaml.Load(src, &doc); err != nil {
-		l.syntaxError(err)
+	doc, se := yamlnode.Load(src)
+	if se != nil {
+		l.diags = append(l.diags, playbook.Diagnostic{Pos: Pos{File: l.file, Line: se.Line, Col: se.Col}, Message: se.Message})
 		return nil
 	}
-	if len(doc.Content) == 0 {
+	root := yamlnode.Root(doc)
+	if root == nil {
 		l.errf(nil, "", "empty test file")
 		return nil
 	}
-	o := l.strict(doc.Content[0], "", topKeys...)
+	o := l.Strict(root, "", topKeys...)
 	if o == nil {
 		return nil
 	}
 	if n := o.Get("version"); n == nil {
 		l.errf(o.Node, "", "version is required (version: 1)")
-	} else if v, ok := l.integer(n, "version", 0, 1<<30); ok && v != 1 {
+	} else if v, ok := l.IntBetween(n, "version", 0, 1<<30); ok && v != 1 {
 		l.errf(n, "version", "unsupported version %d; this runbook reads version 1", v)
 	}
 	f := &File{Path: l.file}
 	if n := o.Get("playbook"); n == nil {
 		l.errf(o.Node, "", "playbook is required: the playbook file these cases test, relative to this file")
-	} else if name, ok := l.str(n, "playbook"); ok {
+	} else if name, ok := l.Str(n, "playbook"); ok {
 		f.Playbook = l.loadPlaybook(n, name)
 		l.pb = f.Playbook
 	}
@@ -112,17 +113,6 @@ func (l *loader) parse(src []byte) *File {
 		f.Cases = append(f.Cases, c)
 	}
 	return f
-}
-
-// syntaxError reports a YAML syntax error at the parser's position.
-func (l *loader) syntaxError(err error) {
-	var le *yaml.LoadError
-	if errors.As(err, &le) {
-		p := Pos{File: l.file, Line: max(le.Mark.Line, 1), Col: max(le.Mark.Column, 1)}
-		l.diags = append(l.diags, playbook.Diagnostic{Pos: p, Message: "YAML syntax: " + le.Message})
-		return
-	}
-	l.errf(nil, "", "YAML syntax: %v", err)
 }
 
 // loadPlaybook loads the playbook named at n; its problems become this
@@ -151,14 +141,14 @@ func (l *loader) loadPlaybook(n *yaml.Node, name string) *playbook.Playbook {
 
 // testCase decodes one case.
 func (l *loader) testCase(n *yaml.Node, path string) *Case {
-	o := l.strict(n, path, caseKeys...)
+	o := l.Strict(n, path, caseKeys...)
 	if o == nil {
 		return nil
 	}
 	c := &Case{Pos: l.pos(o.Node), Speed: DefaultSpeed}
 	if kn := o.Get("name"); kn == nil {
 		l.errf(o.Node, path, "name is required: it names the case in results and --run")
-	} else if s, ok := l.str(kn, path+".name"); ok {
+	} else if s, ok := l.Str(kn, path+".name"); ok {
 		c.Name = strings.TrimSpace(s)
 		if c.Name == "" {
 			l.errf(kn, path+".name", "must not be empty")
@@ -193,8 +183,8 @@ func (l *loader) testCase(n *yaml.Node, path string) *Case {
 		c.Retry = l.retry(v, path+".retry")
 	}
 	if v := o.Get("clock"); v != nil {
-		if co := l.strict(v, path+".clock", "speed"); co != nil && co.Get("speed") != nil {
-			c.Speed, _ = l.number(co.Get("speed"), path+".clock.speed")
+		if co := l.Strict(v, path+".clock", "speed"); co != nil && co.Get("speed") != nil {
+			c.Speed, _ = l.positive(co.Get("speed"), path+".clock.speed")
 		}
 	}
 	if v := o.Get("expect"); v == nil {
@@ -243,7 +233,7 @@ func (l *loader) files(n *yaml.Node, path string) map[string]string {
 			l.errf(p.Key, fp, "must be a relative path inside the case directory (got %q)", p.Name)
 			continue
 		}
-		if s, ok := l.str(p.Val, fp); ok {
+		if s, ok := l.Str(p.Val, fp); ok {
 			out[p.Name] = s
 		}
 	}

@@ -23,7 +23,7 @@ var runKeys = []string{"status", "error", "outputs", "steps"}
 
 // expect decodes `expect:`.
 func (l *loader) expect(n *yaml.Node, path string) Expect {
-	o := l.strict(n, path, expectKeys...)
+	o := l.Strict(n, path, expectKeys...)
 	if o == nil {
 		return Expect{}
 	}
@@ -33,7 +33,7 @@ func (l *loader) expect(n *yaml.Node, path string) Expect {
 		if v.Kind == yaml.SequenceNode {
 			for i, item := range v.Content {
 				ip := yamlnode.IndexPath(path+".runs", i)
-				if ro := l.strict(item, ip, runKeys...); ro != nil {
+				if ro := l.Strict(item, ip, runKeys...); ro != nil {
 					r := l.runExpect(ro, ip)
 					e.Runs = append(e.Runs, &r)
 				}
@@ -57,7 +57,7 @@ func (l *loader) expect(n *yaml.Node, path string) Expect {
 		}
 	}
 	if v := o.Get("calls_ordered"); v != nil {
-		e.Ordered, _ = l.boolean(v, path+".calls_ordered")
+		e.Ordered, _ = l.Bool(v, path+".calls_ordered")
 	}
 	if v := o.Get("no_calls"); v != nil {
 		for i, item := range l.list(v, path+".no_calls") {
@@ -130,7 +130,7 @@ func (l *loader) stepExpect(p yamlnode.Pair, path string) *StepExpect {
 		s.Status = l.stringCheck(v, path, stepStatuses...)
 		return s
 	}
-	o := l.strict(v, path, "status", "attempts", "error", "outputs")
+	o := l.Strict(v, path, "status", "attempts", "error", "outputs")
 	if o == nil {
 		return nil
 	}
@@ -155,7 +155,7 @@ func (l *loader) errorExpect(n *yaml.Node, path string) *ErrorExpect {
 	if n.Kind == yaml.ScalarNode {
 		return &ErrorExpect{Contains: l.stringCheck(n, path)}
 	}
-	o := l.strict(n, path, "code", "contains")
+	o := l.Strict(n, path, "code", "contains")
 	if o == nil {
 		return nil
 	}
@@ -191,14 +191,14 @@ func (l *loader) callMatch(n *yaml.Node, path string, withCount bool) *CallMatch
 	if withCount {
 		keys = append(append([]string(nil), callKeys...), "count")
 	}
-	o := l.strict(n, path, keys...)
+	o := l.Strict(n, path, keys...)
 	if o == nil {
 		return nil
 	}
 	m := &CallMatch{Pos: l.pos(o.Node)}
 	if v := o.Get("service"); v == nil {
 		l.errf(o.Node, path, "service is required (%s)", strings.Join(faultServices, ", "))
-	} else if s, ok := l.str(v, path+".service"); ok {
+	} else if s, ok := l.Str(v, path+".service"); ok {
 		if !contains(faultServices, s) {
 			l.errf(v, path+".service", "no service %q (have: %s)", s, strings.Join(faultServices, ", "))
 		}
@@ -208,15 +208,15 @@ func (l *loader) callMatch(n *yaml.Node, path string, withCount bool) *CallMatch
 		m.Method = l.method(v, path+".method")
 	}
 	if v := o.Get("path"); v != nil {
-		if s, ok := l.str(v, path+".path"); ok {
+		if s, ok := l.Str(v, path+".path"); ok {
 			m.Path, m.pathRE = s, pathPattern(s)
 		}
 	}
 	if v := o.Get("status"); v != nil {
-		m.Status, _ = l.integer(v, path+".status", 100, 599)
+		m.Status, _ = l.IntBetween(v, path+".status", 100, 599)
 	}
 	if v := o.Get("body"); v != nil {
-		if b, ok := l.value(v, path+".body"); ok {
+		if b, ok := l.Value(v, path+".body"); ok {
 			bm, isMap := b.(map[string]any)
 			if !isMap {
 				l.errf(v, path+".body", "must be a mapping of the fields the JSON body holds (got %s)", yamlnode.KindWord(v))
@@ -225,7 +225,7 @@ func (l *loader) callMatch(n *yaml.Node, path string, withCount bool) *CallMatch
 		}
 	}
 	if v := o.Get("body_contains"); v != nil {
-		m.BodyContains, _ = l.str(v, path+".body_contains")
+		m.BodyContains, _ = l.Str(v, path+".body_contains")
 	}
 	return m
 }
@@ -259,7 +259,7 @@ func (l *loader) fileExpect(p yamlnode.Pair, path string) *FileExpect {
 	if !strings.Contains(p.Name, "${{") && !localPath(p.Name) {
 		l.errf(p.Key, path, "must be a path relative to the case directory, or an expression (got %q)", p.Name)
 	}
-	o := l.strict(p.Val, path, fileKeys...)
+	o := l.Strict(p.Val, path, fileKeys...)
 	if o == nil {
 		return nil
 	}
@@ -317,7 +317,7 @@ var httpMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, htt
 
 // method decodes an HTTP method (any case).
 func (l *loader) method(n *yaml.Node, path string) string {
-	s, ok := l.str(n, path)
+	s, ok := l.Str(n, path)
 	if !ok {
 		return ""
 	}

@@ -61,6 +61,11 @@ func TestInvalidTestFilesSayWhereAndWhat(t *testing.T) {
 			[]string{`5:29: cases[0].faults[0].kill.after: playbook hello has no step "nope"`}},
 		{"a webhook for a playbook without one", head + "  - name: a\n    trigger: {webhook: {body: {}}}\n    expect: {status: succeeded}\n",
 			[]string{`5:24: cases[0].trigger.webhook: playbook hello has no webhook trigger`}},
+		{"a boolean, a duration and an indenting tab, in the playbook's words", head + "  - name: a\n    faults: [{http: {service: nks, status: 503, latency: soon}}]\n    expect: {status: succeeded, calls_ordered: sure}\n",
+			[]string{`5:58: cases[0].faults[0].http.latency: invalid duration "soon"; use e.g. 30s, 5m, 2h, 1d`,
+				`6:48: cases[0].expect.calls_ordered: must be a boolean (got string)`}},
+		{"a tab that indents", head + "  - name: a\n\texpect: {status: succeeded}\n",
+			[]string{`5:1: invalid YAML: while scanning a plain scalar: found a tab character that violates indentation (tabs cannot indent YAML; use spaces)`}},
 		{"a missing playbook", "version: 1\nplaybook: nope.yaml\ncases:\n  - name: a\n    expect: {status: succeeded}\n",
 			[]string{`2:11: playbook: no playbook nope.yaml (paths are relative to the test file)`}},
 	} {

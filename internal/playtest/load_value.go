@@ -3,7 +3,6 @@ package playtest
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -14,11 +13,24 @@ import (
 	"github.com/runbook/runbook/internal/yamlnode"
 )
 
-// loader holds the state of one Load: the diagnostics found so far.
+// durationExamples are the durations a message about a value that is no
+// duration suggests.
+const durationExamples = "30s, 5m, 2h, 1d"
+
+// loader holds the state of one Load: the diagnostics found so far. Its
+// Reader reports through errf.
 type loader struct {
+	yamlnode.Reader
 	file  string
 	diags playbook.Diagnostics
 	pb    *playbook.Playbook
+}
+
+// newLoader starts the Load of the file at path.
+func newLoader(path string) *loader {
+	l := &loader{file: path}
+	l.Reader = yamlnode.Reader{Errorf: l.errf}
+	return l
 }
 
 func (l *loader) pos(n *yaml.Node) Pos {
@@ -34,20 +46,6 @@ func (l *loader) errf(n *yaml.Node, path, format string, args ...any) {
 	l.diags = append(l.diags, playbook.Diagnostic{Pos: l.pos(n), Path: path, Message: fmt.Sprintf(format, args...)})
 }
 
-func (l *loader) strict(n *yaml.Node, path string, known ...string) *yamlnode.Object {
-	return yamlnode.Strict(l.errf, n, path, known...)
-}
-
-// str decodes a string scalar.
-func (l *loader) str(n *yaml.Node, path string) (string, bool) {
-	n = yamlnode.Deref(n)
-	if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-		l.errf(n, path, "must be a string (got %s)", yamlnode.KindWord(n))
-		return "", false
-	}
-	return n.Value, true
-}
-
 // text decodes a scalar of any type as its text (a version written
 // without quotes stays "v1.31.4"; a number 3 becomes "3").
 func (l *loader) text(n *yaml.Node, path string) (string, bool) {
@@ -59,62 +57,14 @@ func (l *loader) text(n *yaml.Node, path string) (string, bool) {
 	return n.Value, true
 }
 
-// integer decodes an integer scalar within [lo, hi].
-func (l *loader) integer(n *yaml.Node, path string, lo, hi int) (int, bool) {
-	n = yamlnode.Deref(n)
-	var v int
-	if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&v) != nil {
-		l.errf(n, path, "must be an integer (got %s)", yamlnode.KindWord(n))
-		return 0, false
-	}
-	if v < lo || v > hi {
-		l.errf(n, path, "must be between %d and %d (got %d)", lo, hi, v)
-		return 0, false
-	}
-	return v, true
-}
-
-// number decodes a positive number.
-func (l *loader) number(n *yaml.Node, path string) (float64, bool) {
-	n = yamlnode.Deref(n)
-	var v float64
-	tag := ""
-	if n != nil {
-		tag = n.ShortTag()
-	}
-	if n == nil || n.Kind != yaml.ScalarNode || (tag != "!!int" && tag != "!!float") || n.Decode(&v) != nil {
-		l.errf(n, path, "must be a number (got %s)", yamlnode.KindWord(n))
-		return 0, false
-	}
-	if v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+// positive decodes a number more than 0.
+func (l *loader) positive(n *yaml.Node, path string) (float64, bool) {
+	v, ok := l.Number(n, path)
+	if ok && v <= 0 {
 		l.errf(n, path, "must be more than 0 (got %v)", v)
 		return 0, false
 	}
 	return v, true
-}
-
-func (l *loader) boolean(n *yaml.Node, path string) (bool, bool) {
-	n = yamlnode.Deref(n)
-	var v bool
-	if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&v) != nil {
-		l.errf(n, path, "must be true or false (got %s)", yamlnode.KindWord(n))
-		return false, false
-	}
-	return v, true
-}
-
-// duration decodes a duration like 30s, 5m or 2d.
-func (l *loader) duration(n *yaml.Node, path string) (time.Duration, bool) {
-	s, ok := l.str(n, path)
-	if !ok {
-		return 0, false
-	}
-	d, err := playbook.ParseDuration(s)
-	if err != nil || d < 0 {
-		l.errf(n, path, "must be a duration like 30s, 5m or 2d (got %q)", s)
-		return 0, false
-	}
-	return d, true
 }
 
 // timestamp decodes an RFC 3339 time.
@@ -131,40 +81,6 @@ func (l *loader) timestamp(n *yaml.Node, path string) (time.Time, bool) {
 	return t, true
 }
 
-// value decodes any YAML value to plain Go values (maps with string keys).
-func (l *loader) value(n *yaml.Node, path string) (any, bool) {
-	var v any
-	if err := yamlnode.Deref(n).Decode(&v); err != nil {
-		l.errf(n, path, "cannot decode: %v", err)
-		return nil, false
-	}
-	return plain(v), true
-}
-
-// plain turns YAML-decoded values into the shapes JSON decoding gives
-// (map[string]any, []any), so that comparisons see one representation.
-func plain(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, e := range t {
-			t[k] = plain(e)
-		}
-		return t
-	case map[any]any:
-		out := make(map[string]any, len(t))
-		for k, e := range t {
-			out[fmt.Sprint(k)] = plain(e)
-		}
-		return out
-	case []any:
-		for i, e := range t {
-			t[i] = plain(e)
-		}
-		return t
-	}
-	return v
-}
-
 // mapping returns the pairs of a mapping node (nil when it is not one).
 func (l *loader) mapping(n *yaml.Node, path string) []yamlnode.Pair {
 	o := yamlnode.Mapping(l.errf, n, path)
@@ -174,14 +90,10 @@ func (l *loader) mapping(n *yaml.Node, path string) []yamlnode.Pair {
 	return o.Pairs
 }
 
-// list returns the elements of a sequence node.
+// list returns the elements of a sequence node (nil when it is not one).
 func (l *loader) list(n *yaml.Node, path string) []*yaml.Node {
-	n = yamlnode.Deref(n)
-	if n == nil || n.Kind != yaml.SequenceNode {
-		l.errf(n, path, "must be a list (got %s)", yamlnode.KindWord(n))
-		return nil
-	}
-	return n.Content
+	items, _ := l.List(n, path)
+	return items
 }
 
 // template compiles a value whose strings may hold ${{ }} expressions over
@@ -214,7 +126,7 @@ func (l *loader) template(n *yaml.Node, path string) expr.Value {
 		}
 		return v
 	}
-	v, _ := l.value(n, path)
+	v, _ := l.Value(n, path)
 	return expr.Literal(v)
 }
 
@@ -232,7 +144,7 @@ func (l *loader) check(n *yaml.Node, path string) *Check {
 		c.Expr, c.Source = v, n.Value
 		return c
 	}
-	v, ok := l.value(n, path)
+	v, ok := l.Value(n, path)
 	if !ok {
 		return nil
 	}

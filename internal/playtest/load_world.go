@@ -18,7 +18,7 @@ var faultServices = []string{"easymaker", "helpcenter", "identity", "image", "lo
 
 // trigger decodes `trigger:` (schedule or webhook).
 func (l *loader) trigger(n *yaml.Node, path string) *Trigger {
-	o := l.strict(n, path, "schedule", "webhook")
+	o := l.Strict(n, path, "schedule", "webhook")
 	if o == nil {
 		return nil
 	}
@@ -48,12 +48,12 @@ func (l *loader) schedule(n *yaml.Node, path string) *ScheduleFire {
 	case n.Kind == yaml.ScalarNode:
 		s.At, _ = l.timestamp(n, path)
 	default:
-		o := l.strict(n, path, "trigger", "at")
+		o := l.Strict(n, path, "trigger", "at")
 		if o == nil {
 			return nil
 		}
 		if v := o.Get("trigger"); v != nil {
-			s.Index, _ = l.integer(v, path+".trigger", 0, 1000)
+			s.Index, _ = l.IntBetween(v, path+".trigger", 0, 1000)
 		}
 		if v := o.Get("at"); v != nil {
 			s.At, _ = l.timestamp(v, path+".at")
@@ -91,7 +91,7 @@ func (l *loader) webhooks(n *yaml.Node, path string) []*Delivery {
 }
 
 func (l *loader) delivery(n *yaml.Node, path string) *Delivery {
-	o := l.strict(n, path, "route", "body", "times")
+	o := l.Strict(n, path, "route", "body", "times")
 	if o == nil {
 		return nil
 	}
@@ -105,7 +105,7 @@ func (l *loader) delivery(n *yaml.Node, path string) *Delivery {
 		}
 	}
 	if v := o.Get("route"); v != nil {
-		d.Route, _ = l.str(v, path+".route")
+		d.Route, _ = l.Str(v, path+".route")
 		if l.pb != nil && d.Route != "" && !slices.Contains(routes, d.Route) {
 			l.errf(v, path+".route", "playbook %s has no webhook trigger on route %q%s", l.pb.Name, d.Route, suggest.Hint(d.Route, routes))
 		}
@@ -120,14 +120,14 @@ func (l *loader) delivery(n *yaml.Node, path string) *Delivery {
 		d.Body = l.template(v, path+".body")
 	}
 	if v := o.Get("times"); v != nil {
-		d.Times, _ = l.integer(v, path+".times", 1, 100)
+		d.Times, _ = l.IntBetween(v, path+".times", 1, 100)
 	}
 	return d
 }
 
 // world decodes the simulators' starting state.
 func (l *loader) world(n *yaml.Node, path string, w *World) {
-	o := l.strict(n, path, "nks", "helpcenter", "easymaker", "objectstorage")
+	o := l.Strict(n, path, "nks", "helpcenter", "easymaker", "objectstorage")
 	if o == nil {
 		return
 	}
@@ -138,17 +138,17 @@ func (l *loader) world(n *yaml.Node, path string, w *World) {
 		w.HelpCenter = l.helpWorld(v, path+".helpcenter")
 	}
 	if v := o.Get("easymaker"); v != nil {
-		if eo := l.strict(v, path+".easymaker", "experiments"); eo != nil {
+		if eo := l.Strict(v, path+".easymaker", "experiments"); eo != nil {
 			w.EasyMaker = &EasyMakerWorld{}
 			for i, e := range l.list(eo.Get("experiments"), path+".easymaker.experiments") {
-				if s, ok := l.str(e, yamlnode.IndexPath(path+".easymaker.experiments", i)); ok {
+				if s, ok := l.Str(e, yamlnode.IndexPath(path+".easymaker.experiments", i)); ok {
 					w.EasyMaker.Experiments = append(w.EasyMaker.Experiments, s)
 				}
 			}
 		}
 	}
 	if v := o.Get("objectstorage"); v != nil {
-		if oo := l.strict(v, path+".objectstorage", "objects"); oo != nil {
+		if oo := l.Strict(v, path+".objectstorage", "objects"); oo != nil {
 			op := path + ".objectstorage.objects"
 			for i, e := range l.list(oo.Get("objects"), op) {
 				if so := l.seedObject(e, yamlnode.IndexPath(op, i)); so != nil {
@@ -160,27 +160,27 @@ func (l *loader) world(n *yaml.Node, path string, w *World) {
 }
 
 func (l *loader) seedObject(n *yaml.Node, path string) *SeedObject {
-	o := l.strict(n, path, "uri", "text")
+	o := l.Strict(n, path, "uri", "text")
 	if o == nil {
 		return nil
 	}
 	so := &SeedObject{Pos: l.pos(o.Node)}
 	if v := o.Get("uri"); v == nil {
 		l.errf(o.Node, path, "uri is required (obs://host/v1/AUTH_tenant/container/object)")
-	} else if s, ok := l.str(v, path+".uri"); ok {
+	} else if s, ok := l.Str(v, path+".uri"); ok {
 		if _, _, _, err := splitObjectURI(s); err != nil {
 			l.errf(v, path+".uri", "%v", err)
 		}
 		so.URI = s
 	}
 	if v := o.Get("text"); v != nil {
-		so.Text, _ = l.str(v, path+".text")
+		so.Text, _ = l.Str(v, path+".text")
 	}
 	return so
 }
 
 func (l *loader) nksWorld(n *yaml.Node, path string) *NKSWorld {
-	o := l.strict(n, path, "versions", "durations", "clusters")
+	o := l.Strict(n, path, "versions", "durations", "clusters")
 	if o == nil {
 		return nil
 	}
@@ -188,7 +188,7 @@ func (l *loader) nksWorld(n *yaml.Node, path string) *NKSWorld {
 	if v := o.Get("versions"); v != nil {
 		w.Versions = map[string]bool{}
 		for _, p := range l.mapping(v, path+".versions") {
-			if b, ok := l.boolean(p.Val, yamlnode.KeyPath(path+".versions", p.Name)); ok {
+			if b, ok := l.Bool(p.Val, yamlnode.KeyPath(path+".versions", p.Name)); ok {
 				w.Versions[p.Name] = b
 			}
 		}
@@ -196,7 +196,7 @@ func (l *loader) nksWorld(n *yaml.Node, path string) *NKSWorld {
 	if v := o.Get("durations"); v != nil {
 		w.Durations = map[string]time.Duration{}
 		for _, p := range l.mapping(v, path+".durations") {
-			if d, ok := l.duration(p.Val, yamlnode.KeyPath(path+".durations", p.Name)); ok {
+			if d, ok := l.Duration(p.Val, yamlnode.KeyPath(path+".durations", p.Name), durationExamples); ok {
 				w.Durations[strings.ToUpper(p.Name)] = d
 			}
 		}
@@ -213,7 +213,7 @@ func (l *loader) nksWorld(n *yaml.Node, path string) *NKSWorld {
 }
 
 func (l *loader) seedCluster(n *yaml.Node, path string) *SeedCluster {
-	o := l.strict(n, path, "name", "version", "node_count", "node_groups")
+	o := l.Strict(n, path, "name", "version", "node_count", "node_groups")
 	if o == nil {
 		return nil
 	}
@@ -221,19 +221,19 @@ func (l *loader) seedCluster(n *yaml.Node, path string) *SeedCluster {
 	if v := o.Get("name"); v == nil {
 		l.errf(o.Node, path, "name is required")
 	} else {
-		c.Name, _ = l.str(v, path+".name")
+		c.Name, _ = l.Str(v, path+".name")
 	}
 	if v := o.Get("version"); v != nil {
 		c.Version, _ = l.text(v, path+".version")
 	}
 	if v := o.Get("node_count"); v != nil {
-		c.NodeCount, _ = l.integer(v, path+".node_count", 1, 100)
+		c.NodeCount, _ = l.IntBetween(v, path+".node_count", 1, 100)
 	}
 	if v := o.Get("node_groups"); v != nil {
 		gp := path + ".node_groups"
 		for i, e := range l.list(v, gp) {
 			ip := yamlnode.IndexPath(gp, i)
-			g := l.strict(e, ip, "name", "version", "node_count")
+			g := l.Strict(e, ip, "name", "version", "node_count")
 			if g == nil {
 				continue
 			}
@@ -241,13 +241,13 @@ func (l *loader) seedCluster(n *yaml.Node, path string) *SeedCluster {
 			if gv := g.Get("name"); gv == nil {
 				l.errf(g.Node, ip, "name is required")
 			} else {
-				ng.Name, _ = l.str(gv, ip+".name")
+				ng.Name, _ = l.Str(gv, ip+".name")
 			}
 			if gv := g.Get("version"); gv != nil {
 				ng.Version, _ = l.text(gv, ip+".version")
 			}
 			if gv := g.Get("node_count"); gv != nil {
-				ng.NodeCount, _ = l.integer(gv, ip+".node_count", 1, 100)
+				ng.NodeCount, _ = l.IntBetween(gv, ip+".node_count", 1, 100)
 			}
 			c.NodeGroups = append(c.NodeGroups, ng)
 		}
@@ -256,13 +256,13 @@ func (l *loader) seedCluster(n *yaml.Node, path string) *SeedCluster {
 }
 
 func (l *loader) helpWorld(n *yaml.Node, path string) *HelpCenterWorld {
-	o := l.strict(n, path, "generated", "notices")
+	o := l.Strict(n, path, "generated", "notices")
 	if o == nil {
 		return nil
 	}
 	w := &HelpCenterWorld{}
 	if v := o.Get("generated"); v != nil {
-		w.Generated, _ = l.integer(v, path+".generated", 0, 10000)
+		w.Generated, _ = l.IntBetween(v, path+".generated", 0, 10000)
 	}
 	if v := o.Get("notices"); v != nil {
 		np := path + ".notices"
@@ -276,7 +276,7 @@ func (l *loader) helpWorld(n *yaml.Node, path string) *HelpCenterWorld {
 }
 
 func (l *loader) seedNotice(n *yaml.Node, path string) *SeedNotice {
-	o := l.strict(n, path, "title", "content", "category", "tags", "top", "age", "at")
+	o := l.Strict(n, path, "title", "content", "category", "tags", "top", "age", "at")
 	if o == nil {
 		return nil
 	}
@@ -284,30 +284,30 @@ func (l *loader) seedNotice(n *yaml.Node, path string) *SeedNotice {
 	if v := o.Get("title"); v == nil {
 		l.errf(o.Node, path, "title is required")
 	} else {
-		nt.Title, _ = l.str(v, path+".title")
+		nt.Title, _ = l.Str(v, path+".title")
 	}
 	if v := o.Get("content"); v != nil {
-		nt.Content, _ = l.str(v, path+".content")
+		nt.Content, _ = l.Str(v, path+".content")
 	}
 	if v := o.Get("category"); v != nil {
-		nt.Category, _ = l.integer(v, path+".category", 1, 1000)
+		nt.Category, _ = l.IntBetween(v, path+".category", 1, 1000)
 	}
 	if v := o.Get("tags"); v != nil {
 		for i, e := range l.list(v, path+".tags") {
-			if t, ok := l.integer(e, yamlnode.IndexPath(path+".tags", i), 1, 1000); ok {
+			if t, ok := l.IntBetween(e, yamlnode.IndexPath(path+".tags", i), 1, 1000); ok {
 				nt.Tags = append(nt.Tags, t)
 			}
 		}
 	}
 	if v := o.Get("top"); v != nil {
-		nt.Top, _ = l.boolean(v, path+".top")
+		nt.Top, _ = l.Bool(v, path+".top")
 	}
 	age, at := o.Get("age"), o.Get("at")
 	switch {
 	case age != nil && at != nil:
 		l.errf(o.Node, path, "give age or at, not both")
 	case age != nil:
-		nt.Age, _ = l.duration(age, path+".age")
+		nt.Age, _ = l.Duration(age, path+".age", durationExamples)
 	case at != nil:
 		nt.At, _ = l.timestamp(at, path+".at")
 	}
@@ -320,7 +320,7 @@ func (l *loader) faults(n *yaml.Node, path string) []Fault {
 	kills := 0
 	for i, e := range l.list(n, path) {
 		ip := yamlnode.IndexPath(path, i)
-		o := l.strict(e, ip, "http", "task", "kill")
+		o := l.Strict(e, ip, "http", "task", "kill")
 		if o == nil {
 			continue
 		}
@@ -347,14 +347,14 @@ func (l *loader) faults(n *yaml.Node, path string) []Fault {
 }
 
 func (l *loader) httpFault(n *yaml.Node, path string) *HTTPFault {
-	o := l.strict(n, path, "service", "method", "path", "status", "count", "latency", "retry_after")
+	o := l.Strict(n, path, "service", "method", "path", "status", "count", "latency", "retry_after")
 	if o == nil {
 		return nil
 	}
 	f := &HTTPFault{}
 	if v := o.Get("service"); v == nil {
 		l.errf(o.Node, path, "service is required (%s)", strings.Join(faultServices, ", "))
-	} else if s, ok := l.str(v, path+".service"); ok {
+	} else if s, ok := l.Str(v, path+".service"); ok {
 		if !slices.Contains(faultServices, s) {
 			l.errf(v, path+".service", "no service %q (have: %s)%s", s, strings.Join(faultServices, ", "), suggest.Hint(s, faultServices))
 		}
@@ -364,19 +364,19 @@ func (l *loader) httpFault(n *yaml.Node, path string) *HTTPFault {
 		f.Method = l.method(v, path+".method")
 	}
 	if v := o.Get("path"); v != nil {
-		f.Path, _ = l.str(v, path+".path")
+		f.Path, _ = l.Str(v, path+".path")
 	}
 	if v := o.Get("status"); v != nil {
-		f.Status, _ = l.integer(v, path+".status", 400, 599)
+		f.Status, _ = l.IntBetween(v, path+".status", 400, 599)
 	}
 	if v := o.Get("count"); v != nil {
-		f.Count, _ = l.integer(v, path+".count", 1, 1000)
+		f.Count, _ = l.IntBetween(v, path+".count", 1, 1000)
 	}
 	if v := o.Get("latency"); v != nil {
-		f.Latency, _ = l.duration(v, path+".latency")
+		f.Latency, _ = l.Duration(v, path+".latency", durationExamples)
 	}
 	if v := o.Get("retry_after"); v != nil {
-		f.RetryAfter, _ = l.integer(v, path+".retry_after", 0, 3600)
+		f.RetryAfter, _ = l.IntBetween(v, path+".retry_after", 0, 3600)
 	}
 	if f.Status == 0 && f.Latency == 0 {
 		l.errf(o.Node, path, "give status (an error answer) or latency (a delay), or both")
@@ -388,46 +388,46 @@ func (l *loader) httpFault(n *yaml.Node, path string) *HTTPFault {
 }
 
 func (l *loader) taskFault(n *yaml.Node, path string) *TaskFault {
-	o := l.strict(n, path, "operation", "cluster", "node_group", "contents", "after", "times")
+	o := l.Strict(n, path, "operation", "cluster", "node_group", "contents", "after", "times")
 	if o == nil {
 		return nil
 	}
 	f := &TaskFault{Times: 1}
 	if v := o.Get("operation"); v == nil {
 		l.errf(o.Node, path, "operation is required: a task type such as NODEGROUP_UPGRADE")
-	} else if s, ok := l.str(v, path+".operation"); ok {
+	} else if s, ok := l.Str(v, path+".operation"); ok {
 		f.Operation = strings.ToUpper(s)
 		if !slices.Contains(taskTypes(), f.Operation) {
 			l.errf(v, path+".operation", "no task type %q%s", s, suggest.Hint(f.Operation, taskTypes()))
 		}
 	}
 	if v := o.Get("cluster"); v != nil {
-		f.Cluster, _ = l.str(v, path+".cluster")
+		f.Cluster, _ = l.Str(v, path+".cluster")
 	}
 	if v := o.Get("node_group"); v != nil {
-		f.NodeGroup, _ = l.str(v, path+".node_group")
+		f.NodeGroup, _ = l.Str(v, path+".node_group")
 	}
 	if v := o.Get("contents"); v != nil {
-		f.Contents, _ = l.str(v, path+".contents")
+		f.Contents, _ = l.Str(v, path+".contents")
 	}
 	if v := o.Get("times"); v != nil {
-		f.Times, _ = l.integer(v, path+".times", 1, 100)
+		f.Times, _ = l.IntBetween(v, path+".times", 1, 100)
 	}
 	if v := o.Get("after"); v != nil {
-		f.After, _ = l.integer(v, path+".after", 0, 100)
+		f.After, _ = l.IntBetween(v, path+".after", 0, 100)
 	}
 	return f
 }
 
 func (l *loader) kill(n *yaml.Node, path string) *Kill {
-	o := l.strict(n, path, "after")
+	o := l.Strict(n, path, "after")
 	if o == nil {
 		return nil
 	}
 	k := &Kill{}
 	if v := o.Get("after"); v == nil {
 		l.errf(o.Node, path, "after is required: the step after which the run is killed")
-	} else if s, ok := l.str(v, path+".after"); ok {
+	} else if s, ok := l.Str(v, path+".after"); ok {
 		l.stepRef(v, path+".after", s)
 		k.After = s
 	}
@@ -449,19 +449,19 @@ func (l *loader) approvals(n *yaml.Node, path string) []*Approval {
 	var out []*Approval
 	for i, e := range l.list(n, path) {
 		ip := yamlnode.IndexPath(path, i)
-		o := l.strict(e, ip, "step", "answer", "by", "comment", "fields")
+		o := l.Strict(e, ip, "step", "answer", "by", "comment", "fields")
 		if o == nil {
 			continue
 		}
 		a := &Approval{Pos: l.pos(o.Node), Approve: true, By: "tester"}
 		if v := o.Get("step"); v == nil {
 			l.errf(o.Node, ip, "step is required: the approval step this answers")
-		} else if s, ok := l.str(v, ip+".step"); ok {
+		} else if s, ok := l.Str(v, ip+".step"); ok {
 			l.stepRef(v, ip+".step", s)
 			a.Step = s
 		}
 		if v := o.Get("answer"); v != nil {
-			if s, ok := l.str(v, ip+".answer"); ok {
+			if s, ok := l.Str(v, ip+".answer"); ok {
 				switch s {
 				case "approve":
 				case "reject":
@@ -472,13 +472,13 @@ func (l *loader) approvals(n *yaml.Node, path string) []*Approval {
 			}
 		}
 		if v := o.Get("by"); v != nil {
-			a.By, _ = l.str(v, ip+".by")
+			a.By, _ = l.Str(v, ip+".by")
 		}
 		if v := o.Get("comment"); v != nil {
-			a.Comment, _ = l.str(v, ip+".comment")
+			a.Comment, _ = l.Str(v, ip+".comment")
 		}
 		if v := o.Get("fields"); v != nil {
-			if f, ok := l.value(v, ip+".fields"); ok {
+			if f, ok := l.Value(v, ip+".fields"); ok {
 				m, isMap := f.(map[string]any)
 				if !isMap {
 					l.errf(v, ip+".fields", "must be a mapping (got %s)", yamlnode.KindWord(v))
@@ -492,14 +492,14 @@ func (l *loader) approvals(n *yaml.Node, path string) []*Approval {
 }
 
 func (l *loader) retry(n *yaml.Node, path string) *RetryFrom {
-	o := l.strict(n, path, "from")
+	o := l.Strict(n, path, "from")
 	if o == nil {
 		return nil
 	}
 	r := &RetryFrom{Pos: l.pos(o.Node)}
 	if v := o.Get("from"); v == nil {
 		l.errf(o.Node, path, "from is required: the step the retry starts at")
-	} else if s, ok := l.str(v, path+".from"); ok {
+	} else if s, ok := l.Str(v, path+".from"); ok {
 		l.stepRef(v, path+".from", s)
 		r.From = s
 	}

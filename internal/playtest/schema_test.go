@@ -40,7 +40,7 @@ func validateSchema(t *testing.T, src []byte) error {
 	t.Helper()
 	var v any
 	require.NoError(t, yaml.Unmarshal(src, &v))
-	raw, err := json.Marshal(plain(v))
+	raw, err := json.Marshal(v)
 	require.NoError(t, err)
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	require.NoError(t, err)
