@@ -26,14 +26,20 @@ import (
 // as when the replica is cut off from the database (its other writes go
 // through: the replica does not know it is cut off until its lease says
 // so).
+// fails, when set, fails that many renewals, as connections the database
+// cut do.
 type cutOff struct {
 	*postgres.Store
-	cut atomic.Bool
+	cut   atomic.Bool
+	fails atomic.Int32
 }
 
 func (c *cutOff) KeepReplica(ctx context.Context, replica string, ttl time.Duration) error {
 	if c.cut.Load() {
 		return errors.New("cut off from the database (test)")
+	}
+	if c.fails.Add(-1) >= 0 {
+		return errors.New("FATAL: terminating connection due to administrator command (SQLSTATE 57P01) (test)")
 	}
 	return c.Store.KeepReplica(ctx, replica, ttl)
 }
@@ -163,6 +169,75 @@ func TestAReplicaCutOffStopsItsRunsBeforeAnotherTakesThem(t *testing.T) {
 	again := r.json(t)["id"].(string)
 	a.waitStatus(again, state.RunSucceeded)
 	assert.Equal(t, "fence-a/1", ownerOf(t, stB, again).Owner)
+}
+
+// Two renewals in a row that fail on connections the database cut (its
+// backends terminated) do not lapse the lease: a failed renewal is tried
+// again at once, not a third of a lease later, and the run goes on.
+func TestTwoFailedRenewalsDoNotLapseTheLease(t *testing.T) {
+	dsn := pgtest.DB(t)
+	dir, files := t.TempDir(), t.TempDir()
+	out, gate := filepath.Join(files, "out"), filepath.Join(files, "gate")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "chain.yaml"), []byte(chainPlaybook(out, gate)), 0o600))
+	st := &cutOff{Store: openPG(t, dsn)}
+	a := pgReplica(t, dir, "blink-a/1", st)
+	r := a.api("POST", "/api/v1/playbooks/chain/runs", map[string]any{})
+	require.Equal(t, 201, r.status, "%s", r.body)
+	id := r.json(t)["id"].(string)
+	waitFor(t, "step two waits for the gate", func() bool { _, err := os.Stat(gate + ".waiting"); return err == nil })
+
+	st.fails.Store(2)
+	waitFor(t, "two renewals fail, then one succeeds", func() bool { return st.fails.Load() < 0 })
+	time.Sleep(fenceLease) // past the lapse the failures would have caused
+	assert.Zero(t, a.metric(`runbook_runs_fenced_total{reason="lease"}`), "the lease lapsed")
+	require.True(t, a.srv.Engine().Executing(id), "the run goes on")
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+	a.waitStatus(id, state.RunSucceeded)
+	assert.Equal(t, []string{"one", "two", "three", "four"}, linesOf(t, out), "each step ran once")
+}
+
+// A database that cut every replica off at once (down, restarted, its
+// connections terminated) let every lease in it expire meanwhile. The
+// first replica back takes no run of another that renews a moment later:
+// the run goes on where it executed, and each of its steps ran once.
+func TestAReplicaBackFromAnOutageTakesNoRunOfAnotherThatRenews(t *testing.T) {
+	dsn := pgtest.DB(t)
+	dir, files := t.TempDir(), t.TempDir()
+	out, gate := filepath.Join(files, "out"), filepath.Join(files, "gate")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "chain.yaml"), []byte(chainPlaybook(out, gate)), 0o600))
+	stA, stB := &cutOff{Store: openPG(t, dsn)}, &cutOff{Store: openPG(t, dsn)}
+	a := pgReplica(t, dir, "outage-a/1", stA)
+	b := pgReplica(t, dir, "outage-b/2", stB)
+	r := b.api("POST", "/api/v1/playbooks/chain/runs", map[string]any{})
+	require.Equal(t, 201, r.status, "%s", r.body)
+	id := r.json(t)["id"].(string)
+	waitFor(t, "step two waits for the gate", func() bool { _, err := os.Stat(gate + ".waiting"); return err == nil })
+
+	db, err := pgx.Connect(context.Background(), dsn)
+	require.NoError(t, err)
+	defer db.Close(context.Background())
+	stA.cut.Store(true)
+	stB.cut.Store(true)
+	waitFor(t, "both leases expire in the database", func() bool {
+		var live int
+		require.NoError(t, db.QueryRow(context.Background(), `SELECT count(*) FROM runbook_replicas WHERE expires_at > now()`).Scan(&live))
+		return live == 0
+	})
+	require.False(t, b.srv.Engine().Executing(id), "B stopped its run when its lease lapsed")
+
+	stA.cut.Store(false) // A is back first, and polls the queue meanwhile
+	time.Sleep(fenceLease * 3 / 4)
+	stB.cut.Store(false)
+	waitFor(t, "B executes its run again, or A takes it", func() bool {
+		return b.srv.Engine().Executing(id) || ownerOf(t, stB, id).Owner != "outage-b/2"
+	})
+	require.Equal(t, "outage-b/2", ownerOf(t, stB, id).Owner, "A, back first, took the run of B, which renewed its lease a moment later")
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+	b.waitStatus(id, state.RunSucceeded)
+	assert.Equal(t, "outage-b/2", ownerOf(t, stB, id).Owner, "the run stayed B's")
+	taken, _ := a.sample(`runbook_runs_recovered_total{reason="taken"}`)
+	assert.Zero(t, taken, "A took no run")
+	assert.Equal(t, []string{"one", "two", "three", "four"}, linesOf(t, out), "each step ran once")
 }
 
 // A replica whose write is refused because another process owns its run

@@ -119,7 +119,8 @@ func (r *runner) replicate(ctx context.Context) {
 	}
 }
 
-// keepLease renews the lease every third of it, and fences this replica
+// keepLease renews the lease every third of it (a renewal that failed
+// a twelfth of it later), and fences this replica
 // by time: the database ends the lease a lease after it received the last
 // renewal, so no sooner than a lease after this process sent it, and
 // other replicas may take its runs from then on. Measured on this
@@ -146,14 +147,23 @@ func (r *runner) keepLease(ctx context.Context) {
 		switch {
 		case err == nil:
 			rep.lapse.renewed(sent)
+			t.Reset(rep.lease / 3)
 		case ctx.Err() != nil:
 			return
 		default:
+			// Tried again soon: a renewal that failed on a connection
+			// the database cut succeeds on the next one, well before
+			// the lease lapses.
+			rep.lapse.shaken()
+			t.Reset(renewRetry(rep.lease))
 			r.s.log.Warn("cannot renew the replica lease", "replica", rep.id, "err", err,
 				"since_last_renewal", time.Since(rep.lapse.last()).Round(time.Millisecond))
 		}
 	}
 }
+
+// renewRetry is how soon a renewal that failed is tried again.
+func renewRetry(lease time.Duration) time.Duration { return lease / 12 }
 
 // leaseValid is how long after sending a renewal that succeeded this
 // replica holds its lease by its own clock: the lease less a margin for
@@ -227,6 +237,7 @@ type lapse struct {
 	mu      sync.Mutex
 	valid   time.Duration
 	sent    time.Time     // when the last renewal that succeeded was sent
+	shook   time.Time     // when a renewal last failed, or the lease came back after it lapsed
 	lapsed  chan struct{} // closed when the lease is renewed; nil while it holds
 	timer   *time.Timer
 	onLapse func(since time.Duration)
@@ -273,6 +284,7 @@ func (l *lapse) renewed(sent time.Time) {
 		l.sent = sent
 	}
 	if l.lapsed != nil && time.Since(l.sent) < l.valid {
+		l.shook = time.Now()
 		l.onBack()
 		close(l.lapsed)
 		l.lapsed = nil
@@ -300,6 +312,26 @@ func (l *lapse) back() <-chan struct{} {
 
 // holds reports whether the lease holds (has not lapsed).
 func (l *lapse) holds() bool { return l.back() == nil }
+
+// shaken records that a renewal failed.
+func (l *lapse) shaken() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.shook = time.Now()
+}
+
+// steady reports whether the lease holds and no renewal failed for the
+// last lease: only then may this replica take other replicas' runs. A
+// database that was down or cut every replica's connections at once let
+// every lease in it expire meanwhile, and the first replica back would
+// otherwise take the runs of the others, alive and renewing a moment
+// later, and execute their steps again; within a lease of its own last
+// failure, every replica that can reach the database has renewed.
+func (l *lapse) steady(lease time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lapsed == nil && time.Since(l.shook) >= lease
+}
 
 // listen handles the store's notices, listening again after a broken
 // connection: the queue's polling covers the gap, and the approvals and
@@ -448,7 +480,7 @@ func (r *runner) takeRuns(ctx context.Context) int {
 	r.mu.Lock()
 	free := r.max - r.slots - len(r.queue)
 	r.mu.Unlock()
-	if free <= 0 || r.base.Err() != nil || !r.rep.lapse.holds() {
+	if free <= 0 || r.base.Err() != nil || !r.rep.lapse.steady(r.rep.lease) {
 		return 0
 	}
 	ids, err := r.rep.c.ClaimRuns(ctx, r.rep.id, free, r.rep.lease, r.s.o.TakeOverRunProcesses)
