@@ -32,9 +32,10 @@ import (
 // one: an answer that comes after it is refused (Conflict, "already
 // answered"), so an accepted rejection always decides the step rejected,
 // and exactly one answer completes the required approvals and wakes the
-// run. An approval step decides its timeout the same way (stepRun.timeOut):
-// an answer after it is refused (Conflict, "timed out"). A store that cannot serialize an answer with the others refuses it
-// with a Conflict: its caller knows it was not counted.
+// run. An approval step decides its timeout the same way
+// (stepRun.timeOut): an answer after it is refused (Conflict, "timed
+// out"). A store that cannot serialize an answer with the others refuses
+// it with a Conflict: its caller knows it was not counted.
 //
 // An answer is refused before anything is recorded, the run still
 // waiting, when: its By is empty; the step has not asked yet; By (with

@@ -193,6 +193,27 @@ func TestNoticesReachTheOtherReplica(t *testing.T) {
 	assert.ErrorIs(t, <-listening, context.Canceled)
 }
 
+// Only an answer that decides an approval is noticed: one that leaves
+// approvals missing, or the timeout the executing replica records, wakes
+// no replica (notices arrive in commit order, so the next one is the
+// deciding answer's).
+func TestOnlyAnAnswerThatDecidesIsNoticed(t *testing.T) {
+	a, b := replicas(t)
+	notices := make(chan state.Notice, 16)
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { _ = b.Listen(lctx, func(n state.Notice) { notices <- n }) }()
+	assert.Equal(t, state.Notice{Kind: state.NoticeListening}, next(t, notices))
+
+	for _, id := range []string{"pending", "timed-out", "decided"} {
+		queueRun(t, a, id, state.RunWaiting, "host/1", 0)
+	}
+	require.NoError(t, statetest.PutApproval(ctx, a, state.Approval{RunID: "pending", Step: "gate", Approved: true, By: "ann", Pending: true}))
+	require.NoError(t, statetest.PutApproval(ctx, a, state.Approval{RunID: "timed-out", Step: "gate", TimedOut: true}))
+	require.NoError(t, statetest.PutApproval(ctx, a, state.Approval{RunID: "decided", Step: "gate", Approved: false, By: "bob"}))
+	assert.Equal(t, state.Notice{Kind: state.NoticeApproval, RunID: "decided"}, next(t, notices))
+}
+
 func next(t *testing.T, ch <-chan state.Notice) state.Notice {
 	t.Helper()
 	select {
