@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/jsonvalue"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/state"
@@ -100,7 +101,7 @@ func convertInput(in *playbook.Input, v any) (any, error) {
 func stringInput(v any) (any, error) {
 	s, ok := v.(string)
 	if !ok {
-		return nil, fmt.Errorf("must be a string (got %s)", kindOf(v))
+		return nil, fmt.Errorf("must be a string (got %s)", jsonvalue.Kind(v))
 	}
 	return s, nil
 }
@@ -123,7 +124,7 @@ func integerInput(v any) (any, error) {
 		}
 		return int(x), nil
 	}
-	return nil, fmt.Errorf("must be an integer (got %s)", kindOf(v))
+	return nil, fmt.Errorf("must be an integer (got %s)", jsonvalue.Kind(v))
 }
 
 func numberInput(v any) (any, error) {
@@ -141,7 +142,7 @@ func numberInput(v any) (any, error) {
 	case float64:
 		return x, nil
 	}
-	return nil, fmt.Errorf("must be a number (got %s)", kindOf(v))
+	return nil, fmt.Errorf("must be a number (got %s)", jsonvalue.Kind(v))
 }
 
 func booleanInput(v any) (any, error) {
@@ -155,7 +156,7 @@ func booleanInput(v any) (any, error) {
 	case bool:
 		return x, nil
 	}
-	return nil, fmt.Errorf("must be a boolean (got %s)", kindOf(v))
+	return nil, fmt.Errorf("must be a boolean (got %s)", jsonvalue.Kind(v))
 }
 
 // listInput accepts a list, or a string holding one: JSON, or else a,b,c
@@ -174,7 +175,7 @@ func listInput(v any) (any, error) {
 		v = parsed
 	}
 	if _, ok := v.([]any); !ok {
-		return nil, fmt.Errorf("must be a list (got %s)", kindOf(v))
+		return nil, fmt.Errorf("must be a list (got %s)", jsonvalue.Kind(v))
 	}
 	return v, nil
 }
@@ -189,32 +190,9 @@ func mapInput(v any) (any, error) {
 		v = parsed
 	}
 	if _, ok := v.(map[string]any); !ok {
-		return nil, fmt.Errorf("must be a map (got %s)", kindOf(v))
+		return nil, fmt.Errorf("must be a map (got %s)", jsonvalue.Kind(v))
 	}
 	return v, nil
-}
-
-func kindOf(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "string"
-	case bool:
-		return "boolean"
-	case int, int64:
-		return "integer"
-	case float64:
-		if x == math.Trunc(x) {
-			return "integer"
-		}
-		return "number"
-	case []any:
-		return "list"
-	case map[string]any:
-		return "map"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 // maskedSecretInputs names the secret inputs whose value is the mask: the

@@ -123,7 +123,7 @@ func TestCIDRArgumentErrors(t *testing.T) {
 		{"cidrContains refuses a bad second network", `cidrContains("10.0.0.0/8", "10.0.0.0/x")`, `cidrContains: invalid CIDR "10.0.0.0/x"`},
 		{"cidrOverlaps wants a first network", `cidrOverlaps(1, "10.0.0.0/8")`, "cidrOverlaps: cidr must be a string, got integer"},
 		{"cidrOverlaps wants a second network", `cidrOverlaps("10.0.0.0/8", "10.0.0.1")`, `cidrOverlaps: invalid CIDR "10.0.0.1"`},
-		{"cidrPrefix wants a string", `cidrPrefix(nil)`, "cidrPrefix: cidr must be a string, got nil"},
+		{"cidrPrefix wants a string", `cidrPrefix(nil)`, "cidrPrefix: cidr must be a string, got null"},
 		{"a long bad CIDR is shortened in the message", `cidrPrefix(repeat("1", 100))`, `cidrPrefix: invalid CIDR "` + "1111111111111111111111111111111111111111111111111111111111111111" + `…"`},
 	}
 	for _, tt := range tests {

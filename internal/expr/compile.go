@@ -16,6 +16,8 @@ import (
 	"github.com/expr-lang/expr/optimizer"
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
+
+	"github.com/runbook/runbook/internal/jsonvalue"
 )
 
 // Bounds on hostile input. See doc.go.
@@ -233,7 +235,7 @@ func (p *Program) EvalBool(s *Scope) (bool, error) {
 	}
 	b, ok := out.(bool)
 	if !ok {
-		return false, &EvalError{Expr: p.src, Msg: fmt.Sprintf("expected a boolean, got %s", typeName(out))}
+		return false, &EvalError{Expr: p.src, Msg: fmt.Sprintf("expected a boolean, got %s", jsonvalue.Kind(out))}
 	}
 	return b, nil
 }

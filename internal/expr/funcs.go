@@ -16,6 +16,8 @@ import (
 
 	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/vm/runtime"
+
+	"github.com/runbook/runbook/internal/jsonvalue"
 )
 
 // funcSpec is one function of this package. Every call is rewritten to
@@ -177,7 +179,7 @@ func fnMatches(args ...any) (any, error) {
 		return false, nil
 	}
 	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("matches wants strings, got %s and %s", typeName(args[1]), typeName(args[2]))
+		return nil, fmt.Errorf("matches wants strings, got %s and %s", jsonvalue.Kind(args[1]), jsonvalue.Kind(args[2]))
 	}
 	if len(pat) > 16<<10 {
 		return nil, fmt.Errorf("%w: regular expression longer than 16 KiB", ErrTooExpensive)
@@ -198,7 +200,7 @@ func fnStrGet(args ...any) (any, error) {
 	if sm, ok := m.(map[string]string); ok {
 		k, ok := key.(string)
 		if !ok {
-			return nil, fmt.Errorf("key must be a string, got %s", typeName(key))
+			return nil, fmt.Errorf("key must be a string, got %s", jsonvalue.Kind(key))
 		}
 		if v, ok := sm[k]; ok {
 			return v, nil
@@ -254,7 +256,7 @@ func shallowSize(v any) int {
 func argString(name string, v any) (string, error) {
 	s, ok := v.(string)
 	if !ok {
-		return "", fmt.Errorf("%s must be a string, got %s", name, typeName(v))
+		return "", fmt.Errorf("%s must be a string, got %s", name, jsonvalue.Kind(v))
 	}
 	return s, nil
 }
@@ -270,7 +272,7 @@ func argInt(name string, v any) (int, error) {
 			return int(x), nil
 		}
 	}
-	return 0, fmt.Errorf("%s must be an integer, got %s", name, typeName(v))
+	return 0, fmt.Errorf("%s must be an integer, got %s", name, jsonvalue.Kind(v))
 }
 
 func argTime(v any) (time.Time, error) {
@@ -280,7 +282,7 @@ func argTime(v any) (time.Time, error) {
 	case string:
 		return parseTimeDefault(x)
 	}
-	return time.Time{}, fmt.Errorf("want a time or an RFC 3339 string, got %s", typeName(v))
+	return time.Time{}, fmt.Errorf("want a time or an RFC 3339 string, got %s", jsonvalue.Kind(v))
 }
 
 func argDuration(v any) (time.Duration, error) {
@@ -290,7 +292,7 @@ func argDuration(v any) (time.Duration, error) {
 	case string:
 		return time.ParseDuration(x)
 	}
-	return 0, fmt.Errorf("want a duration or a duration string like \"1h30m\", got %s", typeName(v))
+	return 0, fmt.Errorf("want a duration or a duration string like \"1h30m\", got %s", jsonvalue.Kind(v))
 }
 
 func parseTimeDefault(s string) (time.Time, error) {
@@ -409,7 +411,7 @@ func fnConcat(rt *evalState, args []any) (any, error) {
 	for _, a := range args {
 		rv := reflect.ValueOf(a)
 		if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
-			return nil, fmt.Errorf("cannot concat %s", typeName(a))
+			return nil, fmt.Errorf("cannot concat %s", jsonvalue.Kind(a))
 		}
 		total += rv.Len()
 	}
@@ -429,7 +431,7 @@ func fnConcat(rt *evalState, args []any) (any, error) {
 func fnFlatten(rt *evalState, args []any) (any, error) {
 	rv := reflect.ValueOf(args[0])
 	if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
-		return nil, fmt.Errorf("cannot flatten %s", typeName(args[0]))
+		return nil, fmt.Errorf("cannot flatten %s", jsonvalue.Kind(args[0]))
 	}
 	var out []any
 	var walk func(v reflect.Value, depth int) error
@@ -501,7 +503,7 @@ func fnJoin(rt *evalState, args []any) (any, error) {
 	}
 	rv := reflect.ValueOf(args[0])
 	if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
-		return nil, fmt.Errorf("want a list, got %s", typeName(args[0]))
+		return nil, fmt.Errorf("want a list, got %s", jsonvalue.Kind(args[0]))
 	}
 	var b strings.Builder
 	for i := 0; i < rv.Len(); i++ {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/runbook/runbook/internal/jsonvalue"
 )
 
 const maxDepth = 100
@@ -205,7 +207,7 @@ func (w *jsonWriter) reflect(rv reflect.Value, depth int) {
 	default:
 		data, err := json.Marshal(rv.Interface())
 		if err != nil {
-			w.err = fmt.Errorf("cannot render %s as JSON", typeName(rv.Interface()))
+			w.err = fmt.Errorf("cannot render %s as JSON", jsonvalue.Kind(rv.Interface()))
 			return
 		}
 		w.b.Write(data)
@@ -361,31 +363,4 @@ func norm(v any, budget *int, depth int) (any, error) {
 		return out, nil
 	}
 	return v, nil
-}
-
-// typeName names the type of a value as playbook authors know them.
-func typeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "nil"
-	case string:
-		return "string"
-	case bool:
-		return "boolean"
-	case int, int64, int32, uint, uint64:
-		return "integer"
-	case float64, float32:
-		return "number"
-	case time.Time:
-		return "time"
-	case time.Duration:
-		return "duration"
-	}
-	switch reflect.ValueOf(v).Kind() {
-	case reflect.Slice, reflect.Array:
-		return "list"
-	case reflect.Map:
-		return "map"
-	}
-	return fmt.Sprintf("%T", v)
 }

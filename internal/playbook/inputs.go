@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/runbook/runbook/internal/jsonvalue"
 	"github.com/runbook/runbook/internal/yamlnode"
 	yaml "go.yaml.in/yaml/v4"
 )
@@ -253,27 +254,7 @@ func typeProblem(t string, v any) string {
 	if t == "integer" {
 		article = "an "
 	}
-	return fmt.Sprintf("must be %s%s (got %s)", article, t, valueKind(v))
-}
-
-func valueKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "string"
-	case int:
-		return "integer"
-	case float64:
-		return "number"
-	case bool:
-		return "boolean"
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "a mapping"
-	}
-	return fmt.Sprintf("%T", v)
+	return fmt.Sprintf("must be %s%s (got %s)", article, t, jsonvalue.Kind(v))
 }
 
 func sameValue(a, b any) bool {

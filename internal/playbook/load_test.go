@@ -144,6 +144,26 @@ func TestTakeOverIsABooleanOffByDefault(t *testing.T) {
 	assert.Equal(t, `p.yaml:3:12: take_over: must be a boolean (got string)`, err.Error())
 }
 
+// An input default of the wrong kind is named as a run's input of that
+// kind is (jsonvalue.Kind): list, map, number, null.
+func TestAnInputDefaultOfTheWrongKindIsNamedAsAtRunTime(t *testing.T) {
+	_, err := Parse("p.yaml", []byte(`version: 1
+name: r
+inputs:
+  a: {type: string, default: [x]}
+  b: {type: list, default: {k: v}}
+  c: {type: integer, default: 1.5}
+steps:
+  - {id: a, uses: log, with: {message: x}}
+`), LoadOptions{})
+	require.Error(t, err)
+	assert.Equal(t, []string{
+		`p.yaml:4:30: inputs.a.default: must be a string (got list)`,
+		`p.yaml:5:28: inputs.b.default: must be a list (got map)`,
+		`p.yaml:6:31: inputs.c.default: must be an integer (got number)`,
+	}, strings.Split(err.Error(), "\n"))
+}
+
 func TestImplicitOrderMakesACycle(t *testing.T) {
 	_, err := Parse("p.yaml", []byte(`
 version: 1

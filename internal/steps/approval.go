@@ -93,19 +93,5 @@ func ConvertField(typ string, v any) (any, error) {
 	if typ == "integer" {
 		article = "an"
 	}
-	return nil, fmt.Errorf("must be %s %s (got %s)", article, typ, describeAnswer(v))
-}
-
-func describeAnswer(v any) string {
-	switch x := v.(type) {
-	case string:
-		return fmt.Sprintf("string %q", x)
-	case bool:
-		return fmt.Sprintf("boolean %t", x)
-	case int, int64:
-		return fmt.Sprintf("integer %d", x)
-	case float64:
-		return fmt.Sprintf("number %g", x)
-	}
-	return fmt.Sprintf("%T", v)
+	return nil, fmt.Errorf("must be %s %s (got %s)", article, typ, describe(v))
 }

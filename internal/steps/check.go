@@ -5,7 +5,6 @@ package steps
 // "must be between 1 and 10 (got 12)".
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/runbook/runbook/internal/jsonvalue"
 )
 
 func (dc *decoder) checkString(path, s string, r *rules) bool {
@@ -167,34 +168,27 @@ func quote(s string) string {
 	return strconv.Quote(s)
 }
 
-// describe names the JSON type and value of v for "got ..." messages.
+// describe names the kind (jsonvalue.Kind) and the value of v for "got
+// ..." messages: string "x", integer 3, boolean true, null, a list.
 func describe(v any) string {
 	switch x := v.(type) {
-	case nil:
-		return "null"
+	case Dynamic:
+		return "an expression"
 	case string:
 		return "string " + quote(x)
-	case bool:
-		return "boolean " + strconv.FormatBool(x)
 	case float64:
 		return "number " + formatNumber(x)
 	case float32:
 		return "number " + formatNumber(float64(x))
-	case json.Number:
-		return "number " + x.String()
-	case Dynamic:
-		return "an expression"
 	}
-	if n, ok := asInt(v); ok {
-		return "integer " + strconv.FormatInt(n, 10)
+	switch kind := jsonvalue.Kind(v); kind {
+	case "list", "map":
+		return "a " + kind
+	case "boolean", "integer", "number":
+		return kind + " " + fmt.Sprint(v)
+	default:
+		return kind
 	}
-	if _, ok := asList(v); ok {
-		return "a list"
-	}
-	if _, ok := asMap(v); ok {
-		return "a map"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 func typeWord(s *shape) string {
