@@ -17,21 +17,21 @@
 // # Schema and migrations
 //
 // The schema is versioned SQL embedded in the binary (migrations/
-// NNNN_name.sql): 0001_baseline is the whole schema of the first release,
-// and each later version changes it with its upgrade (see the state
-// package's "Formats"). Open takes a session advisory lock (keyed by the schema
-// the tables live in), creates runbook_schema_migrations if needed,
-// applies each missing version in its own transaction and records it
-// with a checksum, then releases the lock: replicas starting together
-// wait for one another and each version is applied once. A crash
-// mid-way rolls the version back and drops the lock with the connection.
-// Migrations are additive only (new tables, columns, indexes; never a
-// drop, rename or type change, which a test enforces), so a replica of
-// the previous release keeps working while the others are upgraded;
-// versions in the database that this build does not know are logged,
-// not refused. A schema whose recorded version this build knows under
-// another name was made by a pre-release build (its 0001 is "initial"):
-// Open and Pending refuse it and change nothing. Pending lists the versions a database lacks without
+// NNNN_name.sql): 0001_baseline creates the tables, and each later
+// version changes them, additively (see the state package's "Formats").
+// Open takes a session advisory lock (keyed by the schema the tables live
+// in), creates runbook_schema_migrations if needed, applies each missing
+// version in its own transaction and records it with a checksum, then
+// releases the lock: replicas starting together wait for one another and
+// each version is applied once. A crash mid-way rolls the version back
+// and drops the lock with the connection. Migrations are additive only
+// (new tables, columns, indexes; never a drop, rename or type change,
+// which a test enforces), so a replica of the previous release keeps
+// working while the others are upgraded; versions in the database that
+// this build does not know are logged, not refused. A schema whose
+// recorded version this build knows under another name was made by a
+// pre-release build (its 0001 is "initial"): Open and Pending refuse it
+// and change nothing. Pending lists the versions a database lacks without
 // applying them (for a "migrate --dry-run"). The tables go in the first
 // schema of the connection's search_path (public unless the DSN sets
 // search_path).

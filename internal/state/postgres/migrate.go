@@ -20,8 +20,8 @@ import (
 )
 
 // migrationFiles are the schema's versions: NNNN_name.sql, applied in
-// order, each once. 0001_baseline is the schema of the first release. A
-// released version is never edited: a change to the schema is a new
+// order, each once. 0001_baseline creates the tables; each later version
+// changes them. A released version is never edited: a change to the schema is a new
 // version, with a test that a database of the previous version is
 // migrated to it, and only ever additive, so that an older runbook keeps
 // working on a schema a newer one has migrated (replicas are upgraded one
