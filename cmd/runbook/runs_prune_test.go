@@ -31,11 +31,17 @@ func TestRunsPruneDeletesFinishedRunsOlderThanTheAge(t *testing.T) {
 	ok := runIDOf(t, c.run("run", c.file("hello.yaml", helloPlaybook)).stdout)
 	failed := runIDOf(t, c.run("run", c.file("breaks.yaml", failingPlaybook)).stdout)
 	waiting := runIDOf(t, c.run("run", c.file("gated.yaml", approvalPlaybook)).stdout)
-	time.Sleep(1100 * time.Millisecond)
+	// The age each prune is given splits the runs at a moment between the
+	// old runs' end and the recent run's start, whatever time the CLI calls
+	// take on a loaded machine: a fixed age would reach the recent run once
+	// the calls before it had taken longer than the gap.
+	split := time.Now().Add(time.Second)
+	time.Sleep(2 * time.Second)
 	recent := runIDOf(t, c.run("run", c.file("hello.yaml", helloPlaybook)).stdout)
+	age := func() string { return time.Since(split).Round(time.Millisecond).String() }
 
 	t.Run("a dry run lists and deletes nothing", func(t *testing.T) {
-		r := c.run("runs", "prune", "--older-than", "1s", "--dry-run")
+		r := c.run("runs", "prune", "--older-than", age(), "--dry-run")
 		require.Equal(t, 0, r.code, r)
 		assert.Contains(t, r.stdout, "would delete run "+ok)
 		assert.Contains(t, r.stdout, "would delete run "+failed)
@@ -44,16 +50,17 @@ func TestRunsPruneDeletesFinishedRunsOlderThanTheAge(t *testing.T) {
 		assert.Len(t, listedIDs(t, c), 4)
 	})
 	t.Run("--status limits it to runs that ended so", func(t *testing.T) {
-		r := c.run("runs", "prune", "--older-than", "1s", "--status", "failed")
+		a := age()
+		r := c.run("runs", "prune", "--older-than", a, "--status", "failed")
 		require.Equal(t, 0, r.code, r)
 		assert.Contains(t, r.stdout, "deleted run "+failed)
-		assert.Contains(t, r.stdout, "1 finished run(s) older than 1s deleted")
+		assert.Contains(t, r.stdout, "1 finished run(s) older than "+a+" deleted")
 		assert.ElementsMatch(t, []string{ok, waiting, recent}, listedIDs(t, c))
 		r = c.run("runs", "show", failed)
 		assert.Equal(t, 1, r.code, "its steps and events are gone with it: %s", r)
 	})
 	t.Run("the rest of the old finished runs", func(t *testing.T) {
-		r := c.run("runs", "prune", "--older-than", "1s")
+		r := c.run("runs", "prune", "--older-than", age())
 		require.Equal(t, 0, r.code, r)
 		assert.Contains(t, r.stdout, "deleted run "+ok)
 		assert.ElementsMatch(t, []string{waiting, recent}, listedIDs(t, c))
