@@ -42,16 +42,17 @@ func TestFaultSoakApprovalRaces(t *testing.T) {
 	logFigures(t, f, " -tags soak")
 }
 
-// (b), long: three rounds of database faults under load from 30 senders.
+// (b), long: three rounds of database faults under a steady load from 30
+// senders (about 600 hooks over the half minute of faults).
 func TestFaultSoakDatabaseFaults(t *testing.T) {
 	cp := newCampaign(t)
-	f := cp.underFaults(loadPlan{senders: 30, deliveries: 600, keys: 200, rounds: 3, pace: 25 * time.Millisecond})
+	f := cp.underFaults(loadPlan{senders: 30, deliveries: 400, keys: 200, rounds: 3, pace: 80 * time.Millisecond})
 	logFigures(t, f, " -tags soak")
 }
 
 // (c), long: three rounds of database and replica faults under load.
 func TestFaultSoakReplicaFaults(t *testing.T) {
 	cp := newCampaign(t)
-	f := cp.underFaults(loadPlan{senders: 30, deliveries: 600, keys: 200, rounds: 3, pace: 45 * time.Millisecond, replicas: true})
+	f := cp.underFaults(loadPlan{senders: 30, deliveries: 400, keys: 200, rounds: 3, pace: 100 * time.Millisecond, replicas: true})
 	logFigures(t, f, " -tags soak")
 }
