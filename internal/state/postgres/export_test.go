@@ -1,5 +1,10 @@
 package postgres
 
+import (
+	"context"
+	"testing"
+)
+
 // Retries returns how many transactions the store ran again after
 // PostgreSQL aborted them (a deadlock, a serialization failure).
 func Retries(s *Store) int64 { return s.retries.Load() }
@@ -9,3 +14,16 @@ var ListQuery = listQuery
 
 // MaxConns is the size of the store's pool.
 func MaxConns(s *Store) int32 { return s.pool.Config().MaxConns }
+
+// HoldPool takes every connection of the store's pool until t ends, as
+// the writes of a replica recovering its runs do.
+func HoldPool(t testing.TB, s *Store) {
+	t.Helper()
+	for range s.pool.Config().MaxConns {
+		c, err := s.pool.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Release)
+	}
+}

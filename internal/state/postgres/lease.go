@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,9 +15,13 @@ import (
 var _ state.Coordinator = (*Store)(nil)
 
 // KeepReplica implements state.Coordinator: replica's row lives until ttl
-// from now, by the database's clock.
+// from now, by the database's clock. The renewal goes over a connection
+// of its own (leaseConn), not the pool: a replica recovering hundreds of
+// runs after a database fault holds every pooled connection, and a
+// renewal queued behind their writes lapsed its lease, which stopped the
+// runs again.
 func (s *Store) KeepReplica(ctx context.Context, replica string, ttl time.Duration) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO runbook_replicas (id, expires_at)
+	err := s.lease.exec(ctx, `INSERT INTO runbook_replicas (id, expires_at)
 		VALUES ($1, now() + $2 * interval '1 microsecond')
 		ON CONFLICT (id) DO UPDATE SET expires_at = EXCLUDED.expires_at`, replica, ttl.Microseconds())
 	if err != nil {
@@ -93,4 +98,47 @@ func (s *Store) LeaseExpired(ctx context.Context, name string) (found, expired b
 		return false, false, fmt.Errorf("lease %s: %w", name, err)
 	}
 	return true, expired, nil
+}
+
+// leaseConn is the connection replica leases are renewed on, apart from
+// the pool; it is opened at the first renewal and again after an error.
+type leaseConn struct {
+	cfg  *pgx.ConnConfig
+	mu   sync.Mutex
+	conn *pgx.Conn
+}
+
+// exec runs sql on the lease connection, connecting first when there is
+// none. After an error the connection is closed (it may be cut or in an
+// unknown state) and the next exec connects anew.
+func (l *leaseConn) exec(ctx context.Context, sql string, args ...any) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conn == nil {
+		conn, err := pgx.ConnectConfig(ctx, l.cfg.Copy())
+		if err != nil {
+			return err
+		}
+		l.conn = conn
+	}
+	_, err := l.conn.Exec(ctx, sql, args...)
+	if err != nil {
+		l.closeLocked()
+	}
+	return err
+}
+
+func (l *leaseConn) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closeLocked()
+}
+
+func (l *leaseConn) closeLocked() {
+	if l.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = l.conn.Close(ctx)
+		l.conn = nil
+	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/postgres"
+	"github.com/runbook/runbook/internal/state/postgres/pgtest"
 	"github.com/runbook/runbook/internal/state/statetest"
 )
 
@@ -318,4 +320,24 @@ func TestAReleasedKeyIsANoticeToTheOtherReplica(t *testing.T) {
 
 	require.NoError(t, a.Notify(ctx, state.Notice{Kind: state.NoticeKeyFreed, Key: "by-hand"}))
 	assert.Equal(t, state.Notice{Kind: state.NoticeKeyFreed, Key: "by-hand"}, next(t, notices))
+}
+
+// A replica renews its lease while every pooled connection is busy (the
+// writes of the runs it recovers after a database fault) instead of
+// queueing behind them until the lease lapses, and renews it again after
+// the database cut its connection.
+func TestAReplicaRenewsItsLeaseWhileEveryPooledConnectionIsBusy(t *testing.T) {
+	s := open(t, pgtest.DB(t), postgres.Options{MaxConns: 2})
+	postgres.HoldPool(t, s)
+	renew := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return s.KeepReplica(ctx, "busy/1", 3*time.Second)
+	}
+	require.NoError(t, renew(), "a renewal with every pooled connection taken")
+	pgtest.Terminate(t)
+	if err := renew(); err != nil {
+		t.Logf("the renewal on the cut connection: %v", err)
+		require.NoError(t, renew(), "the next renewal connects anew")
+	}
 }

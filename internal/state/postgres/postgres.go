@@ -76,6 +76,8 @@ type Store struct {
 	retries atomic.Int64
 	// groups commits new webhook deliveries together (see commitGroup).
 	groups grouper
+	// lease is the connection KeepReplica renews leases on.
+	lease leaseConn
 }
 
 // Open connects to the database at dsn (a postgres:// or postgresql://
@@ -120,7 +122,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open state database %s: %w", target(cfg), err)
 	}
-	s := &Store{pool: pool, now: opts.Now, target: target(cfg)}
+	s := &Store{pool: pool, now: opts.Now, target: target(cfg), lease: leaseConn{cfg: cfg.ConnConfig}}
 	s.groups.s = s
 	return s, nil
 }
@@ -160,9 +162,10 @@ func unavailable(cfg *pgxpool.Config, err error) error {
 // messages; it never includes the password.
 func (s *Store) Target() string { return s.target }
 
-// Close closes the pool, waiting for the connections in use to be
-// returned.
+// Close closes the lease connection and the pool, waiting for the
+// connections in use to be returned.
 func (s *Store) Close() error {
+	s.lease.close()
 	s.pool.Close()
 	return nil
 }
