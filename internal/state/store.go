@@ -24,6 +24,14 @@ var (
 	// refused because that owner no longer owns the run: another replica
 	// took it over. Nothing of the write was written. See FencedError.
 	ErrFenced = errors.New("run is owned by another process now")
+	// ErrUnavailable marks an error that trying again can cure: the store
+	// could not be reached, or it cut the connection (a database server
+	// restarting, a connection terminated, a transaction it aborted for a
+	// conflict). A write that failed so may or may not have been made;
+	// every write of the Store is safe to make again. A store wraps it
+	// (errors.Is); any other error of a write (a disk full, a file too
+	// large, an I/O error) is not cured by waiting.
+	ErrUnavailable = errors.New("state store unavailable")
 )
 
 // RunStatus is the lifecycle of a run.

@@ -68,7 +68,7 @@ func DefaultMaxConns() int32 { return int32(max(16, 4*runtime.NumCPU())) }
 // Store is a state.Store in a PostgreSQL database, shared by every
 // replica that opens it.
 type Store struct {
-	pool   *pgxpool.Pool
+	pool   classifiedPool
 	now    func() time.Time
 	target string // host:port/database, for messages (never the password)
 	// retries counts transactions run again after PostgreSQL aborted
@@ -122,7 +122,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open state database %s: %w", target(cfg), err)
 	}
-	s := &Store{pool: pool, now: opts.Now, target: target(cfg), lease: leaseConn{cfg: cfg.ConnConfig}}
+	s := &Store{pool: classifiedPool{pool}, now: opts.Now, target: target(cfg), lease: leaseConn{cfg: cfg.ConnConfig}}
 	s.groups.s = s
 	return s, nil
 }
@@ -179,9 +179,9 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 		return err
 	}
 	for attempt := 1; ; attempt++ {
-		err := pgx.BeginFunc(ctx, s.pool, fn)
+		err := pgx.BeginFunc(ctx, s.pool.Pool, fn)
 		if err == nil || attempt == maxAttempts || !retryable(err) {
-			return err
+			return classify(err)
 		}
 		s.retries.Add(1)
 	}
@@ -205,7 +205,7 @@ func (s *Store) send(ctx context.Context, b *pgx.Batch) error {
 	for attempt := 1; ; attempt++ {
 		err := s.pool.SendBatch(ctx, b).Close()
 		if err == nil || attempt == maxAttempts || !retryable(err) {
-			return err
+			return classify(err)
 		}
 		s.retries.Add(1)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -70,7 +71,10 @@ func faultable(t testing.TB) *cluster {
 // directory and port.
 func (s *server) restart(down time.Duration) error {
 	if err := s.halt(); err != nil {
-		return err
+		// A fast shutdown's checkpoint outlasted stopTimeout on a loaded
+		// machine: the server was killed, which is down all the same
+		// (it recovers at the start).
+		fmt.Fprintf(os.Stderr, "pgtest: restart: %v\n", err)
 	}
 	time.Sleep(down)
 	bin, err := findBinaries(binPattern)
@@ -101,8 +105,14 @@ func (s *server) halt() error {
 	case <-s.exited:
 		return nil
 	case <-time.After(stopTimeout):
-		_ = s.proc.Kill()
+		// Its backends too (the server runs in a process group of its
+		// own): a backend left alive keeps the shared memory a start on
+		// the same directory refuses.
+		_ = syscall.Kill(-s.proc.Pid, syscall.SIGKILL)
 		<-s.exited
+		for deadline := time.Now().Add(stopTimeout); syscall.Kill(-s.proc.Pid, 0) == nil && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
 		return fmt.Errorf("postgres did not stop within %s and was killed:\n%s", stopTimeout, s.logTail())
 	}
 }

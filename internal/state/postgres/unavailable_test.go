@@ -1,0 +1,75 @@
+package postgres_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/postgres"
+	"github.com/runbook/runbook/internal/state/postgres/pgtest"
+)
+
+// The errors of a database that restarts or cuts the store's connections
+// say that trying again cures them (state.ErrUnavailable), and trying
+// again does once it answers; an error no retry cures does not say so.
+func TestTheStoreSaysWhichErrorsARetryCures(t *testing.T) {
+	s := open(t, pgtest.DB(t), postgres.Options{})
+	run := &state.Run{ID: "r1", Playbook: "p", Status: state.RunRunning, CreatedAt: time.Now()}
+	require.NoError(t, s.CreateRun(ctx, run))
+
+	err := s.CreateRun(ctx, run)
+	require.ErrorIs(t, err, state.ErrExists)
+	assert.NotErrorIs(t, err, state.ErrUnavailable, "a run created twice")
+	_, err = s.GetRun(ctx, "missing")
+	assert.NotErrorIs(t, err, state.ErrUnavailable, "a run that does not exist")
+
+	// While the server is down (and when it cuts the connections) every
+	// read and write fails; each failure says a retry cures it.
+	var (
+		mu   sync.Mutex
+		errs []error
+		stop = make(chan struct{})
+		done = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_, gerr := s.GetRun(ctx, run.ID)
+			serr := s.SaveSteps(ctx, []*state.StepRecord{{RunID: run.ID, ID: "a", Status: state.StepSucceeded}})
+			_, _, lerr := s.AcquireLock(ctx, state.Lock{Key: "k", Owner: run.ID, Process: "p", Since: time.Now()})
+			mu.Lock()
+			for _, e := range []error{gerr, serr, lerr} {
+				if e != nil {
+					errs = append(errs, e)
+				}
+			}
+			mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	pgtest.Terminate(t)
+	time.Sleep(50 * time.Millisecond)
+	pgtest.Restart(t, 500*time.Millisecond)
+	close(stop)
+	<-done
+	require.NotEmpty(t, errs, "no call failed while the server was down")
+	for _, e := range errs {
+		assert.ErrorIs(t, e, state.ErrUnavailable)
+	}
+	t.Logf("%d calls failed while the server restarted; the first: %v", len(errs), errs[0])
+
+	got, err := s.GetRun(ctx, run.ID)
+	require.NoError(t, err, "once the server answers again")
+	assert.Equal(t, run.ID, got.ID)
+	require.NoError(t, s.SaveSteps(ctx, []*state.StepRecord{{RunID: run.ID, ID: "a", Status: state.StepSucceeded}}))
+}
