@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -228,17 +229,19 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// A step record the store refuses is reported in the engine's log (the
-// operator's only sign of it) and the run goes on; a run whose writes
+// A step record the store refuses for good (a full disk) is reported in
+// the engine's log (with the run) and stops the run: nothing after the
+// step runs, and the run is recorded failed with an error naming the
+// cause, never succeeded with its records missing. A run whose writes
 // succeed logs nothing.
-func TestAFailedStateWriteIsLoggedAndTheRunGoesOn(t *testing.T) {
+func TestAStepRecordTheStoreRefusesFailsTheRun(t *testing.T) {
 	cases := []struct {
 		name    string
 		failing bool
 		want    []string
 	}{
 		{name: "writes succeed: nothing is logged", failing: false},
-		{name: "a refused write is logged with the run", failing: true, want: []string{"level=ERROR", "save steps", "run_id=logged", "disk full"}},
+		{name: "a refused write is logged with the run and fails it", failing: true, want: []string{"level=ERROR", "save steps", "run_id=logged", "disk full"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -249,19 +252,32 @@ func TestAFailedStateWriteIsLoggedAndTheRunGoesOn(t *testing.T) {
 					o.Store = saveStepsFails{o.Store}
 				}
 			})
+			marker := filepath.Join(t.TempDir(), "b")
 			pb := h.load(`
 version: 1
 name: logged
 steps:
   - {id: a, uses: test.flaky, with: {key: logged}}
-  - {id: b, uses: set, with: {x: 1}}
+  - {id: b, uses: shell, with: {command: "echo b >> ` + marker + `"}}
 `)
 			r, err := h.engine.Run(context.Background(), pb, engine.StartRequest{ID: "logged"})
-			require.NoError(t, err)
-			assert.Equal(t, state.RunSucceeded, r.Status, "the run goes on")
-			if len(tc.want) == 0 {
+			stored, gerr := h.store.GetRun(context.Background(), "logged")
+			require.NoError(t, gerr)
+			if !tc.failing {
+				require.NoError(t, err)
+				assert.Equal(t, state.RunSucceeded, r.Status)
+				assert.Equal(t, state.RunSucceeded, stored.Status)
 				assert.Empty(t, buf.String())
+				return
 			}
+			require.ErrorIs(t, err, engine.ErrNotWritten)
+			assert.Contains(t, err.Error(), "disk full")
+			assert.Equal(t, state.RunFailed, r.Status)
+			assert.Equal(t, state.RunFailed, stored.Status, "recorded failed")
+			require.NotNil(t, stored.Error)
+			assert.Contains(t, stored.Error.Message, "the run's state could not be written")
+			assert.Contains(t, stored.Error.Message, "disk full")
+			assert.NoFileExists(t, marker, "nothing runs after the unwritten step")
 			for _, w := range tc.want {
 				assert.Contains(t, buf.String(), w)
 			}

@@ -67,6 +67,16 @@ func (rs *runState) lock(key string) state.Lock {
 	return state.Lock{Key: key, Owner: rs.run.ID, Process: rs.e.o.Process, Since: rs.e.o.Clock.Now()}
 }
 
+// acquireLock tries to take key in the run's name, as long as the store
+// is unavailable (stored); holder is the lock held by another run.
+func (rs *runState) acquireLock(ctx context.Context, key string) (ok bool, holder *state.Lock, err error) {
+	err = rs.stored(func() (err error) {
+		ok, holder, err = rs.e.o.Store.AcquireLock(ctx, rs.lock(key))
+		return err
+	})
+	return ok, holder, err
+}
+
 // acquireOrPark takes key, or parks the run until it is released. A new
 // run with on_busy: queue parks without trying while older runs are
 // parked on the key here (KeyQueue.Queued): they get it first. A run
@@ -83,7 +93,7 @@ func (rs *runState) acquireOrPark(ctx context.Context, key, onBusy string) (func
 	if onBusy == "queue" && r.Status == state.RunPending && e.o.Keys.Queued(key) {
 		return nop, rs.parkOnKey(ctx, key, "")
 	}
-	ok, holder, err := e.o.Store.AcquireLock(ctx, rs.lock(key))
+	ok, holder, err := rs.acquireLock(ctx, key)
 	if err != nil {
 		r.QueuedOnKey = ""
 		return nop, fmt.Errorf("acquire concurrency key %q: %w", key, err)
@@ -142,7 +152,7 @@ func (rs *runState) acquireOrWait(ctx context.Context, key, onBusy string) (func
 	nop := func() {}
 	waitingLogged, cancelled := false, ""
 	for {
-		ok, holder, err := e.o.Store.AcquireLock(ctx, rs.lock(key))
+		ok, holder, err := rs.acquireLock(ctx, key)
 		if err != nil {
 			return nop, fmt.Errorf("acquire concurrency key %q: %w", key, err)
 		}
@@ -244,52 +254,53 @@ func (e *Engine) lockFreed(key string) {
 // process without a notice.
 func (e *Engine) KeyPoll() time.Duration { return e.o.ApprovalPoll }
 
-// Backoff between attempts to release a concurrency key whose release
-// failed.
-const (
-	releaseFirst = 100 * time.Millisecond
-	releaseMax   = 30 * time.Second
-	releaseFor   = time.Hour
-)
+// releaseFor bounds how long the release of a concurrency key that fails
+// is tried again (the next start frees it then: ReleaseStaleLocks).
+const releaseFor = time.Hour
 
-// releaseLock frees the concurrency key that run runID holds. A release
-// that fails is logged and tried again in the background, with backoff,
-// until it succeeds, the key is no longer the run's, or releaseFor has
-// passed (the next start frees it then: ReleaseStaleLocks): a dead run
-// never keeps its key.
+// releaseLock frees the concurrency key that run runID holds, once the
+// run's end (or suspension) is recorded. A store that is unavailable is
+// tried again at once, while the run's host lives (retryStore); a release
+// that still fails is logged and tried again in the background, whatever
+// the error, until it succeeds, the key is no longer the run's, or
+// releaseFor has passed: a run that ended never keeps its key.
 func (e *Engine) releaseLock(ctx context.Context, key, runID string) {
-	wctx, stop := e.writeCtx(ctx)
-	err := e.o.Store.ReleaseLock(wctx, key, runID)
-	stop()
+	release := func(ctx context.Context) func() error {
+		return func() error {
+			wctx, stop := e.writeCtx(ctx)
+			defer stop()
+			return e.o.Store.ReleaseLock(wctx, key, runID)
+		}
+	}
+	err := e.retryStore(hostOf(ctx), nil, runID, unavailable, release(ctx))
 	if err == nil {
 		e.lockFreed(key)
 		return
 	}
 	e.o.Logger.Error("release concurrency key; trying again", "run_id", runID, "key", key, "err", err)
 	go func() {
-		wait, until := releaseFirst, time.Now().Add(releaseFor)
-		for time.Now().Before(until) {
-			time.Sleep(wait)
-			wait = min(2*wait, releaseMax)
-			bg, cancel := context.WithTimeout(context.Background(), e.o.StateWrites)
-			err := e.o.Store.ReleaseLock(bg, key, runID)
-			held := true
-			if err != nil {
-				if locks, lerr := e.o.Store.Locks(bg); lerr == nil {
-					held = false
-					for _, l := range locks {
-						if l.Key == key && l.Owner == runID {
-							held = true
-						}
-					}
-				}
-			}
-			cancel()
-			if err == nil || !held {
-				e.lockFreed(key)
-				return
-			}
-			e.o.Logger.Error("release concurrency key; trying again", "run_id", runID, "key", key, "err", err, "in", wait)
+		bg, cancel := context.WithTimeout(context.Background(), releaseFor)
+		defer cancel()
+		stillHeld := func(error) bool { return e.holds(bg, key, runID) }
+		if err := e.retryStore(bg, nil, runID, stillHeld, release(bg)); err != nil && e.holds(bg, key, runID) {
+			e.o.Logger.Error("release concurrency key: giving up; the next start frees it", "run_id", runID, "key", key, "err", err)
+			return
 		}
+		e.lockFreed(key)
 	}()
+}
+
+// holds reports whether run runID may still hold key: it does, or the
+// store could not say.
+func (e *Engine) holds(ctx context.Context, key, runID string) bool {
+	locks, err := e.o.Store.Locks(ctx)
+	if err != nil {
+		return ctx.Err() == nil
+	}
+	for _, l := range locks {
+		if l.Key == key && l.Owner == runID {
+			return true
+		}
+	}
+	return false
 }

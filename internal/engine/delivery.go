@@ -18,7 +18,11 @@ func (rs *runState) resolveTrigger(ctx context.Context) error {
 	if ref == nil {
 		return nil
 	}
-	payload, err := rs.e.deliveries.payload(ctx, rs.e.o.Store, ref.ID)
+	var payload any
+	err := rs.stored(func() (err error) {
+		payload, err = rs.e.deliveries.payload(ctx, rs.e.o.Store, ref.ID)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("read the webhook delivery of run %s: %w", rs.run.ID, err)
 	}

@@ -10,6 +10,13 @@
 // intents of mutating calls, approval answers — is in the store, never only
 // in memory.
 //
+// Store faults (storefault.go): a read or write of a run's state that
+// fails with state.ErrUnavailable is made again (backoff and jitter) until
+// it is made, the host's context ends, or another process owns the run; a
+// write that fails with any other error stops the run as failed
+// (ErrNotWritten). A run releases its concurrency key only once its end
+// or suspension is recorded.
+//
 // Ordering: a step without `needs` waits for every earlier step of its list
 // (the order of writing); a step with `needs` waits for those only, so
 // independent branches run concurrently, at most MaxParallel at a time.

@@ -35,6 +35,10 @@ type fence struct {
 	mu   sync.Mutex
 	err  error         // why the run's writes stopped; nil while they go on
 	done chan struct{} // closed when err is set
+	// refusal is closed when the store refused a write of the run
+	// (*state.FencedError: another process owns it), not only a lapse.
+	refusal chan struct{}
+	refused bool
 }
 
 type fenceKey struct{}
@@ -67,7 +71,7 @@ func (e *Engine) fenceRun(ctx context.Context, r *state.Run, cancel context.Canc
 	if !e.o.Fence {
 		return ctx, nil, func() {}
 	}
-	f := &fence{f: state.Fence{Owner: e.o.Process, Run: r.ID}, cancel: cancel, done: make(chan struct{})}
+	f := &fence{f: state.Fence{Owner: e.o.Process, Run: r.ID}, cancel: cancel, done: make(chan struct{}), refusal: make(chan struct{})}
 	f.log = func(err error) {
 		var fe *state.FencedError
 		if errors.As(err, &fe) {
@@ -106,6 +110,11 @@ func (f *fence) trip(err error) bool {
 		f.err = err
 		close(f.done)
 	}
+	var fe *state.FencedError
+	if errors.As(err, &fe) && !f.refused {
+		f.refused = true
+		close(f.refusal)
+	}
 	f.mu.Unlock()
 	if first {
 		f.log(err)
@@ -130,6 +139,16 @@ func (f *fence) tripped() <-chan struct{} {
 		return nil
 	}
 	return f.done
+}
+
+// refusedWrite returns a channel closed once the store refused a write of
+// the run: another process owns it (a lapse of this process's lease does
+// not close it).
+func (f *fence) refusedWrite() <-chan struct{} {
+	if f == nil {
+		return nil
+	}
+	return f.refusal
 }
 
 // onto returns ctx with the run's state.Fence, for a write made from a

@@ -69,7 +69,11 @@ func (h *host) RunPlaybook(ctx context.Context, path string, inputs map[string]a
 func (h *host) AwaitApproval(ctx context.Context, req steps.ApprovalRequest) (steps.ApprovalResponse, error) {
 	sr := h.sr
 	rs := sr.rs
-	a, err := rs.e.o.Store.GetApproval(ctx, rs.run.ID, sr.rec.ID)
+	var a *state.Approval
+	err := rs.stored(func() (err error) {
+		a, err = rs.e.o.Store.GetApproval(ctx, rs.run.ID, sr.rec.ID)
+		return err
+	})
 	if err == nil && !a.Pending {
 		return sr.decided(ctx, a, req.Deadline)
 	}

@@ -82,6 +82,11 @@ func (rs *runState) parkAndLeave(ctx context.Context) (*state.Run, error) {
 		return rs.end(ctx)
 	}
 	rs.e.deactivate(rs.run.ID)
+	if ferr := rs.fenced(); err == nil && ferr != nil {
+		// Parked by a write made while this process's lease lapsed: the
+		// run goes on where it is claimed next, waiting as recorded.
+		return out, ferr
+	}
 	cause := runCause(ctx)
 	if err == nil && cause != nil && !errors.Is(cause, ErrSuspend) && !errors.Is(cause, errRunTimeout) {
 		rs.e.cancelParked(rs.run.ID, cause)
@@ -147,14 +152,18 @@ func (rs *runState) parkNote() string {
 // keepsKey reports whether the run's concurrency key stays held when its
 // execution returns: a run parked under ApprovalParkAll keeps it, as a run
 // waiting in process does, and so does a fenced run (it goes on
-// elsewhere).
+// elsewhere) and a run whose end or suspension could not be recorded (it
+// is unfinished: whoever resumes it goes on holding it).
 func (rs *runState) keepsKey() bool {
 	if rs.fenced() != nil {
 		return true
 	}
+	rs.runMu.Lock()
+	settled := rs.settled
+	rs.runMu.Unlock()
 	rs.mu.RLock()
 	defer rs.mu.RUnlock()
-	return rs.holdKey
+	return rs.holdKey || !settled
 }
 
 // takeCancel returns (and forgets) the cause a parked run runID was

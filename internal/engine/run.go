@@ -53,6 +53,14 @@ type runState struct {
 	start      []state.Event // the run's start, not written yet (Options.DeferStart)
 
 	fence *fence // nil: its writes are not fenced (fence.go)
+
+	// host is the context of the run's host: its store operations are
+	// tried again while it lives (storefault.go). cancel stops the run.
+	host   context.Context
+	cancel context.CancelCauseFunc
+	// settled: the run's last write recorded it ended or suspended; only
+	// then is its concurrency key released.
+	settled bool
 }
 
 // execute runs r to its end (or until it parks or is suspended). It is
@@ -60,7 +68,8 @@ type runState struct {
 // it, so what a waiting run holds on its goroutine's stack is this frame
 // and runMain's (see wait.go).
 func (e *Engine) execute(parent context.Context, pb *playbook.Playbook, r *state.Run, inputs map[string]any) (*state.Run, error) {
-	ctx, cancel := context.WithCancelCause(parent)
+	host := hostOf(parent)
+	ctx, cancel := context.WithCancelCause(context.WithValue(parent, hostKey{}, host))
 	defer cancel(nil)
 	ctx, fence, unfence := e.fenceRun(ctx, r, cancel)
 	defer unfence()
@@ -68,7 +77,7 @@ func (e *Engine) execute(parent context.Context, pb *playbook.Playbook, r *state
 		return r, err
 	}
 	rs := e.newRunState(pb, r, inputs)
-	rs.fence = fence
+	rs.fence, rs.host, rs.cancel = fence, host, cancel
 	if missing := maskedSecretInputs(pb, rs.inputs); len(missing) > 0 {
 		return e.holdForSecretInputs(ctx, r, missing)
 	}
@@ -112,6 +121,7 @@ func (e *Engine) newRunState(pb *playbook.Playbook, r *state.Run, inputs map[str
 		records:   map[string]*state.StepRecord{},
 		asked:     map[string]bool{},
 		status:    "running",
+		host:      context.Background(),
 	}
 	rs.secrets = e.secretValues(pb)
 	return rs
@@ -181,6 +191,8 @@ func (rs *runState) begin(ctx context.Context) (_ context.Context, stop func(), 
 			return ctx, stop, r, nil // saved waiting for its key (concurrency.go)
 		case errors.Is(err, ErrBusy):
 			out, err = rs.skip(ctx, err)
+		case rs.host.Err() != nil || errors.Is(err, state.ErrFenced):
+			return ctx, stop, r, err // unfinished: it is resumed from its record
 		default:
 			out, err = rs.finish(ctx, err)
 		}
@@ -208,6 +220,10 @@ func (rs *runState) begin(ctx context.Context) (_ context.Context, stop func(), 
 	if recordedCancel(err) != nil {
 		err = rs.saveRun(ctx, ev) // recorded cancelled meanwhile: it goes on to end cancelled
 	}
+	if cause := runCause(ctx); err != nil && stoppedUnwritten(cause) {
+		out, err = rs.finish(ctx, cause) // its start could not be written
+		return ctx, stop, out, err
+	}
 	if err != nil {
 		return ctx, stop, r, err
 	}
@@ -229,7 +245,7 @@ func (rs *runState) end(ctx context.Context) (*state.Run, error) {
 		rs.setStatus("failed")
 		rs.runList(ctx, pb.OnFailure, phaseOnFailure)
 	}
-	if len(pb.Finally) > 0 && !errors.Is(cause, ErrSuspend) {
+	if len(pb.Finally) > 0 && !errors.Is(cause, ErrSuspend) && !stoppedUnwritten(cause) {
 		fctx := ctx
 		if cause != nil {
 			// finally steps still run after a cancellation or timeout, with
@@ -279,7 +295,11 @@ func (rs *runState) setStatus(s string) {
 // loadRecords reads the records an earlier process persisted, so finished
 // steps are not run again and their outputs are in scope.
 func (rs *runState) loadRecords(ctx context.Context) error {
-	recs, err := rs.e.o.Store.Steps(ctx, rs.run.ID)
+	var recs []*state.StepRecord
+	err := rs.stored(func() (err error) {
+		recs, err = rs.e.o.Store.Steps(ctx, rs.run.ID)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("load steps of run %s: %w", rs.run.ID, err)
 	}
@@ -341,9 +361,12 @@ func (rs *runState) event(ctx context.Context, ev state.Event) {
 	if rs.fenced() != nil {
 		return
 	}
-	wctx, stop := rs.writeCtx(ctx)
-	defer stop()
-	if err := rs.refused(rs.e.o.Store.AppendEvents(wctx, rs.run.ID, ev)); err != nil {
+	err := rs.stored(func() error {
+		wctx, stop := rs.writeCtx(ctx)
+		defer stop()
+		return rs.refused(rs.e.o.Store.AppendEvents(wctx, rs.run.ID, ev))
+	})
+	if rs.notWritten(err) != nil {
 		rs.e.o.Logger.Error("append event", "run_id", rs.run.ID, "err", err)
 	}
 	rs.e.observe(rs.run.ID, ev)
@@ -364,13 +387,17 @@ func (rs *runState) saveRun(ctx context.Context, evs ...state.Event) error {
 	rs.lazy, rs.lazyEvents, rs.start = nil, nil, nil
 	rs.runMu.Lock()
 	defer rs.runMu.Unlock()
-	wctx, stop := rs.writeCtx(ctx)
-	defer stop()
 	// Refused as cancelled meanwhile, evs, which said otherwise, are
 	// dropped: not kept for the write that records the run cancelled.
-	if err := rs.saveRunSteps(wctx, recs, start, lazyEvents, all); err != nil {
-		return fmt.Errorf("save run %s: %w", rs.run.ID, err)
+	err := rs.stored(func() error {
+		wctx, stop := rs.writeCtx(ctx)
+		defer stop()
+		return rs.saveRunSteps(wctx, recs, start, lazyEvents, all)
+	})
+	if err != nil {
+		return rs.notWritten(fmt.Errorf("save run %s: %w", rs.run.ID, err))
 	}
+	rs.settled = rs.run.Status.Done() || rs.run.Status == state.RunSuspended
 	for _, ev := range observed {
 		rs.e.observe(rs.run.ID, ev)
 	}

@@ -53,7 +53,9 @@ func (rs *runState) deferWrite(ctx context.Context, rec *state.StepRecord, evs [
 
 // write persists rec (nil: only what is deferred) after every deferred
 // record, in one transaction, so the store's event order is the order the
-// events happened in.
+// events happened in. A store that is unavailable is tried again until
+// the write is made (storefault.go): nothing else of the step happens
+// meanwhile. A write that cannot be made stops the run (notWritten).
 func (rs *runState) write(ctx context.Context, rec *state.StepRecord, evs []state.Event) {
 	rs.lazyMu.Lock()
 	defer rs.lazyMu.Unlock()
@@ -71,17 +73,19 @@ func (rs *runState) write(ctx context.Context, rec *state.StepRecord, evs []stat
 	if len(recs) == 0 && len(start) == 0 {
 		return
 	}
-	wctx, stop := rs.writeCtx(ctx)
-	defer stop()
 	if len(start) > 0 {
 		// The run's start goes with its first write (Options.DeferStart).
 		rs.runMu.Lock()
-		err := rs.saveRunSteps(wctx, recs, start, evs[len(start):], evs)
+		err := rs.stored(func() error {
+			wctx, stop := rs.writeCtx(ctx)
+			defer stop()
+			return rs.saveRunSteps(wctx, recs, start, evs[len(start):], evs)
+		})
 		rs.runMu.Unlock()
 		if recordedCancel(err) != nil {
 			return
 		}
-		if err != nil {
+		if rs.notWritten(err) != nil {
 			rs.e.o.Logger.Error("save run start and steps", "run_id", rs.run.ID, "steps", len(recs), "err", err)
 			return
 		}
@@ -90,7 +94,12 @@ func (rs *runState) write(ctx context.Context, rec *state.StepRecord, evs []stat
 		}
 		return
 	}
-	if err := rs.refused(rs.e.o.Store.SaveSteps(wctx, recs, evs...)); err != nil {
+	err := rs.stored(func() error {
+		wctx, stop := rs.writeCtx(ctx)
+		defer stop()
+		return rs.refused(rs.e.o.Store.SaveSteps(wctx, recs, evs...))
+	})
+	if rs.notWritten(err) != nil {
 		rs.e.o.Logger.Error("save steps", "run_id", rs.run.ID, "steps", len(recs), "err", err)
 	}
 }

@@ -1,0 +1,261 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/state"
+)
+
+// unavailableStore is the real store whose step and run writes and key
+// takes fail as a database that restarts makes them fail (wrapping
+// state.ErrUnavailable): the next fails ones, or every one while fails
+// is negative. The real faults (a terminated connection, a restarted
+// server, a full disk) are injected by the server's and the CLI's tests;
+// this one holds the retry loop's bounds.
+type unavailableStore struct {
+	state.Store
+	mu     sync.Mutex
+	fails  int
+	failed int
+	owner  string // not empty: the run is this other process's now (a fenced write is refused)
+	// step, when set, holds the failures back until the write of that
+	// step's completion (then every write fails, or only those of the
+	// step while stepOnly).
+	step     string
+	stepOnly bool
+}
+
+var errDown = fmt.Errorf("connect: connection refused: %w", state.ErrUnavailable)
+
+func (s *unavailableStore) down(recs ...*state.StepRecord) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.step != "" {
+		if !slices.ContainsFunc(recs, func(r *state.StepRecord) bool { return r.ID == s.step && r.Status.Done() }) {
+			return nil
+		}
+		if !s.stepOnly {
+			s.step = ""
+		}
+	}
+	if s.owner != "" {
+		return &state.FencedError{Run: "lost", Owner: s.owner}
+	}
+	if s.fails == 0 {
+		return nil
+	}
+	if s.fails > 0 {
+		s.fails--
+	}
+	s.failed++
+	return errDown
+}
+
+func (s *unavailableStore) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
+}
+
+func (s *unavailableStore) SaveSteps(ctx context.Context, recs []*state.StepRecord, evs ...state.Event) error {
+	if err := s.down(recs...); err != nil {
+		return err
+	}
+	return s.Store.SaveSteps(ctx, recs, evs...)
+}
+
+func (s *unavailableStore) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.StepRecord, evs ...state.Event) error {
+	if err := s.down(recs...); err != nil {
+		return err
+	}
+	return s.Store.SaveRunSteps(ctx, r, recs, evs...)
+}
+
+func (s *unavailableStore) SaveRun(ctx context.Context, r *state.Run, evs ...state.Event) error {
+	if err := s.down(); err != nil {
+		return err
+	}
+	return s.Store.SaveRun(ctx, r, evs...)
+}
+
+func (s *unavailableStore) AcquireLock(ctx context.Context, l state.Lock) (bool, *state.Lock, error) {
+	if err := s.down(); err != nil {
+		return false, nil, err
+	}
+	return s.Store.AcquireLock(ctx, l)
+}
+
+// keyedShell is a playbook with a concurrency key whose two shell steps
+// each append a line to a file per execution.
+func keyedShell(file string) string {
+	return `
+version: 1
+name: keyed-shell
+concurrency: {key: "k", on_busy: queue}
+steps:
+  - {id: a, uses: shell, with: {command: "echo a >> ` + file + `"}}
+  - {id: b, uses: shell, with: {command: "echo b >> ` + file + `"}}
+`
+}
+
+func lines(t *testing.T, file string) []string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	require.NoError(t, err)
+	return strings.Fields(string(data))
+}
+
+// A store that is unavailable for a while delays the run's key, its
+// steps' completions and its end, each tried again until made (and
+// logged with the run): the run succeeds, each step executed once, its
+// key released at the end.
+func TestAStoreUnavailableForAWhileDelaysTheRunAndRepeatsNothing(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "lines")
+	var logs syncBuffer
+	st := &unavailableStore{fails: 6}
+	h := newHarness(t, func(o *engine.Options) {
+		st.Store = o.Store
+		o.Store, o.Logger = st, slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	r, err := h.engine.Run(context.Background(), h.load(keyedShell(file)), engine.StartRequest{ID: "blinked"})
+	require.NoError(t, err)
+	assert.Equal(t, state.RunSucceeded, r.Status)
+	assert.Equal(t, 6, st.count(), "every failure was tried again")
+	assert.Equal(t, []string{"a", "b"}, lines(t, file), "each step executed once")
+	recs := h.steps(r.ID)
+	assert.Equal(t, state.StepSucceeded, recs["a"].Status)
+	assert.Equal(t, state.StepSucceeded, recs["b"].Status)
+	locks, err := h.store.Locks(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, locks, "the key is released once the run's end is recorded")
+	assert.Contains(t, logs.String(), "state store operation failed; trying again")
+	assert.Contains(t, logs.String(), "run_id=blinked")
+	assert.Contains(t, logs.String(), "connection refused")
+}
+
+// The host stopping (its context ends: a shutdown) ends the retries: the
+// run returns unfinished, not failed, still holding its key, and its
+// finished step is not executed again.
+func TestTheHostStoppingEndsTheRetriesAndTheRunKeepsItsKey(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "lines")
+	st := &unavailableStore{fails: -1, step: "a"} // the database goes away as step a ends
+	h := newHarness(t, func(o *engine.Options) { st.Store = o.Store; o.Store = st })
+	host, stop := context.WithCancelCause(context.Background())
+	done := make(chan error, 1)
+	var r *state.Run
+	go func() {
+		var err error
+		r, err = h.engine.Run(host, h.load(keyedShell(file)), engine.StartRequest{ID: "stopped"})
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return st.count() >= 3 }, 10*time.Second, 5*time.Millisecond, "step a's completion is tried again")
+	stop(engine.ErrSuspend)
+	select {
+	case err := <-done:
+		require.Error(t, err)
+		assert.NotErrorIs(t, err, engine.ErrNotWritten, "a shutdown is not the run's failure")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the retries outlived the host")
+	}
+	assert.False(t, r.Status.Done(), "the run is unfinished, not %s", r.Status)
+	stored, err := h.store.GetRun(context.Background(), "stopped")
+	require.NoError(t, err)
+	assert.False(t, stored.Status.Done(), "recorded unfinished, not %s", stored.Status)
+	locks, err := h.store.Locks(context.Background())
+	require.NoError(t, err)
+	require.Len(t, locks, 1, "the unfinished run keeps its key")
+	assert.Equal(t, "stopped", locks[0].Owner)
+	assert.Equal(t, []string{"a"}, lines(t, file), "step b never started; step a not repeated")
+}
+
+// Losing the run (another replica took it over: the store refuses its
+// fenced write) ends the retries at once: the run stops fenced, writes
+// nothing more, and keeps its key for the replica that took it.
+func TestLosingTheRunEndsTheRetriesAtOnce(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "lines")
+	st := &unavailableStore{fails: -1, step: "a"}
+	h := newHarness(t, func(o *engine.Options) {
+		st.Store = o.Store
+		o.Store, o.Fence, o.Process = st, true, "replica-1"
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.engine.Run(context.Background(), h.load(keyedShell(file)), engine.StartRequest{ID: "lost"})
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return st.count() >= 3 }, 10*time.Second, 5*time.Millisecond, "step a's completion is tried again")
+	st.mu.Lock()
+	st.owner, st.step = "replica-2", ""
+	st.mu.Unlock()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, state.ErrFenced)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the retries went on after the run was lost")
+	}
+	stored, err := h.store.GetRun(context.Background(), "lost")
+	require.NoError(t, err)
+	assert.False(t, stored.Status.Done(), "recorded unfinished, not %s", stored.Status)
+	locks, err := h.store.Locks(context.Background())
+	require.NoError(t, err)
+	require.Len(t, locks, 1, "the lost run keeps its key")
+	assert.Equal(t, []string{"a"}, lines(t, file))
+}
+
+// A lapse of the process's lease (Fence) while a step's completion is
+// being written stops the run from starting anything more, but not that
+// write: it is fenced, so the store takes it while the process still owns
+// the run, and the step is recorded finished. Whoever goes on with the run
+// does not execute it again.
+func TestALeaseLapseDuringACompletionWriteStillRecordsTheStep(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "lines")
+	st := &unavailableStore{fails: -1, step: "a"}
+	h := newHarness(t, func(o *engine.Options) {
+		st.Store = o.Store
+		o.Store, o.Fence, o.Process = st, true, "replica-1"
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.engine.Run(context.Background(), h.load(keyedShell(file)), engine.StartRequest{ID: "lapsed"})
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return st.count() >= 3 }, 10*time.Second, 5*time.Millisecond, "step a's completion is tried again")
+	h.engine.Fence(errors.New("lease lapsed"))
+	time.Sleep(200 * time.Millisecond)
+	st.mu.Lock()
+	st.fails, st.step = 0, "" // the database answers again
+	st.mu.Unlock()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, state.ErrFenced, "the run stops here: its lease lapsed")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run did not stop")
+	}
+	rec := h.steps("lapsed")["a"]
+	require.NotNil(t, rec, "step a's completion was written")
+	assert.Equal(t, state.StepSucceeded, rec.Status, "step a's completion was written")
+	assert.Equal(t, []string{"a"}, lines(t, file), "step b did not start after the lapse")
+
+	h.engine.Unfence()
+	r, err := h.engine.Resume(context.Background(), "lapsed")
+	require.NoError(t, err)
+	assert.Equal(t, state.RunSucceeded, r.Status)
+	assert.Equal(t, []string{"a", "b"}, lines(t, file), "the resume did not execute step a again")
+}
