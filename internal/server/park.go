@@ -253,8 +253,13 @@ func (r *runner) wakeRun(runID string) bool {
 	secrets := r.unparkLocked(runID, a) // owned, neither parked nor queued while it is read
 	r.mu.Unlock()
 
-	ctx := context.WithoutCancel(r.base)
-	run, err := r.s.store.GetRun(ctx, runID)
+	// An unavailable store is read again until it answers (or the server
+	// stops): the run stays this replica's meanwhile, never forgotten.
+	var run *state.Run
+	err := r.s.eng.RetryStore(r.base, runID, func() (err error) {
+		run, err = r.s.store.GetRun(context.WithoutCancel(r.base), runID)
+		return err
+	})
 	var pb *playbook.Playbook
 	if err == nil {
 		pb, err = r.s.cache.parse(run.File, run.Snapshot)

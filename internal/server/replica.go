@@ -536,7 +536,11 @@ func (r *runner) claim(runID string, adopt bool) bool {
 	if r.rep == nil {
 		return true
 	}
-	ok, err := r.rep.c.ClaimRun(context.WithoutCancel(r.base), runID, r.rep.id, adopt)
+	var ok bool
+	err := r.s.eng.RetryStore(r.base, runID, func() (err error) {
+		ok, err = r.rep.c.ClaimRun(context.WithoutCancel(r.base), runID, r.rep.id, adopt)
+		return err
+	})
 	switch {
 	case err != nil && !errors.Is(err, context.Canceled):
 		r.s.log.Error("cannot claim a run; it stays in the queue", "run_id", runID, "err", err)

@@ -268,7 +268,14 @@ func (r *runner) execute(run *state.Run, pb *playbook.Playbook, inputs map[strin
 		if err == nil && ended != nil && ended.Status.Done() {
 			return // its last write, which says so, committed
 		}
-		cur, gerr := r.s.store.GetRun(context.WithoutCancel(r.base), runID)
+		var cur *state.Run
+		gerr := r.s.eng.RetryStore(r.base, runID, func() (err error) {
+			cur, err = r.s.store.GetRun(context.WithoutCancel(r.base), runID)
+			return err
+		})
+		if r.base.Err() != nil {
+			return // suspended: the next start resumes it
+		}
 		switch {
 		case gerr == nil && cur.Status.Done():
 			if err != nil {
@@ -280,6 +287,12 @@ func (r *runner) execute(run *state.Run, pb *playbook.Playbook, inputs map[strin
 			return
 		case errors.Is(gerr, state.ErrNotFound):
 			r.s.log.Error("run vanished from the state store while executing", "run_id", runID)
+			return
+		case errors.Is(err, engine.ErrNotWritten):
+			// Executed again, the step whose record could not be written
+			// would run twice: the run stays as last recorded, owned here,
+			// until the server restarts.
+			r.s.log.Error("run stopped: its state could not be written; it stays as last recorded", "run_id", runID, "err", err)
 			return
 		}
 		if gerr != nil {

@@ -37,7 +37,9 @@ type Coordinator interface {
 	// unfinished top-level runs without an owner (pending ones only once
 	// older than pendingAge, which leaves the replica that committed them
 	// time to launch them itself) and runs owned by a replica whose lease
-	// expired. It returns their IDs.
+	// expired, but not before the store has been up for pendingAge (the
+	// replicas' lease) after a restart: a lease that expired while the
+	// store was down is its owner's to renew first. It returns their IDs.
 	// The runs of a process that is no replica (runbook run) whose process
 	// lease (see engine.KeepProcessLease) lapsed are taken too when their
 	// playbook opted in (Run.TakeOver), or all of them with processes.

@@ -16,6 +16,17 @@ import (
 const takeable = `(r.owner = '' OR r.owner = $1 OR EXISTS (
 	SELECT 1 FROM runbook_replicas p WHERE p.id = r.owner AND p.expires_at <= now()))`
 
+// takeableSince is takeable for ClaimRuns, whose $3 is the replicas'
+// lease: a replica's lease that expired while the database was down (it
+// started less than a lease ago) is not expired yet. A database restart is
+// not the replica's death: every replica that lives renews within a third
+// of its lease once the database answers, and goes on with its own runs
+// (a step whose completion it was writing is not executed again
+// elsewhere); the runs of one that died are taken a lease later.
+const takeableSince = `(r.owner = '' OR r.owner = $1 OR EXISTS (
+	SELECT 1 FROM runbook_replicas p WHERE p.id = r.owner AND p.expires_at <= now()
+	  AND pg_postmaster_start_time() <= now() - $3 * interval '1 microsecond'))`
+
 // lapsedProcess is the condition on a run (alias r) that its owner is a
 // process that is no replica (runbook run) whose process lease lapsed
 // (engine.KeepProcessLease: "process/" and the owner among the named
@@ -56,9 +67,9 @@ func (s *Store) ClaimRuns(ctx context.Context, replica string, limit int, pendin
 	// A lapsed process's run is taken when the replicas are told to take
 	// every such run, or when its playbook says take_over: true (recorded
 	// in the run's record, read only for a run whose process lapsed).
-	cond := `(` + takeable + ` OR (` + lapsedProcess + ` AND (r.record->>'take_over') = 'true'))`
+	cond := `(` + takeableSince + ` OR (` + lapsedProcess + ` AND (r.record->>'take_over') = 'true'))`
 	if processes {
-		cond = `(` + takeable + ` OR ` + lapsedProcess + `)`
+		cond = `(` + takeableSince + ` OR ` + lapsedProcess + `)`
 	}
 	var ids []string
 	err := s.write(ctx, func(tx pgx.Tx) error {
