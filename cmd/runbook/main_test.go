@@ -84,7 +84,13 @@ func (r result) String() string {
 // run runs `runbook args...` and waits for it.
 func (c *cli) run(args ...string) result {
 	c.t.Helper()
-	cmd := exec.Command(bin, args...)
+	return c.runCmd(exec.Command(bin, args...))
+}
+
+// runCmd runs cmd (the binary, or a shell that execs it) as run does.
+func (c *cli) runCmd(cmd *exec.Cmd) result {
+	c.t.Helper()
+	args := cmd.Args[1:]
 	cmd.Dir = c.dir
 	cmd.Env = c.env
 	var out, errb bytes.Buffer
