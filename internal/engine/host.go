@@ -125,20 +125,24 @@ func (sr *stepRun) timeOut(ctx context.Context, deadline time.Time) (steps.Appro
 	msg := notAnsweredBefore(deadline)
 	var won *state.Approval // the answer that decided it first
 	var ev state.Event
-	wctx, stop := rs.writeCtx(ctx)
-	defer stop()
-	err := rs.e.o.Store.AnswerApproval(wctx, rs.run.ID, sr.rec.ID, func(_ *state.StepRecord, prev *state.Approval) (*state.Approval, []state.Event, error) {
-		won = nil
-		if prev != nil && !prev.Pending {
-			won = prev
-			return nil, nil, nil
-		}
-		out := &state.Approval{RunID: rs.run.ID, Step: sr.rec.ID, TimedOut: true, At: rs.e.o.Clock.Now()}
-		if prev != nil {
-			out.Answers = prev.Answers
-		}
-		ev = sr.prepare(state.Event{Type: "approval.timed_out", Step: sr.rec.ID, Message: msg})
-		return out, []state.Event{ev}, nil
+	// An unavailable store is tried again (stored): made twice, the second
+	// finds the first's timeout decided, and the step has it.
+	err := rs.stored(func() error {
+		wctx, stop := rs.writeCtx(ctx)
+		defer stop()
+		return rs.e.o.Store.AnswerApproval(wctx, rs.run.ID, sr.rec.ID, func(_ *state.StepRecord, prev *state.Approval) (*state.Approval, []state.Event, error) {
+			won = nil
+			if prev != nil && !prev.Pending {
+				won = prev
+				return nil, nil, nil
+			}
+			out := &state.Approval{RunID: rs.run.ID, Step: sr.rec.ID, TimedOut: true, At: rs.e.o.Clock.Now()}
+			if prev != nil {
+				out.Answers = prev.Answers
+			}
+			ev = sr.prepare(state.Event{Type: "approval.timed_out", Step: sr.rec.ID, Message: msg})
+			return out, []state.Event{ev}, nil
+		})
 	})
 	if err != nil {
 		return steps.ApprovalResponse{}, fmt.Errorf("record the approval's timeout: %w", rs.refused(err))

@@ -259,3 +259,46 @@ func TestALeaseLapseDuringACompletionWriteStillRecordsTheStep(t *testing.T) {
 	assert.Equal(t, state.RunSucceeded, r.Status)
 	assert.Equal(t, []string{"a", "b"}, lines(t, file), "the resume did not execute step a again")
 }
+
+// approvalDown is the real store whose approval answers fail as a
+// restarting database makes them fail, the next fails ones.
+type approvalDown struct {
+	state.Store
+	mu    sync.Mutex
+	fails int
+}
+
+func (s *approvalDown) AnswerApproval(ctx context.Context, runID, step string, decide state.Decide) error {
+	s.mu.Lock()
+	fail := s.fails > 0
+	s.fails--
+	s.mu.Unlock()
+	if fail {
+		return errDown
+	}
+	return s.Store.AnswerApproval(ctx, runID, step, decide)
+}
+
+// The timeout of an approval is recorded as an answer is; a store
+// unavailable at that moment delays it, and the run goes on as the
+// timeout says instead of failing.
+func TestAnApprovalTimeoutRecordedWhileTheStoreIsUnavailableIsTriedAgain(t *testing.T) {
+	st := &approvalDown{fails: 3}
+	h := newHarness(t, func(o *engine.Options) { st.Store = o.Store; o.Store = st })
+	pb := h.load(`
+version: 1
+name: timed
+steps:
+  - {id: gate, uses: approval, with: {message: "go?", timeout: 1m, on_timeout: approve}}
+  - {id: after, uses: set, with: {done: true}}
+`)
+	r, err := h.engine.Run(context.Background(), pb, engine.StartRequest{ID: "timed"})
+	require.NoError(t, err)
+	require.Equal(t, state.RunWaiting, r.Status)
+	require.NoError(t, h.clock.Sleep(context.Background(), 2*time.Minute))
+	r, err = h.engine.Resume(context.Background(), "timed")
+	require.NoError(t, err)
+	assert.Equal(t, state.RunSucceeded, r.Status)
+	assert.LessOrEqual(t, st.fails, 0, "the timeout's write was tried again")
+	assert.Equal(t, state.StepSucceeded, h.steps("timed")["after"].Status)
+}

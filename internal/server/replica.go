@@ -513,7 +513,13 @@ func (r *runner) takeRuns(ctx context.Context) int {
 
 // takeRun reads a run taken from the queue and launches it.
 func (r *runner) takeRun(ctx context.Context, id string) bool {
-	run, err := r.s.store.GetRun(ctx, id)
+	// Read until the store answers: the run is this replica's now, and no
+	// other takes it while this replica lives.
+	var run *state.Run
+	err := r.s.eng.RetryStore(ctx, id, func() (err error) {
+		run, err = r.s.store.GetRun(ctx, id)
+		return err
+	})
 	if err != nil {
 		r.s.log.Error("cannot read a run taken from the queue", "run_id", id, "err", err)
 		return false
