@@ -105,14 +105,18 @@ func (s *server) halt() error {
 	case <-s.exited:
 		return nil
 	case <-time.After(stopTimeout):
-		// Its backends too (the server runs in a process group of its
-		// own): a backend left alive keeps the shared memory a start on
-		// the same directory refuses.
-		_ = syscall.Kill(-s.proc.Pid, syscall.SIGKILL)
+	}
+	// An immediate shutdown (SIGQUIT): the postmaster stops its backends
+	// and exits without a checkpoint. SIGKILL would leave the backends
+	// (each in a session of its own) holding the shared memory that a
+	// start on the same directory refuses.
+	_ = s.proc.Signal(syscall.SIGQUIT)
+	select {
+	case <-s.exited:
+		return fmt.Errorf("postgres did not stop within %s; stopped immediately:\n%s", stopTimeout, s.logTail())
+	case <-time.After(stopTimeout):
+		_ = s.proc.Kill()
 		<-s.exited
-		for deadline := time.Now().Add(stopTimeout); syscall.Kill(-s.proc.Pid, 0) == nil && time.Now().Before(deadline); {
-			time.Sleep(10 * time.Millisecond)
-		}
-		return fmt.Errorf("postgres did not stop within %s and was killed:\n%s", stopTimeout, s.logTail())
+		return fmt.Errorf("postgres did not stop within %s and was killed:\n%s", 2*stopTimeout, s.logTail())
 	}
 }
