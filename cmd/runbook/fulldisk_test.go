@@ -59,11 +59,12 @@ steps:
 	} else {
 		r = c.run("run", pb)
 	}
-	t.Logf("%s", r)
+	t.Logf("exit %d\n--- stderr\n%s", r.code, r.stderr)
 	assert.NotEqual(t, 0, r.code, "runbook run must fail")
 	assert.Contains(t, r.stderr, "the run's state could not be written", "it says why")
 	assert.Regexp(t, `no space left on device|file too large`, r.stderr, "and names the cause")
 	assert.NoFileExists(t, marker, "nothing runs after the step whose record could not be written")
+	assert.LessOrEqual(t, strings.Count(r.stderr, "step output not stored"), 1, "the output lines refused are logged once, then counted")
 
 	list := c.run("runs", "list")
 	require.Equal(t, 0, list.code, "the state file stays readable: %s", list)

@@ -55,6 +55,10 @@ type stepOutput struct {
 	smu     sync.Mutex
 	batches chan []state.OutputLine // nil until the first batch
 	done    chan struct{}           // closed when the writer has written everything
+	// unstored counts the lines the store refused (the writer's; read by
+	// close once it is done): the first refusal is logged, the count at
+	// close.
+	unstored int
 }
 
 func (sr *stepRun) newOutput(attempt int) *stepOutput {
@@ -136,14 +140,18 @@ func (o *stepOutput) queue(lines []state.OutputLine) {
 }
 
 // write stores lines (the store sets their Seq) and shows them. A failed
-// write is logged: the step goes on, its output is lost.
+// write is logged, once per attempt (close says how many lines were
+// lost): the step goes on, its output is lost.
 func (o *stepOutput) write(lines []state.OutputLine) {
 	if o.store != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), o.e.o.StateWrites)
 		err := o.store.AppendOutput(ctx, o.runID, lines)
 		cancel()
-		if err != nil {
+		if err != nil && o.unstored == 0 {
 			o.e.o.Logger.Warn("step output not stored", "run_id", o.runID, "step", o.step, "attempt", o.attempt, "err", err)
+		}
+		if err != nil {
+			o.unstored += len(lines)
 		}
 	}
 	if o.e.o.OutputObserver != nil {
@@ -172,5 +180,8 @@ func (o *stepOutput) close() {
 	o.smu.Unlock()
 	if o.done != nil {
 		<-o.done
+	}
+	if o.unstored > 0 {
+		o.e.o.Logger.Warn("step output lines not stored", "run_id", o.runID, "step", o.step, "attempt", o.attempt, "lines", o.unstored)
 	}
 }
