@@ -40,14 +40,17 @@ steps:
 // instant, one on each replica: every answer that got 200 is in the
 // approval's record, a run approved twice goes past the approval exactly
 // once and succeeds, a run approved and rejected at once ends failed
-// (the rejection always decides), and none waits forever.
+// (the rejection always decides), and none waits forever. One approver
+// answering on both replicas at once is counted once: one answer is
+// refused, and the run waits for a second approver.
 func TestAnswersGivenAtOnceOnTwoReplicasAreAllCounted(t *testing.T) {
 	_, rs, st := twoReplicas(t, 2)
 	c := rs.c
 	urls := []string{rs.proc[0].url, rs.proc[1].url}
 	n := approvalRaces
+	twice := max(n/4, 1) // runs answered by alice on both replicas
 
-	ids := make([]string, 2*n)
+	ids := make([]string, 2*n+twice)
 	for i := range ids {
 		code, run := rs.proc[i%2].api(t, "POST", "/api/v1/playbooks/two-person/runs", map[string]any{})
 		require.Equal(t, 201, code, run)
@@ -58,19 +61,17 @@ func TestAnswersGivenAtOnceOnTwoReplicasAreAllCounted(t *testing.T) {
 	}
 
 	// Run i is answered by alice on replica i%2 and bob on the other; the
-	// first n runs are approved by both, the others rejected by bob.
-	type answer struct {
-		by      string
-		approve bool
-		code    int
-		body    string
-	}
+	// first n runs are approved by both, the next n rejected by bob; the
+	// last ones are approved by alice on both.
 	// Run by run (answers to different runs at once would queue behind
 	// each other in each replica rather than meet), both answers leave
 	// together.
-	answers := make([][2]answer, len(ids))
+	answers := make([][2]raceAnswer, len(ids))
 	for i, id := range ids {
-		answers[i] = [2]answer{{by: "alice", approve: true}, {by: "bob", approve: i < n}}
+		answers[i] = [2]raceAnswer{{by: "alice", approve: true}, {by: "bob", approve: i < n}}
+		if i >= 2*n {
+			answers[i][1] = raceAnswer{by: "alice", approve: true}
+		}
 		start := make(chan struct{})
 		var wg sync.WaitGroup
 		for j := range 2 {
@@ -86,42 +87,46 @@ func TestAnswersGivenAtOnceOnTwoReplicasAreAllCounted(t *testing.T) {
 		wg.Wait()
 	}
 
+	for i, id := range ids[2*n:] {
+		i += 2 * n
+		rec, err := st.GetApproval(context.Background(), id, "gate")
+		require.NoError(t, err, "run %s", id)
+		codes := []int{answers[i][0].code, answers[i][1].code}
+		slices.Sort(codes)
+		assert.Equal(t, []int{200, 409}, codes, "run %s: alice approving on both replicas at once: %v", id, answers[i])
+		assert.Len(t, rec.Answers, 1, "run %s: alice counted once", id)
+		assert.True(t, rec.Pending, "run %s: one approver of two", id)
+		code, body := answerRun(urls[i%2], id, "bob", true)
+		assert.Equal(t, 200, code, "run %s: bob's approval after alice's: %s", id, body)
+	}
+
 	deadline := time.Now().Add(30 * time.Second)
 	for i, id := range ids {
-		want := state.RunSucceeded
-		if i >= n {
-			want = state.RunFailed
-		}
 		r := waitFinal(t, st, id, deadline)
 		rec, err := st.GetApproval(context.Background(), id, "gate")
 		require.NoError(t, err, "run %s", id)
-		var recorded []string
-		for _, an := range rec.Answers {
-			recorded = append(recorded, an.By)
-		}
-		for _, a := range answers[i] {
-			switch a.code {
-			case 200:
-				assert.Contains(t, recorded, a.by, "run %s: %s's answer got 200 and is not in the record %v", id, a.by, recorded)
-			case 409:
-				assert.NotContains(t, recorded, a.by, "run %s: %s's answer got 409 and is in the record", id, a.by)
-			default:
-				t.Errorf("run %s: %s's answer: %d %s", id, a.by, a.code, a.body)
-			}
-		}
-		if i < n {
+		switch {
+		case i < n:
+			assertRecorded(t, id, rec, answers[i])
 			assert.Equal(t, []int{200, 200}, []int{answers[i][0].code, answers[i][1].code}, "run %s: two approvals at once: %v", id, answers[i])
-		} else {
+			assert.Equal(t, state.RunSucceeded, r.Status, "run %s (answers %v)", id, answers[i])
+		case i < 2*n:
+			assertRecorded(t, id, rec, answers[i])
 			assert.Equal(t, 200, answers[i][1].code, "run %s: the rejection is refused: %s", id, answers[i][1].body)
 			assert.False(t, rec.Approved, "run %s: the rejection does not decide the record", id)
+			assert.Equal(t, state.RunFailed, r.Status, "run %s (answers %v)", id, answers[i])
+		default:
+			assert.Equal(t, state.RunSucceeded, r.Status, "run %s: approved by alice, then bob", id)
 		}
-		assert.Equal(t, want, r.Status, "run %s (answers %v)", id, answers[i])
 	}
 
 	codes := map[string]int{}
 	for i := range ids {
 		kind := "approve/approve"
-		if i >= n {
+		switch {
+		case i >= 2*n:
+			kind = "alice twice"
+		case i >= n:
 			kind = "approve/reject"
 		}
 		for _, a := range answers[i] {
@@ -137,10 +142,38 @@ func TestAnswersGivenAtOnceOnTwoReplicasAreAllCounted(t *testing.T) {
 		went[line]++
 	}
 	for i, id := range ids {
-		if i < n {
+		if i < n || i >= 2*n {
 			assert.Equal(t, 1, went[id], "run %s went past its approval %d times, want once", id, went[id])
 		} else {
 			assert.Zero(t, went[id], "run %s went past a rejected approval", id)
+		}
+	}
+}
+
+// raceAnswer is one answer given in a race, and what it got.
+type raceAnswer struct {
+	by      string
+	approve bool
+	code    int
+	body    string
+}
+
+// assertRecorded checks that each answer that got 200 is in the approval's
+// record and each that got 409 is not.
+func assertRecorded(t *testing.T, id string, rec *state.Approval, answers [2]raceAnswer) {
+	t.Helper()
+	var recorded []string
+	for _, an := range rec.Answers {
+		recorded = append(recorded, an.By)
+	}
+	for _, a := range answers {
+		switch a.code {
+		case 200:
+			assert.Contains(t, recorded, a.by, "run %s: %s's answer got 200 and is not in the record %v", id, a.by, recorded)
+		case 409:
+			assert.NotContains(t, recorded, a.by, "run %s: %s's answer got 409 and is in the record", id, a.by)
+		default:
+			t.Errorf("run %s: %s's answer: %d %s", id, a.by, a.code, a.body)
 		}
 	}
 }
