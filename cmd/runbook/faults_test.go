@@ -276,10 +276,10 @@ func (cp *campaign) dbAnswered(at time.Time) {
 // steps executing then may run again once.
 func (cp *campaign) kill(i int, down time.Duration) {
 	pid := cp.pid(i)
-	cp.mu.Lock()
-	cp.lost[pid] = loss{how: "killed", at: time.Now()}
-	cp.mu.Unlock()
 	cp.rs.kill(i)
+	cp.mu.Lock()
+	cp.lost[pid] = loss{how: "killed", at: time.Now()} // it has exited
+	cp.mu.Unlock()
 	cp.t.Logf("replica %d (pid %d) killed", i, pid)
 	time.Sleep(down)
 	cp.rs.start(i)
