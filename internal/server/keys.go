@@ -210,7 +210,15 @@ func (r *runner) handOver(key string, stale bool) {
 		if head == "" || r.base.Err() != nil {
 			return
 		}
-		ok, holder, err := r.s.store.AcquireLock(ctx, state.Lock{Key: key, Owner: head, Process: r.s.eng.Process(), Since: time.Now()})
+		// Taken until the store answers (the run's key take, made here).
+		var (
+			ok     bool
+			holder *state.Lock
+		)
+		err := r.s.eng.RetryStore(r.base, head, func() (err error) {
+			ok, holder, err = r.s.store.AcquireLock(ctx, state.Lock{Key: key, Owner: head, Process: r.s.eng.Process(), Since: time.Now()})
+			return err
+		})
 		if err != nil {
 			r.s.log.Warn("cannot take a concurrency key for the run queued on it; trying again later", "key", key, "run_id", head, "err", err)
 			return
