@@ -31,7 +31,7 @@ func (sr *stepRun) attempts(ctx context.Context, params any, extra map[string]an
 			if sr.parks(wait) { // woken before its retry is due: park again
 				return sr.park(ctx, rec.Attempts, true, &steps.Suspended{Until: rec.NextAttemptAt, Why: "retry"})
 			}
-			if err := clock.Sleep(ctx, wait); err != nil {
+			if err := sr.sleep(ctx, wait); err != nil {
 				return sr.finish(ctx, nil, err)
 			}
 		}
@@ -94,7 +94,13 @@ func (sr *stepRun) retryAfter(ctx context.Context, attempt int, err error, delay
 	if sr.parks(delay) {
 		return &steps.Suspended{Until: rec.NextAttemptAt, Why: "retry"}
 	}
-	return clock.Sleep(ctx, delay)
+	return sr.sleep(ctx, delay)
+}
+
+// sleep waits d between attempts, once what is due is on record.
+func (sr *stepRun) sleep(ctx context.Context, d time.Duration) error {
+	sr.rs.flushDue(ctx)
+	return sr.rs.e.o.Clock.Sleep(ctx, d)
 }
 
 // retryDelay decides whether the failed attempt is retried, and after how
@@ -180,19 +186,23 @@ func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[str
 	call.Output = output
 	started := state.Event{Type: "step.started", Step: rec.ID, Attempt: n, Message: "attempt " + fmt.Sprint(n)}
 
-	if st.Desc.Mutating {
+	switch {
+	case st.Desc.Mutating:
 		out, adopted, err := sr.intend(ctx, call, started)
 		if adopted || err != nil {
 			return out, err
 		}
-	} else if stale {
+	case sr.continuing:
+		// The record says waiting in this attempt: the attempt reads an
+		// answer or polls once, then ends or waits again.
+		rs.flushDue(ctx)
+	case sr.lazy && !stale:
+		sr.queue(started) // computes only: on record with its end
+	default:
+		// On record, with what waits for the run's next write, before the
+		// step's process or call starts: the API, runs show and the UI
+		// show it running while it runs.
 		sr.save(ctx, started)
-	} else if !sr.continuing {
-		sr.queue(started)
-	}
-
-	if !sr.lazy {
-		rs.flushStart(ctx) // a run doing more than computing shows it started
 	}
 	sctx := ctx
 	if st.Timeout > 0 {
@@ -224,6 +234,7 @@ func (sr *stepRun) intend(ctx context.Context, call *steps.Call, started state.E
 	switch {
 	case err == nil && !prev.Resolved && st.Desc.Reconcile != nil:
 		in := steps.Intent{RunID: prev.RunID, Step: prev.Step, Attempt: prev.Attempt, IdempotencyKey: prev.Key, CreatedAt: prev.CreatedAt, Data: prev.Data}
+		rs.flushDue(ctx) // reconciling calls the service
 		out, found, err := st.Desc.Reconcile(ctx, call, in)
 		if err != nil {
 			return nil, false, fmt.Errorf("reconcile %s: %w", rec.ID, err)
@@ -253,7 +264,7 @@ func (sr *stepRun) putIntent(ctx context.Context, call *steps.Call, data []byte,
 	in := state.Intent{RunID: call.RunID, Step: call.StepID, Attempt: call.Attempt, Key: call.IdempotencyKey,
 		CreatedAt: sr.rs.e.o.Clock.Now(), Data: data, Resolved: resolved}
 	rs := sr.rs
-	rs.flushStart(ctx) // a run's deferred start is on record before its side effects
+	rs.flushDue(ctx) // a run's deferred start is on record before its side effects
 	if err := rs.fenced(); err != nil {
 		return err // no intent, so no call
 	}

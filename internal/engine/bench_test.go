@@ -24,10 +24,10 @@ func BenchmarkSequentialSetSteps(b *testing.B) {
 	benchSteps(b, 1000, setStep)
 }
 
-// BenchmarkSequentialShellSteps is the same over `shell: true` steps, whose
-// completion is committed before the next starts: per step, one fork/exec
-// of /bin/sh (BenchmarkExecTrue in steps/core is the floor) plus one
-// fsynced commit. On PostgreSQL the chain should take at most 1.5 times
+// BenchmarkSequentialShellSteps is the same over `shell: true` steps, each
+// on record running before its process starts, with the end of the step
+// before it: per step, one fork/exec of /bin/sh (BenchmarkExecTrue in
+// steps/core is the floor) plus one fsynced commit. On PostgreSQL the chain should take at most 1.5 times
 // its bbolt time (issue 14).
 func BenchmarkSequentialShellSteps(b *testing.B) {
 	benchSteps(b, 100, shellStep)

@@ -17,6 +17,17 @@
 // (ErrNotWritten). A run releases its concurrency key only once its end
 // or suspension is recorded.
 //
+// A running step is a record: before an attempt's process or call
+// starts, its record says running, with the attempt and its start, so that
+// the API, runs show and the UI show it (its printed lines are in the
+// store's output area as it prints them, state.StepOutput). A step that
+// runs alone in its list holds its end for what follows (stepRun.chained):
+// the next step's start is written with it, so a chain costs one commit
+// per step; nothing waits while an end is held (flushDue). Pure steps
+// (set, log) compute only: their records go with the run's next write.
+// A record left running by a process that died is run again on resume
+// (a mutating step reconciles its intent first).
+//
 // Ordering: a step without `needs` waits for every earlier step of its list
 // (the order of writing); a step with `needs` waits for those only, so
 // independent branches run concurrently, at most MaxParallel at a time.

@@ -197,6 +197,9 @@ func (rs *runState) mayStart(ctx context.Context) error {
 	lease := rs.e.fences.lease
 	rs.e.fences.mu.Unlock()
 	if lease != nil {
+		if lease.lapsedNow() != nil {
+			rs.flushDue(ctx) // what ended is on record while nothing starts
+		}
 		return lease.hold(ctx, rs.fence)
 	}
 	return nil

@@ -95,7 +95,7 @@ func (sr *stepRun) runItems(ctx context.Context, items []any) []itemResult {
 		go func(i int, v any) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			it := sr.rs.newStep(st, itemID(st.ID, i), &item{value: v, index: i}, sr.ph)
+			it := sr.rs.newStep(st, itemID(st.ID, i), &item{value: v, index: i}, sr.ph, cap(sem) == 1)
 			status := it.run(ctx)
 			mu.Lock()
 			results[i] = itemResult{status: status, rec: it.rec}

@@ -51,6 +51,7 @@ type runState struct {
 	lazy       []*state.StepRecord
 	lazyEvents []state.Event
 	start      []state.Event // the run's start, not written yet (Options.DeferStart)
+	held       bool          // lazy holds the end of a chained step (holdEnd)
 
 	fence *fence // nil: its writes are not fenced (fence.go)
 
@@ -384,7 +385,7 @@ func (rs *runState) saveRun(ctx context.Context, evs ...state.Event) error {
 	recs, all := rs.lazy, slices.Concat(rs.start, rs.lazyEvents, evs)
 	observed := slices.Concat(rs.start, evs)
 	start, lazyEvents := rs.start, rs.lazyEvents
-	rs.lazy, rs.lazyEvents, rs.start = nil, nil, nil
+	rs.lazy, rs.lazyEvents, rs.start, rs.held = nil, nil, nil, false
 	rs.runMu.Lock()
 	defer rs.runMu.Unlock()
 	// Refused as cancelled meanwhile, evs, which said otherwise, are

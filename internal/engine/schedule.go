@@ -67,16 +67,20 @@ func (rs *runState) runList(ctx context.Context, list []*playbook.Step, ph phase
 		case running == 0 && len(next) == 1:
 			// The only step that can run: run it on this goroutine, so a
 			// sequential run (and a waiting one) costs no extra goroutine.
+			// Its end is held for what follows (stepRun.chained).
 			i := next[0]
 			started[i] = true
-			res = result{i, rs.runStep(ctx, list[i], ph)}
+			res = result{i, rs.runStep(ctx, list[i], ph, true)}
 		default:
 			for _, i := range next {
 				started[i] = true
 				running++
 				go func(i int) {
-					finished <- result{i, rs.runStep(ctx, list[i], ph)}
+					finished <- result{i, rs.runStep(ctx, list[i], ph, false)}
 				}(i)
+			}
+			if rs.holding() {
+				rs.flushLazy(ctx) // a held end is not left while steps run
 			}
 			res = <-finished
 			running--
@@ -103,16 +107,17 @@ const (
 )
 
 // runStep runs one step of a list to a final status and publishes it to
-// the scope of later steps. It reports whether the step is settled (its
+// the scope of later steps; chained: it runs alone, its end held for what
+// follows (stepRun.chained). It reports whether the step is settled (its
 // dependents may start): waiting steps and steps left for a resume are not.
-func (rs *runState) runStep(ctx context.Context, st *playbook.Step, ph phase) bool {
+func (rs *runState) runStep(ctx context.Context, st *playbook.Step, ph phase, chained bool) bool {
 	rs.mu.RLock()
 	rec := rs.records[st.ID]
 	rs.mu.RUnlock()
 	if finished(rec) {
 		return true // finished in an earlier process
 	}
-	sr := rs.newStep(st, st.ID, nil, ph)
+	sr := rs.newStep(st, st.ID, nil, ph, chained)
 	if skip, why := rs.blockedByNeeds(st); skip {
 		sr.skip(ctx, why)
 		return true

@@ -31,6 +31,12 @@ type stepRun struct {
 	continuing bool
 	// child: the attempt ran a sub-playbook (Host.RunPlaybook).
 	child bool
+	// chained: the step runs alone on its list's goroutine (runList), or
+	// is an item of a for_each running one item at a time, so what
+	// follows its end is the next step's start or another write of the
+	// run: its end is held for that write (holdEnd), which makes a chain
+	// of steps cost one commit per step.
+	chained bool
 
 	mu      sync.Mutex // guards rec against the step's own Host calls, and pending
 	pending []state.Event
@@ -39,8 +45,8 @@ type stepRun struct {
 // newStep returns the stepRun of st's record id (created in memory if
 // new); it is the element of a for_each item's record, nil for the step's
 // own.
-func (rs *runState) newStep(st *playbook.Step, id string, it *item, ph phase) *stepRun {
-	return &stepRun{rs: rs, st: st, rec: rs.record(id), it: it, ph: ph}
+func (rs *runState) newStep(st *playbook.Step, id string, it *item, ph phase, chained bool) *stepRun {
+	return &stepRun{rs: rs, st: st, rec: rs.record(id), it: it, ph: ph, chained: chained}
 }
 
 // stepPending is the status of a step left unstarted for a resume.
@@ -198,7 +204,11 @@ func (sr *stepRun) finish(ctx context.Context, out map[string]any, err error) st
 		ev.Type, ev.Message = "step.failed", rec.Error.Message
 		ev.Data["code"] = rec.Error.Code
 	}
-	sr.save(ctx, ev)
+	if sr.chained && !sr.lazy {
+		sr.holdEnd(ctx, ev)
+	} else {
+		sr.save(ctx, ev)
+	}
 	rs.publish(rec)
 	return rec.Status
 }
@@ -235,6 +245,20 @@ func (sr *stepRun) prepare(ev state.Event) state.Event {
 		ev.Data = sr.rs.e.redactMap(ev.Data)
 	}
 	return ev
+}
+
+// holdEnd keeps the step's final record and ev for the run's next write:
+// the start of the step that follows, which is then on record with it in
+// one commit, or the run's own write (rs.holdEnd says what writes it).
+func (sr *stepRun) holdEnd(ctx context.Context, ev state.Event) {
+	ev = sr.prepare(ev)
+	sr.mu.Lock()
+	all := append(sr.pending, ev)
+	sr.pending = nil
+	rec := *sr.rec
+	sr.mu.Unlock()
+	sr.rs.holdEnd(ctx, &rec, all)
+	sr.rs.e.observe(sr.rs.run.ID, ev)
 }
 
 // save writes the record with every buffered event and evs, in one

@@ -43,6 +43,7 @@ func (rs *runState) runMain(ctx context.Context) bool {
 			return waiting
 		}
 		rs.markWaiting(ctx)
+		rs.flushDue(ctx)
 		wait := e.o.ApprovalPoll
 		if !until.IsZero() {
 			wait = min(wait, until.Sub(e.o.Clock.Now()))

@@ -51,6 +51,23 @@ func (rs *runState) deferWrite(ctx context.Context, rec *state.StepRecord, evs [
 	}
 }
 
+// holdEnd keeps the end of a chained step for the run's next write, as
+// deferWrite keeps a pure step's record. Unlike a pure step's, a held end
+// must not wait for long: whatever comes next writes it at once (the next
+// step's start, the run's end or park), or, before anything that waits,
+// flushDue does.
+func (rs *runState) holdEnd(ctx context.Context, rec *state.StepRecord, evs []state.Event) {
+	rs.lazyMu.Lock()
+	rs.lazy = append(rs.lazy, rec)
+	rs.lazyEvents = append(rs.lazyEvents, evs...)
+	rs.held = true
+	full := len(rs.lazy) >= maxLazy
+	rs.lazyMu.Unlock()
+	if full {
+		rs.flushLazy(ctx)
+	}
+}
+
 // write persists rec (nil: only what is deferred) after every deferred
 // record, in one transaction, so the store's event order is the order the
 // events happened in. A store that is unavailable is tried again until
@@ -60,7 +77,7 @@ func (rs *runState) write(ctx context.Context, rec *state.StepRecord, evs []stat
 	rs.lazyMu.Lock()
 	defer rs.lazyMu.Unlock()
 	if rs.fenced() != nil {
-		rs.lazy, rs.lazyEvents, rs.start = nil, nil, nil // never written here
+		rs.lazy, rs.lazyEvents, rs.start, rs.held = nil, nil, nil, false // never written here
 		return
 	}
 	recs := rs.lazy
@@ -69,7 +86,7 @@ func (rs *runState) write(ctx context.Context, rec *state.StepRecord, evs []stat
 	}
 	start := rs.start
 	evs = slices.Concat(start, rs.lazyEvents, evs)
-	rs.lazy, rs.lazyEvents, rs.start = nil, nil, nil
+	rs.lazy, rs.lazyEvents, rs.start, rs.held = nil, nil, nil, false
 	if len(recs) == 0 && len(start) == 0 {
 		return
 	}
@@ -107,14 +124,23 @@ func (rs *runState) write(ctx context.Context, rec *state.StepRecord, evs []stat
 // flushLazy writes every deferred record now.
 func (rs *runState) flushLazy(ctx context.Context) { rs.write(ctx, nil, nil) }
 
-// flushStart writes the run's deferred start (Options.DeferStart), with
-// whatever else waits for the run's next write, when it is still
-// pending.
-func (rs *runState) flushStart(ctx context.Context) {
+// holding reports whether the end of a chained step waits for the run's
+// next write (holdEnd).
+func (rs *runState) holding() bool {
 	rs.lazyMu.Lock()
-	pending := len(rs.start) > 0
+	defer rs.lazyMu.Unlock()
+	return rs.held
+}
+
+// flushDue writes what must be on record before a step's process or
+// call starts, or before the run waits: the run's deferred start
+// (Options.DeferStart) and held step ends (holdEnd), with whatever else
+// waits for the run's next write. It writes nothing when neither waits.
+func (rs *runState) flushDue(ctx context.Context) {
+	rs.lazyMu.Lock()
+	due := len(rs.start) > 0 || rs.held
 	rs.lazyMu.Unlock()
-	if pending {
+	if due {
 		rs.flushLazy(ctx)
 	}
 }
