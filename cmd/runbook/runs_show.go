@@ -76,25 +76,8 @@ func cmdRunsShow(ctx context.Context, a *app, args []string) error {
 		fmt.Fprintln(w, "\nno steps have run")
 		return nil
 	}
-	fmt.Fprintln(w)
-	tw := newTable(w, 2)
-	tw.row("STEP", "STATUS", "ATTEMPTS", "DURATION", "ERROR")
-	waiting := false
-	for _, s := range doc.Steps {
-		dur := "-"
-		if !s.StartedAt.IsZero() && !s.EndedAt.IsZero() {
-			dur = formatDuration(s.EndedAt.Sub(s.StartedAt))
-		} else if !s.StartedAt.IsZero() && !s.Status.Done() {
-			dur = formatDuration(time.Since(s.StartedAt)) + "…"
-		}
-		errText := ""
-		if s.Error != nil {
-			errText = oneLine(s.Error.Message, 80)
-		}
-		tw.row(s.ID, string(s.Status), strconv.Itoa(s.Attempts), dur, errText)
-		waiting = waiting || s.Status == state.StepWaiting
-	}
-	if err := tw.flush(); err != nil {
+	waiting, err := printSteps(ctx, w, b, r, doc.Steps)
+	if err != nil {
 		return err
 	}
 	// A run that only waits for approvals is waiting (parked, or waiting
@@ -104,6 +87,106 @@ func cmdRunsShow(ctx context.Context, a *app, args []string) error {
 		printWaitingOn(ctx, w, b, r)
 	}
 	return nil
+}
+
+// printSteps prints the table of a run's steps, then what each step
+// recorded running is doing; waiting reports whether a step waits.
+func printSteps(ctx context.Context, w io.Writer, b runsBackend, r *state.Run, steps []*state.StepRecord) (waiting bool, err error) {
+	fmt.Fprintln(w)
+	tw := newTable(w, 2)
+	tw.row("STEP", "STATUS", "ATTEMPTS", "DURATION", "ERROR")
+	var running []*state.StepRecord
+	for _, s := range steps {
+		status, dur := string(s.Status), "-"
+		switch {
+		case s.Status == state.StepRunning && r.Status == state.RunInterrupted:
+			status = stepInterrupted // no process runs it: no time goes by
+		case !s.StartedAt.IsZero() && !s.EndedAt.IsZero():
+			dur = formatDuration(s.EndedAt.Sub(s.StartedAt))
+		case !s.StartedAt.IsZero() && !s.Status.Done():
+			dur = formatDuration(time.Since(s.StartedAt)) + "…"
+		}
+		errText := ""
+		if s.Error != nil {
+			errText = oneLine(s.Error.Message, 80)
+		}
+		tw.row(s.ID, status, strconv.Itoa(s.Attempts), dur, errText)
+		waiting = waiting || s.Status == state.StepWaiting
+		if s.Status == state.StepRunning {
+			running = append(running, s)
+		}
+	}
+	if err := tw.flush(); err != nil {
+		return false, err
+	}
+	for _, s := range running {
+		if err := printRunning(ctx, w, b, r, s); err != nil {
+			return false, err
+		}
+	}
+	return waiting, nil
+}
+
+// stepInterrupted is how runs show names a step recorded running in a
+// run whose process is gone (state.RunInterrupted): nothing runs it.
+const stepInterrupted = "interrupted"
+
+// shownLines is how many of a running step's last lines runs show prints.
+const shownLines = 20
+
+// printRunning says what a step recorded running is doing: its attempt,
+// how long it has run, and the last lines its attempt printed so far
+// (all of them with runs logs). In an interrupted run it says that the
+// step was running when the process stopped, and what it printed then.
+func printRunning(ctx context.Context, w io.Writer, b runsBackend, r *state.Run, s *state.StepRecord) error {
+	lines, total, err := lastLines(ctx, b, r.ID, s)
+	if err != nil {
+		return withHint(err, "")
+	}
+	if r.Status == state.RunInterrupted {
+		fmt.Fprintf(w, "\nstep %s was running (attempt %d) when the process that ran it stopped; it runs again when the run resumes", s.ID, s.Attempts)
+	} else {
+		fmt.Fprintf(w, "\nstep %s is running: attempt %d, for %s", s.ID, s.Attempts, formatDuration(time.Since(s.StartedAt)))
+	}
+	switch {
+	case total == 0:
+		fmt.Fprintln(w, "; it has printed nothing")
+		return nil
+	case total > len(lines):
+		fmt.Fprintf(w, "; its last %d of %d lines (all: runbook runs logs %s %s):\n", len(lines), total, r.ID, s.ID)
+	default:
+		fmt.Fprintln(w, "; it printed:")
+	}
+	for _, l := range lines {
+		mark := "|"
+		if l.Stream == state.StreamStderr {
+			mark = "!"
+		}
+		fmt.Fprintf(w, "  %s %s\n", mark, l.Text)
+	}
+	return nil
+}
+
+// lastLines reads what the step's current attempt printed: its last
+// shownLines lines, and how many it printed.
+func lastLines(ctx context.Context, b runsBackend, runID string, s *state.StepRecord) ([]state.OutputLine, int, error) {
+	lr, ok := b.(logReader)
+	if !ok {
+		return nil, 0, nil
+	}
+	var last []state.OutputLine
+	total := 0
+	err := lr.readLog(ctx, runID, logQuery{output: true, step: s.ID}, func(it logItem) bool {
+		if l := it.line; l != nil && l.Step == s.ID && l.Attempt == s.Attempts {
+			total++
+			if len(last) == shownLines {
+				last = append(last[:0], last[1:]...)
+			}
+			last = append(last, *l)
+		}
+		return true
+	})
+	return last, total, err
 }
 
 // printStatusHint says, under a run's status, what it means for the
