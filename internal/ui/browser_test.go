@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -99,6 +100,20 @@ steps:
     with: {message: "unsubscribe ${{ trigger.hook.recipientNo }}"}
 `
 
+// browserDrain's drain step runs a few seconds and prints a line every
+// half second, each with the moment it printed it (Unix milliseconds).
+const browserDrain = `version: 1
+name: ui-drain
+description: Cordons a node, then drains it, one pod every half second.
+steps:
+  - id: cordon
+    uses: shell
+    with: {command: "echo cordoned node-7"}
+  - id: drain
+    uses: shell
+    with: {command: 'sleep 1; for i in $(seq 1 8); do echo "evicted pod-$i at $(date +%s%3N)"; sleep 0.5; done'}
+`
+
 // viewerToken is the token of vera, a viewer.
 const viewerToken = "tok-viewer-vera-000000000000000000000000"
 
@@ -139,7 +154,7 @@ func startServe(t *testing.T) *serveProc {
 	require.NoError(t, err, "go build: %s", out)
 	pbs := filepath.Join(work, "playbooks")
 	require.NoError(t, os.Mkdir(pbs, 0o700))
-	for name, src := range map[string]string{"ui-demo.yaml": browserDemo, "ui-slow.yaml": browserSlow, "ui-unsubscribe.yaml": browserHook} {
+	for name, src := range map[string]string{"ui-demo.yaml": browserDemo, "ui-slow.yaml": browserSlow, "ui-unsubscribe.yaml": browserHook, "ui-drain.yaml": browserDrain} {
 		require.NoError(t, os.WriteFile(filepath.Join(pbs, name), []byte(src), 0o600))
 	}
 	cfg := filepath.Join(work, "runbook.yaml")
@@ -478,6 +493,62 @@ func TestBrowser(t *testing.T) {
 		assert.Contains(t, b.text("#log-create"), "step.reused")
 		assert.Contains(t, b.eval(`document.querySelector("#step-flaky .outputs").textContent`), "flag found")
 		b.shot("run-retried")
+	})
+
+	t.Run("a running step shows its attempt, its time going by and its lines within a second of each", func(t *testing.T) {
+		b.t = t
+		b.open("/playbooks/ui-drain")
+		b.do(chromedp.Click(chromedp.CSS("#start-form button.primary")))
+		b.waitFor(`#step-drain .st-running`)
+		// Note when each line first shows under the step; lines already
+		// there are not measured.
+		b.eval(`(function () {
+			var seen = window.__lines = {}, first = true;
+			function scan() {
+				var pre = document.getElementById("output-drain");
+				var spans = pre ? pre.querySelectorAll("span") : [];
+				for (var i = 0; i < spans.length; i++) {
+					var t = spans[i].textContent;
+					if (!(t in seen)) seen[t] = first ? -1 : Date.now();
+				}
+				first = false;
+			}
+			scan();
+			setInterval(scan, 10);
+			return "";
+		})()`)
+		meta := b.text("#step-drain .meta")
+		assert.Contains(t, meta, "attempt 1")
+		assert.Contains(t, meta, "running for")
+		assert.Contains(t, b.text("#step-cordon"), "succeeded")
+		assert.Contains(t, b.text(".head-line"), "running")
+		ran := b.text("#step-drain [data-since]")
+		b.waitFor(`#output-drain span:nth-child(3)`)
+		assert.NotEqual(t, ran, b.text("#step-drain [data-since]"), "the time it has run goes by")
+		assert.Contains(t, b.text("#step-drain summary"), "lines so far")
+		b.shot("run-step-running")
+		b.waitFor(`.head-line .st-succeeded`)
+		var seen map[string]int64
+		require.NoError(t, json.Unmarshal([]byte(b.eval(`JSON.stringify(window.__lines)`)), &seen))
+		line := regexp.MustCompile(`^evicted pod-(\d) at (\d{13})$`)
+		var late []string
+		measured := 0
+		for text, at := range seen {
+			m := line.FindStringSubmatch(text)
+			if m == nil || at < 0 {
+				continue
+			}
+			printed, err := strconv.ParseInt(m[2], 10, 64)
+			require.NoError(t, err)
+			measured++
+			if at-printed > 1000 {
+				late = append(late, fmt.Sprintf("pod-%s shown %d ms after it was printed", m[1], at-printed))
+			}
+		}
+		t.Logf("%d lines measured as they were printed", measured)
+		assert.GreaterOrEqual(t, measured, 5, "lines seen as printed: %v", seen)
+		assert.Empty(t, late)
+		assert.Contains(t, b.text("#output-drain"), "evicted pod-8")
 	})
 
 	t.Run("cancels a run", func(t *testing.T) {

@@ -101,6 +101,11 @@ type stepView struct {
 	Status string
 	// Printed is what the step printed (its stdout and stderr, its calls).
 	Printed []printedLine
+	// Running: the step's record says running and a process runs the run;
+	// the page shows its time going by and fills its lines as printed.
+	// Interrupted: it says running, but the process that ran it is gone
+	// (the run is shown interrupted): nothing runs it until a resume.
+	Running, Interrupted bool
 }
 
 // approvalView is the form of the approval a run waits on.
@@ -243,6 +248,13 @@ func (d *runData) build(now time.Time) {
 	seen := map[string]bool{}
 	for _, rec := range d.Run.Steps {
 		sv := &stepView{Rec: rec, Spec: specs[baseID(rec.ID)], Events: byStep[rec.ID], ID: rec.ID, Status: string(rec.Status), Printed: d.printed[rec.ID]}
+		if rec.Status == state.StepRunning {
+			sv.Interrupted = d.Run.Status == state.RunInterrupted
+			sv.Running = !sv.Interrupted
+			if sv.Interrupted {
+				sv.Status = string(state.RunInterrupted)
+			}
+		}
 		if sv.Spec != nil {
 			sv.Uses = sv.Spec.Uses
 		}
@@ -318,6 +330,14 @@ func statusesOf(recs []api.RunStep) map[string][2]string {
 func (d *runData) statusesMap() map[string][2]string {
 	if d.statuses == nil {
 		d.statuses = statusesOf(d.Run.Steps)
+		if d.Run.Status == state.RunInterrupted {
+			// Recorded running, but nothing runs them (stepView.Interrupted).
+			for id, st := range d.statuses {
+				if st[0] == string(state.StepRunning) {
+					d.statuses[id] = [2]string{string(state.RunInterrupted), st[1]}
+				}
+			}
+		}
 	}
 	return d.statuses
 }

@@ -137,8 +137,15 @@ func buildTimeline(run *api.Run, events []state.Event, now time.Time) *timeline 
 		tl.Grid = append(tl.Grid, float64(i)*timelineWidth/float64(len(ticks)))
 	}
 	end := run.EndedAt
+	interrupted := run.Status == state.RunInterrupted
+	if interrupted && len(events) > 0 {
+		end = events[len(events)-1].Time // its process stopped after its last event
+	}
 	for _, st := range run.Steps {
 		row := timelineRow{ID: st.ID, Status: string(st.Status), Duration: span(now, st.StartedAt, st.EndedAt)}
+		if interrupted && st.Status == state.StepRunning {
+			row.Status, row.Duration = string(state.RunInterrupted), "" // nothing runs it
+		}
 		if evs := byStep[st.ID]; len(evs) > 0 {
 			row.Segments, row.Markers = segmentsOf(sc, evs, end, now)
 		}

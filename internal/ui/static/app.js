@@ -42,6 +42,24 @@
     if (btn) btn.textContent = "Times: " + timeMode;
   }
 
+  // The time a running step has run ([data-since]), as the server
+  // writes it (fmtDuration), going by.
+  function duration(ms) {
+    function p2(n) { return (n < 10 ? "0" : "") + n; }
+    var s = ms / 1000;
+    if (s < 60) return s.toFixed(2) + "s";
+    if (s < 3600) return Math.floor(s / 60) + "m " + p2(Math.floor(s % 60)) + "s";
+    return Math.floor(s / 3600) + "h " + p2(Math.floor(s / 60) % 60) + "m";
+  }
+
+  function since() {
+    var list = doc.querySelectorAll("[data-since]");
+    for (var i = 0; i < list.length; i++) {
+      var ms = Date.now() - Date.parse(list[i].getAttribute("data-since"));
+      if (!isNaN(ms) && ms >= 0) list[i].textContent = duration(ms);
+    }
+  }
+
   function toggleTimes() {
     timeMode = timeMode === "relative" ? "absolute" : "relative";
     try { localStorage.setItem("rb-times", timeMode); } catch (e) { /* storage off */ }
@@ -227,6 +245,8 @@
       span.textContent = l.text;
       pre.appendChild(span);
       pre.appendChild(doc.createTextNode("\n"));
+      var count = pre.closest("details") && pre.closest("details").querySelector("[data-lines]");
+      if (count) count.textContent = String(pre.querySelectorAll("span").length);
     });
     for (var i = 0; i < eventTypes.length; i++) es.addEventListener(eventTypes[i], onEvent);
     es.onmessage = onEvent;
@@ -311,6 +331,7 @@
   function init() {
     renderTimes();
     setInterval(renderTimes, 30000);
+    setInterval(since, 1000);
     var box = doc.getElementById("run");
     if (box && box.hasAttribute("data-follow") && window.EventSource) followRun(box);
     startPolling();
