@@ -93,7 +93,11 @@ type Run struct {
 	Hint string `json:"hint,omitempty"`
 }
 
-// RunStep is the record of one step of a run (one per for_each item).
+// RunStep is the record of one step of a run (one per for_each item). A
+// step that is running has one (status running, its attempt, its start);
+// what it printed so far is at GET /api/v1/runs/{id}/output?step=ID
+// (OutputPage). In a run shown interrupted, a step recorded running was
+// running when the process stopped: nothing runs it.
 type RunStep struct {
 	*state.StepRecord
 	// Checkpoint hides the record's resume data: it is the engine's.

@@ -28,6 +28,9 @@ type timelineRow struct {
 	ID       string
 	Status   string
 	Duration string
+	// Since is when a running step started: the page shows its duration
+	// going by.
+	Since    time.Time
 	Segments []segment
 	Markers  []marker
 }
@@ -143,8 +146,11 @@ func buildTimeline(run *api.Run, events []state.Event, now time.Time) *timeline 
 	}
 	for _, st := range run.Steps {
 		row := timelineRow{ID: st.ID, Status: string(st.Status), Duration: span(now, st.StartedAt, st.EndedAt)}
-		if interrupted && st.Status == state.StepRunning {
+		switch {
+		case interrupted && st.Status == state.StepRunning:
 			row.Status, row.Duration = string(state.RunInterrupted), "" // nothing runs it
+		case st.Status == state.StepRunning:
+			row.Since = st.StartedAt
 		}
 		if evs := byStep[st.ID]; len(evs) > 0 {
 			row.Segments, row.Markers = segmentsOf(sc, evs, end, now)

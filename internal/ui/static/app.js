@@ -102,6 +102,7 @@
     var run = fresh.getElementById("run");
     var mine = doc.getElementById("run");
     if (run && mine && !run.hasAttribute("data-follow")) mine.removeAttribute("data-follow");
+    return run ? Number(run.getAttribute("data-after") || "0") : 0;
   }
 
   function fetchPage() {
@@ -196,6 +197,7 @@
     var es = new EventSource("/runs/" + encodeURIComponent(id) + "/live?after=" + encodeURIComponent(after) +
       "&output_after=" + encodeURIComponent(String(outAfter)));
     var pending = null, inflight = false, again = false;
+    var lineWaits = false; // a line came for a step without its block
     var waiting = []; // seqs received since the last refresh started
 
     function refresh() {
@@ -203,10 +205,20 @@
       inflight = true;
       var covered = waiting;
       waiting = [];
+      lineWaits = false;
       fetchPage().then(function (html) {
-        swapRegions(html);
+        var upTo = swapRegions(html);
         var now = Date.now();
         for (var i = 0; i < covered.length; i++) if (seen[covered[i]]) seen[covered[i]].refreshed = now;
+        // Events that came while the page was fetched are in it when the
+        // server read them (the fresh page's data-after): no second fetch
+        // for them.
+        waiting = waiting.filter(function (seq) {
+          if (seq > upTo) return true;
+          if (seen[seq]) seen[seq].refreshed = now;
+          return false;
+        });
+        if (!waiting.length && !lineWaits) again = false;
         root.setAttribute("data-refreshed", String(now));
       }).catch(function () { markLost(); }).then(function () {
         inflight = false;
@@ -239,7 +251,7 @@
       if (l.seq <= outAfter) return;
       outAfter = l.seq;
       var pre = doc.getElementById("output-" + l.step);
-      if (!pre) { schedule(); return; }
+      if (!pre) { lineWaits = true; schedule(); return; }
       var span = doc.createElement("span");
       span.className = "out-" + l.stream;
       span.textContent = l.text;
