@@ -204,6 +204,9 @@ func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[str
 		// show it running while it runs.
 		sr.save(ctx, started)
 	}
+	if ctx.Err() != nil && stoppedUnwritten(context.Cause(ctx)) {
+		return nil, context.Cause(ctx) // its start is not on record: it does not start
+	}
 	sctx := ctx
 	if st.Timeout > 0 {
 		var stop context.CancelFunc

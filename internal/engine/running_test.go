@@ -189,3 +189,22 @@ func eventTypes(evs []state.Event) []string {
 	}
 	return out
 }
+
+// A step whose start cannot be put on record (the store refuses the
+// write, as a full disk does) does not start: its process never runs,
+// and the run fails saying its state could not be written.
+func TestAStepWhoseStartCannotBeWrittenDoesNotStart(t *testing.T) {
+	h := newHarness(t, func(o *engine.Options) { o.Store = saveStepsFails{o.Store} })
+	marker := filepath.Join(h.dir, "ran")
+	r, err := h.run(`
+version: 1
+name: unwritten
+steps:
+  - {id: touch, uses: shell, with: {command: "touch `+marker+`"}}
+`, nil)
+	require.Error(t, err)
+	assert.Equal(t, state.RunFailed, r.Status)
+	assert.Contains(t, r.Error.Message, "could not be written")
+	_, statErr := os.Stat(marker)
+	assert.True(t, os.IsNotExist(statErr), "the step's process ran although its start was not on record")
+}
