@@ -52,7 +52,7 @@ func openAuth(ctx context.Context, o *runsOpener, create bool) (authBackend, err
 	case *apiBackend:
 		return &apiAuth{b: b}, nil
 	case *storeBackend:
-		return newStoreAuth(o, b.store)
+		return newStoreAuth(b.store), nil
 	}
 	if !create {
 		return nil, nil
@@ -61,21 +61,11 @@ func openAuth(ctx context.Context, o *runsOpener, create bool) (authBackend, err
 	if err != nil {
 		return nil, err
 	}
-	return newStoreAuth(o, st)
+	return newStoreAuth(st), nil
 }
 
-// newStoreAuth uses st directly, or closes it and says why it cannot.
-func newStoreAuth(o *runsOpener, st state.Store) (authBackend, error) {
-	as, ok := st.(state.AuthStore)
-	if !ok {
-		st.Close()
-		loc, _ := o.sf.statePath()
-		return nil, &exitError{code: 1, err: &fault.Error{Code: fault.Unavailable,
-			Message: fmt.Sprintf("the state store %s keeps no tokens or audit records", displayLocation(loc))},
-			hint: "use a bbolt state file or a postgres:// database (--state)"}
-	}
-	return &storeAuth{st: st, as: as}, nil
-}
+// newStoreAuth uses st directly.
+func newStoreAuth(st state.Store) authBackend { return &storeAuth{st: st} }
 
 // apiAuth goes through the server's API (docs/api.md: tokens, audit).
 type apiAuth struct{ b *apiBackend }
@@ -120,7 +110,6 @@ func (a *apiAuth) auditPage(ctx context.Context, since time.Time, after uint64, 
 // changes is audited under "local:$USER", source "local".
 type storeAuth struct {
 	st state.Store
-	as state.AuthStore
 }
 
 func (s *storeAuth) close() { s.st.Close() }
@@ -150,7 +139,7 @@ func (s *storeAuth) createToken(ctx context.Context, req api.TokenRequest) (api.
 	if len(req.Playbooks) > 0 {
 		detail["playbooks"] = req.Playbooks
 	}
-	err = s.as.CreateToken(ctx, t)
+	err = s.st.CreateToken(ctx, t)
 	if errors.Is(err, state.ErrExists) {
 		err = &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("a token named %s exists; revoke it first (runbook token revoke %s)", t.Name, t.Name)}
 	}
@@ -169,14 +158,14 @@ func (s *storeAuth) audit(ctx context.Context, action, name string, detail map[s
 		result = string(fault.CodeOf(err))
 	}
 	rec := state.AuditRecord{Identity: localName(), Action: action, Target: "token:" + name, Result: result, Source: "local", Detail: detail}
-	if aerr := s.as.AppendAudit(context.WithoutCancel(ctx), rec); aerr != nil && err == nil {
+	if aerr := s.st.AppendAudit(context.WithoutCancel(ctx), rec); aerr != nil && err == nil {
 		return fmt.Errorf("%s of token %s done, but its audit record was not written: %w", action, name, aerr)
 	}
 	return err
 }
 
 func (s *storeAuth) tokens(ctx context.Context) ([]api.Token, error) {
-	toks, err := s.as.Tokens(ctx)
+	toks, err := s.st.Tokens(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +177,7 @@ func (s *storeAuth) tokens(ctx context.Context) ([]api.Token, error) {
 }
 
 func (s *storeAuth) revokeToken(ctx context.Context, name string) error {
-	err := s.as.RevokeToken(ctx, name, time.Now().UTC(), localName())
+	err := s.st.RevokeToken(ctx, name, time.Now().UTC(), localName())
 	if errors.Is(err, state.ErrNotFound) {
 		err = &fault.Error{Code: fault.NotFound, Message: fmt.Sprintf("no live token %q", name)}
 	}
@@ -196,7 +185,7 @@ func (s *storeAuth) revokeToken(ctx context.Context, name string) error {
 }
 
 func (s *storeAuth) auditPage(ctx context.Context, since time.Time, after uint64, limit int) ([]state.AuditRecord, uint64, error) {
-	recs, err := s.as.Audit(ctx, state.AuditFilter{Since: since, After: after, Limit: limit})
+	recs, err := s.st.Audit(ctx, state.AuditFilter{Since: since, After: after, Limit: limit})
 	if err != nil {
 		return nil, 0, err
 	}

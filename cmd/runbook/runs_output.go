@@ -56,7 +56,6 @@ const logPage = 5000
 // read.
 func (b *storeBackend) readLog(ctx context.Context, id string, q logQuery, each func(logItem) bool) error {
 	var after, outAfter uint64
-	so, _ := b.store.(state.StepOutput)
 	for {
 		r, err := b.store.GetRun(ctx, id)
 		if err != nil {
@@ -71,8 +70,8 @@ func (b *storeBackend) readLog(ctx context.Context, id string, q logQuery, each 
 				after = evs[len(evs)-1].Seq
 			}
 		}
-		for more := q.output && so != nil; more; {
-			lines, err := so.Output(ctx, id, state.OutputFilter{Step: q.step, After: outAfter, Limit: logPage})
+		for more := q.output; more; {
+			lines, err := b.store.Output(ctx, id, state.OutputFilter{Step: q.step, After: outAfter, Limit: logPage})
 			if err != nil {
 				return err
 			}

@@ -29,13 +29,6 @@ func cmdState(ctx context.Context, a *app, args []string) error {
 // copyBatch is how many records one Import writes (one transaction).
 const copyBatch = 1000
 
-// copyStore is what state copy needs of a store at either end.
-type copyStore interface {
-	state.Store
-	state.Exporter
-	state.Importer
-}
-
 // cmdStateCopy copies everything a store holds into an empty one and
 // verifies the copy by counting each kind of record at both ends.
 func cmdStateCopy(ctx context.Context, a *app, args []string) error {
@@ -135,7 +128,7 @@ func sameLocation(a, b string) bool {
 
 // openCopySource opens the store to copy from: a file read-only (it must
 // exist, and no other process may hold it), or a database.
-func openCopySource(loc string) (copyStore, error) {
+func openCopySource(loc string) (state.Store, error) {
 	var st state.Store
 	var err error
 	if isDSN(loc) {
@@ -157,17 +150,12 @@ func openCopySource(loc string) (copyStore, error) {
 	if err != nil {
 		return nil, storeError(err)
 	}
-	cs, ok := st.(copyStore)
-	if !ok {
-		_ = st.Close()
-		return nil, &exitError{code: 1, err: fmt.Errorf("%s: this store cannot be exported", displayLocation(loc))}
-	}
-	return cs, nil
+	return st, nil
 }
 
 // openCopyDestination opens the store to copy to and checks that it holds
 // nothing; created reports a file this call created.
-func openCopyDestination(ctx context.Context, loc string) (dst copyStore, created bool, err error) {
+func openCopyDestination(ctx context.Context, loc string) (dst state.Store, created bool, err error) {
 	if !isDSN(loc) {
 		_, serr := os.Stat(loc)
 		created = errors.Is(serr, os.ErrNotExist)
@@ -176,18 +164,14 @@ func openCopyDestination(ctx context.Context, loc string) (dst copyStore, create
 	if err != nil {
 		return nil, false, storeError(err)
 	}
-	fail := func(err error) (copyStore, bool, error) {
+	fail := func(err error) (state.Store, bool, error) {
 		_ = st.Close()
 		if created {
 			_ = os.Remove(loc)
 		}
 		return nil, false, err
 	}
-	cs, ok := st.(copyStore)
-	if !ok {
-		return fail(&exitError{code: 1, err: fmt.Errorf("%s: this store cannot be imported into", displayLocation(loc))})
-	}
-	counts, err := countRecords(ctx, cs)
+	counts, err := countRecords(ctx, st)
 	if err != nil {
 		return fail(storeError(err))
 	}
@@ -198,7 +182,7 @@ func openCopyDestination(ctx context.Context, loc string) (dst copyStore, create
 				hint: "copy to a new file or an empty database"})
 		}
 	}
-	return cs, created, nil
+	return st, created, nil
 }
 
 // copyRecords exports src into dst in batches and returns the counts of

@@ -13,14 +13,8 @@ const outputCopyPage = 5000
 
 // copyOutput copies the steps' output of every run (state.StepOutput),
 // run by run in pages, after the records: the lines keep their order and
-// numbers (a destination run starts without output). A store without an
-// output area on either side copies none.
+// numbers (a destination run starts without output).
 func copyOutput(ctx context.Context, src, dst state.Store) (int, error) {
-	from, ok1 := src.(state.StepOutput)
-	to, ok2 := dst.(state.StepOutput)
-	if !ok1 || !ok2 {
-		return 0, nil
-	}
 	runs, err := src.ListRuns(ctx, state.RunFilter{})
 	if err != nil {
 		return 0, err
@@ -29,7 +23,7 @@ func copyOutput(ctx context.Context, src, dst state.Store) (int, error) {
 	for _, r := range runs {
 		var after uint64
 		for {
-			lines, err := from.Output(ctx, r.ID, state.OutputFilter{After: after, Limit: outputCopyPage})
+			lines, err := src.Output(ctx, r.ID, state.OutputFilter{After: after, Limit: outputCopyPage})
 			if err != nil {
 				return n, fmt.Errorf("output of run %s: %w", r.ID, err)
 			}
@@ -37,7 +31,7 @@ func copyOutput(ctx context.Context, src, dst state.Store) (int, error) {
 				break
 			}
 			after = lines[len(lines)-1].Seq
-			if err := to.AppendOutput(ctx, r.ID, lines); err != nil {
+			if err := dst.AppendOutput(ctx, r.ID, lines); err != nil {
 				return n, fmt.Errorf("output of run %s: %w", r.ID, err)
 			}
 			n += len(lines)

@@ -35,7 +35,7 @@ const outputQueue = 4
 // output area (when it has one) and to Options.OutputObserver, in order.
 type stepOutput struct {
 	e       *Engine
-	store   state.StepOutput // nil: the store keeps no output
+	store   state.StepOutput
 	runID   string
 	step    string
 	attempt int
@@ -63,7 +63,7 @@ type stepOutput struct {
 
 func (sr *stepRun) newOutput(attempt int) *stepOutput {
 	o := &stepOutput{e: sr.rs.e, runID: sr.rs.run.ID, step: sr.rec.ID, attempt: attempt, max: sr.rs.e.o.MaxStepOutput}
-	o.store, _ = sr.rs.e.o.Store.(state.StepOutput)
+	o.store = sr.rs.e.o.Store
 	return o
 }
 
@@ -143,16 +143,14 @@ func (o *stepOutput) queue(lines []state.OutputLine) {
 // write is logged, once per attempt (close says how many lines were
 // lost): the step goes on, its output is lost.
 func (o *stepOutput) write(lines []state.OutputLine) {
-	if o.store != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), o.e.o.StateWrites)
-		err := o.store.AppendOutput(ctx, o.runID, lines)
-		cancel()
-		if err != nil && o.unstored == 0 {
-			o.e.o.Logger.Warn("step output not stored", "run_id", o.runID, "step", o.step, "attempt", o.attempt, "err", err)
-		}
-		if err != nil {
-			o.unstored += len(lines)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), o.e.o.StateWrites)
+	err := o.store.AppendOutput(ctx, o.runID, lines)
+	cancel()
+	if err != nil && o.unstored == 0 {
+		o.e.o.Logger.Warn("step output not stored", "run_id", o.runID, "step", o.step, "attempt", o.attempt, "err", err)
+	}
+	if err != nil {
+		o.unstored += len(lines)
 	}
 	if o.e.o.OutputObserver != nil {
 		o.e.o.OutputObserver(o.runID, lines)

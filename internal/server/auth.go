@@ -311,10 +311,7 @@ func resultOf(status int) string {
 // audit appends rec to the audit log; a failure is logged (the action it
 // records has happened).
 func (s *Server) audit(ctx context.Context, rec state.AuditRecord) {
-	if s.authStore == nil {
-		return
-	}
-	if err := s.authStore.AppendAudit(context.WithoutCancel(ctx), rec); err != nil {
+	if err := s.store.AppendAudit(context.WithoutCancel(ctx), rec); err != nil {
 		s.log.Error("audit record not written", "action", rec.Action, "identity", rec.Identity, "err", err)
 	}
 }
@@ -322,13 +319,13 @@ func (s *Server) audit(ctx context.Context, rec state.AuditRecord) {
 // pruneAudit deletes audit records older than the retention, now and
 // then hourly, until ctx ends.
 func (s *Server) pruneAudit(ctx context.Context) {
-	if s.authStore == nil || s.o.Auth.AuditRetention <= 0 {
+	if s.o.Auth.AuditRetention <= 0 {
 		return
 	}
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
-		n, err := s.authStore.PruneAudit(ctx, time.Now().Add(-s.o.Auth.AuditRetention))
+		n, err := s.store.PruneAudit(ctx, time.Now().Add(-s.o.Auth.AuditRetention))
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("audit pruning failed", "err", err)
 		} else if n > 0 {
@@ -343,17 +340,8 @@ func (s *Server) pruneAudit(ctx context.Context) {
 }
 
 // newAuthenticator builds the server's authenticator from its options.
-func newAuthenticator(o Options, store state.Store) (*auth.Authenticator, state.AuthStore, error) {
-	as, _ := store.(state.AuthStore)
-	ao := auth.Options{ServerToken: o.Token, Users: o.Auth.Users, OIDC: o.Auth.OIDC}
-	if as != nil {
-		ao.Tokens = as
-	}
-	a, err := auth.New(ao)
-	if err != nil {
-		return nil, nil, err
-	}
-	return a, as, nil
+func newAuthenticator(o Options, store state.Store) (*auth.Authenticator, error) {
+	return auth.New(auth.Options{ServerToken: o.Token, Users: o.Auth.Users, OIDC: o.Auth.OIDC, Tokens: store})
 }
 
 // apiEnabled reports whether anyone can use the API: a server token,
@@ -362,10 +350,7 @@ func (s *Server) apiEnabled(ctx context.Context) bool {
 	if s.authn.Enabled() {
 		return true
 	}
-	if s.authStore == nil {
-		return false
-	}
-	toks, err := s.authStore.Tokens(ctx)
+	toks, err := s.store.Tokens(ctx)
 	if err != nil {
 		return true // let Authenticate report the store's trouble
 	}

@@ -71,25 +71,13 @@ func (s *Server) whoami(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// needAuthStore answers 501 when the store keeps no tokens or audit.
-func (s *Server) needAuthStore(w http.ResponseWriter) bool {
-	if s.authStore == nil {
-		writeError(w, http.StatusNotImplemented, fault.Unavailable, "this state store keeps no tokens or audit records")
-		return false
-	}
-	return true
-}
-
 func viewToken(t state.Token) api.Token {
 	return api.Token{Name: t.Name, Roles: t.Roles, Playbooks: t.Playbooks, CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy,
 		RevokedAt: t.RevokedAt, RevokedBy: t.RevokedBy}
 }
 
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
-	if !s.needAuthStore(w) {
-		return
-	}
-	toks, err := s.authStore.Tokens(r.Context())
+	toks, err := s.store.Tokens(r.Context())
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -102,9 +90,6 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
-	if !s.needAuthStore(w) {
-		return
-	}
 	var body api.TokenRequest
 	if !decodeBody(w, r, &body) {
 		return
@@ -137,7 +122,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	}
 	t := state.Token{Name: body.Name, Hash: auth.HashToken(secret), Roles: body.Roles, Playbooks: body.Playbooks,
 		CreatedAt: time.Now().UTC(), CreatedBy: callerName(r)}
-	if err := s.authStore.CreateToken(r.Context(), t); err != nil {
+	if err := s.store.CreateToken(r.Context(), t); err != nil {
 		if errors.Is(err, state.ErrExists) {
 			writeError(w, http.StatusConflict, fault.Conflict, fmt.Sprintf("a token named %s exists; revoke it first (runbook token revoke %s)", body.Name, body.Name))
 			return
@@ -149,11 +134,8 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
-	if !s.needAuthStore(w) {
-		return
-	}
 	name := r.PathValue("name")
-	err := s.authStore.RevokeToken(r.Context(), name, time.Now().UTC(), callerName(r))
+	err := s.store.RevokeToken(r.Context(), name, time.Now().UTC(), callerName(r))
 	if errors.Is(err, state.ErrNotFound) {
 		writeError(w, http.StatusNotFound, fault.NotFound, fmt.Sprintf("no live token %q (runbook token list)", name))
 		return
@@ -166,9 +148,6 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) readAudit(w http.ResponseWriter, r *http.Request) {
-	if !s.needAuthStore(w) {
-		return
-	}
 	q := r.URL.Query()
 	f := state.AuditFilter{Limit: 1000}
 	if v := q.Get("since"); v != "" {
@@ -195,7 +174,7 @@ func (s *Server) readAudit(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Limit = n
 	}
-	recs, err := s.authStore.Audit(r.Context(), f)
+	recs, err := s.store.Audit(r.Context(), f)
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -100,7 +100,6 @@ func NewLocal(o LocalOptions) *Local {
 		o: Options{Engine: engine.Options{Store: o.Store}, StateFile: o.StateFile, Logger: o.Logger}, log: o.Logger,
 		store: o.Store, cat: newCatalog(""), cache: &parseCache{}, events: newBroker(), ready: make(chan struct{}),
 	}
-	s.authStore, _ = o.Store.(state.AuthStore)
 	s.metrics = newMetrics(func() int { return 0 }, func() int { return 0 })
 	s.runs = newRunner(s, 1)
 	return &Local{

@@ -97,9 +97,8 @@ type Server struct {
 	handler http.Handler
 	ready   chan struct{}
 
-	authn     *auth.Authenticator
-	authStore state.AuthStore // nil when the store keeps no tokens or audit
-	addr      string
+	authn *auth.Authenticator
+	addr  string
 
 	reloadMu sync.Mutex
 }
@@ -135,11 +134,11 @@ func New(o Options) (*Server, error) {
 		o: o, log: o.Logger, store: o.Engine.Store, cat: newCatalog(o.Playbooks), cache: &parseCache{},
 		events: newBroker(), ready: make(chan struct{}),
 	}
-	authn, authStore, err := newAuthenticator(o, o.Engine.Store)
+	authn, err := newAuthenticator(o, o.Engine.Store)
 	if err != nil {
 		return nil, err
 	}
-	s.authn, s.authStore = authn, authStore
+	s.authn = authn
 	s.metrics = newMetrics(func() int { return s.runs.count() }, func() int { return len(s.cat.all()) })
 	if _, err := s.cat.load(); err != nil {
 		return nil, err

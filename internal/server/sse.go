@@ -41,7 +41,7 @@ type logStream struct {
 	// events: the run's events are sent; output: the steps' output lines
 	// are (of step only, when set), as "output" events.
 	events bool
-	output state.StepOutput
+	output bool
 	step   string
 	// after and outAfter are the last event and line sent.
 	after, outAfter uint64
@@ -64,11 +64,7 @@ func (s *Server) streamLogs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	ls := &logStream{s: s, w: w, r: r, runID: run.ID, events: q.Get("events") != "false", step: q.Get("step")}
 	if q.Get("output") == "true" {
-		ls.output, _ = s.store.(state.StepOutput)
-		if ls.output == nil {
-			writeError(w, http.StatusNotImplemented, fault.Invalid, "this state store keeps no step output")
-			return
-		}
+		ls.output = true
 	} else {
 		ls.events = true
 	}
@@ -103,7 +99,7 @@ func (s *Server) streamLogs(w http.ResponseWriter, r *http.Request) {
 	heartbeat := time.NewTicker(sseHeartbeat)
 	defer heartbeat.Stop()
 	every := ssePoll
-	if ls.output != nil {
+	if ls.output {
 		every = sseOutputPoll
 	}
 	poll := time.NewTicker(every)
@@ -166,7 +162,7 @@ func (ls *logStream) cursor(w http.ResponseWriter, r *http.Request) bool {
 }
 
 func (ls *logStream) id() string {
-	if ls.output != nil {
+	if ls.output {
 		return fmt.Sprintf("%d.%d", ls.after, ls.outAfter)
 	}
 	return strconv.FormatUint(ls.after, 10)
@@ -201,9 +197,9 @@ func (ls *logStream) read() (more bool, err error) {
 			return false, err
 		}
 	}
-	if ls.output != nil {
+	if ls.output {
 		f := state.OutputFilter{Step: ls.step, After: ls.outAfter, Limit: ssePage}
-		if lines, err = ls.output.Output(ctx, ls.runID, f); err != nil {
+		if lines, err = ls.s.store.Output(ctx, ls.runID, f); err != nil {
 			return false, err
 		}
 	}
@@ -262,15 +258,13 @@ func (s *Server) runOutput(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page := api.OutputPage{Lines: []state.OutputLine{}, Status: run.Status}
-	if so, ok := s.store.(state.StepOutput); ok {
-		lines, err := so.Output(r.Context(), run.ID, state.OutputFilter{Step: r.URL.Query().Get("step"), After: after, Limit: limit})
-		if err != nil {
-			writeErr(w, err)
-			return
-		}
-		if lines != nil {
-			page.Lines = lines
-		}
+	lines, err := s.store.Output(r.Context(), run.ID, state.OutputFilter{Step: r.URL.Query().Get("step"), After: after, Limit: limit})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if lines != nil {
+		page.Lines = lines
 	}
 	writeJSON(w, http.StatusOK, page)
 }

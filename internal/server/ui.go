@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/runbook/runbook/internal/auth"
-	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/ui"
 )
 
@@ -44,9 +43,8 @@ func (s *Server) withUI(core http.Handler) http.Handler {
 	apiMux.Handle("/hooks/", m.recordDeliveries(core))
 	apiMux.Handle("/", core)
 
-	sessions, _ := s.store.(state.SessionStore) // nil: in memory
 	web, err := ui.New(ui.Options{API: apiMux, Identify: s.identify, Recheck: s.recheck,
-		Sessions: sessions, OIDC: s.oidcLogin(), Logger: s.log})
+		Sessions: s.store, OIDC: s.oidcLogin(), Logger: s.log})
 	if err != nil {
 		// The UI's templates and assets are embedded: only a broken build
 		// fails here, and its tests fail first.

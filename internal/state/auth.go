@@ -38,9 +38,8 @@ type AuditFilter struct {
 	Limit int       // 0: no limit
 }
 
-// AuthStore keeps API tokens and the audit log. The bolt and postgres
-// stores implement it beside Store; the contract suite is
-// statetest.RunAuth.
+// AuthStore keeps API tokens and the audit log, a part of Store; the
+// contract suite is statetest.RunAuth.
 type AuthStore interface {
 	// CreateToken stores t; ErrExists when a token that is not revoked
 	// has its name (a revoked token's name may be taken again).

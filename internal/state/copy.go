@@ -76,9 +76,8 @@ type DedupKey struct {
 	Value     []byte
 }
 
-// Exporter is a store that can list everything it holds. Both stores
-// implement it beside Store and AuthStore; the contract suite is
-// statetest.RunExport.
+// Exporter is a store that can list everything it holds, a part of
+// Store; the contract suite is statetest.RunExport.
 type Exporter interface {
 	// Export calls fn for every record, in one consistent view of the
 	// store, in an order Import accepts: each run (oldest first) followed
@@ -90,7 +89,8 @@ type Exporter interface {
 	Export(ctx context.Context, fn func(Record) error) error
 }
 
-// Importer is a store that can take records as Export produced them,
+// Importer is a store that can take records as Export produced them (a
+// part of Store),
 // keeping what the store's normal methods would assign anew (event and
 // audit numbers, a run's creation time, a dedup key's times).
 type Importer interface {

@@ -25,8 +25,8 @@ type Session struct {
 }
 
 // SessionStore keeps the web UI's sessions, so that they survive a restart
-// and every replica over one store knows them. The bolt and postgres
-// stores implement it; the contract suite is statetest.RunSessions.
+// and every replica over one store knows them. It is a part of Store; the
+// contract suite is statetest.RunSessions.
 type SessionStore interface {
 	// PutSession stores s under s.Key, replacing a session of that key.
 	PutSession(ctx context.Context, s Session) error

@@ -46,10 +46,9 @@ func (f OutputFilter) Matches(step string) bool {
 // nor whoever reads it. Lines are appended in batches (a store keeps a
 // batch as one chunk) and read back by sequence number, so a reader
 // follows a live run by asking for the lines after the last it saw.
-// Deleting a run deletes its output. Stores implement it beside Store;
-// callers find it with a type assertion. How much is kept per step is the
-// writer's decision (the engine caps it and appends a StreamNote line
-// saying what it dropped). The contract suite is
+// Deleting a run deletes its output. It is a part of Store. How much is
+// kept per step is the writer's decision (the engine caps it and appends
+// a StreamNote line saying what it dropped). The contract suite is
 // statetest.RunStepOutput.
 type StepOutput interface {
 	// AppendOutput stores lines after the run's last ones and sets their

@@ -343,6 +343,16 @@ type Store interface {
 	// with ErrNotFound rather than refer to nothing.
 	DeleteUnusedDeliveries(ctx context.Context) (int, error)
 
+	// The stores' other areas, each with its own contract suite: tokens
+	// and audit (RunAuth), the UI's sessions (RunSessions), what steps
+	// print (RunStepOutput), and everything listed and taken back by
+	// state copy (RunExport).
+	AuthStore
+	SessionStore
+	StepOutput
+	Exporter
+	Importer
+
 	Close() error
 }
 

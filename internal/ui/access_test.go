@@ -24,7 +24,7 @@ import (
 // permissions perms to the server's token, as the roles of a token will.
 func withIdentity(t *testing.T, e *uiEnv, perms ui.Permissions) *uiEnv {
 	t.Helper()
-	web, err := ui.New(ui.Options{API: e.srv.Handler(), Identify: func(_ context.Context, tok string) (ui.Identity, error) {
+	web, err := ui.New(ui.Options{API: e.srv.Handler(), Sessions: e.store, Identify: func(_ context.Context, tok string) (ui.Identity, error) {
 		if tok != token {
 			return ui.Identity{}, ui.ErrBadToken
 		}
@@ -153,7 +153,7 @@ func TestASessionFollowsItsTokensRoles(t *testing.T) {
 	now := time.Now()
 	var perms ui.Permissions = ui.AllPermissions()
 	revoked := false
-	web, err := ui.New(ui.Options{API: e.srv.Handler(),
+	web, err := ui.New(ui.Options{API: e.srv.Handler(), Sessions: e.store,
 		Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now },
 		Identify: func(_ context.Context, tok string) (ui.Identity, error) {
 			mu.Lock()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/server"
+	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/state/bolt"
 	_ "github.com/runbook/runbook/internal/steps/all"
 	"github.com/runbook/runbook/internal/trigger"
@@ -72,6 +73,7 @@ triggers:
 type uiEnv struct {
 	t      testing.TB
 	srv    *server.Server
+	store  state.Store // the server's (startServer)
 	url    string
 	client *http.Client
 }
@@ -119,7 +121,9 @@ func startServer(t *testing.T, playbooks map[string]string, opts ...func(*server
 		}
 		assert.NoError(t, store.Close())
 	})
-	return newClient(t, srv, "http://"+srv.Addr())
+	e := newClient(t, srv, "http://"+srv.Addr())
+	e.store = store
+	return e
 }
 
 func newClient(t testing.TB, srv *server.Server, base string) *uiEnv {

@@ -24,8 +24,7 @@ const (
 	loginCookie = "runbook_login"
 )
 
-// maxSessions bounds the identities cached in memory and the sessions of
-// the in-memory store (used when Options.Sessions is nil).
+// maxSessions bounds the identities cached in memory.
 const maxSessions = 10000
 
 // seenEvery is how often a session's last request is written to the store.
@@ -64,7 +63,7 @@ type cached struct {
 	checked time.Time
 }
 
-// sessions are the sessions of the state store (or of memory), with the
+// sessions are the sessions of the state store, with the
 // identity each was last given, cached for recheck.
 type sessions struct {
 	idle, max time.Duration
@@ -77,9 +76,6 @@ type sessions struct {
 }
 
 func newSessions(idle, max time.Duration, now func() time.Time, store state.SessionStore) *sessions {
-	if store == nil {
-		store = &memSessions{m: map[string]state.Session{}}
-	}
 	return &sessions{idle: idle, max: max, now: now, store: store, idents: map[string]cached{}}
 }
 
@@ -188,59 +184,6 @@ func (ss *sessions) remove(ctx context.Context, id string) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	delete(ss.idents, key)
-}
-
-// memSessions is the session store of a UI without a state store: a
-// restart signs everyone out.
-type memSessions struct {
-	mu sync.Mutex
-	m  map[string]state.Session
-}
-
-func (m *memSessions) PutSession(_ context.Context, s state.Session) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.m[s.Key]; !ok && len(m.m) >= maxSessions {
-		var oldest string
-		for k, o := range m.m {
-			if oldest == "" || o.Seen.Before(m.m[oldest].Seen) {
-				oldest = k
-			}
-		}
-		delete(m.m, oldest)
-	}
-	m.m[s.Key] = s
-	return nil
-}
-
-func (m *memSessions) Session(_ context.Context, key string) (state.Session, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s, ok := m.m[key]
-	if !ok {
-		return state.Session{}, state.ErrNotFound
-	}
-	return s, nil
-}
-
-func (m *memSessions) DeleteSession(_ context.Context, key string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.m, key)
-	return nil
-}
-
-func (m *memSessions) PruneSessions(_ context.Context, before time.Time) (int, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	n := 0
-	for k, s := range m.m {
-		if s.Expires.Before(before) {
-			delete(m.m, k)
-			n++
-		}
-	}
-	return n, nil
 }
 
 // setCookie writes an HttpOnly, SameSite=Strict cookie, Secure when the

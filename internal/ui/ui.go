@@ -39,7 +39,7 @@ type Options struct {
 	// identity of its sign-in and lives only in this process.
 	Recheck RecheckFunc
 	// Sessions is where sessions are kept (the state store), so that they
-	// survive a restart and are shared by replicas. Nil: in memory.
+	// survive a restart and are shared by replicas.
 	Sessions state.SessionStore
 	// OIDC enables "Sign in with SSO" (nil: none).
 	OIDC   *OIDCLogin
@@ -72,8 +72,8 @@ type staticFile struct {
 
 // New builds the UI.
 func New(o Options) (*UI, error) {
-	if o.API == nil || o.Identify == nil {
-		return nil, errors.New("ui: Options.API and Options.Identify are required")
+	if o.API == nil || o.Identify == nil || o.Sessions == nil {
+		return nil, errors.New("ui: Options.API, Options.Identify and Options.Sessions are required")
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
