@@ -43,16 +43,18 @@ func TestFaultSoakApprovalRaces(t *testing.T) {
 }
 
 // (b), long: three rounds of database faults under a steady load from 30
-// senders (about 600 hooks over the half minute of faults).
+// senders (about 300 hooks over the half minute of faults: without faults,
+// on this project's 2-core machine, their last run ends 15 s after the
+// last delivery; 600 took 41 s, past the bound whatever the faults).
 func TestFaultSoakDatabaseFaults(t *testing.T) {
 	cp := newCampaign(t)
-	f := cp.underFaults(loadPlan{senders: 30, deliveries: 400, keys: 200, rounds: 3, pace: 80 * time.Millisecond})
+	f := cp.underFaults(loadPlan{senders: 30, deliveries: 200, keys: 100, rounds: 3, pace: 160 * time.Millisecond})
 	logFigures(t, f, " -tags soak")
 }
 
 // (c), long: three rounds of database and replica faults under load.
 func TestFaultSoakReplicaFaults(t *testing.T) {
 	cp := newCampaign(t)
-	f := cp.underFaults(loadPlan{senders: 30, deliveries: 400, keys: 200, rounds: 3, pace: 100 * time.Millisecond, replicas: true})
+	f := cp.underFaults(loadPlan{senders: 30, deliveries: 200, keys: 100, rounds: 3, pace: 200 * time.Millisecond, replicas: true})
 	logFigures(t, f, " -tags soak")
 }
