@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"time"
 
 	"github.com/runbook/runbook/internal/engine"
@@ -249,7 +250,7 @@ func (cr *caseRun) deliver(ctx context.Context, ds []*Delivery) {
 		routes[d.Route] = trigger.Route{Secret: webhookSecret}
 	}
 	in, err := trigger.NewIntake(trigger.IntakeOptions{
-		Routes: routes, Store: cr.store, Starter: starter{cr, ctx},
+		Routes: routes, Store: cr.store, Starter: &starter{cr: cr, ctx: ctx, prepared: map[string]preparedRun{}},
 		Playbooks: func() []*playbook.Playbook { return []*playbook.Playbook{cr.pb} },
 		Now:       cr.srv.Clock.Now,
 	})
@@ -294,27 +295,80 @@ func (cr *caseRun) post(ctx context.Context, in *trigger.Intake, route string, b
 	cr.mu.Unlock()
 }
 
-// starter is the intake's trigger.Starter: it starts each run on the
-// case's engine and drives it in the background.
+// starter is the intake's trigger.Preparer, as `runbook serve`'s runner
+// is: the intake prepares each run on the case's engine, commits the runs
+// with the delivery's claims and body in one transaction
+// (state.Store.CommitDelivery), then launches them; each is driven in the
+// background. Start serves only a Starter's other callers.
 type starter struct {
 	cr  *caseRun
 	ctx context.Context
+
+	mu       sync.Mutex
+	prepared map[string]preparedRun // by run ID, until launched
 }
 
-func (s starter) Start(ctx context.Context, req trigger.StartRequest) (string, error) {
+// preparedRun is what Launch needs of a run Prepare returned.
+type preparedRun struct {
+	pb     *playbook.Playbook
+	inputs map[string]any
+	ev     state.Event
+}
+
+var _ trigger.Preparer = (*starter)(nil)
+
+func (s *starter) Start(ctx context.Context, req trigger.StartRequest) (string, error) {
 	r, err := s.cr.engine().Start(ctx, req.Playbook, engine.StartRequest{Inputs: req.Inputs, Trigger: req.Trigger})
 	if err != nil {
 		return "", err
 	}
+	s.launch(r, req.Playbook, req.Inputs)
+	return r.ID, nil
+}
+
+// Prepare validates the run as Start does and returns its record for the
+// intake to commit with the delivery.
+func (s *starter) Prepare(_ context.Context, req trigger.StartRequest) (*state.Run, []state.Event, error) {
+	r, ev, err := s.cr.engine().Prepare(req.Playbook, engine.StartRequest{Inputs: req.Inputs, Trigger: req.Trigger, Delivery: req.Delivery})
+	if err != nil {
+		return nil, nil, err
+	}
+	s.mu.Lock()
+	s.prepared[r.ID] = preparedRun{pb: req.Playbook, inputs: req.Inputs, ev: ev}
+	s.mu.Unlock()
+	return r, []state.Event{ev}, nil
+}
+
+// Launch drives the runs the intake committed.
+func (s *starter) Launch(runs ...*state.Run) {
+	for _, r := range runs {
+		s.mu.Lock()
+		p, ok := s.prepared[r.ID]
+		delete(s.prepared, r.ID)
+		s.mu.Unlock()
+		if !ok {
+			s.cr.problem(Failure{Path: "trigger.webhook", Message: "the intake launched run " + r.ID + ", which was never prepared"})
+			continue
+		}
+		s.cr.engine().Committed(r, p.ev)
+		s.launch(r, p.pb, p.inputs)
+	}
+}
+
+// RedactPayload masks secrets in a delivery's body before the intake
+// stores it, as the runs' triggers were masked.
+func (s *starter) RedactPayload(v any) any { return s.cr.engine().RedactValue(v) }
+
+// launch records run r and drives it in the background.
+func (s *starter) launch(r *state.Run, pb *playbook.Playbook, inputs map[string]any) {
 	s.cr.addRun(r.ID)
 	s.cr.wg.Add(1)
 	go func() {
 		defer s.cr.wg.Done()
-		s.cr.drive(s.ctx, req.Playbook, r, req.Inputs)
+		s.cr.drive(s.ctx, pb, r, inputs)
 	}()
-	return r.ID, nil
 }
 
-func (s starter) Active(string) []string { return nil }
+func (s *starter) Active(string) []string { return nil }
 
-func (s starter) Cancel(runID string) { s.cr.engine().Cancel(runID, nil) }
+func (s *starter) Cancel(runID string) { s.cr.engine().Cancel(runID, nil) }

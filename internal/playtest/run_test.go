@@ -210,3 +210,20 @@ cases:
 	require.Len(t, got, 1)
 	assert.Contains(t, got[0], "14:17: approvals: the answer was refused: answer to step approve of run ")
 }
+
+// A case's webhook deliveries are committed as runbook serve commits
+// them: the delivery's claims, its runs and its body in one transaction
+// (the intake's Preparer path), each run referring to the body stored
+// once instead of carrying the payload in its trigger.
+func TestWebhookCasesCommitTheDeliveryAsServeDoes(t *testing.T) {
+	results := runFile(t, "../../playbooks/tests/sms-unsubscribe.test.yaml", "an unsubscribe adds the number|a redelivered webhook starts no second run")
+	require.Len(t, results, 2)
+	for _, r := range results { // (whether they pass: TestShippedPlaybookTestsPass, with runbook test's environment)
+		require.Len(t, r.Runs, 1, r.Name())
+		run := r.Runs[0].Run
+		require.NotNil(t, run, r.Name())
+		require.NotNil(t, run.Delivery, "%s: the run refers to its delivery's stored body", r.Name())
+		assert.NotEmpty(t, run.Delivery.ID)
+		assert.NotContains(t, run.Trigger, "payload", "the payload is stored once, with the delivery")
+	}
+}
