@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -401,11 +402,30 @@ func (cp *campaign) history(id string) string {
 		if ev.Message != "" {
 			fmt.Fprintf(&b, ": %s", ev.Message)
 		}
+		if m := heldBy.FindStringSubmatch(ev.Message); ev.Type == "run.queued" && m != nil {
+			b.WriteString(cp.holderState(m[1]))
+		}
 		if o, ok := ev.Data["owner"]; ok {
 			fmt.Fprintf(&b, " (owner %v)", o)
 		}
 	}
 	return b.String()
+}
+
+// heldBy finds the run holding the key in a run.queued event's message.
+var heldBy = regexp.MustCompile(`held by run (\S+?):`)
+
+// holderState says how the run holding a key is now: a holder that ended
+// before the run queued on it was woken tells a lost wake.
+func (cp *campaign) holderState(id string) string {
+	r, err := cp.st.GetRun(context.Background(), id)
+	if err != nil {
+		return fmt.Sprintf(" [holder: %v]", err)
+	}
+	if r.Status.Done() {
+		return fmt.Sprintf(" [holder %s since %s]", r.Status, clock(r.EndedAt))
+	}
+	return fmt.Sprintf(" [holder %s, owner %s]", r.Status, r.Owner)
 }
 
 // figures is what a part of the campaign measured.
