@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"path/filepath"
 	"sync/atomic"
@@ -12,18 +13,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/state/bolt"
 	"github.com/runbook/runbook/internal/trigger"
 )
 
-type countingStarter struct{ n atomic.Int64 }
+// countingStarter counts the runs the intake commits and launches.
+type countingStarter struct{ ids, n atomic.Int64 }
 
-func (s *countingStarter) Start(context.Context, trigger.StartRequest) (string, error) {
-	s.n.Add(1)
-	return "r", nil
+func (s *countingStarter) Prepare(_ context.Context, req trigger.StartRequest) (*state.Run, []state.Event, error) {
+	id := fmt.Sprintf("r-%d", s.ids.Add(1))
+	return &state.Run{ID: id, Playbook: req.Playbook.Name, Trigger: req.Trigger, Status: state.RunPending}, nil, nil
 }
-func (s *countingStarter) Active(string) []string { return nil }
-func (s *countingStarter) Cancel(string)          {}
+
+func (s *countingStarter) Launch(runs ...*state.Run) { s.n.Add(int64(len(runs))) }
 
 func TestSimWebhook(t *testing.T) {
 	store, err := bolt.Open(filepath.Join(t.TempDir(), "intake.db"), bolt.Options{NoSync: true})

@@ -6,8 +6,8 @@
 // Durability: a schedule records each slot it fired (a cursor in the
 // state store) before starting the run, so a restart neither repeats a
 // slot nor drops one silently; a webhook delivery is answered only after
-// its deduplication keys and the runs it starts are committed (with a
-// Preparer, in one transaction).
+// its deduplication keys, its body and the runs it starts are committed in
+// one transaction (through a Preparer).
 package trigger
 
 import (
@@ -50,10 +50,11 @@ type FailRecorder interface {
 	StartFailed(ctx context.Context, req StartRequest, reason error) (runID string, err error)
 }
 
-// Preparer is implemented by a Starter that lets the caller commit the
-// runs it starts: the webhook intake then commits a delivery's claims, runs and done record in one
+// Preparer lets the caller commit the runs it starts: the webhook intake
+// commits a delivery's claims, runs, body and done record in one
 // transaction (state.Store.CommitDelivery, on the Store the Preparer's
-// runs belong to) instead of one commit each.
+// runs belong to), and a scheduler with a Leader a slot's claim with its
+// run. `runbook serve`'s runner and `runbook test`'s case both implement it.
 type Preparer interface {
 	// Prepare validates req as Start does and returns the run record and
 	// first events to commit; nothing is committed or executed. A run
@@ -74,7 +75,7 @@ type StartRequest struct {
 	// for a webhook {"type": "webhook", "route", "event", "payload",
 	// "hook" (with each: hook), "delivery" (hooksId)}.
 	Trigger map[string]any
-	// Delivery, set by the webhook intake for a Preparer, refers to the
+	// Delivery, set by the webhook intake, refers to the
 	// delivery's body stored with the runs (state.Delivery.Body): Trigger
 	// then lacks "payload" and "hook", which the run resolves from it.
 	Delivery *state.DeliveryRef

@@ -49,9 +49,11 @@ func (r Route) secrets() []string { return append([]string{r.Secret}, r.Secrets.
 
 // IntakeOptions configure NewIntake.
 type IntakeOptions struct {
-	Routes  map[string]Route // by route name (the path after /hooks/)
-	Store   state.Store      // dedup keys and delivery records
-	Starter Starter
+	Routes map[string]Route // by route name (the path after /hooks/)
+	Store  state.Store      // dedup keys and delivery records
+	// Starter prepares the runs a delivery starts, which the intake
+	// commits with the delivery's claims and body, then launches.
+	Starter Preparer
 	// Playbooks returns the current set; a reload swaps what it returns.
 	Playbooks func() []*playbook.Playbook
 	Logger    *slog.Logger     // default: discard

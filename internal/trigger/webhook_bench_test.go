@@ -33,16 +33,9 @@ import (
 func BenchmarkIntake(b *testing.B) {
 	for _, st := range benchStores {
 		b.Run(st.name, func(b *testing.B) {
-			benchIntake(b, []state.Store{st.open(b)}, func(store state.Store) Starter { return benchPreparer{&benchStarter{store: store}} })
+			benchIntake(b, []state.Store{st.open(b)}, func(store state.Store) benchPreparer { return benchPreparer{&benchStarter{store: store}} })
 		})
 	}
-}
-
-// BenchmarkIntakeStarter is BenchmarkIntake with a plain Starter, which
-// commits each run itself: three updates per delivery (claim, run, done
-// record).
-func BenchmarkIntakeStarter(b *testing.B) {
-	benchIntake(b, []state.Store{benchStores[0].open(b)}, func(store state.Store) Starter { return &benchStarter{store: store} })
 }
 
 // BenchmarkIntakeReplicas is BenchmarkIntake/postgres with one and with
@@ -65,14 +58,14 @@ func BenchmarkIntakeReplicas(b *testing.B) {
 				b.Cleanup(func() { _ = s.Close() })
 				stores[i] = s
 			}
-			benchIntake(b, stores, func(store state.Store) Starter { return benchPreparer{&benchStarter{store: store}} })
+			benchIntake(b, stores, func(store state.Store) benchPreparer { return benchPreparer{&benchStarter{store: store}} })
 		})
 	}
 }
 
 // benchIntake posts b.N distinct deliveries from 32 senders to one intake
 // per store, each sender's deliveries spread over the intakes in turn.
-func benchIntake(b *testing.B, stores []state.Store, starter func(state.Store) Starter) {
+func benchIntake(b *testing.B, stores []state.Store, starter func(state.Store) benchPreparer) {
 	pb, err := playbook.Parse("audit.yaml", []byte(perDeliveryPlaybook), playbook.LoadOptions{})
 	if err != nil {
 		b.Fatal(err)
@@ -80,9 +73,7 @@ func benchIntake(b *testing.B, stores []state.Store, starter func(state.Store) S
 	urls := make([]string, len(stores))
 	for i, store := range stores {
 		st := starter(store)
-		if p, ok := st.(benchPreparer); ok {
-			p.tag = string(rune('a' + i)) // run IDs unique across the intakes
-		}
+		st.tag = string(rune('a' + i)) // run IDs unique across the intakes
 		in, err := NewIntake(IntakeOptions{
 			Routes: map[string]Route{"sms": {Secret: testSecret}}, Store: store, Starter: st,
 			Playbooks: func() []*playbook.Playbook { return []*playbook.Playbook{pb} },
@@ -149,20 +140,12 @@ func benchIntake(b *testing.B, stores []state.Store, starter func(state.Store) S
 	}
 }
 
-// benchStarter commits what the engine's Start commits for a run: a
+// benchStarter builds what the engine's Prepare builds for a run: a
 // pending record with the playbook snapshot and a run.created event.
 type benchStarter struct {
 	store state.Store
 	tag   string // in each run ID, after the second: "a" for the first intake
 	n     atomic.Int64
-}
-
-func (s *benchStarter) Start(ctx context.Context, req StartRequest) (string, error) {
-	r, ev := s.record(req)
-	if err := s.store.CreateRun(ctx, r, ev); err != nil {
-		return "", err
-	}
-	return r.ID, nil
 }
 
 func (s *benchStarter) record(req StartRequest) (*state.Run, state.Event) {
@@ -187,6 +170,3 @@ func (s benchPreparer) Prepare(_ context.Context, req StartRequest) (*state.Run,
 }
 
 func (s benchPreparer) Launch(...*state.Run) {}
-
-func (s *benchStarter) Active(string) []string { return nil }
-func (s *benchStarter) Cancel(string)          {}

@@ -10,7 +10,7 @@ import (
 	"github.com/runbook/runbook/internal/state"
 )
 
-// A delivery committed through a Preparer is stored once: its body
+// A delivery is stored once: its body
 // (state.Delivery.Body) is written in the transaction that creates its
 // runs, under an ID drawn for it, and each run's trigger keeps only the
 // small fields (type, route, event, delivery, key) and a reference to it

@@ -2,17 +2,13 @@ package trigger
 
 import (
 	"context"
-	"errors"
-	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/state/statetest"
 )
 
 // takenRunID is a run another process created: clashStarter draws it.
@@ -51,7 +47,7 @@ func TestIntakeWithPreparerDrawsATakenRunIDAgain(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			clashes := c.clashes
-			e := newEnvWith(t, 0, func(st *hookStarter) Starter { return clashStarter{prepStarter{st}, &clashes} }, perDeliveryPlaybook)
+			e := newEnvWith(t, 0, func(st *hookStarter) Preparer { return clashStarter{prepStarter{st}, &clashes} }, perDeliveryPlaybook)
 			require.NoError(t, e.store.CreateRun(context.Background(), &state.Run{ID: takenRunID, Playbook: "audit"}))
 			body := unsubscribe("clash-1", "01012345678")
 
@@ -116,7 +112,7 @@ func TestIntakeWithPreparerSkipsHooksDeliveredBefore(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := newPrepEnv(t, 0, perHookPlaybook)
+			e := newHookEnv(t, 0, perHookPlaybook)
 			a := e.post("/hooks/sms", nil, hooksWithIDs("first", c.first...))
 			require.Equal(t, 200, a.status, a.raw)
 			require.Len(t, a.body["runs"], len(c.first))
@@ -142,55 +138,6 @@ func TestIntakeWithPreparerSkipsHooksDeliveredBefore(t *testing.T) {
 			again := e.post("/hooks/sms", nil, hooksWithIDs("again", c.again...))
 			assert.Equal(t, strings.Replace(c.answer, `"accepted"`, `"duplicate"`, 1)+"\n", again.raw,
 				"a redelivery of the second answers the same runs")
-		})
-	}
-}
-
-// doneRecordLost is a store whose DedupSet (the done record a plain
-// Starter's delivery writes after its answer) fails.
-type doneRecordLost struct{ state.Store }
-
-func (doneRecordLost) DedupSet(context.Context, string, []byte) error {
-	return errors.New("disk full")
-}
-
-func TestIntakeDoneRecordWrittenAfterTheAnswer(t *testing.T) {
-	const warning = "webhook delivery record not written"
-	cases := []struct {
-		name string
-		lost bool // the done record cannot be written
-	}{
-		{"a done record written is not warned about", false},
-		{"a done record not written is logged, and the redelivery finds the runs", true},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var logs logBuffer
-			e := newClockedEnv(t, statetest.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)), func(o *IntakeOptions) {
-				o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-				if c.lost {
-					o.Store = doneRecordLost{o.Store}
-				}
-			}, perHookPlaybook, perDeliveryPlaybook)
-			body := unsubscribe("rec-1", "01011112222", "01033334444")
-			first := e.post("/hooks/sms", nil, body)
-			require.Equal(t, 200, first.status, first.raw)
-			require.Equal(t, "accepted", first.body["status"])
-			require.Len(t, first.body["runs"], 3)
-
-			again := e.post("/hooks/sms", nil, body) // waits for the first's turn, done record included
-			require.Equal(t, 200, again.status, again.raw)
-			assert.ElementsMatch(t, first.body["runs"], again.body["runs"], "the redelivery names the same runs")
-			assert.Len(t, e.starter.started(), 3, "no run started twice")
-			require.NoError(t, e.intake.Shutdown(context.Background()))
-			if c.lost {
-				assert.Equal(t, "accepted", again.body["status"], "recovered: the claim had no done record")
-				assert.Contains(t, logs.String(), warning)
-				assert.Contains(t, logs.String(), "disk full")
-				return
-			}
-			assert.Equal(t, "duplicate", again.body["status"])
-			assert.NotContains(t, logs.String(), warning)
 		})
 	}
 }

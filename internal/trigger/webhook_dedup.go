@@ -20,49 +20,24 @@ import (
 //
 //  1. Within the process, concurrent requests for one delivery are
 //     serialised: a redelivery waits for the request handling it.
-//  2. Done check: a claim "webhook/<route>/<hooksId>" carrying a done
-//     record (Store.DedupGet) is a duplicate: it starts nothing and answers
-//     200 with the first runs. One read, no commit.
-//  3. Claim: Store.Dedup("webhook/<route>/<hooksId>"). The claim is
-//     recorded BEFORE any run starts, so two processes (or a restart
-//     racing a late request) never both start the delivery's runs.
-//  4. Per-hook units also claim "webhook/<route>/unit/<playbook>/<i>/<hook
-//     key>", so a hook repeated under a new hooksId starts nothing; the
-//     claim's value names the run the hook started (attached after the
-//     Start, or committed with it), which the answer lists instead. A
-//     delivery whose every unit is such a hook is a duplicate. A hook claim
-//     without a value (an earlier build; a failed write) is answered with
-//     the run found by its trigger.key, as the recovery below finds runs.
-//  5. Each unit is started through the Starter (durable when it returns);
-//     its trigger carries "key" (the unit's identity).
-//  6. Answer: the 200 is sent once every run is committed.
-//  7. Done: the run IDs are attached to the claim (Store.DedupSet) after
-//     the answer but before the delivery's turn (1) ends, so a redelivery
-//     to this process always finds them.
+//  2. Every unit is prepared by the Starter (a Preparer: validated, its run
+//     record built, nothing committed); its trigger carries "key" (the
+//     unit's identity).
+//  3. One transaction (Store.CommitDelivery) commits the delivery's claim
+//     "webhook/<route>/<hooksId>" with its done record (the runs it
+//     started), the per-hook claims "webhook/<route>/unit/<playbook>/<i>/<hook
+//     key>" (each naming its run), the runs of the units not claimed
+//     before, and the delivery's body the runs refer to; or nothing. A
+//     live claim of the delivery makes it a duplicate: it starts nothing
+//     and answers 200 with the first runs. A hook repeated under a new
+//     hooksId starts nothing and is answered with the run its claim names;
+//     a delivery whose every unit is such a hook is a duplicate.
+//  4. The runs committed are launched and the 200 sent.
 //
-// A claim already seen at 3 is read again for its done record (another
-// process may have completed the delivery between 2 and 3): with one, the
-// delivery is a duplicate. A claim without a done record means an earlier
-// attempt crashed or failed between 3 and 7; the redelivery then recovers:
-// for each unit it looks for a run whose trigger.key is the unit's
-// (Store.ListRuns of that playbook: the Starter must commit runs to the
-// same Store, as `runbook serve` does) and starts only the missing ones. So
-// every delivery answered 200 has all its runs, and no unit ever has two,
-// whatever the crash point; the price of a crash is one scan of a
-// playbook's runs on redelivery. The done record only spares that scan,
-// which is why the answer does not wait for its commit.
-//
-// With a Starter that is a Preparer, steps 3 to 7 are one transaction
-// (Store.CommitDelivery): every unit is prepared, then the claim, the
-// per-hook claims, the runs of the units not claimed before and the done
-// record commit together or not at all; the runs are launched and the 200
-// sent after that commit. A delivery is thus either absent (a failed
-// commit leaves nothing: the redelivery starts afresh) or done: there is
-// no claimed-but-not-done state to recover, and the commit settles races
-// between processes (the loser finds a live claim with its done record: a
-// duplicate). Only a claim left by the protocol above (an earlier build,
-// or a crash of a process without a Preparer) lacks a done record; that
-// delivery goes through the recovery above.
+// A delivery is thus either absent (a failed commit leaves nothing: the
+// redelivery starts afresh) or done, whatever the crash point, and the
+// commit settles races between processes (the loser finds a live claim
+// with its done record: a duplicate).
 //
 // doneRecord is attached to a delivery's claim once its runs are committed.
 type doneRecord struct {
@@ -79,123 +54,16 @@ type unit struct {
 	hook    int // with perHook, the index of its hook in the delivery; else -1
 }
 
-// deliver handles one delivery and returns its answer once the claims and
-// runs are committed. With a Preparer that is one commit (commitDelivery).
-// Otherwise the done record is written after the answer: it
-// only spares a redelivery the recovery scan. The delivery's turn is held
-// until it is written, so a redelivery to this process finds it, and
-// Shutdown waits for it.
+// deliver handles one delivery and returns its answer once its claims and
+// runs are committed (commitDelivery).
 func (in *Intake) deliver(ctx context.Context, route string, d *Delivery) (*Answer, error) {
 	claim := "webhook/" + route + "/" + d.HooksID
 	if err := in.waitTurn(ctx, claim); err != nil {
 		return nil, err
 	}
-	ctx = context.WithoutCancel(ctx) // commits finish even if the sender hangs up
-	if p, ok := in.opts.Starter.(Preparer); ok {
-		ans, err := in.commitDelivery(ctx, p, route, d, claim)
-		if ans != nil || err != nil {
-			in.endTurn(claim)
-			return ans, err
-		}
-		// Claimed without a done record: recover as below.
-	}
-	ans, done, err := in.startRuns(ctx, route, d, claim)
-	if done == nil {
-		in.endTurn(claim)
-		return ans, err
-	}
-	in.track()
-	go func() {
-		defer in.leave()
-		defer in.endTurn(claim)
-		if err := in.opts.Store.DedupSet(ctx, claim, done); err != nil {
-			in.opts.Logger.Warn("webhook delivery record not written; a redelivery will look for its runs",
-				"route", route, "delivery", d.HooksID, "err", err)
-		}
-	}()
-	return ans, nil
-}
-
-// startRuns claims the delivery and starts its missing runs. done is the
-// record to attach to the claim, nil for a duplicate or an error.
-func (in *Intake) startRuns(ctx context.Context, route string, d *Delivery, claim string) (ans *Answer, done []byte, err error) {
-	if ans, err := in.duplicate(ctx, claim); ans != nil || err != nil {
-		return ans, nil, err
-	}
-	seen, err := in.opts.Store.Dedup(ctx, claim, in.opts.DedupTTL)
-	if err != nil {
-		return nil, nil, fmt.Errorf("claim delivery: %w", err)
-	}
-	recovering := false
-	if seen {
-		// Claimed before: completed by another process meanwhile, or an
-		// attempt that never finished.
-		if ans, err := in.duplicate(ctx, claim); ans != nil || err != nil {
-			return ans, nil, err
-		}
-		recovering = true
-		in.opts.Logger.Warn("webhook delivery was claimed but never completed; recovering", "route", route, "delivery", d.HooksID)
-	}
-
-	units, skipped := in.match(route, d)
-	ans = &Answer{Status: "accepted", Runs: []string{}, Skipped: skipped}
-	earlier := 0 // units skipped as hooks delivered before
-	for _, u := range units {
-		if u.perHook {
-			hclaim := unitClaim(route, u)
-			hseen, err := in.opts.Store.Dedup(ctx, hclaim, in.opts.DedupTTL)
-			if err != nil {
-				return nil, nil, fmt.Errorf("claim hook: %w", err)
-			}
-			if hseen && !recovering {
-				// Delivered before under another hooksId: answer its run.
-				earlier++
-				v, err := in.opts.Store.DedupGet(ctx, hclaim)
-				if err != nil && !errors.Is(err, state.ErrNotFound) {
-					return nil, nil, fmt.Errorf("read hook record: %w", err)
-				}
-				ids, err := in.earlierRuns(ctx, u, v)
-				if err != nil {
-					return nil, nil, err
-				}
-				ans.Runs = append(ans.Runs, ids...)
-				continue
-			}
-		}
-		if recovering {
-			id, err := in.findRun(ctx, u)
-			if err != nil {
-				return nil, nil, err
-			}
-			if id != "" {
-				ans.Runs = append(ans.Runs, id)
-				continue
-			}
-		}
-		id, err := in.opts.Starter.Start(ctx, StartRequest{Playbook: u.pb, Inputs: u.inputs, Trigger: u.trig})
-		if refused(err) {
-			in.opts.Logger.Error("webhook trigger inputs refused", "route", route, "delivery", d.HooksID, "playbook", u.pb.Name, "err", err)
-			ans.Skipped = append(ans.Skipped, u.pb.Name)
-			continue
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("start %s: %w", u.pb.Name, err)
-		}
-		in.opts.Logger.Info("webhook started a run", "route", route, "delivery", d.HooksID, "playbook", u.pb.Name, "run_id", id)
-		ans.Runs = append(ans.Runs, id)
-		if u.perHook {
-			// Without it a later delivery of the hook finds the run by
-			// scanning (earlierRuns), so a failure here only costs that.
-			if err := in.opts.Store.DedupSet(ctx, unitClaim(route, u), runsRecord(id)); err != nil {
-				in.opts.Logger.Warn("webhook hook record not written", "route", route, "delivery", d.HooksID, "run_id", id, "err", err)
-			}
-		}
-	}
-	if earlier > 0 && earlier == len(units) {
-		ans.Status = "duplicate"
-	}
-	done, _ = json.Marshal(doneRecord{Runs: ans.Runs})
-	return ans, done, nil
+	defer in.endTurn(claim)
+	// The commit finishes even if the sender hangs up.
+	return in.commitDelivery(context.WithoutCancel(ctx), route, d, claim)
 }
 
 // refused reports whether a Starter refused a run as invalid: its inputs
@@ -218,30 +86,14 @@ func runsRecord(ids ...string) []byte {
 	return b
 }
 
-// earlierRuns returns the runs a hook delivered before started, from the
-// value of its claim (v), else (a claim of an earlier build, or one whose
-// value was not written) by looking for the run of u.
-func (in *Intake) earlierRuns(ctx context.Context, u unit, v []byte) ([]string, error) {
-	var rec doneRecord
-	if v != nil && json.Unmarshal(v, &rec) == nil && len(rec.Runs) > 0 {
-		return rec.Runs, nil
-	}
-	id, err := in.findRun(ctx, u)
-	if err != nil || id == "" {
-		return nil, err
-	}
-	return []string{id}, nil
-}
-
 // commitAttempts bounds how often a delivery is prepared again when a
 // generated run ID was taken (by another process in the same second).
 const commitAttempts = 3
 
 // commitDelivery prepares d's units and commits them with the claims and
-// the done record in one transaction, then launches the runs created. It
-// returns nil and no error when the delivery is claimed without a done
-// record (see the protocol above): the caller recovers it.
-func (in *Intake) commitDelivery(ctx context.Context, p Preparer, route string, d *Delivery, claim string) (*Answer, error) {
+// the done record in one transaction, then launches the runs created.
+func (in *Intake) commitDelivery(ctx context.Context, route string, d *Delivery, claim string) (*Answer, error) {
+	p := in.opts.Starter
 	// CommitDelivery answers a redelivery by itself. Reading the claim
 	// first saves preparing the runs of a redelivery, but costs every new
 	// delivery a read (a round trip to a database): only a delivery with
@@ -295,9 +147,6 @@ func (in *Intake) commitDelivery(ctx context.Context, p Preparer, route string, 
 			return nil, fmt.Errorf("commit delivery: %w", err)
 		}
 		if res.Duplicate {
-			if res.Value == nil {
-				return nil, nil
-			}
 			var rec doneRecord
 			_ = json.Unmarshal(res.Value, &rec)
 			return &Answer{Status: "duplicate", Runs: nonNil(rec.Runs)}, nil
@@ -313,21 +162,6 @@ func (in *Intake) commitDelivery(ctx context.Context, p Preparer, route string, 
 		ans := &Answer{Status: "accepted", Runs: unitRuns(res.Created, res.Earlier), Skipped: skipped}
 		if len(units) > 0 && len(res.Created) == 0 {
 			ans.Status = "duplicate" // every unit is a hook delivered before
-		}
-		// A hook claimed by an earlier build has no value: look for its run
-		// (the done record committed above lacks it; it is only a hint).
-		for i, j := 0, 0; i < len(du) && j < len(res.Earlier); i++ {
-			if slices.Contains(res.Created, du[i].Run.ID) {
-				continue
-			}
-			if res.Earlier[j] == nil {
-				ids, err := in.earlierRuns(ctx, units[i], nil)
-				if err != nil {
-					return nil, err
-				}
-				ans.Runs = append(ans.Runs, ids...)
-			}
-			j++
 		}
 		return ans, nil
 	}
@@ -452,27 +286,12 @@ func (in *Intake) unit(pb *playbook.Playbook, t *playbook.Trigger, trig map[stri
 }
 
 // webhookTrigger is what a run sees as `trigger` (see StartRequest), plus
-// "key", the unit's identity used to find its run after a crash.
+// "key", the unit's identity.
 func webhookTrigger(route string, d *Delivery, payload any, key string) map[string]any {
 	return map[string]any{
 		"type": "webhook", "route": route, "event": d.Event, "payload": payload,
 		"delivery": d.HooksID, "key": key,
 	}
-}
-
-// findRun returns the ID of the run started for u, or "". The store
-// looks the unit's key up (RunFilter.TriggerKey, an index on PostgreSQL).
-func (in *Intake) findRun(ctx context.Context, u unit) (string, error) {
-	runs, err := in.opts.Store.ListRuns(ctx, state.RunFilter{Playbook: u.pb.Name, TriggerKey: u.key})
-	if err != nil {
-		return "", fmt.Errorf("look for runs of %s: %w", u.pb.Name, err)
-	}
-	for _, r := range runs {
-		if k, _ := r.Trigger["key"].(string); k == u.key && r.Trigger["route"] == u.trig["route"] {
-			return r.ID, nil
-		}
-	}
-	return "", nil
 }
 
 func nonNil(s []string) []string {

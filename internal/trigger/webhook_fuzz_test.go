@@ -24,7 +24,7 @@ func FuzzIntake(f *testing.F) {
 	f.Add("application/json", "X-Cloud-Webhook-Signature", testSecret, `{"hooksId":"f-4","event":"UNSUBSCRIBE","hooks":[{"hookId":"f-4-h0"}],"extra":{"a":[1,2.5]}}`)
 	envs := []*hookEnv{
 		newHookEnv(f, 4096, perHookPlaybook, perDeliveryPlaybook),
-		newPrepEnv(f, 4096, perHookPlaybook, perDeliveryPlaybook), // one commit per delivery
+		newHookEnv(f, 4096, perHookPlaybook, perDeliveryPlaybook), // one commit per delivery
 	}
 	allowed := map[int]bool{200: true, 400: true, 401: true, 413: true, 415: true}
 	f.Fuzz(func(t *testing.T, contentType, sigName, sig, body string) {

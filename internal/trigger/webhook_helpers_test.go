@@ -20,23 +20,23 @@ import (
 	"github.com/runbook/runbook/internal/state/bolt"
 )
 
-// hookStarter is the Starter of the webhook tests: it commits a run record
-// to the intake's store (as the engine does) and records the request.
+// hookStarter records the runs of the webhook tests' Preparer
+// (prepStarter).
 type hookStarter struct {
 	store state.Store
 	mu    sync.Mutex
 	reqs  []StartRequest
 	ids   []string
-	// failAt makes the nth Start (1-based) fail once, to simulate a crash
-	// in the middle of a delivery.
+	// failAt: see prepStarter.
 	failAt int
 	calls  int
 	seq    int                     // run IDs drawn
 	ready  map[string]StartRequest // prepared, not launched (Preparer)
 }
 
-// prepStarter is a hookStarter that is also a Preparer: its runs are
-// committed by the intake and recorded when launched. Its failAt makes the
+// prepStarter is the Preparer of the webhook tests: its runs are committed
+// by the intake and recorded when launched, with their trigger as the run
+// sees it. Its failAt makes the
 // nth Prepare (1-based) return a run without an ID, which fails the
 // delivery's commit midway through its transaction.
 type prepStarter struct{ *hookStarter }
@@ -54,7 +54,7 @@ func (s prepStarter) Prepare(_ context.Context, req StartRequest) (*state.Run, [
 		s.ready = map[string]StartRequest{}
 	}
 	s.ready[id] = req
-	r := &state.Run{ID: id, Playbook: req.Playbook.Name, Inputs: req.Inputs, Trigger: req.Trigger, Status: state.RunRunning}
+	r := &state.Run{ID: id, Playbook: req.Playbook.Name, Inputs: req.Inputs, Trigger: req.Trigger, Delivery: req.Delivery, Status: state.RunRunning}
 	return r, []state.Event{{Type: "run.created"}}, nil
 }
 
@@ -67,33 +67,13 @@ func (s prepStarter) Launch(runs ...*state.Run) {
 			panic("launched a run never prepared: " + r.ID)
 		}
 		delete(s.ready, r.ID)
+		if trig, err := state.ResolveTrigger(context.Background(), s.store, r); err == nil {
+			req.Trigger = trig // as the run sees it: with the stored delivery's payload and hook
+		}
 		s.ids = append(s.ids, r.ID)
 		s.reqs = append(s.reqs, req)
 	}
 }
-
-func (s *hookStarter) Start(ctx context.Context, req StartRequest) (string, error) {
-	s.mu.Lock()
-	s.calls++
-	if s.calls == s.failAt {
-		s.mu.Unlock()
-		return "", fmt.Errorf("engine unavailable")
-	}
-	s.seq++
-	id := fmt.Sprintf("run-%04d", s.seq)
-	s.ids = append(s.ids, id)
-	s.reqs = append(s.reqs, req)
-	s.mu.Unlock()
-	if s.store != nil {
-		if err := s.store.CreateRun(ctx, &state.Run{ID: id, Playbook: req.Playbook.Name, Inputs: req.Inputs, Trigger: req.Trigger, Status: state.RunRunning}); err != nil {
-			return "", err
-		}
-	}
-	return id, nil
-}
-
-func (s *hookStarter) Active(string) []string { return nil }
-func (s *hookStarter) Cancel(string)          {}
 
 func (s *hookStarter) started() []StartRequest {
 	s.mu.Lock()
@@ -113,28 +93,12 @@ const testSecret = "s3cret-entered-at-setup"
 
 func newHookEnv(t testing.TB, maxBody int64, playbooks ...string) *hookEnv {
 	t.Helper()
-	return newEnv(t, maxBody, false, playbooks...)
-}
-
-// newPrepEnv is newHookEnv with a Starter that is a Preparer.
-func newPrepEnv(t testing.TB, maxBody int64, playbooks ...string) *hookEnv {
-	t.Helper()
-	return newEnv(t, maxBody, true, playbooks...)
-}
-
-func newEnv(t testing.TB, maxBody int64, prepare bool, playbooks ...string) *hookEnv {
-	t.Helper()
-	return newEnvWith(t, maxBody, func(st *hookStarter) Starter {
-		if prepare {
-			return prepStarter{st}
-		}
-		return st
-	}, playbooks...)
+	return newEnvWith(t, maxBody, func(st *hookStarter) Preparer { return prepStarter{st} }, playbooks...)
 }
 
 // newEnvWith is newHookEnv with the Starter starter makes over the
 // recording one.
-func newEnvWith(t testing.TB, maxBody int64, starter func(*hookStarter) Starter, playbooks ...string) *hookEnv {
+func newEnvWith(t testing.TB, maxBody int64, starter func(*hookStarter) Preparer, playbooks ...string) *hookEnv {
 	t.Helper()
 	store, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
 	require.NoError(t, err)

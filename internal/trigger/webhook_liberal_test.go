@@ -206,55 +206,35 @@ steps:
 }
 
 func TestIntakeAnswersAHookDeliveredBeforeAsADuplicate(t *testing.T) {
-	for _, prepare := range []bool{false, true} {
-		t.Run(fmt.Sprintf("with a Preparer: %v", prepare), func(t *testing.T) {
-			e := newEnv(t, 0, prepare, perHookPlaybook)
-			first := envelopeJSON("first", "UNSUBSCRIBE", []any{unsubscribeHook("h-a", nil), unsubscribeHook("h-b", nil)})
-			a := e.post("/hooks/sms", nil, first)
-			assert.Equal(t, 200, a.status)
-			assert.Equal(t, `{"status":"accepted","runs":["run-0001","run-0002"]}`+"\n", a.raw)
+	t.Run("a hook delivered again under another hooksId", func(t *testing.T) {
+		e := newHookEnv(t, 0, perHookPlaybook)
+		first := envelopeJSON("first", "UNSUBSCRIBE", []any{unsubscribeHook("h-a", nil), unsubscribeHook("h-b", nil)})
+		a := e.post("/hooks/sms", nil, first)
+		assert.Equal(t, 200, a.status)
+		assert.Equal(t, `{"status":"accepted","runs":["run-0001","run-0002"]}`+"\n", a.raw)
 
-			again := envelopeJSON("again", "UNSUBSCRIBE", []any{unsubscribeHook("h-b", nil)})
-			a = e.post("/hooks/sms", nil, again)
-			assert.Equal(t, 200, a.status)
-			assert.Equal(t, `{"status":"duplicate","runs":["run-0002"]}`+"\n", a.raw, "the hook's first run")
-			a = e.post("/hooks/sms", nil, again)
-			assert.Equal(t, `{"status":"duplicate","runs":["run-0002"]}`+"\n", a.raw, "its redelivery answers the same")
-			assert.Len(t, e.starter.started(), 2, "nothing started again")
-		})
-	}
-	t.Run("a hook's claim names its runs: they are the answer, not a run found by scanning", func(t *testing.T) {
-		for _, prepare := range []bool{false, true} {
-			e := newEnv(t, 0, prepare, perHookPlaybook)
-			ctx := context.Background()
-			claim := "webhook/sms/unit/suppress/0/id:h-kept"
-			_, err := e.store.Dedup(ctx, claim, DefaultDedupTTL)
-			require.NoError(t, err)
-			require.NoError(t, e.store.DedupSet(ctx, claim, []byte(`{"runs":["run-kept"]}`)))
-			// A run a scan would find for the hook, which the claim does not name.
-			require.NoError(t, e.store.CreateRun(ctx, &state.Run{ID: "run-scanned", Playbook: "suppress", Status: state.RunSucceeded,
-				Trigger: map[string]any{"type": "webhook", "route": "sms", "key": "suppress/0/id:h-kept"}}))
-			a := e.post("/hooks/sms", nil, envelopeJSON("later", "UNSUBSCRIBE", []any{unsubscribeHook("h-kept", nil)}))
-			assert.Equal(t, 200, a.status)
-			assert.Equal(t, `{"status":"duplicate","runs":["run-kept"]}`+"\n", a.raw, "with a Preparer: %v", prepare)
-			assert.Empty(t, e.starter.started())
-		}
+		again := envelopeJSON("again", "UNSUBSCRIBE", []any{unsubscribeHook("h-b", nil)})
+		a = e.post("/hooks/sms", nil, again)
+		assert.Equal(t, 200, a.status)
+		assert.Equal(t, `{"status":"duplicate","runs":["run-0002"]}`+"\n", a.raw, "the hook's first run")
+		a = e.post("/hooks/sms", nil, again)
+		assert.Equal(t, `{"status":"duplicate","runs":["run-0002"]}`+"\n", a.raw, "its redelivery answers the same")
+		assert.Len(t, e.starter.started(), 2, "nothing started again")
 	})
-	t.Run("a hook claimed by an earlier build, without a value, is answered with the run found", func(t *testing.T) {
-		for _, prepare := range []bool{false, true} {
-			e := newEnv(t, 0, prepare, perHookPlaybook)
-			ctx := context.Background()
-			// What an earlier build left: the hook's claim without a value
-			// and its run.
-			_, err := e.store.Dedup(ctx, "webhook/sms/unit/suppress/0/id:h-old", DefaultDedupTTL)
-			require.NoError(t, err)
-			require.NoError(t, e.store.CreateRun(ctx, &state.Run{ID: "run-old", Playbook: "suppress", Status: state.RunSucceeded,
-				Trigger: map[string]any{"type": "webhook", "route": "sms", "key": "suppress/0/id:h-old"}}))
-			a := e.post("/hooks/sms", nil, envelopeJSON("new", "UNSUBSCRIBE", []any{unsubscribeHook("h-old", nil)}))
-			assert.Equal(t, 200, a.status)
-			assert.Equal(t, `{"status":"duplicate","runs":["run-old"]}`+"\n", a.raw, "with a Preparer: %v", prepare)
-			assert.Empty(t, e.starter.started())
-		}
+	t.Run("a hook's claim names its runs: they are the answer, not a run found by scanning", func(t *testing.T) {
+		e := newHookEnv(t, 0, perHookPlaybook)
+		ctx := context.Background()
+		claim := "webhook/sms/unit/suppress/0/id:h-kept"
+		_, err := e.store.Dedup(ctx, claim, DefaultDedupTTL)
+		require.NoError(t, err)
+		require.NoError(t, e.store.DedupSet(ctx, claim, []byte(`{"runs":["run-kept"]}`)))
+		// A run a scan would find for the hook, which the claim does not name.
+		require.NoError(t, e.store.CreateRun(ctx, &state.Run{ID: "run-scanned", Playbook: "suppress", Status: state.RunSucceeded,
+			Trigger: map[string]any{"type": "webhook", "route": "sms", "key": "suppress/0/id:h-kept"}}))
+		a := e.post("/hooks/sms", nil, envelopeJSON("later", "UNSUBSCRIBE", []any{unsubscribeHook("h-kept", nil)}))
+		assert.Equal(t, 200, a.status)
+		assert.Equal(t, `{"status":"duplicate","runs":["run-kept"]}`+"\n", a.raw)
+		assert.Empty(t, e.starter.started())
 	})
 }
 
@@ -289,22 +269,6 @@ func (s strictStarter) Prepare(ctx context.Context, req StartRequest) (*state.Ru
 	return s.prepStarter.Prepare(ctx, req)
 }
 
-func (s strictStarter) Start(ctx context.Context, req StartRequest) (string, error) {
-	if err := s.check(req); err != nil {
-		return "", err
-	}
-	return s.hookStarter.Start(ctx, req)
-}
-
-// plainStrict is strictStarter without Prepare.
-type plainStrict struct{ s strictStarter }
-
-func (p plainStrict) Start(ctx context.Context, req StartRequest) (string, error) {
-	return p.s.Start(ctx, req)
-}
-func (p plainStrict) Active(string) []string { return nil }
-func (p plainStrict) Cancel(string)          {}
-
 func TestIntakeSkipsAHookItsPlaybookRefuses(t *testing.T) {
 	// A required number and an optional string with a default, as the
 	// shipped sms-unsubscribe playbook has.
@@ -321,25 +285,16 @@ steps:
     uses: log
     with: {message: hi}
 `
-	for _, prepare := range []bool{false, true} {
-		t.Run(fmt.Sprintf("with a Preparer: %v", prepare), func(t *testing.T) {
-			e := newEnvWith(t, 0, func(st *hookStarter) Starter {
-				if prepare {
-					return strictStarter{prepStarter{st}}
-				}
-				return plainStrict{strictStarter{prepStarter{st}}}
-			}, suppress)
-			body := envelopeJSON("r-1", "UNSUBSCRIBE", []any{
-				unsubscribeHook("r-1-h0", map[string]any{"unsubscribeNo": nil}), // the default applies
-				unsubscribeHook("r-1-h1", map[string]any{"recipientNo": nil}),   // required: refused
-				unsubscribeHook("r-1-h2", map[string]any{"recipientNo": 1012345678}),
-			})
-			a := e.post("/hooks/sms", nil, body)
-			assert.Equal(t, 200, a.status)
-			assert.Equal(t, `{"status":"accepted","runs":["run-0001"],"skipped":["suppress","suppress"]}`+"\n", a.raw)
-			started := e.starter.started()
-			require.Len(t, started, 1)
-			assert.Equal(t, map[string]any{"number": "01012345678"}, started[0].Inputs, "an absent field leaves its input unset")
-		})
-	}
+	e := newEnvWith(t, 0, func(st *hookStarter) Preparer { return strictStarter{prepStarter{st}} }, suppress)
+	body := envelopeJSON("r-1", "UNSUBSCRIBE", []any{
+		unsubscribeHook("r-1-h0", map[string]any{"unsubscribeNo": nil}), // the default applies
+		unsubscribeHook("r-1-h1", map[string]any{"recipientNo": nil}),   // required: refused
+		unsubscribeHook("r-1-h2", map[string]any{"recipientNo": 1012345678}),
+	})
+	a := e.post("/hooks/sms", nil, body)
+	assert.Equal(t, 200, a.status)
+	assert.Equal(t, `{"status":"accepted","runs":["run-0001"],"skipped":["suppress","suppress"]}`+"\n", a.raw)
+	started := e.starter.started()
+	require.Len(t, started, 1)
+	assert.Equal(t, map[string]any{"number": "01012345678"}, started[0].Inputs, "an absent field leaves its input unset")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/state/bolt"
 	"github.com/runbook/runbook/internal/state/statetest"
 )
@@ -66,8 +67,9 @@ func TestIntakeBodyLimit(t *testing.T) {
 	assert.Len(t, e.starter.started(), accepted, "only the accepted deliveries started runs")
 }
 
-// gateStarter is a hookStarter whose Start announces itself on entered and
-// then waits for a token on gate; once quit is closed it fails instead.
+// gateStarter is a prepStarter whose Prepare announces itself on entered
+// and then waits for a token on gate; once quit is closed it fails
+// instead.
 type gateStarter struct {
 	*hookStarter
 	entered chan string
@@ -75,19 +77,21 @@ type gateStarter struct {
 	quit    chan struct{}
 }
 
-func (s gateStarter) Start(ctx context.Context, req StartRequest) (string, error) {
+func (s gateStarter) Prepare(ctx context.Context, req StartRequest) (*state.Run, []state.Event, error) {
 	s.entered <- req.Trigger["delivery"].(string)
 	select {
 	case <-s.gate:
 	case <-s.quit:
-		return "", fmt.Errorf("the test ended")
+		return nil, nil, fmt.Errorf("the test ended")
 	}
-	return s.hookStarter.Start(ctx, req)
+	return prepStarter{s.hookStarter}.Prepare(ctx, req)
 }
+
+func (s gateStarter) Launch(runs ...*state.Run) { prepStarter{s.hookStarter}.Launch(runs...) }
 
 func TestIntakeShutdownWaitsForEveryRequestInFlight(t *testing.T) {
 	gs := gateStarter{entered: make(chan string, 2), gate: make(chan struct{}), quit: make(chan struct{})}
-	e := newEnvWith(t, 0, func(st *hookStarter) Starter { gs.hookStarter = st; return gs }, perDeliveryPlaybook)
+	e := newEnvWith(t, 0, func(st *hookStarter) Preparer { gs.hookStarter = st; return gs }, perDeliveryPlaybook)
 	t.Cleanup(func() { close(gs.quit) }) // before the server closes
 	answers := make(chan answer, 2)
 	for _, id := range []string{"inf-1", "inf-2"} {
@@ -148,7 +152,7 @@ func newClockedEnv(t *testing.T, clock *statetest.Clock, opts func(*IntakeOption
 	}
 	st := &hookStarter{store: store}
 	o := IntakeOptions{
-		Routes: map[string]Route{"sms": {Secret: testSecret}}, Store: store, Starter: st,
+		Routes: map[string]Route{"sms": {Secret: testSecret}}, Store: store, Starter: prepStarter{st},
 		Playbooks: func() []*playbook.Playbook { return pbs },
 	}
 	opts(&o)

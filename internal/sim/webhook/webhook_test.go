@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -15,25 +16,34 @@ import (
 
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/sim/webhook"
+	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/state/bolt"
 	_ "github.com/runbook/runbook/internal/steps/all" // the log step
 	"github.com/runbook/runbook/internal/trigger"
 )
 
-// countStarter counts the runs started per trigger key.
+// countStarter counts the runs started (committed and launched) per
+// trigger key.
 type countStarter struct {
 	mu   sync.Mutex
+	n    int
 	keys map[string]int
 }
 
-func (s *countStarter) Start(_ context.Context, req trigger.StartRequest) (string, error) {
+func (s *countStarter) Prepare(_ context.Context, req trigger.StartRequest) (*state.Run, []state.Event, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.keys[req.Trigger["key"].(string)]++
-	return "r", nil
+	s.n++
+	return &state.Run{ID: fmt.Sprintf("r-%d", s.n), Playbook: req.Playbook.Name, Trigger: req.Trigger, Status: state.RunPending}, nil, nil
 }
-func (s *countStarter) Active(string) []string { return nil }
-func (s *countStarter) Cancel(string)          {}
+
+func (s *countStarter) Launch(runs ...*state.Run) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range runs {
+		s.keys[r.Trigger["key"].(string)]++
+	}
+}
 
 const suppress = `version: 1
 name: suppress
