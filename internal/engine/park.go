@@ -153,14 +153,17 @@ func (rs *runState) parkNote() string {
 // execution returns: a run parked under ApprovalParkAll keeps it, as a run
 // waiting in process does, and so does a fenced run (it goes on
 // elsewhere) and a run whose end or suspension could not be recorded (it
-// is unfinished: whoever resumes it goes on holding it).
+// is unfinished: whoever resumes it goes on holding it). A fenced run
+// whose end this execution recorded does not: nothing goes on with it (its
+// lease lapsed while the write that ended it was tried again, say).
 func (rs *runState) keepsKey() bool {
-	if rs.fenced() != nil {
-		return true
-	}
 	rs.runMu.Lock()
 	settled := rs.settled
+	ended := settled && rs.run.Status.Done()
 	rs.runMu.Unlock()
+	if rs.fenced() != nil && !ended {
+		return true
+	}
 	rs.mu.RLock()
 	defer rs.mu.RUnlock()
 	return rs.holdKey || !settled
