@@ -53,6 +53,19 @@ func (s RunStatus) Done() bool {
 	return s == RunSucceeded || s == RunFailed || s == RunCancelled || s == RunSkipped
 }
 
+// KeyFreed reports whether a run recorded so holds no concurrency key: it
+// ended succeeded, failed or skipped, statuses only the process executing
+// the run writes, once nothing of the run executes any more. AcquireLock
+// takes a key such a run still holds: a run whose last write committed
+// while its process saw an error (the database restarting under it) and
+// then lost the run keeps no key from every run queued on it. A cancelled
+// run is not among them: a cancellation is recorded by whoever cancels,
+// while the run's owner may still be stopping a step; the owner releases
+// the key once it has.
+func (s RunStatus) KeyFreed() bool {
+	return s == RunSucceeded || s == RunFailed || s == RunSkipped
+}
+
 // StepStatus is the lifecycle of one step (or one for_each item).
 type StepStatus string
 
@@ -307,7 +320,8 @@ type Store interface {
 	AnswerApproval(ctx context.Context, runID, step string, decide Decide) error
 	GetApproval(ctx context.Context, runID, step string) (*Approval, error) // ErrNotFound
 
-	// AcquireLock takes key for owner if free (or already owner's). It
+	// AcquireLock takes key for owner if free (or already owner's, or
+	// held by a run recorded with a status whose KeyFreed is true). It
 	// returns false and the current holder otherwise.
 	AcquireLock(ctx context.Context, l Lock) (ok bool, holder *Lock, err error)
 	// ReleaseLock frees key if owner holds it; a free key is no error, a

@@ -158,8 +158,10 @@ func (s *Store) AcquireLock(ctx context.Context, l state.Lock) (ok bool, holder 
 				ok = true
 				return nil
 			}
-			holder = cur
-			return nil
+			if !heldByEndedRun(tx, cur.Owner) {
+				holder = cur
+				return nil
+			}
 		}
 		data, err := json.Marshal(l)
 		if err != nil {
@@ -172,6 +174,13 @@ func (s *Store) AcquireLock(ctx context.Context, l state.Lock) (ok bool, holder 
 		return false, nil, fmt.Errorf("acquire lock %s: %w", l.Key, err)
 	}
 	return ok, holder, nil
+}
+
+// heldByEndedRun reports whether owner is a run recorded with a status
+// that frees its key (state.RunStatus.KeyFreed).
+func heldByEndedRun(tx *bbolt.Tx, owner string) bool {
+	r, err := getRun(tx, owner)
+	return err == nil && r.Status.KeyFreed()
 }
 
 // ReleaseLock frees key when owner holds it. A free key is not an error;

@@ -226,8 +226,20 @@ VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key) DO NOTHING`, l.Key, l.Owner, l.Pro
 				ok = true
 				return nil
 			}
-			holder = h
-			return nil
+			var status state.RunStatus
+			err = tx.QueryRow(ctx, `SELECT status FROM runbook_runs WHERE id = $1`, h.Owner).Scan(&status)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			if !status.KeyFreed() {
+				holder = h
+				return nil
+			}
+			// Held by a run that ended (state.RunStatus.KeyFreed): free it
+			// and insert again.
+			if _, err := tx.Exec(ctx, `DELETE FROM runbook_locks WHERE key = $1 AND owner = $2`, l.Key, h.Owner); err != nil {
+				return err
+			}
 		}
 		return errors.New("the key kept changing hands")
 	})

@@ -107,6 +107,35 @@ func testLocks(t *testing.T, open opener) {
 		same(t, *holder, lock("k", "r1"))
 	})
 
+	t.Run("a key held by a run that ended is taken; one held by a cancelled or unfinished run is not", func(t *testing.T) {
+		s, _ := open(t)
+		for i, st := range []state.RunStatus{state.RunSucceeded, state.RunFailed, state.RunSkipped, state.RunCancelled, state.RunRunning, state.RunWaiting} {
+			holderID, key := fmt.Sprintf("holder-%d", i), fmt.Sprintf("k%d", i)
+			r := newRun(holderID, "pb", at(time.Duration(i)))
+			create(t, s, r)
+			got, _ := acquire(t, s, lock(key, holderID))
+			same(t, got, true)
+			r.Status = st
+			ok(t, s.SaveRun(ctx, r))
+			got, holder := acquire(t, s, lock(key, "next-"+holderID))
+			if got != st.KeyFreed() {
+				t.Errorf("key held by a %s run: taken %v, want %v", st, got, st.KeyFreed())
+			}
+			if !got && (holder == nil || holder.Owner != holderID) {
+				t.Errorf("key held by a %s run: holder %+v, want %s", st, holder, holderID)
+			}
+			if got {
+				locks, err := s.Locks(ctx)
+				ok(t, err)
+				for _, l := range locks {
+					if l.Key == key && l.Owner != "next-"+holderID {
+						t.Errorf("key %s still names %s after it was taken", key, l.Owner)
+					}
+				}
+			}
+		}
+	})
+
 	t.Run("the owner releases and another run takes the key", func(t *testing.T) {
 		s, _ := open(t)
 		acquire(t, s, lock("k", "r1"))
