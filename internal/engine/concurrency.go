@@ -273,7 +273,9 @@ func (e *Engine) releaseLock(ctx context.Context, key, runID string) {
 		}
 	}
 	err := e.retryStore(hostOf(ctx), nil, runID, unavailable, release(ctx))
-	if err == nil {
+	if err == nil || errors.Is(err, state.ErrHeldByAnother) {
+		// Freed, or already taken from the run once its end was recorded
+		// (state.RunStatus.KeyFreed): either way the run holds it no more.
 		e.lockFreed(key)
 		return
 	}

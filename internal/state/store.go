@@ -32,6 +32,11 @@ var (
 	// (errors.Is); any other error of a write (a disk full, a file too
 	// large, an I/O error) is not cured by waiting.
 	ErrUnavailable = errors.New("state store unavailable")
+	// ErrHeldByAnother: ReleaseLock of a key another run holds (the key
+	// is left as it is). A key is taken from a run that ended
+	// (RunStatus.KeyFreed) before that run released it, so its release
+	// then finds the key another's.
+	ErrHeldByAnother = errors.New("the key is held by another run")
 )
 
 // RunStatus is the lifecycle of a run.
@@ -325,7 +330,7 @@ type Store interface {
 	// returns false and the current holder otherwise.
 	AcquireLock(ctx context.Context, l Lock) (ok bool, holder *Lock, err error)
 	// ReleaseLock frees key if owner holds it; a free key is no error, a
-	// key held by another owner stays held and is an error.
+	// key held by another owner stays held and is ErrHeldByAnother.
 	ReleaseLock(ctx context.Context, key, owner string) error
 	Locks(ctx context.Context) ([]Lock, error)
 

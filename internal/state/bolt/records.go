@@ -197,7 +197,7 @@ func (s *Store) ReleaseLock(ctx context.Context, key, owner string) error {
 			return fmt.Errorf("decode lock: %w: %w", state.ErrCorrupt, err)
 		}
 		if cur.Owner != owner {
-			return fmt.Errorf("held by %s, not %s", cur.Owner, owner)
+			return fmt.Errorf("%w: held by %s, not %s", state.ErrHeldByAnother, cur.Owner, owner)
 		}
 		return b.Delete([]byte(key))
 	})

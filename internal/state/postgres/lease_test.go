@@ -72,6 +72,22 @@ func queueRun(t *testing.T, s state.Store, id string, st state.RunStatus, owner 
 	require.NoError(t, s.CreateRun(ctx, &state.Run{ID: id, Playbook: "pb", Status: st, Owner: owner, CreatedAt: time.Now().Add(-age)}))
 }
 
+// upFor waits until the database server has been up for d. The runs of
+// a replica whose lease expired are taken only once the server has been
+// up for a lease (takeableSince: a lease that expired while the database
+// was down is no replica's death), and an earlier test of this binary may
+// have restarted it (pgtest.Restart).
+func upFor(t *testing.T, d time.Duration) {
+	t.Helper()
+	var secs float64
+	require.NoError(t, connect(t, pgtest.DB(t)).QueryRow(ctx,
+		`SELECT extract(epoch FROM now() - pg_postmaster_start_time())::float8`).Scan(&secs))
+	if wait := d - time.Duration(secs*float64(time.Second)); wait > 0 {
+		t.Logf("the database server started %.1fs ago: waiting %s", secs, wait.Round(time.Millisecond))
+		time.Sleep(wait)
+	}
+}
+
 func TestTheQueueHoldsUnownedRunsAndRunsOfExpiredReplicas(t *testing.T) {
 	a, b := replicas(t)
 	require.NoError(t, a.KeepReplica(ctx, "host/1", time.Minute))      // alive
@@ -92,6 +108,7 @@ func TestTheQueueHoldsUnownedRunsAndRunsOfExpiredReplicas(t *testing.T) {
 	queueRun(t, a, "done", state.RunSucceeded, "", time.Minute)
 	require.NoError(t, a.CreateRun(ctx, &state.Run{ID: "child", Playbook: "pb", Status: state.RunPending, ParentID: "suspended", CreatedAt: time.Now().Add(-time.Minute)}))
 
+	upFor(t, 10*time.Second)
 	ids, err := b.ClaimRuns(ctx, "host/4", 100, 10*time.Second, false)
 	require.NoError(t, err)
 	slices.Sort(ids)

@@ -267,7 +267,7 @@ SELECT owner FROM runbook_locks WHERE key = $1 AND owner <> $2`, key, owner).Sca
 	case err != nil:
 		return fmt.Errorf("release lock %s: %w", key, err)
 	}
-	return fmt.Errorf("release lock %s: held by %s, not %s", key, other, owner)
+	return fmt.Errorf("release lock %s: %w: held by %s, not %s", key, state.ErrHeldByAnother, other, owner)
 }
 
 // Locks returns the held locks ordered by key.
