@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/retry"
 	"github.com/runbook/runbook/internal/state"
 )
 
@@ -26,8 +26,9 @@ import (
 // file too large, an I/O error) is returned at once, and a write that
 // cannot be made so stops the run as failed (notWritten).
 
-// The backoff between two tries of a store operation: doubled from
-// storeRetryFirst up to storeRetryMax, each wait drawn in its upper half.
+// The backoff between two tries of a store operation (retry.Backoff):
+// doubled from storeRetryFirst up to storeRetryMax, each wait drawn in its
+// upper half.
 const (
 	storeRetryFirst = 50 * time.Millisecond
 	storeRetryMax   = 2 * time.Second
@@ -39,7 +40,6 @@ const (
 // the error. It tries while host lives and fenced (nil: never) is open,
 // and returns op's last error.
 func (e *Engine) retryStore(host context.Context, fenced <-chan struct{}, runID string, again func(error) bool, op func() error) error {
-	wait := storeRetryFirst
 	for try := 1; ; try++ {
 		err := op()
 		if err == nil || !again(err) || errors.Is(err, state.ErrFenced) || host.Err() != nil {
@@ -48,7 +48,7 @@ func (e *Engine) retryStore(host context.Context, fenced <-chan struct{}, runID 
 			}
 			return err
 		}
-		d := wait/2 + rand.N(wait/2)
+		d := retry.Backoff(try, storeRetryFirst, storeRetryMax)
 		e.o.Logger.Warn("state store operation failed; trying again", "run_id", runID, "try", try, "in", d, "err", err)
 		t := time.NewTimer(d)
 		select {
@@ -60,7 +60,6 @@ func (e *Engine) retryStore(host context.Context, fenced <-chan struct{}, runID 
 			t.Stop()
 			return err
 		}
-		wait = min(2*wait, storeRetryMax)
 	}
 }
 

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/cloud/httpcall"
-	"github.com/runbook/runbook/internal/cloud/retry"
 	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/retry"
 )
 
 // Header names of the two authentication schemes (spec/FIDELITY.md).

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/cloud/httpcall"
-	"github.com/runbook/runbook/internal/cloud/retry"
 	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/retry"
 )
 
 // Config configures a Client.

@@ -2,7 +2,7 @@
 // call, repeats it when its Policy allows, refreshes a refused credential
 // once, and returns the accepted answer or the client's error. The timing
 // (backoff with jitter, Retry-After, a sleep that ends with its context)
-// comes from internal/cloud/retry.
+// comes from internal/retry.
 //
 // # Main types
 //

@@ -10,8 +10,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/runbook/runbook/internal/cloud/retry"
 	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/retry"
 )
 
 // Policy is how a client repeats its calls. A client states it once.

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/cloud/httpcall"
-	"github.com/runbook/runbook/internal/cloud/retry"
 	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/retry"
 )
 
 // TokenSource hands out the token sent as X-Auth-Token.

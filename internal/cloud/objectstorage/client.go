@@ -14,8 +14,8 @@ import (
 
 	"github.com/runbook/runbook/internal/cloud/httpcall"
 	"github.com/runbook/runbook/internal/cloud/identity"
-	"github.com/runbook/runbook/internal/cloud/retry"
 	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/retry"
 )
 
 // Limits of a transfer (Swift's own and runbook's defaults).

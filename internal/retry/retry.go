@@ -1,9 +1,10 @@
-// Package retry is the timing of the cloud clients' retries: exponential
-// backoff with equal jitter, the Retry-After header, and a sleep that ends
-// with its context. The call loop that uses them is internal/cloud/httpcall;
-// which calls may be retried is each client's policy there (never a
-// mutating call whose outcome is unknown); how long to wait is decided
-// here, once.
+// Package retry is the timing of runbook's retries: exponential backoff
+// with equal jitter, the Retry-After header, and a sleep that ends with its
+// context. Two loops use it: the cloud clients' call loop,
+// internal/cloud/httpcall (which calls may be retried is each client's
+// policy there: never a mutating call whose outcome is unknown), and the
+// engine's store retry (internal/engine/storefault.go: only what the store
+// marks state.ErrUnavailable). How long to wait is decided here, once.
 package retry
 
 import (
