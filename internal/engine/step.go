@@ -279,6 +279,9 @@ func (sr *stepRun) save(ctx context.Context, evs ...state.Event) {
 	} else {
 		rs.write(ctx, &rec, all)
 	}
+	if rs.fenced() != nil || ctx.Err() != nil && stoppedUnwritten(context.Cause(ctx)) {
+		return // refused, never on record: not shown as if it happened either
+	}
 	for _, ev := range evs {
 		rs.e.observe(rs.run.ID, ev)
 	}
