@@ -150,27 +150,49 @@ func TestAStoreUnavailableForAWhileDelaysTheRunAndRepeatsNothing(t *testing.T) {
 	assert.Contains(t, logs.String(), "connection refused")
 }
 
+// retrying starts run id of keyedShell in the background, on a store that
+// goes away as step a ends (with fenced, as replica-1 whose writes are
+// fenced), and returns once step a's completion has been tried three
+// times. The run's outcome arrives on the channel.
+func retrying(t *testing.T, host context.Context, id string, fenced bool) (*harness, *unavailableStore, string, <-chan ranRun) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "lines")
+	st := &unavailableStore{fails: -1, step: "a"}
+	h := newHarness(t, func(o *engine.Options) {
+		st.Store = o.Store
+		o.Store = st
+		if fenced {
+			o.Fence, o.Process = true, "replica-1"
+		}
+	})
+	done := make(chan ranRun, 1)
+	go func() {
+		r, err := h.engine.Run(host, h.load(keyedShell(file)), engine.StartRequest{ID: id})
+		done <- ranRun{r, err}
+	}()
+	require.Eventually(t, func() bool { return st.count() >= 3 }, 10*time.Second, 5*time.Millisecond, "step a's completion is tried again")
+	return h, st, file, done
+}
+
+// ranRun is what Run returned.
+type ranRun struct {
+	run *state.Run
+	err error
+}
+
 // The host stopping (its context ends: a shutdown) ends the retries: the
 // run returns unfinished, not failed, still holding its key, and its
 // finished step is not executed again.
 func TestTheHostStoppingEndsTheRetriesAndTheRunKeepsItsKey(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "lines")
-	st := &unavailableStore{fails: -1, step: "a"} // the database goes away as step a ends
-	h := newHarness(t, func(o *engine.Options) { st.Store = o.Store; o.Store = st })
 	host, stop := context.WithCancelCause(context.Background())
-	done := make(chan error, 1)
-	var r *state.Run
-	go func() {
-		var err error
-		r, err = h.engine.Run(host, h.load(keyedShell(file)), engine.StartRequest{ID: "stopped"})
-		done <- err
-	}()
-	require.Eventually(t, func() bool { return st.count() >= 3 }, 10*time.Second, 5*time.Millisecond, "step a's completion is tried again")
+	h, _, file, done := retrying(t, host, "stopped", false)
 	stop(engine.ErrSuspend)
+	var r *state.Run
 	select {
-	case err := <-done:
-		require.Error(t, err)
-		assert.NotErrorIs(t, err, engine.ErrNotWritten, "a shutdown is not the run's failure")
+	case got := <-done:
+		require.Error(t, got.err)
+		assert.NotErrorIs(t, got.err, engine.ErrNotWritten, "a shutdown is not the run's failure")
+		r = got.run
 	case <-time.After(30 * time.Second):
 		t.Fatal("the retries outlived the host")
 	}
@@ -189,24 +211,13 @@ func TestTheHostStoppingEndsTheRetriesAndTheRunKeepsItsKey(t *testing.T) {
 // fenced write) ends the retries at once: the run stops fenced, writes
 // nothing more, and keeps its key for the replica that took it.
 func TestLosingTheRunEndsTheRetriesAtOnce(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "lines")
-	st := &unavailableStore{fails: -1, step: "a"}
-	h := newHarness(t, func(o *engine.Options) {
-		st.Store = o.Store
-		o.Store, o.Fence, o.Process = st, true, "replica-1"
-	})
-	done := make(chan error, 1)
-	go func() {
-		_, err := h.engine.Run(context.Background(), h.load(keyedShell(file)), engine.StartRequest{ID: "lost"})
-		done <- err
-	}()
-	require.Eventually(t, func() bool { return st.count() >= 3 }, 10*time.Second, 5*time.Millisecond, "step a's completion is tried again")
+	h, st, file, done := retrying(t, context.Background(), "lost", true)
 	st.mu.Lock()
 	st.owner, st.step = "replica-2", ""
 	st.mu.Unlock()
 	select {
-	case err := <-done:
-		require.ErrorIs(t, err, state.ErrFenced)
+	case got := <-done:
+		require.ErrorIs(t, got.err, state.ErrFenced)
 	case <-time.After(5 * time.Second):
 		t.Fatal("the retries went on after the run was lost")
 	}
@@ -225,26 +236,15 @@ func TestLosingTheRunEndsTheRetriesAtOnce(t *testing.T) {
 // the run, and the step is recorded finished. Whoever goes on with the run
 // does not execute it again.
 func TestALeaseLapseDuringACompletionWriteStillRecordsTheStep(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "lines")
-	st := &unavailableStore{fails: -1, step: "a"}
-	h := newHarness(t, func(o *engine.Options) {
-		st.Store = o.Store
-		o.Store, o.Fence, o.Process = st, true, "replica-1"
-	})
-	done := make(chan error, 1)
-	go func() {
-		_, err := h.engine.Run(context.Background(), h.load(keyedShell(file)), engine.StartRequest{ID: "lapsed"})
-		done <- err
-	}()
-	require.Eventually(t, func() bool { return st.count() >= 3 }, 10*time.Second, 5*time.Millisecond, "step a's completion is tried again")
+	h, st, file, done := retrying(t, context.Background(), "lapsed", true)
 	h.engine.Fence(errors.New("lease lapsed"))
 	time.Sleep(200 * time.Millisecond)
 	st.mu.Lock()
 	st.fails, st.step = 0, "" // the database answers again
 	st.mu.Unlock()
 	select {
-	case err := <-done:
-		require.ErrorIs(t, err, state.ErrFenced, "the run stops here: its lease lapsed")
+	case got := <-done:
+		require.ErrorIs(t, got.err, state.ErrFenced, "the run stops here: its lease lapsed")
 	case <-time.After(10 * time.Second):
 		t.Fatal("the run did not stop")
 	}
