@@ -177,9 +177,15 @@ func (s *Store) AcquireLock(ctx context.Context, l state.Lock) (ok bool, holder 
 }
 
 // heldByEndedRun reports whether owner is a run recorded with a status
-// that frees its key (state.RunStatus.KeyFreed).
+// that frees its key (state.RunStatus.KeyFreed). It decodes the record
+// alone, not the playbook snapshot getRun copies in: a busy key is asked
+// about at every poll of every run queued on it.
 func heldByEndedRun(tx *bbolt.Tx, owner string) bool {
-	r, err := getRun(tx, owner)
+	data := tx.Bucket(bucketRuns).Get([]byte(owner))
+	if data == nil {
+		return false
+	}
+	r, err := decodeRun(owner, data, sourcesOf(tx))
 	return err == nil && r.Status.KeyFreed()
 }
 
