@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // TokenPrefix starts every token NewToken makes, so a leaked one is easy to
@@ -31,12 +32,12 @@ func HashToken(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-var hashRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+var hashRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}$`) })
 
 // CheckHash returns an error when h is not a hex SHA-256 (64 lower-case
 // hex digits).
 func CheckHash(h string) error {
-	if !hashRE.MatchString(h) {
+	if !hashRE().MatchString(h) {
 		return fmt.Errorf("token_sha256 must be 64 lower-case hex digits (the SHA-256 of the token: printf %%s TOKEN | sha256sum)")
 	}
 	return nil
@@ -47,11 +48,11 @@ func sameHash(a, b string) bool {
 	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$`)
+var nameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$`) })
 
 // CheckName returns an error when name cannot name a user or token.
 func CheckName(name string) error {
-	if !nameRE.MatchString(name) {
+	if !nameRE().MatchString(name) {
 		return fmt.Errorf("invalid name %q: use 1-128 letters, digits, '_', '.', '@' or '-', starting with a letter or digit", name)
 	}
 	if strings.Contains(name, ":") {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	yaml "go.yaml.in/yaml/v4"
 
@@ -21,15 +22,19 @@ var (
 	webhookKeys = []string{"dedup_ttl", "routes"}
 	routeKeys   = []string{"verify", "secret", "secrets"}
 
-	secretNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	routeNameRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
-	secretRefRE  = regexp.MustCompile(`^\$\{\{\s*secrets\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$`)
-	hostnameRE   = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
+	secretNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
+	routeNameRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`) })
+	secretRefRE  = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\$\{\{\s*secrets\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$`)
+	})
+	hostnameRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`)
+	})
 )
 
 // secretRef returns NAME when s is exactly `${{ secrets.NAME }}`.
 func secretRef(s string) (string, bool) {
-	m := secretRefRE.FindStringSubmatch(strings.TrimSpace(s))
+	m := secretRefRE().FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
 		return "", false
 	}
@@ -160,7 +165,7 @@ func checkListen(addr string) string {
 	if _, err := netip.ParseAddr(host); err == nil {
 		return ""
 	}
-	if !hostnameRE.MatchString(host) || len(host) > 253 {
+	if !hostnameRE().MatchString(host) || len(host) > 253 {
 		return "invalid host " + strconv.Quote(host) + ": want an IP address or a host name"
 	}
 	return ""
@@ -176,7 +181,7 @@ func (l *loader) secretName(n *yaml.Node, path string) (string, bool) {
 		l.errf(n, path, "give the secret's name, not a reference: %s", name)
 		return "", false
 	}
-	if !secretNameRE.MatchString(s) {
+	if !secretNameRE().MatchString(s) {
 		l.errf(n, path, "invalid secret name %q: use letters, digits and '_', not starting with a digit", s)
 		return "", false
 	}
@@ -203,7 +208,7 @@ func (l *loader) webhooks(w *Webhooks, n *yaml.Node) {
 	}
 	for _, p := range routes.Pairs {
 		path := yamlnode.KeyPath("webhooks.routes", p.Name)
-		if !routeNameRE.MatchString(p.Name) {
+		if !routeNameRE().MatchString(p.Name) {
 			l.errf(p.Key, path, "invalid route name %q: use 1-64 lower-case letters, digits, '_' or '-', starting with a letter or digit", p.Name)
 		}
 		if yamlnode.IsNull(p.Val) {

@@ -24,7 +24,7 @@ func (l *loader) env(pb *Playbook, o *yamlnode.Object, inputs map[string]string)
 	pb.Env = make(map[string]expr.Value, len(m.Pairs))
 	for _, p := range m.Pairs {
 		path := yamlnode.KeyPath("env", p.Name)
-		if !identRE.MatchString(p.Name) {
+		if !identRE().MatchString(p.Name) {
 			l.errf(p.Key, path, "invalid variable name %q: use letters, digits and _, not starting with a digit", p.Name)
 			continue
 		}
@@ -111,7 +111,7 @@ func (l *loader) playbookOutputs(pb *Playbook, o *yamlnode.Object, ss *stepSet, 
 	}
 	if m := yamlnode.Mapping(l.errf, n, "outputs"); m != nil {
 		for _, p := range m.Pairs {
-			if !identRE.MatchString(p.Name) {
+			if !identRE().MatchString(p.Name) {
 				l.errf(p.Key, yamlnode.KeyPath("outputs", p.Name), "invalid output name %q: use letters, digits and _", p.Name)
 			}
 		}

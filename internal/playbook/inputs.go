@@ -34,7 +34,7 @@ func (l *loader) inputs(pb *Playbook, o *yamlnode.Object) map[string]string {
 	}
 	for _, p := range m.Pairs {
 		path := yamlnode.KeyPath("inputs", p.Name)
-		if !identRE.MatchString(p.Name) {
+		if !identRE().MatchString(p.Name) {
 			l.errf(p.Key, path, "invalid input name %q: use letters, digits and _, not starting with a digit", p.Name)
 		}
 		in := &Input{Name: p.Name, Type: "string", Pos: l.pos(p.Key)}

@@ -2,6 +2,7 @@ package playbook
 
 import (
 	"regexp"
+	"sync"
 
 	"github.com/runbook/runbook/internal/yamlnode"
 )
@@ -9,8 +10,8 @@ import (
 // labelKeyRE and labelValueRE bound a playbook label: what a role's scope
 // (label:KEY=VALUE) and a listing filter can name.
 var (
-	labelKeyRE   = regexp.MustCompile(`^[a-z0-9]([a-z0-9._/-]{0,61}[a-z0-9])?$`)
-	labelValueRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$`)
+	labelKeyRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]([a-z0-9._/-]{0,61}[a-z0-9])?$`) })
+	labelValueRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$`) })
 )
 
 // labels reads `labels:`, a map of short names to short values that
@@ -28,7 +29,7 @@ func (l *loader) labels(pb *Playbook, o *yamlnode.Object) {
 	pb.Labels = make(map[string]string, len(m.Pairs))
 	for _, p := range m.Pairs {
 		path := yamlnode.KeyPath("labels", p.Name)
-		if !labelKeyRE.MatchString(p.Name) {
+		if !labelKeyRE().MatchString(p.Name) {
 			l.errf(p.Key, path, "invalid label name %q: use 1-63 lower-case letters, digits, '.', '_', '/' or '-', starting and ending with a letter or digit", p.Name)
 			continue
 		}
@@ -36,7 +37,7 @@ func (l *loader) labels(pb *Playbook, o *yamlnode.Object) {
 		if !ok {
 			continue
 		}
-		if !labelValueRE.MatchString(v) {
+		if !labelValueRE().MatchString(v) {
 			l.errf(p.Val, path, "invalid label value %q: use 1-63 letters, digits, '.', '_' or '-', starting and ending with a letter or digit", v)
 			continue
 		}

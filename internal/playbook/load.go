@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/runbook/runbook/internal/yamlnode"
@@ -29,8 +30,8 @@ func (o LoadOptions) maxBytes() int {
 }
 
 var (
-	nameRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
-	identRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+	nameRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`) })
+	identRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`) })
 )
 
 var topKeys = []string{
@@ -141,7 +142,7 @@ func (l *loader) header(pb *Playbook, o *yamlnode.Object) {
 	if n := o.Get("name"); n == nil {
 		l.errf(o.Node, "", "name is required")
 	} else if s, ok := l.Str(n, "name"); ok {
-		if !nameRE.MatchString(s) {
+		if !nameRE().MatchString(s) {
 			l.errf(n, "name", "invalid name %q: use 1-63 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit", s)
 		}
 		pb.Name = s

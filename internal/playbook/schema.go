@@ -59,12 +59,12 @@ func schemaDoc() obj {
 		"required":    []any{"version", "name", "steps"},
 		"properties": obj{
 			"version":     obj{"const": 1},
-			"name":        obj{"type": "string", "pattern": nameRE.String()},
+			"name":        obj{"type": "string", "pattern": nameRE().String()},
 			"description": str,
 			"labels": obj{
 				"type":                 "object",
-				"propertyNames":        obj{"pattern": labelKeyRE.String()},
-				"additionalProperties": obj{"type": "string", "pattern": labelValueRE.String()},
+				"propertyNames":        obj{"pattern": labelKeyRE().String()},
+				"additionalProperties": obj{"type": "string", "pattern": labelValueRE().String()},
 			},
 			"inputs": obj{
 				"type":                 "object",
@@ -163,7 +163,7 @@ func stepSchema() obj {
 		"additionalProperties": false,
 		"required":             []any{"id", "uses"},
 		"properties": obj{
-			"id":                obj{"type": "string", "pattern": identRE.String()},
+			"id":                obj{"type": "string", "pattern": identRE().String()},
 			"name":              obj{"type": "string"},
 			"uses":              obj{"type": "string", "enum": names},
 			"with":              obj{"type": "object"},
@@ -176,7 +176,7 @@ func stepSchema() obj {
 			"continue_on_error": obj{"type": "boolean"},
 			"outputs": obj{
 				"type":                 "object",
-				"propertyNames":        obj{"pattern": identRE.String()},
+				"propertyNames":        obj{"pattern": identRE().String()},
 				"additionalProperties": ref("template"),
 			},
 		},

@@ -107,7 +107,7 @@ func (l *loader) step(n *yaml.Node, path string) *stepNode {
 	if v := o.Get("id"); v == nil {
 		l.errf(n, path, "id is required")
 	} else if s, ok := l.Str(v, yamlnode.JoinPath(path, "id")); ok {
-		if !identRE.MatchString(s) {
+		if !identRE().MatchString(s) {
 			l.errf(v, yamlnode.JoinPath(path, "id"), "invalid step id %q: use letters, digits and _, not starting with a digit (ids appear in expressions as steps.<id>)", s)
 		} else {
 			st.ID = s
@@ -150,7 +150,7 @@ func (l *loader) step(n *yaml.Node, path string) *stepNode {
 	if v := o.Get("outputs"); v != nil {
 		if m := yamlnode.Mapping(l.errf, v, yamlnode.JoinPath(path, "outputs")); m != nil {
 			for _, p := range m.Pairs {
-				if !identRE.MatchString(p.Name) {
+				if !identRE().MatchString(p.Name) {
 					l.errf(p.Key, yamlnode.KeyPath(yamlnode.JoinPath(path, "outputs"), p.Name), "invalid output name %q: use letters, digits and _", p.Name)
 				}
 			}

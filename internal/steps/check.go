@@ -77,7 +77,7 @@ func checkFormat(format, s string) string {
 			return "must be an absolute URI like https://example.com/path"
 		}
 	case "semver":
-		if !semverRe.MatchString(s) {
+		if !semverRe().MatchString(s) {
 			return "must be a semantic version like v1.2.3"
 		}
 	}

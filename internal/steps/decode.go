@@ -44,7 +44,7 @@ func (dc *decoder) top(d *Descriptor, with map[string]any) (params any, extra ma
 		dst, params = pv.Elem(), pv.Interface()
 	}
 	skip = map[string]bool{}
-	extra = dc.object("", with, dst, d.fields, d.OpenParams, skip)
+	extra = dc.object("", with, dst, d.paramFields(), d.OpenParams, skip)
 	for p := range dc.dynamic {
 		skip[p] = true
 	}
@@ -145,7 +145,7 @@ func joinPath(path, name string) string {
 }
 
 func keyPath(path, key string) string {
-	if plainKey.MatchString(key) {
+	if plainKey().MatchString(key) {
 		return joinPath(path, key)
 	}
 	return path + "[" + strconv.Quote(key) + "]"

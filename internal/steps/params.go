@@ -67,7 +67,7 @@ func (d *Descriptor) SetString(params any, name, value string) bool {
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Type() != d.params {
 		return false
 	}
-	for _, f := range d.fields {
+	for _, f := range d.paramFields() {
 		if f.name != name {
 			continue
 		}
@@ -91,7 +91,7 @@ func (d *Descriptor) SetScalar(params any, name string, v any) bool {
 	if pv.Kind() != reflect.Pointer || pv.IsNil() || pv.Elem().Type() != d.params {
 		return false
 	}
-	for _, f := range d.fields {
+	for _, f := range d.paramFields() {
 		if f.name != name {
 			continue
 		}
@@ -157,8 +157,9 @@ func setScalar(fv reflect.Value, v any) bool {
 
 // ParamNames returns the JSON names of the params (for "did you mean").
 func (d *Descriptor) ParamNames() []string {
-	out := make([]string, len(d.fields))
-	for i, f := range d.fields {
+	fs := d.paramFields()
+	out := make([]string, len(fs))
+	for i, f := range fs {
 		out[i] = f.name
 	}
 	return out

@@ -24,7 +24,7 @@ func (d *Descriptor) ParamsSchema() map[string]any {
 	if d.params == nil && d.OpenParams {
 		return map[string]any{"type": "object"}
 	}
-	s := objectSchema(d.fields)
+	s := objectSchema(d.paramFields())
 	if d.OpenParams {
 		delete(s, "additionalProperties")
 	}
@@ -125,7 +125,7 @@ func stringSchema(r *rules) map[string]any {
 	case r.format == "duration":
 		real["pattern"] = durationPattern
 	case r.format == "semver":
-		real["pattern"] = semverRe.String()
+		real["pattern"] = semverRe().String()
 	}
 	if r.format == "uri" {
 		real["format"] = "uri"

@@ -99,8 +99,19 @@ type Descriptor struct {
 	Plan      PlanFunc
 	Preflight PreflightFunc
 
-	params reflect.Type // struct type of Params, nil if none
-	fields []field      // decoded once from the struct tags
+	params reflect.Type   // struct type of Params, nil if none
+	fields func() []field // decoded from the struct tags on first use, nil if no Params
+}
+
+// paramFields are the params' fields, decoded from their tags the first
+// time a step of this type is decoded or described: a process that never
+// loads a playbook (runbook version) does not parse every type's tags.
+// A malformed tag panics then, naming the type.
+func (d *Descriptor) paramFields() []field {
+	if d.fields == nil {
+		return nil
+	}
+	return d.fields()
 }
 
 // PlannedCall is one API call a run would make.
@@ -229,11 +240,15 @@ func Register(d Descriptor) {
 		if t.Kind() != reflect.Struct {
 			panic(fmt.Sprintf("steps: %s: Params must be a struct value, got %s", d.Type, t))
 		}
-		fs, err := fieldsOf(t)
-		if err != nil {
-			panic(fmt.Sprintf("steps: %s: %v", d.Type, err))
-		}
-		d.params, d.fields = t, fs
+		name := d.Type
+		d.params = t
+		d.fields = sync.OnceValue(func() []field {
+			fs, err := fieldsOf(t)
+			if err != nil {
+				panic(fmt.Sprintf("steps: %s: %v", name, err))
+			}
+			return fs
+		})
 	}
 	regMu.Lock()
 	defer regMu.Unlock()

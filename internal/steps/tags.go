@@ -29,6 +29,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -83,8 +84,10 @@ type field struct {
 var (
 	durationType = reflect.TypeFor[Duration]()
 	knownFormats = map[string]bool{"duration": true, "cidr": true, "ip": true, "uri": true, "semver": true}
-	semverRe     = regexp.MustCompile(`^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
-	plainKey     = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	semverRe     = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
+	})
+	plainKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
 )
 
 func fieldsOf(t reflect.Type) ([]field, error) {

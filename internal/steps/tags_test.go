@@ -14,7 +14,7 @@ type Inner struct {
 	A string `json:"a"`
 }
 
-func TestRegisterRejectsBadTags(t *testing.T) {
+func TestBadTagsAreRejected(t *testing.T) {
 	tests := []struct {
 		name   string
 		params any
@@ -57,13 +57,15 @@ func TestRegisterRejectsBadTags(t *testing.T) {
 		}{}, "duplicate json name"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name+" panics at Register", func(t *testing.T) {
+		t.Run(tt.name+" panics when its type is first decoded", func(t *testing.T) {
+			d := register(t, steps.Descriptor{Params: tt.params})
 			defer func() {
 				r := recover()
 				require.NotNil(t, r)
 				assert.Contains(t, fmt.Sprint(r), tt.want)
+				assert.Contains(t, fmt.Sprint(r), d.Type, "the panic names the step type")
 			}()
-			register(t, steps.Descriptor{Params: tt.params})
+			d.Decode(map[string]any{})
 		})
 	}
 }

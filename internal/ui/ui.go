@@ -87,6 +87,7 @@ func New(o Options) (*UI, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	pages() // a template that does not parse stops runbook serve as it starts
 	u := &UI{o: o, log: o.Logger, sessions: newSessions(o.SessionIdle, o.SessionMax, o.Now, o.Sessions), static: map[string]staticFile{}}
 	err := fs.WalkDir(staticFS, "static", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

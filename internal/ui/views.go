@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -20,8 +21,9 @@ var pageNamesArray = [...]string{"login", "error", "runs", "run", "playbooks", "
 
 var pageNames = pageNamesArray[:]
 
-// pages are the parsed templates: each page with the layout and partials.
-var pages = parsePages()
+// pages are the parsed templates: each page with the layout and partials,
+// parsed when the first UI is built (New), not in every runbook process.
+var pages = sync.OnceValue(parsePages)
 
 func parsePages() map[string]*template.Template {
 	out := map[string]*template.Template{}
@@ -89,7 +91,7 @@ func (u *UI) render(w http.ResponseWriter, r *http.Request, status int, name str
 	// and growing the buffer to it by doubling costs.
 	size := &u.sizes[slices.Index(pageNames, name)]
 	buf.Grow(int(size.Load()))
-	if err := pages[name].ExecuteTemplate(&buf, "layout", v); err != nil {
+	if err := pages()[name].ExecuteTemplate(&buf, "layout", v); err != nil {
 		u.log.Error("render page", "page", name, "path", r.URL.Path, "err", err)
 		http.Error(w, "the page failed to render; the server log says why", http.StatusInternalServerError)
 		return

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -344,7 +345,7 @@ func CheckDescription(what, s string) error {
 	return nil
 }
 
-var versionRE = regexp.MustCompile(VersionPattern)
+var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(VersionPattern) })
 
 // Version is an orchestrator version (kube_tag) like v1.28.3.
 type Version struct{ Major, Minor, Patch int }
@@ -366,7 +367,7 @@ func (v Version) Compare(w Version) int {
 
 // ParseVersion reads a version of the form vMAJOR.MINOR.PATCH.
 func ParseVersion(s string) (Version, error) {
-	m := versionRE.FindStringSubmatch(s)
+	m := versionRE().FindStringSubmatch(s)
 	if m == nil {
 		return Version{}, fmt.Errorf("version %q is not of the form v1.28.3", s)
 	}

@@ -3,6 +3,7 @@ package nks
 import (
 	"context"
 	"regexp"
+	"sync"
 
 	"github.com/runbook/runbook/internal/cloud/identity"
 	"github.com/runbook/runbook/internal/cloud/nks"
@@ -48,12 +49,14 @@ func read(ctx context.Context, c *steps.Call, conn string, f func(cl *nks.Client
 	return f(cl)
 }
 
-var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+var uuidRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+})
 
 // clusterUUID resolves a cluster name to its UUID (the task history paths
 // take UUIDs only). A UUID is returned as is.
 func clusterUUID(ctx context.Context, cl *nks.Client, ref string) (string, error) {
-	if uuidRE.MatchString(ref) {
+	if uuidRE().MatchString(ref) {
 		return ref, nil
 	}
 	c, err := cl.GetCluster(ctx, ref)

@@ -52,7 +52,7 @@ func init() {
 		},
 		Plan: func(p *listTasksParams) []steps.PlannedCall {
 			call := steps.PlannedCall{Method: http.MethodGet, Path: nks.Path("clusters", p.Cluster, "events")}
-			if !uuidRE.MatchString(p.Cluster) {
+			if !uuidRE().MatchString(p.Cluster) {
 				call.Note = uuidNote
 			}
 			return []steps.PlannedCall{call}
@@ -95,7 +95,7 @@ func init() {
 		},
 		Plan: func(p *getTaskParams) []steps.PlannedCall {
 			call := steps.PlannedCall{Method: http.MethodGet, Path: nks.Path("clusters", p.Cluster, "events", p.Task)}
-			if !uuidRE.MatchString(p.Cluster) {
+			if !uuidRE().MatchString(p.Cluster) {
 				call.Note = uuidNote
 			}
 			return []steps.PlannedCall{call}

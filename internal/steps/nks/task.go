@@ -104,7 +104,7 @@ func newTaskWait(ctx context.Context, cl *nks.Client, p *taskWaitParams) (*waitS
 		Known: append([]string{}, p.Known...)}
 	switch r := p.Resource; {
 	case r == "" || r == cluster.UUID || r == cluster.Name:
-	case uuidRE.MatchString(r):
+	case uuidRE().MatchString(r):
 		ws.ResourceUUID = r
 	case r == nks.MasterNodeGroup:
 		// The master group cannot be read (403): match its tasks by type.
