@@ -10,14 +10,59 @@ import (
 // whole-value template whose Eval keeps the expression's type; anything
 // else interpolates to a string. `$${{` writes a literal `${{`.
 func CompileTemplate(s string, te *TypeEnv) (Value, error) {
+	parts, err := SplitTemplate(s)
+	if err != nil {
+		return nil, err
+	}
+	t := &template{}
+	lit := ""
+	for _, pt := range parts {
+		if !pt.IsExpr {
+			lit = pt.Lit
+			continue
+		}
+		p, err := compileExpr(pt.Expr, pt.Offset+3, te)
+		if err != nil {
+			return nil, err
+		}
+		if len(parts) == 1 {
+			return &whole{p}, nil
+		}
+		t.lits = append(t.lits, lit)
+		t.progs = append(t.progs, p)
+		lit = ""
+	}
+	if len(t.progs) == 0 {
+		return literal{lit}, nil
+	}
+	t.lits = append(t.lits, lit)
+	return t, nil
+}
+
+// TemplatePart is one piece of a template: literal text (with `$${{`
+// already read as `${{`), or one ${{ }} part: its source between the
+// braces and the byte offset of its `${{`.
+type TemplatePart struct {
+	Lit    string
+	IsExpr bool
+	Expr   string
+	Offset int
+}
+
+// SplitTemplate cuts s into its literal text and ${{ }} parts, in order;
+// no two literal parts are adjacent. A template that is exactly one ${{ }}
+// is one part. It checks the limits (MaxTemplateLen, MaxTemplateParts) and
+// that every ${{ is closed, not the expressions.
+func SplitTemplate(s string) ([]TemplatePart, error) {
 	if len(s) > MaxTemplateLen {
 		return nil, tooExpensive(0, "template is %d bytes (limit %d)", len(s), MaxTemplateLen)
 	}
 	if !strings.Contains(s, "${{") {
-		return literal{s}, nil
+		return []TemplatePart{{Lit: s}}, nil
 	}
-	t := &template{}
+	var parts []TemplatePart
 	var lit strings.Builder
+	exprs := 0
 	i := 0
 	for {
 		j := strings.Index(s[i:], "${{")
@@ -37,26 +82,21 @@ func CompileTemplate(s string, te *TypeEnv) (Value, error) {
 		if end < 0 {
 			return nil, &CompileError{Offset: pos, Msg: "unterminated ${{ (no matching }})"}
 		}
-		if len(t.progs) == MaxTemplateParts {
+		if exprs == MaxTemplateParts {
 			return nil, tooExpensive(pos, "more than %d ${{ }} parts", MaxTemplateParts)
 		}
-		p, err := compileExpr(s[pos+3:end], pos+3, te)
-		if err != nil {
-			return nil, err
+		exprs++
+		if lit.Len() > 0 {
+			parts = append(parts, TemplatePart{Lit: lit.String()})
+			lit.Reset()
 		}
-		if pos == 0 && end+2 == len(s) {
-			return &whole{p}, nil
-		}
-		t.lits = append(t.lits, lit.String())
-		lit.Reset()
-		t.progs = append(t.progs, p)
+		parts = append(parts, TemplatePart{IsExpr: true, Expr: s[pos+3 : end], Offset: pos})
 		i = end + 2
 	}
-	if len(t.progs) == 0 {
-		return literal{lit.String()}, nil
+	if lit.Len() > 0 || len(parts) == 0 {
+		parts = append(parts, TemplatePart{Lit: lit.String()})
 	}
-	t.lits = append(t.lits, lit.String())
-	return t, nil
+	return parts, nil
 }
 
 // findClose returns the index of the "}}" that ends the expression

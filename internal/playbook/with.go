@@ -190,7 +190,7 @@ func (l *loader) compileWith(sn *stepNode, te *expr.TypeEnv) {
 	st := sn.step
 	path := yamlnode.JoinPath(sn.path, "with")
 	check := map[string]any{}
-	w := sn.obj.Get("with")
+	w := l.scriptsAsData(st, sn.obj.Get("with"), path, te)
 	st.DiagPath, st.withNode = sn.path, w
 	if w != nil && w.Kind == yaml.MappingNode {
 		o := yamlnode.Mapping(l.errf, w, path)

@@ -29,6 +29,7 @@ type Def[P any] struct {
 	OpenParams      bool
 	Mutating        bool
 	Pure            bool
+	Scripts         []Script
 
 	Run       func(ctx context.Context, c *Call, p *P) (Outputs, error)
 	Reconcile func(ctx context.Context, c *Call, p *P, in Intent) (out Outputs, found bool, err error)
@@ -43,7 +44,7 @@ func Define[P any](d Def[P]) Descriptor {
 	out := Descriptor{
 		Type: d.Type, Summary: d.Summary, Example: d.Example, Outputs: d.Outputs,
 		OpenOutputs: d.OpenOutputs, SecretOutputs: d.SecretOutputs, OutputsFromWith: d.OutputsFromWith,
-		OpenParams: d.OpenParams, Mutating: d.Mutating, Pure: d.Pure,
+		OpenParams: d.OpenParams, Mutating: d.Mutating, Pure: d.Pure, Scripts: d.Scripts,
 	}
 	if _, none := any(*new(P)).(None); !none {
 		out.Params = *new(P)

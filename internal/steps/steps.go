@@ -92,7 +92,11 @@ type Descriptor struct {
 	// Pure steps have no effect outside the run (set, log): the engine may
 	// persist their completion lazily, with the next write. A crash before
 	// that write runs them again on resume, which changes nothing.
-	Pure      bool
+	Pure bool
+	// Scripts name the params whose text an interpreter runs. The
+	// playbook loader keeps every ${{ }} in them out of the script text
+	// (see Script).
+	Scripts   []Script
 	Run       RunFunc
 	Reconcile ReconcileFunc
 	Check     CheckFunc
@@ -112,6 +116,19 @@ func (d *Descriptor) paramFields() []field {
 		return nil
 	}
 	return d.fields()
+}
+
+// Script is a param whose string a shell runs (shell's command). An
+// expression's value must never become script text: the playbook loader
+// replaces each ${{ }} in it by a reference to a variable ("$RB_INPUTS_WHO",
+// quoted as its place in the script needs) and adds the variable, set to
+// the expression, to the map param Env. What cannot be kept working that
+// way (an expression standing for the whole script, or inside arithmetic)
+// is a load error that names Instead, the param to use.
+type Script struct {
+	Param   string
+	Env     string
+	Instead string
 }
 
 // PlannedCall is one API call a run would make.

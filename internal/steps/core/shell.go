@@ -46,8 +46,9 @@ func init() {
 			{Name: "truncated", Type: "boolean", Description: "whether either stream exceeded max_output_bytes, or stdout or stderr was cut to its first mebibyte"},
 			{Name: "duration_ms", Type: "integer", Description: "time the command ran"},
 		},
-		Check: checkShell,
-		Run:   runShell,
+		Scripts: []steps.Script{{Param: "command", Env: "env", Instead: "argv"}},
+		Check:   checkShell,
+		Run:     runShell,
 	}))
 }
 
