@@ -25,7 +25,7 @@ import (
 // again at each release in this process and every ApprovalPoll.
 
 // KeyQueue is what the caller of an engine that parks does for the runs
-// parked on a concurrency key (runbook serve: internal/server/keys.go).
+// parked on a concurrency key (runbook serve: internal/runner/keys.go).
 type KeyQueue interface {
 	// Queued reports whether runs parked on key wait for it in the
 	// caller: a new run with on_busy: queue parks behind them instead of

@@ -57,7 +57,7 @@ const (
 	// ParkAfter or more, unless the step has a timeout of its own. The run
 	// is recorded waiting with state.Run.WakeAt, the earliest moment one of
 	// its waits ends; the caller resumes it then or when an approval is
-	// answered (runbook serve: internal/server/park.go). A parked run holds
+	// answered (the run host: internal/runner/park.go). A parked run holds
 	// no goroutine.
 	ApprovalParkAll
 )

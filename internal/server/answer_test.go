@@ -42,7 +42,7 @@ steps:
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		s.runs.suspendAll(5 * time.Second)
+		s.runs.Suspend(5 * time.Second)
 		_ = store.Close()
 	})
 	post := func(path, body string) map[string]any {

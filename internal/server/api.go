@@ -16,6 +16,7 @@ import (
 	"github.com/runbook/runbook/internal/api"
 	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/runner"
 	"github.com/runbook/runbook/internal/jsonvalue"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
@@ -126,7 +127,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	loadedAt, failed := s.cat.status()
-	body := api.Health{Status: "ok", Playbooks: len(s.cat.all()), RunsExecuting: s.runs.count(), LoadedAt: loadedAt.UTC().Format(time.RFC3339)}
+	body := api.Health{Status: "ok", Playbooks: len(s.cat.all()), RunsExecuting: s.runs.Running(), LoadedAt: loadedAt.UTC().Format(time.RFC3339)}
 	if failed != nil {
 		body.ReloadProblems = len(failed.Problems)
 	}
@@ -268,7 +269,7 @@ func (s *Server) viewRun(r *state.Run) api.Run {
 // viewShown is viewRun of a run already as shown (engine.ListShown).
 func (s *Server) viewShown(r *state.Run) api.Run {
 	v := api.Run{Run: r}
-	v.Executing, v.Parked = s.runs.holding(r.ID)
+	v.Executing, v.Parked = s.runs.Holding(r.ID)
 	if v.Status == state.RunInterrupted {
 		v.Hint = engine.ResumeHint(r.ID)
 	}
@@ -278,7 +279,7 @@ func (s *Server) viewShown(r *state.Run) api.Run {
 // executing reports whether this server executes run id (a sub-playbook
 // run executes within its parent's).
 func (s *Server) executing(id string) bool {
-	return s.runs.isActive(id) || s.eng.Executing(id)
+	return s.runs.Holds(id) || s.eng.Executing(id)
 }
 
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
@@ -299,9 +300,9 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	if !s.preflightOr422(w, r, pb, m) {
 		return
 	}
-	run, err := s.runs.start(r.Context(), pb, engine.StartRequest{Inputs: m, Trigger: map[string]any{"type": "api", "by": callerName(r)}})
+	run, err := s.runs.StartRun(r.Context(), pb, engine.StartRequest{Inputs: m, Trigger: map[string]any{"type": "api", "by": callerName(r)}})
 	if err != nil {
-		if errors.Is(err, errShuttingDown) {
+		if errors.Is(err, runner.ErrShuttingDown) {
 			writeError(w, http.StatusServiceUnavailable, fault.Unavailable, err.Error())
 			return
 		}
@@ -564,7 +565,7 @@ func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	if err := s.runs.resume(r.Context(), run, body.Inputs); err != nil {
+	if err := s.runs.Resume(r.Context(), run, body.Inputs); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -580,7 +581,7 @@ func (s *Server) retryRun(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &body) {
 		return
 	}
-	next, err := s.runs.retry(r.Context(), run.ID, body.From, body.Inputs, callerName(r))
+	next, err := s.runs.Retry(r.Context(), run.ID, body.From, body.Inputs, callerName(r))
 	if err != nil {
 		writeErr(w, err)
 		return

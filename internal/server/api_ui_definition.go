@@ -38,7 +38,7 @@ func (s *Server) runDefinition(w http.ResponseWriter, r *http.Request) {
 	if run == nil {
 		return
 	}
-	pb, err := s.cache.parse(run.File, run.Snapshot)
+	pb, err := s.runs.Parse(run.File, run.Snapshot)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, fault.Internal, fmt.Sprintf("the snapshot of run %s no longer loads: %v", run.ID, err))
 		return

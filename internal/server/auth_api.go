@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -189,21 +188,3 @@ func (s *Server) readAudit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// recordRetrier records who retried run (its trigger keeps the original
-// run's) before it executes: whoever retries a run started it, for the
-// rule that a run's starter may not approve it.
-func (s *Server) recordRetrier(ctx context.Context, run *state.Run, by string) error {
-	if by == "" {
-		return nil
-	}
-	trig := make(map[string]any, len(run.Trigger)+1)
-	for k, v := range run.Trigger {
-		trig[k] = v
-	}
-	trig["retried_by"] = by
-	run.Trigger = trig
-	if err := s.store.SaveRun(ctx, run); err != nil {
-		return fmt.Errorf("record who retried run %s: %w", run.ID, err)
-	}
-	return nil
-}

@@ -19,6 +19,7 @@ import (
 	"github.com/runbook/runbook/internal/auth"
 	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/runner"
 	"github.com/runbook/runbook/internal/state"
 )
 
@@ -98,10 +99,14 @@ func NewLocal(o LocalOptions) *Local {
 	}
 	s := &Server{
 		o: Options{Engine: engine.Options{Store: o.Store}, StateFile: o.StateFile, Logger: o.Logger}, log: o.Logger,
-		store: o.Store, cat: newCatalog(""), cache: &parseCache{}, events: newBroker(), ready: make(chan struct{}),
+		store: o.Store, cat: newCatalog(""), events: newBroker(), ready: make(chan struct{}),
 	}
 	s.metrics = newMetrics(func() int { return 0 }, func() int { return 0 })
-	s.runs = newRunner(s, 1)
+	if o.Store != nil {
+		// A host that executes nothing: the process's own engine (Start)
+		// executes its run.
+		s.runs = runner.New(runner.Options{Engine: engine.Options{Store: o.Store}, MaxRunning: 1, Logger: o.Logger})
+	}
 	return &Local{
 		s:       s,
 		holder:  Holder{PID: os.Getpid(), Playbook: o.Playbook, Started: time.Now().UTC()},

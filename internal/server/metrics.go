@@ -32,12 +32,12 @@ type metrics struct {
 	// fenced counts runs stopped here because this replica may no longer
 	// write them, by reason: "refused" (the store refused a write: another
 	// replica owns the run now) or "lease" (the replica's lease was not
-	// renewed in time; see replica.go).
+	// renewed in time; see internal/runner/replica.go).
 	fenced *prometheus.CounterVec
 	// queued is read at each scrape: the runs waiting for an execution
 	// slot (set by the server once its runner exists).
 	queued func() int
-	// parked is read at each scrape: the runs parked (park.go).
+	// parked is read at each scrape: the runs parked (internal/runner/park.go).
 	parked func() int
 	// unfinished is the database's runs in flight, on replicas
 	// (metrics_cluster.go).
@@ -137,7 +137,7 @@ func newMetrics(executing, playbooks func() int) *metrics {
 }
 
 // seed counts the runs already in the store.
-func (m *metrics) seed(runs []*state.Run) {
+func (m *metrics) Seed(runs []*state.Run) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, r := range runs {
@@ -162,7 +162,7 @@ func runStatusOf(evType string) (state.RunStatus, bool) {
 		return state.RunPending, true
 	case "run.started", "run.resumed":
 		return state.RunRunning, true
-	case "run.waiting", "run.queued": // run.queued: parked on its concurrency key (keys.go)
+	case "run.waiting", "run.queued": // run.queued: parked on its concurrency key (internal/runner/keys.go)
 		return state.RunWaiting, true
 	case "run.suspended":
 		return state.RunSuspended, true
@@ -227,13 +227,13 @@ func (m *metrics) firing(outcome string, late time.Duration, onTime bool) {
 	}
 }
 
-// fence counts a run stopped without writing (see fenced).
-func (m *metrics) fence(why string) {
+// Fenced counts a run stopped without writing (see fenced).
+func (m *metrics) Fenced(why string) {
 	m.fenced.WithLabelValues(why).Inc()
 }
 
-// recover counts an unfinished run taken up again (see recovered).
-func (m *metrics) recover(how string) {
+// Recovered counts an unfinished run taken up again (see recovered).
+func (m *metrics) Recovered(how string) {
 	m.recovered.WithLabelValues(how).Inc()
 }
 

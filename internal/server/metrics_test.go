@@ -2,22 +2,28 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/bolt"
 )
 
 // TestMetricsCarryTheRuntimeAndProcessFamilies: dashboards made for Go
 // services find go_* and process_* beside runbook's own families.
 func TestMetricsCarryTheRuntimeAndProcessFamilies(t *testing.T) {
-	r, _ := newTestRunner(t)
-	body := scrape(r.s).String()
+	s, _ := newTestServer(t)
+	body := scrape(s).String()
 	for _, want := range []string{
 		"# TYPE go_goroutines gauge", "# TYPE go_gc_duration_seconds summary", "# TYPE go_memstats_heap_alloc_bytes gauge",
 		"# TYPE process_resident_memory_bytes gauge", "# TYPE process_open_fds gauge",
@@ -31,11 +37,11 @@ func TestMetricsCarryTheRuntimeAndProcessFamilies(t *testing.T) {
 // one process (tests, an embedding program) neither collide nor share
 // counts.
 func TestTwoServersCountApart(t *testing.T) {
-	a, _ := newTestRunner(t)
-	b, _ := newTestRunner(t)
-	a.s.metrics.delivery("sms", "accepted")
-	assert.Contains(t, scrape(a.s).String(), `runbook_webhook_deliveries_total{outcome="accepted",route="sms"} 1`)
-	assert.NotContains(t, scrape(b.s).String(), "runbook_webhook_deliveries_total")
+	a, _ := newTestServer(t)
+	b, _ := newTestServer(t)
+	a.metrics.delivery("sms", "accepted")
+	assert.Contains(t, scrape(a).String(), `runbook_webhook_deliveries_total{outcome="accepted",route="sms"} 1`)
+	assert.NotContains(t, scrape(b).String(), "runbook_webhook_deliveries_total")
 }
 
 // BenchmarkMetricsObserve is the cost the metrics add to every run: the
@@ -64,8 +70,7 @@ func BenchmarkMetricsObserve(b *testing.B) {
 // BenchmarkMetricsScrape is one GET /metrics of a server that has seen
 // deliveries on a few routes and steps of every outcome.
 func BenchmarkMetricsScrape(b *testing.B) {
-	r, _ := newTestRunner(b)
-	s := r.s
+	s, _ := newTestServer(b)
 	t0 := time.Now()
 	for i := range 100 {
 		id := strconv.Itoa(i)
@@ -87,4 +92,29 @@ func scrape(s *Server) *bytes.Buffer {
 	rec := httptest.NewRecorder()
 	s.handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	return rec.Body
+}
+
+// newTestServer is a server over a real bbolt file with the note
+// playbook, not serving.
+func newTestServer(t testing.TB) (*Server, state.Store) {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "note.yaml"), []byte(notePlaybook), 0o600))
+	store, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
+	require.NoError(t, err)
+	s, err := New(Options{Engine: engine.Options{Store: store, Environ: []string{}}, Playbooks: dir})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		s.runs.Suspend(5 * time.Second)
+		_ = store.Close()
+	})
+	return s, store
+}
+
+func waitRun(t *testing.T, store state.Store, id string, want state.RunStatus) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		r, err := store.GetRun(context.Background(), id)
+		return err == nil && r.Status == want
+	}, 5*time.Second, 5*time.Millisecond, "run %s never %s", id, want)
 }

@@ -19,6 +19,16 @@ import (
 	"github.com/runbook/runbook/internal/trigger"
 )
 
+const notePlaybook = `version: 1
+name: note
+inputs:
+  who: {type: string, secret: true}
+steps:
+  - id: a
+    uses: log
+    with: {message: "hi ${{ inputs.who }}"}
+`
+
 // gate is what the test_block step waits on: each receive from release
 // lets one blocked step end; started lists the runs whose step started,
 // in order.
@@ -94,7 +104,7 @@ func newQueueServer(t *testing.T, store state.Store, maxRunning int) *Server {
 	}
 	s, err := New(Options{Engine: engine.Options{Store: store, Environ: []string{}}, Playbooks: dir, MaxRunning: maxRunning})
 	require.NoError(t, err)
-	t.Cleanup(func() { s.runs.suspendAll(5 * time.Second) })
+	t.Cleanup(func() { s.runs.Suspend(5 * time.Second) })
 	return s
 }
 
@@ -131,8 +141,8 @@ func waitStarted(t *testing.T, g *gate, n int) {
 func assertQueue(t *testing.T, s *Server, g *gate, executing, queued int, ids []string) {
 	t.Helper()
 	assert.Len(t, g.startedRuns(), executing)
-	assert.Equal(t, executing, s.runs.count())
-	assert.Equal(t, queued, s.runs.queuedCount())
+	assert.Equal(t, executing, s.runs.Running())
+	assert.Equal(t, queued, s.runs.Queued())
 	m := scrape(s).String()
 	assert.Regexp(t, `(?m)^runbook_runs_executing `+strconv.Itoa(executing)+`$`, m)
 	assert.Regexp(t, `(?m)^runbook_runs_queued `+strconv.Itoa(queued)+`$`, m)
@@ -140,7 +150,7 @@ func assertQueue(t *testing.T, s *Server, g *gate, executing, queued int, ids []
 	for _, id := range ids {
 		run, err := s.store.GetRun(context.Background(), id)
 		require.NoError(t, err)
-		assert.True(t, s.runs.isActive(id), "a queued run is owned here: the watchdog leaves it alone")
+		assert.True(t, s.runs.Holds(id), "a queued run is owned here: the watchdog leaves it alone")
 		if run.Status == state.RunPending {
 			pending++
 		}
@@ -184,8 +194,8 @@ func TestAtMostMaxRunningRunsExecuteAndTheRestWaitInCreationOrder(t *testing.T) 
 	for _, id := range ids {
 		waitRun(t, store, id, state.RunSucceeded)
 	}
-	require.Eventually(t, func() bool { return s.runs.count() == 0 }, 5*time.Second, time.Millisecond)
-	assert.Zero(t, s.runs.queuedCount())
+	require.Eventually(t, func() bool { return s.runs.Running() == 0 }, 5*time.Second, time.Millisecond)
+	assert.Zero(t, s.runs.Queued())
 }
 
 func TestARestartResumesQueuedRunsUnderTheLimit(t *testing.T) {
@@ -201,8 +211,8 @@ func TestARestartResumesQueuedRunsUnderTheLimit(t *testing.T) {
 		ids = append(ids, id)
 	}
 	waitStarted(t, g, 2)
-	first.runs.suspendAll(5 * time.Second)
-	assert.Zero(t, first.runs.queuedCount(), "a stopping server drops its queue: the runs stay committed")
+	first.runs.Suspend(5 * time.Second)
+	assert.Zero(t, first.runs.Queued(), "a stopping server drops its queue: the runs stay committed")
 	for _, id := range ids {
 		run, err := store.GetRun(ctx, id)
 		require.NoError(t, err)
@@ -211,7 +221,7 @@ func TestARestartResumesQueuedRunsUnderTheLimit(t *testing.T) {
 
 	second := newQueueServer(t, store, 2)
 	g = newGate(t)
-	n, err := second.runs.resumeAll(ctx)
+	n, err := second.runs.Recover(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 10, n)
 	waitStarted(t, g, 2)
@@ -233,10 +243,10 @@ func TestAQueuedRunCancelledNeverStarts(t *testing.T) {
 	queued, err := s.runs.Start(ctx, req)
 	require.NoError(t, err)
 	waitStarted(t, g, 1)
-	require.Equal(t, 1, s.runs.queuedCount())
+	require.Equal(t, 1, s.runs.Queued())
 
 	s.runs.Cancel(queued) // as a schedule's overlap: replace does
-	assert.Zero(t, s.runs.queuedCount())
+	assert.Zero(t, s.runs.Queued())
 	assert.Equal(t, []string{first}, s.runs.Active("block"), "the cancelled run is no longer this server's")
 	got, err := store.GetRun(ctx, queued)
 	require.NoError(t, err)
@@ -244,7 +254,7 @@ func TestAQueuedRunCancelledNeverStarts(t *testing.T) {
 
 	g.release <- struct{}{}
 	waitRun(t, store, first, state.RunSucceeded)
-	require.Eventually(t, func() bool { return s.runs.count() == 0 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return s.runs.Running() == 0 }, 5*time.Second, time.Millisecond)
 	assert.Equal(t, []string{first}, g.startedRuns(), "the cancelled run never started")
 	got, err = store.GetRun(ctx, queued)
 	require.NoError(t, err)
@@ -262,12 +272,15 @@ func TestARunWaitingForAnApprovalGivesItsSlotBack(t *testing.T) {
 	note, err := s.runs.Start(ctx, playbookOf(t, s, "note"))
 	require.NoError(t, err)
 	waitRun(t, store, note, state.RunSucceeded)
-	assert.Equal(t, 1, s.runs.count(), "the waiting run still executes here")
+	assert.Equal(t, 1, s.runs.Running(), "the waiting run still executes here")
 
 	require.NoError(t, s.eng.Approve(ctx, ask, "ok", state.Approval{Approved: true, By: "test"}))
 	waitRun(t, store, ask, state.RunSucceeded)
-	require.Eventually(t, func() bool { return s.runs.count() == 0 }, 5*time.Second, time.Millisecond)
-	s.runs.mu.Lock()
-	defer s.runs.mu.Unlock()
-	assert.Zero(t, s.runs.slots, "every slot given back")
+	require.Eventually(t, func() bool { return s.runs.Running() == 0 }, 5*time.Second, time.Millisecond)
+	// Every slot given back: with one slot, a new run executes at once
+	// instead of waiting in the queue.
+	again, err := s.runs.Start(ctx, playbookOf(t, s, "note"))
+	require.NoError(t, err)
+	waitRun(t, store, again, state.RunSucceeded)
+	assert.Zero(t, s.runs.Queued(), "every slot given back")
 }

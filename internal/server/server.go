@@ -22,7 +22,7 @@ import (
 	"github.com/runbook/runbook/internal/auth"
 	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/playbook"
-	"github.com/runbook/runbook/internal/secrets"
+	"github.com/runbook/runbook/internal/runner"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/trigger"
 )
@@ -31,8 +31,8 @@ import (
 // required.
 type Options struct {
 	// Engine is the engine configuration (store, secrets, redactor,
-	// connections). The server sets Approvals (park: park.go) and Wake, Parse (a
-	// shared cache) and wraps Observer.
+	// connections), given to the server's run host (internal/runner),
+	// which sets what hosting decides; the server wraps Observer.
 	Engine engine.Options
 	// Playbooks is the playbook directory.
 	Playbooks string
@@ -56,7 +56,7 @@ type Options struct {
 	// ShutdownGrace bounds a graceful shutdown.
 	ShutdownGrace time.Duration
 	// MaxRunning bounds the runs executing at once (default
-	// DefaultMaxRunning); more wait, committed, in a queue (queue.go).
+	// runner.DefaultMaxRunning); more wait, committed, in a queue (internal/runner/queue.go).
 	MaxRunning int
 	// Watchdog is how often the server looks for unfinished runs that
 	// nothing in this process executes (default 30 s), and Orphaned how
@@ -65,7 +65,7 @@ type Options struct {
 	Watchdog, Orphaned time.Duration
 	// Lease is how long a replica's lease on itself and its runs lasts
 	// without renewal when the store is shared by replicas (PostgreSQL;
-	// default DefaultLease, see replica.go).
+	// default runner.DefaultLease).
 	Lease time.Duration
 	// TakeOverRunProcesses: the replicas take over the runs of a dead
 	// `runbook run` process too (config server.take_over_run_processes).
@@ -88,10 +88,9 @@ type Server struct {
 	store   state.Store
 	eng     *engine.Engine
 	cat     *catalog
-	cache   *parseCache
 	metrics *metrics
 	events  *broker
-	runs    *runner
+	runs    *runner.Host
 	sched   *trigger.Scheduler
 	intake  *trigger.Intake
 	handler http.Handler
@@ -131,7 +130,7 @@ func New(o Options) (*Server, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		o: o, log: o.Logger, store: o.Engine.Store, cat: newCatalog(o.Playbooks), cache: &parseCache{},
+		o: o, log: o.Logger, store: o.Engine.Store, cat: newCatalog(o.Playbooks),
 		events: newBroker(), ready: make(chan struct{}),
 	}
 	authn, err := newAuthenticator(o, o.Engine.Store)
@@ -139,38 +138,17 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s.authn = authn
-	s.metrics = newMetrics(func() int { return s.runs.count() }, func() int { return len(s.cat.all()) })
+	s.metrics = newMetrics(func() int { return s.runs.Running() }, func() int { return len(s.cat.all()) })
 	if _, err := s.cat.load(); err != nil {
 		return nil, err
 	}
-	for _, pb := range s.cat.all() {
-		s.cache.put(pb)
-	}
-
 	eo := o.Engine
-	// Waits park the run (park.go): a waiting run holds no goroutine.
-	eo.Approvals = engine.ApprovalParkAll
-	eo.DeferStart = true // a pending run is taken up again: at the next start, by the watchdog or another replica
-	// Replicas claim each run before executing it; another takes it over
-	// once this one's lease lapsed: this one's writes are fenced.
-	_, eo.Fence = o.Engine.Store.(state.Coordinator)
-	eo.LeaseCheck = func() error { return s.runs.leaseCheck() }
-	eo.Wake = func(runID string) bool { return s.runs.wakeRun(runID) }
-	eo.Keys = runnerKeys{s} // runs queued on a concurrency key park too (keys.go)
-	if eo.ApprovalPoll <= 0 {
-		eo.ApprovalPoll = 30 * time.Second
-	}
-	eo.Parse = s.cache.parse
-	if eo.Redactor == nil {
-		eo.Redactor = secrets.NewRedactor()
-	}
 	if eo.Logger == nil {
 		eo.Logger = o.Logger
 	}
 	observer := eo.Observer
 	eo.Observer = func(runID string, ev state.Event) {
 		s.metrics.observe(runID, ev)
-		s.runs.observe(runID, ev)
 		s.events.publish(runID, ev)
 		s.logRunEnd(runID, ev)
 		s.auditTimeout(runID, ev)
@@ -178,15 +156,20 @@ func New(o Options) (*Server, error) {
 			observer(runID, ev)
 		}
 	}
-	s.eng = engine.New(eo)
-	s.runs = newRunner(s, o.MaxRunning)
-	s.runs.coordinate(o.Lease)
-	s.metrics.queued = s.runs.queuedCount
-	s.metrics.parked = s.runs.parkedCount
+	s.runs = runner.New(runner.Options{
+		Engine: eo, MaxRunning: o.MaxRunning, Lease: o.Lease, TakeOverRunProcesses: o.TakeOverRunProcesses,
+		Watchdog: o.Watchdog, Orphaned: o.Orphaned, Logger: o.Logger, Metrics: s.metrics,
+	})
+	s.eng = s.runs.Engine()
+	for _, pb := range s.cat.all() {
+		s.runs.Remember(pb)
+	}
+	s.metrics.queued = s.runs.Queued
+	s.metrics.parked = s.runs.Parked
 
 	s.sched = trigger.NewScheduler(trigger.SchedulerOptions{
 		Store: s.store, Starter: s.runs, Clock: o.SchedulerClock, Logger: o.Logger,
-		Leader: s.runs.leader(), Holder: s.eng.Process(), LeaderTTL: o.Lease,
+		Leader: s.runs.Leader(), Holder: s.eng.Process(), LeaderTTL: o.Lease,
 		OnFire: func(f trigger.Firing) {
 			s.metrics.firing(string(f.Outcome), f.Late, f.Outcome == trigger.Started && !f.Catchup)
 		},
@@ -234,7 +217,7 @@ func (s *Server) Reload() error {
 	}
 	if changed {
 		for _, pb := range s.cat.all() {
-			s.cache.put(pb)
+			s.runs.Remember(pb)
 		}
 		if s.o.Schedules {
 			s.sched.Set(s.cat.all())
@@ -255,14 +238,10 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.addr = ln.Addr().String()
 
-	// This process holds the state file: locks of earlier processes are
-	// stale, and every unfinished run is resumed now. (Replicas share
-	// the store: the others' locks are live; see replica.go.)
-	if err := s.runs.releaseStaleLocks(ctx); err != nil {
-		ln.Close()
-		return fmt.Errorf("release stale locks: %w", err)
-	}
-	resumed, err := s.runs.resumeAll(ctx)
+	// The run host takes up the unfinished runs before the server
+	// serves: all of them when it holds the store alone, a replica's
+	// share of the queue otherwise (internal/runner).
+	resumed, err := s.runs.Recover(ctx)
 	if err != nil {
 		ln.Close()
 		return err
@@ -288,7 +267,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.o.Reload {
 		wg.Go(func() { s.watch(bg) })
 	}
-	wg.Go(func() { s.runs.watchdog(bg, s.o.Watchdog, s.o.Orphaned) })
+	wg.Go(func() { s.runs.Run(bg) })
 	wg.Go(func() { s.pruneAudit(bg) })
 	s.log.Info("runbook serve is ready", "addr", s.addr, "playbooks", len(s.cat.all()), "api", s.o.Token != "")
 	close(s.ready)
@@ -298,7 +277,7 @@ func (s *Server) Run(ctx context.Context) error {
 	case err := <-serveErr:
 		stopBG()
 		wg.Wait()
-		s.runs.suspendAll(s.o.ShutdownGrace)
+		s.runs.Suspend(s.o.ShutdownGrace)
 		return fmt.Errorf("http server: %w", err)
 	}
 
@@ -317,7 +296,7 @@ func (s *Server) Run(ctx context.Context) error {
 		s.log.Warn("http server did not drain", "err", err)
 		_ = srv.Close()
 	}
-	s.runs.suspendAll(s.o.ShutdownGrace)
+	s.runs.Suspend(s.o.ShutdownGrace)
 	s.log.Info("stopped")
 	return nil
 }

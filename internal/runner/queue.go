@@ -1,4 +1,4 @@
-package server
+package runner
 
 import (
 	"context"
@@ -50,7 +50,7 @@ type queuedRun struct {
 }
 
 // admitLocked starts q if a slot is free, or queues it. r.mu is held.
-func (r *runner) admitLocked(q queuedRun) {
+func (r *Host) admitLocked(q queuedRun) {
 	if r.slots < r.max && len(r.queue) == 0 {
 		r.goLocked(q, false)
 		return
@@ -60,7 +60,7 @@ func (r *runner) admitLocked(q queuedRun) {
 }
 
 // goLocked executes q in a new goroutine holding a slot. r.mu is held.
-func (r *runner) goLocked(q queuedRun, wasQueued bool) {
+func (r *Host) goLocked(q queuedRun, wasQueued bool) {
 	r.slots++
 	r.wg.Go(func() {
 		defer r.release(q.run.ID)
@@ -76,14 +76,14 @@ func (r *runner) goLocked(q queuedRun, wasQueued bool) {
 
 // cancelledWhileQueued reports whether a queued run ended (was
 // cancelled) before it got its slot: its record is read again.
-func (r *runner) cancelledWhileQueued(runID string) bool {
-	cur, err := r.s.store.GetRun(context.WithoutCancel(r.base), runID)
+func (r *Host) cancelledWhileQueued(runID string) bool {
+	cur, err := r.store.GetRun(context.WithoutCancel(r.base), runID)
 	return err == nil && cur.Status.Done()
 }
 
 // release ends the execution of runID: its slot goes to the next queued
 // run.
-func (r *runner) release(runID string) {
+func (r *Host) release(runID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	a := r.active[runID]
@@ -99,7 +99,7 @@ func (r *runner) release(runID string) {
 // dispatchLocked starts queued runs while slots are free; once the server
 // is shutting down it drops the queue instead (the runs stay committed;
 // the next start resumes them). r.mu is held.
-func (r *runner) dispatchLocked() {
+func (r *Host) dispatchLocked() {
 	if r.base.Err() != nil {
 		for _, q := range r.queue {
 			delete(r.active, q.run.ID)
@@ -119,10 +119,10 @@ func (r *runner) dispatchLocked() {
 	}
 }
 
-// observe gives a run's slot back while it waits for an approval and
+// observeSlot gives a run's slot back while it waits for an approval and
 // takes one again when it goes on (see the top of this file). The engine
 // calls it from the run's goroutine for each of its events.
-func (r *runner) observe(runID string, ev state.Event) {
+func (r *Host) observeSlot(runID string, ev state.Event) {
 	if ev.Type != "run.waiting" && ev.Type != "run.resumed" {
 		return
 	}
@@ -147,7 +147,7 @@ func (r *runner) observe(runID string, ev state.Event) {
 // queued run leaves the queue and is recorded cancelled without having
 // started; an executing (or parked) one is cancelled through the engine;
 // one another replica executes, through the store (overlap.go).
-func (r *runner) Cancel(runID string) {
+func (r *Host) Cancel(runID string) {
 	r.mu.Lock()
 	i := slices.IndexFunc(r.queue, func(q queuedRun) bool { return q.run.ID == runID })
 	if i >= 0 {
@@ -156,18 +156,18 @@ func (r *runner) Cancel(runID string) {
 	}
 	r.mu.Unlock()
 	if i < 0 {
-		if !r.s.eng.Cancel(runID, nil) && r.rep != nil {
+		if !r.eng.Cancel(runID, nil) && r.rep != nil {
 			r.cancelElsewhere(runID)
 		}
 		return
 	}
 	ev, err := r.recordCancelled(runID, "run cancelled", "run cancelled before it started: it waited for an execution slot")
 	if err != nil {
-		r.s.log.Error("cannot record the cancellation of a queued run", "run_id", runID, "err", err)
+		r.log.Error("cannot record the cancellation of a queued run", "run_id", runID, "err", err)
 		return
 	}
 	if ev != nil {
-		r.s.metrics.observe(runID, *ev)
+		r.observe(runID, *ev)
 	}
 }
 
@@ -175,23 +175,23 @@ func (r *runner) Cancel(runID string) {
 // execute, cancelled in the store, with msg as its error and event as
 // its event's message, and returns that event; nil when the run has
 // ended (or cannot be read) and is left as it is.
-func (r *runner) recordCancelled(runID, msg, event string) (*state.Event, error) {
+func (r *Host) recordCancelled(runID, msg, event string) (*state.Event, error) {
 	ctx := context.WithoutCancel(r.base)
-	run, err := r.s.store.GetRun(ctx, runID)
+	run, err := r.store.GetRun(ctx, runID)
 	if err != nil || run.Status.Done() {
 		return nil, nil
 	}
 	run.Status, run.EndedAt = state.RunCancelled, time.Now()
 	run.Error = &state.ErrorRecord{Code: string(fault.Cancelled), Message: msg}
 	ev := state.Event{Type: "run.cancelled", Message: event}
-	if err := r.s.store.SaveRun(ctx, run, ev); err != nil {
+	if err := r.store.SaveRun(ctx, run, ev); err != nil {
 		return nil, err
 	}
 	return &ev, nil
 }
 
 // queuedCount is the number of runs waiting for a slot.
-func (r *runner) queuedCount() int {
+func (r *Host) Queued() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.queue)

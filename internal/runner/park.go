@@ -1,4 +1,4 @@
-package server
+package runner
 
 import (
 	"container/heap"
@@ -94,7 +94,7 @@ func (h *wakeHeap) Pop() any {
 
 // parkedRun notes that the engine returned run (its record) parked; release
 // parks it (parkLocked). The run's goroutine calls it.
-func (r *runner) parkedRun(run *state.Run, pb *playbook.Playbook, secrets map[string]any) {
+func (r *Host) parkedRun(run *state.Run, pb *playbook.Playbook, secrets map[string]any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	a := r.active[run.ID]
@@ -111,7 +111,7 @@ func (r *runner) parkedRun(run *state.Run, pb *playbook.Playbook, secrets map[st
 // it reports whether a stays among the runner's runs, parked or executed
 // again at once (woken meanwhile). r.mu is held; the run's slot is given
 // back already.
-func (r *runner) parkLocked(runID string, a *runSlot) bool {
+func (r *Host) parkLocked(runID string, a *runSlot) bool {
 	if a == nil || a.park == nil || !a.park.pending || r.base.Err() != nil {
 		return false
 	}
@@ -130,7 +130,7 @@ func (r *runner) parkLocked(runID string, a *runSlot) bool {
 // parkedLocked counts run runID, whose slot is now ps (parked), among the
 // parked runs: in the timer heap, and queued on its key (ps.key) by its
 // creation. r.mu is held.
-func (r *runner) parkedLocked(runID string, ps *parkSlot, created time.Time) {
+func (r *Host) parkedLocked(runID string, ps *parkSlot, created time.Time) {
 	r.park.count++
 	r.park.add(r, runID, ps.wake)
 	if ps.key != "" {
@@ -141,7 +141,7 @@ func (r *runner) parkedLocked(runID string, ps *parkSlot, created time.Time) {
 // unparkLocked takes run runID, parked in slot a, out of the parked runs
 // (parkedLocked's count, timer and key queue) and returns the secret
 // inputs its slot kept; a holds no park then. r.mu is held.
-func (r *runner) unparkLocked(runID string, a *runSlot) map[string]any {
+func (r *Host) unparkLocked(runID string, a *runSlot) map[string]any {
 	secrets := a.park.secrets
 	if a.park.key != "" {
 		r.keyUnparkLocked(a.park.key, runID)
@@ -154,7 +154,7 @@ func (r *runner) unparkLocked(runID string, a *runSlot) map[string]any {
 
 // parkAtStart parks a waiting run read at start (resumeAll) unless it is
 // due, reporting whether it did; a due one is launched as before.
-func (r *runner) parkAtStart(run *state.Run) bool {
+func (r *Host) parkAtStart(run *state.Run) bool {
 	if run.Status != state.RunWaiting || (!run.WakeAt.IsZero() && !run.WakeAt.After(time.Now())) {
 		return false
 	}
@@ -183,9 +183,9 @@ func (r *runner) parkAtStart(run *state.Run) bool {
 // says when it is due, or that only an answer wakes it.
 // (A sub-playbook run's deadline is not looked for: its parent goes on
 // when next woken.)
-func (r *runner) findWakes() {
+func (r *Host) findWakes() {
 	select {
-	case <-r.s.ready:
+	case <-r.ready:
 	case <-r.base.Done():
 		return
 	}
@@ -194,7 +194,7 @@ func (r *runner) findWakes() {
 	r.park.unknown = nil
 	r.mu.Unlock()
 	for _, id := range ids {
-		recs, err := r.s.store.Steps(r.base, id)
+		recs, err := r.store.Steps(r.base, id)
 		if r.base.Err() != nil {
 			return
 		}
@@ -235,7 +235,7 @@ func approvalDeadline(rec *state.StepRecord) time.Time {
 // it: a parked one is launched (it queues for a slot), one executing or
 // queued goes on at once if it parks. It reports whether the runner owns
 // the run. It is the engine's Options.Wake and the timer's action.
-func (r *runner) wakeRun(runID string) bool {
+func (r *Host) wakeRun(runID string) bool {
 	r.mu.Lock()
 	a := r.active[runID]
 	if a == nil {
@@ -256,13 +256,13 @@ func (r *runner) wakeRun(runID string) bool {
 	// An unavailable store is read again until it answers (or the server
 	// stops): the run stays this replica's meanwhile, never forgotten.
 	var run *state.Run
-	err := r.s.eng.RetryStore(r.base, runID, func() (err error) {
-		run, err = r.s.store.GetRun(context.WithoutCancel(r.base), runID)
+	err := r.eng.RetryStore(r.base, runID, func() (err error) {
+		run, err = r.store.GetRun(context.WithoutCancel(r.base), runID)
 		return err
 	})
 	var pb *playbook.Playbook
 	if err == nil {
-		pb, err = r.s.cache.parse(run.File, run.Snapshot)
+		pb, err = r.Parse(run.File, run.Snapshot)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -274,7 +274,7 @@ func (r *runner) wakeRun(runID string) bool {
 	}
 	if err != nil || run.Status.Done() {
 		if err != nil {
-			r.s.log.Error("cannot resume a parked run", "run_id", runID, "err", err)
+			r.log.Error("cannot resume a parked run", "run_id", runID, "err", err)
 		}
 		delete(r.active, runID)
 		return true
@@ -284,7 +284,7 @@ func (r *runner) wakeRun(runID string) bool {
 }
 
 // parkedCount is the number of parked runs (runbook_runs_parked).
-func (r *runner) parkedCount() int {
+func (r *Host) Parked() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.park.count
@@ -292,7 +292,7 @@ func (r *runner) parkedCount() int {
 
 // add puts runID in the heap at wake (none when zero) and starts the
 // timer goroutine on first use.
-func (p *parker) add(r *runner, runID string, wake time.Time) {
+func (p *parker) add(r *Host, runID string, wake time.Time) {
 	if wake.IsZero() {
 		return
 	}
@@ -349,7 +349,7 @@ func (p *parker) due(now time.Time) ([]string, time.Duration) {
 
 // loop wakes the due runs until the runner stops: one goroutine and one
 // timer for every parked run.
-func (p *parker) loop(r *runner) {
+func (p *parker) loop(r *Host) {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
@@ -373,7 +373,7 @@ func (p *parker) loop(r *runner) {
 // resumeParked makes run runID, parked in this server, go on now when a
 // resume can (see resumable): its sleeps end, its retry delay is over, its
 // task waits poll; it queues for a slot like any woken run.
-func (r *runner) resumeParked(ctx context.Context, runID string) error {
+func (r *Host) resumeParked(ctx context.Context, runID string) error {
 	r.mu.Lock()
 	a := r.active[runID]
 	parked := a.parked()
@@ -388,7 +388,7 @@ func (r *runner) resumeParked(ctx context.Context, runID string) error {
 	if err := r.resumable(ctx, runID, key); err != nil {
 		return err
 	}
-	r.s.eng.WakeEarly(runID)
+	r.eng.WakeEarly(runID)
 	r.wakeRun(runID)
 	return nil
 }
@@ -399,10 +399,10 @@ func (r *runner) resumeParked(ctx context.Context, runID string) error {
 // concurrency key (key, the one it is queued on), an approval's answer or
 // a sub-playbook run. It reads the store only, so it answers for a run
 // parked on another replica too.
-func (r *runner) resumable(ctx context.Context, runID, key string) error {
+func (r *Host) resumable(ctx context.Context, runID, key string) error {
 	if key != "" {
 		holder := "another run"
-		if locks, err := r.s.store.Locks(ctx); err == nil {
+		if locks, err := r.store.Locks(ctx); err == nil {
 			for _, l := range locks {
 				if l.Key == key {
 					holder = "run " + l.Owner
@@ -411,7 +411,7 @@ func (r *runner) resumable(ctx context.Context, runID, key string) error {
 		}
 		return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("run %s is queued on concurrency key %q, held by %s: it goes on when the key is released", runID, key, holder)}
 	}
-	recs, err := r.s.store.Steps(ctx, runID)
+	recs, err := r.store.Steps(ctx, runID)
 	if err != nil {
 		return err
 	}

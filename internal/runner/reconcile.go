@@ -1,4 +1,4 @@
-package server
+package runner
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 
 // reconcile acts on the notices missed while this replica did not listen
 // (the first listen after start finds it holds no run).
-func (r *runner) reconcile(ctx context.Context) {
+func (r *Host) reconcile(ctx context.Context) {
 	ids := r.heldRuns()
 	if len(ids) == 0 {
 		return
@@ -26,12 +26,12 @@ func (r *runner) reconcile(ctx context.Context) {
 	m, err := r.rep.c.Missed(ctx, ids)
 	if err != nil {
 		if ctx.Err() == nil {
-			r.s.log.Warn("cannot read what the missed notices said; the runs see it at their next wake", "err", err)
+			r.log.Warn("cannot read what the missed notices said; the runs see it at their next wake", "err", err)
 		}
 		return
 	}
 	if len(m.Cancelled)+len(m.Answered) > 0 {
-		r.s.log.Info("acting on notices missed while not listening", "cancelled", len(m.Cancelled), "answered", len(m.Answered))
+		r.log.Info("acting on notices missed while not listening", "cancelled", len(m.Cancelled), "answered", len(m.Answered))
 	}
 	for _, id := range m.Cancelled {
 		r.cancelNotice(ctx, id)
@@ -43,7 +43,7 @@ func (r *runner) reconcile(ctx context.Context) {
 
 // heldRuns lists the top-level runs this runner holds: executing,
 // queued for a slot or parked.
-func (r *runner) heldRuns() []string {
+func (r *Host) heldRuns() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ids := make([]string, 0, len(r.active))

@@ -1,4 +1,4 @@
-package server
+package runner
 
 import (
 	"context"
@@ -51,19 +51,18 @@ type keyWaiter struct {
 // with its process. A run releases its key as soon as it ends.
 const staleKeyAfter = time.Minute
 
-// runnerKeys is the engine's view of the runner's key queues (the runner
-// is made after the engine).
-type runnerKeys struct{ s *Server }
+// hostKeys is the engine's view of the host's key queues.
+type hostKeys struct{ h *Host }
 
-var _ engine.KeyQueue = runnerKeys{}
+var _ engine.KeyQueue = hostKeys{}
 
-func (k runnerKeys) Queued(key string) bool { return k.s.runs.keyQueued(key) }
-func (k runnerKeys) Freed(key string)       { k.s.runs.keyFreed(key) }
+func (k hostKeys) Queued(key string) bool { return k.h.keyQueued(key) }
+func (k hostKeys) Freed(key string)       { k.h.keyFreed(key) }
 
 // keyParkLocked queues run id (created at created) on key and has the
 // key tried: a release may have come before the run was parked. r.mu is
 // held.
-func (r *runner) keyParkLocked(key, id string, created time.Time) {
+func (r *Host) keyParkLocked(key, id string, created time.Time) {
 	kp := &r.keys
 	if kp.waiting == nil {
 		kp.waiting, kp.dirty = map[string][]keyWaiter{}, map[string]bool{}
@@ -86,7 +85,7 @@ func before(created time.Time, id string, w keyWaiter) bool {
 }
 
 // keyUnparkLocked takes run id out of key's queue. r.mu is held.
-func (r *runner) keyUnparkLocked(key, id string) {
+func (r *Host) keyUnparkLocked(key, id string) {
 	q := r.keys.waiting[key]
 	if i := slices.IndexFunc(q, func(w keyWaiter) bool { return w.id == id }); i >= 0 {
 		q = slices.Delete(q, i, i+1)
@@ -100,7 +99,7 @@ func (r *runner) keyUnparkLocked(key, id string) {
 
 // keyDirtyLocked notes key to try and wakes the hand-over loop, started
 // on first use. r.mu is held.
-func (r *runner) keyDirtyLocked(key string) {
+func (r *Host) keyDirtyLocked(key string) {
 	kp := &r.keys
 	kp.once.Do(func() {
 		kp.kick = make(chan struct{}, 1)
@@ -114,7 +113,7 @@ func (r *runner) keyDirtyLocked(key string) {
 }
 
 // keyQueued reports whether runs are parked on key here (engine.KeyQueue).
-func (r *runner) keyQueued(key string) bool {
+func (r *Host) keyQueued(key string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.keys.waiting[key]) > 0
@@ -122,7 +121,7 @@ func (r *runner) keyQueued(key string) bool {
 
 // keyFreed has key tried, if runs are parked on it here; an empty key
 // (a notice whose key was too long to carry) has every key tried.
-func (r *runner) keyFreed(key string) {
+func (r *Host) keyFreed(key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if key == "" {
@@ -138,13 +137,13 @@ func (r *runner) keyFreed(key string) {
 
 // keyLoop hands keys over until the runner stops: at each kick the keys
 // noted, and every KeyPoll every key with runs parked on it.
-func (r *runner) keyLoop() {
+func (r *Host) keyLoop() {
 	select {
-	case <-r.s.ready: // stale locks are released and the runs parked at start known
+	case <-r.ready: // stale locks are released and the runs parked at start known
 	case <-r.base.Done():
 		return
 	}
-	t := time.NewTicker(r.s.eng.KeyPoll())
+	t := time.NewTicker(r.eng.KeyPoll())
 	defer t.Stop()
 	for {
 		polled := false
@@ -177,7 +176,7 @@ func (r *runner) keyLoop() {
 // headLocked returns the oldest run parked on key (empty: none), dropping
 // the runs that left the queue another way (woken, cancelled). r.mu is
 // held.
-func (r *runner) headLocked(key string) string {
+func (r *Host) headLocked(key string) string {
 	for {
 		q := r.keys.waiting[key]
 		if len(q) == 0 {
@@ -192,7 +191,7 @@ func (r *runner) headLocked(key string) string {
 
 // parkedOnLocked reports whether run id is parked on key here. r.mu is
 // held.
-func (r *runner) parkedOnLocked(key, id string) bool {
+func (r *Host) parkedOnLocked(key, id string) bool {
 	a := r.active[id]
 	return a.parked() && a.park.key == key
 }
@@ -201,7 +200,7 @@ func (r *runner) parkedOnLocked(key, id string) bool {
 // wakes that run. A key held by a run parked on it here (handed it before
 // a restart) wakes that run. With stale (the poll), a key held by a run
 // that ended more than staleKeyAfter ago is released first.
-func (r *runner) handOver(key string, stale bool) {
+func (r *Host) handOver(key string, stale bool) {
 	ctx := context.WithoutCancel(r.base)
 	for range 4 {
 		r.mu.Lock()
@@ -215,12 +214,12 @@ func (r *runner) handOver(key string, stale bool) {
 			ok     bool
 			holder *state.Lock
 		)
-		err := r.s.eng.RetryStore(r.base, head, func() (err error) {
-			ok, holder, err = r.s.store.AcquireLock(ctx, state.Lock{Key: key, Owner: head, Process: r.s.eng.Process(), Since: time.Now()})
+		err := r.eng.RetryStore(r.base, head, func() (err error) {
+			ok, holder, err = r.store.AcquireLock(ctx, state.Lock{Key: key, Owner: head, Process: r.eng.Process(), Since: time.Now()})
 			return err
 		})
 		if err != nil {
-			r.s.log.Warn("cannot take a concurrency key for the run queued on it; trying again later", "key", key, "run_id", head, "err", err)
+			r.log.Warn("cannot take a concurrency key for the run queued on it; trying again later", "key", key, "run_id", head, "err", err)
 			return
 		}
 		if !ok {
@@ -246,7 +245,7 @@ func (r *runner) handOver(key string, stale bool) {
 		}
 		if !owned {
 			// It ended meanwhile: the key goes to the next.
-			_ = r.s.store.ReleaseLock(ctx, key, head)
+			_ = r.store.ReleaseLock(ctx, key, head)
 		}
 		// Else it was woken meanwhile and executes: it holds the key now
 		// and releases it when it ends.
@@ -256,16 +255,16 @@ func (r *runner) handOver(key string, stale bool) {
 // releaseLeftBehind releases key, held by run holder, if that run ended
 // more than staleKeyAfter ago or no longer exists, and reports whether it
 // did.
-func (r *runner) releaseLeftBehind(ctx context.Context, key, holder string) bool {
-	run, err := r.s.store.GetRun(ctx, holder)
+func (r *Host) releaseLeftBehind(ctx context.Context, key, holder string) bool {
+	run, err := r.store.GetRun(ctx, holder)
 	switch {
 	case errors.Is(err, state.ErrNotFound):
 	case err != nil || !run.Status.Done() || time.Since(run.EndedAt) < staleKeyAfter:
 		return false
 	}
-	if err := r.s.store.ReleaseLock(ctx, key, holder); err != nil {
+	if err := r.store.ReleaseLock(ctx, key, holder); err != nil {
 		return false
 	}
-	r.s.log.Warn("released a concurrency key left held by a run that ended", "key", key, "run_id", holder)
+	r.log.Warn("released a concurrency key left held by a run that ended", "key", key, "run_id", holder)
 	return true
 }

@@ -1,9 +1,10 @@
-package server
+package runner
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -11,16 +12,29 @@ import (
 	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/trigger"
 )
 
-// runner executes runs in the background for the scheduler, the webhook
-// intake and the API (it is their trigger.Starter). Every run it launches
-// is committed first, so a crash at any point leaves a run the next start
-// resumes.
-type runner struct {
-	s *Server
+// Host is the run host of a process: the one component that claims,
+// leases, fences, admits (execution slots, concurrency keys), parks,
+// wakes, cancels and finishes runs, for one process alone on its store or
+// for one of N replicas sharing it (replica.go). It executes runs in the
+// background for the scheduler, the webhook intake and the API (it is
+// their trigger.Starter). Every run it launches is committed first, so a
+// crash at any point leaves a run the next start resumes.
+type Host struct {
+	o       Options
+	eng     *engine.Engine
+	store   state.Store
+	log     *slog.Logger
+	metrics Metrics
+	cache   parseCache
+	// ready is closed by Recover: stale locks are released and the runs
+	// parked at start known.
+	ready     chan struct{}
+	readyOnce sync.Once
 
 	base context.Context // parent of every run; cancelled with errShutdown
 	stop context.CancelCauseFunc
@@ -44,6 +58,51 @@ type runner struct {
 	keys keyPark // runs parked on a concurrency key (keys.go)
 }
 
+// Options configure a Host. Engine.Store is required.
+type Options struct {
+	// Engine configures the host's engine. The host sets what hosting
+	// decides: waits park (engine.ApprovalParkAll), a new run's start is
+	// written with its first write, writes are fenced on a store shared by
+	// replicas, and the engine's wakes and key queues are the host's.
+	Engine engine.Options
+	// MaxRunning bounds the runs executing at once (0: DefaultMaxRunning);
+	// more wait, committed, in a queue (queue.go).
+	MaxRunning int
+	// Lease is how long a replica's lease on itself and its runs lasts
+	// without renewal when the store is shared by replicas (default
+	// DefaultLease, see replica.go).
+	Lease time.Duration
+	// TakeOverRunProcesses: the replicas take over the runs of a dead
+	// `runbook run` process too (config server.take_over_run_processes).
+	TakeOverRunProcesses bool
+	// Watchdog is how often a host alone on its store looks for
+	// unfinished runs that nothing in this process executes (default
+	// 30 s), and Orphaned how long such a run may go without an executor
+	// before it is taken up again (default 1 min).
+	Watchdog, Orphaned time.Duration
+	Logger             *slog.Logger
+	Metrics            Metrics // nil: nothing counted
+}
+
+// Metrics counts what the host does (runbook serve's /metrics).
+type Metrics interface {
+	// Recovered counts an unfinished run taken up again: "returned" (its
+	// execution came back unfinished), "orphaned" (the watchdog),
+	// "taken" (from the replicas' queue).
+	Recovered(how string)
+	// Fenced counts a run stopped without writing: "refused" (its write
+	// was), "lease" (this replica's lease lapsed).
+	Fenced(why string)
+	// Seed gives the runs read at start, to count them by status.
+	Seed(runs []*state.Run)
+}
+
+type nopMetrics struct{}
+
+func (nopMetrics) Recovered(string)  {}
+func (nopMetrics) Fenced(string)     {}
+func (nopMetrics) Seed([]*state.Run) {}
+
 // preparedRun is a prepared run's playbook, raw inputs and first event.
 type preparedRun struct {
 	pb     *playbook.Playbook
@@ -57,28 +116,87 @@ type preparedRun struct {
 const preparedTTL = time.Minute
 
 var (
-	_ trigger.Preparer     = (*runner)(nil)
-	_ trigger.FailRecorder = (*runner)(nil)
+	_ trigger.Preparer     = (*Host)(nil)
+	_ trigger.FailRecorder = (*Host)(nil)
 )
 
-// newRunner returns s's runner, executing at most maxRunning runs at
-// once (0: DefaultMaxRunning).
-func newRunner(s *Server, maxRunning int) *runner {
-	if maxRunning <= 0 {
-		maxRunning = DefaultMaxRunning()
+// New returns a host and builds its engine (Engine).
+func New(o Options) *Host {
+	if o.MaxRunning <= 0 {
+		o.MaxRunning = DefaultMaxRunning()
+	}
+	if o.Watchdog <= 0 {
+		o.Watchdog = 30 * time.Second
+	}
+	if o.Orphaned <= 0 {
+		o.Orphaned = time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Metrics == nil {
+		o.Metrics = nopMetrics{}
 	}
 	base, stop := context.WithCancelCause(context.Background())
-	return &runner{s: s, base: base, stop: stop, active: map[string]*runSlot{}, max: maxRunning, prepared: map[string]preparedRun{}, rotated: time.Now()}
+	h := &Host{
+		o: o, store: o.Engine.Store, log: o.Logger, metrics: o.Metrics, ready: make(chan struct{}),
+		base: base, stop: stop, active: map[string]*runSlot{}, max: o.MaxRunning, prepared: map[string]preparedRun{}, rotated: time.Now(),
+	}
+	h.eng = engine.New(h.engineOptions(o.Engine))
+	h.coordinate(o.Lease)
+	return h
+}
+
+// engineOptions are eo with what hosting decides.
+func (r *Host) engineOptions(eo engine.Options) engine.Options {
+	// Waits park (park.go): a waiting run holds no goroutine.
+	eo.Approvals = engine.ApprovalParkAll
+	eo.DeferStart = true // a pending run is taken up again: at the next start, by the watchdog or another replica
+	// Replicas claim each run before executing it; another takes it over
+	// once this one's lease lapsed: this one's writes are fenced.
+	_, eo.Fence = eo.Store.(state.Coordinator)
+	eo.LeaseCheck = r.leaseCheck
+	eo.Wake = r.wakeRun
+	eo.Keys = hostKeys{r} // runs queued on a concurrency key park too (keys.go)
+	if eo.ApprovalPoll <= 0 {
+		eo.ApprovalPoll = 30 * time.Second
+	}
+	eo.Parse = r.Parse
+	if eo.Redactor == nil {
+		eo.Redactor = secrets.NewRedactor()
+	}
+	if eo.Logger == nil {
+		eo.Logger = r.log
+	}
+	observer := eo.Observer
+	eo.Observer = func(runID string, ev state.Event) {
+		r.observeSlot(runID, ev)
+		if observer != nil {
+			observer(runID, ev)
+		}
+	}
+	return eo
+}
+
+// Engine is the host's engine.
+func (r *Host) Engine() *engine.Engine { return r.eng }
+
+// observe passes an event the host recorded itself (not the engine) to
+// the engine's observer.
+func (r *Host) observe(runID string, ev state.Event) {
+	if o := r.o.Engine.Observer; o != nil {
+		o(runID, ev)
+	}
 }
 
 // Prepare implements trigger.Preparer: validate the run as Start does and
 // return its record for the webhook intake to commit with the delivery;
 // Launch executes it once committed.
-func (r *runner) Prepare(_ context.Context, req trigger.StartRequest) (*state.Run, []state.Event, error) {
+func (r *Host) Prepare(_ context.Context, req trigger.StartRequest) (*state.Run, []state.Event, error) {
 	if err := r.base.Err(); err != nil {
-		return nil, nil, errShuttingDown
+		return nil, nil, ErrShuttingDown
 	}
-	run, ev, err := r.s.eng.Prepare(req.Playbook, engine.StartRequest{Inputs: req.Inputs, Trigger: req.Trigger, Delivery: req.Delivery})
+	run, ev, err := r.eng.Prepare(req.Playbook, engine.StartRequest{Inputs: req.Inputs, Trigger: req.Trigger, Delivery: req.Delivery})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -94,7 +212,7 @@ func (r *runner) Prepare(_ context.Context, req trigger.StartRequest) (*state.Ru
 
 // Launch implements trigger.Preparer: execute committed runs that Prepare
 // returned in the background.
-func (r *runner) Launch(runs ...*state.Run) {
+func (r *Host) Launch(runs ...*state.Run) {
 	for _, run := range runs {
 		r.mu.Lock()
 		p, ok := r.prepared[run.ID]
@@ -108,25 +226,25 @@ func (r *runner) Launch(runs ...*state.Run) {
 			r.launchLate(run)
 			continue
 		}
-		r.s.eng.Committed(run, p.ev)
+		r.eng.Committed(run, p.ev)
 		r.launch(run, p.pb, p.inputs, true)
 	}
 }
 
 // launchLate resumes a committed run whose preparation was dropped: it
 // runs from its record, with secret inputs masked as on any resume.
-func (r *runner) launchLate(run *state.Run) {
-	pb, err := r.s.cache.parse(run.File, run.Snapshot)
+func (r *Host) launchLate(run *state.Run) {
+	pb, err := r.Parse(run.File, run.Snapshot)
 	if err != nil {
-		r.s.log.Error("cannot launch run: its playbook snapshot no longer loads", "run_id", run.ID, "err", err)
+		r.log.Error("cannot launch run: its playbook snapshot no longer loads", "run_id", run.ID, "err", err)
 		return
 	}
-	r.s.log.Warn("run launched long after it was prepared; resuming it from its record", "run_id", run.ID)
+	r.log.Warn("run launched long after it was prepared; resuming it from its record", "run_id", run.ID)
 	r.launch(run, pb, nil, false)
 }
 
 // preparedCount is the number of prepared runs not launched yet.
-func (r *runner) preparedCount() int {
+func (r *Host) preparedCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.prepared) + len(r.preparedOld)
@@ -134,19 +252,19 @@ func (r *runner) preparedCount() int {
 
 // Start implements trigger.Starter: validate and commit the run, then
 // execute it in the background.
-func (r *runner) Start(ctx context.Context, req trigger.StartRequest) (string, error) {
-	run, err := r.start(ctx, req.Playbook, engine.StartRequest{Inputs: req.Inputs, Trigger: req.Trigger})
+func (r *Host) Start(ctx context.Context, req trigger.StartRequest) (string, error) {
+	run, err := r.StartRun(ctx, req.Playbook, engine.StartRequest{Inputs: req.Inputs, Trigger: req.Trigger})
 	if err != nil {
 		return "", err
 	}
 	return run.ID, nil
 }
 
-func (r *runner) start(ctx context.Context, pb *playbook.Playbook, req engine.StartRequest) (*state.Run, error) {
+func (r *Host) StartRun(ctx context.Context, pb *playbook.Playbook, req engine.StartRequest) (*state.Run, error) {
 	if err := r.base.Err(); err != nil {
-		return nil, errShuttingDown
+		return nil, ErrShuttingDown
 	}
-	run, err := r.s.eng.Start(ctx, pb, req)
+	run, err := r.eng.Start(ctx, pb, req)
 	if err != nil {
 		return nil, err
 	}
@@ -161,21 +279,22 @@ func (r *runner) start(ctx context.Context, pb *playbook.Playbook, req engine.St
 // (a missing secret, inputs that do not fit) is committed as failed with
 // the reason, so `runs list` shows it. A server shutting down records
 // nothing: its refusal is not the run's failure.
-func (r *runner) StartFailed(ctx context.Context, req trigger.StartRequest, reason error) (string, error) {
-	if r.base.Err() != nil || errors.Is(reason, errShuttingDown) {
+func (r *Host) StartFailed(ctx context.Context, req trigger.StartRequest, reason error) (string, error) {
+	if r.base.Err() != nil || errors.Is(reason, ErrShuttingDown) {
 		return "", nil
 	}
-	run, err := r.s.eng.StartFailed(ctx, req.Playbook, engine.StartRequest{Inputs: req.Inputs, Trigger: req.Trigger}, reason)
+	run, err := r.eng.StartFailed(ctx, req.Playbook, engine.StartRequest{Inputs: req.Inputs, Trigger: req.Trigger}, reason)
 	if err != nil {
 		return "", fmt.Errorf("record failed run of %s: %w", req.Playbook.Name, err)
 	}
 	return run.ID, nil
 }
 
-var errShuttingDown = errors.New("the server is shutting down")
+// ErrShuttingDown refuses a run asked of a host that is stopping.
+var ErrShuttingDown = errors.New("the server is shutting down")
 
 // Active implements trigger.Starter.
-func (r *runner) Active(playbookName string) []string {
+func (r *Host) Active(playbookName string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var ids []string
@@ -187,7 +306,7 @@ func (r *runner) Active(playbookName string) []string {
 	return ids
 }
 
-func (r *runner) isActive(runID string) bool {
+func (r *Host) Holds(runID string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	_, ok := r.active[runID]
@@ -197,7 +316,7 @@ func (r *runner) isActive(runID string) bool {
 // holding reports whether this process owns run runID (isActive) and
 // whether it holds it parked (isParked), under one lock: a listing asks
 // it of every run.
-func (r *runner) holding(runID string) (active, parked bool) {
+func (r *Host) Holding(runID string) (active, parked bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	a, ok := r.active[runID]
@@ -206,7 +325,7 @@ func (r *runner) holding(runID string) (active, parked bool) {
 
 // count is the number of runs executing in this process, waiting ones
 // included, queued ones not.
-func (r *runner) count() int {
+func (r *Host) Running() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.active) - len(r.queue)
@@ -215,11 +334,11 @@ func (r *runner) count() int {
 // launch executes a committed run in the background: a new one (fresh,
 // with the caller's raw inputs, which secret inputs need) or one to resume.
 // It starts at once when a slot is free, else it is queued (queue.go).
-func (r *runner) launch(run *state.Run, pb *playbook.Playbook, inputs map[string]any, fresh bool) {
+func (r *Host) launch(run *state.Run, pb *playbook.Playbook, inputs map[string]any, fresh bool) {
 	r.launchRun(queuedRun{run: run, pb: pb, inputs: inputs, fresh: fresh})
 }
 
-func (r *runner) launchRun(q queuedRun) {
+func (r *Host) launchRun(q queuedRun) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, dup := r.active[q.run.ID]; dup || r.base.Err() != nil {
@@ -240,7 +359,7 @@ const (
 // unfinished for any other reason (a state write that failed, a lock
 // that could not be taken) is logged at error and executed again from
 // its record, with backoff: an acknowledged run is never left pending.
-func (r *runner) execute(run *state.Run, pb *playbook.Playbook, inputs map[string]any, fresh bool) {
+func (r *Host) execute(run *state.Run, pb *playbook.Playbook, inputs map[string]any, fresh bool) {
 	runID, wait := run.ID, rerunFirst
 	for {
 		var (
@@ -249,11 +368,11 @@ func (r *runner) execute(run *state.Run, pb *playbook.Playbook, inputs map[strin
 		)
 		switch {
 		case fresh:
-			ended, err = r.s.eng.ExecuteInputs(r.base, pb, run, inputs)
+			ended, err = r.eng.ExecuteInputs(r.base, pb, run, inputs)
 		case inputs != nil:
-			ended, err = r.s.eng.ResumeInputs(r.base, runID, inputs)
+			ended, err = r.eng.ResumeInputs(r.base, runID, inputs)
 		default:
-			ended, err = r.s.eng.Resume(r.base, runID)
+			ended, err = r.eng.Resume(r.base, runID)
 		}
 		if r.base.Err() != nil {
 			return // suspended: the next start resumes it
@@ -269,8 +388,8 @@ func (r *runner) execute(run *state.Run, pb *playbook.Playbook, inputs map[strin
 			return // its last write, which says so, committed
 		}
 		var cur *state.Run
-		gerr := r.s.eng.RetryStore(r.base, runID, func() (err error) {
-			cur, err = r.s.store.GetRun(context.WithoutCancel(r.base), runID)
+		gerr := r.eng.RetryStore(r.base, runID, func() (err error) {
+			cur, err = r.store.GetRun(context.WithoutCancel(r.base), runID)
 			return err
 		})
 		if r.base.Err() != nil {
@@ -279,27 +398,27 @@ func (r *runner) execute(run *state.Run, pb *playbook.Playbook, inputs map[strin
 		switch {
 		case gerr == nil && cur.Status.Done():
 			if err != nil {
-				r.s.log.Debug("run ended with an error", "run_id", runID, "err", err)
+				r.log.Debug("run ended with an error", "run_id", runID, "err", err)
 			}
 			return
 		case gerr == nil && cur.Status == state.RunWaiting && err == nil:
 			r.parkedRun(cur, pb, secretInputs(pb, inputs)) // release parks it (park.go)
 			return
 		case errors.Is(gerr, state.ErrNotFound):
-			r.s.log.Error("run vanished from the state store while executing", "run_id", runID)
+			r.log.Error("run vanished from the state store while executing", "run_id", runID)
 			return
 		case errors.Is(err, engine.ErrNotWritten):
 			// Executed again, the step whose record could not be written
 			// would run twice: the run stays as last recorded, owned here,
 			// until the server restarts.
-			r.s.log.Error("run stopped: its state could not be written; it stays as last recorded", "run_id", runID, "err", err)
+			r.log.Error("run stopped: its state could not be written; it stays as last recorded", "run_id", runID, "err", err)
 			return
 		}
 		if gerr != nil {
 			err = errors.Join(err, gerr)
 		}
-		r.s.log.Error("run stopped unfinished; executing it again from its record", "run_id", runID, "err", err, "in", wait)
-		r.s.metrics.recover("returned")
+		r.log.Error("run stopped unfinished; executing it again from its record", "run_id", runID, "err", err, "in", wait)
+		r.metrics.Recovered("returned")
 		select {
 		case <-time.After(wait):
 		case <-r.base.Done():
@@ -325,6 +444,24 @@ func secretInputs(pb *playbook.Playbook, inputs map[string]any) map[string]any {
 	return out
 }
 
+// Recover takes up the unfinished runs, before the host's process
+// serves: a host alone on its store releases the concurrency keys of the
+// runs of earlier processes and resumes every unfinished run (resumeAll);
+// a replica joins the others (replica.go). It returns how many runs it
+// resumed or parked.
+func (r *Host) Recover(ctx context.Context) (int, error) {
+	defer r.readyOnce.Do(func() { close(r.ready) })
+	if err := r.releaseStaleLocks(ctx); err != nil {
+		return 0, fmt.Errorf("release stale locks: %w", err)
+	}
+	return r.resumeAll(ctx)
+}
+
+// Run keeps the host's background work going until ctx ends: a replica's
+// lease, notices and queue (replica.go), or the watchdog of a host alone
+// on its store.
+func (r *Host) Run(ctx context.Context) { r.watchdog(ctx, r.o.Watchdog, r.o.Orphaned) }
+
 // watchdog takes up, every interval, the unfinished top-level runs that
 // nothing in this process executes and that were created more than
 // orphaned ago: a run whose launch was lost would otherwise wait for the
@@ -332,7 +469,7 @@ func secretInputs(pb *playbook.Playbook, inputs map[string]any) map[string]any {
 // (runbook_runs_recovered_total{reason="orphaned"}).
 //
 // Replicas (replica.go) take runs from their shared queue instead.
-func (r *runner) watchdog(ctx context.Context, interval, orphaned time.Duration) {
+func (r *Host) watchdog(ctx context.Context, interval, orphaned time.Duration) {
 	if r.rep != nil {
 		r.replicate(ctx)
 		return
@@ -354,36 +491,36 @@ func (r *runner) watchdog(ctx context.Context, interval, orphaned time.Duration)
 
 // adoptOrphans is one pass of the watchdog; it returns how many runs it
 // took up.
-func (r *runner) adoptOrphans(ctx context.Context, orphaned time.Duration) int {
-	runs, err := r.s.store.ListRuns(ctx, state.RunFilter{Status: []state.RunStatus{state.RunPending, state.RunRunning, state.RunWaiting, state.RunSuspended}})
+func (r *Host) adoptOrphans(ctx context.Context, orphaned time.Duration) int {
+	runs, err := r.store.ListRuns(ctx, state.RunFilter{Status: []state.RunStatus{state.RunPending, state.RunRunning, state.RunWaiting, state.RunSuspended}})
 	if err != nil {
-		r.s.log.Warn("watchdog: cannot list unfinished runs", "err", err)
+		r.log.Warn("watchdog: cannot list unfinished runs", "err", err)
 		return 0
 	}
 	n := 0
 	for _, run := range runs {
-		if run.ParentID != "" || time.Since(run.CreatedAt) < orphaned || r.isActive(run.ID) || r.isPrepared(run.ID) {
+		if run.ParentID != "" || time.Since(run.CreatedAt) < orphaned || r.Holds(run.ID) || r.isPrepared(run.ID) {
 			continue
 		}
 		// Read it again: it may have finished since the listing.
-		cur, err := r.s.store.GetRun(ctx, run.ID)
-		if err != nil || cur.Status.Done() || r.isActive(run.ID) {
+		cur, err := r.store.GetRun(ctx, run.ID)
+		if err != nil || cur.Status.Done() || r.Holds(run.ID) {
 			continue
 		}
-		pb, err := r.s.cache.parse(cur.File, cur.Snapshot)
+		pb, err := r.Parse(cur.File, cur.Snapshot)
 		if err != nil {
-			r.s.log.Error("watchdog: an unfinished run's playbook snapshot no longer loads", "run_id", cur.ID, "err", err)
+			r.log.Error("watchdog: an unfinished run's playbook snapshot no longer loads", "run_id", cur.ID, "err", err)
 			continue
 		}
-		r.s.log.Error("watchdog: unfinished run without an executor; resuming it from its record", "run_id", cur.ID, "status", cur.Status, "created_at", cur.CreatedAt)
-		r.s.metrics.recover("orphaned")
+		r.log.Error("watchdog: unfinished run without an executor; resuming it from its record", "run_id", cur.ID, "status", cur.Status, "created_at", cur.CreatedAt)
+		r.metrics.Recovered("orphaned")
 		r.launch(cur, pb, nil, false)
 		n++
 	}
 	return n
 }
 
-func (r *runner) isPrepared(runID string) bool {
+func (r *Host) isPrepared(runID string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	_, a := r.prepared[runID]
@@ -396,15 +533,15 @@ func (r *runner) isPrepared(runID string) bool {
 // whose snapshot no longer parses is marked failed rather than left
 // running forever. A replica (replica.go) resumes nothing here: it joins
 // the others and takes runs from their queue.
-func (r *runner) resumeAll(ctx context.Context) (int, error) {
+func (r *Host) resumeAll(ctx context.Context) (int, error) {
 	if r.rep != nil {
 		return 0, r.join(ctx)
 	}
-	runs, err := r.s.store.ListRuns(ctx, state.RunFilter{})
+	runs, err := r.store.ListRuns(ctx, state.RunFilter{})
 	if err != nil {
 		return 0, fmt.Errorf("list runs to resume: %w", err)
 	}
-	r.s.metrics.seed(runs)
+	r.metrics.Seed(runs)
 	// Oldest first: the queue starts them in this order.
 	slices.SortStableFunc(runs, func(a, b *state.Run) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	n := 0
@@ -418,12 +555,12 @@ func (r *runner) resumeAll(ctx context.Context) (int, error) {
 		}
 		// Read it whole: a listed run of an earlier build lacks the
 		// webhook payload its trigger carries inline.
-		if run, err = r.s.store.GetRun(ctx, run.ID); err != nil {
+		if run, err = r.store.GetRun(ctx, run.ID); err != nil {
 			return n, fmt.Errorf("read run to resume: %w", err)
 		}
-		pb, err := r.s.cache.parse(run.File, run.Snapshot)
+		pb, err := r.Parse(run.File, run.Snapshot)
 		if err != nil {
-			r.s.log.Error("cannot resume run: its playbook snapshot no longer loads", "run_id", run.ID, "err", err)
+			r.log.Error("cannot resume run: its playbook snapshot no longer loads", "run_id", run.ID, "err", err)
 			continue
 		}
 		r.launch(run, pb, nil, false)
@@ -435,7 +572,7 @@ func (r *runner) resumeAll(ctx context.Context) (int, error) {
 // suspendAll stops every executing run with its state persisted, so the
 // next start resumes it: the engine leaves suspended runs unfinished
 // (steps interrupted mid-way are redone, mutating ones reconcile first).
-func (r *runner) suspendAll(grace time.Duration) {
+func (r *Host) Suspend(grace time.Duration) {
 	r.stop(errSuspend)
 	r.mu.Lock()
 	r.dispatchLocked() // drops the queue
@@ -445,7 +582,7 @@ func (r *runner) suspendAll(grace time.Duration) {
 	select {
 	case <-done:
 	case <-time.After(grace):
-		r.s.log.Warn("runs still stopping after the grace period; they resume at the next start", "runs", r.count())
+		r.log.Warn("runs still stopping after the grace period; they resume at the next start", "runs", r.Running())
 	}
 	if r.rep != nil {
 		r.leave()
@@ -457,16 +594,16 @@ func (r *runner) suspendAll(grace time.Duration) {
 // before it.
 // The values given for secret inputs (its record masks them) are checked
 // before the new run is created.
-func (r *runner) retry(ctx context.Context, runID, from string, secretInputs map[string]any, by string) (*state.Run, error) {
+func (r *Host) Retry(ctx context.Context, runID, from string, secretInputs map[string]any, by string) (*state.Run, error) {
 	if err := r.base.Err(); err != nil {
-		return nil, errShuttingDown
+		return nil, ErrShuttingDown
 	}
 	if len(secretInputs) > 0 {
-		old, err := r.s.store.GetRun(ctx, runID)
+		old, err := r.store.GetRun(ctx, runID)
 		if err != nil {
 			return nil, err
 		}
-		pb, err := r.s.cache.parse(old.File, old.Snapshot)
+		pb, err := r.Parse(old.File, old.Snapshot)
 		if err != nil {
 			return nil, err
 		}
@@ -474,14 +611,14 @@ func (r *runner) retry(ctx context.Context, runID, from string, secretInputs map
 			return nil, err
 		}
 	}
-	run, pb, err := r.s.eng.Retry(ctx, runID, from)
+	run, pb, err := r.eng.Retry(ctx, runID, from)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.s.recordRetrier(ctx, run, by); err != nil {
+	if err := r.recordRetrier(ctx, run, by); err != nil {
 		return nil, err
 	}
-	r.s.cache.put(pb)
+	r.Remember(pb)
 	var inputs map[string]any
 	if len(secretInputs) > 0 {
 		if inputs, err = engine.WithSecretInputs(pb, run, secretInputs); err != nil {
@@ -496,9 +633,9 @@ func (r *runner) retry(ctx context.Context, runID, from string, secretInputs map
 // resume continues run (its record) in this server, with the values given
 // for its secret inputs. A run executing here, or one that ended
 // succeeded, failed or skipped, is a conflict.
-func (r *runner) resume(ctx context.Context, run *state.Run, secretInputs map[string]any) error {
+func (r *Host) Resume(ctx context.Context, run *state.Run, secretInputs map[string]any) error {
 	if err := r.base.Err(); err != nil {
-		return errShuttingDown
+		return ErrShuttingDown
 	}
 	switch run.Status {
 	case state.RunSucceeded, state.RunFailed, state.RunSkipped:
@@ -511,10 +648,10 @@ func (r *runner) resume(ctx context.Context, run *state.Run, secretInputs map[st
 	if run.ParentID != "" {
 		return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("run %s is a sub-playbook run: resume its parent %s", run.ID, run.ParentID)}
 	}
-	if r.isActive(run.ID) {
+	if r.Holds(run.ID) {
 		return r.resumeParked(ctx, run.ID) // a parked run goes on now (park.go)
 	}
-	pb, err := r.s.cache.parse(run.File, run.Snapshot)
+	pb, err := r.Parse(run.File, run.Snapshot)
 	if err != nil {
 		return fmt.Errorf("resume %s: the playbook snapshot no longer loads: %w", run.ID, err)
 	}

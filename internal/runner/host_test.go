@@ -1,9 +1,9 @@
-package server
+package runner
 
 import (
 	"context"
-	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/state/bolt"
 	_ "github.com/runbook/runbook/internal/steps/all"
@@ -27,20 +28,42 @@ steps:
     with: {message: "hi ${{ inputs.who }}"}
 `
 
-// newTestRunner is a server's runner over a real bbolt file, not serving.
-func newTestRunner(t testing.TB) (*runner, state.Store) {
+// newTestHost is a host over a real bbolt file, with the note playbook,
+// counting what it recovers.
+func newTestHost(t testing.TB) (*Host, *playbook.Playbook, state.Store, *countingMetrics) {
 	t.Helper()
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "note.yaml"), []byte(notePlaybook), 0o600))
 	store, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
 	require.NoError(t, err)
-	s, err := New(Options{Engine: engine.Options{Store: store, Environ: []string{}}, Playbooks: dir})
+	pb, err := playbook.Parse("note.yaml", []byte(notePlaybook), playbook.LoadOptions{})
 	require.NoError(t, err)
+	m := &countingMetrics{recovered: map[string]int{}}
+	h := New(Options{Engine: engine.Options{Store: store, Environ: []string{}}, Metrics: m})
+	h.Remember(pb)
 	t.Cleanup(func() {
-		s.runs.suspendAll(5 * time.Second)
+		h.Suspend(5 * time.Second)
 		_ = store.Close()
 	})
-	return s.runs, store
+	return h, pb, store, m
+}
+
+// countingMetrics counts what a host reports.
+type countingMetrics struct {
+	mu        sync.Mutex
+	recovered map[string]int
+}
+
+func (m *countingMetrics) Recovered(how string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.recovered[how]++
+}
+func (*countingMetrics) Fenced(string)     {}
+func (*countingMetrics) Seed([]*state.Run) {}
+
+func (m *countingMetrics) count(how string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.recovered[how]
 }
 
 func waitRun(t *testing.T, store state.Store, id string, want state.RunStatus) {
@@ -53,8 +76,7 @@ func waitRun(t *testing.T, store state.Store, id string, want state.RunStatus) {
 
 func TestRunnerPreparesAndLaunches(t *testing.T) {
 	ctx := context.Background()
-	r, store := newTestRunner(t)
-	pb := r.s.cat.all()[0]
+	r, pb, store, _ := newTestHost(t)
 	req := trigger.StartRequest{Playbook: pb, Inputs: map[string]any{"who": "zebra-unique-79"}, Trigger: map[string]any{"type": "webhook"}}
 	commit := func(run *state.Run, evs []state.Event) {
 		t.Helper()
@@ -111,9 +133,9 @@ func TestRunnerPreparesAndLaunches(t *testing.T) {
 	})
 
 	t.Run("Prepare refuses once the server is shutting down", func(t *testing.T) {
-		r.suspendAll(5 * time.Second)
+		r.Suspend(5 * time.Second)
 		_, _, err := r.Prepare(ctx, req)
-		assert.ErrorIs(t, err, errShuttingDown)
+		assert.ErrorIs(t, err, ErrShuttingDown)
 	})
 }
 
@@ -123,11 +145,10 @@ func TestRunnerPreparesAndLaunches(t *testing.T) {
 // executing here, a recent one and a sub-playbook run are left alone.
 func TestTheWatchdogResumesAnUnfinishedRunWithoutAnExecutor(t *testing.T) {
 	ctx := context.Background()
-	r, store := newTestRunner(t)
-	pb := r.s.cat.all()[0]
+	r, pb, store, metrics := newTestHost(t)
 	commit := func() *state.Run {
 		t.Helper()
-		run, evs, err := r.s.eng.Prepare(pb, engine.StartRequest{Trigger: map[string]any{"type": "api"}})
+		run, evs, err := r.eng.Prepare(pb, engine.StartRequest{Trigger: map[string]any{"type": "api"}})
 		require.NoError(t, err)
 		_, err = store.CommitDelivery(ctx, state.Delivery{Key: "d-" + run.ID, Units: []state.DeliveryUnit{{Run: run, Events: []state.Event{evs}}}})
 		require.NoError(t, err)
@@ -143,6 +164,5 @@ func TestTheWatchdogResumesAnUnfinishedRunWithoutAnExecutor(t *testing.T) {
 	waitRun(t, store, lost.ID, state.RunSucceeded)
 	assert.Zero(t, r.adoptOrphans(ctx, 0), "a finished run is not taken up again")
 
-	metrics := scrape(r.s)
-	assert.Contains(t, metrics.String(), `runbook_runs_recovered_total{reason="orphaned"} 1`)
+	assert.Equal(t, 1, metrics.count("orphaned"), "counted (runbook_runs_recovered_total{reason=\"orphaned\"})")
 }

@@ -1,4 +1,4 @@
-package server
+package runner
 
 import (
 	"context"
@@ -17,12 +17,12 @@ import (
 // store, whose cancel notice stops it on its owner (or its owner's next
 // write, which the store refuses: engine/cancelled.go).
 
-var _ trigger.Unfinisher = (*runner)(nil)
+var _ trigger.Unfinisher = (*Host)(nil)
 
 // Unfinished implements trigger.Unfinisher: the runs of the playbook this
 // server holds, and, on a store shared by replicas, those in flight
 // anywhere (state.Coordinator.Unfinished).
-func (r *runner) Unfinished(ctx context.Context, playbookName string) ([]string, error) {
+func (r *Host) Unfinished(ctx context.Context, playbookName string) ([]string, error) {
 	local := r.Active(playbookName)
 	if r.rep == nil {
 		return local, nil
@@ -43,10 +43,10 @@ func (r *runner) Unfinished(ctx context.Context, playbookName string) ([]string,
 // nor holds, cancelled in the store (a schedule's overlap: replace of a
 // run another replica executes): the store's cancel notice stops it on
 // its owner. A run that ended meanwhile is left as it is.
-func (r *runner) cancelElsewhere(runID string) {
+func (r *Host) cancelElsewhere(runID string) {
 	_, err := r.recordCancelled(runID, "run cancelled by its schedule (overlap: replace)",
 		"run cancelled by its schedule (overlap: replace), on replica "+r.rep.id)
 	if err != nil && !errors.Is(err, state.ErrEndedMeanwhile) {
-		r.s.log.Error("cannot record the cancellation of a run executing on another replica", "run_id", runID, "err", err)
+		r.log.Error("cannot record the cancellation of a run executing on another replica", "run_id", runID, "err", err)
 	}
 }

@@ -1,4 +1,4 @@
-package server
+package runner
 
 import (
 	"context"
@@ -56,44 +56,44 @@ type replica struct {
 }
 
 // coordinate makes r a replica when its store is shared (state.Coordinator).
-func (r *runner) coordinate(lease time.Duration) {
-	c, ok := r.s.store.(state.Coordinator)
+func (r *Host) coordinate(lease time.Duration) {
+	c, ok := r.store.(state.Coordinator)
 	if !ok {
 		return
 	}
 	if lease <= 0 {
 		lease = DefaultLease
 	}
-	rep := &replica{c: c, id: r.s.eng.Process(), lease: lease, kick: make(chan struct{}, 1), listening: make(chan struct{})}
+	rep := &replica{c: c, id: r.eng.Process(), lease: lease, kick: make(chan struct{}, 1), listening: make(chan struct{})}
 	rep.renew = func(ctx context.Context) error { return c.KeepReplica(ctx, rep.id, lease) }
 	r.rep = rep
 }
 
 // join registers this replica (its lease) before it serves; its runs are
 // taken from the queue once the replica loop runs.
-func (r *runner) join(ctx context.Context) error {
+func (r *Host) join(ctx context.Context) error {
 	sent := time.Now()
 	if err := r.rep.renew(ctx); err != nil {
 		return err
 	}
 	r.rep.lapse.renewed(sent)
-	r.s.log.Info("joined the replicas", "replica", r.rep.id, "lease", r.rep.lease)
+	r.log.Info("joined the replicas", "replica", r.rep.id, "lease", r.rep.lease)
 	return nil
 }
 
 // leave ends this replica's lease after its runs were suspended, so the
 // other replicas take them at once instead of after the lease.
-func (r *runner) leave() {
+func (r *Host) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := r.rep.c.DropReplica(ctx, r.rep.id); err != nil {
-		r.s.log.Warn("cannot end the replica lease; the other replicas take its runs when it expires", "err", err)
+		r.log.Warn("cannot end the replica lease; the other replicas take its runs when it expires", "err", err)
 	}
 }
 
 // replicate keeps the lease, listens for notices and takes runs from the
 // queue until ctx ends.
-func (r *runner) replicate(ctx context.Context) {
+func (r *Host) replicate(ctx context.Context) {
 	go r.keepLease(ctx)
 	go r.listen(ctx)
 	// Runs are taken once notices are heard (an approval answered while
@@ -102,7 +102,7 @@ func (r *runner) replicate(ctx context.Context) {
 	select {
 	case <-r.rep.listening:
 	case <-time.After(r.rep.lease):
-		r.s.log.Warn("not listening for the other replicas' notices yet; taking runs anyway")
+		r.log.Warn("not listening for the other replicas' notices yet; taking runs anyway")
 	case <-ctx.Done():
 		return
 	}
@@ -128,7 +128,7 @@ func (r *runner) replicate(ctx context.Context) {
 // its runs, taking runs and leading the scheduler a margin before that
 // (leaseValid), whether its renewals fail or hang, and takes them up again
 // once a renewal succeeds (see lapsed and rejoined).
-func (r *runner) keepLease(ctx context.Context) {
+func (r *Host) keepLease(ctx context.Context) {
 	rep := r.rep
 	stop := rep.lapse.watch(leaseValid(rep.lease), r.lapsed, r.rejoined)
 	defer stop()
@@ -156,7 +156,7 @@ func (r *runner) keepLease(ctx context.Context) {
 			// the lease lapses.
 			rep.lapse.shaken()
 			t.Reset(renewRetry(rep.lease))
-			r.s.log.Warn("cannot renew the replica lease", "replica", rep.id, "err", err,
+			r.log.Warn("cannot renew the replica lease", "replica", rep.id, "err", err,
 				"since_last_renewal", time.Since(rep.lapse.last()).Round(time.Millisecond))
 		}
 	}
@@ -178,18 +178,18 @@ var errLeaseLapsed = fmt.Errorf("this replica did not renew its lease in time: %
 // replicas may take them over once its lease expires), since its lease
 // was last renewed since ago. Until the lease is renewed it takes no run,
 // leads no scheduler, and the runs it is asked to execute wait.
-func (r *runner) lapsed(since time.Duration) {
-	n := r.s.eng.Fence(errLeaseLapsed)
-	r.s.log.Error("replica lease not renewed in time: stopped executing its runs here, without writing them; "+
+func (r *Host) lapsed(since time.Duration) {
+	n := r.eng.Fence(errLeaseLapsed)
+	r.log.Error("replica lease not renewed in time: stopped executing its runs here, without writing them; "+
 		"the other replicas take them once the lease expires; this replica takes runs again once it renews its lease",
 		"replica", r.rep.id, "since_last_renewal", since.Round(time.Millisecond), "lease", r.rep.lease, "runs_stopped", n)
 }
 
 // rejoined lets runs execute again once the lease was renewed after it
 // lapsed.
-func (r *runner) rejoined() {
-	r.s.eng.Unfence()
-	r.s.log.Warn("replica lease renewed after it lapsed: executing and taking runs again", "replica", r.rep.id)
+func (r *Host) rejoined() {
+	r.eng.Unfence()
+	r.log.Warn("replica lease renewed after it lapsed: executing and taking runs again", "replica", r.rep.id)
 	r.kickQueue()
 }
 
@@ -197,7 +197,7 @@ func (r *runner) rejoined() {
 // replica's lease was not renewed in time, measured now, so that a step
 // does not start after a pause of the process that the lease timer has
 // not seen yet.
-func (r *runner) leaseCheck() error {
+func (r *Host) leaseCheck() error {
 	if r.rep == nil {
 		return nil
 	}
@@ -216,12 +216,12 @@ func (r *runner) leaseCheck() error {
 // forgotten here. A run stopped because the lease lapsed waits until the
 // lease is renewed, then is claimed again: it executes here again unless
 // another replica took it meanwhile.
-func (r *runner) fenced(runID string, err error) bool {
+func (r *Host) fenced(runID string, err error) bool {
 	if r.rep == nil || !errors.Is(err, errLeaseLapsed) {
-		r.s.metrics.fence("refused")
+		r.metrics.Fenced("refused")
 		return false
 	}
-	r.s.metrics.fence("lease")
+	r.metrics.Fenced("lease")
 	if back := r.rep.lapse.back(); back != nil {
 		select {
 		case <-back:
@@ -336,14 +336,14 @@ func (l *lapse) steady(lease time.Duration) bool {
 // listen handles the store's notices, listening again after a broken
 // connection: the queue's polling covers the gap, and the approvals and
 // cancels told meanwhile are read once it listens (reconcile.go).
-func (r *runner) listen(ctx context.Context) {
+func (r *Host) listen(ctx context.Context) {
 	wait := 100 * time.Millisecond
 	for {
 		err := r.rep.c.Listen(ctx, func(n state.Notice) { r.notice(ctx, n) })
 		if ctx.Err() != nil {
 			return
 		}
-		r.s.log.Warn("not listening for the other replicas' notices; polling meanwhile", "err", err, "retry_in", wait)
+		r.log.Warn("not listening for the other replicas' notices; polling meanwhile", "err", err, "retry_in", wait)
 		select {
 		case <-ctx.Done():
 			return
@@ -354,7 +354,7 @@ func (r *runner) listen(ctx context.Context) {
 	}
 }
 
-func (r *runner) kickQueue() {
+func (r *Host) kickQueue() {
 	select {
 	case r.rep.kick <- struct{}{}:
 	default:
@@ -365,7 +365,7 @@ func (r *runner) kickQueue() {
 // run waiting here (or resumes it, parked, when this replica owns it); a
 // cancel stops the run executing here; a released concurrency key wakes
 // the oldest run parked on it here.
-func (r *runner) notice(ctx context.Context, n state.Notice) {
+func (r *Host) notice(ctx context.Context, n state.Notice) {
 	switch n.Kind {
 	case state.NoticeListening:
 		r.rep.listened.Do(func() { close(r.rep.listening) })
@@ -375,15 +375,15 @@ func (r *runner) notice(ctx context.Context, n state.Notice) {
 	case state.NoticeWork:
 		r.kickQueue()
 	case state.NoticeApproval:
-		r.s.eng.Wake(ctx, n.RunID)
-		if r.isActive(n.RunID) {
+		r.eng.Wake(ctx, n.RunID)
+		if r.Holds(n.RunID) {
 			return
 		}
-		run, err := r.s.store.GetRun(ctx, n.RunID)
+		run, err := r.store.GetRun(ctx, n.RunID)
 		if err != nil || run.Status != state.RunWaiting || run.Owner != r.rep.id || run.ParentID != "" {
 			return
 		}
-		if pb, err := r.s.cache.parse(run.File, run.Snapshot); err == nil {
+		if pb, err := r.Parse(run.File, run.Snapshot); err == nil {
 			r.launch(run, pb, nil, false)
 		}
 	case state.NoticeCancel:
@@ -393,7 +393,7 @@ func (r *runner) notice(ctx context.Context, n state.Notice) {
 	case state.NoticeResume:
 		if r.isParked(n.RunID) {
 			if err := r.resumeParked(ctx, n.RunID); err != nil {
-				r.s.log.Info("a resume asked through another replica does not apply", "run_id", n.RunID, "err", err)
+				r.log.Info("a resume asked through another replica does not apply", "run_id", n.RunID, "err", err)
 			}
 		}
 	}
@@ -406,7 +406,7 @@ func (r *runner) notice(ctx context.Context, n state.Notice) {
 // replica owns is its to go on with: a parked one that a resume can wake
 // (resumable, from the store) is woken there by a notice; one that waits
 // for what a resume cannot end, or that executes there, is refused.
-func (r *runner) resumeElsewhere(ctx context.Context, run *state.Run) (owned, done bool, err error) {
+func (r *Host) resumeElsewhere(ctx context.Context, run *state.Run) (owned, done bool, err error) {
 	if r.rep == nil || run.Owner == r.rep.id {
 		return false, false, nil
 	}
@@ -433,14 +433,14 @@ func (r *runner) resumeElsewhere(ctx context.Context, run *state.Run) (owned, do
 // could not wake it, so its record already says cancelled, which a plain
 // wake would take for finished. A run this replica is itself ending
 // cancelled is executing: cancelling it again changes nothing.
-func (r *runner) cancelNotice(ctx context.Context, runID string) {
-	executing := r.s.eng.Executing(runID)
+func (r *Host) cancelNotice(ctx context.Context, runID string) {
+	executing := r.eng.Executing(runID)
 	if !executing && !r.isParked(runID) {
 		return
 	}
-	run, err := r.s.store.GetRun(ctx, runID)
+	run, err := r.store.GetRun(ctx, runID)
 	if err != nil {
-		r.s.log.Error("cannot read a run cancelled on another replica", "run_id", runID, "err", err)
+		r.log.Error("cannot read a run cancelled on another replica", "run_id", runID, "err", err)
 		return
 	}
 	cause := &fault.Error{Code: fault.Cancelled, Message: "run cancelled"}
@@ -448,9 +448,9 @@ func (r *runner) cancelNotice(ctx context.Context, runID string) {
 		cause.Message = run.Error.Message
 	}
 	if !executing {
-		pb, err := r.s.cache.parse(run.File, run.Snapshot)
+		pb, err := r.Parse(run.File, run.Snapshot)
 		if err != nil {
-			r.s.log.Error("cannot end a parked run cancelled on another replica: its snapshot no longer loads", "run_id", runID, "err", err)
+			r.log.Error("cannot end a parked run cancelled on another replica: its snapshot no longer loads", "run_id", runID, "err", err)
 			return
 		}
 		r.mu.Lock()
@@ -465,28 +465,28 @@ func (r *runner) cancelNotice(ctx context.Context, runID string) {
 	}
 	// Executing, or about to: the engine cancels it, or has it end
 	// cancelled as soon as it executes.
-	r.s.eng.Cancel(runID, cause)
+	r.eng.Cancel(runID, cause)
 }
 
 // isParked reports whether run runID is parked in this replica (park.go).
-func (r *runner) isParked(runID string) bool {
-	_, parked := r.holding(runID)
+func (r *Host) isParked(runID string) bool {
+	_, parked := r.Holding(runID)
 	return parked
 }
 
 // takeRuns claims runs from the queue for the free slots and launches
 // them; it returns how many.
-func (r *runner) takeRuns(ctx context.Context) int {
+func (r *Host) takeRuns(ctx context.Context) int {
 	r.mu.Lock()
 	free := r.max - r.slots - len(r.queue)
 	r.mu.Unlock()
 	if free <= 0 || r.base.Err() != nil || !r.rep.lapse.steady(r.rep.lease) {
 		return 0
 	}
-	ids, err := r.rep.c.ClaimRuns(ctx, r.rep.id, free, r.rep.lease, r.s.o.TakeOverRunProcesses)
+	ids, err := r.rep.c.ClaimRuns(ctx, r.rep.id, free, r.rep.lease, r.o.TakeOverRunProcesses)
 	if err != nil {
 		if ctx.Err() == nil {
-			r.s.log.Warn("cannot take runs from the queue", "err", err)
+			r.log.Warn("cannot take runs from the queue", "err", err)
 		}
 		return 0
 	}
@@ -496,7 +496,7 @@ func (r *runner) takeRuns(ctx context.Context) int {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, takeParallel)
 	for _, id := range ids {
-		if r.isActive(id) {
+		if r.Holds(id) {
 			continue
 		}
 		sem <- struct{}{}
@@ -512,25 +512,25 @@ func (r *runner) takeRuns(ctx context.Context) int {
 }
 
 // takeRun reads a run taken from the queue and launches it.
-func (r *runner) takeRun(ctx context.Context, id string) bool {
+func (r *Host) takeRun(ctx context.Context, id string) bool {
 	// Read until the store answers: the run is this replica's now, and no
 	// other takes it while this replica lives.
 	var run *state.Run
-	err := r.s.eng.RetryStore(ctx, id, func() (err error) {
-		run, err = r.s.store.GetRun(ctx, id)
+	err := r.eng.RetryStore(ctx, id, func() (err error) {
+		run, err = r.store.GetRun(ctx, id)
 		return err
 	})
 	if err != nil {
-		r.s.log.Error("cannot read a run taken from the queue", "run_id", id, "err", err)
+		r.log.Error("cannot read a run taken from the queue", "run_id", id, "err", err)
 		return false
 	}
-	pb, err := r.s.cache.parse(run.File, run.Snapshot)
+	pb, err := r.Parse(run.File, run.Snapshot)
 	if err != nil {
-		r.s.log.Error("cannot resume run: its playbook snapshot no longer loads", "run_id", id, "err", err)
+		r.log.Error("cannot resume run: its playbook snapshot no longer loads", "run_id", id, "err", err)
 		return false
 	}
-	r.s.log.Info("run taken from the queue", "run_id", id, "status", run.Status, "previous_owner", run.Owner)
-	r.s.metrics.recover("taken")
+	r.log.Info("run taken from the queue", "run_id", id, "status", run.Status, "previous_owner", run.Owner)
+	r.metrics.Recovered("taken")
 	r.launchRun(queuedRun{run: run, pb: pb, owned: true})
 	return true
 }
@@ -538,27 +538,27 @@ func (r *runner) takeRun(ctx context.Context, id string) bool {
 // claim makes this replica the owner of a run about to execute; a run
 // another live replica owns is left to it. Without coordination every
 // run is this process's.
-func (r *runner) claim(runID string, adopt bool) bool {
+func (r *Host) claim(runID string, adopt bool) bool {
 	if r.rep == nil {
 		return true
 	}
 	var ok bool
-	err := r.s.eng.RetryStore(r.base, runID, func() (err error) {
+	err := r.eng.RetryStore(r.base, runID, func() (err error) {
 		ok, err = r.rep.c.ClaimRun(context.WithoutCancel(r.base), runID, r.rep.id, adopt)
 		return err
 	})
 	switch {
 	case err != nil && !errors.Is(err, context.Canceled):
-		r.s.log.Error("cannot claim a run; it stays in the queue", "run_id", runID, "err", err)
+		r.log.Error("cannot claim a run; it stays in the queue", "run_id", runID, "err", err)
 	case !ok:
-		r.s.log.Debug("run owned by another replica; not executed here", "run_id", runID)
+		r.log.Debug("run owned by another replica; not executed here", "run_id", runID)
 	}
 	return ok && err == nil
 }
 
 // leader is the scheduler's leader lease: the store's when replicas share
 // it, else none (the one process fires every slot).
-func (r *runner) leader() trigger.Leader {
+func (r *Host) Leader() trigger.Leader {
 	if r.rep == nil {
 		return nil
 	}
@@ -586,9 +586,9 @@ func (l lapsingLeader) Resign(ctx context.Context, name, holder string, term int
 // executes: at start, in a process that holds the store alone. A replica
 // releases none: the locks of the others' runs are live, and a run taken
 // over keeps its own (a lock is held by the run, not the process).
-func (r *runner) releaseStaleLocks(ctx context.Context) error {
+func (r *Host) releaseStaleLocks(ctx context.Context) error {
 	if r.rep != nil {
 		return nil
 	}
-	return r.s.eng.ReleaseStaleLocks(ctx)
+	return r.eng.ReleaseStaleLocks(ctx)
 }
