@@ -16,9 +16,9 @@ import (
 	"github.com/runbook/runbook/internal/api"
 	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/fault"
-	"github.com/runbook/runbook/internal/runner"
 	"github.com/runbook/runbook/internal/jsonvalue"
 	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/runner"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/suggest"
 )

@@ -187,4 +187,3 @@ func (s *Server) readAudit(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, out)
 }
-
