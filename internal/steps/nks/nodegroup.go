@@ -120,6 +120,16 @@ func init() {
 
 // ---- nks.nodegroup.create, nks.nodegroup.delete ------------------------------
 
+// userScripts are the user scripts of a cluster's or node group's labels:
+// a node's shell runs them, so a ${{ }} in them reaches it as a variable
+// set at the script's top (steps.Script).
+var userScripts = []steps.Script{
+	{Param: "labels.user_script", Instead: userScriptInstead},
+	{Param: "labels.user_script_v2", Instead: userScriptInstead},
+}
+
+const userScriptInstead = "write the script itself in the playbook, with ${{ }} only for the values it reads"
+
 type createGroupLabels struct {
 	AvailabilityZone string `json:"availability_zone" required:"true" desc:"availability zone"`
 	BootVolumeType   string `json:"boot_volume_type" required:"true" desc:"block storage type"`
@@ -169,6 +179,7 @@ func init() {
 		Type:     "nks.nodegroup.create",
 		Summary:  "Create a worker node group. With wait, the step ends when the NODEGROUP_CREATE task succeeds.",
 		Mutating: true,
+		Scripts:  userScripts,
 		Example: map[string]any{"cluster": "prod", "name": "pool-b", "flavor_id": "1c5b8e4b-4a57-4d51-9c6f-2b9b3f6a7a01",
 			"image_id": "6f6b9a7e-2a3c-4d8b-9c41-0e5b1f0f6a11", "node_count": 2,
 			"labels": map[string]any{"availability_zone": "kr-pub-b", "boot_volume_type": "General SSD", "boot_volume_size": 50}},
@@ -327,6 +338,7 @@ func init() {
 		Type:     "nks.nodegroup.userscript",
 		Summary:  "Change a node group's user script (default-master for the master components).",
 		Mutating: true,
+		Scripts:  []steps.Script{{Param: "contents", Instead: userScriptInstead}},
 		Example:  map[string]any{"cluster": "prod", "nodegroup": "default-master", "contents": "#!/bin/sh\n"},
 		Outputs:  groupOutputs,
 		Check: func(p *userScriptParams, dyn map[string]bool) []fault.Problem {
