@@ -102,6 +102,7 @@ func init() {
 		"format":       {1, -1, fnFormat},
 		"truncate":     {2, 2, fnTruncate},
 		"slug":         {1, 1, fnSlug},
+		"shellQuote":   {1, 1, fnShellQuote},
 		"sha256":       {1, 1, fnSHA256},
 		"base64Encode": {1, 1, fnBase64Encode},
 		"base64Decode": {1, 1, fnBase64Decode},
@@ -372,6 +373,17 @@ func fnToJSON(rt *evalState, args []any) (any, error) {
 		return nil, err
 	}
 	return out, rt.grow(len(out))
+}
+
+// fnShellQuote quotes a string as one word of sh: in single quotes, each
+// ' written '\”.
+func fnShellQuote(rt *evalState, args []any) (any, error) {
+	s, err := argString("string", args[0])
+	if err != nil {
+		return nil, err
+	}
+	q := "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return q, rt.grow(len(q))
 }
 
 func fnString(rt *evalState, args []any) (any, error) {

@@ -100,3 +100,56 @@ func TestShellVariableNames(t *testing.T) {
 	assert.Equal(t, "RB_2", vars[1].Name, "an expression that is not a reference is numbered")
 	assert.Equal(t, "RB_ITEM", vars[2].Name)
 }
+
+// TestAUserScriptGetsItsValuesAsVariablesAtItsTop loads playbooks whose
+// node user scripts (run by the node's shell, not by runbook) hold a
+// ${{ }}, evaluates the param as the engine does with a hostile input and
+// runs the script: the value is printed as written and nothing else runs.
+func TestAUserScriptGetsItsValuesAsVariablesAtItsTop(t *testing.T) {
+	script := `#!/bin/bash
+echo "hello ${{ inputs.who }}" > out.txt
+echo ${{ inputs.who }} >> out.txt
+`
+	cases := []struct{ name, step, param string }{
+		{"nks.nodegroup.userscript contents", "uses: nks.nodegroup.userscript\n    with:\n      cluster: prod\n      nodegroup: pool-b\n      contents: |\n", "contents"},
+		{"nks.nodegroup.create labels.user_script_v2", "uses: nks.nodegroup.create\n    with:\n      cluster: prod\n      name: pool-b\n      flavor_id: f\n      image_id: i\n      node_count: 1\n      labels:\n        availability_zone: kr-pub-a\n        boot_volume_type: General SSD\n        boot_volume_size: 50\n        user_script_v2: |\n", "labels"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			indent := "        "
+			if c.param == "labels" {
+				indent = "          "
+			}
+			src := "version: 1\nname: us\ninputs:\n  who: {type: string}\nsteps:\n  - id: s\n    " + c.step +
+				indent + strings.ReplaceAll(strings.TrimSuffix(script, "\n"), "\n", "\n"+indent) + "\n"
+			pb, err := Parse("us.yaml", []byte(src), LoadOptions{})
+			require.NoError(t, err, src)
+			v, err := pb.Steps[0].With[c.param].Eval(&expr.Scope{Inputs: map[string]any{"who": hostile}})
+			require.NoError(t, err)
+			got := v
+			if c.param == "labels" {
+				got = v.(map[string]any)["user_script_v2"]
+			}
+			text := got.(string)
+			assert.True(t, strings.HasPrefix(text, "#!/bin/bash\nRB_INPUTS_WHO='"), "the variable is set after the #! line:\n%s", text)
+
+			dir := t.TempDir()
+			cmd := exec.Command("/bin/bash", "-c", text)
+			cmd.Dir = dir
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s\n%s", text, out)
+			b, err := os.ReadFile(filepath.Join(dir, "out.txt"))
+			require.NoError(t, err)
+			assert.Equal(t, "hello "+hostile+"\n"+hostile+"\n", string(b))
+			for _, f := range []string{"pwned", "pwned2", "pwned3"} {
+				assert.NoFileExists(t, filepath.Join(dir, f), "the value ran as code")
+			}
+		})
+	}
+	t.Run("a script for another interpreter is refused", func(t *testing.T) {
+		src := "version: 1\nname: us\ninputs:\n  who: {type: string}\nsteps:\n  - id: s\n    uses: nks.nodegroup.userscript\n    with:\n      cluster: prod\n      nodegroup: pool-b\n      contents: |\n        #!/usr/bin/python3\n        print('${{ inputs.who }}')\n"
+		_, err := Parse("us.yaml", []byte(src), LoadOptions{})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "us.yaml:13:16: steps[0].with.contents: ${{ inputs.who }} is in a script run by python3")
+	})
+}

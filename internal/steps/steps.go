@@ -118,17 +118,25 @@ func (d *Descriptor) paramFields() []field {
 	return d.fields()
 }
 
-// Script is a param whose string a shell runs (shell's command). An
-// expression's value must never become script text: the playbook loader
-// replaces each ${{ }} in it by a reference to a variable ("$RB_INPUTS_WHO",
-// quoted as its place in the script needs) and adds the variable, set to
-// the expression, to the map param Env. What cannot be kept working that
-// way (an expression standing for the whole script, or inside arithmetic)
-// is a load error that names Instead, the param to use.
+// Script is a param whose string a shell runs (shell's command, a node's
+// user script); Param is its key, dotted when nested ("labels.user_script").
+// An expression's value must never become script text: the playbook
+// loader replaces each ${{ }} in it by a reference to a variable
+// ("${RB_INPUTS_WHO}", quoted as its place in the script needs) and sets
+// the variable to the expression's value: in the map param Env, or, when
+// Env is "" (the script runs elsewhere, without an environment of ours),
+// by an assignment at the script's top, the value quoted as one word.
+// What cannot be kept working that way (an expression standing for the
+// whole script, or inside arithmetic) is a load error that ends with
+// Instead, the way to write it.
+//
+// NoVariables marks a language that reads no variable runbook could set (a
+// Go template): each ${{ }} in it is a load error ending with Instead.
 type Script struct {
-	Param   string
-	Env     string
-	Instead string
+	Param       string
+	Env         string
+	Instead     string
+	NoVariables bool
 }
 
 // PlannedCall is one API call a run would make.

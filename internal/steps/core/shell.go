@@ -46,7 +46,7 @@ func init() {
 			{Name: "truncated", Type: "boolean", Description: "whether either stream exceeded max_output_bytes, or stdout or stderr was cut to its first mebibyte"},
 			{Name: "duration_ms", Type: "integer", Description: "time the command ran"},
 		},
-		Scripts: []steps.Script{{Param: "command", Env: "env", Instead: "argv"}},
+		Scripts: []steps.Script{{Param: "command", Env: "env", Instead: `name the program and give the values as arguments (argv: [program, "${{ inputs.arg }}"])`}},
 		Check:   checkShell,
 		Run:     runShell,
 	}))

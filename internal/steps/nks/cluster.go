@@ -242,6 +242,7 @@ func init() {
 		Summary: "Create a cluster (POST /v1/clusters). The version is checked against /v1/supports first; " +
 			"with wait, the step ends when the CLUSTER_CREATE task succeeds.",
 		Mutating: true,
+		Scripts:  userScripts,
 		Example: map[string]any{
 			"name": "prod", "keypair": "ops-key", "node_count": 2,
 			"flavor_id": "1c5b8e4b-4a57-4d51-9c6f-2b9b3f6a7a01", "fixed_network": "a1b2c3d4-0000-4000-8000-000000000001",

@@ -63,6 +63,8 @@ const (
 func init() {
 	steps.Register(steps.Define(steps.Def[digestParams]{
 		Type: "notice.digest",
+		Scripts: []steps.Script{{Param: "template", NoVariables: true,
+			Instead: "pass the value through title (the template reads it as {{ .Title }}, escaped for html)"}},
 		Summary: "Post the help-center notices that are new or updated since the last digest (a cursor in the state " +
 			"store, per connection, service and filters) to a URL or a file. The cursor advances only after the post " +
 			"succeeded; a resumed step re-sends the same digest with the same Idempotency-Key instead of a second one.",
