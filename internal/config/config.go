@@ -37,6 +37,10 @@ const (
 	MaxRunningLimit   = 1 << 20
 	MinReloadInterval = 100 * time.Millisecond
 	MinDedupTTL       = time.Minute
+	// MinHTTPTimeout is the shortest of the listener's timeouts.
+	MinHTTPTimeout = 100 * time.Millisecond
+	// MaxConnsPerAddressLimit is the largest max_conns_per_address.
+	MaxConnsPerAddressLimit = 1 << 16
 	// MaxBytes is the largest config file Load and Parse accept.
 	MaxBytes = 1 << 20
 )
@@ -85,6 +89,12 @@ type Server struct {
 	// a dead replica's. Off by default: such a run's secret inputs and
 	// files may exist only where it ran.
 	TakeOverRunProcesses bool
+	// The HTTP listener's limits (server.Limits); 0 (unset) takes the
+	// server's default: read_header_timeout 10s, read_timeout 30s (the
+	// whole request, body included), write_timeout 60s (the followed log
+	// streams lift it), idle_timeout 2m, max_conns_per_address 256.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	MaxConnsPerAddress                                        int
 }
 
 // Webhooks holds the webhook intake settings.

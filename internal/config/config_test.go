@@ -347,6 +347,14 @@ func TestParseSize(t *testing.T) {
 		assert.Contains(t, diags(t, "server: {lease: 10ms}")[0], "server.lease")
 		assert.Contains(t, diags(t, "server: {lease: 2h}")[0], "server.lease: must be at most 1h0m0s (got 2h0m0s)")
 	})
+	t.Run("the listener's timeouts and connection bound, unset taken by the server", func(t *testing.T) {
+		c := parseOK(t, "server: {read_header_timeout: 5s, read_timeout: 20s, write_timeout: 1m, idle_timeout: 90s, max_conns_per_address: 32}")
+		assert.Equal(t, []any{5 * time.Second, 20 * time.Second, time.Minute, 90 * time.Second, 32},
+			[]any{c.Server.ReadHeaderTimeout, c.Server.ReadTimeout, c.Server.WriteTimeout, c.Server.IdleTimeout, c.Server.MaxConnsPerAddress})
+		assert.Zero(t, parseOK(t, "server: {}").Server.ReadTimeout)
+		assert.Equal(t, []string{`rb.yaml:1:24: server.read_timeout: must be at least 100ms (got 1ms)`}, diags(t, "server: {read_timeout: 1ms}"))
+		assert.Equal(t, []string{`rb.yaml:1:33: server.max_conns_per_address: must be between 1 and 65536 (got 0)`}, diags(t, "server: {max_conns_per_address: 0}"))
+	})
 	t.Run("take_over_run_processes is a boolean, off by default", func(t *testing.T) {
 		assert.False(t, parseOK(t, "server: {listen: '127.0.0.1:1'}").Server.TakeOverRunProcesses)
 		assert.True(t, parseOK(t, "server: {take_over_run_processes: true}").Server.TakeOverRunProcesses)

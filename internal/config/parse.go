@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	yaml "go.yaml.in/yaml/v4"
 
@@ -17,8 +18,9 @@ import (
 )
 
 var (
-	topKeys     = []string{"playbooks", "state", "secrets_file", "server", "webhooks", "connections", "schedules", "retention", "auth"}
-	serverKeys  = []string{"listen", "token_secret", "shutdown_grace", "max_body", "reload", "reload_interval", "max_running", "lease", "take_over_run_processes"}
+	topKeys    = []string{"playbooks", "state", "secrets_file", "server", "webhooks", "connections", "schedules", "retention", "auth"}
+	serverKeys = []string{"listen", "token_secret", "shutdown_grace", "max_body", "reload", "reload_interval", "max_running", "lease", "take_over_run_processes",
+		"read_header_timeout", "read_timeout", "write_timeout", "idle_timeout", "max_conns_per_address"}
 	webhookKeys = []string{"dedup_ttl", "routes"}
 	routeKeys   = []string{"verify", "secret", "secrets"}
 
@@ -146,6 +148,22 @@ func (l *loader) server(s *Server, n *yaml.Node) {
 	if n := o.Get("take_over_run_processes"); n != nil {
 		if b, ok := l.Bool(n, "server.take_over_run_processes"); ok {
 			s.TakeOverRunProcesses = b
+		}
+	}
+	for _, t := range []struct {
+		key string
+		d   *time.Duration
+	}{{"read_header_timeout", &s.ReadHeaderTimeout}, {"read_timeout", &s.ReadTimeout},
+		{"write_timeout", &s.WriteTimeout}, {"idle_timeout", &s.IdleTimeout}} {
+		if n := o.Get(t.key); n != nil {
+			if v, ok := l.duration(n, "server."+t.key, MinHTTPTimeout); ok {
+				*t.d = v
+			}
+		}
+	}
+	if n := o.Get("max_conns_per_address"); n != nil {
+		if v, ok := l.IntBetween(n, "server.max_conns_per_address", 1, MaxConnsPerAddressLimit); ok {
+			s.MaxConnsPerAddress = v
 		}
 	}
 }

@@ -176,6 +176,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			writeError(w, http.StatusUnauthorized, fault.Unauthorized, err.Error())
 			return
 		}
+		authenticated(r.Context())
 		pattern := r.Pattern // set when an outer mux routed here
 		if mux != nil {
 			_, pattern = mux.Handler(r)

@@ -55,6 +55,8 @@ type Options struct {
 	ReloadInterval time.Duration
 	// ShutdownGrace bounds a graceful shutdown.
 	ShutdownGrace time.Duration
+	// Limits bound what one client can hold of the listener (limits.go).
+	Limits Limits
 	// MaxRunning bounds the runs executing at once (default
 	// runner.DefaultMaxRunning); more wait, committed, in a queue (internal/runner/queue.go).
 	MaxRunning int
@@ -129,6 +131,7 @@ func New(o Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	o.Limits = o.Limits.withDefaults()
 	s := &Server{
 		o: o, log: o.Logger, store: o.Engine.Store, cat: newCatalog(o.Playbooks),
 		events: newBroker(), ready: make(chan struct{}),
@@ -237,6 +240,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("listen on %s: %w", s.o.Listen, err)
 	}
 	s.addr = ln.Addr().String()
+	ln = boundConns(ln, s.o.Limits.MaxConnsPerAddress)
 
 	// The run host takes up the unfinished runs before the server
 	// serves: all of them when it holds the store alone, a replica's
@@ -254,7 +258,8 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	defer s.removeDiscovery()
 
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	srv := s.httpServer(s.o.Limits)
+	srv.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 

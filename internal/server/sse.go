@@ -78,6 +78,9 @@ func (s *Server) streamLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ls.flusher = flusher
+	if follow {
+		streaming(w)
+	}
 	sub := s.events.subscribe(run.ID)
 	defer s.events.unsubscribe(run.ID, sub)
 
