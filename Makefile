@@ -1,13 +1,52 @@
 GO ?= go
 BIN := bin/runbook
+DIST ?= dist
 
-.PHONY: help build test vet fmt-check tidy-check schema docs bench fuzz mutate ci
+# The version, the commit and the commit's time are stamped into the binary
+# (cmd/runbook/version.go). They come from git, never from the clock, so that
+# two builds of one commit are the same bytes: -trimpath drops the checkout's
+# path, -buildid= the build ID, -buildvcs=false the work tree's state.
+# Without a v* tag, git describe gives only the commit; the version is then
+# v0.0.0-g<commit>.
+DESCRIBE := $(shell git describe --tags --always --abbrev=12 --dirty --match 'v[0-9]*' 2>/dev/null)
+VERSION ?= $(if $(filter v%,$(DESCRIBE)),$(DESCRIBE),v0.0.0-g$(DESCRIBE))
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+COMMIT_DATE ?= $(shell TZ=UTC0 git show -s --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd HEAD 2>/dev/null)
+LDFLAGS := -s -w -buildid= -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.commitDate=$(COMMIT_DATE)
+RELEASE_FLAGS := -trimpath -buildvcs=false -ldflags '$(LDFLAGS)'
+PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+IMAGE_ARCHES ?= amd64 arm64
+
+.PHONY: help build release image version deploy-test test vet fmt-check tidy-check schema docs bench fuzz mutate ci
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-build: ## build bin/runbook
-	$(GO) build -o $(BIN) ./cmd/runbook
+build: ## build bin/runbook, stamped with the version, commit and commit date
+	CGO_ENABLED=0 $(GO) build $(RELEASE_FLAGS) -o $(BIN) ./cmd/runbook
+
+version: ## print the version the builds stamp
+	@echo $(VERSION)
+
+release: ## cross-compile static binaries for linux and darwin (amd64, arm64) into dist/, with dist/SHA256SUMS
+	@mkdir -p $(DIST) && rm -f $(DIST)/runbook-v* $(DIST)/SHA256SUMS
+	@for p in $(PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; out=$(DIST)/runbook-$(VERSION)-$$os-$$arch; \
+		echo "build $$out"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build $(RELEASE_FLAGS) -o $$out ./cmd/runbook || exit 1; \
+	done
+	cd $(DIST) && sha256sum runbook-$(VERSION)-* > SHA256SUMS
+
+image: ## build the container image (an OCI layout and a docker-loadable tarball per arch of IMAGE_ARCHES) into dist/, without a Docker daemon
+	@mkdir -p $(DIST)
+	@for arch in $(IMAGE_ARCHES); do \
+		out=$(DIST)/runbook-$(VERSION)-linux-$$arch; \
+		echo "build $$out"; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build $(RELEASE_FLAGS) -o $$out ./cmd/runbook || exit 1; \
+	done
+	cd deploy && $(GO) run ./image -version $(VERSION) -revision $(COMMIT) -created $(COMMIT_DATE) \
+		-binaries $(abspath $(DIST))/runbook-$(VERSION)-linux-ARCH -arches '$(IMAGE_ARCHES)' \
+		-ca-certs /etc/ssl/certs/ca-certificates.crt -out $(abspath $(DIST))
 
 test: ## run the test suite (what CI runs)
 	$(GO) test ./...
@@ -57,7 +96,11 @@ mutate: ## mutation-test one package (PKG=./internal/expr; default ./internal/en
 	GOFLAGS=-count=1 $(GO) run $(GREMLINS) unleash --workers 1 --timeout-coefficient 3 $(PKG) | tee mutate.log
 	$(GO) run ./tools/mutscore -lived mutate.log
 
-tidy-check: ## fail when go mod tidy would change go.mod or go.sum
+tidy-check: ## fail when go mod tidy would change go.mod or go.sum (both modules)
 	$(GO) mod tidy -diff
+	cd deploy && $(GO) mod tidy -diff
 
-ci: fmt-check tidy-check vet test ## what .ci/run does
+deploy-test: ## test the image, the Helm chart and the systemd unit (the deploy module)
+	cd deploy && $(GO) vet ./... && $(GO) test ./...
+
+ci: fmt-check tidy-check vet test deploy-test ## what .ci/run does

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/runbook/runbook/internal/state"
 )
@@ -16,12 +17,22 @@ var versionVerb = &verb{
 	run:     cmdVersion,
 }
 
+// The release build stamps these (Makefile, -ldflags -X): the version
+// from git describe, the commit and the commit's time, so that two builds
+// of one commit are the same bytes. A plain go build leaves them empty and
+// the module's build information is used instead.
+var (
+	version    string
+	commit     string
+	commitDate string
+)
+
 // versionInfo is what `runbook version` prints.
 type versionInfo struct {
-	Version     string `json:"version"`          // module version ("(devel)" for a source build)
-	Commit      string `json:"commit,omitempty"` // VCS revision the binary was built from
-	Modified    bool   `json:"modified,omitempty"`
-	BuiltAt     string `json:"built_at,omitempty"` // commit time
+	Version     string `json:"version"`               // git describe (v1.2.3, v1.2.3-4-gabcdef0, ...-dirty); "(devel)" for a plain source build
+	Commit      string `json:"commit,omitempty"`      // VCS revision the binary was built from
+	Modified    bool   `json:"modified,omitempty"`    // built from a work tree with uncommitted changes
+	CommitDate  string `json:"commit_date,omitempty"` // the commit's time (RFC 3339, UTC), not the build's
 	Go          string `json:"go"`
 	Platform    string `json:"platform"`
 	StateFormat int    `json:"state_format"`
@@ -29,6 +40,11 @@ type versionInfo struct {
 
 func buildVersion() versionInfo {
 	v := versionInfo{Version: "(unknown)", Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, StateFormat: state.FormatVersion}
+	if version != "" {
+		v.Version, v.Commit, v.CommitDate = version, commit, commitDate
+		v.Modified = strings.HasSuffix(version, "-dirty")
+		return v
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return v
@@ -39,7 +55,7 @@ func buildVersion() versionInfo {
 		case "vcs.revision":
 			v.Commit = s.Value
 		case "vcs.time":
-			v.BuiltAt = s.Value
+			v.CommitDate = s.Value
 		case "vcs.modified":
 			v.Modified = s.Value == "true"
 		}
@@ -50,10 +66,11 @@ func buildVersion() versionInfo {
 func cmdVersion(_ context.Context, a *app, args []string) error {
 	fs := newFlagSet(a, command{
 		name:    "version",
-		usage:   "[--output text|json]",
-		summary: "Print runbook's version, the commit it was built from, its Go version and the state file format it writes.",
+		usage:   "[--json | --output text|json]",
+		summary: "Print runbook's version, the commit it was built from and that commit's date, its Go version and platform, and the state file format it writes.",
 	})
 	out := addOutputFlag(fs, "text")
+	fs.BoolFunc("json", "the same as --output json", func(string) error { return out.Set("json") })
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -67,15 +84,15 @@ func cmdVersion(_ context.Context, a *app, args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	}
-	commit := v.Commit
-	if commit == "" {
-		commit = "unknown"
+	c := v.Commit
+	if c == "" {
+		c = "unknown"
 	} else if v.Modified {
-		commit += " (modified)"
+		c += " (modified)"
 	}
-	fmt.Fprintf(a.stdout, "runbook %s\ncommit:       %s\n", v.Version, commit)
-	if v.BuiltAt != "" {
-		fmt.Fprintf(a.stdout, "commit time:  %s\n", v.BuiltAt)
+	fmt.Fprintf(a.stdout, "runbook %s\ncommit:       %s\n", v.Version, c)
+	if v.CommitDate != "" {
+		fmt.Fprintf(a.stdout, "commit date:  %s\n", v.CommitDate)
 	}
 	fmt.Fprintf(a.stdout, "go:           %s %s\nstate format: %d\n", v.Go, v.Platform, v.StateFormat)
 	return nil

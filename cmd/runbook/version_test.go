@@ -13,7 +13,9 @@ import (
 )
 
 // TestVersionNamesTheBuild: `runbook version` names the Go version, the
-// platform and the state format the binary writes, in text and JSON.
+// platform and the state format the binary writes, in text and JSON. (The
+// version, commit and commit date that make build stamps are checked on
+// the image's binary: deploy/image.)
 func TestVersionNamesTheBuild(t *testing.T) {
 	c := newCLI(t)
 	r := c.run("version")
@@ -34,6 +36,9 @@ func TestVersionNamesTheBuild(t *testing.T) {
 	assert.NotEmpty(t, v.Version)
 	assert.Equal(t, runtime.Version(), v.Go)
 	assert.Equal(t, state.FormatVersion, v.StateFormat)
+	j := c.run("version", "--json")
+	require.Equal(t, 0, j.code, j.stderr)
+	assert.Equal(t, r.stdout, j.stdout, "--json is --output json")
 
 	assert.Equal(t, 2, c.run("version", "extra").code, "no arguments")
 }
