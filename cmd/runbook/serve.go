@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/runbook/runbook/internal/config"
+	"github.com/runbook/runbook/internal/egress"
 	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/server"
 	"github.com/runbook/runbook/internal/state"
@@ -159,6 +160,9 @@ func (a *app) serveConfig(f *serveFlags) (*config.Config, error) {
 	if f.listen != "" {
 		cfg.Server.Listen = f.listen
 	}
+	// The destination policy of the requests playbooks aim holds for
+	// every run this process executes.
+	egress.Set(cfg.HTTP)
 	if f.playbooks != "" {
 		abs, err := filepath.Abs(f.playbooks)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runbook/runbook/internal/egress"
 	"github.com/runbook/runbook/internal/playbook"
 )
 
@@ -56,7 +57,10 @@ type Config struct {
 	StatePasswordSecret string
 	SecretsFile         string // absolute secrets file, "" for none
 	Server              Server
-	Webhooks            Webhooks
+	// HTTP is the destination policy of the requests playbooks aim
+	// (http.request, notice.digest): http: {allow, deny}.
+	HTTP     egress.Policy
+	Webhooks Webhooks
 	// Connections holds default settings per connection name; a string
 	// value may be exactly `${{ secrets.NAME }}` (see ResolveConnections).
 	Connections map[string]map[string]any

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
@@ -354,6 +355,15 @@ func TestParseSize(t *testing.T) {
 		assert.Zero(t, parseOK(t, "server: {}").Server.ReadTimeout)
 		assert.Equal(t, []string{`rb.yaml:1:24: server.read_timeout: must be at least 100ms (got 1ms)`}, diags(t, "server: {read_timeout: 1ms}"))
 		assert.Equal(t, []string{`rb.yaml:1:33: server.max_conns_per_address: must be between 1 and 65536 (got 0)`}, diags(t, "server: {max_conns_per_address: 0}"))
+	})
+	t.Run("http allow and deny are lists of CIDRs and host names", func(t *testing.T) {
+		c := parseOK(t, "http: {allow: [10.0.0.0/8, hooks.example.com], deny: ['127.0.0.0/8', '*.corp.example']}")
+		require.Len(t, c.HTTP.Allow, 2)
+		require.Len(t, c.HTTP.Deny, 2)
+		assert.Equal(t, "*.corp.example", c.HTTP.Deny[1].Text)
+		assert.Error(t, c.HTTP.Check("127.0.0.1", netip.Addr{}))
+		assert.Equal(t, []string{`rb.yaml:1:24: http.deny[1]: "not a host" is neither a CIDR, an IP address nor a host name`}, diags(t, "http: {deny: [1.2.3.4, not a host]}"))
+		assert.Contains(t, diags(t, "http: {deny: 127.0.0.1}")[0], "http.deny: must be a list of CIDRs and host names")
 	})
 	t.Run("take_over_run_processes is a boolean, off by default", func(t *testing.T) {
 		assert.False(t, parseOK(t, "server: {listen: '127.0.0.1:1'}").Server.TakeOverRunProcesses)

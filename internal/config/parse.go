@@ -18,7 +18,7 @@ import (
 )
 
 var (
-	topKeys    = []string{"playbooks", "state", "secrets_file", "server", "webhooks", "connections", "schedules", "retention", "auth"}
+	topKeys    = []string{"playbooks", "state", "secrets_file", "server", "webhooks", "connections", "schedules", "retention", "auth", "http"}
 	serverKeys = []string{"listen", "token_secret", "shutdown_grace", "max_body", "reload", "reload_interval", "max_running", "lease", "take_over_run_processes",
 		"read_header_timeout", "read_timeout", "write_timeout", "idle_timeout", "max_conns_per_address"}
 	webhookKeys = []string{"dedup_ttl", "routes"}
@@ -89,6 +89,9 @@ func (l *loader) parse(c *Config) {
 	}
 	if n := o.Get("auth"); n != nil {
 		l.auth(&c.Auth, n)
+	}
+	if n := o.Get("http"); n != nil {
+		l.egress(&c.HTTP, n)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/cloud/httpcall"
+	"github.com/runbook/runbook/internal/egress"
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
@@ -101,7 +102,8 @@ func runHTTP(ctx context.Context, c *steps.Call, p *httpParams) (steps.Outputs, 
 	}
 	// A transport per call: no idle connection or goroutine outlives the
 	// step, and one step's connection trouble never leaks into another.
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// The destination policy (config http:) is checked at dial time.
+	tr := egress.NewTransport()
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, CheckRedirect: func(r *http.Request, via []*http.Request) error {
 		if !p.FollowRedirects {
@@ -215,6 +217,9 @@ func requestError(ctx, rctx context.Context, p *httpParams, err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
+	}
+	if re := (*egress.RefusedError)(nil); errors.As(err, &re) {
+		return &fault.Error{Code: fault.Invalid, Message: target + ": " + re.Error()}
 	}
 	return &fault.Error{Code: fault.Unavailable, Message: target, Err: err}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/runbook/runbook/internal/egress"
 	"github.com/runbook/runbook/internal/fault"
 )
 
@@ -90,7 +91,8 @@ func postURL(ctx context.Context, p *digestParams, body []byte, key string) erro
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "runbook")
 	req.Header.Set("Idempotency-Key", key)
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+	// The destination policy (config http:) is checked at dial time.
+	tr := egress.NewTransport()
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse // a redirected POST may not be repeated safely
@@ -103,6 +105,9 @@ func postURL(ctx context.Context, p *digestParams, body []byte, key string) erro
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
+		}
+		if re := (*egress.RefusedError)(nil); errors.As(err, &re) {
+			return &fault.Error{Code: fault.Invalid, Message: "post the digest: " + re.Error()}
 		}
 		if rctx.Err() != nil {
 			return &fault.Error{Code: fault.Timeout, Message: fmt.Sprintf("post the digest to %s: no answer within %s", hostOf(p.URL), p.Timeout), Err: err}
