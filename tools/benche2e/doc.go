@@ -1,0 +1,34 @@
+// Package benche2e measures runbook end to end on the machine it runs on:
+// real `runbook serve` processes on loopback over a fresh bbolt file, over
+// one PostgreSQL database with one replica and with three, driven by the
+// simulator's webhook sender, and `runbook run` of a chain of shell steps
+// against the fork floor measured in the same run. `make bench-e2e` runs it
+// and prints one table; docs/performance.md publishes what it printed.
+//
+// For each store it reports:
+//
+//   - deliveries/s end to end: signed webhook deliveries sent by 32
+//     senders, each starting a run of a one-step `log` playbook, divided by
+//     the time until every run they started has finished; and the
+//     acknowledgement latency p50/p99 the senders saw (with three replicas,
+//     the worst replica's);
+//   - step dispatch latency p50/p99: runs of two shell steps started at a
+//     paced rate; each step's process writes the time as its only act
+//     (`exec date +%s%N`), so the latency is from the last instant of step
+//     a to the first of step b: a's end on record, b's start on record, one
+//     fork and exec of /bin/sh and of date. The floor of that (a Go process
+//     forking the same command and reading the time it prints) is printed
+//     beside it;
+//   - failover (three replicas only): a replica running a run is killed
+//     with SIGKILL; the time until another replica writes the run's next
+//     event (its takeover), with server.lease at 3 s;
+//   - the shell chain: `runbook run` of N sequential `shell: true` steps
+//     against `bash` forking `/bin/sh -c true` N times, in turn, and the
+//     ratio of their medians.
+//
+// Everything listens on 127.0.0.1 only (the PostgreSQL server is
+// internal/state/postgres/pgtest's throwaway one, or RUNBOOK_TEST_POSTGRES),
+// every wait has a deadline, and every process it starts is stopped when it
+// returns. The measuring test is behind the benche2e build tag: the default
+// suite runs only a short smoke test of the bbolt part.
+package benche2e

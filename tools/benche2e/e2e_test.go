@@ -1,0 +1,126 @@
+//go:build benche2e
+
+package benche2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/runbook/runbook/internal/state/postgres/pgtest"
+)
+
+var (
+	deliveries = flag.Int("n", 10000, "deliveries per store, one run each")
+	senders    = flag.Int("c", 32, "concurrent webhook senders")
+	dispatchN  = flag.Int("dispatch", 1000, "runs of two shell steps for the dispatch latency")
+	rate       = flag.Float64("rate", 200, "runs a second started for the dispatch latency")
+	chains     = flag.String("chains", "100,1000", "lengths of the shell chains, comma-separated")
+	reps       = flag.Int("reps", 3, "runs of each shell chain and of its floor, in turn")
+	only       = flag.String("stores", "bbolt,postgres-1,postgres-3", "stores to measure, comma-separated")
+)
+
+// TestBenchE2E prints the end-to-end figures of docs/performance.md:
+//
+//	make bench-e2e
+//	go test -tags benche2e -run BenchE2E -v -timeout 30m ./tools/benche2e -args -n 10000 -chains 100
+func TestBenchE2E(t *testing.T) {
+	bin := build(t)
+	ctx := context.Background()
+	host, _ := os.Hostname()
+	fmt.Printf("runbook end to end on %s: %d CPUs, %s; load average at the start %s\n", host, runtime.NumCPU(), runtime.Version(), loadAverage())
+	fmt.Printf("%d deliveries from %d senders per store; %d two-step runs at %.0f/s for dispatch; lease %s\n\n", *deliveries, *senders, *dispatchN, *rate, Lease)
+	fmt.Println("| store | deliveries/s end to end | ack p50 | ack p99 | dispatch p50 | dispatch p99 | failover: takeover | failover: run ended |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
+	stores := []struct {
+		name     string
+		pg       bool
+		replicas int
+	}{{"bbolt", false, 1}, {"postgres-1", true, 1}, {"postgres-3", true, 3}}
+	for _, s := range stores {
+		if !strings.Contains(","+*only+",", ","+s.name+",") {
+			continue
+		}
+		state := ""
+		if s.pg {
+			state = pgtest.DB(t)
+		}
+		progress("%s: starting %d replica(s)", s.name, s.replicas)
+		c, err := StartCluster(bin, t.TempDir(), state, s.replicas)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		progress("%s: %d deliveries", s.name, *deliveries)
+		tp, err := c.Deliveries(ctx, *deliveries, *senders, 10*time.Minute)
+		if err != nil {
+			c.Stop()
+			t.Fatalf("%s: deliveries: %v", s.name, err)
+		}
+		progress("%s: dispatch", s.name)
+		d, err := c.Dispatch(ctx, *dispatchN, *rate, 10*time.Minute)
+		if err != nil {
+			c.Stop()
+			t.Fatalf("%s: dispatch: %v", s.name, err)
+		}
+		takeover, ended := "–", "–"
+		if s.replicas > 1 {
+			progress("%s: failover", s.name)
+			to, end, err := c.Failover(ctx, 2*time.Minute)
+			if err != nil {
+				c.Stop()
+				t.Fatalf("%s: failover: %v", s.name, err)
+			}
+			takeover, ended = ms(to), ms(end)
+		}
+		c.Stop()
+		refused := ""
+		if tp.Refused > 0 {
+			refused = fmt.Sprintf(" (%d refused)", tp.Refused)
+		}
+		fmt.Printf("| %s | %.0f%s | %s | %s | %s | %s | %s | %s |\n", s.name, tp.PerSec, refused, ms(tp.AckP50), ms(tp.AckP99),
+			ms(d.P50), ms(d.P99), takeover, ended)
+	}
+	floor, err := ForkFloor(200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("\ndispatch floor (a Go process forking sh -c 'exec date', 200 times): p50 %s, p99 %s\n\n", ms(floor.P50), ms(floor.P99))
+
+	fmt.Println("| store | shell steps | runbook run (median) | fork floor (median) | ratio |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, n := range strings.Split(*chains, ",") {
+		steps, err := strconv.Atoi(strings.TrimSpace(n))
+		if err != nil {
+			t.Fatalf("-chains: %v", err)
+		}
+		for _, s := range []string{"bbolt", "postgres"} {
+			if !strings.Contains(*only, s) {
+				continue
+			}
+			state := ""
+			if s == "postgres" {
+				state = pgtest.DB(t)
+			}
+			progress("%s: chain of %d shell steps", s, steps)
+			ch, err := ShellChain(ctx, bin, t.TempDir(), state, steps, *reps)
+			if err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+			fmt.Printf("| %s | %d | %s | %s | %.2f× |\n", s, steps, ch.Chain.Round(time.Millisecond), ch.Floor.Round(time.Millisecond), ch.Ratio)
+		}
+	}
+	fmt.Printf("\nload average at the end %s\n", loadAverage())
+}
+
+// progress says on stderr what the harness is measuring.
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }

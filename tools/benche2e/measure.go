@@ -1,0 +1,242 @@
+package benche2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/runbook/runbook/internal/api"
+	"github.com/runbook/runbook/internal/sim/webhook"
+	"github.com/runbook/runbook/internal/state"
+)
+
+// Throughput is what the senders of one load saw, and when its runs ended.
+type Throughput struct {
+	Deliveries int
+	PerSec     float64 // deliveries whose runs all finished, per second of the whole
+	AckP50     time.Duration
+	AckP99     time.Duration // with several replicas, the worst replica's
+	Refused    int           // answers other than 200
+}
+
+// Deliveries sends n deliveries of one hook each from conc senders to the
+// log route, spread evenly over the replicas, and waits until every run
+// they started finished (within timeout).
+func (c *Cluster) Deliveries(ctx context.Context, n, conc int, timeout time.Duration) (Throughput, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	before, err := c.finished(ctx)
+	if err != nil {
+		return Throughput{}, err
+	}
+	reps, err := c.send(ctx, "log", n, conc, 0)
+	if err != nil {
+		return Throughput{}, err
+	}
+	start := time.Now().Add(-reps[0].Elapsed)
+	out := Throughput{}
+	for _, r := range reps {
+		out.Deliveries += r.Deliveries
+		out.AckP50 = max(out.AckP50, r.P50)
+		out.AckP99 = max(out.AckP99, r.P99)
+		out.Refused += r.Requests - r.ByStatus["200"]
+	}
+	if err := c.waitFinished(ctx, before, out.Deliveries-out.Refused); err != nil {
+		return out, err
+	}
+	out.PerSec = float64(out.Deliveries) / time.Since(start).Seconds()
+	return out, nil
+}
+
+// send posts n one-hook deliveries to route, split over the live
+// replicas, conc senders and rate deliveries a second in all (0: as fast
+// as answered).
+func (c *Cluster) send(ctx context.Context, route string, n, conc int, rate float64) ([]*webhook.Report, error) {
+	var live []string
+	for _, s := range c.Replicas {
+		if s.Cmd.ProcessState == nil {
+			live = append(live, s.URL)
+		}
+	}
+	reps := make([]*webhook.Report, len(live))
+	errs := make([]error, len(live))
+	var wg sync.WaitGroup
+	seed := uint64(time.Now().UnixNano())
+	for i, u := range live {
+		wg.Go(func() {
+			reps[i], errs[i] = webhook.Send(ctx, webhook.Options{
+				To: u + "/hooks/" + route, Event: "UNSUBSCRIBE", Count: n / len(live), Secret: secret,
+				Concurrency: max(conc/len(live), 1), MaxHooks: 1, Rate: rate / float64(len(live)), Seed: seed + uint64(i)<<32,
+			})
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return reps, nil
+}
+
+// Latency is a distribution's median and 99th percentile.
+type Latency struct {
+	N        int
+	P50, P99 time.Duration
+}
+
+func latencyOf(ds []time.Duration) Latency {
+	if len(ds) == 0 {
+		return Latency{}
+	}
+	slices.Sort(ds)
+	return Latency{N: len(ds), P50: ds[len(ds)/2], P99: ds[min(len(ds)-1, len(ds)*99/100)]}
+}
+
+// Dispatch starts n runs of the two-shell-step playbook at rate runs a
+// second and returns the time from each run's step a printing the time to
+// its step b printing it.
+func (c *Cluster) Dispatch(ctx context.Context, n int, rate float64, timeout time.Duration) (Latency, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	dir := filepath.Join(c.dir, "dispatch")
+	if err := os.RemoveAll(dir); err != nil {
+		return Latency{}, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Latency{}, err
+	}
+	before, err := c.finished(ctx)
+	if err != nil {
+		return Latency{}, err
+	}
+	reps, err := c.send(ctx, "dispatch", n, 32, rate)
+	if err != nil {
+		return Latency{}, err
+	}
+	sent := 0
+	for _, r := range reps {
+		sent += r.ByStatus["200"]
+	}
+	if err := c.waitFinished(ctx, before, sent); err != nil {
+		return Latency{}, err
+	}
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		return Latency{}, err
+	}
+	var ds []time.Duration
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(dir, f.Name()))
+		if err != nil {
+			return Latency{}, err
+		}
+		ts := strings.Fields(string(b))
+		if len(ts) != 2 {
+			return Latency{}, fmt.Errorf("run %s: %d times written, want 2 (a, b): %q", f.Name(), len(ts), b)
+		}
+		a, errA := strconv.ParseInt(ts[0], 10, 64)
+		z, errB := strconv.ParseInt(ts[1], 10, 64)
+		if errA != nil || errB != nil {
+			return Latency{}, fmt.Errorf("run %s: times %q", f.Name(), b)
+		}
+		ds = append(ds, time.Duration(z-a))
+	}
+	if len(ds) < sent {
+		return Latency{}, fmt.Errorf("%d of %d runs wrote their times", len(ds), sent)
+	}
+	return latencyOf(ds), nil
+}
+
+// ForkFloor is the floor of a dispatch: a Go process starts
+// `/bin/sh -c 'exec date +%s%N'` n times; each is the time from just
+// before the fork to the time date prints.
+func ForkFloor(n int) (Latency, error) {
+	var ds []time.Duration
+	for range n {
+		start := time.Now()
+		out, err := exec.Command("/bin/sh", "-c", "exec date +%s%N").Output()
+		if err != nil {
+			return Latency{}, err
+		}
+		ns, err := strconv.ParseInt(string(bytes.TrimSpace(out)), 10, 64)
+		if err != nil {
+			return Latency{}, fmt.Errorf("date printed %q", out)
+		}
+		ds = append(ds, time.Unix(0, ns).Sub(start))
+	}
+	return latencyOf(ds), nil
+}
+
+// Failover starts a run of the failover playbook through replica 0, kills
+// replica 0 with SIGKILL once the run's first step started, and returns
+// the time from the kill to the first event another replica wrote to the
+// run (its takeover), and to the run's end.
+func (c *Cluster) Failover(ctx context.Context, timeout time.Duration) (takeover, finished time.Duration, err error) {
+	if len(c.Replicas) < 2 {
+		return 0, 0, errors.New("failover needs two replicas or more")
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var run api.Run
+	if err := c.call(ctx, "POST", c.Replicas[0].URL+"/api/v1/playbooks/bench-failover/runs", strings.NewReader(`{}`), &run); err != nil {
+		return 0, 0, err
+	}
+	events := "/api/v1/runs/" + run.ID + "/events"
+	// the run's step is running on replica 0
+	if _, err := c.poll(ctx, events, func(ev api.EventPage) bool {
+		return slices.ContainsFunc(ev.Events, func(e state.Event) bool { return e.Type == "step.started" })
+	}); err != nil {
+		return 0, 0, fmt.Errorf("wait for the failover run's step: %w", err)
+	}
+	killed, err := c.kill(0)
+	if err != nil {
+		return 0, 0, err
+	}
+	var first time.Time
+	page, err := c.poll(ctx, events, func(ev api.EventPage) bool {
+		for _, e := range ev.Events {
+			if e.Time.After(killed) && first.IsZero() {
+				first = e.Time
+			}
+		}
+		return ev.Status.Done()
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("wait for the takeover: %w", err)
+	}
+	if first.IsZero() {
+		return 0, 0, fmt.Errorf("run %s ended %s with no event after the kill", run.ID, page.Status)
+	}
+	last := page.Events[len(page.Events)-1].Time
+	return first.Sub(killed), last.Sub(killed), nil
+}
+
+// poll reads the events of a run from the first live replica every 20 ms
+// until done holds.
+func (c *Cluster) poll(ctx context.Context, path string, done func(api.EventPage) bool) (api.EventPage, error) {
+	for {
+		for i, s := range c.Replicas {
+			if s.Cmd.ProcessState != nil {
+				continue
+			}
+			var page api.EventPage
+			if err := c.get(ctx, i, path, &page); err == nil && done(page) {
+				return page, nil
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return api.EventPage{}, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
