@@ -14,6 +14,7 @@ import (
 	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/runner"
 	"github.com/runbook/runbook/internal/state"
 )
 
@@ -115,9 +116,6 @@ and the command exits 3; it goes on there.`,
 	opts.Sim = sims.recorded()
 	opts.Observer = prog.observe
 	opts.OutputObserver = prog.output
-	if *wait {
-		opts.Approvals = engine.ApprovalWait
-	}
 	local := a.startLocal(rs, runPlaybookName(pb))
 	if local != nil {
 		opts.Observer = func(runID string, ev state.Event) {
@@ -125,31 +123,31 @@ and the command exits 3; it goes on there.`,
 			local.Observe(runID, ev)
 		}
 	}
-	eng := engine.New(opts)
-	// On a database: its runs show interrupted once it is gone, on any
-	// host, and no step starts while the lease lapsed (engineOptions).
-	lease := eng.KeepProcessLease(engine.ProcessLeaseTTL)
-	defer lease.Stop()
+	host := a.newHost(opts)
 	if local != nil {
-		if err := local.Start(eng); err != nil {
+		if err := local.Start(host); err != nil {
 			fmt.Fprintf(a.stderr, "warning: runs verbs cannot reach this run beside it: %v\n", err)
 		}
 		defer local.Close()
 	}
-	if err := eng.ReleaseStaleLocks(ctx); err != nil {
+	// On a database: its runs show interrupted once it is gone, on any
+	// host, and no step starts while the lease lapsed (newHost).
+	err = host.Open(ctx)
+	defer host.Close()
+	if err != nil {
 		prog.close()
 		return withHint(err, "")
 	}
 	if *resume == "" {
 		// Limits only the live service knows (supported versions) are
 		// checked before anything starts, reported like load errors.
-		if err := eng.PreflightInputs(ctx, pb, given); err != nil {
+		if err := host.Engine().PreflightInputs(ctx, pb, given); err != nil {
 			prog.close()
 			fmt.Fprintln(a.stderr, strings.TrimRight(a.redactor.String(err.Error()), "\n"))
 			return &exitError{code: 2, err: err, quiet: true, hint: "the service's own limits are checked before every run; fix the value and run again"}
 		}
 	}
-	r, claimed, err := executeHere(ctx, eng, pb, *resume, given)
+	r, claimed, err := executeHere(ctx, host, pb, *resume, given, *wait)
 	prog.close()
 	switch {
 	case !claimed && errors.Is(err, state.ErrFenced):
@@ -159,7 +157,7 @@ and the command exits 3; it goes on there.`,
 		}
 		return a.notOwned(ctx, store, id, err, nil, out)
 	case errors.Is(err, state.ErrFenced) && r != nil:
-		return a.notOwned(ctx, store, r.ID, err, lease, out)
+		return a.notOwned(ctx, store, r.ID, err, host.Lease(), out)
 	}
 	if r == nil {
 		hint := "runbook runs list"
@@ -171,31 +169,27 @@ and the command exits 3; it goes on there.`,
 	return a.finishRun(ctx, store, r, err, out)
 }
 
-// executeHere executes a run in this process: run resume (an ID), or a
-// new run of pb. The run is made this process's first (Engine.Claim, a
-// conditional claim on a database), so that its writes pass the fence
-// from the first one; claimed is false when it could not be (err says
-// why: a state.ErrFenced names the process that owns it).
-func executeHere(ctx context.Context, eng *engine.Engine, pb *playbook.Playbook, resume string, given map[string]any) (r *state.Run, claimed bool, err error) {
+// executeHere executes a run in this process's run host: run resume (an
+// ID), or a new run of pb, and follows it until it ends, or, without
+// wait, until it waits for an approval. The run is made this process's
+// first (a conditional claim on a database), so that its writes pass the
+// fence from the first one; claimed is false when it could not be (err
+// says why: a state.ErrFenced names the process that owns it).
+func executeHere(ctx context.Context, host *runner.Host, pb *playbook.Playbook, resume string, given map[string]any, wait bool) (r *state.Run, claimed bool, err error) {
+	id := resume
 	if resume != "" {
-		if err := eng.Claim(ctx, resume); err != nil {
+		// Only secret inputs, which the state file does not keep.
+		if err := host.Continue(ctx, resume, given); err != nil {
 			return nil, false, err
 		}
-		if len(given) > 0 {
-			// Only secret inputs, which the state file does not keep.
-			r, err = eng.ResumeInputs(ctx, resume, given)
-		} else {
-			r, err = eng.Resume(ctx, resume)
+	} else {
+		r, err := host.Execute(ctx, pb, engine.StartRequest{Inputs: given})
+		if err != nil {
+			return r, r == nil, err
 		}
-		return r, true, err
+		id = r.ID
 	}
-	if r, err = eng.Start(ctx, pb, engine.StartRequest{Inputs: given}); err != nil {
-		return nil, true, err
-	}
-	if err := eng.Claim(ctx, r.ID); err != nil {
-		return r, false, err
-	}
-	r, err = eng.ExecuteInputs(ctx, pb, r, given)
+	r, err = follow(ctx, host, id, wait)
 	return r, true, err
 }
 

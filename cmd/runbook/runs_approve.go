@@ -8,7 +8,6 @@ import (
 	"os/user"
 	"strconv"
 
-	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/state"
 )
 
@@ -93,19 +92,23 @@ shown is the server's, until the run ends or waits again.`,
 		return err
 	}
 	defer stopSim()
-	prog := nopProgress{}
-	opts := a.engineOptions(store, src)
-	opts.Connection = conns.resolve
-	opts.Sim = sims.recorded()
-	var p progress = prog
+	var p progress = nopProgress{}
 	if !*noResume {
 		p = a.newProgress(out, *quiet, root.ID)
 	}
+	opts := a.engineOptions(store, src)
+	opts.Connection = conns.resolve
+	opts.Sim = sims.recorded()
 	opts.Observer = p.observe
-	eng := engine.New(opts)
-	lease := eng.KeepProcessLease(engine.ProcessLeaseTTL) // on a database: its runs show interrupted once it is gone, on any host
-	defer lease.Stop()
-	if err := eng.Approve(ctx, runID, step, answer); err != nil {
+	host := a.newHost(opts)
+	// On a database: its runs show interrupted once it is gone, on any host.
+	err = host.Open(ctx)
+	defer host.Close()
+	if err != nil {
+		p.close()
+		return withHint(err, "")
+	}
+	if err := host.Engine().Approve(ctx, runID, step, answer); err != nil {
 		p.close()
 		return withHint(err, "runbook runs show "+runID)
 	}
@@ -113,11 +116,7 @@ shown is the server's, until the run ends or waits again.`,
 		fmt.Fprintf(a.stdout, "step %s of run %s %s; continue with: runbook run --resume %s\n", step, runID, verdict, root.ID)
 		return nil
 	}
-	if err := eng.ReleaseStaleLocks(ctx); err != nil {
-		p.close()
-		return withHint(err, "")
-	}
-	if err := eng.Claim(ctx, root.ID); errors.Is(err, state.ErrFenced) {
+	if err := host.Continue(ctx, root.ID, nil); errors.Is(err, state.ErrFenced) {
 		// Another process executes the run (a replica, a runbook run
 		// waiting for the answer): it continues it.
 		p.close()
@@ -131,10 +130,10 @@ shown is the server's, until the run ends or waits again.`,
 		p.close()
 		return withHint(err, "runbook runs show "+root.ID)
 	}
-	res, err := eng.Resume(ctx, root.ID)
+	res, err := follow(ctx, host, root.ID, false)
 	p.close()
 	if errors.Is(err, state.ErrFenced) && res != nil {
-		return a.notOwned(ctx, store, root.ID, err, lease, out)
+		return a.notOwned(ctx, store, root.ID, err, host.Lease(), out)
 	}
 	if res == nil {
 		return withHint(err, "runbook run --resume "+root.ID)

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/runbook/runbook/internal/engine"
-	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
 )
 
@@ -89,47 +87,32 @@ input: give the run's secret inputs again with -i (other inputs are kept).`,
 	opts.Sim = sims.recorded()
 	opts.Observer = prog.observe
 	opts.OutputObserver = prog.output
-	eng := engine.New(opts)
-	lease := eng.KeepProcessLease(engine.ProcessLeaseTTL) // on a database: its runs show interrupted once it is gone, on any host
-	defer lease.Stop()
-	if err := eng.ReleaseStaleLocks(ctx); err != nil {
+	host := a.newHost(opts)
+	// On a database: its runs show interrupted once it is gone, on any host.
+	err = host.Open(ctx)
+	defer host.Close()
+	if err != nil {
 		prog.close()
 		return withHint(err, "")
 	}
-	if len(given) > 0 { // refused before a new run is created
-		old, err := store.GetRun(ctx, runID)
-		if err == nil {
-			var pb *playbook.Playbook
-			if pb, err = playbook.Parse(old.File, old.Snapshot, playbook.LoadOptions{}); err == nil {
-				_, err = engine.WithSecretInputs(pb, old, given)
-			}
-		}
-		if err != nil {
-			prog.close()
-			return withHint(err, "runbook runs show "+runID)
-		}
-	}
-	r, pb, err := eng.Retry(ctx, runID, *from)
-	if err != nil {
+	// The values given for secret inputs are checked before a new run is
+	// created.
+	r, err := host.RetryRun(ctx, runID, *from, given, "")
+	if r == nil {
 		prog.close()
 		return withHint(err, "runbook runs show "+runID)
 	}
-	inputs, err := engine.WithSecretInputs(pb, r, given)
 	if err != nil {
-		prog.close()
-		return withHint(err, "runbook runs show "+runID)
-	}
-	if err := eng.Claim(ctx, r.ID); err != nil {
 		prog.close()
 		if errors.Is(err, state.ErrFenced) {
 			return a.notOwned(ctx, store, r.ID, err, nil, out)
 		}
 		return withHint(err, "runbook run --resume "+r.ID)
 	}
-	res, err := eng.ExecuteInputs(ctx, pb, r, inputs)
+	res, err := follow(ctx, host, r.ID, false)
 	prog.close()
 	if errors.Is(err, state.ErrFenced) && res != nil {
-		return a.notOwned(ctx, store, r.ID, err, lease, out)
+		return a.notOwned(ctx, store, r.ID, err, host.Lease(), out)
 	}
 	if res == nil {
 		return withHint(err, "runbook run --resume "+r.ID)

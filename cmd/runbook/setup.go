@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/runner"
 	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/state"
 )
@@ -130,33 +132,45 @@ func (a *app) loadSecrets(sf *stateFlags) (*secrets.Source, error) {
 	return src, nil
 }
 
-// engineOptions returns the options every verb that executes runs uses.
-//
-// On a store shared with other processes (a database the replicas of
-// runbook serve use) the runs this process executes are fenced: every
-// write that moves a run forward is refused once another process owns the
-// run (Options.Fence), and with the process lease (engine.KeepProcessLease)
-// no step starts while the lease lapsed. Every run is fenced, not only
-// those the replicas may take over (take_over,
-// server.take_over_run_processes): an explicit resume elsewhere takes any
-// run of a process that is gone, and one rule is simpler to reason about.
-// A store held by one process (bbolt) is left alone.
+// engineOptions returns the engine options of the run host of a verb
+// that executes runs (newHost).
 func (a *app) engineOptions(store state.Store, src *secrets.Source) engine.Options {
 	logger := slog.New(a.redactor.Handler(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	_, shared := store.(state.Coordinator)
 	return engine.Options{
-		Store:     store,
-		Fence:     shared,
-		Logger:    logger,
-		Secrets:   src,
-		Redactor:  a.redactor,
-		Environ:   os.Environ(),
-		Approvals: engine.ApprovalPark,
-		Load:      loadPlaybook,
-		Parse: func(file string, src []byte) (*playbook.Playbook, error) {
-			return playbook.Parse(file, src, playbook.LoadOptions{})
-		},
+		Store:    store,
+		Logger:   logger,
+		Secrets:  src,
+		Redactor: a.redactor,
+		Environ:  os.Environ(),
+		Load:     loadPlaybook,
 	}
+}
+
+// newHost returns the run host of this process (runner.Options.Embedded):
+// `runbook run`, and `runs approve|retry` for a run nothing else holds.
+// On a store shared with other processes (a database the replicas of
+// runbook serve use) its runs are fenced by the process lease: every
+// write that moves a run forward is refused once another process owns
+// the run, and no step starts while the lease lapsed. Every run is
+// fenced, not only those the replicas may take over (take_over,
+// server.take_over_run_processes): an explicit resume elsewhere takes any
+// run of a process that is gone, and one rule is simpler to reason about.
+// Open it before use and Close it after.
+func (a *app) newHost(eo engine.Options) *runner.Host {
+	return runner.New(runner.Options{Engine: eo, Embedded: true, Logger: eo.Logger})
+}
+
+// follow follows run runID of host h to its outcome (runner.Host.Await):
+// until it ends, or, without answers, until it waits for an answer.
+// When ctx ends first (Ctrl-C) the run is cancelled and followed to its
+// end.
+func follow(ctx context.Context, h *runner.Host, runID string, answers bool) (*state.Run, error) {
+	r, err := h.Await(ctx, runID, answers)
+	if ctx.Err() == nil || r != nil {
+		return r, err
+	}
+	h.CancelRun(runID, context.Cause(ctx))
+	return h.Await(context.WithoutCancel(ctx), runID, true)
 }
 
 func loadPlaybook(path string) (*playbook.Playbook, error) {

@@ -386,6 +386,13 @@ func WithSecretInputs(pb *playbook.Playbook, r *state.Run, given map[string]any)
 	return inputs, nil
 }
 
+// Resumable reads run runID and parses its snapshot, if it can resume: a
+// conflict when it ended (a failed run is retried instead), an error
+// when its snapshot no longer loads or a secret it needs is not set.
+func (e *Engine) Resumable(ctx context.Context, runID string) (*playbook.Playbook, *state.Run, error) {
+	return e.resumable(ctx, runID)
+}
+
 // resumable reads run runID and parses its snapshot, if it can resume.
 func (e *Engine) resumable(ctx context.Context, runID string) (*playbook.Playbook, *state.Run, error) {
 	r, err := e.storedRun(ctx, runID)

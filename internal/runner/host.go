@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -56,6 +57,12 @@ type Host struct {
 
 	park parker  // parked runs with a wake time (park.go)
 	keys keyPark // runs parked on a concurrency key (keys.go)
+
+	// Of an embedded host (embedded.go): its process lease, why runs
+	// stopped unfinished, and a channel closed at each change of its runs.
+	lease   *engine.ProcessLease
+	stopped map[string]error
+	changed chan struct{}
 }
 
 // Options configure a Host. Engine.Store is required.
@@ -82,6 +89,11 @@ type Options struct {
 	Watchdog, Orphaned time.Duration
 	Logger             *slog.Logger
 	Metrics            Metrics // nil: nothing counted
+	// Embedded makes the host that of one CLI process (embedded.go): it
+	// takes no other run, keeps the process lease on a shared store,
+	// writes a run's start on its own, and parks a run only on an answer
+	// or a concurrency key (a step's moments are waited for in process).
+	Embedded bool
 }
 
 // Metrics counts what the host does (runbook serve's /metrics).
@@ -143,7 +155,9 @@ func New(o Options) *Host {
 		base: base, stop: stop, active: map[string]*runSlot{}, max: o.MaxRunning, prepared: map[string]preparedRun{}, rotated: time.Now(),
 	}
 	h.eng = engine.New(h.engineOptions(o.Engine))
-	h.coordinate(o.Lease)
+	if !o.Embedded {
+		h.coordinate(o.Lease)
+	}
 	return h
 }
 
@@ -151,14 +165,25 @@ func New(o Options) *Host {
 func (r *Host) engineOptions(eo engine.Options) engine.Options {
 	// Waits park (park.go): a waiting run holds no goroutine.
 	eo.Approvals = engine.ApprovalParkAll
-	eo.DeferStart = true // a pending run is taken up again: at the next start, by the watchdog or another replica
+	// A pending run of a server is taken up again: at the next start, by
+	// the watchdog or another replica. One of a CLI process shows
+	// interrupted once the process is gone: its start is written at once.
+	eo.DeferStart = !r.o.Embedded
 	// Replicas claim each run before executing it; another takes it over
-	// once this one's lease lapsed: this one's writes are fenced.
+	// once this one's lease lapsed: this one's writes are fenced. So are
+	// those of a CLI process on their store (its process lease).
 	_, eo.Fence = eo.Store.(state.Coordinator)
-	eo.LeaseCheck = r.leaseCheck
+	if !r.o.Embedded {
+		eo.LeaseCheck = r.leaseCheck
+	}
 	eo.Wake = r.wakeRun
 	eo.Keys = hostKeys{r} // runs queued on a concurrency key park too (keys.go)
-	if eo.ApprovalPoll <= 0 {
+	if r.o.Embedded {
+		// A CLI process waits for its steps' moments in process: its
+		// runs park only on an answer or a concurrency key (Await).
+		eo.ParkAfter = math.MaxInt64
+	}
+	if eo.ApprovalPoll <= 0 && !r.o.Embedded {
 		eo.ApprovalPoll = 30 * time.Second
 	}
 	eo.Parse = r.Parse
@@ -379,6 +404,7 @@ func (r *Host) execute(run *state.Run, pb *playbook.Playbook, inputs map[string]
 		}
 		if errors.Is(err, state.ErrFenced) {
 			if !r.fenced(runID, err) {
+				r.noteStopped(runID, err)
 				return // another replica's now: forgotten here
 			}
 			fresh, inputs = false, secretInputs(pb, inputs)
@@ -406,16 +432,23 @@ func (r *Host) execute(run *state.Run, pb *playbook.Playbook, inputs map[string]
 			return
 		case errors.Is(gerr, state.ErrNotFound):
 			r.log.Error("run vanished from the state store while executing", "run_id", runID)
+			r.noteStopped(runID, gerr)
 			return
 		case errors.Is(err, engine.ErrNotWritten):
 			// Executed again, the step whose record could not be written
 			// would run twice: the run stays as last recorded, owned here,
 			// until the server restarts.
 			r.log.Error("run stopped: its state could not be written; it stays as last recorded", "run_id", runID, "err", err)
+			r.noteStopped(runID, err)
 			return
 		}
 		if gerr != nil {
 			err = errors.Join(err, gerr)
+		}
+		if r.o.Embedded {
+			// Its caller says why and how to go on (Await).
+			r.noteStopped(runID, err)
+			return
 		}
 		r.log.Error("run stopped unfinished; executing it again from its record", "run_id", runID, "err", err, "in", wait)
 		r.metrics.Recovered("returned")
@@ -595,39 +628,49 @@ func (r *Host) Suspend(grace time.Duration) {
 // The values given for secret inputs (its record masks them) are checked
 // before the new run is created.
 func (r *Host) Retry(ctx context.Context, runID, from string, secretInputs map[string]any, by string) (*state.Run, error) {
+	run, pb, inputs, err := r.prepareRetry(ctx, runID, from, secretInputs, by)
+	if err != nil {
+		return nil, err
+	}
+	committed := *run // as in start
+	r.launch(run, pb, inputs, true)
+	return &committed, nil
+}
+
+// prepareRetry checks the values given for the secret inputs of run
+// runID, commits its retry and returns it with its playbook and inputs.
+func (r *Host) prepareRetry(ctx context.Context, runID, from string, secretInputs map[string]any, by string) (*state.Run, *playbook.Playbook, map[string]any, error) {
 	if err := r.base.Err(); err != nil {
-		return nil, ErrShuttingDown
+		return nil, nil, nil, ErrShuttingDown
 	}
 	if len(secretInputs) > 0 {
 		old, err := r.store.GetRun(ctx, runID)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		pb, err := r.Parse(old.File, old.Snapshot)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		if _, err := engine.WithSecretInputs(pb, old, secretInputs); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 	}
 	run, pb, err := r.eng.Retry(ctx, runID, from)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if err := r.recordRetrier(ctx, run, by); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	r.Remember(pb)
 	var inputs map[string]any
 	if len(secretInputs) > 0 {
 		if inputs, err = engine.WithSecretInputs(pb, run, secretInputs); err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 	}
-	committed := *run // as in start
-	r.launch(run, pb, inputs, true)
-	return &committed, nil
+	return run, pb, inputs, nil
 }
 
 // resume continues run (its record) in this server, with the values given

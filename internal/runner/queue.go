@@ -93,6 +93,7 @@ func (r *Host) release(runID string) {
 	if !r.parkLocked(runID, a) {
 		delete(r.active, runID)
 	}
+	r.changedLocked()
 	r.dispatchLocked()
 }
 

@@ -91,8 +91,8 @@ type LocalOptions struct {
 	Playbook string
 }
 
-// NewLocal returns the local API of a process whose engine is not built
-// yet: give Observe to the engine's observer, then Start it.
+// NewLocal returns the local API of a process whose run host is not
+// built yet: give Observe to the engine's observer, then Start it.
 func NewLocal(o LocalOptions) *Local {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -102,11 +102,6 @@ func NewLocal(o LocalOptions) *Local {
 		store: o.Store, cat: newCatalog(""), events: newBroker(), ready: make(chan struct{}),
 	}
 	s.metrics = newMetrics(func() int { return 0 }, func() int { return 0 })
-	if o.Store != nil {
-		// A host that executes nothing: the process's own engine (Start)
-		// executes its run.
-		s.runs = runner.New(runner.Options{Engine: engine.Options{Store: o.Store}, MaxRunning: 1, Logger: o.Logger})
-	}
 	return &Local{
 		s:       s,
 		holder:  Holder{PID: os.Getpid(), Playbook: o.Playbook, Started: time.Now().UTC()},
@@ -118,11 +113,11 @@ func NewLocal(o LocalOptions) *Local {
 // Observe passes an engine event to the log streams that follow the run.
 func (l *Local) Observe(runID string, ev state.Event) { l.s.events.publish(runID, ev) }
 
-// Start writes the holder file and serves the API over eng on the socket.
-// A socket that cannot be created is reported, and the holder file names
-// the process anyway: the run goes on without it.
-func (l *Local) Start(eng *engine.Engine) error {
-	l.s.eng = eng
+// Start writes the holder file and serves the API over the process's run
+// host h on the socket. A socket that cannot be created is reported, and
+// the holder file names the process anyway: the run goes on without it.
+func (l *Local) Start(h *runner.Host) error {
+	l.s.runs, l.s.eng = h, h.Engine()
 	sock := LocalSocket(l.s.o.StateFile)
 	ln, err := listenUnix(sock)
 	if err == nil {
@@ -331,7 +326,7 @@ func (l *Local) executes(w http.ResponseWriter, r *http.Request, what string) bo
 	id := r.PathValue("id")
 	cur := id
 	for range 16 {
-		if l.s.eng.Executing(cur) {
+		if l.s.executing(cur) {
 			return true
 		}
 		run, err := l.s.store.GetRun(r.Context(), cur)

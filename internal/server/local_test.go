@@ -19,6 +19,7 @@ import (
 
 	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/runner"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/state/bolt"
 )
@@ -54,17 +55,19 @@ steps:
 
 	l := NewLocal(LocalOptions{Store: store, StateFile: statePath, Playbook: "gated"})
 	waiting := make(chan string, 1)
-	eng := engine.New(engine.Options{
-		Store: store, Environ: []string{}, Approvals: engine.ApprovalWait, ApprovalPoll: time.Hour,
+	host := runner.New(runner.Options{Embedded: true, Engine: engine.Options{
+		Store: store, Environ: []string{}, ApprovalPoll: time.Hour,
 		Observer: func(runID string, ev state.Event) {
 			l.Observe(runID, ev)
 			if ev.Type == "step.waiting" {
 				waiting <- runID
 			}
 		},
-	})
-	require.NoError(t, l.Start(eng))
+	}})
+	require.NoError(t, l.Start(host))
 	defer l.Close()
+	require.NoError(t, host.Open(context.Background()))
+	defer host.Close()
 	sock := statePath + ".sock"
 	fi, err := os.Stat(sock)
 	require.NoError(t, err)
@@ -75,8 +78,11 @@ steps:
 
 	done := make(chan *state.Run, 1)
 	go func() {
-		r, _ := eng.Run(context.Background(), pb, engine.StartRequest{})
-		done <- r
+		run, err := host.Execute(context.Background(), pb, engine.StartRequest{})
+		if err == nil {
+			run, _ = host.Await(context.Background(), run.ID, true) // --wait: until it ends
+		}
+		done <- run
 	}()
 	var id string
 	select {
@@ -140,7 +146,7 @@ func TestLocalRefusesAnotherUsersPeer(t *testing.T) {
 	require.NoError(t, err)
 	defer store.Close()
 	l := NewLocal(LocalOptions{Store: store, StateFile: statePath})
-	require.NoError(t, l.Start(engine.New(engine.Options{Store: store, Environ: []string{}})))
+	require.NoError(t, l.Start(runner.New(runner.Options{Embedded: true, Engine: engine.Options{Store: store, Environ: []string{}}})))
 	defer l.Close()
 	sock := statePath + ".sock"
 	require.NoError(t, os.Chmod(sock, 0o666))

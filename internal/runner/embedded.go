@@ -1,0 +1,181 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
+)
+
+// An embedded host is the run host of one CLI process (Options.Embedded):
+// `runbook run`, and `runs approve|retry` when nothing else holds the run.
+// It is the same host as a server's — runs are launched into its slots,
+// park, are woken by its timer, an answer or a released key, and their
+// store errors are retried the same way — with these differences:
+//
+//   - it takes no other run: no replica lease, no queue of the replicas,
+//     no watchdog. On a store shared by replicas it keeps the process
+//     lease instead (engine.ProcessLease): its runs show interrupted once
+//     it is gone, and no step starts while that lease lapsed;
+//   - a run's start is written on its own, so a run whose process is
+//     killed shows interrupted;
+//   - the caller claims the run before it is launched (Execute, Continue,
+//     RetryRun), so a run another process owns is refused at once, and
+//     follows it to its outcome (Await);
+//   - a run that stops unfinished (its write refused by the fence, or not
+//     made at all) is not executed again: Await returns why.
+
+// Open starts an embedded host: its process lease, on a store shared by
+// replicas, and the release of the concurrency keys that runs of dead
+// processes left held. Close ends it.
+func (r *Host) Open(ctx context.Context) error {
+	defer r.readyOnce.Do(func() { close(r.ready) })
+	r.lease = r.eng.KeepProcessLease(engine.ProcessLeaseTTL)
+	return r.eng.ReleaseStaleLocks(ctx)
+}
+
+// Close suspends what still executes (a run of an embedded host that is
+// followed with Await has ended or parked by then) and ends the process
+// lease.
+func (r *Host) Close() {
+	r.Suspend(5 * time.Second)
+	if r.lease != nil {
+		r.lease.Stop()
+	}
+}
+
+// Lease is the process lease of an embedded host (Open): whether it
+// lapsed tells how a replica could take a run over.
+func (r *Host) Lease() *engine.ProcessLease { return r.lease }
+
+// Execute starts a new run of pb and launches it, claimed by this
+// process. The run is returned once committed, with the claim's error (a
+// state.ErrFenced naming the process that owns it) when it could not be
+// made: it is not launched then.
+func (r *Host) Execute(ctx context.Context, pb *playbook.Playbook, req engine.StartRequest) (*state.Run, error) {
+	run, err := r.eng.Start(ctx, pb, req)
+	if err != nil {
+		return nil, err
+	}
+	committed := *run
+	if err := r.eng.Claim(ctx, run.ID); err != nil {
+		return &committed, err
+	}
+	r.launchRun(queuedRun{run: run, pb: pb, inputs: req.Inputs, fresh: true, owned: true})
+	return &committed, nil
+}
+
+// Continue claims the unfinished top-level run runID and launches it from
+// its record, with the values given for its secret inputs.
+func (r *Host) Continue(ctx context.Context, runID string, secretInputs map[string]any) error {
+	if err := r.eng.Claim(ctx, runID); err != nil {
+		return err
+	}
+	pb, run, err := r.eng.Resumable(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if len(secretInputs) > 0 {
+		if _, err := engine.WithSecretInputs(pb, run, secretInputs); err != nil {
+			return err
+		}
+	}
+	r.launchRun(queuedRun{run: run, pb: pb, inputs: secretInputs, owned: true})
+	return nil
+}
+
+// RetryRun starts a retry of the failed or cancelled run runID from step
+// from (see Retry), claimed by this process before it executes; the new
+// run is returned with the claim's error when it could not be made.
+func (r *Host) RetryRun(ctx context.Context, runID, from string, secretInputs map[string]any, by string) (*state.Run, error) {
+	run, pb, inputs, err := r.prepareRetry(ctx, runID, from, secretInputs, by)
+	if err != nil {
+		return nil, err
+	}
+	committed := *run
+	if err := r.eng.Claim(ctx, run.ID); err != nil {
+		return &committed, err
+	}
+	r.launchRun(queuedRun{run: run, pb: pb, inputs: inputs, fresh: true, owned: true})
+	return &committed, nil
+}
+
+// Await follows run runID, launched here, until it leaves this host: it
+// ended, or it stopped unfinished (the error says why: its writes were
+// refused or could not be made). With answers false it returns as well
+// once the run parks waiting for an answer (an approval, of it or of a
+// sub-playbook run), which a later `runs approve` gives; a run parked
+// until a moment or a concurrency key is followed on. The run is read
+// from the store when it returns.
+func (r *Host) Await(ctx context.Context, runID string, answers bool) (*state.Run, error) {
+	for {
+		changed := r.changes()
+		r.mu.Lock()
+		a, held := r.active[runID]
+		parked := a.parked()
+		stopped := r.stopped[runID]
+		r.mu.Unlock()
+		if !held || parked {
+			run, err := r.store.GetRun(context.WithoutCancel(ctx), runID)
+			switch {
+			case err != nil:
+				return nil, errors.Join(stopped, err)
+			case !held:
+				return run, stopped
+			case !answers && run.Status == state.RunWaiting && run.QueuedOnKey == "":
+				// Waiting for an answer: an embedded host's engine parks
+				// nothing else but a key's queue (Options.Embedded).
+				return run, nil
+			}
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+}
+
+// CancelRun cancels run runID, executing or parked here, with cause; it
+// reports whether the host holds it.
+func (r *Host) CancelRun(runID string, cause error) bool {
+	if !r.Holds(runID) {
+		return false
+	}
+	return r.eng.Cancel(runID, cause)
+}
+
+// changes returns a channel closed at the next change of the runs this
+// host holds (a run released, parked, or stopped).
+func (r *Host) changes() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.changed == nil {
+		r.changed = make(chan struct{})
+	}
+	return r.changed
+}
+
+// changedLocked closes the channel of changes. r.mu is held.
+func (r *Host) changedLocked() {
+	if r.changed != nil {
+		close(r.changed)
+		r.changed = nil
+	}
+}
+
+// noteStopped records why run runID stopped unfinished, for Await.
+func (r *Host) noteStopped(runID string, err error) {
+	if err == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped == nil {
+		r.stopped = map[string]error{}
+	}
+	r.stopped[runID] = err
+}
