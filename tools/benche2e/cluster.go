@@ -27,9 +27,6 @@ const (
 	secret   = "bench-signature"
 )
 
-// Lease is server.lease of the replicas: the failover time follows it.
-const Lease = 3 * time.Second
-
 // The playbooks every replica serves. log and dispatch start a run per
 // hook of a delivery to their route; failover is started through the API.
 const (
@@ -46,17 +43,19 @@ steps:
     uses: log
     with: {message: "unsubscribed ${{ inputs.number }}"}
 `
+	// dispatchPlaybook's steps call the harness's receiver (%[1]s: its
+	// URL), which notes when each call arrives.
 	dispatchPlaybook = `version: 1
 name: bench-dispatch
 triggers:
   - webhook: {route: dispatch, event: UNSUBSCRIBE, each: hook}
 steps:
   - id: a
-    uses: shell
-    with: {command: 'exec date +%s%N >>"$BENCH_DISPATCH_DIR/$RUN"', env: {RUN: "${{ run.id }}"}}
+    uses: http.request
+    with: {method: POST, url: "%[1]s/a/${{ run.id }}"}
   - id: b
-    uses: shell
-    with: {command: 'exec date +%s%N >>"$BENCH_DISPATCH_DIR/$RUN"', env: {RUN: "${{ run.id }}"}}
+    uses: http.request
+    with: {method: POST, url: "%[1]s/b/${{ run.id }}"}
 `
 	failoverPlaybook = `version: 1
 name: bench-failover
@@ -81,27 +80,31 @@ func Build(dir string) (string, error) {
 	return bin, nil
 }
 
-// Cluster is one or more `runbook serve` processes on one state.
+// Cluster is one or more `runbook serve` processes on one state, and the
+// receiver of the dispatch playbook's calls.
 type Cluster struct {
 	Replicas []*serveproc.Server
-	dir      string // config, playbooks, the bbolt file, the dispatch times
 	client   *http.Client
 	db       *pgx.Conn // the PostgreSQL state, nil on bbolt
+	calls    *receiver
 }
 
 // StartCluster writes the config and playbooks into dir and starts n
-// replicas of bin on state (empty: a bbolt file in dir; n must be 1).
-func StartCluster(bin, dir, state string, n int) (*Cluster, error) {
+// replicas of bin on state (empty: a bbolt file in dir; n must be 1) with
+// server.lease lease.
+func StartCluster(bin, dir, state string, n int, lease time.Duration) (*Cluster, error) {
 	if state == "" && n != 1 {
 		return nil, fmt.Errorf("a bbolt file has one replica, not %d", n)
 	}
-	pbDir := filepath.Join(dir, "playbooks")
-	for _, d := range []string{pbDir, filepath.Join(dir, "dispatch")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, err
-		}
+	calls, err := newReceiver()
+	if err != nil {
+		return nil, err
 	}
-	for name, src := range map[string]string{"log": logPlaybook, "dispatch": dispatchPlaybook, "failover": failoverPlaybook} {
+	pbDir := filepath.Join(dir, "playbooks")
+	if err := os.MkdirAll(pbDir, 0o755); err != nil {
+		return nil, err
+	}
+	for name, src := range map[string]string{"log": logPlaybook, "dispatch": fmt.Sprintf(dispatchPlaybook, calls.URL), "failover": failoverPlaybook} {
 		if err := os.WriteFile(filepath.Join(pbDir, name+".yaml"), []byte(src), 0o644); err != nil {
 			return nil, err
 		}
@@ -118,22 +121,22 @@ webhooks:
     log: {secret: BENCH_HOOK_SECRET}
     dispatch: {secret: BENCH_HOOK_SECRET}
 schedules: false
-`, Lease)
+`, lease)
 	if err := os.WriteFile(filepath.Join(dir, "runbook.yaml"), []byte(config), 0o644); err != nil {
 		return nil, err
 	}
-	env := append(os.Environ(), "BENCH_API_TOKEN="+apiToken, "BENCH_HOOK_SECRET="+secret,
-		"BENCH_DISPATCH_DIR="+filepath.Join(dir, "dispatch"), "HOME="+dir, "XDG_STATE_HOME="+dir)
+	env := append(os.Environ(), "BENCH_API_TOKEN="+apiToken, "BENCH_HOOK_SECRET="+secret, "HOME="+dir, "XDG_STATE_HOME="+dir)
 	args := []string{"--config", filepath.Join(dir, "runbook.yaml")}
 	if state != "" {
 		args = append(args, "--state", state)
 	}
-	c := &Cluster{dir: dir, client: &http.Client{Timeout: 10 * time.Second}}
+	c := &Cluster{client: &http.Client{Timeout: 10 * time.Second}, calls: calls}
 	if state != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		db, err := pgx.Connect(ctx, state)
 		if err != nil {
+			calls.close()
 			return nil, err
 		}
 		c.db = db
@@ -161,6 +164,7 @@ func (c *Cluster) Stop() {
 		defer cancel()
 		_ = c.db.Close(ctx)
 	}
+	c.calls.close()
 }
 
 // kill ends replica i with SIGKILL and returns when it was sent.

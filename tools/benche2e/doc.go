@@ -12,16 +12,15 @@
 //     the time until every run they started has finished; and the
 //     acknowledgement latency p50/p99 the senders saw (with three replicas,
 //     the worst replica's);
-//   - step dispatch latency p50/p99: runs of two shell steps started at a
-//     paced rate; each step's process writes the time as its only act
-//     (`exec date +%s%N`), so the latency is from the last instant of step
-//     a to the first of step b: a's end on record, b's start on record, one
-//     fork and exec of /bin/sh and of date. The floor of that (a Go process
-//     forking the same command and reading the time it prints) is printed
-//     beside it;
+//   - step dispatch latency p50/p99: runs of two http.request steps
+//     started at a paced rate, both calling a receiver of the harness on
+//     loopback, which notes when each call arrives: from step a's call to
+//     step b's is a's answer read, a's end and b's start on record, and b's
+//     request sent;
 //   - failover (three replicas only): a replica running a run is killed
 //     with SIGKILL; the time until another replica writes the run's next
-//     event (its takeover), with server.lease at 3 s;
+//     event (its takeover), and to the run's end, with server.lease at its
+//     default (10 s; -lease);
 //   - the shell chain: `runbook run` of N sequential `shell: true` steps
 //     against `bash` forking `/bin/sh -c true` N times, in turn, and the
 //     ratio of their medians.

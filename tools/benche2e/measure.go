@@ -1,15 +1,10 @@
 package benche2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -100,19 +95,14 @@ func latencyOf(ds []time.Duration) Latency {
 	return Latency{N: len(ds), P50: ds[len(ds)/2], P99: ds[min(len(ds)-1, len(ds)*99/100)]}
 }
 
-// Dispatch starts n runs of the two-shell-step playbook at rate runs a
-// second and returns the time from each run's step a printing the time to
-// its step b printing it.
+// Dispatch starts n runs of the dispatch playbook at rate runs a second
+// and returns, over the runs, the time from step a's call reaching the
+// receiver to step b's: a's answer read, a's end and b's start on record,
+// b's request sent.
 func (c *Cluster) Dispatch(ctx context.Context, n int, rate float64, timeout time.Duration) (Latency, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	dir := filepath.Join(c.dir, "dispatch")
-	if err := os.RemoveAll(dir); err != nil {
-		return Latency{}, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Latency{}, err
-	}
+	c.calls.reset()
 	before, err := c.finished(ctx)
 	if err != nil {
 		return Latency{}, err
@@ -128,49 +118,9 @@ func (c *Cluster) Dispatch(ctx context.Context, n int, rate float64, timeout tim
 	if err := c.waitFinished(ctx, before, sent); err != nil {
 		return Latency{}, err
 	}
-	files, err := os.ReadDir(dir)
-	if err != nil {
-		return Latency{}, err
-	}
-	var ds []time.Duration
-	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join(dir, f.Name()))
-		if err != nil {
-			return Latency{}, err
-		}
-		ts := strings.Fields(string(b))
-		if len(ts) != 2 {
-			return Latency{}, fmt.Errorf("run %s: %d times written, want 2 (a, b): %q", f.Name(), len(ts), b)
-		}
-		a, errA := strconv.ParseInt(ts[0], 10, 64)
-		z, errB := strconv.ParseInt(ts[1], 10, 64)
-		if errA != nil || errB != nil {
-			return Latency{}, fmt.Errorf("run %s: times %q", f.Name(), b)
-		}
-		ds = append(ds, time.Duration(z-a))
-	}
+	ds, partial := c.calls.gaps()
 	if len(ds) < sent {
-		return Latency{}, fmt.Errorf("%d of %d runs wrote their times", len(ds), sent)
-	}
-	return latencyOf(ds), nil
-}
-
-// ForkFloor is the floor of a dispatch: a Go process starts
-// `/bin/sh -c 'exec date +%s%N'` n times; each is the time from just
-// before the fork to the time date prints.
-func ForkFloor(n int) (Latency, error) {
-	var ds []time.Duration
-	for range n {
-		start := time.Now()
-		out, err := exec.Command("/bin/sh", "-c", "exec date +%s%N").Output()
-		if err != nil {
-			return Latency{}, err
-		}
-		ns, err := strconv.ParseInt(string(bytes.TrimSpace(out)), 10, 64)
-		if err != nil {
-			return Latency{}, fmt.Errorf("date printed %q", out)
-		}
-		ds = append(ds, time.Unix(0, ns).Sub(start))
+		return Latency{}, fmt.Errorf("%d of %d runs called twice (%d once)", len(ds), sent, partial)
 	}
 	return latencyOf(ds), nil
 }

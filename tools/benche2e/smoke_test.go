@@ -17,7 +17,7 @@ func TestTheHarnessMeasuresEveryFigureOnBbolt(t *testing.T) {
 	}
 	bin := build(t)
 	ctx := context.Background()
-	c, err := StartCluster(bin, t.TempDir(), "", 1)
+	c, err := StartCluster(bin, t.TempDir(), "", 1, 10*time.Second)
 	require.NoError(t, err)
 	defer c.Stop()
 
