@@ -123,19 +123,22 @@ func localName() string {
 	return "local"
 }
 
-func viewToken(t state.Token) api.Token {
-	return api.Token{Name: t.Name, Roles: t.Roles, Playbooks: t.Playbooks, CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy,
-		RevokedAt: t.RevokedAt, RevokedBy: t.RevokedBy}
-}
-
 func (s *storeAuth) createToken(ctx context.Context, req api.TokenRequest) (api.TokenCreated, error) {
 	secret, err := auth.NewToken()
 	if err != nil {
 		return api.TokenCreated{}, err
 	}
+	ttl, err := auth.ParseTTL(req.TTL)
+	if err != nil {
+		return api.TokenCreated{}, &fault.Error{Code: fault.Invalid, Message: err.Error()}
+	}
 	t := state.Token{Name: req.Name, Hash: auth.HashToken(secret), Roles: req.Roles, Playbooks: req.Playbooks,
 		CreatedAt: time.Now().UTC(), CreatedBy: localName()}
 	detail := map[string]any{"roles": req.Roles}
+	if ttl > 0 {
+		t.ExpiresAt = t.CreatedAt.Add(ttl)
+		detail["expires_at"] = t.ExpiresAt.Format(time.RFC3339)
+	}
 	if len(req.Playbooks) > 0 {
 		detail["playbooks"] = req.Playbooks
 	}
@@ -146,7 +149,7 @@ func (s *storeAuth) createToken(ctx context.Context, req api.TokenRequest) (api.
 	if err := s.audit(ctx, "token.create", t.Name, detail, err); err != nil {
 		return api.TokenCreated{}, err
 	}
-	return api.TokenCreated{Token: viewToken(t), Secret: secret}, nil
+	return api.TokenCreated{Token: api.ViewToken(t), Secret: secret}, nil
 }
 
 // audit appends the record of a change to token name that ended with err,
@@ -171,7 +174,7 @@ func (s *storeAuth) tokens(ctx context.Context) ([]api.Token, error) {
 	}
 	out := make([]api.Token, len(toks))
 	for i, t := range toks {
-		out[i] = viewToken(t)
+		out[i] = api.ViewToken(t)
 	}
 	return out, nil
 }

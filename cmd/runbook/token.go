@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/runbook/runbook/internal/api"
 	"github.com/runbook/runbook/internal/auth"
@@ -71,23 +72,28 @@ func checkTokenRequest(fs *flag.FlagSet, req api.TokenRequest) error {
 	if err := auth.CheckPatterns(req.Playbooks); err != nil {
 		return &exitError{code: 2, err: fmt.Errorf("--playbooks: %w", err), hint: `runbook token create ` + req.Name + ` --role operator --playbooks "nks-*"`}
 	}
+	if _, err := auth.ParseTTL(req.TTL); err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("--%w", err), hint: "runbook token create " + req.Name + " --role viewer --ttl 90d"}
+	}
 	return nil
 }
 
 func cmdTokenCreate(ctx context.Context, a *app, args []string) error {
 	fs := newFlagSet(a, command{
-		name: "token create", usage: "NAME --role ROLE[,ROLE] [--playbooks PATTERN[,PATTERN]]",
+		name: "token create", usage: "NAME --role ROLE[,ROLE] [--playbooks PATTERN[,PATTERN]] [--ttl DURATION]",
 		summary: "Create an API token and print it, alone on the last line of the output. It is not shown again: only its SHA-256 is kept.",
 		details: `Roles: viewer (read playbooks and runs), operator (also start, cancel, retry and
 resume runs), approver (also answer approvals), admin (everything, also tokens,
 reload and the audit log). --playbooks limits the roles to the playbooks whose
 name matches a pattern (path.Match: "nks-*"); such a token never gets admin's
-global permissions. Use the token as a bearer token, or with the CLI:
+global permissions. --ttl ends the token after that long (90d, 12h): a request
+with it afterwards is refused with 401, naming the expiry. Use the token as a bearer token, or with the CLI:
   export RUNBOOK_TOKEN=$(runbook token create ci --role operator | tail -n 1)`,
 	})
 	var roles, playbooks listFlag
 	fs.Var(&roles, "role", "the token's `roles`, comma separated or repeated (viewer, operator, approver, admin)")
 	fs.Var(&playbooks, "playbooks", "limit the roles to playbooks matching these `patterns` (comma separated or repeated)")
+	ttl := fs.String("ttl", "", "end the token after this `duration` (90d, 12h; default: never)")
 	o := newRunsOpener(a, fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -96,7 +102,7 @@ global permissions. Use the token as a bearer token, or with the CLI:
 	if err := wantArgs(fs, pos, 1, 1, "the token NAME"); err != nil {
 		return err
 	}
-	req := api.TokenRequest{Name: pos[0], Roles: roles, Playbooks: playbooks}
+	req := api.TokenRequest{Name: pos[0], Roles: roles, Playbooks: playbooks, TTL: *ttl}
 	if err := checkTokenRequest(fs, req); err != nil {
 		return err
 	}
@@ -114,7 +120,11 @@ global permissions. Use the token as a bearer token, or with the CLI:
 	if len(created.Playbooks) > 0 {
 		scope = "playbooks " + strings.Join(created.Playbooks, ", ")
 	}
-	fmt.Fprintf(a.stdout, "token %s created: %s on %s.\n", created.Name, strings.Join(created.Roles, ", "), scope)
+	until := ""
+	if !created.ExpiresAt.IsZero() {
+		until = ", until " + formatTime(created.ExpiresAt)
+	}
+	fmt.Fprintf(a.stdout, "token %s created: %s on %s%s.\n", created.Name, strings.Join(created.Roles, ", "), scope, until)
 	fmt.Fprintln(a.stdout, "Keep it now, it is not shown again (runbook token revoke "+created.Name+" ends it):")
 	fmt.Fprintln(a.stdout, created.Secret)
 	return nil
@@ -154,16 +164,27 @@ func cmdTokenList(ctx context.Context, a *app, args []string) error {
 		return nil
 	}
 	tw := newTable(a.stdout, 2)
-	tw.row("NAME", "ROLES", "PLAYBOOKS", "CREATED", "BY", "STATUS")
+	tw.row("NAME", "ROLES", "PLAYBOOKS", "CREATED", "BY", "EXPIRES", "LAST USED", "STATUS")
+	now := time.Now()
 	for _, t := range toks {
 		status := "live"
-		if !t.RevokedAt.IsZero() {
+		switch {
+		case !t.RevokedAt.IsZero():
 			status = "revoked " + formatTime(t.RevokedAt)
 			if t.RevokedBy != "" {
 				status += " by " + t.RevokedBy
 			}
+		case !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt):
+			status = "expired"
 		}
-		tw.row(t.Name, strings.Join(t.Roles, ","), orDash(strings.Join(t.Playbooks, ",")), formatTime(t.CreatedAt), orDash(t.CreatedBy), status)
+		expires, used := "never", "never"
+		if !t.ExpiresAt.IsZero() {
+			expires = formatTime(t.ExpiresAt)
+		}
+		if !t.LastUsedAt.IsZero() {
+			used = formatTime(t.LastUsedAt)
+		}
+		tw.row(t.Name, strings.Join(t.Roles, ","), orDash(strings.Join(t.Playbooks, ",")), formatTime(t.CreatedAt), orDash(t.CreatedBy), expires, used, status)
 	}
 	return tw.flush()
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -92,7 +93,7 @@ func TestTokensThroughTheServerGiveRolesAndAreAudited(t *testing.T) {
 	t.Run("the list shows the token without secret material", func(t *testing.T) {
 		r := c.run("token", "list")
 		require.Equal(t, 0, r.code, r)
-		assert.Regexp(t, `(?m)^ro +viewer +- +\S+ \S+ +server-token +live$`, r.stdout)
+		assert.Regexp(t, `(?m)^ro +viewer +- +\S+ \S+ +server-token +never +(never|\S+ \S+) +live$`, r.stdout)
 		r = c.run("token", "list", "--output", "json")
 		require.Equal(t, 0, r.code, r)
 		var toks []map[string]any
@@ -167,7 +168,7 @@ func TestTokensWithoutAServerChangeTheStateAndTheServerHonoursThem(t *testing.T)
 
 	r := c.run("token", "list")
 	require.Equal(t, 0, r.code, r)
-	assert.Regexp(t, `(?m)^ci +operator +flaky,nks-\* +\S+ \S+ +local:tester +live$`, r.stdout)
+	assert.Regexp(t, `(?m)^ci +operator +flaky,nks-\* +\S+ \S+ +local:tester +never +never +live$`, r.stdout)
 	lines := c.auditLines(t)
 	assert.Equal(t, 0, indexOf(lines, "local:tester", "token.create", "token:ci", "ok", "local"), strings.Join(lines, "\n"))
 
@@ -190,6 +191,42 @@ func TestTokensWithoutAServerChangeTheStateAndTheServerHonoursThem(t *testing.T)
 	})
 }
 
+// TestATokenWithATTLShowsItsExpiryAndLastUse: token create --ttl sets an
+// expiry that token list shows, with the token's last use once a server
+// accepted it.
+func TestATokenWithATTLShowsItsExpiryAndLastUse(t *testing.T) {
+	c := newCLI(t)
+	c.writePlaybooks(t)
+	r := c.run("token", "create", "ci", "--role", "viewer", "--ttl", "90d")
+	require.Equal(t, 0, r.code, r)
+	secret := createdToken(t, r)
+	until := time.Now().Add(90 * 24 * time.Hour)
+	assert.Contains(t, r.stdout, "until "+until.Format("2006-01-02"))
+
+	r = c.run("token", "list")
+	require.Equal(t, 0, r.code, r)
+	assert.Regexp(t, `(?m)^NAME +ROLES +PLAYBOOKS +CREATED +BY +EXPIRES +LAST USED +STATUS$`, r.stdout)
+	assert.Regexp(t, `(?m)^ci +viewer +- +\S+ \S+ +local:tester +`+until.Format("2006-01-02")+` \S+ +never +live$`, r.stdout)
+
+	s := c.serveRuns(t)
+	r = c.as(secret, "runs", "list")
+	require.Equal(t, 0, r.code, r)
+	require.Eventually(t, func() bool {
+		_, body := s.api(t, "GET", "/api/v1/tokens", nil)
+		for _, tk := range body["tokens"].([]any) {
+			if m := tk.(map[string]any); m["name"] == "ci" && m["last_used_at"] != nil {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 50*time.Millisecond, "the server did not record the token's use")
+	s.stop(t)
+	r = c.run("token", "list")
+	require.Equal(t, 0, r.code, r)
+	assert.Regexp(t, `(?m)^ci +viewer +- +\S+ \S+ +local:tester +\S+ \S+ +\S+ \S+ +live$`, r.stdout)
+	assert.NotRegexp(t, `(?m)^ci .* never +live$`, r.stdout)
+}
+
 func TestTokenUsageErrors(t *testing.T) {
 	c := newCLI(t)
 	tests := []struct {
@@ -204,6 +241,7 @@ func TestTokenUsageErrors(t *testing.T) {
 		{"a name is required", []string{"token", "create", "--role", "viewer"}, "missing the token NAME"},
 		{"an unknown token command suggests the closest", []string{"token", "revok", "x"}, `did you mean "revoke"`},
 		{"a bad --since is refused", []string{"audit", "--since", "yesterday"}, "want a duration (30m, 24h, 7d)"},
+		{"a bad --ttl is refused", []string{"token", "create", "x", "--role", "viewer", "--ttl", "soon"}, `--ttl: invalid duration "soon"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -20,6 +20,8 @@ type TokenRequest struct {
 	Name      string   `json:"name"`
 	Roles     []string `json:"roles"`
 	Playbooks []string `json:"playbooks,omitempty"`
+	// TTL ends the token after this long ("90d", "12h"); "" never.
+	TTL string `json:"ttl,omitempty"`
 }
 
 // Token describes a token made by POST /api/v1/tokens. It never holds the
@@ -32,6 +34,16 @@ type Token struct {
 	CreatedBy string    `json:"created_by,omitempty"`
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
 	RevokedBy string    `json:"revoked_by,omitempty"`
+	// ExpiresAt is when it stops working (absent: never); LastUsedAt when
+	// it last authenticated a request, within a minute (absent: never).
+	ExpiresAt  time.Time `json:"expires_at,omitzero"`
+	LastUsedAt time.Time `json:"last_used_at,omitzero"`
+}
+
+// ViewToken is the description of a stored token: all of it but its hash.
+func ViewToken(t state.Token) Token {
+	return Token{Name: t.Name, Roles: t.Roles, Playbooks: t.Playbooks, CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy,
+		RevokedAt: t.RevokedAt, RevokedBy: t.RevokedBy, ExpiresAt: t.ExpiresAt, LastUsedAt: t.LastUsedAt}
 }
 
 // TokenCreated is the answer of POST /api/v1/tokens: the only time the

@@ -4,14 +4,49 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/yamlnode"
 )
 
 // ErrInvalidToken: the bearer token is not one the server knows, is
-// revoked, or (OIDC) does not verify. Its message never holds the token.
+// revoked or expired, or (OIDC) does not verify. Its message never holds
+// the token.
 var ErrInvalidToken = errors.New("invalid bearer token")
+
+// ExpiredError is a stored token presented after its expiry. It is an
+// ErrInvalidToken.
+type ExpiredError struct {
+	Name string
+	At   time.Time
+}
+
+func (e *ExpiredError) Error() string {
+	return fmt.Sprintf("token %s expired at %s; make a new one (runbook token create %s --ttl ...)", e.Name, e.At.UTC().Format(time.RFC3339), e.Name)
+}
+
+// Is makes an ExpiredError an ErrInvalidToken.
+func (e *ExpiredError) Is(target error) bool { return target == ErrInvalidToken }
+
+// ParseTTL reads a token's time to live ("90d", "12h", "" for none); it
+// must be at least a second.
+func ParseTTL(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := yamlnode.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("ttl: %w", err)
+	}
+	if d < time.Second {
+		return 0, fmt.Errorf("ttl must be at least 1s (got %s)", s)
+	}
+	return d, nil
+}
 
 // User is a user or service account of the config (auth.users).
 type User struct {
@@ -25,6 +60,7 @@ type User struct {
 // kept (the state store).
 type TokenStore interface {
 	Tokens(ctx context.Context) ([]state.Token, error)
+	TouchToken(ctx context.Context, name string, at time.Time) error
 }
 
 // Options configure an Authenticator.
@@ -35,6 +71,10 @@ type Options struct {
 	Users       []User
 	Tokens      TokenStore    // nil: no stored tokens
 	OIDC        *OIDCVerifier // nil: no OIDC
+	// Now is the clock that expires tokens (default time.Now).
+	Now func() time.Time
+	// Log reports a last use that could not be recorded (default: none).
+	Log *slog.Logger
 }
 
 // Authenticator tells who presents a bearer token.
@@ -43,11 +83,22 @@ type Authenticator struct {
 	users  []User
 	tokens TokenStore
 	oidc   *OIDCVerifier
+	now    func() time.Time
+	log    *slog.Logger
+
+	mu      sync.Mutex
+	touched map[string]time.Time // by token name: the last use recorded by this process
 }
 
 // New checks the options and returns an Authenticator.
 func New(o Options) (*Authenticator, error) {
-	a := &Authenticator{users: o.Users, tokens: o.Tokens, oidc: o.OIDC}
+	a := &Authenticator{users: o.Users, tokens: o.Tokens, oidc: o.OIDC, now: o.Now, log: o.Log, touched: map[string]time.Time{}}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
 	if o.ServerToken != "" {
 		a.server = HashToken(o.ServerToken)
 	}
@@ -121,15 +172,50 @@ func (a *Authenticator) AuthenticateHash(ctx context.Context, h string) (*Identi
 	if err != nil {
 		return nil, fmt.Errorf("read tokens: %w", err)
 	}
+	now := a.now()
+	var expired error
 	for _, t := range toks {
-		if sameHash(h, t.Hash) && t.RevokedAt.IsZero() && found == nil {
-			found = &Identity{Name: t.Name, Kind: KindToken, Grants: Grants(t.Roles, t.Playbooks)}
+		if !sameHash(h, t.Hash) || !t.RevokedAt.IsZero() || found != nil {
+			continue
 		}
+		if t.Expired(now) {
+			expired = &ExpiredError{Name: t.Name, At: t.ExpiresAt}
+			continue
+		}
+		found = &Identity{Name: t.Name, Kind: KindToken, Grants: Grants(t.Roles, t.Playbooks)}
 	}
-	if found == nil {
-		return nil, ErrInvalidToken
+	switch {
+	case found != nil:
+		a.touch(ctx, found.Name, now)
+		return found, nil
+	case expired != nil:
+		return nil, expired
 	}
-	return found, nil
+	return nil, ErrInvalidToken
+}
+
+// touchEvery is how often a token's last use is written: a token that
+// authenticates every request costs a write a minute, not one a request.
+const touchEvery = time.Minute
+
+// touch records the use of stored token name at now, at most once a
+// touchEvery, in the background: the request does not wait for it.
+func (a *Authenticator) touch(ctx context.Context, name string, now time.Time) {
+	at := now.UTC().Truncate(time.Second)
+	a.mu.Lock()
+	if last, ok := a.touched[name]; ok && at.Sub(last) < touchEvery {
+		a.mu.Unlock()
+		return
+	}
+	a.touched[name] = at
+	a.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := a.tokens.TouchToken(ctx, name, at); err != nil {
+			a.log.Warn("the last use of a token was not recorded", "token", name, "err", err)
+		}
+	}()
 }
 
 // looksLikeJWT reports whether s has a JWT's three dot-separated parts (a

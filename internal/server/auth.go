@@ -24,6 +24,8 @@ type AuthOptions struct {
 	// AuditRetention prunes audit records older than this, hourly (0:
 	// they are kept for good).
 	AuditRetention time.Duration
+	// Now is the clock that expires tokens (tests; default time.Now).
+	Now func() time.Time
 }
 
 // route is what a pattern of the API requires: a permission and, for a
@@ -172,6 +174,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				writeError(w, http.StatusServiceUnavailable, fault.Unavailable, "cannot check the token now; try again")
 				return
 			}
+			s.auditExpired(r, err)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="runbook", error="invalid_token"`)
 			writeError(w, http.StatusUnauthorized, fault.Unauthorized, err.Error())
 			return
@@ -311,6 +314,18 @@ func resultOf(status int) string {
 
 // audit appends rec to the audit log; a failure is logged (the action it
 // records has happened).
+// auditExpired records the refusal of an expired token: its holder, or
+// whoever took it, is still trying.
+func (s *Server) auditExpired(r *http.Request, err error) {
+	var ee *auth.ExpiredError
+	if !errors.As(err, &ee) {
+		return
+	}
+	s.audit(r.Context(), state.AuditRecord{Identity: ee.Name, Action: "token.expired", Target: "token:" + ee.Name,
+		Result: string(fault.Unauthorized), Source: r.RemoteAddr,
+		Detail: map[string]any{"expired_at": ee.At.UTC().Format(time.RFC3339), "request": r.Method + " " + r.URL.Path}})
+}
+
 func (s *Server) audit(ctx context.Context, rec state.AuditRecord) {
 	if err := s.store.AppendAudit(context.WithoutCancel(ctx), rec); err != nil {
 		s.log.Error("audit record not written", "action", rec.Action, "identity", rec.Identity, "err", err)
@@ -342,7 +357,7 @@ func (s *Server) pruneAudit(ctx context.Context) {
 
 // newAuthenticator builds the server's authenticator from its options.
 func newAuthenticator(o Options, store state.Store) (*auth.Authenticator, error) {
-	return auth.New(auth.Options{ServerToken: o.Token, Users: o.Auth.Users, OIDC: o.Auth.OIDC, Tokens: store})
+	return auth.New(auth.Options{ServerToken: o.Token, Users: o.Auth.Users, OIDC: o.Auth.OIDC, Tokens: store, Log: o.Logger, Now: o.Auth.Now})
 }
 
 // apiEnabled reports whether anyone can use the API: a server token,

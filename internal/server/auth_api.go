@@ -70,11 +70,6 @@ func (s *Server) whoami(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func viewToken(t state.Token) api.Token {
-	return api.Token{Name: t.Name, Roles: t.Roles, Playbooks: t.Playbooks, CreatedAt: t.CreatedAt, CreatedBy: t.CreatedBy,
-		RevokedAt: t.RevokedAt, RevokedBy: t.RevokedBy}
-}
-
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
 	toks, err := s.store.Tokens(r.Context())
 	if err != nil {
@@ -83,7 +78,7 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
 	}
 	out := api.TokenList{Tokens: []api.Token{}}
 	for _, t := range toks {
-		out.Tokens = append(out.Tokens, viewToken(t))
+		out.Tokens = append(out.Tokens, api.ViewToken(t))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -98,8 +93,9 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	if len(body.Playbooks) > 0 {
 		noteAudit(r, "playbooks", body.Playbooks)
 	}
+	ttl, ttlErr := auth.ParseTTL(body.TTL)
 	var problems []string
-	for _, err := range []error{auth.CheckName(body.Name), auth.CheckRoles(body.Roles), auth.CheckPatterns(body.Playbooks)} {
+	for _, err := range []error{auth.CheckName(body.Name), auth.CheckRoles(body.Roles), auth.CheckPatterns(body.Playbooks), ttlErr} {
 		if err != nil {
 			problems = append(problems, err.Error())
 		}
@@ -121,6 +117,10 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	}
 	t := state.Token{Name: body.Name, Hash: auth.HashToken(secret), Roles: body.Roles, Playbooks: body.Playbooks,
 		CreatedAt: time.Now().UTC(), CreatedBy: callerName(r)}
+	if ttl > 0 {
+		t.ExpiresAt = t.CreatedAt.Add(ttl)
+		noteAudit(r, "expires_at", t.ExpiresAt.Format(time.RFC3339))
+	}
 	if err := s.store.CreateToken(r.Context(), t); err != nil {
 		if errors.Is(err, state.ErrExists) {
 			writeError(w, http.StatusConflict, fault.Conflict, fmt.Sprintf("a token named %s exists; revoke it first (runbook token revoke %s)", body.Name, body.Name))
@@ -129,7 +129,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, api.TokenCreated{Token: viewToken(t), Secret: secret})
+	writeJSON(w, http.StatusCreated, api.TokenCreated{Token: api.ViewToken(t), Secret: secret})
 }
 
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {

@@ -16,7 +16,15 @@ type Token struct {
 	CreatedBy string    `json:"created_by,omitempty"`
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
 	RevokedBy string    `json:"revoked_by,omitempty"`
+	// ExpiresAt ends the token (zero: it does not expire); LastUsedAt is
+	// when it last authenticated a request, written at most once a minute
+	// per server (zero: never).
+	ExpiresAt  time.Time `json:"expires_at,omitzero"`
+	LastUsedAt time.Time `json:"last_used_at,omitzero"`
 }
+
+// Expired reports whether t has expired at now.
+func (t *Token) Expired(now time.Time) bool { return !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt) }
 
 // AuditRecord is one entry of the audit log: who did what to what, from
 // where, and how it ended. It never holds a token or a token's hash.
@@ -49,6 +57,10 @@ type AuthStore interface {
 	// RevokeToken marks the live token name revoked at at by by;
 	// ErrNotFound when there is no live token of that name.
 	RevokeToken(ctx context.Context, name string, at time.Time, by string) error
+	// TouchToken records that the live token name authenticated a request
+	// at at (kept when later than the recorded time); ErrNotFound when
+	// there is no live token of that name.
+	TouchToken(ctx context.Context, name string, at time.Time) error
 
 	// AppendAudit appends records, assigning Seq (and Time when zero).
 	AppendAudit(ctx context.Context, recs ...AuditRecord) error

@@ -79,7 +79,29 @@ func (s *Store) Tokens(ctx context.Context) ([]state.Token, error) {
 
 // RevokeToken marks the live token name revoked.
 func (s *Store) RevokeToken(ctx context.Context, name string, at time.Time, by string) error {
-	err := s.update(ctx, func(tx *bbolt.Tx) error {
+	err := s.changeToken(ctx, name, func(t *state.Token) { t.RevokedAt, t.RevokedBy = at, by })
+	if err != nil {
+		return fmt.Errorf("revoke token %s: %w", name, err)
+	}
+	return nil
+}
+
+// TouchToken records the live token name's last use.
+func (s *Store) TouchToken(ctx context.Context, name string, at time.Time) error {
+	err := s.changeToken(ctx, name, func(t *state.Token) {
+		if at.After(t.LastUsedAt) {
+			t.LastUsedAt = at
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("record the use of token %s: %w", name, err)
+	}
+	return nil
+}
+
+// changeToken applies change to the live token name.
+func (s *Store) changeToken(ctx context.Context, name string, change func(*state.Token)) error {
+	return s.update(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketTokens)
 		if b == nil {
 			return state.ErrNotFound
@@ -95,17 +117,13 @@ func (s *Store) RevokeToken(ctx context.Context, name string, at time.Time, by s
 		if !t.RevokedAt.IsZero() {
 			return state.ErrNotFound
 		}
-		t.RevokedAt, t.RevokedBy = at, by
+		change(&t)
 		data, err := json.Marshal(t)
 		if err != nil {
 			return err
 		}
 		return b.Put([]byte(name), data)
 	})
-	if err != nil {
-		return fmt.Errorf("revoke token %s: %w", name, err)
-	}
-	return nil
 }
 
 // AppendAudit appends records in one transaction.

@@ -80,7 +80,29 @@ func (s *Store) Tokens(ctx context.Context) ([]state.Token, error) {
 
 // RevokeToken marks the live token name revoked.
 func (s *Store) RevokeToken(ctx context.Context, name string, at time.Time, by string) error {
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.changeToken(ctx, name, func(t *state.Token) { t.RevokedAt, t.RevokedBy = at, by })
+	if err != nil {
+		return fmt.Errorf("revoke token %s: %w", name, err)
+	}
+	return nil
+}
+
+// TouchToken records the live token name's last use.
+func (s *Store) TouchToken(ctx context.Context, name string, at time.Time) error {
+	err := s.changeToken(ctx, name, func(t *state.Token) {
+		if at.After(t.LastUsedAt) {
+			t.LastUsedAt = at
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("record the use of token %s: %w", name, err)
+	}
+	return nil
+}
+
+// changeToken applies change to the live token name, its row locked.
+func (s *Store) changeToken(ctx context.Context, name string, change func(*state.Token)) error {
+	return s.write(ctx, func(tx pgx.Tx) error {
 		var data []byte
 		err := tx.QueryRow(ctx, `SELECT record FROM runbook_tokens WHERE name = $1 FOR UPDATE`, name).Scan(&data)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -96,17 +118,13 @@ func (s *Store) RevokeToken(ctx context.Context, name string, at time.Time, by s
 		if !t.RevokedAt.IsZero() {
 			return state.ErrNotFound
 		}
-		t.RevokedAt, t.RevokedBy = at, by
+		change(&t)
 		if data, err = json.Marshal(t); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE runbook_tokens SET record = $2 WHERE name = $1`, name, data)
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("revoke token %s: %w", name, err)
-	}
-	return nil
 }
 
 // AppendAudit appends records in one transaction; the sequence assigns

@@ -15,6 +15,7 @@ func RunAuth(t *testing.T, open func(t *testing.T) state.AuthStore) {
 	t.Helper()
 	t.Run("a token is stored with its hash and listed by name", func(t *testing.T) { testTokens(t, open(t)) })
 	t.Run("a revoked token stays listed and its name may be taken again", func(t *testing.T) { testRevoke(t, open(t)) })
+	t.Run("a token keeps its expiry and its last use, which only moves forward", func(t *testing.T) { testTokenUse(t, open(t)) })
 	t.Run("audit records get increasing sequence numbers and survive as written", func(t *testing.T) { testAudit(t, open(t)) })
 	t.Run("pruning deletes only records older than the bound", func(t *testing.T) { testPruneAudit(t, open(t)) })
 }
@@ -67,6 +68,26 @@ func testRevoke(t *testing.T, s state.AuthStore) {
 	must(t, err)
 	if len(toks) != 1 || toks[0].Hash != "b2" || !toks[0].RevokedAt.IsZero() {
 		t.Fatalf("token made again after revocation: got %+v", toks)
+	}
+}
+
+func testTokenUse(t *testing.T, s state.AuthStore) {
+	ctx := context.Background()
+	if err := s.TouchToken(ctx, "nobody", at0); !errors.Is(err, state.ErrNotFound) {
+		t.Fatalf("touch of no token: got %v, want ErrNotFound", err)
+	}
+	exp := at0.Add(90 * 24 * time.Hour)
+	must(t, s.CreateToken(ctx, state.Token{Name: "ci", Hash: "cc", Roles: []string{"operator"}, CreatedAt: at0, ExpiresAt: exp}))
+	must(t, s.TouchToken(ctx, "ci", at0.Add(time.Hour)))
+	must(t, s.TouchToken(ctx, "ci", at0.Add(time.Minute))) // older: kept out
+	toks, err := s.Tokens(ctx)
+	must(t, err)
+	if len(toks) != 1 || !toks[0].ExpiresAt.Equal(exp) || !toks[0].LastUsedAt.Equal(at0.Add(time.Hour)) || toks[0].Hash != "cc" {
+		t.Fatalf("token ci: got %+v, want expiry %s and last use %s", toks, exp, at0.Add(time.Hour))
+	}
+	must(t, s.RevokeToken(ctx, "ci", at0.Add(2*time.Hour), "root"))
+	if err := s.TouchToken(ctx, "ci", at0.Add(3*time.Hour)); !errors.Is(err, state.ErrNotFound) {
+		t.Fatalf("touch of a revoked token: got %v, want ErrNotFound", err)
 	}
 }
 
