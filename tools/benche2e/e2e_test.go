@@ -88,8 +88,8 @@ func TestBenchE2E(t *testing.T) {
 			ms(d.P50), ms(d.P99), takeover, ended)
 	}
 	fmt.Println()
-	fmt.Println("| store | shell steps | runbook run (median) | fork floor (median) | ratio |")
-	fmt.Println("|---|---|---|---|---|")
+	fmt.Println("| store | shell steps | runbook run (median) | fork floor: bash (median) | ratio | exec floor: os/exec (median) | ratio |")
+	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, n := range strings.Split(*chains, ",") {
 		steps, err := strconv.Atoi(strings.TrimSpace(n))
 		if err != nil {
@@ -108,7 +108,8 @@ func TestBenchE2E(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", s, err)
 			}
-			fmt.Printf("| %s | %d | %s | %s | %.2f× |\n", s, steps, ch.Chain.Round(time.Millisecond), ch.Floor.Round(time.Millisecond), ch.Ratio)
+			fmt.Printf("| %s | %d | %s | %s | %.2f× | %s | %.2f× |\n", s, steps, ch.Chain.Round(time.Millisecond),
+				ch.Floor.Round(time.Millisecond), ch.Ratio, ch.Exec.Round(time.Millisecond), ch.ExecRatio)
 		}
 	}
 	fmt.Printf("\nload average at the end %s\n", loadAverage())

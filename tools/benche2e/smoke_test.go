@@ -38,5 +38,6 @@ func TestTheHarnessMeasuresEveryFigureOnBbolt(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, ch.Chain)
 	assert.Positive(t, ch.Floor)
+	assert.Positive(t, ch.Exec)
 	assert.Positive(t, ch.Ratio)
 }
