@@ -75,6 +75,35 @@ func (rs *replicaSet) start(i int) {
 	rs.mu.Unlock()
 }
 
+// logAbout logs, for each unfinished run of runs, whether its owner was
+// killed and what the live replicas' logs say of it: what a stranded run
+// needs to be understood.
+func (rs *replicaSet) logAbout(t *testing.T, runs []*state.Run, kills []killRecord) {
+	t.Helper()
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for _, r := range runs {
+		if r.Status.Done() {
+			continue
+		}
+		for _, k := range kills {
+			if strings.HasPrefix(r.Owner, k.owner+"@") || r.Owner == k.owner {
+				t.Logf("run %s: its owner %s was killed at %s", r.ID, r.Owner, k.at.Format(time.RFC3339Nano))
+			}
+		}
+		for i, s := range rs.proc {
+			if s == nil {
+				continue
+			}
+			for line := range strings.Lines(s.stderrText()) {
+				if strings.Contains(line, r.ID) {
+					t.Logf("replica %d (pid %d): %s", i, s.cmd.Process.Pid, strings.TrimSpace(line))
+				}
+			}
+		}
+	}
+}
+
 // url is replica i's address, "" while it is down.
 func (rs *replicaSet) url(i int) string {
 	rs.mu.Lock()
@@ -333,6 +362,9 @@ func crashReplicas(t *testing.T, senders, deliveries, approvals, kills int, pace
 		}
 		if len(open) == 0 {
 			break
+		}
+		if !time.Now().Before(deadline) {
+			rs.logAbout(t, runs, killsDone)
 		}
 		require.True(t, time.Now().Before(deadline), "%d runs unfinished: %v", len(open), open)
 		time.Sleep(200 * time.Millisecond)

@@ -8,6 +8,8 @@ import (
 	"os/user"
 	"strconv"
 
+	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/runner"
 	"github.com/runbook/runbook/internal/state"
 )
 
@@ -108,7 +110,7 @@ shown is the server's, until the run ends or waits again.`,
 		p.close()
 		return withHint(err, "")
 	}
-	if err := host.Engine().Approve(ctx, runID, step, answer); err != nil {
+	if err := host.Approve(ctx, runID, step, answer); err != nil {
 		p.close()
 		return withHint(err, "runbook runs show "+runID)
 	}
@@ -116,13 +118,16 @@ shown is the server's, until the run ends or waits again.`,
 		fmt.Fprintf(a.stdout, "step %s of run %s %s; continue with: runbook run --resume %s\n", step, runID, verdict, root.ID)
 		return nil
 	}
-	if err := host.Continue(ctx, root.ID, nil); errors.Is(err, state.ErrFenced) {
+	if err := host.Continue(ctx, root.ID, nil); errors.Is(err, state.ErrFenced) || wentOnElsewhere(ctx, store, root.ID, host, err) {
 		// Another process executes the run (a replica, a runbook run
-		// waiting for the answer): it continues it.
+		// waiting for the answer): it continues it, or went on with it
+		// already.
 		p.close()
 		who := "another process"
 		if owner := fencedOwner(err); owner != "" {
 			who = ownerKind(ctx, store, owner)
+		} else if r, gerr := store.GetRun(ctx, root.ID); gerr == nil && r.Owner != "" {
+			who = ownerKind(ctx, store, r.Owner)
 		}
 		fmt.Fprintf(a.stdout, "step %s of run %s %s; %s executes run %s and continues it: runbook runs logs -f %s\n", step, runID, verdict, who, root.ID, root.ID)
 		return nil
@@ -139,6 +144,17 @@ shown is the server's, until the run ends or waits again.`,
 		return withHint(err, "runbook run --resume "+root.ID)
 	}
 	return a.finishRun(ctx, store, res, err, out)
+}
+
+// wentOnElsewhere reports whether err, the refusal to continue run runID
+// here, is because another process went on with it after the answer was
+// recorded: the run is owned by another process, or ended there.
+func wentOnElsewhere(ctx context.Context, store state.Store, runID string, host *runner.Host, err error) bool {
+	if err == nil || fault.CodeOf(err) != fault.Conflict {
+		return false
+	}
+	r, gerr := store.GetRun(ctx, runID)
+	return gerr == nil && r.Owner != "" && r.Owner != host.Engine().Process()
 }
 
 // currentUser names who runs the command: $USER, else the login name of

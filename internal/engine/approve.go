@@ -14,15 +14,22 @@ import (
 	"github.com/runbook/runbook/internal/steps"
 )
 
-// Approve records an answer to a waiting approval step. When the answer
-// decides the step — a rejection, or the approval that makes the step's
-// required count of distinct approvers — a run waiting for it in this
-// process (ApprovalWait) continues at once, a run this process holds
-// parked is woken (Options.Wake), and elsewhere the store's notice of the
-// answer (PostgreSQL's, sent when the answer commits) wakes the replica
-// holding the run, which reads what it missed when it listens again. An
-// approval that leaves approvals missing is recorded as pending and the
-// run keeps waiting.
+// Approve records an answer to a waiting approval step (Answer, without
+// saying whether it decided the step).
+func (e *Engine) Approve(ctx context.Context, runID, step string, a state.Approval) error {
+	_, err := e.Answer(ctx, runID, step, a)
+	return err
+}
+
+// Answer records an answer to a waiting approval step and reports whether
+// it decided the step — a rejection, or the approval that makes the
+// step's required count of distinct approvers: the run may go on then. A
+// run waiting for it in this process (ApprovalWait) continues at once; a
+// parked run is woken by its host (internal/runner: the host that took
+// the answer, or, on another replica, the store's notice of the answer,
+// PostgreSQL's, sent when the answer commits; the replica reads what it
+// missed when it listens again). An approval that leaves approvals
+// missing is recorded as pending and the run keeps waiting.
 //
 // The answer is a compare-and-set (state.Store.AnswerApproval): it is
 // checked against, and added to, the answers recorded when it commits, in
@@ -45,13 +52,13 @@ import (
 // the step's typed fields (Invalid, every problem in Data["problems"]).
 // A step that has not asked yet is answered with the defaults (one
 // approval, no self-approval) and checks the answer itself.
-func (e *Engine) Approve(ctx context.Context, runID, step string, a state.Approval) error {
+func (e *Engine) Answer(ctx context.Context, runID, step string, a state.Approval) (decided bool, err error) {
 	run, err := e.o.Store.GetRun(ctx, runID)
 	if err != nil {
 		if errors.Is(err, state.ErrNotFound) {
-			return noStepWaiting(runID, step)
+			return false, noStepWaiting(runID, step)
 		}
-		return err
+		return false, err
 	}
 	if a.At.IsZero() {
 		a.At = e.o.Clock.Now()
@@ -68,14 +75,13 @@ func (e *Engine) Approve(ctx context.Context, runID, step string, a state.Approv
 		return next, []state.Event{ev}, nil
 	})
 	if err != nil {
-		return err
+		return false, err
 	}
 	e.observe(runID, ev)
 	if !next.Pending {
 		e.wake(runID)
-		e.wakeParked(ctx, runID)
 	}
-	return nil
+	return !next.Pending, nil
 }
 
 func noStepWaiting(runID, step string) error {

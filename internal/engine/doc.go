@@ -60,8 +60,9 @@
 // same attempt. With ApprovalParkAll (runbook serve) long waits park too —
 // a sleep, a cloud task between polls, a retry's delay (steps.WaitUntil) —
 // and the parked run records when it is due (Run.WakeAt) and keeps its
-// concurrency key; Options.Wake asks the caller to resume it when an
-// approval is answered or it is cancelled (park.go). With Options.Keys a
+// concurrency key; its host (internal/runner) executes it again when an
+// answer decides an approval (Answer says so) or it is cancelled
+// (CancelNext, park.go). With Options.Keys a
 // run whose concurrency key is held parks too, without the key
 // (Run.QueuedOnKey), until the caller hands it the key
 // (concurrency.go); an API resume ends a parked run's timed waits now

@@ -102,11 +102,6 @@ type Options struct {
 	// pending runs are taken up again (runbook serve), not for runbook
 	// run, whose killed run must show interrupted.
 	DeferStart bool
-	// Wake, under ApprovalParkAll, asks the caller to resume now the
-	// top-level run runID if it holds it parked (an approval of it, or of
-	// one of its sub-playbook runs, was answered; it was cancelled), and
-	// reports whether it does.
-	Wake func(runID string) bool
 	// Keys, under ApprovalParkAll, holds the runs parked on a busy
 	// concurrency key (on_busy: queue, cancel_running) and hands them the
 	// key when it is released (see KeyQueue). Without it such a run waits
@@ -442,12 +437,11 @@ func (e *Engine) parseSnapshot(r *state.Run, verb string) (*playbook.Playbook, e
 	return pb, nil
 }
 
-// Cancel cancels a run executing in this process, or parked by it
-// (Options.Wake resumes it, cancelled). It reports whether the run was
-// found. The run ends cancelled, its error naming cause when given
+// Cancel cancels a run executing in this process and reports whether it
+// does (a parked run is cancelled by its host: CancelNext). The run ends cancelled, its error naming cause when given
 // (any error: it is classified as a cancellation).
 func (e *Engine) Cancel(runID string, cause error) bool {
-	return e.cancelActive(runID, cancelCause(cause)) || e.cancelParked(runID, cancelCause(cause))
+	return e.cancelActive(runID, cancelCause(cause))
 }
 
 // cancelActive cancels run id with cause if it executes in this process,

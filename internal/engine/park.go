@@ -67,8 +67,9 @@ func (sr *stepRun) park(ctx context.Context, attempt int, continuing bool, p *st
 
 // parkAndLeave parks the run and stops executing it. A cancellation that
 // came while it parked (Cancel found it executing, after its steps had
-// settled) is not lost: once the run no longer executes here, it is
-// handed to cancelParked, which has the caller resume it cancelled.
+// settled) is not lost: once the run no longer executes here, it is noted
+// for its next execution (CancelNext), which its host, told of the
+// cancel, starts at once.
 func (rs *runState) parkAndLeave(ctx context.Context) (*state.Run, error) {
 	out, err := rs.park(ctx)
 	if recordedCancel(err) != nil {
@@ -89,7 +90,7 @@ func (rs *runState) parkAndLeave(ctx context.Context) (*state.Run, error) {
 	}
 	cause := runCause(ctx)
 	if err == nil && cause != nil && !errors.Is(cause, ErrSuspend) && !errors.Is(cause, errRunTimeout) {
-		rs.e.cancelParked(rs.run.ID, cause)
+		rs.e.CancelNext(rs.run.ID, cause)
 	}
 	return out, err
 }
@@ -179,32 +180,25 @@ func (e *Engine) takeCancel(runID string) error {
 	return cause
 }
 
-// cancelParked cancels run runID, which does not execute in this process,
-// if the caller holds it parked: its next execution, which Options.Wake
-// starts at once, starts cancelled with cause, so it ends as a run
-// cancelled while executing does (waiting steps cancelled, finally run).
-// A sub-playbook run is woken through its top-level run.
-func (e *Engine) cancelParked(runID string, cause error) bool {
-	if e.o.Wake == nil {
-		return false
-	}
+// CancelNext has run runID, which does not execute in this process, start
+// cancelled with cause at its next execution here, so that it ends as a
+// run cancelled while executing does (waiting steps cancelled, finally
+// run). Its host, which holds it parked, executes it next (a sub-playbook
+// run through its top-level run: TopLevel).
+func (e *Engine) CancelNext(runID string, cause error) {
 	e.mu.Lock()
-	e.cancelNext[runID] = cause
+	e.cancelNext[runID] = cancelCause(cause)
 	e.mu.Unlock()
-	if e.o.Wake(e.topLevel(context.Background(), runID)) {
-		return true
-	}
-	e.takeCancel(runID)
-	return false
 }
 
-// wakeParked tells the caller that run runID (or its top-level run) can
-// go on now (its approval was answered).
-func (e *Engine) wakeParked(ctx context.Context, runID string) {
-	if e.o.Wake != nil {
-		e.o.Wake(e.topLevel(ctx, runID))
-	}
-}
+// ForgetCancel drops what CancelNext noted for run runID: its host does
+// not hold it after all.
+func (e *Engine) ForgetCancel(runID string) { e.takeCancel(runID) }
+
+// TopLevel returns the ID of the run that started runID through
+// sub-playbook steps (runID itself for a top-level run, or when a parent
+// cannot be read): the run its host holds.
+func (e *Engine) TopLevel(ctx context.Context, runID string) string { return e.topLevel(ctx, runID) }
 
 // topLevel returns the ID of the run that started runID through
 // sub-playbook steps (runID itself for a top-level run, or when a parent

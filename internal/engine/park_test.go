@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -183,23 +182,13 @@ finally:
 	assert.Equal(t, "failed", recs["bye"].Outputs["status"])
 }
 
-// Cancel of a run parked by the caller asks it (Options.Wake) to resume
-// the run, which then ends cancelled as an executing run would: its
-// waiting steps cancelled, finally run. An answered approval wakes the
-// run the same way.
-func TestCancelAndAnswersWakeAParkedRunThroughWake(t *testing.T) {
+// A run parked by its host, cancelled (CancelNext) and executed again,
+// ends cancelled as an executing run would: its waiting steps cancelled,
+// finally run. An answer says that it decided the step, so that the host
+// executes the run again (internal/runner wakes it).
+func TestAParkedRunCancelledAtItsNextExecutionAndAnAnswerThatDecides(t *testing.T) {
 	ctx := context.Background()
-	var mu sync.Mutex
-	var woken []string
-	wake := func(o *engine.Options) {
-		o.Wake = func(id string) bool {
-			mu.Lock()
-			defer mu.Unlock()
-			woken = append(woken, id)
-			return true
-		}
-	}
-	h := newHarness(t, parkAll, wake)
+	h := newHarness(t, parkAll)
 	src := `
 version: 1
 name: gate
@@ -215,8 +204,8 @@ finally:
 	require.NoError(t, err)
 	assert.True(t, stored.WakeAt.IsZero())
 	assert.True(t, stored.AnswerOnly, "only an answer wakes it, and the record says so")
-	require.True(t, h.engine.Cancel(r.ID, nil), "a parked run is found")
-	assert.Equal(t, []string{r.ID}, woken)
+	assert.False(t, h.engine.Cancel(r.ID, nil), "a parked run does not execute: its host cancels it")
+	h.engine.CancelNext(r.ID, nil)
 	r, err = h.engine.Resume(ctx, r.ID)
 	require.Error(t, err)
 	assert.Equal(t, state.RunCancelled, r.Status)
@@ -226,8 +215,9 @@ finally:
 
 	r, err = h.run(src, nil)
 	require.NoError(t, err)
-	require.NoError(t, h.engine.Approve(ctx, r.ID, "gate", state.Approval{Approved: true, By: "alice"}))
-	assert.Equal(t, r.ID, woken[len(woken)-1])
+	decided, err := h.engine.Answer(ctx, r.ID, "gate", state.Approval{Approved: true, By: "alice"})
+	require.NoError(t, err)
+	assert.True(t, decided, "the one approval required decides the step")
 	r, err = h.engine.Resume(ctx, r.ID)
 	require.NoError(t, err)
 	assert.Equal(t, state.RunSucceeded, r.Status)

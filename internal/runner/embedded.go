@@ -139,15 +139,6 @@ func (r *Host) Await(ctx context.Context, runID string, answers bool) (*state.Ru
 	}
 }
 
-// CancelRun cancels run runID, executing or parked here, with cause; it
-// reports whether the host holds it.
-func (r *Host) CancelRun(runID string, cause error) bool {
-	if !r.Holds(runID) {
-		return false
-	}
-	return r.eng.Cancel(runID, cause)
-}
-
 // changes returns a channel closed at the next change of the runs this
 // host holds (a run released, parked, or stopped).
 func (r *Host) changes() <-chan struct{} {

@@ -176,7 +176,6 @@ func (r *Host) engineOptions(eo engine.Options) engine.Options {
 	if !r.o.Embedded {
 		eo.LeaseCheck = r.leaseCheck
 	}
-	eo.Wake = r.wakeRun
 	eo.Keys = hostKeys{r} // runs queued on a concurrency key park too (keys.go)
 	if r.o.Embedded {
 		// A CLI process waits for its steps' moments in process: its

@@ -166,3 +166,45 @@ func TestTheWatchdogResumesAnUnfinishedRunWithoutAnExecutor(t *testing.T) {
 
 	assert.Equal(t, 1, metrics.count("orphaned"), "counted (runbook_runs_recovered_total{reason=\"orphaned\"})")
 }
+
+// A run parked here is cancelled through its host: it is executed once
+// more and ends cancelled as an executing run would (its waiting steps
+// cancelled, finally run). An answer that decides its approval, given
+// through the host, wakes it at once: it goes on to its end.
+func TestAParkedRunIsCancelledAndAnsweredThroughItsHost(t *testing.T) {
+	ctx := context.Background()
+	h, _, store, _ := newTestHost(t)
+	pb, err := playbook.Parse("gate.yaml", []byte(`version: 1
+name: gate
+steps:
+  - {id: gate, uses: approval, with: {message: go?}}
+finally:
+  - {id: bye, uses: set, with: {status: "${{ run.status }}"}}
+`), playbook.LoadOptions{})
+	require.NoError(t, err)
+	parked := func() *state.Run {
+		t.Helper()
+		run, err := h.StartRun(ctx, pb, engine.StartRequest{})
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { _, p := h.Holding(run.ID); return p }, 5*time.Second, time.Millisecond, "never parked")
+		return run
+	}
+
+	run := parked()
+	require.True(t, h.CancelRun(run.ID, nil), "held here")
+	waitRun(t, store, run.ID, state.RunCancelled)
+	recs, err := store.Steps(ctx, run.ID)
+	require.NoError(t, err)
+	byID := map[string]*state.StepRecord{}
+	for _, rec := range recs {
+		byID[rec.ID] = rec
+	}
+	assert.Equal(t, state.StepCancelled, byID["gate"].Status)
+	assert.Equal(t, "cancelled", byID["bye"].Outputs["status"])
+	assert.False(t, h.Holds(run.ID), "ended: no longer held")
+
+	run = parked()
+	require.NoError(t, h.Approve(ctx, run.ID, "gate", state.Approval{Approved: true, By: "alice"}))
+	waitRun(t, store, run.ID, state.RunSucceeded)
+	assert.False(t, h.CancelRun(run.ID, nil), "an ended run is not held")
+}

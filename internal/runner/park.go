@@ -25,9 +25,9 @@ import (
 // A parked run goes on through the runner's normal launch path (it
 // queues for a slot like any run): when its wake time comes (one
 // goroutine sleeps until the earliest), when the engine asks
-// (engine.Options.Wake: an approval of it or of one of its sub-playbook
-// runs answered, a cancel — the run then ends cancelled), and at once
-// when it parks after being woken while it executed. At start, resumeAll
+// (Approve: an approval of it or of one of its sub-playbook runs
+// answered; CancelRun: the run then ends cancelled), and at once when it
+// parks after being woken while it executed. At start, resumeAll
 // parks the waiting runs again from their records instead of executing
 // them; only the due ones are launched. A shutdown leaves them as they
 // are stored: waiting, for the next start.
@@ -234,7 +234,7 @@ func approvalDeadline(rec *state.StepRecord) time.Time {
 // wakeRun executes the top-level run runID again now if this runner owns
 // it: a parked one is launched (it queues for a slot), one executing or
 // queued goes on at once if it parks. It reports whether the runner owns
-// the run. It is the engine's Options.Wake and the timer's action.
+// the run. Answers, cancels, notices and the timer wake runs through it.
 func (r *Host) wakeRun(runID string) bool {
 	r.mu.Lock()
 	a := r.active[runID]
@@ -432,4 +432,40 @@ func (r *Host) resumable(ctx context.Context, runID, key string) error {
 		what = strings.Join(waits, " and ")
 	}
 	return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("run %s is waiting for %s; a resume ends only a sleep, a retry's delay or a task's next poll", runID, what)}
+}
+
+// Approve records an answer to a waiting approval step of run runID (or
+// of one of its sub-playbook runs), a compare-and-set in the store
+// (engine.Answer), and, when the answer decided the step, wakes the run if
+// this host holds it: it goes on at once. A run another replica holds is
+// woken there by the store's notice of the answer.
+func (r *Host) Approve(ctx context.Context, runID, step string, a state.Approval) error {
+	decided, err := r.eng.Answer(ctx, runID, step, a)
+	if err == nil && decided {
+		r.wakeRun(r.eng.TopLevel(ctx, runID))
+	}
+	return err
+}
+
+// CancelRun cancels run runID (or a sub-playbook run of one) with cause if
+// this host holds it, and reports whether it does. An executing run is
+// cancelled through the engine; a parked one is executed once more,
+// cancelled (its waiting steps cancelled, its finally run, its key
+// released). A run that parks as it is cancelled goes on at once the same
+// way.
+func (r *Host) CancelRun(runID string, cause error) bool {
+	top := runID
+	if !r.Holds(top) {
+		top = r.eng.TopLevel(context.WithoutCancel(r.base), runID)
+	}
+	if r.eng.Cancel(runID, cause) {
+		r.wakeRun(top) // parked as it was cancelled: executed again at once
+		return true
+	}
+	r.eng.CancelNext(runID, cause)
+	if r.wakeRun(top) {
+		return true
+	}
+	r.eng.ForgetCancel(runID)
+	return false
 }

@@ -157,7 +157,7 @@ func (r *Host) Cancel(runID string) {
 	}
 	r.mu.Unlock()
 	if i < 0 {
-		if !r.eng.Cancel(runID, nil) && r.rep != nil {
+		if !r.CancelRun(runID, nil) && r.rep != nil {
 			r.cancelElsewhere(runID)
 		}
 		return

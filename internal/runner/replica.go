@@ -375,8 +375,7 @@ func (r *Host) notice(ctx context.Context, n state.Notice) {
 	case state.NoticeWork:
 		r.kickQueue()
 	case state.NoticeApproval:
-		r.eng.Wake(ctx, n.RunID)
-		if r.Holds(n.RunID) {
+		if r.wakeRun(r.eng.TopLevel(ctx, n.RunID)) {
 			return
 		}
 		run, err := r.store.GetRun(ctx, n.RunID)
@@ -465,7 +464,7 @@ func (r *Host) cancelNotice(ctx context.Context, runID string) {
 	}
 	// Executing, or about to: the engine cancels it, or has it end
 	// cancelled as soon as it executes.
-	r.eng.Cancel(runID, cause)
+	r.CancelRun(runID, cause)
 }
 
 // isParked reports whether run runID is parked in this replica (park.go).

@@ -450,7 +450,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("by"); v != "" {
 		by = v
 	}
-	if !s.eng.Cancel(run.ID, &fault.Error{Code: fault.Cancelled, Message: "cancelled by " + by}) {
+	if !s.runs.CancelRun(run.ID, &fault.Error{Code: fault.Cancelled, Message: "cancelled by " + by}) {
 		// Not executing here (pending behind a queue that has not started
 		// it, or its snapshot failed to load): record the cancellation.
 		run.Status, run.EndedAt = state.RunCancelled, time.Now()
@@ -505,7 +505,7 @@ func (s *Server) approveRun(w http.ResponseWriter, r *http.Request) {
 	}
 	fields, _ := norm.(map[string]any)
 	a := state.Approval{Approved: *body.Approve, By: by, Roles: roles, Comment: body.Comment, Fields: fields}
-	if err := s.eng.Approve(r.Context(), run.ID, body.Step, a); err != nil {
+	if err := s.runs.Approve(r.Context(), run.ID, body.Step, a); err != nil {
 		// An answer that does not fit the step's fields: 400 with every
 		// problem; the run keeps waiting.
 		var se *fault.Error

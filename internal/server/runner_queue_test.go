@@ -274,7 +274,7 @@ func TestARunWaitingForAnApprovalGivesItsSlotBack(t *testing.T) {
 	waitRun(t, store, note, state.RunSucceeded)
 	assert.Equal(t, 1, s.runs.Running(), "the waiting run still executes here")
 
-	require.NoError(t, s.eng.Approve(ctx, ask, "ok", state.Approval{Approved: true, By: "test"}))
+	require.NoError(t, s.runs.Approve(ctx, ask, "ok", state.Approval{Approved: true, By: "test"}))
 	waitRun(t, store, ask, state.RunSucceeded)
 	require.Eventually(t, func() bool { return s.runs.Running() == 0 }, 5*time.Second, time.Millisecond)
 	// Every slot given back: with one slot, a new run executes at once
