@@ -40,8 +40,12 @@
 // in-memory Host and the contract suite every step type passes.
 //
 // Invariants:
-//   - Register panics on an empty, malformed or duplicate type name, a nil
-//     Run, or a params tag that does not fit its field.
+//   - Register panics on an empty, malformed or duplicate type name, a
+//     nil Run, or Params that are not a struct; a params tag that does not
+//     fit its field panics, naming the type, when the type is first decoded
+//     or described (its tags are read then, not in every process's
+//     initialisation; the schema test of steps/all describes every
+//     built-in type).
 //   - Params are a plain Go struct; its JSON Schema, load-time checks and
 //     run-time decoding are all derived from the struct and its tags, so the
 //     three never disagree. A limit a tag can state is in the tag.

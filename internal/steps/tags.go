@@ -1,7 +1,8 @@
 package steps
 
 // Tags: a step's `with` map is described by a plain Go struct whose tags
-// carry the constraints. fieldsOf reads the tags once, at Register; Decode
+// carry the constraints. fieldsOf reads the tags once, when the type is
+// first decoded or described (Descriptor.paramFields); Decode
 // (run time), CheckLiteral (load time) and ParamsSchema (the JSON Schema)
 // all work from the same parsed fields, so the three never disagree.
 //
@@ -18,8 +19,8 @@ package steps
 //	desc:"..."         description in the schema
 //
 // A tag that does not fit its field (min on a string, a pattern that does
-// not compile, a default that breaks the field's own rules) makes Register
-// panic. A limit that a tag can state belongs in the tag, not in Check:
+// not compile, a default that breaks the field's own rules) panics then,
+// naming the type. A limit that a tag can state belongs in the tag, not in Check:
 // the tag reaches the schema an editor reads as well as both checks.
 
 import (
