@@ -123,7 +123,8 @@ func render(t *testing.T, valuesFile string, set map[string]any) (manifests, err
 
 // container is the Deployment's runbook container, after the checks every
 // rendering must pass: non-root, read-only root filesystem, no
-// privilege escalation, probes on /healthz, the Service on its port.
+// privilege escalation, probes on /healthz (readiness on /readyz), the
+// Service on its port.
 func container(t *testing.T, m manifests) (*appsv1.Deployment, corev1.Container) {
 	t.Helper()
 	d := m.get(t, "Deployment", "ops-runbook").(*appsv1.Deployment)
@@ -137,10 +138,14 @@ func container(t *testing.T, m manifests) (*appsv1.Deployment, corev1.Container)
 	assert.Equal(t, ptr(true), c.SecurityContext.ReadOnlyRootFilesystem)
 	assert.Equal(t, ptr(false), c.SecurityContext.AllowPrivilegeEscalation)
 	assert.Equal(t, []corev1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop)
-	for name, p := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe, "startup": c.StartupProbe} {
+	for name, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "startup": c.StartupProbe, "readiness": c.ReadinessProbe} {
 		require.NotNil(t, p, name)
 		require.NotNil(t, p.HTTPGet, name)
-		assert.Equal(t, "/healthz", p.HTTPGet.Path, name)
+		want := "/healthz"
+		if name == "readiness" {
+			want = "/readyz" // 503 while draining
+		}
+		assert.Equal(t, want, p.HTTPGet.Path, name)
 		assert.Equal(t, "http", p.HTTPGet.Port.String(), name)
 	}
 	require.Len(t, c.Ports, 1)

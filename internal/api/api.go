@@ -200,3 +200,9 @@ type Health struct {
 	RunsExecuting  int    `json:"runs_executing"`
 	Status         string `json:"status"` // ok
 }
+
+// Ready is the answer of GET /readyz: 200 "ok" while the server takes
+// requests, 503 "draining" once it is shutting down.
+type Ready struct {
+	Status string `json:"status"` // ok, draining
+}

@@ -27,11 +27,13 @@ import (
 const maxAPIBody = 1 << 20
 
 // routes builds the handler: the API under /api/v1 (bearer token),
-// webhooks under /hooks/ (their own signature), /healthz and /metrics.
+// webhooks under /hooks/ (their own signature), /healthz, /readyz and
+// /metrics.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/hooks/", s.countDeliveries(s.logDeliveries(s.intake)))
 	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", s.metrics.handler)
 
 	api := http.NewServeMux()
@@ -132,6 +134,17 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 		body.ReloadProblems = len(failed.Problems)
 	}
 	writeJSON(w, http.StatusOK, body)
+}
+
+// readyz answers 200 while the server takes requests and 503 from the
+// moment it starts shutting down (the webhooks in flight finish, new ones
+// get 503), so that a load balancer stops sending to it first.
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if s.draining.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, api.Ready{Status: "draining"})
+		return
+	}
+	writeJSON(w, http.StatusOK, api.Ready{Status: "ok"})
 }
 
 // countDeliveries records each webhook answer in the metrics.

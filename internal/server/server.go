@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runbook/runbook/internal/auth"
@@ -97,6 +98,8 @@ type Server struct {
 	intake  *trigger.Intake
 	handler http.Handler
 	ready   chan struct{}
+	// draining is set when shutdown begins: /readyz answers 503 from then.
+	draining atomic.Bool
 
 	authn *auth.Authenticator
 	addr  string
@@ -287,6 +290,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 
 	s.log.Info("shutting down")
+	s.draining.Store(true)
 	grace, cancel := context.WithTimeout(context.Background(), s.o.ShutdownGrace)
 	defer cancel()
 	// Webhooks first: every request being handled is answered (its

@@ -51,7 +51,7 @@ func (s *Server) withUI(core http.Handler) http.Handler {
 		panic(err)
 	}
 	root := http.NewServeMux()
-	for _, p := range []string{"/api/", "/hooks/", "/healthz", "/metrics"} {
+	for _, p := range []string{"/api/", "/hooks/", "/healthz", "/readyz", "/metrics"} {
 		root.Handle(p, apiMux)
 	}
 	root.Handle("/", web)
