@@ -34,7 +34,7 @@ ARG COMMIT_DATE=
 COPY --from=build /rootfs/ /
 COPY --from=build --chown=65532:65532 /rootfs/var/lib/runbook /var/lib/runbook
 USER 65532:65532
-ENV PATH=/usr/local/bin \
+ENV PATH=/usr/local/bin:/usr/bin:/bin \
     SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \
     HOME=/var/lib/runbook \
     RUNBOOK_STATE=/var/lib/runbook/state.db

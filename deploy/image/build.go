@@ -44,7 +44,7 @@ func imageConfig(labels map[string]string) v1.Config {
 	return v1.Config{
 		User: user,
 		Env: []string{
-			"PATH=/usr/local/bin",
+			"PATH=/usr/local/bin:/usr/bin:/bin",
 			"SSL_CERT_FILE=/" + certsPath,
 			"HOME=/" + stateDir,
 			"RUNBOOK_STATE=/" + stateDir + "/state.db",

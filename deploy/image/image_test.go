@@ -263,7 +263,8 @@ func runInImage(t *testing.T, root string, cfg v1.Config, args ...string) []byte
 }
 
 // serveInImage runs the image's command with --sim and a loopback port,
-// waits for /healthz, then stops it with SIGTERM as a runtime does.
+// waits for /healthz and /readyz, then stops it with SIGTERM as a runtime
+// does.
 func serveInImage(t *testing.T, root string, cfg v1.Config) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -306,6 +307,10 @@ func serveInImage(t *testing.T, root string, cfg v1.Config) {
 		resp.Body.Close()
 	}
 	assert.Equal(t, "ok", health["status"])
+	resp, err := http.Get("http://" + addr + "/readyz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "/readyz")
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	select {
