@@ -316,7 +316,9 @@ func TestTheChartPassesHelmLint(t *testing.T) {
 			vals = v.AsMap()
 		}
 		l := lint.AllWithKubeVersion(chartDir, vals, "runbook", kubeVersion)
+		t.Logf("values %q: helm lint: %d messages, highest severity %d", file, len(l.Messages), l.HighestSeverity)
 		for _, msg := range l.Messages {
+			t.Log(msg)
 			assert.Less(t, msg.Severity, support.WarningSev, "values %q: %s", file, msg)
 		}
 	}
