@@ -28,7 +28,7 @@ build: ## build bin/runbook, stamped with the version, commit and commit date
 version: ## print the version the builds stamp
 	@echo $(VERSION)
 
-release: ## cross-compile static binaries for linux and darwin (amd64, arm64) into dist/, with dist/SHA256SUMS
+release: ## cross-compile binaries (CGO_ENABLED=0; static on linux) for linux and darwin (amd64, arm64) into dist/, with dist/SHA256SUMS
 	@mkdir -p $(DIST) && rm -f $(DIST)/runbook-v* $(DIST)/SHA256SUMS
 	@for p in $(PLATFORMS); do \
 		os=$${p%/*}; arch=$${p#*/}; out=$(DIST)/runbook-$(VERSION)-$$os-$$arch; \
