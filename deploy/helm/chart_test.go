@@ -341,7 +341,10 @@ func TestTheChartsConfigPassesRunbookConfigCheck(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "runbook.yaml"), []byte(cfg), 0o644))
 
 	bin := filepath.Join(dir, "runbook")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/runbook")
+	// The release flags (Makefile): the packages compiled for the image
+	// test's make build are reused from the build cache.
+	build := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-o", bin, "./cmd/runbook")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Dir = "../.."
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
