@@ -89,17 +89,18 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 		ShutdownGrace: cfg.Server.ShutdownGrace, Limits: server.Limits{ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
 			ReadTimeout: cfg.Server.ReadTimeout, WriteTimeout: cfg.Server.WriteTimeout, IdleTimeout: cfg.Server.IdleTimeout,
 			MaxConnsPerAddress: cfg.Server.MaxConnsPerAddress}, MaxRunning: cfg.Server.MaxRunning, Lease: cfg.Server.Lease, TakeOverRunProcesses: cfg.Server.TakeOverRunProcesses, StateFile: stateFile(statePath), Logger: logger,
-		Auth: authOptions,
+		Auth: authOptions, TLS: server.TLSFiles{Cert: cfg.Server.TLSCert, Key: cfg.Server.TLSKey}, MetricsToken: sec.metrics,
 	})
 	if err != nil {
 		return err
 	}
 	return a.serve(ctx, srv, func(addr string) {
-		api := "API at http://" + addr + "/api/v1"
+		base := srv.URL()
+		api := "API at " + base + "/api/v1"
 		if sec.token == "" {
 			api = "API disabled (secret " + cfg.Server.TokenSecret + " is not set)"
 		}
-		fmt.Fprintf(a.stdout, "runbook serve: listening on http://%s; %s; playbooks from %s; state %s\n", addr, api, cfg.Playbooks, displayLocation(statePath))
+		fmt.Fprintf(a.stdout, "runbook serve: listening on %s; %s; playbooks from %s; state %s\n", base, api, cfg.Playbooks, displayLocation(statePath))
 	})
 }
 
@@ -199,6 +200,7 @@ func loadConfig(path string) (*config.Config, error) {
 // the server starts.
 type serveSecrets struct {
 	token       string // the API bearer token; "" disables the API
+	metrics     string // the token /metrics asks for; "": none
 	routes      map[string]trigger.Route
 	connections map[string]map[string]any
 }
@@ -222,6 +224,12 @@ func (a *app) serveSecrets(cfg *config.Config, src *secrets.Source, rehearsal bo
 	}
 	var missing []string
 	sec.routes, missing = a.webhookRoutes(cfg, lookup, rehearsal)
+	if name := cfg.Server.MetricsTokenSecret; name != "" {
+		var ok bool
+		if sec.metrics, ok = lookup(name); !ok || sec.metrics == "" {
+			missing = append(missing, "server.metrics_token: secret "+name+" is not set")
+		}
+	}
 	conns, err := cfg.ResolveConnections(lookup)
 	if err != nil {
 		missing = append(missing, err.Error())

@@ -99,6 +99,12 @@ type Server struct {
 	// streams lift it), idle_timeout 2m, max_conns_per_address 256.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	MaxConnsPerAddress                                        int
+	// TLSCert and TLSKey are server.tls's PEM files (absolute; "" for
+	// plain HTTP): the listener speaks HTTPS, TLS 1.2 at least.
+	TLSCert, TLSKey string
+	// MetricsTokenSecret names the secret holding the bearer token that
+	// /metrics asks for ("": /metrics is open).
+	MetricsTokenSecret string
 }
 
 // Webhooks holds the webhook intake settings.
@@ -200,6 +206,9 @@ func (c *Config) resolve(p string) string {
 // token, webhook route secrets, connection settings), sorted and unique.
 func (c *Config) SecretRefs() []string {
 	set := map[string]bool{}
+	if c.Server.MetricsTokenSecret != "" {
+		set[c.Server.MetricsTokenSecret] = true
+	}
 	if c.Server.TokenSecret != "" {
 		set[c.Server.TokenSecret] = true
 	}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -364,6 +365,14 @@ func TestParseSize(t *testing.T) {
 		assert.Error(t, c.HTTP.Check("127.0.0.1", netip.Addr{}))
 		assert.Equal(t, []string{`rb.yaml:1:24: http.deny[1]: "not a host" is neither a CIDR, an IP address nor a host name`}, diags(t, "http: {deny: [1.2.3.4, not a host]}"))
 		assert.Contains(t, diags(t, "http: {deny: 127.0.0.1}")[0], "http.deny: must be a list of CIDRs and host names")
+	})
+	t.Run("tls names the certificate and key files, relative to the config", func(t *testing.T) {
+		c := parseOK(t, "server: {tls: {cert: tls/cert.pem, key: /etc/runbook/key.pem}, metrics_token: METRICS_TOKEN}")
+		assert.True(t, filepath.IsAbs(c.Server.TLSCert) && strings.HasSuffix(c.Server.TLSCert, filepath.Join("tls", "cert.pem")), c.Server.TLSCert)
+		assert.Equal(t, "/etc/runbook/key.pem", c.Server.TLSKey)
+		assert.Equal(t, "METRICS_TOKEN", c.Server.MetricsTokenSecret)
+		assert.Contains(t, c.SecretRefs(), "METRICS_TOKEN")
+		assert.Equal(t, []string{`rb.yaml:1:15: server.tls: key is required (the PEM file of the private key)`}, diags(t, "server: {tls: {cert: c.pem}}"))
 	})
 	t.Run("take_over_run_processes is a boolean, off by default", func(t *testing.T) {
 		assert.False(t, parseOK(t, "server: {listen: '127.0.0.1:1'}").Server.TakeOverRunProcesses)

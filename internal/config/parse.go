@@ -20,7 +20,7 @@ import (
 var (
 	topKeys    = []string{"playbooks", "state", "secrets_file", "server", "webhooks", "connections", "schedules", "retention", "auth", "http"}
 	serverKeys = []string{"listen", "token_secret", "shutdown_grace", "max_body", "reload", "reload_interval", "max_running", "lease", "take_over_run_processes",
-		"read_header_timeout", "read_timeout", "write_timeout", "idle_timeout", "max_conns_per_address"}
+		"read_header_timeout", "read_timeout", "write_timeout", "idle_timeout", "max_conns_per_address", "tls", "metrics_token"}
 	webhookKeys = []string{"dedup_ttl", "routes"}
 	routeKeys   = []string{"verify", "secret", "secrets"}
 
@@ -71,7 +71,7 @@ func (l *loader) parse(c *Config) {
 		}
 	}
 	if n := o.Get("server"); n != nil {
-		l.server(&c.Server, n)
+		l.server(c, n)
 	}
 	if n := o.Get("webhooks"); n != nil {
 		l.webhooks(&c.Webhooks, n)
@@ -95,11 +95,13 @@ func (l *loader) parse(c *Config) {
 	}
 }
 
-func (l *loader) server(s *Server, n *yaml.Node) {
+func (l *loader) server(c *Config, n *yaml.Node) {
+	s := &c.Server
 	o := yamlnode.Strict(l.errf, n, "server", serverKeys...)
 	if o == nil {
 		return
 	}
+	l.serverTLS(c, o.Get("tls"))
 	if n := o.Get("listen"); n != nil {
 		if v, ok := l.Str(n, "server.listen"); ok {
 			if msg := checkListen(v); msg != "" {
@@ -162,6 +164,11 @@ func (l *loader) server(s *Server, n *yaml.Node) {
 			if v, ok := l.duration(n, "server."+t.key, MinHTTPTimeout); ok {
 				*t.d = v
 			}
+		}
+	}
+	if n := o.Get("metrics_token"); n != nil {
+		if v, ok := l.secretName(n, "server.metrics_token"); ok {
+			s.MetricsTokenSecret = v
 		}
 	}
 	if n := o.Get("max_conns_per_address"); n != nil {

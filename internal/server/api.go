@@ -34,7 +34,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/hooks/", s.countDeliveries(s.logDeliveries(s.intake)))
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("GET /metrics", s.metrics.handler)
+	mux.Handle("GET /metrics", s.metricsAuth(s.metrics.handler))
 
 	api := http.NewServeMux()
 	api.HandleFunc("GET /api/v1/playbooks", s.listPlaybooks)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"net/http"
 	"sync"
@@ -67,6 +68,9 @@ func (s *Server) httpServer(l Limits) *http.Server {
 		WriteTimeout:      l.WriteTimeout,
 		IdleTimeout:       l.IdleTimeout,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if tc, ok := c.(*tls.Conn); ok {
+				c = tc.NetConn()
+			}
 			if lc, ok := c.(*limitedConn); ok {
 				return context.WithValue(ctx, limitedConnKey{}, lc)
 			}

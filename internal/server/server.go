@@ -58,6 +58,11 @@ type Options struct {
 	ShutdownGrace time.Duration
 	// Limits bound what one client can hold of the listener (limits.go).
 	Limits Limits
+	// TLS makes the listener speak HTTPS with these files, reloaded on
+	// Reload (SIGHUP) and when they change (tls.go).
+	TLS TLSFiles
+	// MetricsToken, when set, is the bearer token /metrics asks for.
+	MetricsToken string
 	// MaxRunning bounds the runs executing at once (default
 	// runner.DefaultMaxRunning); more wait, committed, in a queue (internal/runner/queue.go).
 	MaxRunning int
@@ -103,6 +108,7 @@ type Server struct {
 
 	authn *auth.Authenticator
 	addr  string
+	certs *certs // nil: plain HTTP
 
 	reloadMu sync.Mutex
 }
@@ -144,6 +150,11 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s.authn = authn
+	if o.TLS.Cert != "" || o.TLS.Key != "" {
+		if s.certs, err = loadCerts(o.TLS); err != nil {
+			return nil, err
+		}
+	}
 	s.metrics = newMetrics(func() int { return s.runs.Running() }, func() int { return len(s.cat.all()) })
 	if _, err := s.cat.load(); err != nil {
 		return nil, err
@@ -207,6 +218,16 @@ func (s *Server) Engine() *engine.Engine { return s.eng }
 // Addr is the address the server listens on, once Ready is closed.
 func (s *Server) Addr() string { <-s.ready; return s.addr }
 
+// URL is the server's base URL (https:// with TLS), once Ready is closed.
+func (s *Server) URL() string { <-s.ready; return s.url() }
+
+func (s *Server) url() string {
+	if s.certs != nil {
+		return "https://" + s.addr
+	}
+	return "http://" + s.addr
+}
+
 // Ready is closed when the server listens and has resumed its runs.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
@@ -215,6 +236,7 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 func (s *Server) Reload() error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
+	s.reloadTLS()
 	changed, err := s.cat.load()
 	s.metrics.reload(err == nil)
 	if err != nil {
@@ -264,7 +286,12 @@ func (s *Server) Run(ctx context.Context) error {
 	srv := s.httpServer(s.o.Limits)
 	srv.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	if s.certs != nil {
+		srv.TLSConfig = s.certs.tlsConfig()
+		go func() { serveErr <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { serveErr <- srv.Serve(ln) }()
+	}
 
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
@@ -276,6 +303,7 @@ func (s *Server) Run(ctx context.Context) error {
 		wg.Go(func() { s.watch(bg) })
 	}
 	wg.Go(func() { s.runs.Run(bg) })
+	wg.Go(func() { s.watchCerts(bg) })
 	wg.Go(func() { s.pruneAudit(bg) })
 	s.log.Info("runbook serve is ready", "addr", s.addr, "playbooks", len(s.cat.all()), "api", s.o.Token != "")
 	close(s.ready)
@@ -340,7 +368,7 @@ func (s *Server) writeDiscovery() error {
 	if s.o.StateFile == "" {
 		return nil
 	}
-	b, _ := json.Marshal(Discovery{URL: "http://" + s.addr, PID: os.Getpid()})
+	b, _ := json.Marshal(Discovery{URL: s.url(), PID: os.Getpid()})
 	tmp := DiscoveryFile(s.o.StateFile) + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return err
