@@ -66,6 +66,8 @@ docs: ## regenerate docs/steps (one page per step family) from the step registry
 
 bench: ## print the performance figures the issues ask for
 	$(GO) test -run '^$$' -bench . -skip 'WaitingRuns|Sequential(Set|Shell)Steps' -benchmem ./internal/engine ./internal/expr ./internal/state/... ./internal/secrets
+	# a shell step against its floor, os/exec running /bin/sh -c true (issue 31: the copy buffers come from a pool)
+	$(GO) test -run '^$$' -bench 'ExecTrue|ShellTrue' -benchmem ./internal/steps/core
 	# 10,000 waiting runs (approvals, sleeps) and their resume in a fresh process, with the soft memory limit runbook serve sets
 	GOMEMLIMIT=160MiB $(GO) test -run '^$$' -bench WaitingRuns -benchtime 1x ./internal/engine
 	# the engine on both stores (issue 14: a set step <= 0.5 ms on PostgreSQL; a 100-step shell chain <= 1.5x its bbolt time)

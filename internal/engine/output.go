@@ -95,10 +95,14 @@ func (o *stepOutput) Line(stream, text string) {
 	}
 }
 
-// takeLocked returns the waiting lines and starts a new batch.
+// takeLocked returns the waiting lines and starts a new batch, sized as
+// the last one; a closed output starts none.
 func (o *stepOutput) takeLocked() []state.OutputLine {
 	lines := o.buf
-	o.buf, o.bufSize = make([]state.OutputLine, 0, max(len(lines), 16)), 0
+	o.buf, o.bufSize = nil, 0
+	if !o.closed {
+		o.buf = make([]state.OutputLine, 0, max(len(lines), 16))
+	}
 	if o.timer != nil {
 		o.timer.Stop()
 		o.timer = nil
@@ -164,8 +168,8 @@ func (o *stepOutput) write(lines []state.OutputLine) {
 func (o *stepOutput) close() {
 	o.smu.Lock()
 	o.mu.Lock()
-	lines := o.takeLocked()
 	o.closed = true
+	lines := o.takeLocked()
 	if o.dropped > 0 {
 		lines = append(lines, state.OutputLine{Time: o.e.o.Clock.Now(), Step: o.step, Attempt: o.attempt, Stream: state.StreamNote,
 			Text: fmt.Sprintf("… output truncated: %d more bytes (%d lines) not kept; a step keeps %d bytes of output per attempt", o.dropped, o.lost, o.max)})

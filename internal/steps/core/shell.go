@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -98,6 +99,33 @@ func (w *capped) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// stream is where one of a command's streams goes: what max_output_bytes
+// keeps, and every line to the step's output.
+type stream struct {
+	kept  *capped
+	lines io.Writer
+}
+
+func (s *stream) Write(p []byte) (int, error) {
+	s.kept.Write(p)
+	return s.lines.Write(p)
+}
+
+// copyBuffers are the buffers streams read a command's pipes through. An
+// exec.Cmd copies each pipe with io.Copy, which allocates 32 KiB a stream
+// when its writer cannot read for itself: 64 KiB a step, most of a shell
+// step's allocations.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// ReadFrom copies r to s through a pooled buffer; exec.Cmd's copy of a pipe
+// lands here. The wrappers hide r's WriteTo and s's ReadFrom, either of
+// which io.CopyBuffer would call instead of using the buffer.
+func (s *stream) ReadFrom(r io.Reader) (int64, error) {
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	return io.CopyBuffer(struct{ io.Writer }{s}, struct{ io.Reader }{r}, *buf)
+}
+
 func runShell(ctx context.Context, c *steps.Call, p *shellParams) (steps.Outputs, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -137,7 +165,7 @@ func runShell(ctx context.Context, c *steps.Call, p *shellParams) (steps.Outputs
 	// (runbook run's progress, runs logs, the API's stream), whatever
 	// max_output_bytes keeps for the outputs.
 	outLines, errLines := c.OutputWriter(steps.StreamStdout), c.OutputWriter(steps.StreamStderr)
-	cmd.Stdout, cmd.Stderr = io.MultiWriter(stdout, outLines), io.MultiWriter(stderr, errLines)
+	cmd.Stdout, cmd.Stderr = &stream{stdout, outLines}, &stream{stderr, errLines}
 
 	// Own process group: cancellation reaches the children of the shell too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
