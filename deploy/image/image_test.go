@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -102,6 +103,7 @@ func TestTheImageRunsRunbookAsItsNonRootUser(t *testing.T) {
 	require.NoError(t, err)
 
 	idx := layoutIndex(t, filepath.Join(dist, "oci"), version)
+	require.NoError(t, validate.Index(idx), "every blob of the layout is there, with its digest and size")
 	im, err := idx.IndexManifest()
 	require.NoError(t, err)
 	require.Len(t, im.Manifests, 1)
@@ -164,6 +166,14 @@ func TestTheImageRunsRunbookAsItsNonRootUser(t *testing.T) {
 	assert.Equal(t, commit, v.Commit)
 	assert.Equal(t, createdAt.UTC().Format(time.RFC3339), v.CommitDate)
 	assert.Equal(t, "linux/"+arch, v.Platform)
+	text := string(runInImage(t, root, cf.Config, "version"))
+	assert.Contains(t, text, "runbook "+version+"\n")
+	wantCommit := commit
+	if strings.HasSuffix(version, "-dirty") {
+		wantCommit += " (modified)" // built from a work tree with changes
+	}
+	assert.Contains(t, text, "commit:       "+wantCommit+"\n")
+	assert.Contains(t, text, "commit date:  "+createdAt.UTC().Format(time.RFC3339)+"\n")
 
 	serveInImage(t, root, cf.Config)
 	fi, err := os.Stat(filepath.Join(root, stateDir, "state.db"))
