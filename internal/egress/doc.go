@@ -1,7 +1,8 @@
 // Package egress is the destination policy of the HTTP requests that
 // playbooks aim: http.request, notice.digest's post, and any step that
-// takes a URL from a playbook. The configured cloud connections and the
-// simulators do not go through it.
+// takes a URL from a playbook, including the object storage calls whose
+// host a playbook's obs:// URI names. The configured cloud connections and
+// the simulators do not go through it.
 //
 // A Policy is a list of denied and a list of allowed destinations, each a
 // CIDR or a host name ("hooks.example.com", "*.example.com"), and the

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/runbook/runbook/internal/egress"
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/retry"
 )
@@ -192,6 +193,10 @@ func (p *Policy) defaults() {
 // header gives Retry-After); k sorts a failure.
 func (p *Policy) send(c Call, req *http.Request) (*http.Response, kind, error) {
 	resp, err := p.Client.Do(req)
+	if re := (*egress.RefusedError)(nil); errors.As(err, &re) {
+		// The destination policy refused it before any packet: final.
+		return nil, final, &fault.Error{Code: fault.Invalid, Message: c.Op + ": " + re.Error()}
+	}
 	if err != nil {
 		k := ambiguous
 		if notSent(err) {

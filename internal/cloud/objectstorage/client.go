@@ -14,6 +14,7 @@ import (
 
 	"github.com/runbook/runbook/internal/cloud/httpcall"
 	"github.com/runbook/runbook/internal/cloud/identity"
+	"github.com/runbook/runbook/internal/egress"
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/retry"
 )
@@ -75,6 +76,10 @@ func ConfigFrom(conn map[string]any) (Config, error) {
 type Client struct {
 	cfg  Config
 	base *url.URL // nil: https://{host} of each URI
+	// objects sends the object calls: without base, the host is the
+	// playbook's (its URI), so the destination policy checks it
+	// (internal/egress); with base, cfg.HTTPClient.
+	objects *http.Client
 
 	mu      sync.Mutex
 	sources map[string]*identity.Source // by tenant ("" when Identity names one)
@@ -97,13 +102,17 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Identity.HTTPClient == nil {
 		cfg.Identity.HTTPClient = cfg.HTTPClient
 	}
-	c := &Client{cfg: cfg, sources: map[string]*identity.Source{}}
+	c := &Client{cfg: cfg, sources: map[string]*identity.Source{}, objects: cfg.HTTPClient}
 	if cfg.BaseURL != "" {
 		u, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fault.Errorf(fault.Invalid, "objectstorage: base_url must be an http(s) URL with a host (got %q)", cfg.BaseURL)
 		}
 		c.base = u
+	} else {
+		checked := *cfg.HTTPClient
+		checked.Transport = egress.NewTransport()
+		c.objects = &checked
 	}
 	if cfg.Identity.Token == "" {
 		if cfg.Identity.Username == "" || cfg.Identity.Password == "" {
@@ -211,7 +220,7 @@ func (c *Client) policy(src *identity.Source) httpcall.Policy {
 	return httpcall.Policy{
 		Attempts: c.cfg.MaxAttempts, Backoff: baseBackoff, MaxBackoff: maxBackoff, MaxRetryAfter: maxRetryAfter,
 		Repeat: httpcall.Always, Refresh: httpcall.RefreshToken(src, "X-Auth-Token"),
-		Client: c.cfg.HTTPClient, Sleep: c.cfg.Sleep, Now: c.cfg.Now,
+		Client: c.objects, Sleep: c.cfg.Sleep, Now: c.cfg.Now,
 	}
 }
 
