@@ -211,7 +211,7 @@ func crashReplicas(t *testing.T, senders, deliveries, approvals, kills int, pace
 
 	host, err := os.Hostname()
 	require.NoError(t, err)
-	rs := &replicaSet{c: c, args: []string{"--playbooks", filepath.Join(c.dir, "playbooks"), "--sim-url", sim}, proc: make([]*serveProc, 3), host: host}
+	rs := &replicaSet{c: c, args: []string{"-v", "--playbooks", filepath.Join(c.dir, "playbooks"), "--sim-url", sim}, proc: make([]*serveProc, 3), host: host}
 	for i := range 3 {
 		rs.start(i)
 	}

@@ -23,8 +23,7 @@ func (e *Engine) Approve(ctx context.Context, runID, step string, a state.Approv
 
 // Answer records an answer to a waiting approval step and reports whether
 // it decided the step — a rejection, or the approval that makes the
-// step's required count of distinct approvers: the run may go on then. A
-// run waiting for it in this process (ApprovalWait) continues at once; a
+// step's required count of distinct approvers: the run may go on then. The
 // parked run is woken by its host (internal/runner: the host that took
 // the answer, or, on another replica, the store's notice of the answer,
 // PostgreSQL's, sent when the answer commits; the replica reads what it
@@ -78,9 +77,6 @@ func (e *Engine) Answer(ctx context.Context, runID, step string, a state.Approva
 		return false, err
 	}
 	e.observe(runID, ev)
-	if !next.Pending {
-		e.wake(runID)
-	}
 	return !next.Pending, nil
 }
 

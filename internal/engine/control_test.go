@@ -110,42 +110,6 @@ func (c *cancelAfter) Sleep(ctx context.Context, d time.Duration) error {
 	return c.fakeClock.Sleep(ctx, d)
 }
 
-// A run waiting in-process for an approval reads the answer again every
-// ApprovalPoll (1s unless set) until the approval's deadline.
-func TestAWaitingRunPollsEveryApprovalPoll(t *testing.T) {
-	cases := []struct {
-		name string
-		poll time.Duration
-		want []time.Duration
-	}{
-		{name: "a poll period shorter than the timeout", poll: 250 * time.Millisecond, want: []time.Duration{250 * time.Millisecond, 250 * time.Millisecond, 250 * time.Millisecond, 250 * time.Millisecond}},
-		{name: "the default poll period", poll: 0, want: []time.Duration{time.Second}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			clock := &cancelAfter{fakeClock: newFakeClock(), max: 100, cancel: cancel}
-			h := newHarness(t, func(o *engine.Options) {
-				o.Clock = clock
-				o.Approvals = engine.ApprovalWait
-				o.ApprovalPoll = tc.poll
-			})
-			pb := h.load(`
-version: 1
-name: poll
-steps:
-  - {id: gate, uses: approval, with: {message: "go?", timeout: 1s}}
-`)
-			r, err := h.engine.Run(ctx, pb, engine.StartRequest{})
-			require.Error(t, err)
-			assert.Equal(t, state.RunFailed, r.Status, "the approval timed out")
-			assert.Equal(t, "timeout", h.steps(r.ID)["gate"].Error.Code)
-			assert.Equal(t, tc.want, clock.Sleeps())
-		})
-	}
-}
-
 // Runs sharing a concurrency key with on_busy: queue never overlap: the
 // queued one starts when the key is released, not at its first poll.
 func TestQueuedRunsNeverOverlap(t *testing.T) {

@@ -52,19 +52,16 @@
 // records are copied lazily and idempotently: executing or resuming a run
 // with RetryOf set copies whatever is missing first.
 //
-// Approvals: an unanswered approval suspends its step. With ApprovalPark
-// the run is saved as waiting and returns; with ApprovalWait it waits at
-// the top of its goroutine (wait.go) until Approve in this process wakes
-// it, ApprovalPoll or a deadline passes, or it is cancelled, then runs its
-// list again: finished steps are kept, the suspended step continues the
-// same attempt. With ApprovalParkAll (runbook serve) long waits park too —
-// a sleep, a cloud task between polls, a retry's delay (steps.WaitUntil) —
+// Approvals: an unanswered approval suspends its step, and the run is
+// saved as waiting and returns; answered, it is resumed (finished steps
+// are kept, the suspended step continues the same attempt). With
+// ApprovalParkAll (the run host, internal/runner) long waits park too — a
+// sleep, a cloud task between polls, a retry's delay (steps.WaitUntil) —
 // and the parked run records when it is due (Run.WakeAt) and keeps its
-// concurrency key; its host (internal/runner) executes it again when an
-// answer decides an approval (Answer says so) or it is cancelled
-// (CancelNext, park.go). With Options.Keys a
-// run whose concurrency key is held parks too, without the key
-// (Run.QueuedOnKey), until the caller hands it the key
+// concurrency key; its host executes it again then, when an answer decides
+// an approval (Answer says so) or when it is cancelled (CancelNext,
+// park.go). With Options.Keys a run whose concurrency key is held parks
+// too, without the key (Run.QueuedOnKey), until its host hands it the key
 // (concurrency.go); an API resume ends a parked run's timed waits now
 // (WakeEarly).
 //

@@ -38,27 +38,21 @@ type Redactor interface {
 	Handler(h slog.Handler) slog.Handler
 }
 
-// ApprovalMode says what an approval step does while unanswered.
+// ApprovalMode says what a run does while it waits.
 type ApprovalMode int
 
 const (
-	// ApprovalPark persists the run as waiting and returns; answering the
-	// approval later resumes it (the CLI without a server).
+	// ApprovalPark persists a run whose approval is unanswered as waiting
+	// and returns; answering the approval later resumes it. Other waits
+	// (a sleep, a task's next poll) hold the run's goroutine.
 	ApprovalPark ApprovalMode = iota
-	// ApprovalWait keeps the run waiting in-process (the server): it reads
-	// the answer again every ApprovalPoll and at the approval's deadline.
-	// Approve in the same process wakes it at once, so the poll only
-	// matters for answers written by another process; it can be long. A
-	// waiting run holds one goroutine (the caller's, with a small stack)
-	// and one timer.
-	ApprovalWait
 	// ApprovalParkAll parks as ApprovalPark does, and also parks the run
 	// on a long wait (a sleep, a task's next poll: see steps.WaitUntil) of
 	// ParkAfter or more, unless the step has a timeout of its own. The run
 	// is recorded waiting with state.Run.WakeAt, the earliest moment one of
-	// its waits ends; the caller resumes it then or when an approval is
+	// its waits ends; its host resumes it then or when an approval is
 	// answered (the run host: internal/runner/park.go). A parked run holds
-	// no goroutine.
+	// no goroutine, and keeps its concurrency key.
 	ApprovalParkAll
 )
 
@@ -89,7 +83,9 @@ type Options struct {
 	// be shared by every run of the same snapshot (a server caches it by
 	// hash): the engine only reads a *playbook.Playbook, never changes it.
 	Parse func(file string, src []byte) (*playbook.Playbook, error)
-	// Approvals selects park or wait; ApprovalPoll is the wait's poll period.
+	// Approvals selects what parks; ApprovalPoll is how often a run
+	// queued on a concurrency key in process (without Keys) tries it again
+	// when no release told it (KeyPoll).
 	Approvals    ApprovalMode
 	ApprovalPoll time.Duration
 	// ParkAfter is the shortest wait ApprovalParkAll parks (default 2s):
@@ -141,9 +137,8 @@ type Engine struct {
 
 	deliveries deliveryCache // payloads of stored webhook deliveries (delivery.go)
 
-	mu      sync.Mutex
-	active  map[string]context.CancelCauseFunc // running runs of this process
-	waiters map[string]context.CancelFunc      // runs waiting for an approval here
+	mu     sync.Mutex
+	active map[string]context.CancelCauseFunc // running runs of this process
 	// cancelNext holds the causes of runs to cancel as soon as this
 	// process executes them next (CancelParked).
 	cancelNext map[string]error
@@ -192,7 +187,7 @@ func New(o Options) *Engine {
 	if o.Process == "" {
 		o.Process = thisProcess()
 	}
-	return &Engine{o: o, active: map[string]context.CancelCauseFunc{}, waiters: map[string]context.CancelFunc{}, cancelNext: map[string]error{}, early: map[string]bool{}}
+	return &Engine{o: o, active: map[string]context.CancelCauseFunc{}, cancelNext: map[string]error{}, early: map[string]bool{}}
 }
 
 // StartRequest describes a new run.

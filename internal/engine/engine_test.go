@@ -472,34 +472,6 @@ steps:
 	assert.Contains(t, r.Error.Message, "not today")
 }
 
-func TestApprovalWaitsInProcessWhenConfigured(t *testing.T) {
-	h := newHarness(t, func(o *engine.Options) { o.Approvals = engine.ApprovalWait })
-	pb := h.load(`
-version: 1
-name: wait
-steps:
-  - {id: gate, uses: approval, with: {message: "go?"}}
-`)
-	done := make(chan *state.Run, 1)
-	var runID string
-	go func() {
-		r, _ := h.engine.Run(context.Background(), pb, engine.StartRequest{ID: "wait-run"})
-		done <- r
-	}()
-	runID = "wait-run"
-	require.Eventually(t, func() bool {
-		rec, err := h.store.GetStep(context.Background(), runID, "gate")
-		return err == nil && rec.Status == state.StepWaiting
-	}, 5*time.Second, 5*time.Millisecond)
-	require.NoError(t, h.engine.Approve(context.Background(), runID, "gate", state.Approval{Approved: true, By: "carol"}))
-	select {
-	case r := <-done:
-		assert.Equal(t, state.RunSucceeded, r.Status)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the run did not continue after the approval")
-	}
-}
-
 func TestSubPlaybookOutputsReachTheParent(t *testing.T) {
 	h := newHarness(t)
 	h.write("child.yaml", `

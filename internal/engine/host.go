@@ -64,8 +64,7 @@ func (h *host) RunPlaybook(ctx context.Context, path string, inputs map[string]a
 
 // AwaitApproval returns the answer when there is one. Otherwise it records
 // the request (once per process), notes the approval's deadline for the
-// run's wait, and suspends the step: the run parks (ApprovalPark) or waits
-// in runMain and runs the step again (ApprovalWait).
+// run's wake, and suspends the step: the run parks.
 func (h *host) AwaitApproval(ctx context.Context, req steps.ApprovalRequest) (steps.ApprovalResponse, error) {
 	sr := h.sr
 	rs := sr.rs
@@ -107,10 +106,8 @@ func (h *host) AwaitApproval(ctx context.Context, req steps.ApprovalRequest) (st
 // or the timeout error when its deadline decided it.
 func (sr *stepRun) decided(ctx context.Context, a *state.Approval, deadline time.Time) (steps.ApprovalResponse, error) {
 	if a.TimedOut {
-		sr.rs.markGoingOn(ctx, sr.rec.ID, "timed out")
 		return steps.ApprovalResponse{}, &fault.Error{Code: fault.Timeout, Message: notAnsweredBefore(deadline)}
 	}
-	sr.rs.markGoingOn(ctx, sr.rec.ID, "was answered")
 	return answered(a), nil
 }
 

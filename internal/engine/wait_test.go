@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,14 +13,9 @@ import (
 	"github.com/runbook/runbook/internal/state"
 )
 
-// realTimeWait is a harness on the real clock with ApprovalWait and a poll
-// period far longer than any test: only an in-process wake can end a wait.
-func realTimeWait(t *testing.T) *harness {
-	return newHarness(t, func(o *engine.Options) {
-		o.Clock = nil // real time: the fake clock would skip the hour
-		o.Approvals = engine.ApprovalWait
-		o.ApprovalPoll = time.Hour
-	})
+// realTime is a harness on the real clock.
+func realTime(t *testing.T) *harness {
+	return newHarness(t, func(o *engine.Options) { o.Clock = nil })
 }
 
 const gatePlaybook = `
@@ -32,116 +26,44 @@ steps:
   - {id: after, uses: set, with: {by: "${{ steps.gate.outputs.by }}"}}
 `
 
-// executeAsync starts a run and executes it in a goroutine, as the server does.
-func executeAsync(t *testing.T, h *harness, ctx context.Context, src string) (string, <-chan *state.Run) {
-	t.Helper()
-	pb := h.load(src)
-	r, err := h.engine.Start(ctx, pb, engine.StartRequest{})
-	require.NoError(t, err)
-	done := make(chan *state.Run, 1)
-	go func() {
-		got, _ := h.engine.Execute(ctx, pb, r)
-		done <- got
-	}()
-	require.Eventually(t, func() bool {
-		rec, err := h.store.GetStep(context.Background(), r.ID, "gate")
-		return err == nil && rec.Status == state.StepWaiting
-	}, 5*time.Second, time.Millisecond)
-	return r.ID, done
-}
-
-func TestApproveWakesAWaitingStepAtOnce(t *testing.T) {
-	h := realTimeWait(t)
-	runID, done := executeAsync(t, h, context.Background(), gatePlaybook)
-
-	start := time.Now()
-	go func() {
-		_ = h.engine.Approve(context.Background(), runID, "gate", state.Approval{Approved: true, By: "dana"})
-	}()
-	select {
-	case r := <-done:
-		require.Equal(t, state.RunSucceeded, r.Status)
-		assert.Less(t, time.Since(start), 2*time.Second, "the approval took effect at once, not at the next hourly poll")
-		assert.Equal(t, "dana", h.steps(runID)["after"].Outputs["by"])
-	case <-time.After(5 * time.Second):
-		t.Fatal("the run did not continue after the approval (it waits for the hourly poll)")
-	}
-}
-
-func TestCancellingAWaitingRunEndsItsWait(t *testing.T) {
-	h := realTimeWait(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	runID, done := executeAsync(t, h, ctx, gatePlaybook)
-
-	assert.True(t, h.engine.Cancel(runID, nil))
-	select {
-	case r := <-done:
-		assert.Equal(t, state.RunCancelled, r.Status)
-		assert.Equal(t, state.StepCancelled, h.steps(runID)["gate"].Status)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the cancelled run kept waiting")
-	}
-}
-
-func TestApprovalDeadlineEndsAWaitLongerThanThePoll(t *testing.T) {
-	h := realTimeWait(t)
-	_, done := executeAsync(t, h, context.Background(), `
-version: 1
-name: gate
-steps:
-  - {id: gate, uses: approval, with: {message: "go?", timeout: 300ms}}
-`)
-	select {
-	case r := <-done:
-		require.Equal(t, state.RunFailed, r.Status)
-		assert.Equal(t, "timeout", r.Error.Code)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the approval's deadline was not honoured")
-	}
-}
-
 func TestApproveOfAnAnsweredStepIsAConflict(t *testing.T) {
-	h := realTimeWait(t)
-	runID, done := executeAsync(t, h, context.Background(), gatePlaybook)
-	require.NoError(t, h.engine.Approve(context.Background(), runID, "gate", state.Approval{Approved: true, By: "dana"}))
-	<-done
-	err := h.engine.Approve(context.Background(), runID, "gate", state.Approval{Approved: true, By: "erin"})
+	h := realTime(t)
+	ctx := context.Background()
+	r, err := h.run(gatePlaybook, nil)
+	require.NoError(t, err)
+	require.Equal(t, state.RunWaiting, r.Status)
+	require.NoError(t, h.engine.Approve(ctx, r.ID, "gate", state.Approval{Approved: true, By: "dana"}))
+	r, err = h.engine.Resume(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, state.RunSucceeded, r.Status)
+	err = h.engine.Approve(ctx, r.ID, "gate", state.Approval{Approved: true, By: "erin"})
 	assert.Equal(t, fault.Conflict, fault.CodeOf(err))
 }
 
 func TestWaitingForEachItemsContinueWhenApproved(t *testing.T) {
-	h := realTimeWait(t)
-	pb := h.load(`
+	h := realTime(t)
+	ctx := context.Background()
+	r, err := h.run(`
 version: 1
 name: fan
 steps:
   - {id: gate, uses: approval, for_each: [x, y], max_parallel: 2, with: {message: "go ${{ item }}?"}}
   - {id: after, uses: set, with: {n: "${{ steps.gate.outputs.count }}"}}
-`)
-	r, err := h.engine.Start(context.Background(), pb, engine.StartRequest{})
+`, nil)
 	require.NoError(t, err)
-	done := make(chan *state.Run, 1)
-	go func() {
-		got, _ := h.engine.Execute(context.Background(), pb, r)
-		done <- got
-	}()
+	require.Equal(t, state.RunWaiting, r.Status, "parked with both items waiting")
 	for _, id := range []string{"gate[0]", "gate[1]"} {
-		require.Eventually(t, func() bool {
-			rec, err := h.store.GetStep(context.Background(), r.ID, id)
-			return err == nil && rec.Status == state.StepWaiting
-		}, 5*time.Second, time.Millisecond)
-		require.NoError(t, h.engine.Approve(context.Background(), r.ID, id, state.Approval{Approved: true, By: "dana"}))
+		rec, err := h.store.GetStep(ctx, r.ID, id)
+		require.NoError(t, err)
+		require.Equal(t, state.StepWaiting, rec.Status, id)
+		require.NoError(t, h.engine.Approve(ctx, r.ID, id, state.Approval{Approved: true, By: "dana"}))
 	}
-	select {
-	case got := <-done:
-		require.Equal(t, state.RunSucceeded, got.Status)
-		recs := h.steps(r.ID)
-		assert.Equal(t, 1, recs["gate[0]"].Attempts, "the wait goes on in the same attempt")
-		assert.Equal(t, int64(2), toInt(recs["after"].Outputs["n"]))
-	case <-time.After(5 * time.Second):
-		t.Fatal("the run did not continue after both approvals")
-	}
+	got, err := h.engine.Resume(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, state.RunSucceeded, got.Status)
+	recs := h.steps(r.ID)
+	assert.Equal(t, 1, recs["gate[0]"].Attempts, "the wait goes on in the same attempt")
+	assert.Equal(t, int64(2), toInt(recs["after"].Outputs["n"]))
 	assert.Equal(t, 2, countEvents(h, r.ID, "approval.requested"), "each item asked once")
 	assert.Equal(t, 2, countEvents(h, r.ID, "step.waiting"))
 }
@@ -176,49 +98,10 @@ func toInt(v any) int64 {
 	return -1
 }
 
-// A run that waits in the process (as under runbook serve) is recorded
-// waiting while it only waits for an approval, and running again once the
-// approval is answered, as a parked run would be.
-func TestARunWaitingInProcessIsRecordedWaitingUntilAnswered(t *testing.T) {
-	h := realTimeWait(t)
-	ctx := context.Background()
-	runID, done := executeAsync(t, h, ctx, `
-version: 1
-name: gate
-steps:
-  - {id: gate, uses: approval, with: {message: "go?"}}
-  - {id: after, uses: approval, with: {message: "really?"}}
-`)
-	status := func() state.RunStatus {
-		r, err := h.store.GetRun(ctx, runID)
-		require.NoError(t, err)
-		return r.Status
-	}
-	require.Eventually(t, func() bool { return status() == state.RunWaiting }, 5*time.Second, time.Millisecond)
-	require.NoError(t, h.engine.Approve(ctx, runID, "gate", state.Approval{Approved: true, By: "dana"}))
-	require.Eventually(t, func() bool {
-		rec, err := h.store.GetStep(ctx, runID, "after")
-		return err == nil && rec.Status == state.StepWaiting && status() == state.RunWaiting
-	}, 5*time.Second, time.Millisecond, "waiting again at the second approval")
-	require.NoError(t, h.engine.Approve(ctx, runID, "after", state.Approval{Approved: true, By: "dana"}))
-	r := <-done
-	require.Equal(t, state.RunSucceeded, r.Status)
-
-	evs, err := h.store.Events(ctx, runID, 0, 0)
-	require.NoError(t, err)
-	var runEvents []string
-	for _, ev := range evs {
-		if strings.HasPrefix(ev.Type, "run.") {
-			runEvents = append(runEvents, ev.Type)
-		}
-	}
-	assert.Equal(t, []string{"run.created", "run.started", "run.waiting", "run.resumed", "run.waiting", "run.resumed", "run.succeeded"}, runEvents)
-}
-
 // A step cut short by a cancellation runs again when the run is resumed,
 // without the cancellation's error or end while it does.
 func TestAResumedStepCarriesNoStaleError(t *testing.T) {
-	h := realTimeWait(t)
+	h := realTime(t)
 	ctx := context.Background()
 	pb := h.load(`
 version: 1

@@ -25,12 +25,12 @@ import (
 
 // BenchmarkWaitingRuns holds N one-step runs waiting at once in one
 // process, over a real, fsynced bbolt file, as the server does: Start and
-// Execute each (ApprovalWait, a one-hour poll, a caching Parse), measure
-// memory once all wait, cancel them all; then a new process of this test
-// binary (resumeChild, run by TestMain) opens the file and Resumes every
-// run, measuring the time until all wait again and its memory then. The
-// targets are 10,000 runs under 300 MB RSS, all waiting again within 5 s
-// of the restart. "sleep" is the same with a one-hour sleep step.
+// Execute each ("sleep": a one-hour sleep step, ApprovalPark, so each
+// waits in its goroutine; a caching Parse), measure memory once all wait,
+// cancel them all; then a new process of this test binary (resumeChild,
+// run by TestMain) opens the file and Resumes every run, measuring the
+// time until all wait again and its memory then. The targets are 10,000
+// runs under 300 MB RSS, all waiting again within 5 s of the restart.
 //
 // "approval-parked" and "sleep-parked" run the same under
 // ApprovalParkAll, as runbook serve now does: Execute returns once the run
@@ -48,11 +48,8 @@ import (
 //
 //	go test ./internal/engine -run '^$' -bench WaitingRuns -benchtime=1x
 func BenchmarkWaitingRuns(b *testing.B) {
-	b.Run("approval", func(b *testing.B) {
-		benchWaiting(b, `{id: gate, uses: approval, with: {message: "go?"}}`, "step.waiting", engine.ApprovalWait)
-	})
 	b.Run("sleep", func(b *testing.B) {
-		benchWaiting(b, `{id: gate, uses: sleep, with: {duration: 1h}}`, "step.started", engine.ApprovalWait)
+		benchWaiting(b, `{id: gate, uses: sleep, with: {duration: 1h}}`, "step.started", engine.ApprovalPark)
 	})
 	b.Run("approval-parked", func(b *testing.B) {
 		benchWaiting(b, `{id: gate, uses: approval, with: {message: "go?"}}`, "run.waiting", engine.ApprovalParkAll)
@@ -201,7 +198,7 @@ func resumeChild(path string) {
 		listParked(t, path, len(ids))
 		return
 	}
-	st, waiting, e := openWaiting(t, path, cachingParse(), os.Getenv("RUNBOOK_BENCH_RESUME_EVENT"), engine.ApprovalWait)
+	st, waiting, e := openWaiting(t, path, cachingParse(), os.Getenv("RUNBOOK_BENCH_RESUME_EVENT"), engine.ApprovalPark)
 	defer st.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

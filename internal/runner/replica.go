@@ -219,6 +219,7 @@ func (r *Host) leaseCheck() error {
 func (r *Host) fenced(runID string, err error) bool {
 	if r.rep == nil || !errors.Is(err, errLeaseLapsed) {
 		r.metrics.Fenced("refused")
+		r.log.Warn("run stopped here: another process owns it now and goes on with it", "run_id", runID, "err", err)
 		return false
 	}
 	r.metrics.Fenced("lease")
@@ -550,7 +551,7 @@ func (r *Host) claim(runID string, adopt bool) bool {
 	case err != nil && !errors.Is(err, context.Canceled):
 		r.log.Error("cannot claim a run; it stays in the queue", "run_id", runID, "err", err)
 	case !ok:
-		r.log.Debug("run owned by another replica; not executed here", "run_id", runID)
+		r.log.Info("run owned by another replica; not executed here", "run_id", runID)
 	}
 	return ok && err == nil
 }
