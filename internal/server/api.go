@@ -152,6 +152,11 @@ func (s *Server) countDeliveries(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
+		if rec.status/100 == 2 {
+			// The intake accepts only a delivery whose signature it
+			// verified: its sender's connection is authenticated.
+			authenticated(r.Context())
+		}
 		route := strings.TrimPrefix(r.URL.Path, "/hooks/")
 		outcome := strconv.Itoa(rec.status)
 		if rec.status == http.StatusOK {

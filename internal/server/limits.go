@@ -26,7 +26,8 @@ type Limits struct {
 	IdleTimeout time.Duration
 	// MaxConnsPerAddress bounds the connections one IP address holds open
 	// before it has authenticated: a connection that carried an
-	// authenticated API request no longer counts. Connections beyond it
+	// authenticated API request, or a webhook delivery the intake accepted
+	// (its signature verified), no longer counts. Connections beyond it
 	// are closed as they are accepted.
 	MaxConnsPerAddress int
 }

@@ -100,10 +100,13 @@ func TestConnectionsOfOneAddressAreBoundedBeforeAuthentication(t *testing.T) {
 		assert.Equal(t, http.StatusOK, resp.StatusCode)
 	}
 
-	refused := func() bool {
+	// probe dials once more: it reports whether the server closed the
+	// connection unserved; one it serves stays open (and counted), so
+	// what the bound holds never depends on when a close is noticed.
+	probe := func() bool {
 		c, err := net.Dial("tcp", addr)
 		require.NoError(t, err)
-		defer c.Close()
+		t.Cleanup(func() { c.Close() })
 		_, _ = fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: runbook\r\n\r\n")
 		require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
@@ -115,7 +118,7 @@ func TestConnectionsOfOneAddressAreBoundedBeforeAuthentication(t *testing.T) {
 		resp.Body.Close()
 		return false
 	}
-	assert.True(t, refused(), "a connection past the bound was served")
+	assert.True(t, probe(), "a connection past the bound was served")
 
 	// An authenticated request on a held connection frees its place.
 	_, err := fmt.Fprintf(held[0], "GET /api/v1/playbooks HTTP/1.1\r\nHost: runbook\r\nAuthorization: Bearer %s\r\n\r\n", token)
@@ -124,7 +127,18 @@ func TestConnectionsOfOneAddressAreBoundedBeforeAuthentication(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	assert.False(t, refused(), "the place of an authenticated connection was not freed")
+	assert.False(t, probe(), "the place of an authenticated connection was not freed")
+	assert.True(t, probe(), "the bound is reached again")
+
+	// So does a webhook delivery the intake accepted (its signature verified).
+	body := `{"hooksId":"lim-1","webhookConfigId":"cfg","productName":"SMS","appKey":"app","event":"UNSUBSCRIBE","hooks":[{"hookId":"lim-1-h0","recipientNo":"01012345678"}]}`
+	_, err = fmt.Fprintf(held[1], "POST /hooks/sms HTTP/1.1\r\nHost: runbook\r\nContent-Type: application/json\r\nX-Cloud-Webhook-Signature: hook-secret\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	require.NoError(t, err)
+	resp, err = http.ReadResponse(bufio.NewReader(held[1]), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.False(t, probe(), "the place of a verified delivery was not freed")
 }
 
 const tickerPlaybook = `version: 1
