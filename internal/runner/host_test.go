@@ -208,3 +208,32 @@ finally:
 	waitRun(t, store, run.ID, state.RunSucceeded)
 	assert.False(t, h.CancelRun(run.ID, nil), "an ended run is not held")
 }
+
+// A run taken from the replicas' queue while an execution of it here was
+// letting it go (its claim refused, or its write fenced, by the owner it
+// had a moment before, whose lease then lapsed) is not stranded: the
+// store says it is this replica's, so no other replica takes it, and the
+// slot's release takes it up again. Without that, the run stayed pending,
+// owned by a live replica that held nothing of it.
+func TestARunTakenWhileItsExecutionLetsItGoIsTakenUpAgain(t *testing.T) {
+	ctx := context.Background()
+	h, pb, store, _ := newTestHost(t)
+	run, evs, err := h.eng.Prepare(pb, engine.StartRequest{Inputs: map[string]any{"who": "x"}, Trigger: map[string]any{"type": "api"}})
+	require.NoError(t, err)
+	_, err = store.CommitDelivery(ctx, state.Delivery{Key: "d-" + run.ID, Units: []state.DeliveryUnit{{Run: run, Events: []state.Event{evs}}}})
+	require.NoError(t, err)
+
+	// An execution of it holds a slot here: takeRuns finds it held.
+	h.mu.Lock()
+	h.active[run.ID] = &runSlot{playbook: pb.Name}
+	h.slots++
+	h.mu.Unlock()
+	require.True(t, h.retake(run.ID), "held here")
+
+	h.release(run.ID) // the execution lets it go, unfinished
+	require.Eventually(t, func() bool {
+		r, err := store.GetRun(ctx, run.ID)
+		return err == nil && r.Status.Done()
+	}, 5*time.Second, 5*time.Millisecond, "taken up again, to its end")
+	assert.False(t, h.Holds(run.ID))
+}

@@ -37,6 +37,7 @@ type runSlot struct {
 	queued   bool      // launched, waiting for a slot
 	waiting  bool      // executing, waiting for an approval without a slot
 	park     *parkSlot // parked, or about to be (park.go)
+	taken    bool      // taken from the replicas' queue while held (retake, replica.go)
 }
 
 // queuedRun is a launch waiting for a slot.
@@ -92,6 +93,12 @@ func (r *Host) release(runID string) {
 	}
 	if !r.parkLocked(runID, a) {
 		delete(r.active, runID)
+		if a != nil && a.taken && r.base.Err() == nil {
+			// Taken from the queue while this execution let it go.
+			r.wg.Go(func() { r.takeRun(context.WithoutCancel(r.base), runID, false) })
+		}
+	} else if a != nil {
+		a.taken = false
 	}
 	r.changedLocked()
 	r.dispatchLocked()

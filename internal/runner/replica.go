@@ -496,13 +496,13 @@ func (r *Host) takeRuns(ctx context.Context) int {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, takeParallel)
 	for _, id := range ids {
-		if r.Holds(id) {
-			continue
+		if r.retake(id) {
+			continue // held here: executed, parked, or taken again (release)
 		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if r.takeRun(ctx, id) {
+			if r.takeRun(ctx, id, true) {
 				n.Add(1)
 			}
 		})
@@ -511,8 +511,26 @@ func (r *Host) takeRuns(ctx context.Context) int {
 	return int(n.Load())
 }
 
-// takeRun reads a run taken from the queue and launches it.
-func (r *Host) takeRun(ctx context.Context, id string) bool {
+// retake reports whether run id, which this replica just took from the
+// queue, is held here already. The slot is marked so that, should its
+// execution let the run go (a claim refused or a write fenced by the
+// owner it had a moment ago, whose lease then lapsed), release takes it
+// up again: the store says it is this replica's now, and no other
+// replica takes a live replica's run.
+func (r *Host) retake(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a := r.active[id]
+	if a != nil {
+		a.taken = true
+	}
+	return a != nil
+}
+
+// takeRun reads a run taken from the queue and launches it; claimed says
+// that it is this replica's in the store now (ClaimRuns made it so), else
+// it is claimed again before it executes.
+func (r *Host) takeRun(ctx context.Context, id string, claimed bool) bool {
 	// Read until the store answers: the run is this replica's now, and no
 	// other takes it while this replica lives.
 	var run *state.Run
@@ -524,6 +542,9 @@ func (r *Host) takeRun(ctx context.Context, id string) bool {
 		r.log.Error("cannot read a run taken from the queue", "run_id", id, "err", err)
 		return false
 	}
+	if run.Status.Done() {
+		return false // ended meanwhile: nothing to take up
+	}
 	pb, err := r.Parse(run.File, run.Snapshot)
 	if err != nil {
 		r.log.Error("cannot resume run: its playbook snapshot no longer loads", "run_id", id, "err", err)
@@ -531,7 +552,7 @@ func (r *Host) takeRun(ctx context.Context, id string) bool {
 	}
 	r.log.Info("run taken from the queue", "run_id", id, "status", run.Status, "previous_owner", run.Owner)
 	r.metrics.Recovered("taken")
-	r.launchRun(queuedRun{run: run, pb: pb, owned: true})
+	r.launchRun(queuedRun{run: run, pb: pb, owned: claimed})
 	return true
 }
 
