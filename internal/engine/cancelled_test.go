@@ -59,7 +59,7 @@ finally:
 `, fifo, tc.next, filepath.Join(dir, "after.txt"), filepath.Join(dir, "finally.txt"))
 			pb, err := playbook.Parse(filepath.Join(dir, "cut.yaml"), []byte(src), playbook.LoadOptions{})
 			require.NoError(t, err)
-			e := engine.New(engine.Options{Store: st, Approvals: engine.ApprovalParkAll, Environ: os.Environ(), Process: "host-a/1"})
+			e := engine.New(engine.Options{Store: st, ParkAfter: 2 * time.Second, Environ: os.Environ(), Process: "host-a/1"})
 
 			run, err := e.Start(ctx, pb, engine.StartRequest{})
 			require.NoError(t, err)

@@ -16,7 +16,7 @@ import (
 // (cancel_running) and queues, or queues (queue).
 //
 // How a run queues depends on its caller. Under runbook serve
-// (ApprovalParkAll with Options.Keys) it parks: it is saved waiting with
+// (with Options.Keys) it parks: it is saved waiting with
 // QueuedOnKey, holding no goroutine, and the caller (KeyQueue) keeps it
 // until the key is released, then takes the key in the run's name
 // (AcquireLock, oldest run first) and executes it again, already holding
@@ -56,7 +56,7 @@ func (rs *runState) acquireConcurrency(ctx context.Context) (release func(), err
 	}
 	key := rs.e.o.Redactor.String(stringify(kv))
 	rs.run.ConcurrencyKey = key
-	if rs.e.o.Approvals == ApprovalParkAll && rs.e.o.Keys != nil {
+	if rs.e.o.Keys != nil {
 		return rs.acquireOrPark(ctx, key, c.OnBusy)
 	}
 	return rs.acquireOrWait(ctx, key, c.OnBusy)

@@ -38,24 +38,6 @@ type Redactor interface {
 	Handler(h slog.Handler) slog.Handler
 }
 
-// ApprovalMode says what a run does while it waits.
-type ApprovalMode int
-
-const (
-	// ApprovalPark persists a run whose approval is unanswered as waiting
-	// and returns; answering the approval later resumes it. Other waits
-	// (a sleep, a task's next poll) hold the run's goroutine.
-	ApprovalPark ApprovalMode = iota
-	// ApprovalParkAll parks as ApprovalPark does, and also parks the run
-	// on a long wait (a sleep, a task's next poll: see steps.WaitUntil) of
-	// ParkAfter or more, unless the step has a timeout of its own. The run
-	// is recorded waiting with state.Run.WakeAt, the earliest moment one of
-	// its waits ends; its host resumes it then or when an approval is
-	// answered (the run host: internal/runner/park.go). A parked run holds
-	// no goroutine, and keeps its concurrency key.
-	ApprovalParkAll
-)
-
 // Options configure an Engine. Store is required; the rest have defaults.
 type Options struct {
 	Store    state.Store
@@ -83,13 +65,19 @@ type Options struct {
 	// be shared by every run of the same snapshot (a server caches it by
 	// hash): the engine only reads a *playbook.Playbook, never changes it.
 	Parse func(file string, src []byte) (*playbook.Playbook, error)
-	// Approvals selects what parks; ApprovalPoll is how often a run
-	// queued on a concurrency key in process (without Keys) tries it again
-	// when no release told it (KeyPoll).
-	Approvals    ApprovalMode
+	// ApprovalPoll is how often a run queued on a concurrency key in
+	// process (without Keys) tries it again when no release told it
+	// (KeyPoll).
 	ApprovalPoll time.Duration
-	// ParkAfter is the shortest wait ApprovalParkAll parks (default 2s):
-	// a shorter one waits in process.
+	// ParkAfter is the shortest long wait (a sleep, a task's next poll, a
+	// retry's delay: steps.WaitUntil) that parks the run, unless the step
+	// has a timeout of its own; a shorter one waits in process. Zero: no
+	// such wait parks (only an unanswered approval, and a busy concurrency
+	// key with Keys, park a run). A parked run is recorded waiting with
+	// state.Run.WakeAt, the earliest moment one of its waits ends; its
+	// host resumes it then or when an approval is answered (the run host:
+	// internal/runner/park.go). A parked run holds no goroutine, and keeps
+	// its concurrency key.
 	ParkAfter time.Duration
 	// DeferStart writes a new run's start (its record saying running and
 	// "run.started") with the run's first write instead of on its own: a
@@ -98,7 +86,7 @@ type Options struct {
 	// pending runs are taken up again (runbook serve), not for runbook
 	// run, whose killed run must show interrupted.
 	DeferStart bool
-	// Keys, under ApprovalParkAll, holds the runs parked on a busy
+	// Keys holds the runs parked on a busy
 	// concurrency key (on_busy: queue, cancel_running) and hands them the
 	// key when it is released (see KeyQueue). Without it such a run waits
 	// in process.
@@ -174,9 +162,6 @@ func New(o Options) *Engine {
 	}
 	if o.ApprovalPoll <= 0 {
 		o.ApprovalPoll = time.Second
-	}
-	if o.ParkAfter <= 0 {
-		o.ParkAfter = 2 * time.Second
 	}
 	if o.MaxStepOutput <= 0 {
 		o.MaxStepOutput = DefaultMaxStepOutput
@@ -454,7 +439,7 @@ func (e *Engine) cancelActive(id string, cause error) bool {
 var errCancelledByUser = errors.New("cancelled")
 
 // ReleaseStaleLocks releases concurrency locks held by runs that are not
-// executing in this process (nor, under ApprovalParkAll, parked). Call it when this process is the only writer
+// executing in this process (nor parked). Call it when this process is the only writer
 // of the store (it holds the state file), before starting or resuming runs.
 func (e *Engine) ReleaseStaleLocks(ctx context.Context) error {
 	locks, err := e.o.Store.Locks(ctx)
@@ -465,7 +450,7 @@ func (e *Engine) ReleaseStaleLocks(ctx context.Context) error {
 		e.mu.Lock()
 		_, live := e.active[l.Owner]
 		e.mu.Unlock()
-		if !live && e.o.Approvals == ApprovalParkAll {
+		if !live {
 			// A parked run keeps its key until it ends (park.go).
 			r, err := e.o.Store.GetRun(ctx, l.Owner)
 			live = err == nil && r.Status == state.RunWaiting

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,13 +36,13 @@ steps:
   - {id: one, uses: set, with: {ok: true}}
 `
 
-// Under ApprovalParkAll with a KeyQueue, a run whose key is held parks:
+// With a KeyQueue, a run whose key is held parks:
 // it is saved waiting, queued on the key, without holding it, and its
 // call returns. Executed again once the key is free, it takes the key
 // and runs; its release is told to the queue.
 func TestARunWhoseKeyIsHeldParksQueuedOnIt(t *testing.T) {
 	q := &keyQueue{}
-	h := newHarness(t, func(o *engine.Options) { o.Approvals, o.Keys = engine.ApprovalParkAll, q })
+	h := newHarness(t, func(o *engine.Options) { o.ParkAfter, o.Keys = 2*time.Second, q })
 	ctx := context.Background()
 	ok, _, err := h.store.AcquireLock(ctx, state.Lock{Key: "the-key", Owner: "holder"})
 	require.NoError(t, err)
@@ -81,7 +82,7 @@ func TestARunWhoseKeyIsHeldParksQueuedOnIt(t *testing.T) {
 // first.
 func TestANewRunQueuesBehindTheRunsParkedOnItsKey(t *testing.T) {
 	q := &keyQueue{queued: true}
-	h := newHarness(t, func(o *engine.Options) { o.Approvals, o.Keys = engine.ApprovalParkAll, q })
+	h := newHarness(t, func(o *engine.Options) { o.ParkAfter, o.Keys = 2*time.Second, q })
 	r, err := h.run(keyedSrc, nil)
 	require.NoError(t, err)
 	assert.Equal(t, state.RunWaiting, r.Status)

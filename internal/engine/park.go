@@ -11,7 +11,7 @@ import (
 	"github.com/runbook/runbook/internal/steps"
 )
 
-// Parking (ApprovalParkAll). A step that waits — an approval, a sleep, a
+// Parking. A step that waits — an approval, a sleep, a
 // task's next poll, a parked sub-playbook run, a retry's delay — returns suspended
 // (fault.ErrSuspended; a *steps.Suspended carries the moment its wait
 // ends). Once the run's list has run, a run with suspended steps parks:
@@ -23,19 +23,19 @@ import (
 // deadline, a task wait polls again, an approval reads its answer; a
 // mutating step reconciles as on any resume.
 
-// Parks implements steps.Parker: under ApprovalParkAll a wait of
+// Parks implements steps.Parker: a wait of
 // ParkAfter or more parks the run, unless the step has a timeout of its
 // own (which the wait must run out under) — that one waits in process.
 func (h *host) Parks(d time.Duration) bool {
 	return h.sr.parks(d) && (h.sr.st == nil || h.sr.st.Timeout == 0)
 }
 
-// parks reports whether the run parks a wait of d: under ApprovalParkAll,
+// parks reports whether the run parks a wait of d:
 // one of ParkAfter or more. A retry's delay parks so (a step's timeout
 // bounds each attempt, not the delays between them).
 func (sr *stepRun) parks(d time.Duration) bool {
 	e := sr.rs.e
-	return e.o.Approvals == ApprovalParkAll && d >= e.o.ParkAfter
+	return e.o.ParkAfter > 0 && d >= e.o.ParkAfter
 }
 
 // park leaves the step waiting until p.Until (a *steps.Suspended). The
@@ -136,9 +136,7 @@ func (rs *runState) parkNote() string {
 	rs.mu.Lock()
 	wake := rs.wakeBy
 	rs.wakeBy = time.Time{}
-	if rs.e.o.Approvals == ApprovalParkAll {
-		rs.holdKey = true
-	}
+	rs.holdKey = true
 	rs.mu.Unlock()
 	if d := rs.run.Deadline; !d.IsZero() && (wake.IsZero() || d.Before(wake)) {
 		wake = d
@@ -151,7 +149,7 @@ func (rs *runState) parkNote() string {
 }
 
 // keepsKey reports whether the run's concurrency key stays held when its
-// execution returns: a run parked under ApprovalParkAll keeps it, as a run
+// execution returns: a parked run keeps it, as a run
 // waiting in process does, and so does a fenced run (it goes on
 // elsewhere) and a run whose end or suspension could not be recorded (it
 // is unfinished: whoever resumes it goes on holding it). A fenced run

@@ -13,7 +13,7 @@ import (
 	"github.com/runbook/runbook/internal/state"
 )
 
-func parkAll(o *engine.Options) { o.Approvals = engine.ApprovalParkAll }
+func parkAll(o *engine.Options) { o.ParkAfter = 2 * time.Second }
 
 func (c *fakeClock) advance(d time.Duration) {
 	c.mu.Lock()
@@ -26,7 +26,7 @@ func (c *fakeClock) advance(d time.Duration) {
 func (h *harness) restarted(opts ...func(*engine.Options)) *engine.Engine {
 	h.t.Helper()
 	o := engine.Options{
-		Store: h.store, Clock: h.clock, Approvals: engine.ApprovalParkAll,
+		Store: h.store, Clock: h.clock, ParkAfter: 2 * time.Second,
 		Parse: func(file string, src []byte) (*playbook.Playbook, error) {
 			return playbook.Parse(file, src, playbook.LoadOptions{})
 		},

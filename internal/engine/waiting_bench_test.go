@@ -25,7 +25,7 @@ import (
 
 // BenchmarkWaitingRuns holds N one-step runs waiting at once in one
 // process, over a real, fsynced bbolt file, as the server does: Start and
-// Execute each ("sleep": a one-hour sleep step, ApprovalPark, so each
+// Execute each ("sleep": a one-hour sleep step, no ParkAfter, so each
 // waits in its goroutine; a caching Parse), measure memory once all wait,
 // cancel them all; then a new process of this test binary (resumeChild,
 // run by TestMain) opens the file and Resumes every run, measuring the
@@ -33,7 +33,7 @@ import (
 // runs under 300 MB RSS, all waiting again within 5 s of the restart.
 //
 // "approval-parked" and "sleep-parked" run the same under
-// ApprovalParkAll, as runbook serve now does: Execute returns once the run
+// a ParkAfter of 2 s, as runbook serve does: Execute returns once the run
 // is parked (run.waiting) and nothing holds it; the restarted process does
 // what serve's start does with parked runs: it lists the waiting runs
 // with their wake times (resume_s), executing none.
@@ -49,17 +49,17 @@ import (
 //	go test ./internal/engine -run '^$' -bench WaitingRuns -benchtime=1x
 func BenchmarkWaitingRuns(b *testing.B) {
 	b.Run("sleep", func(b *testing.B) {
-		benchWaiting(b, `{id: gate, uses: sleep, with: {duration: 1h}}`, "step.started", engine.ApprovalPark)
+		benchWaiting(b, `{id: gate, uses: sleep, with: {duration: 1h}}`, "step.started", 0)
 	})
 	b.Run("approval-parked", func(b *testing.B) {
-		benchWaiting(b, `{id: gate, uses: approval, with: {message: "go?"}}`, "run.waiting", engine.ApprovalParkAll)
+		benchWaiting(b, `{id: gate, uses: approval, with: {message: "go?"}}`, "run.waiting", 2*time.Second)
 	})
 	b.Run("sleep-parked", func(b *testing.B) {
-		benchWaiting(b, `{id: gate, uses: sleep, with: {duration: 1h}}`, "run.waiting", engine.ApprovalParkAll)
+		benchWaiting(b, `{id: gate, uses: sleep, with: {duration: 1h}}`, "run.waiting", 2*time.Second)
 	})
 }
 
-func benchWaiting(b *testing.B, step, waitingEvent string, mode engine.ApprovalMode) {
+func benchWaiting(b *testing.B, step, waitingEvent string, parkAfter time.Duration) {
 	n := 10000
 	if s := os.Getenv("RUNBOOK_BENCH_WAITING_RUNS"); s != "" {
 		var err error
@@ -77,7 +77,7 @@ func benchWaiting(b *testing.B, step, waitingEvent string, mode engine.ApprovalM
 		}
 
 		// Phase 1: start and execute n runs until each one waits.
-		st, waiting, e := openWaiting(b, path, parse, waitingEvent, mode)
+		st, waiting, e := openWaiting(b, path, parse, waitingEvent, parkAfter)
 		base := goroutines()
 		ctx, cancel := context.WithCancel(context.Background())
 		t0 := time.Now()
@@ -113,7 +113,7 @@ func benchWaiting(b *testing.B, step, waitingEvent string, mode engine.ApprovalM
 
 		// Phase 2: a new process (as after a restart) opens the same file
 		// and resumes every run.
-		res := resumeInChild(b, path, waitingEvent, ids, mode)
+		res := resumeInChild(b, path, waitingEvent, ids, parkAfter)
 
 		b.ReportMetric(float64(n), "runs")
 		b.ReportMetric(heap, "heap_MB")
@@ -135,14 +135,14 @@ func benchWaiting(b *testing.B, step, waitingEvent string, mode engine.ApprovalM
 }
 
 // resumeInChild runs resumeChild in a new process of this test binary and returns the figures it prints.
-func resumeInChild(b *testing.B, path, event string, ids []string, mode engine.ApprovalMode) map[string]float64 {
+func resumeInChild(b *testing.B, path, event string, ids []string, parkAfter time.Duration) map[string]float64 {
 	b.Helper()
 	idFile := path + ".ids"
 	if err := os.WriteFile(idFile, []byte(strings.Join(ids, "\n")), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "RUNBOOK_BENCH_RESUME_DB="+path, "RUNBOOK_BENCH_RESUME_IDS="+idFile, "RUNBOOK_BENCH_RESUME_EVENT="+event, "RUNBOOK_BENCH_RESUME_MODE="+strconv.Itoa(int(mode)))
+	cmd.Env = append(os.Environ(), "RUNBOOK_BENCH_RESUME_DB="+path, "RUNBOOK_BENCH_RESUME_IDS="+idFile, "RUNBOOK_BENCH_RESUME_EVENT="+event, "RUNBOOK_BENCH_RESUME_PARK_AFTER="+parkAfter.String())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		b.Fatalf("resume process: %v\n%s", err, out)
@@ -193,12 +193,11 @@ func resumeChild(path string) {
 		t.Fatal(err)
 	}
 	ids := strings.Split(string(raw), "\n")
-	mode, _ := strconv.Atoi(os.Getenv("RUNBOOK_BENCH_RESUME_MODE"))
-	if engine.ApprovalMode(mode) == engine.ApprovalParkAll {
+	if parkAfter, _ := time.ParseDuration(os.Getenv("RUNBOOK_BENCH_RESUME_PARK_AFTER")); parkAfter > 0 {
 		listParked(t, path, len(ids))
 		return
 	}
-	st, waiting, e := openWaiting(t, path, cachingParse(), os.Getenv("RUNBOOK_BENCH_RESUME_EVENT"), engine.ApprovalPark)
+	st, waiting, e := openWaiting(t, path, cachingParse(), os.Getenv("RUNBOOK_BENCH_RESUME_EVENT"), 0)
 	defer st.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -276,7 +275,7 @@ func (w *waitCounter) wait(b fataler, n int, failed *atomic.Int64, limit time.Du
 	}
 }
 
-func openWaiting(b fataler, path string, parse func(string, []byte) (*playbook.Playbook, error), event string, mode engine.ApprovalMode) (*bolt.Store, *waitCounter, *engine.Engine) {
+func openWaiting(b fataler, path string, parse func(string, []byte) (*playbook.Playbook, error), event string, parkAfter time.Duration) (*bolt.Store, *waitCounter, *engine.Engine) {
 	b.Helper()
 	st, err := bolt.Open(path, bolt.Options{Timeout: time.Second})
 	if err != nil {
@@ -285,7 +284,7 @@ func openWaiting(b fataler, path string, parse func(string, []byte) (*playbook.P
 	w := &waitCounter{event: event}
 	e := engine.New(engine.Options{
 		Store: st, Environ: []string{}, Parse: parse,
-		Approvals: mode, ApprovalPoll: time.Hour,
+		ParkAfter: parkAfter, ApprovalPoll: time.Hour,
 		Observer: func(_ string, ev state.Event) {
 			if ev.Type == w.event {
 				w.n.Add(1)

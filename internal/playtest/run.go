@@ -243,7 +243,7 @@ func (cr *caseRun) newEngine() *engine.Engine {
 	return engine.New(engine.Options{
 		Store: cr.store, Clock: simClock{cr.srv.Clock}, Secrets: cr.secrets, Redactor: red,
 		Logger: slog.New(slog.DiscardHandler), Environ: cr.environ, Connection: cr.connection,
-		Observer: cr.observe, Load: cr.load, Approvals: engine.ApprovalPark, Process: "runbook-test",
+		Observer: cr.observe, Load: cr.load, Process: "runbook-test",
 		Parse: func(file string, src []byte) (*playbook.Playbook, error) {
 			return playbook.Parse(file, src, playbook.LoadOptions{})
 		},

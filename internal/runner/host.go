@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -68,7 +67,7 @@ type Host struct {
 // Options configure a Host. Engine.Store is required.
 type Options struct {
 	// Engine configures the host's engine. The host sets what hosting
-	// decides: waits park (engine.ApprovalParkAll), a new run's start is
+	// decides: long waits park (ParkAfter), a new run's start is
 	// written with its first write, writes are fenced on a store shared by
 	// replicas, and the engine's wakes and key queues are the host's.
 	Engine engine.Options
@@ -161,10 +160,14 @@ func New(o Options) *Host {
 	return h
 }
 
+// DefaultParkAfter is the shortest sleep, task poll or retry delay that
+// parks a run of a server (engine.Options.ParkAfter): a shorter one holds
+// its slot.
+const DefaultParkAfter = 2 * time.Second
+
 // engineOptions are eo with what hosting decides.
 func (r *Host) engineOptions(eo engine.Options) engine.Options {
 	// Waits park (park.go): a waiting run holds no goroutine.
-	eo.Approvals = engine.ApprovalParkAll
 	// A pending run of a server is taken up again: at the next start, by
 	// the watchdog or another replica. One of a CLI process shows
 	// interrupted once the process is gone: its start is written at once.
@@ -177,10 +180,13 @@ func (r *Host) engineOptions(eo engine.Options) engine.Options {
 		eo.LeaseCheck = r.leaseCheck
 	}
 	eo.Keys = hostKeys{r} // runs queued on a concurrency key park too (keys.go)
-	if r.o.Embedded {
+	switch {
+	case r.o.Embedded:
 		// A CLI process waits for its steps' moments in process: its
 		// runs park only on an answer or a concurrency key (Await).
-		eo.ParkAfter = math.MaxInt64
+		eo.ParkAfter = 0
+	case eo.ParkAfter <= 0:
+		eo.ParkAfter = DefaultParkAfter
 	}
 	if eo.ApprovalPoll <= 0 && !r.o.Embedded {
 		eo.ApprovalPoll = 30 * time.Second
