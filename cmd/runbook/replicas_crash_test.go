@@ -78,8 +78,22 @@ func (rs *replicaSet) start(i int) {
 // logAbout logs, for each unfinished run of runs, whether its owner was
 // killed and what the live replicas' logs say of it: what a stranded run
 // needs to be understood.
-func (rs *replicaSet) logAbout(t *testing.T, runs []*state.Run, kills []killRecord) {
+func (rs *replicaSet) logAbout(t *testing.T, st state.Store, runs []*state.Run, kills []killRecord) {
 	t.Helper()
+	for _, r := range runs {
+		if r.Status.Done() {
+			continue
+		}
+		evs, _ := st.Events(context.Background(), r.ID, 0, 0)
+		for _, ev := range evs {
+			t.Logf("run %s event %d %s %s %s: %s", r.ID, ev.Seq, ev.Time.Format(time.RFC3339Nano), ev.Type, ev.Step, ev.Message)
+		}
+		if recs, err := st.Steps(context.Background(), r.ID); err == nil {
+			for _, rec := range recs {
+				t.Logf("run %s step %s %s attempt %d", r.ID, rec.ID, rec.Status, rec.Attempts)
+			}
+		}
+	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	for _, r := range runs {
@@ -364,7 +378,7 @@ func crashReplicas(t *testing.T, senders, deliveries, approvals, kills int, pace
 			break
 		}
 		if !time.Now().Before(deadline) {
-			rs.logAbout(t, runs, killsDone)
+			rs.logAbout(t, st, runs, killsDone)
 		}
 		require.True(t, time.Now().Before(deadline), "%d runs unfinished: %v", len(open), open)
 		time.Sleep(200 * time.Millisecond)
