@@ -149,6 +149,13 @@ func (rs *replicaSet) kill(i int) string {
 // call sends an API request to the replica at url; a goroutine's helper
 // (no require).
 func call(client *http.Client, method, url string, body any) (int, map[string]any, error) {
+	return callKeyed(client, method, url, body, "")
+}
+
+// callKeyed is call with an Idempotency-Key (none when empty): a start
+// sent again after its answer was lost (a replica killed before it
+// replied) answers the run the first one started.
+func callKeyed(client *http.Client, method, url string, body any, key string) (int, map[string]any, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -160,6 +167,9 @@ func call(client *http.Client, method, url string, body any) (int, map[string]an
 	}
 	req.Header.Set("Authorization", "Bearer "+serveToken)
 	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return 0, nil, err
@@ -292,8 +302,10 @@ func crashReplicas(t *testing.T, senders, deliveries, approvals, kills int, pace
 					return
 				}
 				if u := rs.url((a + attempt) % 3); u != "" {
-					code, m, err := call(client, "POST", u+"/api/v1/playbooks/grow/runs", map[string]any{"inputs": map[string]any{"name": name}})
-					if err == nil && code == http.StatusCreated {
+					// Keyed: a start sent again after a replica was
+					// killed before it answered starts no second run.
+					code, m, err := callKeyed(client, "POST", u+"/api/v1/playbooks/grow/runs", map[string]any{"inputs": map[string]any{"name": name}}, "grow-"+name)
+					if err == nil && (code == http.StatusCreated || code == http.StatusOK) {
 						id, _ = m["id"].(string)
 						grown.Store(name, id)
 						break

@@ -21,6 +21,7 @@ import (
 	"github.com/runbook/runbook/internal/runner"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/suggest"
+	"github.com/runbook/runbook/internal/trigger"
 )
 
 // maxAPIBody caps a JSON request body of the API.
@@ -318,7 +319,12 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	if !s.preflightOr422(w, r, pb, m) {
 		return
 	}
-	run, err := s.runs.StartRun(r.Context(), pb, engine.StartRequest{Inputs: m, Trigger: map[string]any{"type": "api", "by": callerName(r)}})
+	req := engine.StartRequest{Inputs: m, Trigger: map[string]any{"type": "api", "by": callerName(r)}}
+	if key := r.Header.Get("Idempotency-Key"); key != "" {
+		s.startRunOnce(w, r, pb, req, key)
+		return
+	}
+	run, err := s.runs.StartRun(r.Context(), pb, req)
 	if err != nil {
 		if errors.Is(err, runner.ErrShuttingDown) {
 			writeError(w, http.StatusServiceUnavailable, fault.Unavailable, err.Error())
@@ -327,6 +333,61 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	noteAudit(r, "run", run.ID)
+	w.Header().Set("Location", "/api/v1/runs/"+run.ID)
+	writeJSON(w, http.StatusCreated, s.viewRun(run))
+}
+
+// idempotencyTTL is how long an Idempotency-Key of a run start is
+// remembered: a start sent again within it answers the run the first
+// one started.
+const idempotencyTTL = 24 * time.Hour
+
+// maxIdempotencyKey bounds an Idempotency-Key's length.
+const maxIdempotencyKey = 255
+
+// startRunOnce starts a run of pb once per Idempotency-Key key of the
+// caller: the run is committed with the key in one transaction (as a
+// webhook delivery is, state.Store.CommitDelivery), so a start sent again
+// — its answer lost to a dropped connection or a replica killed before it
+// replied — answers 200 with the run the first one started, marked
+// Idempotent-Replayed, instead of starting a second run.
+func (s *Server) startRunOnce(w http.ResponseWriter, r *http.Request, pb *playbook.Playbook, req engine.StartRequest, key string) {
+	if len(key) > maxIdempotencyKey || strings.ContainsFunc(key, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
+		writeError(w, http.StatusBadRequest, fault.Invalid, fmt.Sprintf("Idempotency-Key must be 1 to %d printable ASCII characters without spaces", maxIdempotencyKey))
+		return
+	}
+	run, evs, err := s.runs.Prepare(r.Context(), trigger.StartRequest{Playbook: pb, Inputs: req.Inputs, Trigger: req.Trigger})
+	if err != nil {
+		if errors.Is(err, runner.ErrShuttingDown) {
+			writeError(w, http.StatusServiceUnavailable, fault.Unavailable, err.Error())
+			return
+		}
+		writeErr(w, err)
+		return
+	}
+	res, err := s.store.CommitDelivery(r.Context(), state.Delivery{
+		Key: "api-start\n" + callerName(r) + "\n" + pb.Name + "\n" + key, TTL: idempotencyTTL,
+		Units: []state.DeliveryUnit{{Run: run, Events: evs}},
+		Done:  func(created []string, _ [][]byte) []byte { return []byte(strings.Join(created, ",")) },
+	})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if res.Duplicate {
+		first, err := s.store.GetRun(r.Context(), string(res.Value))
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		noteAudit(r, "run", first.ID)
+		w.Header().Set("Location", "/api/v1/runs/"+first.ID)
+		w.Header().Set("Idempotent-Replayed", "true")
+		writeJSON(w, http.StatusOK, s.viewRun(first))
+		return
+	}
+	s.runs.Launch(run)
 	noteAudit(r, "run", run.ID)
 	w.Header().Set("Location", "/api/v1/runs/"+run.ID)
 	writeJSON(w, http.StatusCreated, s.viewRun(run))
