@@ -201,11 +201,12 @@ finally:
 	}
 	assert.Equal(t, state.StepCancelled, byID["gate"].Status)
 	assert.Equal(t, "cancelled", byID["bye"].Outputs["status"])
-	assert.False(t, h.Holds(run.ID), "ended: no longer held")
+	require.Eventually(t, func() bool { return !h.Holds(run.ID) }, 5*time.Second, time.Millisecond, "ended: no longer held")
 
 	run = parked()
 	require.NoError(t, h.Approve(ctx, run.ID, "gate", state.Approval{Approved: true, By: "alice"}))
 	waitRun(t, store, run.ID, state.RunSucceeded)
+	require.Eventually(t, func() bool { return !h.Holds(run.ID) }, 5*time.Second, time.Millisecond, "ended: no longer held")
 	assert.False(t, h.CancelRun(run.ID, nil), "an ended run is not held")
 }
 
@@ -235,5 +236,5 @@ func TestARunTakenWhileItsExecutionLetsItGoIsTakenUpAgain(t *testing.T) {
 		r, err := store.GetRun(ctx, run.ID)
 		return err == nil && r.Status.Done()
 	}, 5*time.Second, 5*time.Millisecond, "taken up again, to its end")
-	assert.False(t, h.Holds(run.ID))
+	require.Eventually(t, func() bool { return !h.Holds(run.ID) }, 5*time.Second, time.Millisecond, "its slot given back once ended")
 }
