@@ -118,20 +118,24 @@ shown is the server's, until the run ends or waits again.`,
 		fmt.Fprintf(a.stdout, "step %s of run %s %s; continue with: runbook run --resume %s\n", step, runID, verdict, root.ID)
 		return nil
 	}
-	if err := host.Continue(ctx, root.ID, nil); errors.Is(err, state.ErrFenced) || wentOnElsewhere(ctx, store, root.ID, host, err) {
+	err = host.Continue(ctx, root.ID, nil)
+	owner, elsewhere := fencedOwner(err), errors.Is(err, state.ErrFenced)
+	if !elsewhere {
+		owner, elsewhere = wentOnElsewhere(ctx, store, root.ID, host, err)
+	}
+	if elsewhere {
 		// Another process executes the run (a replica, a runbook run
 		// waiting for the answer): it continues it, or went on with it
 		// already.
 		p.close()
 		who := "another process"
-		if owner := fencedOwner(err); owner != "" {
+		if owner != "" {
 			who = ownerKind(ctx, store, owner)
-		} else if r, gerr := store.GetRun(ctx, root.ID); gerr == nil && r.Owner != "" {
-			who = ownerKind(ctx, store, r.Owner)
 		}
 		fmt.Fprintf(a.stdout, "step %s of run %s %s; %s executes run %s and continues it: runbook runs logs -f %s\n", step, runID, verdict, who, root.ID, root.ID)
 		return nil
-	} else if err != nil {
+	}
+	if err != nil {
 		p.close()
 		return withHint(err, "runbook runs show "+root.ID)
 	}
@@ -147,14 +151,18 @@ shown is the server's, until the run ends or waits again.`,
 }
 
 // wentOnElsewhere reports whether err, the refusal to continue run runID
-// here, is because another process went on with it after the answer was
-// recorded: the run is owned by another process, or ended there.
-func wentOnElsewhere(ctx context.Context, store state.Store, runID string, host *runner.Host, err error) bool {
+// here, is because another process, owner, went on with it after the
+// answer was recorded: the run is owned by another process, or ended
+// there.
+func wentOnElsewhere(ctx context.Context, store state.Store, runID string, host *runner.Host, err error) (owner string, ok bool) {
 	if err == nil || fault.CodeOf(err) != fault.Conflict {
-		return false
+		return "", false
 	}
 	r, gerr := store.GetRun(ctx, runID)
-	return gerr == nil && r.Owner != "" && r.Owner != host.Engine().Process()
+	if gerr != nil || r.Owner == "" || r.Owner == host.Engine().Process() {
+		return "", false
+	}
+	return r.Owner, true
 }
 
 // currentUser names who runs the command: $USER, else the login name of

@@ -60,11 +60,18 @@ func (r *Host) Execute(ctx context.Context, pb *playbook.Playbook, req engine.St
 	if err != nil {
 		return nil, err
 	}
-	committed := *run
-	if err := r.eng.Claim(ctx, run.ID); err != nil {
+	return r.claimAndLaunch(ctx, queuedRun{run: run, pb: pb, inputs: req.Inputs, fresh: true, owned: true})
+}
+
+// claimAndLaunch claims q's new run, just committed, for this process and
+// launches it; the run is returned as committed, with the claim's error
+// when it could not be made (it is not launched then).
+func (r *Host) claimAndLaunch(ctx context.Context, q queuedRun) (*state.Run, error) {
+	committed := *q.run // the executor changes q.run from the launch on
+	if err := r.eng.Claim(ctx, q.run.ID); err != nil {
 		return &committed, err
 	}
-	r.launchRun(queuedRun{run: run, pb: pb, inputs: req.Inputs, fresh: true, owned: true})
+	r.launchRun(q)
 	return &committed, nil
 }
 
@@ -95,12 +102,7 @@ func (r *Host) RetryRun(ctx context.Context, runID, from string, secretInputs ma
 	if err != nil {
 		return nil, err
 	}
-	committed := *run
-	if err := r.eng.Claim(ctx, run.ID); err != nil {
-		return &committed, err
-	}
-	r.launchRun(queuedRun{run: run, pb: pb, inputs: inputs, fresh: true, owned: true})
-	return &committed, nil
+	return r.claimAndLaunch(ctx, queuedRun{run: run, pb: pb, inputs: inputs, fresh: true, owned: true})
 }
 
 // Await follows run runID, launched here, until it leaves this host: it
@@ -158,9 +160,10 @@ func (r *Host) changedLocked() {
 	}
 }
 
-// noteStopped records why run runID stopped unfinished, for Await.
+// noteStopped records why run runID stopped unfinished, for Await: an
+// embedded host's runs are followed, a server's are not (nor kept).
 func (r *Host) noteStopped(runID string, err error) {
-	if err == nil {
+	if err == nil || !r.o.Embedded {
 		return
 	}
 	r.mu.Lock()
