@@ -320,11 +320,13 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := engine.StartRequest{Inputs: m, Trigger: map[string]any{"type": "api", "by": callerName(r)}}
+	var run *state.Run
+	replayed := false
 	if key := r.Header.Get("Idempotency-Key"); key != "" {
-		s.startRunOnce(w, r, pb, req, key)
-		return
+		run, replayed, err = s.startRunOnce(r, pb, req, key)
+	} else {
+		run, err = s.runs.StartRun(r.Context(), pb, req)
 	}
-	run, err := s.runs.StartRun(r.Context(), pb, req)
 	if err != nil {
 		if errors.Is(err, runner.ErrShuttingDown) {
 			writeError(w, http.StatusServiceUnavailable, fault.Unavailable, err.Error())
@@ -335,7 +337,12 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 	}
 	noteAudit(r, "run", run.ID)
 	w.Header().Set("Location", "/api/v1/runs/"+run.ID)
-	writeJSON(w, http.StatusCreated, s.viewRun(run))
+	status := http.StatusCreated
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+		status = http.StatusOK
+	}
+	writeJSON(w, status, s.viewRun(run))
 }
 
 // idempotencyTTL is how long an Idempotency-Key of a run start is
@@ -350,47 +357,30 @@ const maxIdempotencyKey = 255
 // caller: the run is committed with the key in one transaction (as a
 // webhook delivery is, state.Store.CommitDelivery), so a start sent again
 // — its answer lost to a dropped connection or a replica killed before it
-// replied — answers 200 with the run the first one started, marked
-// Idempotent-Replayed, instead of starting a second run.
-func (s *Server) startRunOnce(w http.ResponseWriter, r *http.Request, pb *playbook.Playbook, req engine.StartRequest, key string) {
+// replied — returns the run the first one started (replayed) instead of
+// starting a second run.
+func (s *Server) startRunOnce(r *http.Request, pb *playbook.Playbook, req engine.StartRequest, key string) (run *state.Run, replayed bool, err error) {
 	if len(key) > maxIdempotencyKey || strings.ContainsFunc(key, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
-		writeError(w, http.StatusBadRequest, fault.Invalid, fmt.Sprintf("Idempotency-Key must be 1 to %d printable ASCII characters without spaces", maxIdempotencyKey))
-		return
+		return nil, false, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("Idempotency-Key must be 1 to %d printable ASCII characters without spaces", maxIdempotencyKey)}
 	}
 	run, evs, err := s.runs.Prepare(r.Context(), trigger.StartRequest{Playbook: pb, Inputs: req.Inputs, Trigger: req.Trigger})
 	if err != nil {
-		if errors.Is(err, runner.ErrShuttingDown) {
-			writeError(w, http.StatusServiceUnavailable, fault.Unavailable, err.Error())
-			return
-		}
-		writeErr(w, err)
-		return
+		return nil, false, err
 	}
 	res, err := s.store.CommitDelivery(r.Context(), state.Delivery{
 		Key: "api-start\n" + callerName(r) + "\n" + pb.Name + "\n" + key, TTL: idempotencyTTL,
 		Units: []state.DeliveryUnit{{Run: run, Events: evs}},
 		Done:  func(created []string, _ [][]byte) []byte { return []byte(strings.Join(created, ",")) },
 	})
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	if res.Duplicate {
+	switch {
+	case err != nil:
+		return nil, false, err
+	case res.Duplicate:
 		first, err := s.store.GetRun(r.Context(), string(res.Value))
-		if err != nil {
-			writeErr(w, err)
-			return
-		}
-		noteAudit(r, "run", first.ID)
-		w.Header().Set("Location", "/api/v1/runs/"+first.ID)
-		w.Header().Set("Idempotent-Replayed", "true")
-		writeJSON(w, http.StatusOK, s.viewRun(first))
-		return
+		return first, true, err
 	}
 	s.runs.Launch(run)
-	noteAudit(r, "run", run.ID)
-	w.Header().Set("Location", "/api/v1/runs/"+run.ID)
-	writeJSON(w, http.StatusCreated, s.viewRun(run))
+	return run, false, nil
 }
 
 // listRuns answers GET /api/v1/runs (and /runs/page, its alias): runs
