@@ -241,6 +241,11 @@ func (s *Scheduler) run(ctx context.Context) error {
 		s.sync(ctx)
 		wait := s.tick(ctx)
 		select {
+		case <-s.wake: // a Set came meanwhile: apply it without starting a timer
+			continue
+		default:
+		}
+		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-s.wake:
