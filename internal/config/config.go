@@ -67,6 +67,9 @@ type Config struct {
 	Schedules   bool      // fire schedule triggers
 	Retention   Retention // runs serve deletes daily (retention.go)
 	Auth        Auth      // users, OIDC, audit retention (auth.go)
+	// Notifications are the channels and rules of notifications:
+	// (notify.go).
+	Notifications Notifications
 }
 
 // MinLease and MaxLease bound server.lease.
@@ -105,6 +108,10 @@ type Server struct {
 	// MetricsTokenSecret names the secret holding the bearer token that
 	// /metrics asks for ("": /metrics is open).
 	MetricsTokenSecret string
+	// PublicURL is the address people reach the UI at (server.public_url,
+	// without a trailing slash): the base of the run links notifications
+	// carry. "": the listen address.
+	PublicURL string
 }
 
 // Webhooks holds the webhook intake settings.
@@ -155,6 +162,10 @@ func Default(dir string) *Config {
 		Webhooks:    Webhooks{DedupTTL: DefaultDedupTTL, Routes: map[string]Route{}},
 		Connections: map[string]map[string]any{},
 		Schedules:   true,
+		Notifications: Notifications{
+			Channels: map[string]Channel{}, Backoff: DefaultNotifyBackoff,
+			MaxBackoff: DefaultNotifyMaxBackoff, SendTimeout: DefaultNotifySendTimeout,
+		},
 	}
 }
 
@@ -221,6 +232,9 @@ func (c *Config) SecretRefs() []string {
 				set[name] = true
 			}
 		}
+	}
+	for _, u := range c.NotificationSecrets() {
+		set[u.Name] = true
 	}
 	for _, settings := range c.Connections {
 		walkStrings(settings, "", func(_, s string) {

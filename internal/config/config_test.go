@@ -475,6 +475,9 @@ func TestDefault(t *testing.T) {
 		Webhooks:    Webhooks{DedupTTL: 7 * 24 * time.Hour, Routes: map[string]Route{}},
 		Connections: map[string]map[string]any{},
 		Schedules:   true,
+		Notifications: Notifications{
+			Channels: map[string]Channel{}, Backoff: 10 * time.Second, MaxBackoff: time.Hour, SendTimeout: 10 * time.Second,
+		},
 	}, c)
 	t.Run("a relative directory is made absolute", func(t *testing.T) {
 		wd, err := os.Getwd()

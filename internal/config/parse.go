@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -18,9 +19,9 @@ import (
 )
 
 var (
-	topKeys    = []string{"playbooks", "state", "secrets_file", "server", "webhooks", "connections", "schedules", "retention", "auth", "http"}
+	topKeys    = []string{"playbooks", "state", "secrets_file", "server", "webhooks", "connections", "schedules", "retention", "auth", "http", "notifications"}
 	serverKeys = []string{"listen", "token_secret", "shutdown_grace", "max_body", "reload", "reload_interval", "max_running", "lease", "take_over_run_processes",
-		"read_header_timeout", "read_timeout", "write_timeout", "idle_timeout", "max_conns_per_address", "tls", "metrics_token"}
+		"read_header_timeout", "read_timeout", "write_timeout", "idle_timeout", "max_conns_per_address", "tls", "metrics_token", "public_url"}
 	webhookKeys = []string{"dedup_ttl", "routes"}
 	routeKeys   = []string{"verify", "secret", "secrets"}
 
@@ -92,6 +93,9 @@ func (l *loader) parse(c *Config) {
 	}
 	if n := o.Get("http"); n != nil {
 		l.egress(&c.HTTP, n)
+	}
+	if n := o.Get("notifications"); n != nil {
+		l.notifications(c, n)
 	}
 }
 
@@ -171,11 +175,29 @@ func (l *loader) server(c *Config, n *yaml.Node) {
 			s.MetricsTokenSecret = v
 		}
 	}
+	l.publicURL(s, o.Get("public_url"))
 	if n := o.Get("max_conns_per_address"); n != nil {
 		if v, ok := l.IntBetween(n, "server.max_conns_per_address", 1, MaxConnsPerAddressLimit); ok {
 			s.MaxConnsPerAddress = v
 		}
 	}
+}
+
+// publicURL reads server.public_url, the base of the UI links that
+// notifications carry.
+func (l *loader) publicURL(s *Server, n *yaml.Node) {
+	if n == nil {
+		return
+	}
+	v, ok := l.nonEmpty(n, "server.public_url")
+	if !ok {
+		return
+	}
+	if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		l.errf(n, "server.public_url", "must be an http:// or https:// URL without query (got %q); e.g. https://runbook.example.com", v)
+		return
+	}
+	s.PublicURL = strings.TrimRight(v, "/")
 }
 
 // checkListen returns why addr is not a usable host:port, or "".

@@ -365,9 +365,11 @@ type Store interface {
 	// The stores' other areas, each with its own contract suite: tokens
 	// and audit (RunAuth), the UI's sessions (RunSessions), what steps
 	// print (RunStepOutput), and everything listed and taken back by
-	// state copy (RunExport).
+	// state copy (RunExport), and the notification outbox
+	// (RunNotifications).
 	AuthStore
 	SessionStore
+	NotificationStore
 	StepOutput
 	Exporter
 	Importer

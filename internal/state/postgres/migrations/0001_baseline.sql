@@ -279,3 +279,23 @@ BEGIN
     END IF;
 END
 $$;
+
+-- The notification outbox (state.NotificationStore): one row per event
+-- and channel, key unique, so that whichever replicas observe an event it
+-- is enqueued once (INSERT ... ON CONFLICT DO NOTHING). due_at is when a
+-- sender may next take the row: its next attempt, or the end of a
+-- sender's claim (NULL once sent); senders claim due rows FOR UPDATE SKIP
+-- LOCKED. record is the state.Notification.
+CREATE TABLE runbook_notifications (
+    key        text COLLATE "C" PRIMARY KEY,
+    run_id     text COLLATE "C" NOT NULL DEFAULT '',
+    status     text COLLATE "C" NOT NULL,
+    created_ns bigint NOT NULL,
+    due_at     timestamptz,
+    sent_at    timestamptz,
+    claimed_by text COLLATE "C" NOT NULL DEFAULT '',
+    record     json NOT NULL
+);
+CREATE INDEX runbook_notifications_created ON runbook_notifications (created_ns, key);
+CREATE INDEX runbook_notifications_due ON runbook_notifications (due_at) WHERE due_at IS NOT NULL;
+CREATE INDEX runbook_notifications_run ON runbook_notifications (run_id, created_ns, key) WHERE run_id <> '';
