@@ -101,7 +101,7 @@ func NewLocal(o LocalOptions) *Local {
 		o: Options{Engine: engine.Options{Store: o.Store}, StateFile: o.StateFile, Logger: o.Logger}, log: o.Logger,
 		store: o.Store, cat: newCatalog(""), events: newBroker(), ready: make(chan struct{}),
 	}
-	s.metrics = newMetrics(func() int { return 0 }, func() int { return 0 })
+	s.metrics = newMetrics(func() int { return 0 }, playbookSource{playbooks: s.cat.all})
 	return &Local{
 		s:       s,
 		holder:  Holder{PID: os.Getpid(), Playbook: o.Playbook, Started: time.Now().UTC()},

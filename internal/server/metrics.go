@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/trigger"
 )
 
 // metrics is the /metrics endpoint: runbook's families (docs/api.md) and
@@ -19,7 +21,11 @@ import (
 type metrics struct {
 	handler http.Handler
 
-	runs         map[state.RunStatus]prometheus.Gauge // runbook_runs by status
+	runs map[state.RunStatus]prometheus.Gauge // runbook_runs by status
+	// runsFinished, runDuration and stepDuration carry the playbook and
+	// trigger labels of metrics_runs.go; firings the schedule trigger's.
+	runsFinished *prometheus.CounterVec
+	runDuration  *prometheus.HistogramVec
 	stepDuration *prometheus.HistogramVec
 	deliveries   *prometheus.CounterVec
 	firings      *prometheus.CounterVec
@@ -42,6 +48,10 @@ type metrics struct {
 	// unfinished is the database's runs in flight, on replicas
 	// (metrics_cluster.go).
 	unfinished *unfinishedRuns
+	// labels gives a run's playbook and trigger labels; playbooks is the
+	// per-playbook view (metrics_playbooks.go).
+	labels    *runLabels
+	playbooks *playbookView
 
 	// The runs gauge is counted from the store at start, then kept current
 	// from the engine's events: status[id] is the last status of an
@@ -55,28 +65,35 @@ type metrics struct {
 // Buckets, in seconds.
 var (
 	stepBuckets = []float64{0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600}
+	runBuckets  = []float64{1, 10, 60, 300, 900, 1800, 3600, 2 * 3600, 6 * 3600, 24 * 3600}
 	lateBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5}
 )
 
 // runStatuses are the label values of runbook_runs, each always shown.
 var runStatuses = []state.RunStatus{state.RunPending, state.RunRunning, state.RunWaiting, state.RunSuspended, state.RunSucceeded, state.RunFailed, state.RunCancelled, state.RunSkipped}
 
-// newMetrics registers every family. executing and playbooks are read at
-// each scrape: the runs executing in this process and the playbooks
-// loaded.
-func newMetrics(executing, playbooks func() int) *metrics {
+// newMetrics registers every family. executing is read at each scrape:
+// the runs executing in this process; src is what the per-playbook series
+// read (the store and the loaded playbooks).
+func newMetrics(executing func() int, src playbookSource) *metrics {
 	started := time.Now()
 	m := &metrics{
 		runs: map[state.RunStatus]prometheus.Gauge{},
+		runsFinished: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "runbook_runs_finished_total", Help: "Runs that ended here, by playbook, trigger and final status.",
+		}, []string{"playbook", "trigger", "status"}),
+		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "runbook_run_duration_seconds", Help: "Duration of runs that ended here, from their start (their creation when they never started) to their end, by playbook, trigger and final status.", Buckets: runBuckets,
+		}, []string{"playbook", "trigger", "status"}),
 		stepDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "runbook_step_duration_seconds", Help: "Duration of step executions, by outcome.", Buckets: stepBuckets,
-		}, []string{"outcome"}),
+			Name: "runbook_step_duration_seconds", Help: "Duration of step executions, by playbook, trigger and outcome.", Buckets: stepBuckets,
+		}, []string{"playbook", "trigger", "outcome"}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "runbook_webhook_deliveries_total", Help: "Webhook deliveries by route and outcome.",
 		}, []string{"route", "outcome"}),
 		firings: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "runbook_schedule_firings_total", Help: "Schedule slots handled, by outcome.",
-		}, []string{"outcome"}),
+			Name: "runbook_schedule_firings_total", Help: "Schedule slots handled, by playbook, trigger (its index among the playbook's triggers) and outcome.",
+		}, []string{"playbook", "trigger", "outcome"}),
 		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "runbook_schedule_lateness_seconds", Help: "Start of an on-time scheduled run minus its intended fire time.", Buckets: lateBuckets,
 		}),
@@ -94,6 +111,11 @@ func newMetrics(executing, playbooks func() int) *metrics {
 		status:     map[string]state.RunStatus{},
 		stepStart:  map[string]time.Time{},
 		unfinished: newUnfinishedRuns(),
+		labels:     newRunLabels(src),
+		playbooks:  newPlaybookView(src),
+	}
+	if _, ok := src.store.(state.Coordinator); ok {
+		m.playbooks.reconcile = m.reconcile
 	}
 	runs := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "runbook_runs",
 		Help: "Runs in the state store by status; on replicas, the runs created through this replica since it started (see runbook_runs_unfinished)."}, []string{"status"})
@@ -110,7 +132,7 @@ func newMetrics(executing, playbooks func() int) *metrics {
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		runs, m.stepDuration, m.deliveries, m.firings, m.lateness, m.reloads, m.recovered, m.unfinished, m.fenced,
+		runs, m.runsFinished, m.runDuration, m.stepDuration, m.deliveries, m.firings, m.lateness, m.reloads, m.recovered, m.unfinished, m.fenced, m.playbooks,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_runs_executing", Help: "Runs executing in this process (including waiting ones)."},
 			func() float64 { return float64(executing()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_runs_queued", Help: "Runs accepted and waiting for an execution slot (server.max_running)."},
@@ -128,11 +150,17 @@ func newMetrics(executing, playbooks func() int) *metrics {
 				return float64(m.parked())
 			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_playbooks", Help: "Playbooks loaded."},
-			func() float64 { return float64(playbooks()) }),
+			func() float64 { return float64(len(src.playbooks())) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_uptime_seconds", Help: "Seconds since the server started."},
 			func() float64 { return time.Since(started).Seconds() }),
 	)
-	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	inner := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	// The store is read before the families are collected (they are in
+	// parallel), so that runbook_runs shows what a replica's read corrects.
+	m.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.playbooks.refreshIfDue()
+		inner.ServeHTTP(w, r)
+	})
 	return m
 }
 
@@ -178,25 +206,31 @@ func runStatusOf(evType string) (state.RunStatus, bool) {
 	return "", false
 }
 
-// observe follows the engine's events.
+// observe follows the engine's events. A run's end and a step's end are
+// counted under the run's playbook and trigger, read from the store once
+// per run (outside the lock) when this process has not seen them yet.
 func (m *metrics) observe(runID string, ev state.Event) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if st, ok := runStatusOf(ev.Type); ok {
-		prev, known := m.status[runID]
-		if known {
-			m.addRuns(prev, -1)
-		}
-		if known || ev.Type == "run.created" {
-			m.addRuns(st, 1)
-		}
+	st, isRun := runStatusOf(ev.Type)
+	var lb runLabel
+	if isRun && st.Done() || isStepEnd(ev) {
+		lb = m.labels.of(runID)
+	}
+	if isRun {
+		m.mu.Lock()
+		m.runStatus(runID, ev, st)
 		if st.Done() {
-			delete(m.status, runID)
-		} else if known || ev.Type == "run.created" {
-			m.status[runID] = st
+			m.runEnded(runID, lb, st, ev.Time)
+		} else if ev.Type == "run.started" {
+			m.labels.started(runID, ev.Time)
+		}
+		m.mu.Unlock()
+		if st.Done() {
+			m.playbooks.ended(lb.playbook, st, ev.Time)
 		}
 		return
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if ev.Step == "" || !strings.HasPrefix(ev.Type, "step.") {
 		return
 	}
@@ -211,8 +245,42 @@ func (m *metrics) observe(runID string, ev state.Event) {
 		}
 		delete(m.stepStart, key)
 		outcome := strings.TrimPrefix(ev.Type, "step.")
-		m.stepDuration.WithLabelValues(outcome).Observe(ev.Time.Sub(t0).Seconds())
+		m.stepDuration.WithLabelValues(lb.playbook, lb.trigger, outcome).Observe(ev.Time.Sub(t0).Seconds())
 	}
+}
+
+// isStepEnd reports whether ev ends a step's execution.
+func isStepEnd(ev state.Event) bool {
+	return ev.Step != "" && (ev.Type == "step.succeeded" || ev.Type == "step.failed" || ev.Type == "step.cancelled")
+}
+
+// runStatus moves the runbook_runs gauge for a run event announcing st.
+func (m *metrics) runStatus(runID string, ev state.Event, st state.RunStatus) {
+	prev, known := m.status[runID]
+	if known {
+		m.addRuns(prev, -1)
+	}
+	if known || ev.Type == "run.created" {
+		m.addRuns(st, 1)
+	}
+	if st.Done() {
+		delete(m.status, runID)
+	} else if known || ev.Type == "run.created" {
+		m.status[runID] = st
+	}
+}
+
+// runEnded counts a run's end under its labels.
+func (m *metrics) runEnded(runID string, lb runLabel, st state.RunStatus, at time.Time) {
+	m.runsFinished.WithLabelValues(lb.playbook, lb.trigger, string(st)).Inc()
+	from := lb.started
+	if from.IsZero() {
+		from = lb.created
+	}
+	if !from.IsZero() && !at.Before(from) {
+		m.runDuration.WithLabelValues(lb.playbook, lb.trigger, string(st)).Observe(at.Sub(from).Seconds())
+	}
+	m.labels.forget(runID)
 }
 
 func (m *metrics) delivery(route, outcome string) {
@@ -220,10 +288,10 @@ func (m *metrics) delivery(route, outcome string) {
 	m.deliveries.WithLabelValues(strings.ToValidUTF8(route, "\uFFFD"), outcome).Inc()
 }
 
-func (m *metrics) firing(outcome string, late time.Duration, onTime bool) {
-	m.firings.WithLabelValues(outcome).Inc()
-	if onTime {
-		m.lateness.Observe(late.Seconds())
+func (m *metrics) firing(f trigger.Firing) {
+	m.firings.WithLabelValues(m.labels.playbookLabel(f.Playbook), strconv.Itoa(f.Trigger), string(f.Outcome)).Inc()
+	if f.Outcome == trigger.Started && !f.Catchup {
+		m.lateness.Observe(f.Late.Seconds())
 	}
 }
 

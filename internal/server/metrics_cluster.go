@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -11,8 +12,9 @@ import (
 )
 
 // runbook_runs counts what this process saw: on replicas each counts the
-// runs created through it since it started, by the last status it saw of
-// each, so their sum is not the database's. runbook_runs_unfinished is the database's view of the runs
+// runs created through it since it started, by the status the store
+// records for each (reconcile reads again those another replica
+// executes), so their sum is not the database's. runbook_runs_unfinished is the database's view of the runs
 // in flight, by status, exported by one replica only — the one leading
 // the scheduler — so that a sum over the replicas' series counts each run
 // once. It is read from the store at a scrape, at most every
@@ -76,4 +78,64 @@ func (u *unfinishedRuns) Collect(ch chan<- prometheus.Metric) {
 	for _, st := range unfinishedStatuses {
 		ch <- prometheus.MustNewConstMetric(u.desc, prometheus.GaugeValue, float64(u.last[st]), string(st))
 	}
+}
+
+// reconcile moves the runs a replica counts in runbook_runs as unfinished
+// to the status the shared store records for them now: a run created
+// through this replica may be executed, and ended, by another, whose
+// events this one never sees. It reads the unfinished runs once, and each
+// counted run no longer among them (it ended, or was deleted). It is run
+// with the per-playbook read (metrics_playbooks.go).
+func (m *metrics) reconcile(ctx context.Context, store state.Store) error {
+	m.mu.Lock()
+	ids := make([]string, 0, len(m.status))
+	for id := range m.status {
+		ids = append(ids, id)
+	}
+	m.mu.Unlock()
+	if len(ids) == 0 {
+		return nil
+	}
+	runs, err := store.ListRuns(ctx, state.RunFilter{Status: unfinishedStatuses})
+	if err != nil {
+		return err
+	}
+	listed := make(map[string]state.RunStatus, len(runs))
+	for _, r := range runs {
+		listed[r.ID] = r.Status
+	}
+	now := make(map[string]state.RunStatus, len(ids))
+	for _, id := range ids {
+		if st, ok := listed[id]; ok {
+			now[id] = st
+			continue
+		}
+		r, err := store.GetRun(ctx, id)
+		switch {
+		case errors.Is(err, state.ErrNotFound):
+			now[id] = "" // deleted: counted no more
+		case err != nil:
+			return err
+		default:
+			now[id] = r.Status
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, st := range now {
+		prev, ok := m.status[id]
+		if !ok || prev == st {
+			continue // it ended here meanwhile, or is as counted
+		}
+		m.addRuns(prev, -1)
+		if st != "" {
+			m.addRuns(st, 1)
+		}
+		if st == "" || st.Done() {
+			delete(m.status, id)
+		} else {
+			m.status[id] = st
+		}
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/state/bolt"
 )
@@ -47,7 +48,7 @@ func TestTwoServersCountApart(t *testing.T) {
 // BenchmarkMetricsObserve is the cost the metrics add to every run: the
 // events of a run of one step, as the engine reports them.
 func BenchmarkMetricsObserve(b *testing.B) {
-	m := newMetrics(func() int { return 0 }, func() int { return 1 })
+	m := newMetrics(func() int { return 0 }, playbookSource{playbooks: func() []*playbook.Playbook { return nil }})
 	t0 := time.Now()
 	evs := []state.Event{
 		{Type: "run.created", Time: t0},

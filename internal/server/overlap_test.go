@@ -17,10 +17,11 @@ import (
 	"github.com/runbook/runbook/internal/state/postgres/pgtest"
 )
 
-// firings reads runbook_schedule_firings_total{outcome} from /metrics.
+// firings reads the nightly playbook's first trigger's
+// runbook_schedule_firings_total{outcome} from /metrics.
 func (e *env) firings(outcome string) float64 {
 	e.t.Helper()
-	v, _ := e.sample(`runbook_schedule_firings_total{outcome="` + outcome + `"}`)
+	v, _ := e.sample(`runbook_schedule_firings_total{outcome="` + outcome + `",playbook="nightly",trigger="0"}`)
 	return v
 }
 

@@ -155,10 +155,13 @@ func New(o Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	s.metrics = newMetrics(func() int { return s.runs.Running() }, func() int { return len(s.cat.all()) })
+	s.metrics = newMetrics(func() int { return s.runs.Running() }, playbookSource{
+		store: o.Engine.Store, playbooks: s.cat.all, known: func(name string) bool { return s.cat.get(name) != nil }, schedules: o.Schedules,
+	})
 	if _, err := s.cat.load(); err != nil {
 		return nil, err
 	}
+	s.metrics.loaded(s.cat.all())
 	eo := o.Engine
 	if eo.Logger == nil {
 		eo.Logger = o.Logger
@@ -187,9 +190,7 @@ func New(o Options) (*Server, error) {
 	s.sched = trigger.NewScheduler(trigger.SchedulerOptions{
 		Store: s.store, Starter: s.runs, Clock: o.SchedulerClock, Logger: o.Logger,
 		Leader: s.runs.Leader(), Holder: s.eng.Process(), LeaderTTL: o.Lease,
-		OnFire: func(f trigger.Firing) {
-			s.metrics.firing(string(f.Outcome), f.Late, f.Outcome == trigger.Started && !f.Catchup)
-		},
+		OnFire: s.metrics.firing,
 	})
 	if c, ok := s.store.(state.Coordinator); ok {
 		s.metrics.unfinished.set(s.sched.Leading, c.CountUnfinished)
@@ -247,6 +248,7 @@ func (s *Server) Reload() error {
 		for _, pb := range s.cat.all() {
 			s.runs.Remember(pb)
 		}
+		s.metrics.loaded(s.cat.all())
 		if s.o.Schedules {
 			s.sched.Set(s.cat.all())
 		}

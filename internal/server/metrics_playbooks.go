@@ -1,0 +1,268 @@
+package server
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/trigger"
+)
+
+// The per-playbook series say what the store knows, so that a restart
+// does not reset them and every replica of a shared store exports the
+// same values (aggregate them with max, not sum): the end of the last
+// run of each loaded playbook that succeeded and that failed, and the
+// approvals waiting. They are read from the store at a scrape, at most
+// every storeRefresh (a failed read keeps the values of the last one and
+// is tried again at the next scrape),
+// and a run that ends in this process moves its playbook's time at once.
+// The schedule series are computed from the playbooks' cron expressions
+// at each scrape, on a server that fires schedules. Every loaded playbook
+// has its series from the start: a time of 0 means never.
+
+// storeRefresh bounds how often a scrape reads the store.
+const storeRefresh = 10 * time.Second
+
+// scheduleHorizon and maxSlots bound the slots runbook_schedule_interval_seconds
+// looks at: those of the next 8 days (at least two), at most 1000.
+const (
+	scheduleHorizon = 8 * 24 * time.Hour
+	maxSlots        = 1000
+)
+
+// lastEnds is when a playbook's last succeeded and last failed run ended.
+type lastEnds struct{ succeeded, failed time.Time }
+
+// later returns the later of each time of e and o.
+func (e lastEnds) later(o lastEnds) lastEnds {
+	if o.succeeded.After(e.succeeded) {
+		e.succeeded = o.succeeded
+	}
+	if o.failed.After(e.failed) {
+		e.failed = o.failed
+	}
+	return e
+}
+
+// waitingApprovals counts a playbook's approval steps waiting for an
+// answer and when the oldest began to wait.
+type waitingApprovals struct {
+	n      int
+	oldest time.Time
+}
+
+// playbookView is the collector of the per-playbook series.
+type playbookView struct {
+	src playbookSource
+	// reconcile, set on a replica, corrects runbook_runs from the store
+	// at each read (metrics_cluster.go).
+	reconcile                                  func(context.Context, state.Store) error
+	lastSuccess, lastFailure, waiting, waitAge *prometheus.Desc
+	nextFire, interval                         *prometheus.Desc
+
+	reading   sync.Mutex // one store read at a time
+	mu        sync.Mutex
+	at        time.Time           // of the last store read
+	read      map[string]lastEnds // by playbook, from the store
+	local     map[string]lastEnds // by playbook label, ended here
+	approvals map[string]waitingApprovals
+}
+
+func newPlaybookView(src playbookSource) *playbookView {
+	pb := []string{"playbook"}
+	return &playbookView{
+		src: src,
+		lastSuccess: prometheus.NewDesc("runbook_playbook_last_success_timestamp_seconds",
+			"When the last run of the playbook that succeeded ended (Unix seconds; 0: never), as the store records it.", pb, nil),
+		lastFailure: prometheus.NewDesc("runbook_playbook_last_failure_timestamp_seconds",
+			"When the last run of the playbook that failed ended (Unix seconds; 0: never), as the store records it.", pb, nil),
+		waiting: prometheus.NewDesc("runbook_approvals_waiting",
+			"Approval steps waiting for an answer, by playbook, as the store records them.", pb, nil),
+		waitAge: prometheus.NewDesc("runbook_approvals_oldest_waiting_seconds",
+			"How long the oldest approval step of the playbook waiting for an answer has waited (0: none waits).", pb, nil),
+		nextFire: prometheus.NewDesc("runbook_schedule_next_fire_timestamp_seconds",
+			"The next slot of a schedule trigger (Unix seconds, before its jitter), by playbook and trigger (its index among the playbook's triggers).",
+			[]string{"playbook", "trigger"}, nil),
+		interval: prometheus.NewDesc("runbook_schedule_interval_seconds",
+			"The longest time between two consecutive slots of a schedule trigger among those of the next 8 days (at least two), by playbook and trigger.",
+			[]string{"playbook", "trigger"}, nil),
+		read: map[string]lastEnds{}, local: map[string]lastEnds{}, approvals: map[string]waitingApprovals{},
+	}
+}
+
+// ended notes a run of the playbook labelled pb that ended here.
+func (v *playbookView) ended(pb string, st state.RunStatus, at time.Time) {
+	var e lastEnds
+	switch st {
+	case state.RunSucceeded:
+		e.succeeded = at
+	case state.RunFailed:
+		e.failed = at
+	default:
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.local[pb] = v.local[pb].later(e)
+}
+
+// Describe implements prometheus.Collector.
+func (v *playbookView) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{v.lastSuccess, v.lastFailure, v.waiting, v.waitAge, v.nextFire, v.interval} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (v *playbookView) Collect(ch chan<- prometheus.Metric) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	pbs := v.src.playbooks()
+	now := time.Now()
+	gauge := func(d *prometheus.Desc, val float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, val, labels...)
+	}
+	for _, pb := range pbs {
+		e := v.read[pb.Name].later(v.local[pb.Name])
+		gauge(v.lastSuccess, unixSeconds(e.succeeded), pb.Name)
+		gauge(v.lastFailure, unixSeconds(e.failed), pb.Name)
+		v.collectApprovals(gauge, pb.Name, now)
+		if v.src.schedules {
+			collectSchedules(gauge, v.nextFire, v.interval, pb, now)
+		}
+	}
+	if a := v.approvals[otherPlaybook]; a.n > 0 {
+		v.collectApprovals(gauge, otherPlaybook, now)
+	}
+}
+
+func (v *playbookView) collectApprovals(gauge func(*prometheus.Desc, float64, ...string), pb string, now time.Time) {
+	a := v.approvals[pb]
+	gauge(v.waiting, float64(a.n), pb)
+	age := 0.0
+	if a.n > 0 {
+		age = max(now.Sub(a.oldest).Seconds(), 0)
+	}
+	gauge(v.waitAge, age, pb)
+}
+
+// collectSchedules gives the next slot and the longest interval of each
+// schedule trigger of pb.
+func collectSchedules(gauge func(*prometheus.Desc, float64, ...string), next, interval *prometheus.Desc, pb *playbook.Playbook, now time.Time) {
+	for i, t := range pb.Triggers {
+		if t.Schedule == nil {
+			continue
+		}
+		slots, err := trigger.NextSlots(t.Schedule, now, maxSlots)
+		if err != nil || len(slots) == 0 {
+			continue
+		}
+		idx := strconv.Itoa(i)
+		gauge(next, unixSeconds(slots[0]), pb.Name, idx)
+		longest := time.Duration(0)
+		for j := 1; j < len(slots); j++ {
+			longest = max(longest, slots[j].Sub(slots[j-1]))
+			if j >= 2 && slots[j].Sub(now) > scheduleHorizon {
+				break
+			}
+		}
+		if longest > 0 {
+			gauge(interval, longest.Seconds(), pb.Name, idx)
+		}
+	}
+}
+
+// refreshIfDue reads the store when the last read is storeRefresh old;
+// on an error it keeps what it had. The reads hold no lock the engine's
+// events wait for.
+func (v *playbookView) refreshIfDue() {
+	v.reading.Lock()
+	defer v.reading.Unlock()
+	v.mu.Lock()
+	due := v.src.store != nil && time.Since(v.at) >= storeRefresh
+	v.mu.Unlock()
+	if !due {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pbs := v.src.playbooks()
+	read := make(map[string]lastEnds, len(pbs))
+	for _, pb := range pbs {
+		var e lastEnds
+		var err error
+		if e.succeeded, err = lastEnded(ctx, v.src.store, pb.Name, state.RunSucceeded); err != nil {
+			return
+		}
+		if e.failed, err = lastEnded(ctx, v.src.store, pb.Name, state.RunFailed); err != nil {
+			return
+		}
+		read[pb.Name] = e
+	}
+	approvals, err := v.waitingApprovals(ctx)
+	if err != nil {
+		return
+	}
+	if v.reconcile != nil && v.reconcile(ctx, v.src.store) != nil {
+		return
+	}
+	v.mu.Lock()
+	v.read, v.approvals, v.at = read, approvals, time.Now()
+	v.mu.Unlock()
+}
+
+// lastEnded is when the newest run of playbook name with status st
+// ended (zero: there is none).
+func lastEnded(ctx context.Context, store state.Store, name string, st state.RunStatus) (time.Time, error) {
+	runs, err := store.ListRuns(ctx, state.RunFilter{Playbook: name, Status: []state.RunStatus{st}, Limit: 1})
+	if err != nil || len(runs) == 0 {
+		return time.Time{}, err
+	}
+	return runs[0].EndedAt, nil
+}
+
+// waitingApprovals counts the approval steps waiting for an answer, by
+// playbook label: the steps of every waiting run that wait with an
+// approval's question.
+func (v *playbookView) waitingApprovals(ctx context.Context) (map[string]waitingApprovals, error) {
+	runs, err := v.src.store.ListRuns(ctx, state.RunFilter{Status: []state.RunStatus{state.RunWaiting}})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]waitingApprovals{}
+	for _, r := range runs {
+		recs, err := v.src.store.Steps(ctx, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		label := otherPlaybook
+		if v.src.known != nil && v.src.known(r.Playbook) {
+			label = r.Playbook
+		}
+		for _, rec := range recs {
+			if rec.Status != state.StepWaiting || rec.Approval == nil {
+				continue
+			}
+			a := out[label]
+			a.n++
+			if since := rec.StartedAt; a.oldest.IsZero() || since.Before(a.oldest) {
+				a.oldest = since
+			}
+			out[label] = a
+		}
+	}
+	return out, nil
+}
+
+// unixSeconds is t in Unix seconds, 0 for the zero time.
+func unixSeconds(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return float64(t.UnixNano()) / 1e9
+}
