@@ -680,7 +680,8 @@ func (r *Host) prepareRetry(ctx context.Context, runID, from string, secretInput
 
 // resume continues run (its record) in this server, with the values given
 // for its secret inputs. A run executing here, or one that ended
-// succeeded, failed or skipped, is a conflict.
+// succeeded, failed or skipped, is a conflict; a cancelled run whose
+// execution here is still letting it go is waited for.
 func (r *Host) Resume(ctx context.Context, run *state.Run, secretInputs map[string]any) error {
 	if err := r.base.Err(); err != nil {
 		return ErrShuttingDown
@@ -695,6 +696,13 @@ func (r *Host) Resume(ctx context.Context, run *state.Run, secretInputs map[stri
 	}
 	if run.ParentID != "" {
 		return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("run %s is a sub-playbook run: resume its parent %s", run.ID, run.ParentID)}
+	}
+	if run.Status == state.RunCancelled {
+		// Its end is written; the execution that wrote it gives the run
+		// back just after.
+		if err := r.awaitLetGo(ctx, run.ID); err != nil {
+			return err
+		}
 	}
 	if r.Holds(run.ID) {
 		return r.resumeParked(ctx, run.ID) // a parked run goes on now (park.go)
@@ -716,6 +724,22 @@ func (r *Host) Resume(ctx context.Context, run *state.Run, secretInputs map[stri
 	// too (never from a live replica).
 	r.launchRun(queuedRun{run: run, pb: pb, inputs: secretInputs, adopt: true, owned: owned})
 	return nil
+}
+
+// awaitLetGo waits until this host no longer executes run runID: not
+// held, or held parked.
+func (r *Host) awaitLetGo(ctx context.Context, runID string) error {
+	for {
+		changed := r.changes()
+		if active, parked := r.Holding(runID); !active || parked {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
 }
 
 // errSuspend is the cause the runs are stopped with at shutdown.
