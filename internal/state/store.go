@@ -365,11 +365,12 @@ type Store interface {
 	// The stores' other areas, each with its own contract suite: tokens
 	// and audit (RunAuth), the UI's sessions (RunSessions), what steps
 	// print (RunStepOutput), and everything listed and taken back by
-	// state copy (RunExport), and the notification outbox
-	// (RunNotifications).
+	// state copy (RunExport), the notification outbox
+	// (RunNotifications) and the schedule pauses (RunSchedules).
 	AuthStore
 	SessionStore
 	NotificationStore
+	ScheduleStore
 	StepOutput
 	Exporter
 	Importer

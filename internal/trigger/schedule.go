@@ -88,7 +88,7 @@ type Outcome string
 // The outcomes of a slot.
 const (
 	Started Outcome = "started" // the run was started
-	Skipped Outcome = "skipped" // overlap: skip with a run active, or a queued slot replaced by a newer one
+	Skipped Outcome = "skipped" // overlap: skip with a run active, a queued slot replaced by a newer one, or the trigger paused
 	Queued  Outcome = "queued"  // overlap: queue with a run active; starts when the playbook is idle
 	Dropped Outcome = "dropped" // a missed slot the catch-up policy does not fire
 	Failed  Outcome = "failed"  // the cursor write or Starter.Start failed
@@ -106,7 +106,8 @@ type Firing struct {
 	// purpose and report Catchup instead.
 	Late    time.Duration
 	Catchup bool
-	Err     error // Failed only
+	Err     error  // Failed only
+	Reason  string // Skipped by a pause: who paused the trigger and why
 }
 
 // Stats counts the slots handled since the scheduler was created.
@@ -171,10 +172,11 @@ type entry struct {
 	trig    *playbook.Trigger
 	sched   cron.Schedule
 	loc     *time.Location
-	last    time.Time // newest slot handled (the persisted cursor)
-	next    time.Time // the slot awaited
-	queue   []queued  // slots to fire now, in order (the awaited one, catch-up)
-	pending time.Time // overlap: queue — the slot waiting for an idle playbook
+	last    time.Time            // newest slot handled (the persisted cursor)
+	next    time.Time            // the slot awaited
+	queue   []queued             // slots to fire now, in order (the awaited one, catch-up)
+	pending time.Time            // overlap: queue — the slot waiting for an idle playbook
+	paused  *state.SchedulePause // the pause read before the last tick (schedule_pause.go)
 }
 
 // queued is a slot due to fire.

@@ -5,11 +5,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/runbook/runbook/internal/expr"
+	"github.com/runbook/runbook/internal/playbook"
 )
 
 // tick fires every due slot and returns how long to sleep before the next
@@ -22,6 +24,7 @@ func (s *Scheduler) tick(ctx context.Context) time.Duration {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	s.readPauses(ctx, now)
 	var due []*entry
 	for _, k := range keys {
 		e := s.entries[k]
@@ -71,6 +74,11 @@ func (s *Scheduler) tick(ctx context.Context) time.Duration {
 // work starts a trigger's queued slot once its playbook is idle and fires
 // its due slots. It touches only e, so triggers work concurrently.
 func (s *Scheduler) work(ctx context.Context, e *entry) {
+	if !e.pending.IsZero() && e.paused != nil {
+		slot := e.pending
+		e.pending = time.Time{}
+		s.skipPaused(ctx, e, queued{slot: slot})
+	}
 	if !e.pending.IsZero() && len(s.active(ctx, e)) == 0 {
 		slot := e.pending
 		e.pending = time.Time{}
@@ -89,6 +97,10 @@ func (s *Scheduler) fire(ctx context.Context, e *entry, q queued) {
 		// Only after the clock stepped backwards: the slot is already
 		// recorded as handled.
 		s.log.Warn("schedule slot already handled", "playbook", e.pb.Name, "trigger", e.index, "slot", q.slot, "last", e.last)
+		return
+	}
+	if e.paused != nil {
+		s.skipPaused(ctx, e, q)
 		return
 	}
 	if e.trig.Schedule.Overlap == "allow" {
@@ -138,8 +150,8 @@ func (s *Scheduler) active(ctx context.Context, e *entry) []string {
 
 // handled records slot as the trigger's last handled slot, without a run.
 func (s *Scheduler) handled(ctx context.Context, e *entry, slot time.Time) {
-	if s.opts.Leader != nil {
-		if _, err := s.claimSlot(ctx, e, slot); err != nil {
+	if s.claiming() {
+		if _, err := s.claimSlot(ctx, e, slot, claimSkipped); err != nil {
 			s.log.Error("schedule slot not claimed", "playbook", e.pb.Name, "trigger", e.index, "err", err)
 		}
 	}
@@ -162,24 +174,20 @@ func (s *Scheduler) start(ctx context.Context, e *entry, q queued) {
 		e.last = q.slot
 	}
 	now := s.opts.Clock.Now()
-	trig := map[string]any{
-		"type":    "schedule",
-		"slot":    q.slot.In(e.loc).Format(time.RFC3339),
-		"cron":    e.trig.Schedule.Cron,
-		"late_ms": now.Sub(q.slot).Milliseconds(),
-	}
-	inputs, err := triggerInputs(e, trig, s.opts.Clock.Now)
+	req, err := scheduleRequest(e.pb, e.trig, e.loc, q.slot, s.opts.Clock.Now, nil)
 	if err != nil {
-		s.failed(ctx, e, q, StartRequest{Playbook: e.pb, Trigger: trig}, err)
+		s.failed(ctx, e, q, req, err)
 		return
 	}
-	req := StartRequest{Playbook: e.pb, Inputs: inputs, Trigger: trig}
 	runID, dup, err := s.startRun(ctx, e, q.slot, req)
 	if err != nil {
 		s.failed(ctx, e, q, req, err)
 		return
 	}
 	if dup {
+		if runID == claimSkipped || runID == claimFailed {
+			runID = ""
+		}
 		s.report(e, Firing{Slot: q.slot, Outcome: Skipped, RunID: runID, Catchup: q.catchup})
 		return
 	}
@@ -208,21 +216,34 @@ func (s *Scheduler) failed(ctx context.Context, e *entry, q queued, req StartReq
 	s.report(e, f)
 }
 
-// triggerInputs evaluates the trigger's `inputs:` templates over trigger.
-func triggerInputs(e *entry, trig map[string]any, now func() time.Time) (map[string]any, error) {
-	if len(e.trig.Inputs) == 0 {
-		return nil, nil
+// scheduleRequest is the start of a run of pb's schedule trigger t for
+// slot (in the slot's zone loc), the run's trigger carrying extra too
+// (who started it by hand, and how): the run sees trigger.slot, .cron and
+// .late_ms, and starts with the inputs t's `inputs:` templates give over
+// them. On an error the request has its trigger but no inputs.
+func scheduleRequest(pb *playbook.Playbook, t *playbook.Trigger, loc *time.Location, slot time.Time, now func() time.Time, extra map[string]any) (StartRequest, error) {
+	trig := map[string]any{
+		"type":    "schedule",
+		"slot":    slot.In(loc).Format(time.RFC3339),
+		"cron":    t.Schedule.Cron,
+		"late_ms": now().Sub(slot).Milliseconds(),
+	}
+	maps.Copy(trig, extra)
+	req := StartRequest{Playbook: pb, Trigger: trig}
+	if len(t.Inputs) == 0 {
+		return req, nil
 	}
 	scope := &expr.Scope{Trigger: trig, Now: now}
-	out := make(map[string]any, len(e.trig.Inputs))
-	for name, v := range e.trig.Inputs {
+	inputs := make(map[string]any, len(t.Inputs))
+	for name, v := range t.Inputs {
 		val, err := v.Eval(scope)
 		if err != nil {
-			return nil, fmt.Errorf("trigger input %s: %w", name, err)
+			return req, fmt.Errorf("trigger input %s: %w", name, err)
 		}
-		out[name] = val
+		inputs[name] = val
 	}
-	return out, nil
+	req.Inputs = inputs
+	return req, nil
 }
 
 func (s *Scheduler) putCursor(ctx context.Context, e *entry, slot time.Time) error {
@@ -275,6 +296,8 @@ func (s *Scheduler) report(e *entry, f Firing) {
 		s.log.Error("schedule slot failed", append(attrs, "err", f.Err)...)
 	case f.Outcome == Started:
 		s.log.Info("schedule slot started", append(attrs, "run_id", f.RunID, "late", f.Late, "catchup", f.Catchup)...)
+	case f.Reason != "":
+		s.log.Info("schedule slot "+string(f.Outcome), append(attrs, "reason", f.Reason)...)
 	default:
 		s.log.Info("schedule slot "+string(f.Outcome), attrs...)
 	}

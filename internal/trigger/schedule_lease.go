@@ -149,12 +149,20 @@ func (s *Scheduler) startClaimed(ctx context.Context, e *entry, slot time.Time, 
 	if !ok {
 		return "", false, fmt.Errorf("the starter cannot prepare runs to commit with their slot")
 	}
+	return commitSlot(ctx, s.opts.Store, p, SlotClaim(e.key, slot), slotClaimTTL(e), req)
+}
+
+// commitSlot commits a slot's claim with the run of req in one
+// transaction, then launches the run. When the slot was claimed already
+// (dup), nothing is committed and runID is the claim's value: the run
+// that claimed it, or a note of why it has none (claimSlot).
+func commitSlot(ctx context.Context, st state.Store, p Preparer, claim string, ttl time.Duration, req StartRequest) (runID string, dup bool, err error) {
 	run, evs, err := p.Prepare(ctx, req)
 	if err != nil {
 		return "", false, err
 	}
-	res, err := s.opts.Store.CommitDelivery(ctx, state.Delivery{
-		Key: SlotClaim(e.key, slot), TTL: slotClaimTTL(e),
+	res, err := st.CommitDelivery(ctx, state.Delivery{
+		Key: claim, TTL: ttl,
 		Units: []state.DeliveryUnit{{Run: run, Events: evs}},
 		Done:  func(created []string, _ [][]byte) []byte { return []byte(created[0]) },
 	})
@@ -168,26 +176,47 @@ func (s *Scheduler) startClaimed(ctx context.Context, e *entry, slot time.Time, 
 	return run.ID, false, nil
 }
 
+// The values of a slot's claim that started no run (see claimSlot).
+const (
+	claimSkipped = "skipped" // by the overlap policy
+	claimFailed  = "failed"  // its run could not start
+)
+
 // claimSlot claims a slot that starts no run (skipped, or failed before
-// its run could be prepared) and reports whether another scheduler had.
-func (s *Scheduler) claimSlot(ctx context.Context, e *entry, slot time.Time) (bool, error) {
-	seen, err := s.opts.Store.Dedup(ctx, SlotClaim(e.key, slot), slotClaimTTL(e))
+// its run could be prepared), noting why (claimSkipped, claimFailed), and
+// reports whether another scheduler had.
+func (s *Scheduler) claimSlot(ctx context.Context, e *entry, slot time.Time, why string) (bool, error) {
+	key := SlotClaim(e.key, slot)
+	seen, err := s.opts.Store.Dedup(ctx, key, slotClaimTTL(e))
 	if err != nil {
 		return false, fmt.Errorf("claim slot: %w", err)
+	}
+	if !seen {
+		if err := s.opts.Store.DedupSet(ctx, key, []byte(why)); err != nil {
+			s.log.Warn("why a schedule slot started no run is not noted", "playbook", e.pb.Name, "trigger", e.index, "slot", slot, "err", err)
+		}
 	}
 	return seen, nil
 }
 
-// startRun starts the slot's run: committed with its claim under a
-// Leader (dup: another scheduler claimed the slot first, runID is its
-// run), else through the Starter.
+// claiming reports whether slots are claimed: always under a Leader, and
+// whenever the Starter can prepare runs to commit with their claim, so
+// that a backfill (Backfill) never starts a slot the scheduler fired.
+func (s *Scheduler) claiming() bool {
+	_, ok := s.opts.Starter.(Preparer)
+	return ok || s.opts.Leader != nil
+}
+
+// startRun starts the slot's run: committed with its claim when claiming
+// (dup: another scheduler or a backfill claimed the slot first, runID is
+// its run), else through the Starter.
 func (s *Scheduler) startRun(ctx context.Context, e *entry, slot time.Time, req StartRequest) (runID string, dup bool, err error) {
-	if s.opts.Leader == nil {
+	if !s.claiming() {
 		runID, err = s.opts.Starter.Start(ctx, req)
 		return runID, false, err
 	}
 	runID, dup, err = s.startClaimed(ctx, e, slot, req)
-	if err == nil {
+	if err == nil && s.opts.Leader != nil {
 		s.advance(ctx, e, slot)
 	}
 	return runID, dup, err
@@ -197,7 +226,7 @@ func (s *Scheduler) startRun(ctx context.Context, e *entry, slot time.Time, req 
 // it is handled: another scheduler claimed it first (reported skipped), or
 // the claim failed (reported failed); else the caller records the failure.
 func (s *Scheduler) claimFailed(ctx context.Context, e *entry, q queued) bool {
-	seen, err := s.claimSlot(ctx, e, q.slot)
+	seen, err := s.claimSlot(ctx, e, q.slot, claimFailed)
 	switch {
 	case err != nil:
 		s.report(e, Firing{Slot: q.slot, Outcome: Failed, Catchup: q.catchup, Err: err})

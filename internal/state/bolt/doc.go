@@ -47,6 +47,9 @@
 //	stepoutput/<run id>/<seq>      a chunk of step output lines from seq on
 //	                               (state.StepOutput, steplog.go; created by the
 //	                               first append)
+//	schedule_pauses/<pb>0<trigger> state.SchedulePause JSON, the trigger index
+//	                               plus one, big-endian (schedule.go; created by
+//	                               the first pause)
 //
 // Integers and times in keys are big-endian, so byte order is numeric
 // order (times have their sign bit flipped).

@@ -47,6 +47,7 @@
 //	runbook_intents, runbook_approvals   (run_id, step) -> record
 //	runbook_locks       key -> owner; the primary key is the lock
 //	runbook_cursors     key -> bytes
+//	runbook_schedule_pauses  (playbook, trigger) -> state.SchedulePause
 //	runbook_dedup       key -> first_seen, expires_at, value
 //	runbook_deliveries  id -> a webhook delivery's body, once for its runs
 //

@@ -158,6 +158,15 @@ CREATE TABLE runbook_cursors (
     value bytea NOT NULL
 );
 
+-- Schedule pauses (state.SchedulePause), by playbook and trigger index
+-- (-1: every schedule trigger of the playbook); record is the pause.
+CREATE TABLE runbook_schedule_pauses (
+    playbook text COLLATE "C" NOT NULL,
+    trigger  integer NOT NULL,
+    record   json NOT NULL,
+    PRIMARY KEY (playbook, trigger)
+);
+
 -- Deduplication keys (webhook deliveries, hooks, schedule slots): the
 -- primary key is the exactly-once claim. A key is live until expires_at
 -- (NULL: for good); value is what DedupSet attached (NULL: none).
