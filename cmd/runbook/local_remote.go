@@ -56,7 +56,9 @@ func (a *app) runRemote(ctx context.Context, rr *remoteRun) error {
 		if rr.out.json {
 			return writeJSON(a.stdout, map[string]string{"id": id, "server": rr.rs.disc.URL})
 		}
-		fmt.Fprintf(a.stdout, "run %s started on %s; follow it with: runbook runs logs -f %s\n", id, rr.srvName, id)
+		// The bare ID on stdout, for RUN=$(runbook run --detach FILE).
+		fmt.Fprintf(a.stderr, "run %s started on %s; follow it with: runbook runs logs -f %s\n", id, rr.srvName, id)
+		fmt.Fprintln(a.stdout, id)
 		return nil
 	}
 	p := a.newProgress(rr.out, rr.quiet, id)

@@ -281,13 +281,18 @@ func TestRunSubmitsToTheServerHoldingTheStateFile(t *testing.T) {
 		r := c.run("run", filepath.Join(c.dir, "playbooks", "flaky.yaml"))
 		assert.Equal(t, 1, r.code, r)
 		assert.Contains(t, r.stdout, "failed after")
+
+		retry := c.run("runs", "retry", "--detach", runIDOf(t, r.stdout))
+		require.Equal(t, 0, retry.code, retry)
+		assert.Regexp(t, `^\d{8}T\d{6}-[0-9a-f]{6}\n$`, retry.stdout, "runs retry --detach prints the bare ID too")
 	})
 
-	t.Run("--detach prints the run ID and returns", func(t *testing.T) {
+	t.Run("--detach prints the bare run ID on stdout and returns", func(t *testing.T) {
 		r := c.run("run", "--detach", hello, "-i", "who=later")
 		require.Equal(t, 0, r.code, r)
-		id := runIDOf(t, r.stdout)
-		assert.Contains(t, r.stdout, "follow it with: runbook runs logs -f "+id)
+		assert.Regexp(t, `^\d{8}T\d{6}-[0-9a-f]{6}\n$`, r.stdout, "RUN=$(runbook run --detach FILE) takes stdout")
+		id := strings.TrimSpace(r.stdout)
+		assert.Contains(t, r.stderr, "follow it with: runbook runs logs -f "+id)
 		assert.NotContains(t, r.stdout, "hello later")
 		deadline := time.Now().Add(10 * time.Second)
 		for {

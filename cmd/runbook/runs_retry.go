@@ -56,7 +56,9 @@ input: give the run's secret inputs again with -i (other inputs are kept).`,
 			if out.json {
 				return writeJSON(a.stdout, map[string]string{"id": r.ID, "retry_of": r.RetryOf, "retry_from": r.RetryFrom})
 			}
-			fmt.Fprintf(a.stdout, "run %s retries run %s from step %s; follow it with: runbook runs logs -f %s\n", r.ID, runID, r.RetryFrom, r.ID)
+			// The bare ID on stdout, as run --detach prints it.
+			fmt.Fprintf(a.stderr, "run %s retries run %s from step %s; follow it with: runbook runs logs -f %s\n", r.ID, runID, r.RetryFrom, r.ID)
+			fmt.Fprintln(a.stdout, r.ID)
 			return nil
 		}
 		p := a.newProgress(out, *quiet, r.ID)
