@@ -50,10 +50,18 @@ func cmdRunsList(ctx context.Context, a *app, args []string) error {
 	var runs []*state.Run
 	if b != nil {
 		defer b.close()
-		runs, err = b.list(ctx, state.RunFilter{Status: status, Playbook: *pbName, Limit: *limit})
+		f := state.RunFilter{Status: status, Playbook: *pbName, Limit: *limit}
+		if f.Limit > 0 {
+			f.Limit++ // one more tells whether the list stops short
+		}
+		runs, err = b.list(ctx, f)
 		if err != nil {
 			return withHint(err, "")
 		}
+	}
+	more := *limit > 0 && len(runs) > *limit
+	if more {
+		runs = runs[:*limit]
 	}
 	if out.json {
 		list := make([]*state.Run, len(runs))
@@ -77,7 +85,14 @@ func cmdRunsList(ctx context.Context, a *app, args []string) error {
 		}
 		tw.row(r.ID, r.Playbook, string(r.Status), formatTime(startOf(r)), runDuration(r), errText)
 	}
-	return tw.flush()
+	if err := tw.flush(); err != nil {
+		return err
+	}
+	if more {
+		// On stderr: a script reading the table gets the rows only.
+		fmt.Fprintf(a.stderr, "showing the newest %s; more match (--limit 0 for all)\n", plural(*limit, "run"))
+	}
+	return nil
 }
 
 func startOf(r *state.Run) time.Time {

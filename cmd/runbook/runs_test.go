@@ -24,6 +24,14 @@ func TestRunsListShowAndLogsAfterARun(t *testing.T) {
 	assert.Regexp(t, `(?m)^`+ok+`\s+hello\s+succeeded\s`, r.stdout)
 	assert.Regexp(t, `(?m)^`+bad+`\s+breaks\s+failed\s.*step boom: it broke on purpose`, r.stdout)
 
+	r = c.run("runs", "list", "--limit", "1")
+	require.Equal(t, 0, r.code, r)
+	assert.Equal(t, 2, strings.Count(r.stdout, "\n"), "the header and one run:\n%s", r.stdout)
+	assert.Equal(t, "showing the newest 1 run; more match (--limit 0 for all)\n", r.stderr, "a list cut short says so")
+	r = c.run("runs", "list", "--limit", "2")
+	require.Equal(t, 0, r.code, r)
+	assert.Empty(t, r.stderr, "every run shown: nothing more to say")
+
 	r = c.run("runs", "list", "--status", "failed", "--output", "json")
 	require.Equal(t, 0, r.code, r)
 	var runs []map[string]any
