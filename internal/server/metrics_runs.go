@@ -4,6 +4,7 @@ import (
 	"context"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -176,4 +177,20 @@ func (m *metrics) loaded(pbs []*playbook.Playbook) {
 			}
 		}
 	}
+}
+
+// deliveryOutcomes are the outcomes of a delivery to a configured route.
+var deliveryOutcomes = []string{"accepted", "duplicate", "400", "401", "413", "415", "500", "503"}
+
+// routes makes runbook_webhook_deliveries_total exist at 0 for each
+// outcome of each configured route, and for the 404 of an unknown route
+// (labelled route=""), so that a rule's increase() sees the first
+// refusal.
+func (m *metrics) routes(names []string) {
+	for _, r := range names {
+		for _, o := range deliveryOutcomes {
+			m.deliveries.WithLabelValues(strings.ToValidUTF8(r, "\uFFFD"), o)
+		}
+	}
+	m.deliveries.WithLabelValues("", "404")
 }

@@ -42,7 +42,7 @@ func TestTwoServersCountApart(t *testing.T) {
 	b, _ := newTestServer(t)
 	a.metrics.delivery("sms", "accepted")
 	assert.Contains(t, scrape(a).String(), `runbook_webhook_deliveries_total{outcome="accepted",route="sms"} 1`)
-	assert.NotContains(t, scrape(b).String(), "runbook_webhook_deliveries_total")
+	assert.NotContains(t, scrape(b).String(), `runbook_webhook_deliveries_total{outcome="accepted",route="sms"}`)
 }
 
 // BenchmarkMetricsObserve is the cost the metrics add to every run: the

@@ -13,9 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -162,6 +164,7 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	s.metrics.loaded(s.cat.all())
+	s.metrics.routes(slices.Collect(maps.Keys(o.Routes)))
 	eo := o.Engine
 	if eo.Logger == nil {
 		eo.Logger = o.Logger
