@@ -187,7 +187,7 @@ func runIDs(ctx context.Context, words []string, unfinished bool) []string {
 }
 
 var (
-	helpFlagRe    = regexp.MustCompile(`^  -([A-Za-z0-9][A-Za-z0-9-]*)`)
+	helpFlagRe    = regexp.MustCompile(`^  --?([A-Za-z0-9][A-Za-z0-9-]*)`)
 	helpCommandRe = regexp.MustCompile(`^  ([a-z][a-z0-9-]*)\s`)
 )
 

@@ -30,8 +30,8 @@ type simFlags struct {
 
 func (f *simFlags) add(fs *flag.FlagSet) {
 	fs.BoolVar(&f.embedded, "sim", false, "start the simulators in this process and point every connection at them")
-	fs.StringVar(&f.url, "sim-url", "", "use the simulators of a running `runbook sim` at `URL` (e.g. http://127.0.0.1:8089)")
-	fs.Float64Var(&f.speed, "sim-speed", 60, "with --sim: simulated seconds per real second")
+	fs.StringVar(&f.url, "sim-url", "", "use the simulators of a running runbook sim at `URL` (e.g. http://127.0.0.1:8089)")
+	fs.Float64Var(&f.speed, "sim-speed", 60, "with --sim: `n` simulated seconds per real second")
 }
 
 // connections resolves the settings of named connections: the simulator's

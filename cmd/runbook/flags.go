@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -34,12 +36,52 @@ func newFlagSet(a *app, c command) *flag.FlagSet {
 		fs.VisitAll(func(*flag.Flag) { n++ })
 		if n > 0 {
 			fmt.Fprintln(w, "\nFlags:")
-			fs.SetOutput(w)
-			fs.PrintDefaults()
-			fs.SetOutput(io.Discard)
+			printFlags(w, fs)
 		}
 	}
 	return fs
+}
+
+// printFlags lists fs's flags as the docs write them: a long name with
+// two dashes (--state FILE), a one-letter one with one (-i KEY=VALUE), the
+// argument named by the first `word` of the usage, upper-cased.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, usage := flag.UnquoteUsage(f)
+		dash := "--"
+		if len(f.Name) == 1 {
+			dash = "-"
+		}
+		line := "  " + dash + f.Name
+		if arg != "" {
+			line += " " + strings.ToUpper(arg)
+		}
+		if def := f.DefValue; def != "" && def != zeroValue(f) {
+			if strings.HasSuffix(fmt.Sprintf("%T", f.Value), ".stringValue") {
+				def = strconv.Quote(def)
+			}
+			usage += " (default " + def + ")"
+		}
+		fmt.Fprintf(w, "%s\n    \t%s\n", line, strings.ReplaceAll(usage, "\n", "\n    \t"))
+	})
+}
+
+// zeroValue is the text of f's type's zero value, which the help leaves
+// unsaid as flag.PrintDefaults does.
+func zeroValue(f *flag.Flag) string {
+	t := reflect.TypeOf(f.Value)
+	var z reflect.Value
+	if t.Kind() == reflect.Pointer {
+		z = reflect.New(t.Elem())
+	} else {
+		z = reflect.Zero(t)
+	}
+	v, ok := z.Interface().(flag.Value)
+	if !ok {
+		return ""
+	}
+	defer func() { _ = recover() }() // a String that needs its fields set
+	return v.String()
 }
 
 // parseArgs parses flags placed before, between and after positional

@@ -29,7 +29,7 @@ shown is the server's, until the run ends or waits again.`,
 	})
 	reject := fs.Bool("reject", false, "reject instead of approving")
 	comment := fs.String("comment", "", "a `comment` recorded with the answer")
-	by := fs.String("by", "", "who answers (default: the identity of $RUNBOOK_TOKEN for a server, else $USER or the login name); recorded with the answer")
+	by := fs.String("by", "", "`name` of who answers (default: the identity of $RUNBOOK_TOKEN for a server, else $USER or the login name); recorded with the answer")
 	var fields kvList
 	fs.Var(&fields, "field", "response field `key=value` (repeatable)")
 	noResume := fs.Bool("no-resume", false, "record the answer without continuing the run (with a server: do not wait for it)")

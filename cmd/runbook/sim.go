@@ -33,9 +33,9 @@ func cmdSim(ctx context.Context, a *app, args []string) error {
   POST /_sim/clock              {"advance": "1h"}`,
 	})
 	addr := fs.String("addr", "127.0.0.1:8089", "listen `address` (loopback unless you choose otherwise)")
-	speed := fs.Float64("speed", 1, "simulated seconds per real second")
+	speed := fs.Float64("speed", 1, "`n` simulated seconds per real second")
 	services := fs.String("services", "", "comma-separated `names` to serve (default: all: "+strings.Join(sim.Names(), ", ")+")")
-	seed := fs.Uint64("seed", 1, "seed of the generated data")
+	seed := fs.Uint64("seed", 1, "`seed` of the generated data")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err

@@ -45,8 +45,8 @@ func cmdStateCopy(ctx context.Context, a *app, args []string) error {
 		details: "Stop every runbook serve and run using the source first: a database source is read in one " +
 			"consistent snapshot, but what is written after it is not copied.",
 	})
-	from := fs.String("from", "", "the store to copy from: a state file or a postgres:// URL")
-	to := fs.String("to", "", "the store to copy to (empty, or a file that does not exist yet)")
+	from := fs.String("from", "", "the `store` to copy from: a state file or a postgres:// URL")
+	to := fs.String("to", "", "the `store` to copy to (empty, or a file that does not exist yet)")
 	dry := fs.Bool("dry-run", false, "count what the source holds; write nothing")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
