@@ -107,13 +107,14 @@ type Options struct {
 	// return an error wrapping state.ErrFenced. The runs must be claimed
 	// (their owner set to Process) before they execute.
 	Fence bool
-	// LeaseCheck, with Fence, is called before each step attempt starts:
-	// an error (wrapping state.ErrFenced, or it is wrapped so) stops the
-	// run as a refused write does, before the step runs. A replica
-	// returns one once its own lease was not renewed in time, which
-	// catches a pause of the process that its lease timer has not seen
-	// yet.
-	LeaseCheck func() error
+	// Lease, with Fence, is the lease under which the runs execute (a
+	// replica's), measured before each step attempt starts: while it has
+	// lapsed no step starts — the attempt waits until it holds again or
+	// the run is stopped (Engine.Fence, a refused write) — and the steps
+	// executing go on. Measured then, a pause of the process that the
+	// lease's own timer has not seen yet starts no step. The lease a
+	// process keeps itself (KeepProcessLease) is used while it is kept.
+	Lease Lease
 	// Sim is recorded as state.Run.Sim on every run this engine creates:
 	// the URL of the simulator its connections point at, if any.
 	Sim string

@@ -172,11 +172,18 @@ func (rs *runState) refused(err error) error {
 	return err
 }
 
+// Lease is a lease under which runs execute (Options.Lease).
+type Lease interface {
+	// Lapse measures the lease now: nil while it holds, else a channel
+	// closed once it holds again.
+	Lapse() <-chan struct{}
+}
+
 // mayStart reports why no step attempt of the run may start here (nil:
-// it may): its writes stopped, or this process no longer holds its lease
-// (Options.LeaseCheck; the run is then stopped). While the process lease
-// (KeepProcessLease) lapsed it waits until it holds again, and the run
-// goes on unless another process claimed it meanwhile, or ctx ends.
+// it may): its writes stopped. While the lease it executes under lapsed
+// (a process's own, KeepProcessLease, else Options.Lease) it waits until
+// the lease holds again, and the run goes on unless it was stopped
+// meanwhile (another process claimed it), or ctx ends.
 func (rs *runState) mayStart(ctx context.Context) error {
 	if err := rs.fenced(); err != nil {
 		return err
@@ -184,25 +191,31 @@ func (rs *runState) mayStart(ctx context.Context) error {
 	if rs.fence == nil {
 		return nil
 	}
-	if check := rs.e.o.LeaseCheck; check != nil {
-		if err := check(); err != nil {
-			if !errors.Is(err, state.ErrFenced) {
-				err = fmt.Errorf("%w: %w", state.ErrFenced, err)
-			}
-			rs.fence.trip(err)
-			return rs.fenced()
-		}
-	}
+	var lease Lease
 	rs.e.fences.mu.Lock()
-	lease := rs.e.fences.lease
-	rs.e.fences.mu.Unlock()
-	if lease != nil {
-		if lease.lapsedNow() != nil {
-			rs.flushDue(ctx) // what ended is on record while nothing starts
-		}
-		return lease.hold(ctx, rs.fence)
+	if rs.e.fences.lease != nil {
+		lease = rs.e.fences.lease
+	} else if rs.e.o.Lease != nil {
+		lease = rs.e.o.Lease
 	}
-	return nil
+	rs.e.fences.mu.Unlock()
+	for lease != nil {
+		back := lease.Lapse()
+		if back == nil {
+			break
+		}
+		rs.flushDue(ctx) // what ended is on record while nothing starts
+		select {
+		case <-back:
+		case <-rs.fence.tripped():
+		case <-ctx.Done():
+			return nil // the run's own cancellation goes on
+		}
+		if err := rs.fenced(); err != nil {
+			return err
+		}
+	}
+	return rs.fenced()
 }
 
 // writeCtx is Engine.writeCtx for a write of the run, with its fence.

@@ -117,6 +117,10 @@ func (l *ProcessLease) Stop() {
 		l.mu.Lock()
 		term := l.term
 		close(l.ended)
+		if l.lapsed != nil {
+			close(l.lapsed) // nothing waits for it any more
+			l.lapsed = nil
+		}
 		l.mu.Unlock()
 		if term != 0 {
 			rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -132,7 +136,7 @@ func (l *ProcessLease) Lapsed() bool {
 	if l.c == nil {
 		return false
 	}
-	l.lapsedNow()
+	l.Lapse()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.ever
@@ -233,11 +237,17 @@ func (l *ProcessLease) lapse(why string) {
 		"why", why, "since_last_renewal", l.elapsed().Round(time.Millisecond), "lease", l.ttl)
 }
 
-// lapsedNow returns a channel closed when the lease holds again, or nil
-// while it holds, having checked it on this process's clocks.
-func (l *ProcessLease) lapsedNow() <-chan struct{} {
+// Lapse implements Lease: nil while the lease holds, or once it was
+// stopped (nothing waits for it any more), having checked it on this
+// process's clocks.
+func (l *ProcessLease) Lapse() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	select {
+	case <-l.ended:
+		return nil
+	default:
+	}
 	if l.lapsed == nil && l.elapsed() >= l.valid {
 		l.lapse("not renewed in time")
 	}
@@ -245,27 +255,6 @@ func (l *ProcessLease) lapsedNow() <-chan struct{} {
 		return nil
 	}
 	return l.lapsed
-}
-
-// hold returns once the lease holds (nil), f's run stopped (its error),
-// ctx ended or the lease was stopped (nil: the run's own cancellation
-// goes on).
-func (l *ProcessLease) hold(ctx context.Context, f *fence) error {
-	for {
-		back := l.lapsedNow()
-		if back == nil {
-			return f.stopped()
-		}
-		select {
-		case <-back:
-		case <-f.tripped():
-			return f.stopped()
-		case <-ctx.Done():
-			return nil
-		case <-l.ended:
-			return nil
-		}
-	}
 }
 
 // checkOwners stops each run this engine executes that another process

@@ -177,7 +177,7 @@ func (r *Host) engineOptions(eo engine.Options) engine.Options {
 	// those of a CLI process on their store (its process lease).
 	_, eo.Fence = eo.Store.(state.Coordinator)
 	if !r.o.Embedded {
-		eo.LeaseCheck = r.leaseCheck
+		eo.Lease = hostLease{r}
 	}
 	eo.Keys = hostKeys{r} // runs queued on a concurrency key park too (keys.go)
 	switch {

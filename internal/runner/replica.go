@@ -120,17 +120,18 @@ func (r *Host) replicate(ctx context.Context) {
 }
 
 // keepLease renews the lease every third of it (a renewal that failed
-// a twelfth of it later), and fences this replica
-// by time: the database ends the lease a lease after it received the last
-// renewal, so no sooner than a lease after this process sent it, and
-// other replicas may take its runs from then on. Measured on this
-// process's monotonic clock from that send, this replica stops executing
-// its runs, taking runs and leading the scheduler a margin before that
-// (leaseValid), whether its renewals fail or hang, and takes them up again
-// once a renewal succeeds (see lapsed and rejoined).
+// a twelfth of it later), and fences this replica by time: the database
+// ends the lease a lease after it received the last renewal, so no sooner
+// than a lease after this process sent it, and other replicas may take
+// its runs from then on. Measured on this process's monotonic clock from
+// that send, a margin before that (leaseValid), whether its renewals fail
+// or hang, this replica holds: it takes no run, leads no scheduler and
+// starts no step (see lapse). It stops the steps executing a margin
+// before another replica could take its runs, and takes everything up
+// again once a renewal succeeds (see leaseHeld, leaseStopped and rejoined).
 func (r *Host) keepLease(ctx context.Context) {
 	rep := r.rep
-	stop := rep.lapse.watch(leaseValid(rep.lease), r.lapsed, r.rejoined)
+	stop := rep.lapse.watch(leaseValid(rep.lease), r.leaseHeld, r.leaseStopped, r.rejoined)
 	defer stop()
 	t := time.NewTicker(rep.lease / 3)
 	defer t.Stop()
@@ -154,7 +155,7 @@ func (r *Host) keepLease(ctx context.Context) {
 			// Tried again soon: a renewal that failed on a connection
 			// the database cut succeeds on the next one, well before
 			// the lease lapses.
-			rep.lapse.shaken()
+			rep.lapse.failed(sent, errors.Is(err, state.ErrNotServing))
 			t.Reset(renewRetry(rep.lease))
 			r.log.Warn("cannot renew the replica lease", "replica", rep.id, "err", err,
 				"since_last_renewal", time.Since(rep.lapse.last()).Round(time.Millisecond))
@@ -174,11 +175,19 @@ func leaseValid(lease time.Duration) time.Duration { return lease - lease/4 }
 // was not renewed in time (engine.Fence).
 var errLeaseLapsed = fmt.Errorf("this replica did not renew its lease in time: %w", state.ErrFenced)
 
-// lapsed stops this replica's runs without writing them (the other
+// leaseHeld logs that this replica holds since its lease was last renewed
+// since ago: until it is renewed it takes no run, leads no scheduler and
+// starts no step; the steps executing go on.
+func (r *Host) leaseHeld(since time.Duration) {
+	r.log.Warn("replica lease not renewed in time: no step starts and no run is taken here until it is renewed; the steps executing go on",
+		"replica", r.rep.id, "since_last_renewal", since.Round(time.Millisecond), "lease", r.rep.lease)
+}
+
+// leaseStopped stops this replica's runs without writing them (the other
 // replicas may take them over once its lease expires), since its lease
-// was last renewed since ago. Until the lease is renewed it takes no run,
-// leads no scheduler, and the runs it is asked to execute wait.
-func (r *Host) lapsed(since time.Duration) {
+// was last renewed since ago. Until the lease is renewed the runs it is
+// asked to execute stop so too.
+func (r *Host) leaseStopped(since time.Duration) {
 	n := r.eng.Fence(errLeaseLapsed)
 	r.log.Error("replica lease not renewed in time: stopped executing its runs here, without writing them; "+
 		"the other replicas take them once the lease expires; this replica takes runs again once it renews its lease",
@@ -186,28 +195,26 @@ func (r *Host) lapsed(since time.Duration) {
 }
 
 // rejoined lets runs execute again once the lease was renewed after it
-// lapsed.
-func (r *Host) rejoined() {
-	r.eng.Unfence()
-	r.log.Warn("replica lease renewed after it lapsed: executing and taking runs again", "replica", r.rep.id)
+// lapsed; stopped says whether they had been stopped, or only held.
+func (r *Host) rejoined(stopped bool) {
+	if stopped {
+		r.eng.Unfence()
+		r.log.Warn("replica lease renewed after it lapsed: executing and taking runs again", "replica", r.rep.id)
+	} else {
+		r.log.Warn("replica lease renewed after it lapsed, before any other replica could take its runs: they go on", "replica", r.rep.id)
+	}
 	r.kickQueue()
 }
 
-// leaseCheck is the engine's Options.LeaseCheck: errLeaseLapsed once this
-// replica's lease was not renewed in time, measured now, so that a step
-// does not start after a pause of the process that the lease timer has
-// not seen yet.
-func (r *Host) leaseCheck() error {
-	if r.rep == nil {
+// hostLease is the engine's Options.Lease: the replica's lease (none
+// outside the replicas).
+type hostLease struct{ r *Host }
+
+func (l hostLease) Lapse() <-chan struct{} {
+	if l.r.rep == nil {
 		return nil
 	}
-	if r.rep.lapse.due() {
-		r.rep.lapse.check()
-	}
-	if !r.rep.lapse.holds() {
-		return errLeaseLapsed
-	}
-	return nil
+	return l.r.rep.lapse.measure()
 }
 
 // fenced handles run runID, which the engine stopped with err because
@@ -231,107 +238,6 @@ func (r *Host) fenced(runID string, err error) bool {
 		}
 	}
 	return r.claim(runID, false)
-}
-
-// lapse is a replica's lease as this process measures it.
-type lapse struct {
-	mu      sync.Mutex
-	valid   time.Duration
-	sent    time.Time     // when the last renewal that succeeded was sent
-	shook   time.Time     // when a renewal last failed, or the lease came back after it lapsed
-	lapsed  chan struct{} // closed when the lease is renewed; nil while it holds
-	timer   *time.Timer
-	onLapse func(since time.Duration)
-	onBack  func()
-}
-
-// watch calls onLapse when the lease was not renewed for valid since the
-// send of the last renewal that succeeded, and onBack at the next
-// renewal then, until stop. Both are called under l.mu: a lapse and a
-// renewal do not cross.
-func (l *lapse) watch(valid time.Duration, onLapse func(since time.Duration), onBack func()) (stop func()) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.valid, l.onLapse, l.onBack = valid, onLapse, onBack
-	l.timer = time.AfterFunc(valid-time.Since(l.sent), l.check)
-	return func() { l.timer.Stop() }
-}
-
-// check lapses the lease when it was not renewed in time, else waits for
-// its next possible end.
-func (l *lapse) check() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if since := time.Since(l.sent); since < l.valid {
-		l.timer.Reset(l.valid - since)
-	} else if l.lapsed == nil {
-		l.lapsed = make(chan struct{})
-		l.onLapse(since)
-	}
-}
-
-// due reports whether the lease, watched, is not lapsed yet but should be.
-func (l *lapse) due() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.timer != nil && l.lapsed == nil && time.Since(l.sent) >= l.valid
-}
-
-// renewed records a renewal sent at sent that succeeded.
-func (l *lapse) renewed(sent time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if sent.After(l.sent) {
-		l.sent = sent
-	}
-	if l.lapsed != nil && time.Since(l.sent) < l.valid {
-		l.shook = time.Now()
-		l.onBack()
-		close(l.lapsed)
-		l.lapsed = nil
-		l.timer.Reset(l.valid - time.Since(l.sent))
-	}
-}
-
-// last is when the last renewal that succeeded was sent.
-func (l *lapse) last() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.sent
-}
-
-// back returns a channel closed when the lapsed lease is renewed, or nil
-// while it holds.
-func (l *lapse) back() <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.lapsed == nil {
-		return nil
-	}
-	return l.lapsed
-}
-
-// holds reports whether the lease holds (has not lapsed).
-func (l *lapse) holds() bool { return l.back() == nil }
-
-// shaken records that a renewal failed.
-func (l *lapse) shaken() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.shook = time.Now()
-}
-
-// steady reports whether the lease holds and no renewal failed for the
-// last lease: only then may this replica take other replicas' runs. A
-// database that was down or cut every replica's connections at once let
-// every lease in it expire meanwhile, and the first replica back would
-// otherwise take the runs of the others, alive and renewing a moment
-// later, and execute their steps again; within a lease of its own last
-// failure, every replica that can reach the database has renewed.
-func (l *lapse) steady(lease time.Duration) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lapsed == nil && time.Since(l.shook) >= lease
 }
 
 // listen handles the store's notices, listening again after a broken

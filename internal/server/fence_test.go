@@ -240,6 +240,42 @@ func TestAReplicaBackFromAnOutageTakesNoRunOfAnotherThatRenews(t *testing.T) {
 	assert.Equal(t, []string{"one", "two", "three", "four"}, linesOf(t, out), "each step ran once")
 }
 
+// A database restarted for longer than the replicas' leases hold stops
+// no step: while it refuses every connection no other replica can take a
+// run, and once it is back none does before the replicas alive renewed.
+// The step executing during the outage goes on, the run's other steps
+// wait for the lease and follow, each ran once, and nothing was fenced.
+// (A replica cut off from a database that serves the others stops its
+// steps: TestAReplicaCutOffStopsItsRunsBeforeAnotherTakesThem.)
+func TestADatabaseRestartStopsNoExecutingStep(t *testing.T) {
+	dsn := pgtest.DB(t)
+	dir, files := t.TempDir(), t.TempDir()
+	out, gate := filepath.Join(files, "out"), filepath.Join(files, "gate")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "chain.yaml"), []byte(chainPlaybook(out, gate)), 0o600))
+	a := pgReplica(t, dir, "restart-a/1", openPG(t, dsn))
+	b := pgReplica(t, dir, "restart-b/2", openPG(t, dsn))
+	r := a.api("POST", "/api/v1/playbooks/chain/runs", map[string]any{})
+	require.Equal(t, 201, r.status, "%s", r.body)
+	id := r.json(t)["id"].(string)
+	waitFor(t, "step two waits for the gate", func() bool { _, err := os.Stat(gate + ".waiting"); return err == nil })
+
+	down := fenceLease + fenceLease/2 // past the lease's valid window (3/4 of it) and the lease itself
+	restarted := make(chan time.Time, 1)
+	go func() { restarted <- pgtest.Restart(t, down) }()
+	time.Sleep(fenceLease) // the database is down, and the lease lapsed
+	assert.True(t, a.srv.Engine().Executing(id), "the run goes on while the database is down")
+	require.NoError(t, os.WriteFile(gate, nil, 0o600)) // step two ends during the outage
+	back := <-restarted
+	a.waitStatus(id, state.RunSucceeded)
+	t.Logf("run succeeded %s after the database answered again", time.Since(back).Round(time.Millisecond))
+	assert.Equal(t, []string{"one", "two", "three", "four"}, linesOf(t, out), "each step ran once")
+	assert.Equal(t, "restart-a/1", ownerOf(t, openPG(t, dsn), id).Owner, "the run stayed A's")
+	for _, e := range []*env{a, b} {
+		fenced, _ := e.sample(`runbook_runs_fenced_total{reason="lease"}`)
+		assert.Zero(t, fenced, "a run was stopped for a lapsed lease")
+	}
+}
+
 // A replica whose write is refused because another process owns its run
 // now (it was paused past its lease, say) stops the run at once: no
 // further step runs, nothing of its is written over the new owner's

@@ -32,6 +32,14 @@ var (
 	// (errors.Is); any other error of a write (a disk full, a file too
 	// large, an I/O error) is not cured by waiting.
 	ErrUnavailable = errors.New("state store unavailable")
+	// ErrNotServing marks an ErrUnavailable error by which the store said
+	// that it serves no process at all at that moment: nothing listens on
+	// the database's address, or it answered that it accepts no
+	// connection (starting up, shutting down, recovering). No other
+	// process writes meanwhile, and, on a store shared by replicas
+	// (Coordinator), none takes another's run until every live replica
+	// could renew its lease after the store came back.
+	ErrNotServing = errors.New("state store serves no one")
 	// ErrHeldByAnother: ReleaseLock of a key another run holds (the key
 	// is left as it is). A key is taken from a run that ended
 	// (RunStatus.KeyFreed) before that run released it, so its release

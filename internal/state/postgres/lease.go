@@ -25,7 +25,7 @@ func (s *Store) KeepReplica(ctx context.Context, replica string, ttl time.Durati
 		VALUES ($1, now() + $2 * interval '1 microsecond')
 		ON CONFLICT (id) DO UPDATE SET expires_at = EXCLUDED.expires_at`, replica, ttl.Microseconds())
 	if err != nil {
-		return fmt.Errorf("keep replica lease: %w", err)
+		return fmt.Errorf("keep replica lease: %w", classify(err))
 	}
 	return nil
 }

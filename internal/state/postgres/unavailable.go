@@ -53,19 +53,40 @@ type classifiedRow struct{ pgx.Row }
 func (r classifiedRow) Scan(dest ...any) error { return classify(r.Row.Scan(dest...)) }
 
 // unavailableError is an error of the database that trying again can
-// cure: it is a state.ErrUnavailable, with the driver's error as it is.
-type unavailableError struct{ err error }
+// cure: it is a state.ErrUnavailable, with the driver's error as it is,
+// and a state.ErrNotServing when down.
+type unavailableError struct {
+	err  error
+	down bool
+}
 
-func (e *unavailableError) Error() string        { return e.err.Error() }
-func (e *unavailableError) Unwrap() error        { return e.err }
-func (e *unavailableError) Is(target error) bool { return target == state.ErrUnavailable }
+func (e *unavailableError) Error() string { return e.err.Error() }
+func (e *unavailableError) Unwrap() error { return e.err }
+func (e *unavailableError) Is(target error) bool {
+	return target == state.ErrUnavailable || e.down && target == state.ErrNotServing
+}
 
 // classify wraps err in state.ErrUnavailable when transient says so.
 func classify(err error) error {
 	if !transient(err) || errors.Is(err, state.ErrUnavailable) {
 		return err
 	}
-	return &unavailableError{err}
+	return &unavailableError{err: err, down: notServing(err)}
+}
+
+// notServing reports whether err says that the database served no one
+// when it was made: nothing listened on its address (the postmaster was
+// gone: the one that comes next has a new pg_postmaster_start_time, which
+// ClaimRuns waits a lease after), or it accepted no connection (57P03:
+// starting up, shutting down, recovering after a crash, when every
+// replica's own renewal fails too). A terminated connection (57P01, what
+// pg_terminate_backend sends) is not: the server goes on serving others.
+func notServing(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "57P03"
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
 }
 
 // transientStates are the SQLSTATEs a retry can cure, besides class 08

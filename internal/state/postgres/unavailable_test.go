@@ -1,7 +1,9 @@
 package postgres_test
 
 import (
+	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,4 +74,65 @@ func TestTheStoreSaysWhichErrorsARetryCures(t *testing.T) {
 	require.NoError(t, err, "once the server answers again")
 	assert.Equal(t, run.ID, got.ID)
 	require.NoError(t, s.SaveSteps(ctx, []*state.StepRecord{{RunID: run.ID, ID: "a", Status: state.StepSucceeded}}))
+}
+
+// A renewal of a replica's lease that fails because the database served
+// no one (stopped, restarting) says so (state.ErrNotServing): the
+// replicas go on with their steps meanwhile. One that fails because its
+// connection was terminated while the database served others does not.
+func TestALeaseRenewalSaysWhenTheDatabaseServedNoOne(t *testing.T) {
+	s := open(t, pgtest.DB(t), postgres.Options{})
+	require.NoError(t, s.KeepReplica(ctx, "renew/1", time.Minute))
+	var (
+		phase   atomic.Int32 // 0: serving; 1: connections terminated; 2: restarting
+		mu      sync.Mutex
+		serving []error // failed while the database served
+		down    []error // failed while it restarted
+		stop    = make(chan struct{})
+		done    = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			err := s.KeepReplica(ctx, "renew/1", time.Minute)
+			p := phase.Load()
+			mu.Lock()
+			switch {
+			case err == nil:
+			case p == 2:
+				down = append(down, err)
+			default:
+				serving = append(serving, err)
+			}
+			mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	phase.Store(1)
+	pgtest.Terminate(t)
+	time.Sleep(200 * time.Millisecond)
+	phase.Store(2)
+	pgtest.Restart(t, 500*time.Millisecond)
+	close(stop)
+	<-done
+	require.NotEmpty(t, serving, "no renewal failed on its terminated connection")
+	for _, err := range serving {
+		assert.ErrorIs(t, err, state.ErrUnavailable)
+		assert.NotErrorIs(t, err, state.ErrNotServing, "the database served the others")
+	}
+	var refused int
+	for _, err := range down {
+		assert.ErrorIs(t, err, state.ErrUnavailable)
+		if errors.Is(err, state.ErrNotServing) {
+			refused++
+		}
+	}
+	assert.NotZero(t, refused, "no renewal said the database served no one, of %d that failed while it restarted", len(down))
+	t.Logf("%d renewals failed while the database served, %d while it restarted (%d: it served no one)", len(serving), len(down), refused)
 }
