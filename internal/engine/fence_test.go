@@ -8,8 +8,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,9 +20,9 @@ import (
 
 // testLease is an engine.Lease the test lapses and renews.
 type testLease struct {
-	mu     sync.Mutex
-	lapsed chan struct{}
-	checks atomic.Int32
+	mu      sync.Mutex
+	lapsed  chan struct{}
+	checks  atomic.Int32
 	onLapse func() // called at the check that finds it lapsed
 }
 
