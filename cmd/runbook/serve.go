@@ -100,7 +100,7 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 		if sec.token == "" {
 			api = "API disabled (secret " + cfg.Server.TokenSecret + " is not set)"
 		}
-		fmt.Fprintf(a.stdout, "runbook serve: listening on %s; %s; playbooks from %s; state %s\n", base, api, cfg.Playbooks, displayLocation(statePath))
+		fmt.Fprintf(a.stdout, "runbook serve: listening on %s; web UI at %s/; %s; playbooks from %s; state %s\n", base, base, api, cfg.Playbooks, displayLocation(statePath))
 	})
 }
 

@@ -27,6 +27,7 @@ const serveToken = "serve-test-token"
 type serveProc struct {
 	cmd    *exec.Cmd
 	url    string
+	banner string // the line that said where it listens
 	stderr *bytes.Buffer
 	done   chan struct{}
 }
@@ -53,14 +54,15 @@ func (c *cli) serve(args ...string) *serveProc {
 		for sc.Scan() {
 			if m := listeningRe.FindStringSubmatch(sc.Text()); m != nil {
 				select {
-				case found <- m[1]:
+				case found <- sc.Text():
 				default:
 				}
 			}
 		}
 	}()
 	select {
-	case s.url = <-found:
+	case s.banner = <-found:
+		s.url = listeningRe.FindStringSubmatch(s.banner)[1]
 	case <-s.done:
 		c.t.Fatalf("runbook serve exited at start:\n%s", s.stderr.String())
 	case <-time.After(15 * time.Second):
@@ -181,6 +183,14 @@ func TestServeDefaultsToLoopback(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, 200, resp.StatusCode)
+	// It says where its web UI is, and the UI answers there.
+	assert.Contains(t, s.banner, "web UI at "+s.url+"/;")
+	resp, err = http.Get(s.url + "/")
+	require.NoError(t, err)
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Contains(t, string(page), "<html")
 	// The CLI finds the server through the address file next to the state.
 	b, err := os.ReadFile(c.state + ".server")
 	require.NoError(t, err)
