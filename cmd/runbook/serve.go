@@ -15,6 +15,7 @@ import (
 
 	"github.com/runbook/runbook/internal/config"
 	"github.com/runbook/runbook/internal/egress"
+	"github.com/runbook/runbook/internal/notify"
 	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/server"
 	"github.com/runbook/runbook/internal/state"
@@ -90,6 +91,7 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 			ReadTimeout: cfg.Server.ReadTimeout, WriteTimeout: cfg.Server.WriteTimeout, IdleTimeout: cfg.Server.IdleTimeout,
 			MaxConnsPerAddress: cfg.Server.MaxConnsPerAddress}, MaxRunning: cfg.Server.MaxRunning, Lease: cfg.Server.Lease, TakeOverRunProcesses: cfg.Server.TakeOverRunProcesses, StateFile: stateFile(statePath), Logger: logger,
 		Auth: authOptions, TLS: server.TLSFiles{Cert: cfg.Server.TLSCert, Key: cfg.Server.TLSKey}, MetricsToken: sec.metrics,
+		Notify: sec.notify,
 	})
 	if err != nil {
 		return err
@@ -203,6 +205,7 @@ type serveSecrets struct {
 	metrics     string // the token /metrics asks for; "": none
 	routes      map[string]trigger.Route
 	connections map[string]map[string]any
+	notify      server.NotifyOptions
 }
 
 // serveSecrets resolves the API token, every secret of each webhook route
@@ -235,14 +238,46 @@ func (a *app) serveSecrets(cfg *config.Config, src *secrets.Source, rehearsal bo
 		missing = append(missing, err.Error())
 	}
 	sec.connections = conns
-	if len(missing) > 0 {
+	var located []string
+	sec.notify, located = notifyOptions(cfg, lookup)
+	if len(missing) > 0 || len(located) > 0 {
 		sort.Strings(missing)
 		for _, m := range missing {
 			fmt.Fprintln(a.stderr, cfg.File+": "+m)
 		}
+		for _, m := range located {
+			fmt.Fprintln(a.stderr, m)
+		}
 		return nil, &exitError{code: 2, err: errors.New("secrets are missing"), quiet: true, hint: "set them in the environment (RUNBOOK_SECRET_NAME or NAME) or in the secrets file"}
 	}
 	return sec, nil
+}
+
+// notifyOptions builds the notification channels of the config with
+// their secrets. It returns a problem, at its place in the file, for each
+// secret not set and each channel that cannot be built (a signing secret
+// that is not whsec_, a CA file that does not load).
+func notifyOptions(cfg *config.Config, lookup func(string) (string, bool)) (server.NotifyOptions, []string) {
+	nt := cfg.Notifications
+	o := server.NotifyOptions{Rules: nt.Rules, Channels: map[string]notify.Channel{}, Backoff: nt.Backoff,
+		MaxBackoff: nt.MaxBackoff, SendTimeout: nt.SendTimeout, PublicURL: cfg.Server.PublicURL}
+	var problems []string
+	for _, d := range cfg.MissingSecrets(lookup) {
+		problems = append(problems, d.String())
+	}
+	if len(problems) > 0 {
+		return o, problems
+	}
+	for name, ch := range nt.Channels {
+		c, err := notify.NewChannel(ch, lookup)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: notifications.channels.%s: %v", ch.Pos, name, err))
+			continue
+		}
+		o.Channels[name] = c
+	}
+	sort.Strings(problems)
+	return o, problems
 }
 
 // webhookRoutes resolves the secrets of each webhook route of the config.

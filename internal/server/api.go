@@ -51,6 +51,7 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("POST /api/v1/runs/{id}/retry", s.retryRun)
 	api.HandleFunc("POST /api/v1/runs/{id}/resume", s.resumeRun)
 	api.HandleFunc("POST /api/v1/reload", s.reload)
+	api.HandleFunc("GET /api/v1/notifications", s.listNotifications)
 	s.authRoutes(api)
 	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fault.NotFound, fmt.Sprintf("no API route %s %s (see docs/api.md)", r.Method, r.URL.Path))
@@ -170,6 +171,7 @@ func (s *Server) countDeliveries(next http.Handler) http.Handler {
 			route = "" // unknown routes must not grow the label set
 		}
 		s.metrics.delivery(route, outcome)
+		s.refusedDelivery(route, rec.status)
 	})
 }
 
@@ -535,6 +537,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.metrics.observe(run.ID, ev)
+		s.observeNotify(run.ID, ev)
 	}
 	writeJSON(w, http.StatusAccepted, api.CancelAnswer{ID: run.ID, Status: "cancelling"})
 }

@@ -113,6 +113,7 @@ func TestPermissionMatrix(t *testing.T) {
 		"GET /api/v1/playbooks/{name}/definition": {auth.ReadPlaybooks, func() call { return call{path: "/api/v1/playbooks/gate/definition"} }},
 		"GET /api/v1/deliveries":                  {auth.ReadRuns, func() call { return call{path: "/api/v1/deliveries"} }},
 		"GET /api/v1/schedules":                   {auth.ReadPlaybooks, func() call { return call{path: "/api/v1/schedules"} }},
+		"GET /api/v1/notifications":               {auth.ReadRuns, func() call { return call{path: "/api/v1/notifications"} }},
 	}
 	var names []string
 	for p := range cases {

@@ -86,6 +86,8 @@ type Options struct {
 	Logger    *slog.Logger
 	// SchedulerClock is for tests (default: the system clock).
 	SchedulerClock trigger.Clock
+	// Notify are the notifications' rules and channels (notify.go).
+	Notify NotifyOptions
 }
 
 // DefaultListen is the address the server binds unless configured.
@@ -107,6 +109,8 @@ type Server struct {
 	ready   chan struct{}
 	// draining is set when shutdown begins: /readyz answers 503 from then.
 	draining atomic.Bool
+
+	notify notifications
 
 	authn *auth.Authenticator
 	addr  string
@@ -175,6 +179,7 @@ func New(o Options) (*Server, error) {
 		s.events.publish(runID, ev)
 		s.logRunEnd(runID, ev)
 		s.auditTimeout(runID, ev)
+		s.observeNotify(runID, ev)
 		if observer != nil {
 			observer(runID, ev)
 		}
@@ -184,6 +189,7 @@ func New(o Options) (*Server, error) {
 		Watchdog: o.Watchdog, Orphaned: o.Orphaned, Logger: o.Logger, Metrics: s.metrics,
 	})
 	s.eng = s.runs.Engine()
+	s.newNotifications(o, eo.Redactor)
 	for _, pb := range s.cat.all() {
 		s.runs.Remember(pb)
 	}
@@ -310,6 +316,7 @@ func (s *Server) Run(ctx context.Context) error {
 	wg.Go(func() { s.runs.Run(bg) })
 	wg.Go(func() { s.watchCerts(bg) })
 	wg.Go(func() { s.pruneAudit(bg) })
+	s.runNotifications(bg, wg.Go)
 	s.log.Info("runbook serve is ready", "addr", s.addr, "playbooks", len(s.cat.all()), "api", s.o.Token != "")
 	close(s.ready)
 

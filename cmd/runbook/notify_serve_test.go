@@ -1,0 +1,287 @@
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/postgres"
+)
+
+var notifyKey = []byte("notify-signing-key-0123456789abcd")
+
+const (
+	// leakedSecret is a secret a failing playbook puts in its error.
+	leakedSecret = "tok-5f2e91c8aa07b3d4"
+	boomPlaybook = `version: 1
+name: boom
+steps:
+  - id: explode
+    uses: fail
+    with: {message: "the token ${{ secrets.CLUSTER_TOKEN }} was refused", code: unauthorized}
+`
+	approversPlaybook = `version: 1
+name: signoff
+steps:
+  - id: gate
+    uses: approval
+    with: {message: ship it?, approvers: [alice, "role:approver"]}
+`
+)
+
+// hookReceiver is a signed-webhook receiver on loopback that verifies
+// each signature and counts the messages it accepted by webhook-id. While
+// held, it answers nothing: a request waits until it is released or its
+// sender goes away (then it is not counted).
+type hookReceiver struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	byID    map[string]int
+	bodies  map[string]map[string]any
+	raw     []string
+	held    chan struct{} // closed: released
+	waiting int
+}
+
+func newHookReceiver(t *testing.T, held bool) *hookReceiver {
+	r := &hookReceiver{byID: map[string]int{}, bodies: map[string]map[string]any{}, held: make(chan struct{})}
+	if !held {
+		close(r.held)
+	}
+	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *hookReceiver) serve(w http.ResponseWriter, req *http.Request) {
+	raw, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	r.waiting++
+	r.mu.Unlock()
+	select {
+	case <-r.held:
+	case <-req.Context().Done(): // the sender died or gave up
+		r.mu.Lock()
+		r.waiting--
+		r.mu.Unlock()
+		return
+	}
+	id, ts := req.Header.Get("webhook-id"), req.Header.Get("webhook-timestamp")
+	mac := hmac.New(sha256.New, notifyKey)
+	mac.Write([]byte(id + "." + ts + "."))
+	mac.Write(raw)
+	want := "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.waiting--
+	if !hmac.Equal([]byte(req.Header.Get("webhook-signature")), []byte(want)) {
+		http.Error(w, "bad signature", http.StatusUnauthorized)
+		return
+	}
+	var body map[string]any
+	_ = json.Unmarshal(raw, &body)
+	r.byID[id]++
+	r.bodies[id] = body
+	r.raw = append(r.raw, string(raw))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (r *hookReceiver) release() { close(r.held) }
+
+func (r *hookReceiver) counts() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range r.byID {
+		out[k] = v
+	}
+	return out
+}
+
+func (r *hookReceiver) body(id string) map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.bodies[id]
+}
+
+// notifyConfig is a runbook.yaml sending run.failed and approval.waiting
+// to the receiver, signed.
+func notifyConfig(url, extra string) string {
+	return fmt.Sprintf(`server: {public_url: "https://runbook.example.com", %s}
+notifications:
+  backoff: 200ms
+  max_backoff: 1s
+  send_timeout: 2s
+  channels:
+    pager: {kind: webhook, url: %q, secret: PAGER_WHSEC}
+  rules:
+    - name: failures
+      on: [run.failed]
+      channels: [pager]
+    - name: approvals
+      on: [approval.waiting]
+      channels: [pager]
+`, extra, url)
+}
+
+func notifyEnv(c *cli) {
+	c.env = append(c.env, "RUNBOOK_SECRET_PAGER_WHSEC=whsec_"+base64.StdEncoding.EncodeToString(notifyKey),
+		"RUNBOOK_SECRET_CLUSTER_TOKEN="+leakedSecret)
+}
+
+func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		require.True(t, time.Now().Before(deadline), "%s: not within %s", what, within)
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// runbook serve tells a signed webhook of a failed run (with its error,
+// masked, and its link) and of an approval waiting (with who may answer),
+// and lists both, sent, in GET /api/v1/notifications.
+func TestServeNotifiesAFailedRunAndAWaitingApproval(t *testing.T) {
+	c := newCLI(t)
+	notifyEnv(c)
+	recv := newHookReceiver(t, false)
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	c.file("playbooks/boom.yaml", boomPlaybook)
+	c.file("playbooks/signoff.yaml", approversPlaybook)
+	c.file("runbook.yaml", notifyConfig(recv.srv.URL, "reload: false"))
+	s := c.serve("--config", filepath.Join(c.dir, "runbook.yaml"))
+
+	code, run := s.api(t, "POST", "/api/v1/playbooks/boom/runs", map[string]any{})
+	require.Equal(t, 201, code, run)
+	failed := run["id"].(string)
+	code, run = s.api(t, "POST", "/api/v1/playbooks/signoff/runs", map[string]any{})
+	require.Equal(t, 201, code, run)
+	waiting := run["id"].(string)
+
+	failKey, waitKey := "run.failed/"+failed+"@pager", "approval.waiting/"+waiting+"/gate@pager"
+	waitUntil(t, 20*time.Second, "both messages", func() bool {
+		n := recv.counts()
+		return n[failKey] == 1 && n[waitKey] == 1
+	})
+	b := recv.body(failKey)
+	assert.Equal(t, "run.failed", b["type"])
+	assert.Equal(t, "boom failed", b["subject"])
+	text, _ := b["text"].(string)
+	assert.Contains(t, text, "Run: "+failed+" (playbook boom, started by the API")
+	assert.Contains(t, text, "Error: unauthorized: ")
+	assert.Contains(t, text, "Link: https://runbook.example.com/runs/"+failed)
+	data, _ := b["data"].(map[string]any)
+	assert.Equal(t, "https://runbook.example.com/runs/"+failed, data["link"])
+	w := recv.body(waitKey)
+	assert.Equal(t, "signoff waits for an approval at step gate", w["subject"])
+	assert.Contains(t, w["text"], "Who may answer: alice, role:approver")
+	for _, raw := range recv.raw {
+		assert.NotContains(t, raw, leakedSecret, "a message carries the secret")
+	}
+
+	code, list := s.api(t, "GET", "/api/v1/notifications", nil)
+	require.Equal(t, 200, code, list)
+	waitUntil(t, 10*time.Second, "both recorded sent", func() bool {
+		_, list = s.api(t, "GET", "/api/v1/notifications?status=sent", nil)
+		ns, _ := list["notifications"].([]any)
+		return len(ns) == 2
+	})
+	for _, n := range list["notifications"].([]any) {
+		m := n.(map[string]any)
+		assert.Equal(t, float64(1), m["attempts"], m["key"])
+		assert.NotContains(t, m["text"], leakedSecret)
+	}
+	time.Sleep(500 * time.Millisecond)
+	assert.Equal(t, map[string]int{failKey: 1, waitKey: 1}, recv.counts(), "each event once")
+}
+
+// Two replicas on PostgreSQL send twelve failure notifications to a
+// receiver that holds every request; replica A is killed with kill -9
+// while it holds claims on some. Once the receiver answers, replica B
+// sends every message, A's after its claims lapse: each event reaches the
+// receiver exactly once, counted by webhook-id.
+func TestAKilledReplicasNotificationsAreSentOnceByAnother(t *testing.T) {
+	c := newCLI(t)
+	notifyEnv(c)
+	dsn := onDatabase(t, c)
+	recv := newHookReceiver(t, true)
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	c.file("playbooks/boom.yaml", boomPlaybook)
+	c.file("runbook.yaml", notifyConfig(recv.srv.URL, "lease: "+replicaLease.String()))
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	rs := &replicaSet{c: c, args: []string{"--config", filepath.Join(c.dir, "runbook.yaml")}, proc: make([]*serveProc, 2), host: host}
+	rs.start(0)
+	rs.start(1)
+	a, b := rs.proc[0], rs.proc[1]
+	st, err := postgres.Open(context.Background(), dsn, postgres.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+
+	var ids []string
+	for i := range 12 {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		code, run := s.api(t, "POST", "/api/v1/playbooks/boom/runs", map[string]any{})
+		require.Equal(t, 201, code, run)
+		ids = append(ids, run["id"].(string))
+	}
+	for _, id := range ids {
+		waitStatus(t, st, id, state.RunFailed, 20*time.Second)
+	}
+	aOwner := rs.owner(0)
+	var heldByA int
+	waitUntil(t, 20*time.Second, "replica A holding claims on messages", func() bool {
+		ns, err := st.ListNotifications(context.Background(), state.NotificationFilter{})
+		require.NoError(t, err)
+		heldByA = 0
+		for _, n := range ns {
+			if sameOwner(aOwner, n.ClaimedBy) {
+				heldByA++
+			}
+		}
+		return len(ns) == 12 && heldByA > 0
+	})
+	a.kill()
+	killed := time.Now()
+	t.Logf("killed replica A holding claims on %d of 12 messages", heldByA)
+	recv.release()
+
+	waitUntil(t, 60*time.Second, "every event at the receiver", func() bool { return len(recv.counts()) == 12 })
+	t.Logf("the 12th event arrived %s after the kill", time.Since(killed).Round(time.Millisecond))
+	waitUntil(t, 20*time.Second, "every message recorded sent", func() bool {
+		ns, err := st.ListNotifications(context.Background(), state.NotificationFilter{Status: []state.NotificationStatus{state.NotifySent}})
+		require.NoError(t, err)
+		return len(ns) == 12
+	})
+	time.Sleep(time.Second)
+	for _, id := range ids {
+		assert.Equal(t, 1, recv.counts()["run.failed/"+id+"@pager"], "run %s", id)
+	}
+	_, list := b.api(t, "GET", "/api/v1/notifications?limit=5", nil)
+	assert.Len(t, list["notifications"], 5)
+	assert.NotEmpty(t, list["next"], "a second page")
+	_, page := b.api(t, "GET", "/api/v1/notifications?limit=10&before="+list["next"].(string), nil)
+	assert.Len(t, page["notifications"], 7)
+	for _, raw := range recv.raw {
+		assert.False(t, strings.Contains(raw, leakedSecret), "a message carries the secret")
+	}
+}
