@@ -27,8 +27,8 @@ func cmdAudit(ctx context.Context, a *app, args []string) error {
 reload, token create and revoke), allowed or denied, has a record; so do the
 token changes 'runbook token' makes directly in the state (identity local:USER).
 When runbook serve holds the state (or --server URL, $RUNBOOK_SERVER names one)
-the log is read through its API with an admin token: $RUNBOOK_TOKEN, else the
-server's token (the secret RUNBOOK_API_TOKEN).`,
+the log is read through its API with the admin token in the secret
+RUNBOOK_API_TOKEN (a person's or the server's).`,
 	})
 	since := fs.String("since", "", "only records of the last `DURATION` (24h, 7d) or since TIME (2026-11-02T15:04:05Z, 2026-11-02)")
 	limit := fs.Int("limit", 100, "at most `n` records, the newest (0: all)")

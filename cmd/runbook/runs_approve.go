@@ -29,7 +29,7 @@ shown is the server's, until the run ends or waits again.`,
 	})
 	reject := fs.Bool("reject", false, "reject instead of approving")
 	comment := fs.String("comment", "", "a `comment` recorded with the answer")
-	by := fs.String("by", "", "`name` of who answers (default: the identity of $RUNBOOK_TOKEN for a server, else $USER or the login name); recorded with the answer")
+	by := fs.String("by", "", "`name` of who answers (default: the identity of a person's token in $RUNBOOK_API_TOKEN for a server, else $USER or the login name); recorded with the answer")
 	var fields kvList
 	fs.Var(&fields, "field", "response field `key=value` (repeatable)")
 	noResume := fs.Bool("no-resume", false, "record the answer without continuing the run (with a server: do not wait for it)")
@@ -46,12 +46,6 @@ shown is the server's, until the run ends or waits again.`,
 		return err
 	}
 	runID, step := pos[0], pos[1]
-	if *by == "" && os.Getenv("RUNBOOK_TOKEN") == "" {
-		// With a personal token ($RUNBOOK_TOKEN) the server records the
-		// token's identity; a name of our own would be refused as answering
-		// for someone else.
-		*by = currentUser()
-	}
 	answer := state.Approval{Approved: !*reject, By: *by, Comment: *comment}
 	for i, k := range fields.keys {
 		v, err := jsonValue(fields.vals[i])
@@ -77,6 +71,9 @@ shown is the server's, until the run ends or waits again.`,
 		return err
 	}
 	if api, ok := b.(*apiBackend); ok {
+		if answer.By == "" && !api.personal(ctx) {
+			answer.By = currentUser()
+		}
 		return a.approveRemote(ctx, api, r, step, answer, verdict, *noResume, out, *quiet)
 	}
 	store := b.(*storeBackend).store

@@ -215,11 +215,7 @@ func (o *runsOpener) api(base string) (*apiBackend, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The caller's own token first; else the server's (admin) token.
-	token, ok := os.Getenv("RUNBOOK_TOKEN"), os.Getenv("RUNBOOK_TOKEN") != ""
-	if !ok {
-		token, ok = src.Lookup(apiTokenSecret)
-	}
+	token, ok := o.a.apiToken(src)
 	if !ok {
 		return nil, &exitError{code: 1, err: fmt.Errorf("runbook serve at %s holds the runs, and its API needs a token: the secret %s is not set", base, apiTokenSecret),
 			hint: "export " + apiTokenSecret + "=TOKEN (or RUNBOOK_SECRET_" + apiTokenSecret + ", or put it in the secrets file)"}

@@ -13,13 +13,31 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/api"
+	"github.com/runbook/runbook/internal/auth"
 	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/state"
 )
 
-// apiTokenSecret is the secret holding the API's bearer token, as `runbook
-// serve` reads it by default.
+// apiTokenSecret is the secret holding the API's bearer token: the one
+// the CLI sends (a person's token, or the server's), and the one `runbook
+// serve` takes as its own by default (server.token_secret).
 const apiTokenSecret = "RUNBOOK_API_TOKEN"
+
+// deprecatedTokenVar is the variable the CLI read a person's token from
+// before apiTokenSecret was the one name; still honoured, with a warning.
+const deprecatedTokenVar = "RUNBOOK_TOKEN"
+
+// apiToken is the token the CLI sends: $RUNBOOK_TOKEN while it is still
+// set (it came first), else the secret RUNBOOK_API_TOKEN (environment or
+// secrets file).
+func (a *app) apiToken(src *secrets.Source) (string, bool) {
+	if t := os.Getenv(deprecatedTokenVar); t != "" {
+		fmt.Fprintf(a.stderr, "warning: $%s is deprecated: set %s to the token instead (yours or the server's); %s is used while it is set\n", deprecatedTokenVar, apiTokenSecret, deprecatedTokenVar)
+		return t, true
+	}
+	return src.Lookup(apiTokenSecret)
+}
 
 // apiBackend talks to the HTTP API of `runbook serve` (docs/api.md).
 type apiBackend struct {
@@ -94,10 +112,7 @@ func (b *apiBackend) answerError(resp *http.Response) error {
 	}
 	err := &fault.Error{Code: fault.Code(e.Code), Message: msg}
 	if resp.StatusCode == http.StatusUnauthorized {
-		hint := "set " + apiTokenSecret + " to the token the server was started with"
-		if os.Getenv("RUNBOOK_TOKEN") != "" {
-			hint = "the token in $RUNBOOK_TOKEN is unknown, revoked or expired: ask an admin for a new one (runbook token create)"
-		}
+		hint := "set " + apiTokenSecret + " to your token (an admin creates one with runbook token create) or to the server's; a token may be revoked or expired"
 		return &exitError{code: 1, err: fmt.Errorf("%s refused the API token: %w", b.name(), err), hint: hint}
 	}
 	return err
@@ -303,6 +318,19 @@ func (b *apiBackend) stream(ctx context.Context, id string, after *uint64, each 
 		}
 	}
 	return ended.Status, true, nil
+}
+
+// personal reports whether the token sent names a person (a token of
+// theirs, a user of the config, an OIDC token), whose identity the server
+// records with an answer: a name of our own would be refused as answering
+// for someone else. The server's token names no one, nor does the socket
+// of a runbook run.
+func (b *apiBackend) personal(ctx context.Context) bool {
+	if b.token == "" {
+		return false
+	}
+	var w api.Whoami
+	return b.do(ctx, http.MethodGet, "/api/v1/whoami", nil, &w) == nil && w.Kind != auth.KindServer
 }
 
 // approveRemote answers an approval through the server, which continues

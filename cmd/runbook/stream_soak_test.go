@@ -32,7 +32,7 @@ steps:
 	require.Equal(t, 201, code, "%v", run)
 	id := run["id"].(string)
 	start := time.Now()
-	c.env = append(c.env, "RUNBOOK_SERVER="+s.url, "RUNBOOK_TOKEN="+serveToken)
+	c.env = append(c.env, "RUNBOOK_SERVER="+s.url, "RUNBOOK_API_TOKEN="+serveToken)
 	r := c.run("runs", "logs", "-f", id)
 	took := time.Since(start)
 	require.Equal(t, 0, r.code, "after %s: %s", took, r)

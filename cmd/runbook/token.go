@@ -25,9 +25,9 @@ func cmdToken(ctx context.Context, a *app, args []string) error {
 (viewer, operator, approver, admin), optionally on some playbooks only. The
 state keeps only a token's SHA-256: a token is shown once, when it is created.
 When runbook serve holds the state (or --server URL, $RUNBOOK_SERVER names
-one) the commands go through its API with an admin token: $RUNBOOK_TOKEN,
-else the server's token (the secret RUNBOOK_API_TOKEN). Otherwise they change
-the state file or database directly.`,
+one) the commands go through its API with the admin token in the secret
+RUNBOOK_API_TOKEN (environment or secrets file): a person's or the server's.
+Otherwise they change the state file or database directly.`,
 		[]subVerb{
 			{"create", "create a token and print it once", cmdTokenCreate},
 			{"list", "list tokens (never their secret)", cmdTokenList},
@@ -88,7 +88,7 @@ reload and the audit log). --playbooks limits the roles to the playbooks whose
 name matches a pattern (path.Match: "nks-*"); such a token never gets admin's
 global permissions. --ttl ends the token after that long (90d, 12h): a request
 with it afterwards is refused with 401, naming the expiry. Use the token as a bearer token, or with the CLI:
-  export RUNBOOK_TOKEN=$(runbook token create ci --role operator | tail -n 1)`,
+  export RUNBOOK_API_TOKEN=$(runbook token create ci --role operator | tail -n 1)`,
 	})
 	var roles, playbooks listFlag
 	fs.Var(&roles, "role", "the token's `roles`, comma separated or repeated (viewer, operator, approver, admin)")
@@ -222,7 +222,7 @@ func cmdTokenRevoke(ctx context.Context, a *app, args []string) error {
 // names the permission lacked; the verbs need an admin token.
 func tokenError(err error, hint string) error {
 	if fault.CodeOf(err) == fault.Unauthorized {
-		hint = "use an admin token: export RUNBOOK_TOKEN=TOKEN (or unset it to use the server's token, RUNBOOK_API_TOKEN)"
+		hint = "use an admin token: export RUNBOOK_API_TOKEN=TOKEN (yours, or the server's)"
 	}
 	return withHint(err, hint)
 }

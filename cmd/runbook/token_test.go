@@ -14,12 +14,18 @@ import (
 	"github.com/runbook/runbook/internal/auth"
 )
 
-// as runs `runbook args...` with the caller's own token in $RUNBOOK_TOKEN.
+// as runs `runbook args...` with the caller's own token in
+// $RUNBOOK_API_TOKEN.
 func (c *cli) as(token string, args ...string) result {
 	c.t.Helper()
+	return c.withEnv("RUNBOOK_API_TOKEN=" + token).run(args...)
+}
+
+// withEnv is c with more environment variables (a later one wins).
+func (c *cli) withEnv(kv ...string) *cli {
 	v := *c
-	v.env = append(slices.Clone(c.env), "RUNBOOK_TOKEN="+token)
-	return v.run(args...)
+	v.env = append(slices.Clone(c.env), kv...)
+	return &v
 }
 
 // createdToken checks the output of `runbook token create` and returns the
@@ -70,6 +76,14 @@ func TestTokensThroughTheServerGiveRolesAndAreAudited(t *testing.T) {
 		require.Equal(t, 0, r.code, r)
 		assert.Contains(t, r.stdout, id)
 	})
+	t.Run("RUNBOOK_TOKEN, the old name, is still read first, with a warning", func(t *testing.T) {
+		r := c.withEnv("RUNBOOK_TOKEN="+secret).run("runs", "cancel", id)
+		assert.Equal(t, 1, r.code, r)
+		assert.Contains(t, r.stderr, "ro may not runs.cancel", "the viewer's token was sent, not the server's")
+		assert.Contains(t, r.stderr, "warning: $RUNBOOK_TOKEN is deprecated: set RUNBOOK_API_TOKEN to the token instead")
+		r = c.as(secret, "runs", "list")
+		assert.NotContains(t, r.stderr, "deprecated", "the one name says nothing")
+	})
 	t.Run("a viewer token may not cancel: 403 names the permission", func(t *testing.T) {
 		r := c.as(secret, "runs", "cancel", id)
 		assert.Equal(t, 1, r.code, r)
@@ -114,7 +128,7 @@ func TestTokensThroughTheServerGiveRolesAndAreAudited(t *testing.T) {
 		r = c.as(secret, "runs", "list")
 		assert.Equal(t, 1, r.code, r)
 		assert.Contains(t, r.stderr, "refused the API token: invalid bearer token")
-		assert.Contains(t, r.stderr, "the token in $RUNBOOK_TOKEN is unknown, revoked or expired", "the hint names the token that was used")
+		assert.Contains(t, r.stderr, "Try: set RUNBOOK_API_TOKEN to your token", "the hint names the one token variable")
 		assert.Regexp(t, `(?m)^ro .* revoked \S+ \S+ by server-token$`, c.run("token", "list").stdout)
 		r = c.run("token", "revoke", "ro")
 		assert.Equal(t, 1, r.code, r)
