@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path/filepath"
+	"strings"
 
 	"github.com/runbook/runbook/internal/api"
 	"github.com/runbook/runbook/internal/fault"
@@ -78,6 +80,30 @@ func (a *app) runRemote(ctx context.Context, rr *remoteRun) error {
 		return err
 	}
 	return a.finishRemote(ctx, b, id, rr.out)
+}
+
+// apartUnlessServers returns rs, held by a runbook serve, when the server
+// has a playbook of pb's name; else the state this process runs pb in,
+// apart from the server: STATE.adhoc.db beside the server's file. The
+// server runs the playbooks of its directory only; an ad-hoc playbook
+// beside it runs as it would without a server, in a state of its own, and
+// stderr says where.
+func (a *app) apartUnlessServers(ctx context.Context, rs *runState, sf *stateFlags, pb *playbook.Playbook, file string, detach bool) (*runState, error) {
+	err := rs.remote.do(ctx, http.MethodGet, "/api/v1/playbooks/"+url.PathEscape(pb.Name), nil, nil)
+	if fault.CodeOf(err) != fault.NotFound {
+		return rs, nil // the server's, or an error startRemote reports
+	}
+	srv := fmt.Sprintf("runbook serve (pid %d)", rs.disc.PID)
+	if detach {
+		return nil, &exitError{code: 2,
+			err:  fmt.Errorf("%s holds the state file %s and has no playbook named %q: it runs the playbooks of its directory only, so nothing would run %s once this process returns", srv, rs.file, pb.Name, file),
+			hint: "run it without --detach (here, apart from the server), or put " + file + " in the server's playbook directory (it reloads)"}
+	}
+	apart := strings.TrimSuffix(rs.file, filepath.Ext(rs.file)) + ".adhoc.db"
+	fmt.Fprintf(a.stderr, "%s holds the state file %s and runs its own playbooks only: this run of %s executes here, apart, with its state in %s (runbook runs list --state %s)\n",
+		srv, rs.file, file, apart, apart)
+	sf.state = apart
+	return a.openRunState(ctx, sf)
 }
 
 // startRemote starts FILE's playbook on the server and returns the run's

@@ -323,13 +323,22 @@ func TestRunSubmitsToTheServerHoldingTheStateFile(t *testing.T) {
 		assert.Contains(t, r.stderr, "held by runbook serve (pid "+strconv.Itoa(s.cmd.Process.Pid)+"), which does not answer")
 	})
 
-	t.Run("a playbook the server does not have is refused, naming the server", func(t *testing.T) {
+	t.Run("a playbook the server does not have runs apart, in a state of its own, said on stderr", func(t *testing.T) {
 		other := c.file("other.yaml", strings.Replace(greetPlaybook, "name: hello", "name: other", 1))
-		r := c.run("run", other, "-i", "who=x")
+		r := c.run("run", other, "-i", "who=apart", "-i", "token=s3cr3t-value")
+		require.Equal(t, 0, r.code, r)
+		assert.Contains(t, r.stdout, "greet: hello apart")
+		apart := strings.TrimSuffix(c.state, ".db") + ".adhoc.db"
+		assert.Contains(t, r.stderr, "runbook serve (pid "+strconv.Itoa(s.cmd.Process.Pid)+") holds the state file "+c.state+
+			" and runs its own playbooks only: this run of "+other+" executes here, apart, with its state in "+apart)
+		id := runIDOf(t, r.stdout)
+		assert.NotContains(t, c.run("runs", "list").stdout, id, "not in the server's state")
+		list := c.run("runs", "list", "--state", apart)
+		assert.Regexp(t, id+`\s+other\s+succeeded`, list.stdout)
+
+		r = c.run("run", "--detach", other)
 		assert.Equal(t, 2, r.code, r)
-		assert.Contains(t, r.stderr, `has no playbook named "other"`)
-		assert.Contains(t, r.stderr, "runbook serve (pid ")
-		assert.Contains(t, r.stderr, "--state PATH")
+		assert.Contains(t, r.stderr, `has no playbook named "other"`, "nothing would run a detached ad-hoc run")
 	})
 
 	t.Run("a file that differs from the server's copy is refused", func(t *testing.T) {

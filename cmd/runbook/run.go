@@ -37,8 +37,10 @@ again (--resume RUN_ID -i NAME=VALUE); other inputs cannot change.
 While it runs, this process serves 'runbook runs list|show|logs|approve|
 cancel' in other terminals on a socket beside the state file; with --wait
 it waits for approvals instead of parking. When runbook serve holds the
-state file, the run is submitted to it (FILE must be one of its playbooks)
-and followed here; --detach returns once the server has it. On a database
+state file and FILE is one of its playbooks, the run is submitted to it and
+followed here; --detach returns once the server has it. A playbook the
+server does not have runs here, apart, with its state in STATE.adhoc.db
+beside the server's file (said on stderr). On a database
 shared with runbook serve replicas, a run they took over while this
 process could not renew its lease (take_over: true) stops here at once
 and the command exits 3; it goes on there.`,
@@ -86,6 +88,11 @@ and the command exits 3; it goes on there.`,
 	rs, err := a.openRunState(ctx, &sf)
 	if err != nil {
 		return err
+	}
+	if rs.remote != nil && pb != nil {
+		if rs, err = a.apartUnlessServers(ctx, rs, &sf, pb, pos[0], *detach); err != nil {
+			return err
+		}
 	}
 	if rs.remote != nil {
 		file := ""
