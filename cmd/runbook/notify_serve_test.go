@@ -285,3 +285,39 @@ func TestAKilledReplicasNotificationsAreSentOnceByAnother(t *testing.T) {
 		assert.False(t, strings.Contains(raw, leakedSecret), "a message carries the secret")
 	}
 }
+
+// runbook notify test RULE sends a sample through each channel of the
+// rule and prints each channel's answer: ok for the signed webhook that
+// verified it, FAIL with the answer for one that refused it (exit 1); an
+// unknown rule is a usage error naming the rules.
+func TestNotifyTestSendsASampleThroughEachChannelOfTheRule(t *testing.T) {
+	c := newCLI(t)
+	notifyEnv(c)
+	good := newHookReceiver(t, false)
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no such hook", http.StatusGone)
+	}))
+	t.Cleanup(broken.Close)
+	c.file("runbook.yaml", fmt.Sprintf(`notifications:
+  channels:
+    pager: {kind: webhook, url: %q, secret: PAGER_WHSEC}
+    chat: {kind: slack, url: %q}
+  rules:
+    - {name: failures, on: [run.failed], playbooks: [nightly-resize], channels: [pager, chat]}
+`, good.srv.URL, broken.URL))
+	r := c.run("notify", "test", "failures")
+	assert.Equal(t, 1, r.code, "%s%s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout, `ok    pager (webhook): sent "[test] nightly-resize failed" in `)
+	assert.Contains(t, r.stdout, "FAIL  chat (slack): the receiver answered 410 Gone: no such hook")
+	counts := good.counts()
+	require.Len(t, counts, 1)
+	for id := range counts {
+		assert.True(t, strings.HasPrefix(id, "test/failures/TEST-"), id)
+		assert.Contains(t, good.body(id)["text"], "this is a test of notification rule failures")
+	}
+
+	r = c.run("notify", "test", "failure")
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, `no notification rule "failure"`)
+	assert.Contains(t, r.stderr, `did you mean "failures"?`)
+}
