@@ -16,14 +16,17 @@ import (
 
 var stateVerb = &verb{
 	name:    "state",
-	summary: "move the whole state between stores (a bbolt file, a PostgreSQL database)",
+	summary: "move the whole state between stores (a bbolt file, a PostgreSQL database), back a state file up",
 	run:     cmdState,
 }
 
 func cmdState(ctx context.Context, a *app, args []string) error {
 	return dispatchSub(ctx, a, "state",
 		`A state location is a bbolt file path or a postgres:// URL, as for --state.`,
-		[]subVerb{{"copy", "copy every run and record from one store to an empty one, then verify the counts", cmdStateCopy}}, args)
+		[]subVerb{
+			{"copy", "copy every run and record from one store to an empty one, then verify the counts", cmdStateCopy},
+			{"backup", "copy a state file while runbook serve or run holds it, verified before it is kept", cmdStateBackup},
+		}, args)
 }
 
 // copyBatch is how many records one Import writes (one transaction).

@@ -52,6 +52,7 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("POST /api/v1/runs/{id}/resume", s.resumeRun)
 	api.HandleFunc("POST /api/v1/reload", s.reload)
 	api.HandleFunc("GET /api/v1/notifications", s.listNotifications)
+	api.HandleFunc("GET /api/v1/state/backup", s.backupState)
 	s.authRoutes(api)
 	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fault.NotFound, fmt.Sprintf("no API route %s %s (see docs/api.md)", r.Method, r.URL.Path))

@@ -57,6 +57,7 @@ var routePerms = map[string]route{
 	"DELETE /api/v1/tokens/{name}":       {perm: auth.ManageTokens, action: "token.revoke"},
 	"GET /api/v1/audit":                  {perm: auth.ReadAudit},
 	"GET /api/v1/notifications":          {perm: auth.ReadRuns},
+	"GET /api/v1/state/backup":           {perm: auth.Admin, action: "state.backup"},
 	// The web UI's reads (internal/server/ui.go).
 	"GET /api/v1/runs/page":                   {perm: auth.ReadRuns},
 	"GET /api/v1/runs/{id}/definition":        {perm: auth.ReadRuns},

@@ -114,6 +114,7 @@ func TestPermissionMatrix(t *testing.T) {
 		"GET /api/v1/deliveries":                  {auth.ReadRuns, func() call { return call{path: "/api/v1/deliveries"} }},
 		"GET /api/v1/schedules":                   {auth.ReadPlaybooks, func() call { return call{path: "/api/v1/schedules"} }},
 		"GET /api/v1/notifications":               {auth.ReadRuns, func() call { return call{path: "/api/v1/notifications"} }},
+		"GET /api/v1/state/backup":                {auth.Admin, func() call { return call{path: "/api/v1/state/backup"} }},
 	}
 	var names []string
 	for p := range cases {

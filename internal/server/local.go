@@ -224,6 +224,7 @@ func (l *Local) localRoutes() map[string]http.HandlerFunc {
 		"POST /api/v1/runs/{id}/approve": l.approve,
 		"POST /api/v1/runs/{id}/retry":   l.refuse,
 		"POST /api/v1/runs/{id}/resume":  l.refuse,
+		"GET /api/v1/state/backup":       s.backupState,
 	}
 }
 
@@ -236,7 +237,7 @@ func (l *Local) handler() http.Handler {
 		writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fault.NotFound, fmt.Sprintf("%s %s is not served by %s: its socket answers the runs routes only (list, show, events, logs, output, approve, cancel)", r.Method, r.URL.Path, l.name()))
+		writeError(w, http.StatusNotFound, fault.NotFound, fmt.Sprintf("%s %s is not served by %s: its socket answers the runs routes only (list, show, events, logs, output, approve, cancel) and the state backup", r.Method, r.URL.Path, l.name()))
 	})
 	return l.authenticate(mux)
 }

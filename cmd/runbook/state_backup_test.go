@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/bolt"
+)
+
+// hooksIn returns the hook IDs of the runs a state file holds (a run's key
+// is "<playbook>/<trigger>/id:<hookId>").
+func hooksIn(t *testing.T, file string) map[string]int {
+	t.Helper()
+	st, err := bolt.Open(file, bolt.Options{ReadOnly: true, Timeout: time.Second})
+	require.NoError(t, err)
+	defer st.Close()
+	runs, err := st.ListRuns(context.Background(), state.RunFilter{})
+	require.NoError(t, err)
+	out := map[string]int{}
+	for _, r := range runs {
+		key, _ := r.Trigger["key"].(string)
+		_, hookID, _ := strings.Cut(key, "/id:")
+		out[hookID]++
+	}
+	return out
+}
+
+// A backup taken through runbook serve while webhooks arrive holds every
+// run of every delivery acknowledged before the backup started, and opens
+// as a state file; the server goes on taking deliveries meanwhile.
+func TestStateBackupWhileServeTakesWebhooks(t *testing.T) {
+	c := newCLI(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	src, err := os.ReadFile(filepath.Join("..", "..", "playbooks", "sms-unsubscribe.yaml"))
+	require.NoError(t, err)
+	c.file("playbooks/sms-unsubscribe.yaml", string(src))
+	c.file("runbook.yaml", "webhooks:\n  routes:\n    sms: {secret: SMS_WEBHOOK_SECRET}\n")
+	c.env = append(c.env, "SMS_WEBHOOK_SECRET=hook-secret", "SMS_SUPPRESSION_FILE="+filepath.Join(c.dir, "suppression.txt"), "RUNBOOK_FILE_ROOTS="+c.dir)
+	s := c.serve()
+
+	deliveries := makeDeliveries(600)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	next := make(chan delivery)
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Go(func() {
+			for d := range next {
+				if s.post(client, d, "hook-secret")/100 == 2 {
+					mu.Lock()
+					acked[d.id] = true
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	sending := make(chan struct{})
+	go func() {
+		defer close(sending)
+		for _, d := range deliveries {
+			next <- d
+		}
+		close(next)
+	}()
+	ackedCount := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
+	require.Eventually(t, func() bool { return ackedCount() >= 100 }, 60*time.Second, 10*time.Millisecond)
+
+	mu.Lock()
+	before := make(map[string]bool, len(acked))
+	for id := range acked {
+		before[id] = true
+	}
+	mu.Unlock()
+	dest := filepath.Join(c.dir, "backups", "state.db")
+	require.NoError(t, os.MkdirAll(filepath.Dir(dest), 0o700))
+	c.env = append(c.env, "RUNBOOK_API_TOKEN="+serveToken)
+	r := c.run("state", "backup", dest)
+	require.Equal(t, 0, r.code, "%s", r)
+	assert.Contains(t, r.stdout, "through runbook serve")
+	duringBackup := ackedCount()
+	<-sending
+	wg.Wait()
+	t.Logf("%d deliveries acknowledged when the backup started, %d when it ended, %d in all; %s", len(before), duringBackup, ackedCount(), strings.TrimSpace(r.stdout))
+	require.Greater(t, ackedCount(), len(before), "deliveries went on being acknowledged after the backup started")
+
+	fi, err := os.Stat(dest)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	leftovers, _ := filepath.Glob(dest + ".tmp-*")
+	assert.Empty(t, leftovers)
+	inCopy := hooksIn(t, dest)
+	missing := 0
+	for _, d := range deliveries {
+		if !before[d.id] {
+			continue
+		}
+		for _, h := range d.hooks {
+			if inCopy[h] != 1 {
+				missing++
+				t.Errorf("hook %s of delivery %s, acknowledged before the backup, has %d runs in the copy", h, d.id, inCopy[h])
+			}
+		}
+	}
+	assert.Zero(t, missing)
+	s.stop(t)
+}
+
+// Without a process holding it the file is copied directly, and a copy
+// that fails leaves the previous backup as it was; a PostgreSQL state is
+// refused with the pg_dump command.
+func TestStateBackupDirectlyAndOnPostgreSQL(t *testing.T) {
+	c := newCLI(t)
+	pb := c.file("hello.yaml", "version: 1\nname: hello\nsteps:\n  - {id: a, uses: log, with: {message: hi}}\n")
+	for range 3 {
+		require.Equal(t, 0, c.run("run", pb).code)
+	}
+	dest := filepath.Join(c.dir, "copy.db")
+	r := c.run("state", "backup", dest)
+	require.Equal(t, 0, r.code, "%s", r)
+	assert.Contains(t, r.stdout, "directly: 3 runs")
+	assert.Len(t, hooksIn(t, dest), 1) // three runs without a hook
+
+	r = c.run("state", "backup", c.state)
+	assert.Equal(t, 2, r.code, "%s", r)
+	assert.Contains(t, r.stderr, "FILE is the state file itself")
+
+	r = c.run("state", "backup", dest, "--state", "postgres://ops@db.example:5432/runbook")
+	assert.Equal(t, 2, r.code, "%s", r)
+	assert.Contains(t, r.stderr, "pg_dump --format=custom --file="+dest)
+}
+
+// The runbook run holding the state file (waiting for an approval) copies
+// it through its socket: the copy holds the waiting run, and the run goes
+// on when approved.
+func TestStateBackupThroughTheSocketOfARunningRun(t *testing.T) {
+	c := newCLI(t)
+	b := c.startWaiting(t, c.file("gated.yaml", approvalPlaybook))
+	dest := filepath.Join(c.dir, "copy.db")
+	r := c.run("state", "backup", dest)
+	require.Equal(t, 0, r.code, "%s", r)
+	assert.Contains(t, r.stdout, "through runbook run (pid")
+	assert.Contains(t, r.stdout, ": 1 runs")
+	st, err := bolt.Open(dest, bolt.Options{ReadOnly: true, Timeout: time.Second})
+	require.NoError(t, err)
+	run, err := st.GetRun(context.Background(), b.id)
+	require.NoError(t, err)
+	assert.Equal(t, state.RunWaiting, run.Status)
+	require.NoError(t, st.Close())
+
+	r = c.run("runs", "approve", b.id, "gate", "--field", "ticket=42")
+	require.Equal(t, 0, r.code, "%s", r)
+	assert.Equal(t, 0, b.exit(t), "%s", b.out)
+}
