@@ -3,13 +3,17 @@ package main
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -161,4 +165,45 @@ func TestStateBackupThroughTheSocketOfARunningRun(t *testing.T) {
 	r = c.run("runs", "approve", b.id, "gate", "--field", "ticket=42")
 	require.Equal(t, 0, r.code, "%s", r)
 	assert.Equal(t, 0, b.exit(t), "%s", b.out)
+}
+
+// The PostgreSQL backup docs/operations.md gives works: pg_dump of the
+// state's schema, the schema lost, pg_restore of the dump, and the runs
+// are back for runbook.
+func TestPgDumpAndPgRestoreBringThePostgreSQLStateBack(t *testing.T) {
+	c := newCLI(t)
+	dsn := onDatabase(t, c)
+	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_dump")
+	if len(bins) == 0 {
+		t.Skip("no pg_dump in /usr/lib/postgresql/*/bin (Debian's postgresql)")
+	}
+	slices.Sort(bins)
+	pgbin := filepath.Dir(bins[len(bins)-1])
+	pb := c.file("hello.yaml", "version: 1\nname: hello\nsteps:\n  - {id: a, uses: log, with: {message: hi}}\n")
+	for range 3 {
+		require.Equal(t, 0, c.run("run", pb).code)
+	}
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	q := u.Query()
+	schema := q.Get("search_path")
+	require.NotEmpty(t, schema)
+	q.Del("search_path")
+	u.RawQuery = q.Encode()
+	dump := filepath.Join(c.dir, "runbook.dump")
+	out, err := exec.Command(filepath.Join(pgbin, "pg_dump"), "--format=custom", "--schema="+schema, "--file="+dump, u.String()).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, u.String())
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+	require.NoError(t, err)
+	require.NoError(t, conn.Close(ctx))
+
+	out, err = exec.Command(filepath.Join(pgbin, "pg_restore"), "--no-owner", "--dbname="+u.String(), dump).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	r := c.run("runs", "list")
+	require.Equal(t, 0, r.code, "%s", r)
+	assert.Equal(t, 3, strings.Count(r.stdout, "succeeded"), "%s", r.stdout)
 }
