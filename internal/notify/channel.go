@@ -155,7 +155,7 @@ func post(ctx context.Context, c *http.Client, to string, body []byte, h http.He
 	req.Header.Set("User-Agent", "runbook-notify")
 	resp, err := c.Do(req)
 	if err != nil {
-		return fmt.Errorf("post: %w", hideURL(err))
+		return hideURL(err)
 	}
 	defer resp.Body.Close()
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
@@ -171,7 +171,7 @@ func post(ctx context.Context, c *http.Client, to string, body []byte, h http.He
 func hideURL(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
+		return fmt.Errorf("%s: %w", strings.ToUpper(ue.Op), ue.Err)
 	}
 	return err
 }

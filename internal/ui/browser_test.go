@@ -168,10 +168,18 @@ webhooks:
 auth:
   users:
     - {name: vera, roles: [viewer], token_sha256: `+sha256hex(viewerToken)+`}
+notifications:
+  backoff: 200ms
+  max_backoff: 1s
+  channels:
+    pager: {kind: webhook, url: "http://127.0.0.1:9/nobody-listens", secret: PAGER_WHSEC}
+  rules:
+    - {name: ends, on: [run.cancelled, run.failed, approval.waiting], channels: [pager]}
 `), 0o600))
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "serve", "--sim", "--sim-speed", "3000", "--config", cfg, "--state", filepath.Join(work, "state.db"))
-	cmd.Env = append(os.Environ(), "RUNBOOK_API_TOKEN="+token, "SMS_WEBHOOK_SECRET=s3cret", "XDG_STATE_HOME="+work)
+	cmd.Env = append(os.Environ(), "RUNBOOK_API_TOKEN="+token, "SMS_WEBHOOK_SECRET=s3cret", "XDG_STATE_HOME="+work,
+		"PAGER_WHSEC=whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3")
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second
 	stdout, err := cmd.StdoutPipe()
@@ -583,6 +591,7 @@ func TestBrowser(t *testing.T) {
 			{"/playbooks", "table.list", "playbooks"},
 			{"/approvals", "#approval", "approvals"},
 			{"/deliveries", "table.list", "deliveries"},
+			{"/notifications", "#notifications tbody tr.row", "notifications"},
 			{"/schedules", ".card", "schedules"},
 			{"/health", ".cards", "health"},
 		} {
@@ -595,6 +604,15 @@ func TestBrowser(t *testing.T) {
 		assert.Contains(t, body, "accepted")
 		assert.Contains(t, body, "duplicate")
 		assert.Contains(t, body, "refused")
+
+		// The channel's receiver is down: the run's messages are shown
+		// failing, with their attempts and last error, not dropped.
+		b.open("/notifications?status=failing")
+		b.waitFor("#notifications tbody tr.row")
+		rows := b.text("#notifications")
+		assert.Contains(t, rows, "failing")
+		assert.Contains(t, rows, "connection refused")
+		assert.Contains(t, rows, "ui-demo waits for an approval")
 
 		b.open("/runs/" + demoRun + "#step-create")
 		b.waitFor("#step-create")

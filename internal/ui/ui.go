@@ -147,6 +147,7 @@ func (u *UI) routes() {
 	m.Handle("POST /playbooks/{name}/runs", u.action(u.startRun))
 	m.Handle("GET /approvals", u.page(u.approvalsPage))
 	m.Handle("GET /deliveries", u.page(u.deliveriesPage))
+	m.Handle("GET /notifications", u.page(u.notificationsPage))
 	m.Handle("GET /schedules", u.page(u.schedulesPage))
 	m.Handle("GET /health", u.page(u.healthPage))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -117,7 +117,7 @@ func TestPagesRender(t *testing.T) {
 	id := runID(t, e.post("/playbooks/demo/runs", url.Values{"csrf": {tok}, "in.cluster": {"prod-a"}}))
 	e.waitFor("/runs/"+id, func(b string) bool { return strings.Contains(b, `id="approval"`) })
 	for _, path := range []string{"/runs", "/runs/" + id, "/playbooks", "/playbooks/demo", "/playbooks/slow",
-		"/approvals", "/deliveries", "/schedules", "/health"} {
+		"/approvals", "/deliveries", "/notifications", "/schedules", "/health"} {
 		t.Run(path, func(t *testing.T) {
 			p := e.get(path)
 			require.Equal(t, http.StatusOK, p.status, p.body)

@@ -17,7 +17,7 @@ import (
 )
 
 // pageNames are the templates of templates/, one per page.
-var pageNamesArray = [...]string{"login", "error", "runs", "run", "playbooks", "playbook", "approvals", "deliveries", "schedules", "health"}
+var pageNamesArray = [...]string{"login", "error", "runs", "run", "playbooks", "playbook", "approvals", "deliveries", "notifications", "schedules", "health"}
 
 var pageNames = pageNamesArray[:]
 
@@ -202,9 +202,9 @@ func kvText(m map[string]any) string {
 // rest on colour alone.
 func statusIcon(status any) string {
 	switch fmt.Sprint(status) {
-	case "succeeded", "accepted", "ok":
+	case "succeeded", "accepted", "ok", "sent":
 		return "✓"
-	case "failed", "refused":
+	case "failed", "refused", "failing":
 		return "✗"
 	case "running":
 		return "▶"
