@@ -108,7 +108,7 @@ func (c *connections) resolve(name string, override map[string]any) (map[string]
 	}
 	if len(out) == 0 {
 		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
-			"connection %q is not configured: add it under `connections:` in the playbook, or run against the simulators with --sim (or --sim-url URL of a running `runbook sim`)", name)}
+			"connection %q is not configured: add it under `connections:` in runbook.yaml (the config; --config FILE) or in the playbook, or run against the simulators with --sim (or --sim-url URL of a running `runbook sim`)", name)}
 	}
 	if c.sim != nil && !fromSim {
 		names := make([]string, 0, len(c.sim))

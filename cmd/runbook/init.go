@@ -45,7 +45,9 @@ steps:
       message: "hello ${{ inputs.who }}"
 
   # A read-only call to a cloud service. With --sim it reaches the embedded
-  # simulator; without it, set the nks connection in runbook.yaml.
+  # simulator; without it, set the nks connection under connections: in
+  # runbook.yaml (runbook run reads it from the working directory, or
+  # --config FILE; runbook serve too).
   - id: clusters
     uses: nks.cluster.list
     retry: {attempts: 3, delay: 2s}
@@ -58,7 +60,9 @@ steps:
 
 // starterConfig is the runbook.yaml `runbook init` writes. Every field is
 // optional; it names the defaults so they can be changed.
-const starterConfig = `# runbook.yaml: the config of 'runbook serve' (docs/config.md).
+const starterConfig = `# runbook.yaml: the config of 'runbook serve' (docs/config.md). 'runbook run'
+# takes its connections, http policy and secrets_file too (from the working
+# directory, or --config FILE).
 # Every field is optional; these are the defaults. Check it with:
 #
 #   runbook config check runbook.yaml

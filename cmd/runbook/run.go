@@ -24,7 +24,19 @@ var runVerb = &verb{
 	run:     cmdRun,
 }
 
-func cmdRun(ctx context.Context, a *app, args []string) error {
+// runFlags are the command line of runbook run.
+type runFlags struct {
+	inputs                      kvList
+	inputsFile, resume, cfgPath string
+	out                         *outputFlag
+	quiet, wait, detach         bool
+	sf                          stateFlags
+	sims                        simFlags
+	file                        string // "" with --resume alone
+}
+
+func parseRunFlags(a *app, args []string) (*runFlags, error) {
+	f := &runFlags{}
 	fs := newFlagSet(a, command{
 		name:    "run",
 		usage:   "FILE [-i key=value ...] [flags]",
@@ -45,79 +57,92 @@ shared with runbook serve replicas, a run they took over while this
 process could not renew its lease (take_over: true) stops here at once
 and the command exits 3; it goes on there.`,
 	})
-	var inputs kvList
-	fs.Var(&inputs, "i", "input `key=value` (repeatable)")
-	inputsFile := fs.String("inputs", "", "read inputs from a JSON or YAML `file` (-i overrides)")
-	resume := fs.String("resume", "", "resume the unfinished run `ID` from its snapshot (FILE is optional)")
-	out := addOutputFlag(fs, "text")
-	quiet := fs.Bool("quiet", false, "no progress: print only the outcome")
-	wait := fs.Bool("wait", false, "wait here for approvals instead of parking the run; answer them from another terminal with runbook runs approve")
-	detach := fs.Bool("detach", false, "when runbook serve holds the state file: print the ID of the run it starts and return")
-	var sf stateFlags
-	sf.addState(fs)
-	sf.addSecrets(fs)
-	var sims simFlags
-	sims.add(fs)
+	fs.Var(&f.inputs, "i", "input `key=value` (repeatable)")
+	fs.StringVar(&f.inputsFile, "inputs", "", "read inputs from a JSON or YAML `file` (-i overrides)")
+	fs.StringVar(&f.resume, "resume", "", "resume the unfinished run `ID` from its snapshot (FILE is optional)")
+	f.out = addOutputFlag(fs, "text")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress: print only the outcome")
+	fs.BoolVar(&f.wait, "wait", false, "wait here for approvals instead of parking the run; answer them from another terminal with runbook runs approve")
+	fs.BoolVar(&f.detach, "detach", false, "when runbook serve holds the state file: print the ID of the run it starts and return")
+	f.sf.addState(fs)
+	f.sf.addSecrets(fs)
+	f.sims.add(fs)
+	runConfigFlag(fs, &f.cfgPath)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if *resume == "" {
+	if f.resume == "" {
 		err = wantArgs(fs, pos, 1, 1, "the playbook FILE")
 	} else {
 		err = wantArgs(fs, pos, 0, 1, "")
 	}
 	if err != nil {
+		return nil, err
+	}
+	if len(pos) == 1 {
+		f.file = pos[0]
+	}
+	return f, nil
+}
+
+func cmdRun(ctx context.Context, a *app, args []string) error {
+	f, err := parseRunFlags(a, args)
+	if err != nil {
 		return err
 	}
+	resume, out, sf, sims := f.resume, f.out, &f.sf, &f.sims
 
-	src, err := a.loadSecrets(&sf)
+	cfg, err := a.loadRunConfig(f.cfgPath, f.file, sf)
+	if err != nil {
+		return err
+	}
+	src, err := a.loadSecrets(sf)
 	if err != nil {
 		return err
 	}
 	var pb *playbook.Playbook
-	if len(pos) == 1 {
-		if pb, err = a.load(pos[0]); err != nil {
+	if f.file != "" {
+		if pb, err = a.load(f.file); err != nil {
 			return err
 		}
 	}
-	given, err := readInputs(*inputsFile, &inputs)
+	given, err := readInputs(f.inputsFile, &f.inputs)
 	if err != nil {
 		return err
 	}
-	rs, err := a.openRunState(ctx, &sf)
+	rs, err := a.openRunState(ctx, sf)
 	if err != nil {
 		return err
 	}
 	if rs.remote != nil && pb != nil {
-		if rs, err = a.apartUnlessServers(ctx, rs, &sf, pb, pos[0], *detach); err != nil {
+		if rs, err = a.apartUnlessServers(ctx, rs, sf, pb, f.file, f.detach); err != nil {
 			return err
 		}
 	}
 	if rs.remote != nil {
-		file := ""
-		if pb != nil {
-			file = pos[0]
-		}
-		return a.runRemote(ctx, &remoteRun{rs: rs, pb: pb, file: file, given: given, resume: *resume, detach: *detach, wait: *wait, out: out, quiet: *quiet})
+		return a.runRemote(ctx, &remoteRun{rs: rs, pb: pb, file: f.file, given: given, resume: resume, detach: f.detach, wait: f.wait, out: out, quiet: f.quiet})
 	}
 	store := rs.store
 	defer store.Close()
-	if *detach {
+	if f.detach {
 		return usageErrorf("run", "--detach needs a runbook serve holding the state file, which executes the run; this process would be the one executing it")
 	}
-	if *resume != "" && pb != nil {
-		a.noteChanged(ctx, store, *resume, pb)
-	}
-	if *resume != "" {
-		sims.remember(ctx, store, *resume)
+	if resume != "" {
+		if pb != nil {
+			a.noteChanged(ctx, store, resume, pb)
+		}
+		sims.remember(ctx, store, resume)
 	}
 	conns, stopSim, err := sims.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer stopSim()
-	prog := a.newProgress(out, *quiet, *resume)
+	if conns.defaults, err = a.configConnections(cfg, src, conns.sim != nil); err != nil {
+		return err
+	}
+	prog := a.newProgress(out, f.quiet, resume)
 	opts := a.engineOptions(store, src)
 	opts.Connection = conns.resolve
 	opts.Sim = sims.recorded()
@@ -145,7 +170,7 @@ and the command exits 3; it goes on there.`,
 		prog.close()
 		return withHint(err, "")
 	}
-	if *resume == "" {
+	if resume == "" {
 		// Limits only the live service knows (supported versions) are
 		// checked before anything starts, reported like load errors.
 		if err := host.Engine().PreflightInputs(ctx, pb, given); err != nil {
@@ -154,11 +179,11 @@ and the command exits 3; it goes on there.`,
 			return &exitError{code: 2, err: err, quiet: true, hint: "the service's own limits are checked before every run; fix the value and run again"}
 		}
 	}
-	r, claimed, err := executeHere(ctx, host, pb, *resume, given, *wait)
+	r, claimed, err := executeHere(ctx, host, pb, resume, given, f.wait)
 	prog.close()
 	switch {
 	case !claimed && errors.Is(err, state.ErrFenced):
-		id := *resume
+		id := resume
 		if r != nil {
 			id = r.ID
 		}
@@ -168,8 +193,8 @@ and the command exits 3; it goes on there.`,
 	}
 	if r == nil {
 		hint := "runbook runs list"
-		if *resume == "" {
-			hint = startHint(err, pos[0])
+		if resume == "" {
+			hint = startHint(err, f.file)
 		}
 		return withHint(err, hint)
 	}
