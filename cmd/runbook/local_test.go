@@ -264,6 +264,13 @@ func TestRunSubmitsToTheServerHoldingTheStateFile(t *testing.T) {
 	c := newCLI(t)
 	c.writePlaybooks(t)
 	hello := c.file("playbooks/hello.yaml", greetPlaybook)
+	// A server parks a step that waits longer than 2 s (DefaultParkAfter).
+	napper := c.file("playbooks/napper.yaml", `version: 1
+name: napper
+steps:
+  - {id: nap, uses: sleep, with: {duration: 3s}}
+  - {id: after, uses: log, with: {message: awake}}
+`)
 	s := c.serveRuns(t)
 
 	r := c.run("run", hello, "-i", "who=team", "-i", "token=s3cr3t-value")
@@ -302,6 +309,19 @@ func TestRunSubmitsToTheServerHoldingTheStateFile(t *testing.T) {
 			}
 			require.True(t, time.Now().Before(deadline), "the detached run does not finish:\n%s", show)
 			time.Sleep(50 * time.Millisecond)
+		}
+	})
+
+	t.Run("a run the server parks on a timed wait is followed to its end", func(t *testing.T) {
+		for _, args := range [][]string{{"--quiet"}, nil} {
+			r := c.run(append([]string{"run", napper}, args...)...)
+			require.Equal(t, 0, r.code, r)
+			assert.Regexp(t, `run \S+ succeeded in [3-9]`, r.stdout, "%v: the outcome, after the nap", args)
+			assert.NotContains(t, r.stdout, "follow it with", "not left early")
+			if args == nil {
+				assert.Contains(t, r.stdout, "step nap is waiting until ", "what it waits for: a moment")
+				assert.NotContains(t, r.stdout, "approval")
+			}
 		}
 	})
 

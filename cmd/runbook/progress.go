@@ -135,7 +135,7 @@ func formatEvent(ev state.Event, prefix, runID string) string {
 	case "step.cancelled":
 		s = fmt.Sprintf("step %s cancelled", step)
 	case "step.waiting":
-		s = fmt.Sprintf("step %s is waiting for approval", step)
+		s = fmt.Sprintf("step %s is %s", step, waitingFor(ev))
 	case "step.retry", "step.reconciled", "approval.requested":
 		s = fmt.Sprintf("step %s: %s", step, ev.Message)
 	case "approval.answered":
@@ -372,7 +372,7 @@ func (p *liveProgress) observe(runID string, ev state.Event) {
 	case "step.cancelled":
 		l.status, l.dur = "cancelled", eventDuration(ev)
 	case "step.waiting":
-		l.status, l.note = "waiting", "waiting for approval"
+		l.status, l.note = "waiting", waitingFor(ev)
 	}
 }
 

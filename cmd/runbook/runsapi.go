@@ -396,7 +396,7 @@ func (a *app) watchRemote(ctx context.Context, b *apiBackend, ids []string, afte
 		go func() {
 			_, err := b.follow(wctx, id, after[i], func(ev state.Event) bool {
 				p.observe(id, ev)
-				if ev.Type == "step.waiting" {
+				if waitsForAnAnswer(ev) {
 					stop()
 					return false
 				}
@@ -422,6 +422,27 @@ func (a *app) watchRemote(ctx context.Context, b *apiBackend, ids []string, afte
 		return ctx.Err()
 	}
 	return withHint(first, "runbook runs show "+ids[0])
+}
+
+// waitsForAnAnswer reports whether ev is a step beginning to wait for an
+// approval, where following a run stops: a step waiting until a moment
+// (a sleep, a task's next poll, a retry's delay; its event says until
+// when) goes on by itself, and the run is followed through it.
+func waitsForAnAnswer(ev state.Event) bool {
+	if ev.Type != "step.waiting" {
+		return false
+	}
+	_, timed := ev.Data["until"]
+	return !timed
+}
+
+// waitingFor says what a step.waiting event's step waits for: an
+// approval, or a moment ("waiting until ...: why", the event's message).
+func waitingFor(ev state.Event) string {
+	if waitsForAnAnswer(ev) {
+		return "waiting for approval"
+	}
+	return ev.Message
 }
 
 // finishRemote reports the outcome of a run the server executes, as
