@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,7 +24,7 @@ import (
 )
 
 // hooksIn returns the hook IDs of the runs a state file holds (a run's key
-// is "<playbook>/<trigger>/id:<hookId>").
+// is "<playbook>/<trigger>/id:<hookId>"), and logs how many are unfinished.
 func hooksIn(t *testing.T, file string) map[string]int {
 	t.Helper()
 	st, err := bolt.Open(file, bolt.Options{ReadOnly: true, Timeout: time.Second})
@@ -30,12 +32,16 @@ func hooksIn(t *testing.T, file string) map[string]int {
 	defer st.Close()
 	runs, err := st.ListRuns(context.Background(), state.RunFilter{})
 	require.NoError(t, err)
-	out := map[string]int{}
+	out, unfinished := map[string]int{}, 0
 	for _, r := range runs {
+		if !r.Status.Done() {
+			unfinished++
+		}
 		key, _ := r.Trigger["key"].(string)
 		_, hookID, _ := strings.Cut(key, "/id:")
 		out[hookID]++
 	}
+	t.Logf("%s: %d runs, %d unfinished", filepath.Base(file), len(runs), unfinished)
 	return out
 }
 
@@ -118,6 +124,30 @@ func TestStateBackupWhileServeTakesWebhooks(t *testing.T) {
 	}
 	assert.Zero(t, missing)
 	s.stop(t)
+
+	// Restored: a server started on the copy executes to their end the
+	// runs that were unfinished in it.
+	for i, e := range c.env {
+		if strings.HasPrefix(e, "RUNBOOK_STATE=") {
+			c.env[i] = "RUNBOOK_STATE=" + dest
+		}
+	}
+	restored := c.serve()
+	total := 0
+	for _, n := range inCopy {
+		total += n
+	}
+	require.Eventually(t, func() bool {
+		_, m := restored.api(t, "GET", "/api/v1/runs?limit=10000", nil)
+		runs := m["runs"].([]any)
+		for _, r := range runs {
+			if r.(map[string]any)["status"] != "succeeded" {
+				return false
+			}
+		}
+		return len(runs) == total
+	}, 60*time.Second, 100*time.Millisecond, "the restored server ends the copy's %d runs", total)
+	restored.stop(t)
 }
 
 // Without a process holding it the file is copied directly, and a copy
@@ -206,4 +236,61 @@ func TestPgDumpAndPgRestoreBringThePostgreSQLStateBack(t *testing.T) {
 	r := c.run("runs", "list")
 	require.Equal(t, 0, r.code, "%s", r)
 	assert.Equal(t, 3, strings.Count(r.stdout, "succeeded"), "%s", r.stdout)
+}
+
+// cutAfter is a TCP proxy on loopback to addr that passes the first n
+// bytes of each answer and then cuts the connection.
+func cutAfter(t *testing.T, addr string, n int64) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer client.Close()
+				srv, err := net.Dial("tcp", addr)
+				if err != nil {
+					return
+				}
+				defer srv.Close()
+				go func() { _, _ = io.Copy(srv, client) }()
+				_, _ = io.CopyN(client, srv, n)
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// A copy cut short on its way is refused: the previous backup stays as it
+// was and nothing is left beside it.
+func TestStateBackupCutShortKeepsThePreviousOne(t *testing.T) {
+	c := newCLI(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	c.file("playbooks/hello.yaml", "version: 1\nname: hello\nsteps:\n  - {id: a, uses: log, with: {message: hi}}\n")
+	s := c.serve()
+	for range 3 {
+		code, _ := s.api(t, "POST", "/api/v1/playbooks/hello/runs", map[string]any{})
+		require.Equal(t, http.StatusCreated, code)
+	}
+	c.env = append(c.env, "RUNBOOK_API_TOKEN="+serveToken)
+	dest := filepath.Join(c.dir, "backup.db")
+	r := c.run("state", "backup", dest)
+	require.Equal(t, 0, r.code, "%s", r)
+	before, err := os.ReadFile(dest)
+	require.NoError(t, err)
+
+	r = c.run("state", "backup", dest, "--server", cutAfter(t, strings.TrimPrefix(s.url, "http://"), 20000))
+	assert.Equal(t, 1, r.code, "%s", r)
+	assert.Contains(t, r.stderr, "back up:")
+	after, err := os.ReadFile(dest)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "the previous backup is kept")
+	leftovers, _ := filepath.Glob(dest + ".tmp-*")
+	assert.Empty(t, leftovers)
+	s.stop(t)
 }
