@@ -10,13 +10,18 @@ import (
 
 var scheduleVerb = &verb{
 	name:    "schedule",
-	summary: "show when a playbook's schedule triggers fire next",
+	summary: "show, pause, resume, run now and backfill a playbook's schedules",
 	run:     cmdSchedule,
 }
 
 func scheduleSubVerbs() []subVerb {
 	return []subVerb{
 		{"next", "print the next fire times of a playbook's schedules", cmdScheduleNext},
+		{"status", "show the schedules runbook serve fires, their pauses and recent slots", cmdScheduleStatus},
+		{"pause", "pause a playbook's schedules (or one trigger), with a reason", cmdSchedulePause},
+		{"resume", "resume paused schedules; missed slots follow the catchup policy", cmdScheduleResume},
+		{"run", "start a run of a schedule now, with the inputs its trigger sets", cmdScheduleRun},
+		{"backfill", "start one run per slot between two times", cmdScheduleBackfill},
 	}
 }
 

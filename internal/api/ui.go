@@ -130,6 +130,8 @@ type Schedule struct {
 	// started (a slot before it may predate the schedule).
 	Recent []Slot `json:"recent"`
 	Missed int    `json:"missed"`
+	// Paused is the pause that holds the trigger, when one does.
+	Paused *state.SchedulePause `json:"paused,omitempty"`
 }
 
 // Slot is one past fire time of a schedule.
@@ -139,6 +141,9 @@ type Slot struct {
 	Status state.RunStatus `json:"status,omitempty"`
 	// Note says why a slot has no run.
 	Note string `json:"note,omitempty"`
+	// Paused says who paused the trigger and why, for a slot a pause
+	// kept from firing.
+	Paused string `json:"paused,omitempty"`
 }
 
 // ScheduleList answers GET /api/v1/schedules.

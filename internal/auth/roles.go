@@ -21,10 +21,12 @@ const (
 	RetryRuns     Permission = "runs.retry"
 	ResumeRuns    Permission = "runs.resume"
 	ApproveRuns   Permission = "runs.approve"
-	Reload        Permission = "server.reload" // global
-	ManageTokens  Permission = "tokens.manage" // global
-	ReadAudit     Permission = "audit.read"    // global
-	Admin         Permission = "server.admin"  // global: anything without a narrower permission
+	// PauseSchedules pauses and resumes a playbook's schedule triggers.
+	PauseSchedules Permission = "schedules.pause"
+	Reload         Permission = "server.reload" // global
+	ManageTokens   Permission = "tokens.manage" // global
+	ReadAudit      Permission = "audit.read"    // global
+	Admin          Permission = "server.admin"  // global: anything without a narrower permission
 )
 
 // global reports whether p is not about one playbook.
@@ -43,9 +45,9 @@ const (
 // RolePermissions is what each role may do.
 var RolePermissions = map[string][]Permission{
 	RoleViewer:   {ReadPlaybooks, ReadRuns},
-	RoleOperator: {ReadPlaybooks, ReadRuns, StartRuns, CancelRuns, RetryRuns, ResumeRuns},
+	RoleOperator: {ReadPlaybooks, ReadRuns, StartRuns, CancelRuns, RetryRuns, ResumeRuns, PauseSchedules},
 	RoleApprover: {ReadPlaybooks, ReadRuns, ApproveRuns},
-	RoleAdmin:    {ReadPlaybooks, ReadRuns, StartRuns, CancelRuns, RetryRuns, ResumeRuns, ApproveRuns, Reload, ManageTokens, ReadAudit, Admin},
+	RoleAdmin:    {ReadPlaybooks, ReadRuns, StartRuns, CancelRuns, RetryRuns, ResumeRuns, PauseSchedules, ApproveRuns, Reload, ManageTokens, ReadAudit, Admin},
 }
 
 // RoleNames lists the roles, sorted.

@@ -53,6 +53,10 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("POST /api/v1/reload", s.reload)
 	api.HandleFunc("GET /api/v1/notifications", s.listNotifications)
 	api.HandleFunc("GET /api/v1/state/backup", s.backupState)
+	api.HandleFunc("POST /api/v1/playbooks/{name}/schedules/pause", s.pauseSchedules)
+	api.HandleFunc("POST /api/v1/playbooks/{name}/schedules/resume", s.resumeSchedules)
+	api.HandleFunc("POST /api/v1/playbooks/{name}/schedules/run", s.runSchedule)
+	api.HandleFunc("POST /api/v1/playbooks/{name}/schedules/backfill", s.backfillSchedule)
 	s.authRoutes(api)
 	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fault.NotFound, fmt.Sprintf("no API route %s %s (see docs/api.md)", r.Method, r.URL.Path))

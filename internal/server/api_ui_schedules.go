@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -34,6 +36,7 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		var runs []*state.Run
+		var pauses []state.SchedulePause
 		for i, t := range pb.Triggers {
 			if t.Schedule == nil {
 				continue
@@ -44,11 +47,21 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) {
 					writeErr(w, err)
 					return
 				}
+				if pauses, err = s.store.SchedulePauses(r.Context(), pb.Name); err != nil {
+					writeErr(w, err)
+					return
+				}
 			}
 			sc, err := s.scheduleOf(r.Context(), pb, i, t.Schedule, runs, now)
 			if err != nil {
 				writeErr(w, err)
 				return
+			}
+			for _, p := range pauses {
+				if p.Covers(i) {
+					sc.Paused = &p
+					break
+				}
 			}
 			out.Schedules = append(out.Schedules, sc)
 		}
@@ -95,6 +108,9 @@ func (s *Server) scheduleOf(ctx context.Context, pb *playbook.Playbook, i int, s
 	bySlot := map[int64]*state.Run{}
 	var oldest time.Time // the slot of the oldest run the schedule started
 	for _, r := range runs {
+		if r.Trigger["via"] == trigger.ViaRunNow {
+			continue // its slot is when it was asked, not one of the schedule's
+		}
 		str, _ := r.Trigger["slot"].(string)
 		if t, err := time.Parse(time.RFC3339, str); err == nil {
 			if _, seen := bySlot[t.Unix()]; !seen { // newest first: keep the latest run of a slot
@@ -110,6 +126,7 @@ func (s *Server) scheduleOf(ctx context.Context, pb *playbook.Playbook, i int, s
 		switch r := bySlot[slot.Unix()]; {
 		case r != nil:
 			sl.Run, sl.Status = r.ID, r.Status
+		case s.pausedSlot(ctx, pb.Name, i, sch, slot, &sl):
 		case last.IsZero() || slot.After(last):
 			out.Missed++
 			sl.Note = "not fired: no server fired it (one was down, or schedules are off); the catch-up policy decides at the next start"
@@ -160,4 +177,20 @@ func pastSlots(sch *playbook.Schedule, now time.Time, n int) []time.Time {
 			return past
 		}
 	}
+}
+
+// pausedSlot fills sl when a pause kept slot from firing (the scheduler
+// noted it, trigger.PausedSlotKey) and reports whether one did.
+func (s *Server) pausedSlot(ctx context.Context, playbookName string, i int, sch *playbook.Schedule, slot time.Time, sl *api.Slot) bool {
+	raw, err := s.store.DedupGet(ctx, trigger.PausedSlotKey(trigger.CursorKey(playbookName, i, sch), slot))
+	if err != nil {
+		return false
+	}
+	var note trigger.PausedSlot
+	if json.Unmarshal(raw, &note) != nil {
+		return false
+	}
+	sl.Paused = fmt.Sprintf("paused by %s: %s", note.By, note.Reason)
+	sl.Note = "skipped: the schedule was paused (" + sl.Paused + "); after the resume its catch-up policy decides, and a backfill may start it"
+	return true
 }

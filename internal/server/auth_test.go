@@ -70,7 +70,7 @@ func (e *env) cancelledRun() string {
 // a role allowed the route's permission gets 2xx, any other 403 naming
 // the permission, no token 401.
 func TestPermissionMatrix(t *testing.T) {
-	e := newEnv(t, map[string]string{"gate.yaml": approvalPlaybook}, withPeople)
+	e := newEnv(t, map[string]string{"gate.yaml": approvalPlaybook, "yearly.yaml": yearlyPlaybook}, withPeople)
 	var seq atomic.Int64
 	// Each case makes the fixture it needs and returns the request.
 	type call struct {
@@ -115,6 +115,20 @@ func TestPermissionMatrix(t *testing.T) {
 		"GET /api/v1/schedules":                   {auth.ReadPlaybooks, func() call { return call{path: "/api/v1/schedules"} }},
 		"GET /api/v1/notifications":               {auth.ReadRuns, func() call { return call{path: "/api/v1/notifications"} }},
 		"GET /api/v1/state/backup":                {auth.Admin, func() call { return call{path: "/api/v1/state/backup"} }},
+		"POST /api/v1/playbooks/{name}/schedules/pause": {auth.PauseSchedules, func() call {
+			return call{path: "/api/v1/playbooks/yearly/schedules/pause", body: map[string]any{"reason": "freeze"}}
+		}},
+		"POST /api/v1/playbooks/{name}/schedules/resume": {auth.PauseSchedules, func() call {
+			r := e.as("root", "POST", "/api/v1/playbooks/yearly/schedules/pause", map[string]any{"reason": "freeze"})
+			require.Equal(t, 200, r.status, "%s", r.body)
+			return call{path: "/api/v1/playbooks/yearly/schedules/resume", body: map[string]any{}}
+		}},
+		"POST /api/v1/playbooks/{name}/schedules/run": {auth.StartRuns, func() call {
+			return call{path: "/api/v1/playbooks/yearly/schedules/run", body: map[string]any{}}
+		}},
+		"POST /api/v1/playbooks/{name}/schedules/backfill": {auth.StartRuns, func() call {
+			return call{path: "/api/v1/playbooks/yearly/schedules/backfill", body: map[string]any{"from": "2020-01-01T00:00:00Z", "to": "2020-12-31T00:00:00Z", "dry_run": true}}
+		}},
 	}
 	var names []string
 	for p := range cases {
@@ -149,6 +163,15 @@ func TestPermissionMatrix(t *testing.T) {
 		})
 	}
 }
+
+// yearlyPlaybook has a schedule trigger that fires once a year.
+const yearlyPlaybook = `version: 1
+name: yearly
+triggers:
+  - schedule: {cron: "0 0 1 1 *"}
+steps:
+  - {id: say, uses: log, with: {message: hi}}
+`
 
 // A role limited to playbooks by pattern acts on those and no others:
 // the others are 403 and left out of listings.

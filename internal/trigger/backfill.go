@@ -179,3 +179,19 @@ func (b Backfill) runsBySlot(ctx context.Context) (map[int64]string, error) {
 	}
 	return out, nil
 }
+
+// ScheduleRequest is the start of a run of pb's schedule trigger at index
+// for slot, as the scheduler would start it (trigger.slot, .cron,
+// .late_ms and the inputs its trigger sets), its trigger carrying extra
+// too: "run now" starts it with the time it was asked as its slot.
+func ScheduleRequest(pb *playbook.Playbook, index int, slot time.Time, extra map[string]any) (StartRequest, error) {
+	if index < 0 || index >= len(pb.Triggers) || pb.Triggers[index].Schedule == nil {
+		return StartRequest{}, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("playbook %s has no schedule trigger at index %d", pb.Name, index)}
+	}
+	t := pb.Triggers[index]
+	sched, err := cronParser.Parse(t.Schedule.Cron)
+	if err != nil {
+		return StartRequest{}, fmt.Errorf("parse cron %q: %w", t.Schedule.Cron, err)
+	}
+	return scheduleRequest(pb, t, Zone(sched, t.Schedule.Location), slot, func() time.Time { return slot }, extra)
+}
