@@ -119,3 +119,47 @@ func waitRun(t *testing.T, store state.Store, id string, want state.RunStatus) {
 		return err == nil && r.Status == want
 	}, 5*time.Second, 5*time.Millisecond, "run %s never %s", id, want)
 }
+
+// BenchmarkPlaybookViewRead is the store read behind the per-playbook
+// series (at most every storeRefresh): a history of 20,000 finished runs
+// of 10 playbooks, one of which never succeeded, and 200 runs waiting for
+// an approval.
+func BenchmarkPlaybookViewRead(b *testing.B) {
+	ctx := context.Background()
+	store, err := bolt.Open(filepath.Join(b.TempDir(), "state.db"), bolt.Options{NoSync: true})
+	require.NoError(b, err)
+	defer store.Close()
+	var pbs []*playbook.Playbook
+	for i := range 10 {
+		pbs = append(pbs, &playbook.Playbook{Name: "pb-" + strconv.Itoa(i)})
+	}
+	t0 := time.Now().Add(-time.Hour)
+	for i := range 20200 {
+		pb := pbs[i%10].Name
+		r := &state.Run{ID: "r" + strconv.Itoa(i), Playbook: pb, Status: state.RunSucceeded, CreatedAt: t0.Add(time.Duration(i) * time.Millisecond)}
+		if pb == "pb-0" {
+			r.Status = state.RunFailed
+		}
+		if i >= 20000 {
+			r.Status = state.RunWaiting
+		}
+		r.EndedAt = r.CreatedAt
+		require.NoError(b, store.CreateRun(ctx, r))
+		if r.Status == state.RunWaiting {
+			require.NoError(b, store.SaveStep(ctx, &state.StepRecord{RunID: r.ID, ID: "gate", Status: state.StepWaiting, StartedAt: r.CreatedAt, Approval: &state.ApprovalRequest{}}))
+		}
+	}
+	v := newPlaybookView(playbookSource{store: store, playbooks: func() []*playbook.Playbook { return pbs }, known: func(string) bool { return true }})
+	b.ResetTimer()
+	for range b.N {
+		v.at = time.Time{}
+		v.refreshIfDue()
+	}
+	b.StopTimer()
+	waiting := 0
+	for _, a := range v.approvals {
+		waiting += a.n
+	}
+	require.Equal(b, 200, waiting)
+	require.True(b, v.read["pb-0"].succeeded.IsZero(), "pb-0 never succeeded: its listing scans the whole history")
+}
