@@ -87,7 +87,7 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 		Engine: eo, Playbooks: cfg.Playbooks, Listen: cfg.Server.Listen, Token: sec.token,
 		Routes: sec.routes, MaxBody: cfg.Server.MaxBody, DedupTTL: cfg.Webhooks.DedupTTL,
 		Schedules: cfg.Schedules, Reload: cfg.Server.Reload, ReloadInterval: cfg.Server.ReloadInterval,
-		ShutdownGrace: cfg.Server.ShutdownGrace, Limits: server.Limits{ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
+		ShutdownGrace: cfg.Server.ShutdownGrace, DrainGrace: cfg.Server.DrainGrace, Limits: server.Limits{ReadHeaderTimeout: cfg.Server.ReadHeaderTimeout,
 			ReadTimeout: cfg.Server.ReadTimeout, WriteTimeout: cfg.Server.WriteTimeout, IdleTimeout: cfg.Server.IdleTimeout,
 			MaxConnsPerAddress: cfg.Server.MaxConnsPerAddress}, MaxRunning: cfg.Server.MaxRunning, Lease: cfg.Server.Lease, TakeOverRunProcesses: cfg.Server.TakeOverRunProcesses, StateFile: stateFile(statePath), Logger: logger,
 		Auth: authOptions, TLS: server.TLSFiles{Cert: cfg.Server.TLSCert, Key: cfg.Server.TLSKey}, MetricsToken: sec.metrics,
@@ -361,9 +361,11 @@ func (a *app) newServer(o server.Options) (*server.Server, error) {
 // serve runs srv until ctx ends, reloading its playbooks on SIGHUP, and
 // calls listening with its address once it listens.
 func (a *app) serve(ctx context.Context, srv *server.Server, listening func(addr string)) error {
-	hup := make(chan os.Signal, 1)
+	hup, usr1 := make(chan os.Signal, 1), make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
+	signal.Notify(usr1, syscall.SIGUSR1)
 	defer signal.Stop(hup)
+	defer signal.Stop(usr1)
 	go func() {
 		for {
 			select {
@@ -373,6 +375,9 @@ func (a *app) serve(ctx context.Context, srv *server.Server, listening func(addr
 				if err := srv.Reload(); err == nil {
 					fmt.Fprintln(a.stderr, "reloaded the playbook directory")
 				}
+			case <-usr1:
+				fmt.Fprintln(a.stderr, "draining: taking no new run; GET /api/v1/drain says when nothing executes here any more")
+				go srv.Drain(0, "signal SIGUSR1", "")
 			}
 		}
 	}()

@@ -201,6 +201,33 @@ type Health struct {
 	Status         string `json:"status"` // ok
 }
 
+// Drain is the answer of GET and POST /api/v1/drain: how far this
+// server's drain is.
+type Drain struct {
+	Draining bool       `json:"draining"`
+	Since    *time.Time `json:"since,omitempty"`
+	Grace    string     `json:"grace,omitempty"`
+	By       string     `json:"by,omitempty"`
+	Reason   string     `json:"reason,omitempty"`
+	// Executing is how many runs still execute on this server.
+	Executing int `json:"executing"`
+	// LetGo counts the runs it let go without executing them (parked and
+	// queued ones), HandedOver those of them the other replicas took
+	// over at once (the others wait in the store for this server's next
+	// start), Suspended the runs suspended when the grace ended.
+	LetGo      int `json:"let_go"`
+	HandedOver int `json:"handed_over"`
+	Suspended  int `json:"suspended"`
+	// Empty: nothing executes here any more; the process may be stopped.
+	Empty bool `json:"empty"`
+}
+
+// DrainRequest is the body of POST /api/v1/drain (optional).
+type DrainRequest struct {
+	Grace  string `json:"grace,omitempty"` // a duration: 30s, 10m
+	Reason string `json:"reason,omitempty"`
+}
+
 // Ready is the answer of GET /readyz: 200 "ok" while the server takes
 // requests, 503 "draining" once it is shutting down.
 type Ready struct {

@@ -77,9 +77,12 @@ const MinLease, MaxLease = time.Second, time.Hour
 
 // Server holds the settings of `runbook serve`'s HTTP server.
 type Server struct {
-	Listen         string        // host:port
-	TokenSecret    string        // name of the secret holding the API bearer token
-	ShutdownGrace  time.Duration // how long in-flight work may take to stop
+	Listen        string        // host:port
+	TokenSecret   string        // name of the secret holding the API bearer token
+	ShutdownGrace time.Duration // how long in-flight work may take to stop
+	// DrainGrace is how long the runs executing may take to end once a
+	// drain began (SIGUSR1) before they are suspended. 0 (unset): 10m.
+	DrainGrace     time.Duration
 	MaxBody        int64         // webhook body cap in bytes
 	Reload         bool          // poll the playbook directory for changes
 	ReloadInterval time.Duration // how often

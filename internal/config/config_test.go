@@ -56,6 +56,7 @@ server:
   listen: 0.0.0.0:9000
   token_secret: API_TOKEN
   shutdown_grace: 1m
+  drain_grace: 20m
   max_body: 512KiB
   reload: false
   reload_interval: 500ms
@@ -82,7 +83,7 @@ schedules: false
 		assert.Equal(t, "/srv/rb/state/runbook.db", c.State)
 		assert.Equal(t, "/etc/runbook/secrets.env", c.SecretsFile)
 		assert.Equal(t, Server{
-			Listen: "0.0.0.0:9000", TokenSecret: "API_TOKEN", ShutdownGrace: time.Minute,
+			Listen: "0.0.0.0:9000", TokenSecret: "API_TOKEN", ShutdownGrace: time.Minute, DrainGrace: 20 * time.Minute,
 			MaxBody: 512 << 10, Reload: false, ReloadInterval: 500 * time.Millisecond,
 		}, c.Server)
 		assert.Equal(t, Webhooks{DedupTTL: 48 * time.Hour, Routes: map[string]Route{

@@ -20,7 +20,7 @@ import (
 
 var (
 	topKeys    = []string{"playbooks", "state", "secrets_file", "server", "webhooks", "connections", "schedules", "retention", "auth", "http", "notifications"}
-	serverKeys = []string{"listen", "token_secret", "shutdown_grace", "max_body", "reload", "reload_interval", "max_running", "lease", "take_over_run_processes",
+	serverKeys = []string{"listen", "token_secret", "shutdown_grace", "drain_grace", "max_body", "reload", "reload_interval", "max_running", "lease", "take_over_run_processes",
 		"read_header_timeout", "read_timeout", "write_timeout", "idle_timeout", "max_conns_per_address", "tls", "metrics_token", "public_url"}
 	webhookKeys = []string{"dedup_ttl", "routes"}
 	routeKeys   = []string{"verify", "secret", "secrets"}
@@ -120,11 +120,6 @@ func (l *loader) server(c *Config, n *yaml.Node) {
 			s.TokenSecret = v
 		}
 	}
-	if n := o.Get("shutdown_grace"); n != nil {
-		if d, ok := l.duration(n, "server.shutdown_grace", 0); ok {
-			s.ShutdownGrace = d
-		}
-	}
 	if n := o.Get("max_body"); n != nil {
 		if v, ok := l.size(n, "server.max_body", 1, MaxBodyLimit); ok {
 			s.MaxBody = v
@@ -133,11 +128,6 @@ func (l *loader) server(c *Config, n *yaml.Node) {
 	if n := o.Get("reload"); n != nil {
 		if b, ok := l.Bool(n, "server.reload"); ok {
 			s.Reload = b
-		}
-	}
-	if n := o.Get("reload_interval"); n != nil {
-		if d, ok := l.duration(n, "server.reload_interval", MinReloadInterval); ok {
-			s.ReloadInterval = d
 		}
 	}
 	if n := o.Get("max_running"); n != nil {
@@ -162,10 +152,13 @@ func (l *loader) server(c *Config, n *yaml.Node) {
 	for _, t := range []struct {
 		key string
 		d   *time.Duration
-	}{{"read_header_timeout", &s.ReadHeaderTimeout}, {"read_timeout", &s.ReadTimeout},
-		{"write_timeout", &s.WriteTimeout}, {"idle_timeout", &s.IdleTimeout}} {
+		lo  time.Duration
+	}{{"shutdown_grace", &s.ShutdownGrace, 0}, {"drain_grace", &s.DrainGrace, 0},
+		{"reload_interval", &s.ReloadInterval, MinReloadInterval},
+		{"read_header_timeout", &s.ReadHeaderTimeout, MinHTTPTimeout}, {"read_timeout", &s.ReadTimeout, MinHTTPTimeout},
+		{"write_timeout", &s.WriteTimeout, MinHTTPTimeout}, {"idle_timeout", &s.IdleTimeout, MinHTTPTimeout}} {
 		if n := o.Get(t.key); n != nil {
-			if v, ok := l.duration(n, "server."+t.key, MinHTTPTimeout); ok {
+			if v, ok := l.duration(n, "server."+t.key, t.lo); ok {
 				*t.d = v
 			}
 		}

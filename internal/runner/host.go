@@ -57,6 +57,8 @@ type Host struct {
 	park parker  // parked runs with a wake time (park.go)
 	keys keyPark // runs parked on a concurrency key (keys.go)
 
+	draining *drain // set by Drain (drain.go)
+
 	// Of an embedded host (embedded.go): its process lease, why runs
 	// stopped unfinished, and a channel closed at each change of its runs.
 	lease   *engine.ProcessLease
@@ -223,8 +225,8 @@ func (r *Host) observe(runID string, ev state.Event) {
 // return its record for the webhook intake to commit with the delivery;
 // Launch executes it once committed.
 func (r *Host) Prepare(_ context.Context, req trigger.StartRequest) (*state.Run, []state.Event, error) {
-	if err := r.base.Err(); err != nil {
-		return nil, nil, ErrShuttingDown
+	if err := r.refusal(); err != nil {
+		return nil, nil, err
 	}
 	run, ev, err := r.eng.Prepare(req.Playbook, engine.StartRequest{Inputs: req.Inputs, Trigger: req.Trigger, Delivery: req.Delivery})
 	if err != nil {
@@ -291,8 +293,8 @@ func (r *Host) Start(ctx context.Context, req trigger.StartRequest) (string, err
 }
 
 func (r *Host) StartRun(ctx context.Context, pb *playbook.Playbook, req engine.StartRequest) (*state.Run, error) {
-	if err := r.base.Err(); err != nil {
-		return nil, ErrShuttingDown
+	if err := r.refusal(); err != nil {
+		return nil, err
 	}
 	run, err := r.eng.Start(ctx, pb, req)
 	if err != nil {
@@ -310,7 +312,7 @@ func (r *Host) StartRun(ctx context.Context, pb *playbook.Playbook, req engine.S
 // the reason, so `runs list` shows it. A server shutting down records
 // nothing: its refusal is not the run's failure.
 func (r *Host) StartFailed(ctx context.Context, req trigger.StartRequest, reason error) (string, error) {
-	if r.base.Err() != nil || errors.Is(reason, ErrShuttingDown) {
+	if r.base.Err() != nil || errors.Is(reason, ErrShuttingDown) || errors.Is(reason, ErrDraining) {
 		return "", nil
 	}
 	run, err := r.eng.StartFailed(ctx, req.Playbook, engine.StartRequest{Inputs: req.Inputs, Trigger: req.Trigger}, reason)
@@ -372,6 +374,11 @@ func (r *Host) launchRun(q queuedRun) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, dup := r.active[q.run.ID]; dup || r.base.Err() != nil {
+		return
+	}
+	if r.drainingLocked() { // committed meanwhile: another takes it (drain.go)
+		r.draining.letGo++
+		r.wg.Go(func() { r.handRunsOver([]string{q.run.ID}) })
 		return
 	}
 	r.active[q.run.ID] = &runSlot{playbook: q.pb.Name}
@@ -509,6 +516,10 @@ func (r *Host) Run(ctx context.Context) { r.watchdog(ctx, r.o.Watchdog, r.o.Orph
 // Replicas (replica.go) take runs from their shared queue instead.
 func (r *Host) watchdog(ctx context.Context, interval, orphaned time.Duration) {
 	if r.rep != nil {
+		ctx, quit := context.WithCancel(ctx)
+		r.mu.Lock()
+		r.rep.quit = quit
+		r.mu.Unlock()
 		r.replicate(ctx)
 		return
 	}
@@ -645,8 +656,8 @@ func (r *Host) Retry(ctx context.Context, runID, from string, secretInputs map[s
 // prepareRetry checks the values given for the secret inputs of run
 // runID, commits its retry and returns it with its playbook and inputs.
 func (r *Host) prepareRetry(ctx context.Context, runID, from string, secretInputs map[string]any, by string) (*state.Run, *playbook.Playbook, map[string]any, error) {
-	if err := r.base.Err(); err != nil {
-		return nil, nil, nil, ErrShuttingDown
+	if err := r.refusal(); err != nil {
+		return nil, nil, nil, err
 	}
 	if len(secretInputs) > 0 {
 		old, err := r.store.GetRun(ctx, runID)
@@ -683,8 +694,8 @@ func (r *Host) prepareRetry(ctx context.Context, runID, from string, secretInput
 // succeeded, failed or skipped, is a conflict; a cancelled run whose
 // execution here is still letting it go is waited for.
 func (r *Host) Resume(ctx context.Context, run *state.Run, secretInputs map[string]any) error {
-	if err := r.base.Err(); err != nil {
-		return ErrShuttingDown
+	if err := r.refusal(); err != nil {
+		return err
 	}
 	switch run.Status {
 	case state.RunSucceeded, state.RunFailed, state.RunSkipped:

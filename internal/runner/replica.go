@@ -52,7 +52,8 @@ type replica struct {
 	listening chan struct{}
 	listened  sync.Once
 	renew     func(context.Context) error
-	lapse     lapse // the lease measured here (keepLease)
+	lapse     lapse              // the lease measured here (keepLease)
+	quit      context.CancelFunc // ends the replica's loops (leaveReplicas)
 }
 
 // coordinate makes r a replica when its store is shared (state.Coordinator).
@@ -89,6 +90,20 @@ func (r *Host) leave() {
 	if err := r.rep.c.DropReplica(ctx, r.rep.id); err != nil {
 		r.log.Warn("cannot end the replica lease; the other replicas take its runs when it expires", "err", err)
 	}
+}
+
+// leaveReplicas ends this replica's part in the group once it drained:
+// its lease is not renewed any more and ends now, it takes no run, hears
+// no notice and leads no scheduler; the others take whatever it still
+// owns at once.
+func (r *Host) leaveReplicas() {
+	r.mu.Lock()
+	quit := r.rep.quit
+	r.mu.Unlock()
+	if quit != nil {
+		quit()
+	}
+	r.leave()
 }
 
 // replicate keeps the lease, listens for notices and takes runs from the
@@ -386,7 +401,7 @@ func (r *Host) takeRuns(ctx context.Context) int {
 	r.mu.Lock()
 	free := r.max - r.slots - len(r.queue)
 	r.mu.Unlock()
-	if free <= 0 || r.base.Err() != nil || !r.rep.lapse.steady(r.rep.lease) {
+	if free <= 0 || r.refusal() != nil || !r.rep.lapse.steady(r.rep.lease) {
 		return 0
 	}
 	ids, err := r.rep.c.ClaimRuns(ctx, r.rep.id, free, r.rep.lease, r.o.TakeOverRunProcesses)
@@ -489,24 +504,27 @@ func (r *Host) Leader() trigger.Leader {
 	if r.rep == nil {
 		return nil
 	}
-	return lapsingLeader{r.rep}
+	return lapsingLeader{r}
 }
 
 // lapsingLeader is the store's leader lease, not taken or renewed while
-// the replica's own lease lapsed: the scheduler stops leading at its
+// the replica's own lease lapsed or it drains: the scheduler stops leading at its
 // next renewal (a third of its lease) and leads again once the replica
 // renewed its lease (and the leader lease is free).
-type lapsingLeader struct{ rep *replica }
+type lapsingLeader struct{ r *Host }
 
 func (l lapsingLeader) Lead(ctx context.Context, name, holder string, term int64, ttl time.Duration) (int64, error) {
-	if !l.rep.lapse.holds() {
+	if !l.r.rep.lapse.holds() {
 		return 0, fmt.Errorf("%w: this replica's own lease lapsed", trigger.ErrNotNow)
 	}
-	return l.rep.c.Lead(ctx, name, holder, term, ttl)
+	if err := l.r.refusal(); err != nil {
+		return 0, fmt.Errorf("%w: %w", trigger.ErrNotNow, err)
+	}
+	return l.r.rep.c.Lead(ctx, name, holder, term, ttl)
 }
 
 func (l lapsingLeader) Resign(ctx context.Context, name, holder string, term int64) error {
-	return l.rep.c.Resign(ctx, name, holder, term)
+	return l.r.rep.c.Resign(ctx, name, holder, term)
 }
 
 // releaseStaleLocks releases the concurrency locks of runs no process

@@ -57,6 +57,8 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("POST /api/v1/playbooks/{name}/schedules/resume", s.resumeSchedules)
 	api.HandleFunc("POST /api/v1/playbooks/{name}/schedules/run", s.runSchedule)
 	api.HandleFunc("POST /api/v1/playbooks/{name}/schedules/backfill", s.backfillSchedule)
+	api.HandleFunc("GET /api/v1/drain", s.drainStatus)
+	api.HandleFunc("POST /api/v1/drain", s.drainRequest)
 	s.authRoutes(api)
 	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fault.NotFound, fmt.Sprintf("no API route %s %s (see docs/api.md)", r.Method, r.URL.Path))
@@ -335,7 +337,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) {
 		run, err = s.runs.StartRun(r.Context(), pb, req)
 	}
 	if err != nil {
-		if errors.Is(err, runner.ErrShuttingDown) {
+		if errors.Is(err, runner.ErrShuttingDown) || errors.Is(err, runner.ErrDraining) {
 			writeError(w, http.StatusServiceUnavailable, fault.Unavailable, err.Error())
 			return
 		}

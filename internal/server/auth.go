@@ -51,6 +51,8 @@ var routePerms = map[string]route{
 	"POST /api/v1/runs/{id}/retry":                     {perm: auth.RetryRuns, action: "run.retry"},
 	"POST /api/v1/runs/{id}/resume":                    {perm: auth.ResumeRuns, action: "run.resume"},
 	"POST /api/v1/reload":                              {perm: auth.Reload, action: "server.reload"},
+	"GET /api/v1/drain":                                {perm: auth.ReadRuns},
+	"POST /api/v1/drain":                               {perm: auth.Admin, action: "server.drain"},
 	"GET /api/v1/whoami":                               {},
 	"GET /api/v1/tokens":                               {perm: auth.ManageTokens},
 	"POST /api/v1/tokens":                              {perm: auth.ManageTokens, action: "token.create"},

@@ -58,6 +58,10 @@ type Options struct {
 	ReloadInterval time.Duration
 	// ShutdownGrace bounds a graceful shutdown.
 	ShutdownGrace time.Duration
+	// DrainGrace is how long the runs executing may take to end once a
+	// drain began (SIGUSR1 or POST /api/v1/drain without a grace) before
+	// they are suspended (default DefaultDrainGrace; drain.go).
+	DrainGrace time.Duration
 	// Limits bound what one client can hold of the listener (limits.go).
 	Limits Limits
 	// TLS makes the listener speak HTTPS with these files, reloaded on
@@ -107,8 +111,12 @@ type Server struct {
 	intake  *trigger.Intake
 	handler http.Handler
 	ready   chan struct{}
-	// draining is set when shutdown begins: /readyz answers 503 from then.
+	// draining is set when shutdown or a drain begins: /readyz answers
+	// 503 from then.
 	draining atomic.Bool
+	// stopSched stops the scheduler (a drain).
+	stopSched atomic.Pointer[context.CancelFunc]
+	drainBy   atomic.Pointer[drainNote] // set by Drain
 
 	notify notifications
 
@@ -142,6 +150,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.ShutdownGrace <= 0 {
 		o.ShutdownGrace = 30 * time.Second
+	}
+	if o.DrainGrace <= 0 {
+		o.DrainGrace = DefaultDrainGrace
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -308,7 +319,9 @@ func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	if s.o.Schedules {
 		s.sched.Set(s.cat.all())
-		wg.Go(func() { _ = s.sched.Run(bg) })
+		sctx, stop := context.WithCancel(bg)
+		s.stopSched.Store(&stop)
+		wg.Go(func() { _ = s.sched.Run(sctx) })
 	}
 	if s.o.Reload {
 		wg.Go(func() { s.watch(bg) })

@@ -44,6 +44,11 @@ type Coordinator interface {
 	// lease (see engine.KeepProcessLease) lapsed are taken too when their
 	// playbook opted in (Run.TakeOver), or all of them with processes.
 	ClaimRuns(ctx context.Context, replica string, limit int, pendingAge time.Duration, processes bool) ([]string, error)
+	// LetGo gives up replica's ownership of those of the runs ids it owns
+	// (a draining replica hands its parked and queued runs over): they
+	// have no owner then, and the replicas are told there are runs to
+	// take. It returns how many it let go.
+	LetGo(ctx context.Context, replica string, ids []string) (int, error)
 
 	// Lead takes (term 0) or renews (the term it returned) the lease
 	// name for holder, for ttl. It returns the term held, or 0 when

@@ -57,6 +57,21 @@ func (s *Store) ClaimRun(ctx context.Context, id, replica string, adopt bool) (b
 	return tag.RowsAffected() == 1, nil
 }
 
+// LetGo implements state.Coordinator.
+func (s *Store) LetGo(ctx context.Context, replica string, ids []string) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	var n int
+	err := s.pool.QueryRow(ctx, `WITH g AS (UPDATE runbook_runs SET owner = ''
+			WHERE id = ANY($2) AND owner = $1 AND parent_id = '' RETURNING 1)
+		SELECT count(*), pg_notify('runbook_work:' || current_schema(), '') FROM g`, replica, ids).Scan(&n, new(any))
+	if err != nil {
+		return 0, fmt.Errorf("let runs go: %w", err)
+	}
+	return n, nil
+}
+
 // ClaimRuns implements state.Coordinator: one transaction selects the runs
 // FOR UPDATE SKIP LOCKED, so replicas claiming at once take different
 // runs without waiting for each other, and makes them replica's.
