@@ -250,6 +250,8 @@ func (h *callHost) RunPlaybook(context.Context, string, map[string]any) (steps.O
 	return nil, errNoSubPlaybooks
 }
 
+func (h *callHost) Mask(s string) string { return h.red.String(s) }
+
 func (h *callHost) AwaitApproval(context.Context, steps.ApprovalRequest) (steps.ApprovalResponse, error) {
 	return steps.ApprovalResponse{}, errNoApprovals
 }

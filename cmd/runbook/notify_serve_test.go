@@ -36,6 +36,16 @@ steps:
     uses: fail
     with: {message: "the token ${{ secrets.CLUSTER_TOKEN }} was refused", code: unauthorized}
 `
+	tellPlaybook = `version: 1
+name: tell
+steps:
+  - id: tell
+    uses: notify
+    with:
+      channel: pager
+      subject: deploy done
+      message: "prod-1 is on v1.29.3 (deployed with ${{ secrets.CLUSTER_TOKEN }})"
+`
 	approversPlaybook = `version: 1
 name: signoff
 steps:
@@ -164,6 +174,7 @@ func TestServeNotifiesAFailedRunAndAWaitingApproval(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
 	c.file("playbooks/boom.yaml", boomPlaybook)
 	c.file("playbooks/signoff.yaml", approversPlaybook)
+	c.file("playbooks/tell.yaml", tellPlaybook)
 	c.file("runbook.yaml", notifyConfig(recv.srv.URL, "reload: false"))
 	s := c.serve("--config", filepath.Join(c.dir, "runbook.yaml"))
 
@@ -174,11 +185,19 @@ func TestServeNotifiesAFailedRunAndAWaitingApproval(t *testing.T) {
 	require.Equal(t, 201, code, run)
 	waiting := run["id"].(string)
 
-	failKey, waitKey := "run.failed/"+failed+"@pager", "approval.waiting/"+waiting+"/gate@pager"
-	waitUntil(t, 20*time.Second, "both messages", func() bool {
+	code, run = s.api(t, "POST", "/api/v1/playbooks/tell/runs", map[string]any{})
+	require.Equal(t, 201, code, run)
+	told := run["id"].(string)
+
+	failKey, waitKey, tellKey := "run.failed/"+failed+"@pager", "approval.waiting/"+waiting+"/gate@pager", "step/"+told+"/tell"
+	waitUntil(t, 20*time.Second, "the three messages", func() bool {
 		n := recv.counts()
-		return n[failKey] == 1 && n[waitKey] == 1
+		return n[failKey] == 1 && n[waitKey] == 1 && n[tellKey] == 1
 	})
+	tb := recv.body(tellKey)
+	assert.Equal(t, "step.notify", tb["type"])
+	assert.Equal(t, "deploy done", tb["subject"])
+	assert.Contains(t, tb["text"], "prod-1 is on v1.29.3 (deployed with ***)")
 	b := recv.body(failKey)
 	assert.Equal(t, "run.failed", b["type"])
 	assert.Equal(t, "boom failed", b["subject"])
@@ -208,7 +227,7 @@ func TestServeNotifiesAFailedRunAndAWaitingApproval(t *testing.T) {
 		assert.NotContains(t, m["text"], leakedSecret)
 	}
 	time.Sleep(500 * time.Millisecond)
-	assert.Equal(t, map[string]int{failKey: 1, waitKey: 1}, recv.counts(), "each event once")
+	assert.Equal(t, map[string]int{failKey: 1, waitKey: 1, tellKey: 1}, recv.counts(), "each event once")
 }
 
 // Two replicas on PostgreSQL send twelve failure notifications to a
@@ -320,4 +339,23 @@ func TestNotifyTestSendsASampleThroughEachChannelOfTheRule(t *testing.T) {
 	assert.Equal(t, 2, r.code)
 	assert.Contains(t, r.stderr, `no notification rule "failure"`)
 	assert.Contains(t, r.stderr, `did you mean "failures"?`)
+}
+
+// runbook validate checks that a notify step names a channel of the
+// config when the config is known (./runbook.yaml or --config), at the
+// step's with.channel.
+func TestValidateChecksANotifyStepsChannelAgainstTheConfig(t *testing.T) {
+	c := newCLI(t)
+	c.file("tell.yaml", strings.ReplaceAll(tellPlaybook, "channel: pager", "channel: pagr"))
+	r := c.run("validate", "tell.yaml")
+	assert.Equal(t, 0, r.code, "without a config the channel is checked at run time: %s", r.stderr)
+
+	c.file("runbook.yaml", notifyConfig("http://127.0.0.1:9/x", "reload: false"))
+	r = c.run("validate", "tell.yaml")
+	assert.Equal(t, 2, r.code, r.stdout)
+	assert.Contains(t, r.stderr, `tell.yaml:7:7: steps[0].with.channel: channel "pagr" is not in notifications.channels of runbook.yaml (channels: pager); did you mean "pager"?`)
+
+	c.file("tell.yaml", tellPlaybook)
+	r = c.run("validate", "--config", filepath.Join(c.dir, "runbook.yaml"), "tell.yaml")
+	assert.Equal(t, 0, r.code, r.stderr)
 }

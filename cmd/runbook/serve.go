@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -91,7 +92,7 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 			ReadTimeout: cfg.Server.ReadTimeout, WriteTimeout: cfg.Server.WriteTimeout, IdleTimeout: cfg.Server.IdleTimeout,
 			MaxConnsPerAddress: cfg.Server.MaxConnsPerAddress}, MaxRunning: cfg.Server.MaxRunning, Lease: cfg.Server.Lease, TakeOverRunProcesses: cfg.Server.TakeOverRunProcesses, StateFile: stateFile(statePath), Logger: logger,
 		Auth: authOptions, TLS: server.TLSFiles{Cert: cfg.Server.TLSCert, Key: cfg.Server.TLSKey}, MetricsToken: sec.metrics,
-		Notify: sec.notify,
+		Notify: sec.notify.NotifyOptions,
 	})
 	if err != nil {
 		return err
@@ -205,7 +206,7 @@ type serveSecrets struct {
 	metrics     string // the token /metrics asks for; "": none
 	routes      map[string]trigger.Route
 	connections map[string]map[string]any
-	notify      server.NotifyOptions
+	notify      notifyChannels
 }
 
 // serveSecrets resolves the API token, every secret of each webhook route
@@ -237,9 +238,12 @@ func (a *app) serveSecrets(cfg *config.Config, src *secrets.Source, rehearsal bo
 	if err != nil {
 		missing = append(missing, err.Error())
 	}
-	sec.connections = conns
 	var located []string
 	sec.notify, located = notifyOptions(cfg, lookup)
+	if conns != nil {
+		maps.Copy(conns, sec.notify.Connections)
+	}
+	sec.connections = conns
 	if len(missing) > 0 || len(located) > 0 {
 		sort.Strings(missing)
 		for _, m := range missing {
@@ -253,14 +257,21 @@ func (a *app) serveSecrets(cfg *config.Config, src *secrets.Source, rehearsal bo
 	return sec, nil
 }
 
+// notifyChannels are the notification channels of the config: for the
+// server's sender, and as connections (notify:NAME) for the notify step.
+type notifyChannels struct {
+	server.NotifyOptions
+	Connections map[string]map[string]any
+}
+
 // notifyOptions builds the notification channels of the config with
 // their secrets. It returns a problem, at its place in the file, for each
 // secret not set and each channel that cannot be built (a signing secret
 // that is not whsec_, a CA file that does not load).
-func notifyOptions(cfg *config.Config, lookup func(string) (string, bool)) (server.NotifyOptions, []string) {
+func notifyOptions(cfg *config.Config, lookup func(string) (string, bool)) (notifyChannels, []string) {
 	nt := cfg.Notifications
-	o := server.NotifyOptions{Rules: nt.Rules, Channels: map[string]notify.Channel{}, Backoff: nt.Backoff,
-		MaxBackoff: nt.MaxBackoff, SendTimeout: nt.SendTimeout, PublicURL: cfg.Server.PublicURL}
+	o := notifyChannels{NotifyOptions: server.NotifyOptions{Rules: nt.Rules, Channels: map[string]notify.Channel{}, Backoff: nt.Backoff,
+		MaxBackoff: nt.MaxBackoff, SendTimeout: nt.SendTimeout, PublicURL: cfg.Server.PublicURL}, Connections: map[string]map[string]any{}}
 	var problems []string
 	for _, d := range cfg.MissingSecrets(lookup) {
 		problems = append(problems, d.String())
@@ -275,6 +286,9 @@ func notifyOptions(cfg *config.Config, lookup func(string) (string, bool)) (serv
 			continue
 		}
 		o.Channels[name] = c
+		if o.Connections[notify.ConnectionPrefix+name], err = notify.Settings(ch, lookup); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: notifications.channels.%s: %v", ch.Pos, name, err))
+		}
 	}
 	sort.Strings(problems)
 	return o, problems

@@ -5,9 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
+	"os"
+	"slices"
 	"strings"
 
+	"github.com/runbook/runbook/internal/config"
 	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/suggest"
 )
 
 var validateVerb = &verb{
@@ -79,6 +84,7 @@ GitHub Actions annotation (::error file=F,line=L,col=C::message).`,
 	out := addOutputFlag(fs, "text")
 	format := &formatFlag{}
 	fs.Var(format, "format", "diagnostic `format`: text or github (default text)")
+	configFile := fs.String("config", "", "config `file` whose notification channels notify steps must name (default ./runbook.yaml when it exists)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -89,10 +95,14 @@ GitHub Actions annotation (::error file=F,line=L,col=C::message).`,
 	if out.json && format.github {
 		return usageErrorf("validate", "--output json and --format github cannot be combined")
 	}
+	cfg, err := knownConfig(a, *configFile)
+	if err != nil {
+		return err
+	}
 	report := validateReport{Valid: true, Files: []validateFile{}, Diagnostics: []validateDiag{}}
 	bad := 0
 	for _, file := range pos {
-		pb, err := loadPlaybook(file)
+		pb, err := loadValidated(file, cfg)
 		if err != nil {
 			bad++
 			report.Valid = false
@@ -201,3 +211,52 @@ func escapeGitHubProperty(s string) string {
 }
 
 var _ flag.Value = (*formatFlag)(nil)
+
+// knownConfig is the config validate checks notify steps against: --config,
+// else ./runbook.yaml when it exists, else none (nil).
+func knownConfig(a *app, file string) (*config.Config, error) {
+	if file == "" {
+		if _, err := os.Stat(config.DefaultFile); err != nil {
+			return nil, nil
+		}
+		file = config.DefaultFile
+	}
+	cfg, err := config.Load(file)
+	if err != nil {
+		return nil, configError(a, file, err)
+	}
+	return cfg, nil
+}
+
+// loadValidated loads a playbook and, when the config is known, checks
+// that its notify steps name a channel of it: each literal channel that
+// notifications.channels lacks is a diagnostic at the step's with.channel.
+func loadValidated(file string, cfg *config.Config) (*playbook.Playbook, error) {
+	pb, err := loadPlaybook(file)
+	if err != nil || cfg == nil {
+		return pb, err
+	}
+	var ds playbook.Diagnostics
+	known := slices.Sorted(maps.Keys(cfg.Notifications.Channels))
+	for _, list := range [][]*playbook.Step{pb.Steps, pb.OnFailure, pb.Finally} {
+		for _, s := range list {
+			v, ok := s.With["channel"]
+			if s.Uses != "notify" || !ok || !v.Literal() {
+				continue
+			}
+			name, _ := v.Eval(nil)
+			if _, found := cfg.Notifications.Channels[fmt.Sprint(name)]; found {
+				continue
+			}
+			msg := fmt.Sprintf("channel %q is not in notifications.channels of %s", name, cfg.File)
+			if len(known) > 0 {
+				msg += " (channels: " + strings.Join(known, ", ") + ")" + suggest.Hint(fmt.Sprint(name), known)
+			}
+			ds = append(ds, playbook.Diagnostic{Pos: s.ParamPos("channel"), Path: s.DiagPath + ".with.channel", Message: msg})
+		}
+	}
+	if len(ds) > 0 {
+		return nil, ds
+	}
+	return pb, nil
+}

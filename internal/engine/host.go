@@ -49,6 +49,8 @@ func (h *host) Connection(name string) (map[string]any, error) {
 	return rs.e.o.Connection(name, override)
 }
 
+func (h *host) Mask(s string) string { return h.sr.rs.e.o.Redactor.String(s) }
+
 func (h *host) Secret(name string) (string, bool) {
 	v, ok := h.sr.rs.e.lookupSecret(name)
 	if ok {

@@ -93,6 +93,8 @@ func (h *preflightHost) RunPlaybook(context.Context, string, map[string]any) (st
 	return nil, errNotInPreflight
 }
 
+func (h *preflightHost) Mask(s string) string { return h.e.o.Redactor.String(s) }
+
 func (h *preflightHost) AwaitApproval(context.Context, steps.ApprovalRequest) (steps.ApprovalResponse, error) {
 	return steps.ApprovalResponse{}, errNotInPreflight
 }

@@ -208,6 +208,11 @@ type Host interface {
 	// ctx ends. A host that cannot wait in-process returns ErrSuspended: the
 	// run is parked durably and continues when answered.
 	AwaitApproval(ctx context.Context, req ApprovalRequest) (ApprovalResponse, error)
+	// Mask returns s with every secret value, and every value derived
+	// from one, masked as the run's logs mask them: for a step that sends
+	// text it composed out of its params somewhere the engine does not
+	// redact (a notification).
+	Mask(s string) string
 }
 
 // ApprovalRequest describes an approval a run waits for.

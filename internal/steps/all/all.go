@@ -17,3 +17,5 @@ import _ "github.com/runbook/runbook/internal/steps/logncrash"
 import _ "github.com/runbook/runbook/internal/steps/easymaker"
 
 import _ "github.com/runbook/runbook/internal/steps/network" // network.list, .subnets, .external, image.find
+
+import _ "github.com/runbook/runbook/internal/steps/notify" // notify (a message to a channel of the config)

@@ -53,6 +53,9 @@ func TestEveryRegisteredStepTypePassesTheContract(t *testing.T) {
 		"shell":        {"command": "sleep 10"},
 	}
 	setUp := map[string]func(t *testing.T, c *steps.Call){
+		"notify": func(t *testing.T, c *steps.Call) {
+			stepstest.HostOf(c).Connections["notify:ops-chat"] = map[string]any{"kind": "slack", "url": slow.URL}
+		},
 		"objectstorage.upload": func(t *testing.T, c *steps.Call) {
 			dir := filepath.Join(c.Dir, examplePath(t, "objectstorage.upload"))
 			require.NoError(t, os.MkdirAll(dir, 0o755))

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -125,6 +126,17 @@ func (h *Host) Answer(r steps.ApprovalResponse) {
 		r.At = time.Now()
 	}
 	h.answers <- r
+}
+
+// Mask masks the values of Secrets in s ("***"), as the engine's
+// redactor masks secrets.
+func (h *Host) Mask(s string) string {
+	for _, v := range h.Secrets {
+		if len(v) >= 3 {
+			s = strings.ReplaceAll(s, v, "***")
+		}
+	}
+	return s
 }
 
 // ApprovalRequests returns every request AwaitApproval received.
