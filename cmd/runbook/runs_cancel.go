@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/state"
 )
 
@@ -18,6 +19,8 @@ func cmdRunsCancel(ctx context.Context, a *app, args []string) error {
 		summary: "Cancel an unfinished run (and its sub-playbook runs). It can still be resumed with 'runbook run --resume RUN_ID'.",
 	})
 	o := newRunsOpener(a, fs)
+	var sims simFlags
+	sims.add(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -63,8 +66,16 @@ func cmdRunsCancel(ctx context.Context, a *app, args []string) error {
 		return nil
 	}
 	store := b.(*storeBackend).store
-	// This process holds the state file, so no other process executes the
-	// run: marking it cancelled is all there is to do.
+	src, err := o.secrets()
+	if err != nil {
+		return err
+	}
+	done, err := a.cancelHeldByNone(ctx, store, src, &sims, r)
+	if done || err != nil {
+		return err
+	}
+	// Another process executes the run (a replica, a runbook run): the
+	// cancellation is recorded, and it stops the run there.
 	cancelled, err := cancelRun(ctx, store, r)
 	var ended *state.EndedMeanwhileError
 	if errors.As(err, &ended) && ended.Run == r.ID {
@@ -84,6 +95,48 @@ func cmdRunsCancel(ctx context.Context, a *app, args []string) error {
 	}
 	fmt.Fprintf(a.stdout, "run %s cancelled\n", r.ID)
 	return nil
+}
+
+// cancelHeldByNone cancels run r, which no process holds, through a run
+// host of this process: its top-level run is claimed and executed
+// cancelled, so its finally steps run and its concurrency key is
+// released, as when its holder cancels it. It reports false when another
+// process holds the run (the caller records the cancellation for it).
+func (a *app) cancelHeldByNone(ctx context.Context, store state.Store, src *secrets.Source, sims *simFlags, r *state.Run) (bool, error) {
+	root := rootRun(ctx, store, r)
+	sims.remember(ctx, store, root.ID)
+	conns, stopSim, err := sims.open(ctx)
+	if err != nil {
+		return true, err
+	}
+	defer stopSim()
+	opts := a.engineOptions(store, src)
+	opts.Connection = conns.resolve
+	opts.Sim = sims.recorded()
+	host := a.newHost(opts)
+	err = host.Open(ctx)
+	defer host.Close()
+	if err != nil {
+		return true, withHint(err, "")
+	}
+	by := "run cancelled by " + currentUser()
+	top, err := host.CancelHeldByNone(ctx, r.ID, errors.New(by))
+	if _, elsewhere := wentOnElsewhere(ctx, store, root.ID, host, err); elsewhere || errors.Is(err, state.ErrFenced) {
+		return false, nil
+	}
+	if err != nil {
+		return true, withHint(err, "runbook runs show "+r.ID)
+	}
+	res, err := follow(ctx, host, top, true)
+	if res == nil {
+		return true, withHint(err, "runbook runs show "+r.ID)
+	}
+	cur, gerr := store.GetRun(ctx, r.ID)
+	if gerr != nil {
+		return true, gerr
+	}
+	fmt.Fprintf(a.stdout, "run %s %s\n", r.ID, cur.Status)
+	return true, nil
 }
 
 // cancelRun marks r and its unfinished sub-playbook runs cancelled and

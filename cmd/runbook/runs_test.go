@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -185,6 +187,41 @@ func TestCancelAParkedRun(t *testing.T) {
 	r = c.run("runs", "cancel", id)
 	assert.Equal(t, 1, r.code, r)
 	assert.Contains(t, r.stderr, "already cancelled")
+}
+
+// A parked run of a `runbook run` that exited is cancelled as its holder
+// would cancel it: `runs cancel` executes it cancelled, so its finally
+// step runs (once) and its concurrency key is released for the next run.
+func TestCancelAParkedRunRunsItsFinallyAndFreesItsKey(t *testing.T) {
+	c := newCLI(t)
+	pb := c.file("keyed.yaml", `version: 1
+name: keyed
+concurrency: {key: only-one}
+steps:
+  - {id: gate, uses: approval, with: {message: go on?}}
+  - {id: after, uses: shell, with: {command: "echo after >> after.txt"}}
+finally:
+  - {id: tidy, uses: shell, with: {command: "echo tidy >> finally.txt"}}
+`)
+	id := runIDOf(t, c.run("run", pb).stdout)
+	r := c.run("runs", "cancel", id)
+	require.Equal(t, 0, r.code, r)
+	assert.Equal(t, "run "+id+" cancelled\n", r.stdout)
+	b, err := os.ReadFile(filepath.Join(c.dir, "finally.txt"))
+	require.NoError(t, err, "the finally step ran")
+	assert.Equal(t, "tidy\n", string(b))
+	_, err = os.Stat(filepath.Join(c.dir, "after.txt"))
+	assert.True(t, os.IsNotExist(err), "no step after the cancelled one")
+
+	r = c.run("runs", "show", id, "--output", "json")
+	var doc runDocument
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+	assert.EqualValues(t, "cancelled", doc.Run.Status)
+
+	next := runIDOf(t, c.run("run", pb).stdout)
+	r = c.run("runs", "show", next)
+	assert.Contains(t, r.stdout, "status:    waiting", "the next run took the key: %s", r.stdout)
+	assert.NotContains(t, r.stdout, "queued", r.stdout)
 }
 
 func TestApprovalInsideASubPlaybook(t *testing.T) {

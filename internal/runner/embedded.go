@@ -94,6 +94,22 @@ func (r *Host) Continue(ctx context.Context, runID string, secretInputs map[stri
 	return nil
 }
 
+// CancelHeldByNone claims the top-level run of the unfinished run runID,
+// which no process holds (a parked run of a `runbook run` that exited), and
+// executes it cancelled with cause, as its holder would: its finally steps
+// run and its concurrency key is released. It returns the top-level run's
+// ID to follow (Await); a claim refused (another process holds the run)
+// is returned as it is.
+func (r *Host) CancelHeldByNone(ctx context.Context, runID string, cause error) (string, error) {
+	top := r.eng.TopLevel(ctx, runID)
+	r.eng.CancelNext(runID, cause)
+	if err := r.Continue(ctx, top, nil); err != nil {
+		r.eng.ForgetCancel(runID)
+		return top, err
+	}
+	return top, nil
+}
+
 // RetryRun starts a retry of the failed or cancelled run runID from step
 // from (see Retry), claimed by this process before it executes; the new
 // run is returned with the claim's error when it could not be made.
