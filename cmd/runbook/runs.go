@@ -28,6 +28,7 @@ func runsSubVerbs() []subVerb {
 		{"approve", "answer a waiting approval and continue the run", cmdRunsApprove},
 		{"cancel", "cancel an unfinished run", cmdRunsCancel},
 		{"retry", "run a failed or cancelled run again from a step", cmdRunsRetry},
+		{"rerun", "start a new run of an ended run with its inputs", cmdRunsRerun},
 		{"prune", "delete finished runs older than an age", cmdRunsPrune},
 	}
 }

@@ -53,6 +53,9 @@ func cmdRunsShow(ctx context.Context, a *app, args []string) error {
 	if r.RetryOf != "" {
 		fmt.Fprintf(w, "  retries:   %s (from step %s)\n", r.RetryOf, r.RetryFrom)
 	}
+	if id := r.RerunOf(); id != "" {
+		fmt.Fprintf(w, "  rerun of:  %s\n", id)
+	}
 	fmt.Fprintf(w, "  created:   %s\n", formatTime(r.CreatedAt))
 	if !r.StartedAt.IsZero() {
 		fmt.Fprintf(w, "  started:   %s\n", formatTime(r.StartedAt))

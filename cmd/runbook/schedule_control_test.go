@@ -107,7 +107,7 @@ func TestScheduleControlsThroughTheBinary(t *testing.T) {
 	secret := c.operatorToken(t)
 	s := c.serveRuns(t)
 	admin := append([]string(nil), c.env...)
-	c.env = append(c.env, "RUNBOOK_TOKEN="+secret)
+	c.env = append(c.env, "RUNBOOK_API_TOKEN="+secret)
 
 	waitFor(t, 15*time.Second, "the scheduler fires tick", func() bool { return len(scheduled(tickRuns(t, s))) >= 2 })
 

@@ -67,7 +67,7 @@ func TestScheduleControlsAcrossTwoReplicas(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close(context.Background()) })
 	admin := append([]string(nil), c.env...)
-	c.env = append(c.env, "RUNBOOK_TOKEN="+secret)
+	c.env = append(c.env, "RUNBOOK_API_TOKEN="+secret)
 
 	leader := scheduleLeader(t, db, rs)
 	other := 1 - leader

@@ -91,6 +91,8 @@ type Run struct {
 	WaitingFor *WaitingFor `json:"waiting_for,omitempty"`
 	// Hint is the command that continues an interrupted run.
 	Hint string `json:"hint,omitempty"`
+	// RerunOf is the run this one runs again (state.Run.RerunOf).
+	RerunOf string `json:"rerun_of,omitempty"`
 }
 
 // RunStep is the record of one step of a run (one per for_each item). A
@@ -149,6 +151,13 @@ type ApproveRequest struct {
 }
 
 // RetryRequest is the body of POST /api/v1/runs/{id}/retry.
+// RerunRequest is the body of POST /api/v1/runs/{id}/rerun.
+type RerunRequest struct {
+	// Inputs are the run's secret inputs, which the state does not keep:
+	// a rerun of a run that had one needs it again.
+	Inputs map[string]any `json:"inputs,omitempty"`
+}
+
 type RetryRequest struct {
 	// From is the step to retry from; empty: the first that did not
 	// succeed.

@@ -50,6 +50,7 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("POST /api/v1/runs/{id}/approve", s.approveRun)
 	api.HandleFunc("POST /api/v1/runs/{id}/retry", s.retryRun)
 	api.HandleFunc("POST /api/v1/runs/{id}/resume", s.resumeRun)
+	api.HandleFunc("POST /api/v1/runs/{id}/rerun", s.rerunRun)
 	api.HandleFunc("POST /api/v1/reload", s.reload)
 	api.HandleFunc("GET /api/v1/notifications", s.listNotifications)
 	api.HandleFunc("GET /api/v1/state/backup", s.backupState)
@@ -296,7 +297,7 @@ func (s *Server) viewRun(r *state.Run) api.Run {
 
 // viewShown is viewRun of a run already as shown (engine.ListShown).
 func (s *Server) viewShown(r *state.Run) api.Run {
-	v := api.Run{Run: r}
+	v := api.Run{Run: r, RerunOf: r.RerunOf()}
 	v.Executing, v.Parked = s.runs.Holding(r.ID)
 	if v.Status == state.RunInterrupted {
 		v.Hint = engine.ResumeHint(r.ID)
@@ -668,4 +669,38 @@ func (s *Server) retryRun(w http.ResponseWriter, r *http.Request) {
 	noteAudit(r, "run", next.ID)
 	w.Header().Set("Location", "/api/v1/runs/"+next.ID)
 	writeJSON(w, http.StatusCreated, s.viewRun(next))
+}
+
+// rerunRun answers POST /api/v1/runs/{id}/rerun: a new run of the ended
+// run's playbook snapshot with its inputs (its secret ones given again)
+// and trigger, recorded as a rerun of it by the caller (engine.Rerun),
+// started as any run this server starts.
+func (s *Server) rerunRun(w http.ResponseWriter, r *http.Request) {
+	old := s.runOr404(w, r)
+	if old == nil {
+		return
+	}
+	var body api.RerunRequest
+	if !decodeBody(w, r, &body) {
+		return
+	}
+	given, err := jsonvalue.Normalize(body.Inputs)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fault.Invalid, "inputs: "+err.Error())
+		return
+	}
+	secretInputs, _ := given.(map[string]any)
+	pb, req, err := s.eng.Rerun(r.Context(), old.ID, secretInputs, callerName(r))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	run, err := s.runs.StartRun(r.Context(), pb, req)
+	if err != nil {
+		writeStartErr(w, err)
+		return
+	}
+	noteAudit(r, "run", run.ID)
+	w.Header().Set("Location", "/api/v1/runs/"+run.ID)
+	writeJSON(w, http.StatusCreated, s.viewRun(run))
 }

@@ -50,6 +50,7 @@ var routePerms = map[string]route{
 	"POST /api/v1/runs/{id}/approve":                   {perm: auth.ApproveRuns, action: "run.approve"},
 	"POST /api/v1/runs/{id}/retry":                     {perm: auth.RetryRuns, action: "run.retry"},
 	"POST /api/v1/runs/{id}/resume":                    {perm: auth.ResumeRuns, action: "run.resume"},
+	"POST /api/v1/runs/{id}/rerun":                     {perm: auth.StartRuns, action: "run.rerun"},
 	"POST /api/v1/reload":                              {perm: auth.Reload, action: "server.reload"},
 	"GET /api/v1/drain":                                {perm: auth.ReadRuns},
 	"POST /api/v1/drain":                               {perm: auth.Admin, action: "server.drain"},

@@ -96,6 +96,7 @@ func TestPermissionMatrix(t *testing.T) {
 		}},
 		"POST /api/v1/runs/{id}/retry":  {auth.RetryRuns, func() call { return call{path: "/api/v1/runs/" + e.cancelledRun() + "/retry", body: map[string]any{}} }},
 		"POST /api/v1/runs/{id}/resume": {auth.ResumeRuns, func() call { return call{path: "/api/v1/runs/" + e.cancelledRun() + "/resume", body: map[string]any{}} }},
+		"POST /api/v1/runs/{id}/rerun":  {auth.StartRuns, func() call { return call{path: "/api/v1/runs/" + e.cancelledRun() + "/rerun", body: map[string]any{}} }},
 		"POST /api/v1/reload":           {auth.Reload, func() call { return call{path: "/api/v1/reload", body: map[string]any{}} }},
 		"GET /api/v1/drain":             {auth.ReadRuns, func() call { return call{path: "/api/v1/drain"} }},
 		// An invalid grace (400) is answered after the permission check, and drains nothing.

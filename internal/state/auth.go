@@ -82,13 +82,24 @@ type ApprovalAnswer struct {
 	At       time.Time      `json:"at"`
 }
 
-// StartedBy is who started r: the API caller (or whoever retried it),
+// RerunOf is the run r runs again when it is a rerun (its trigger's
+// "rerun_of": a rerun is a start, recorded with what started it), "" for
+// any other run.
+func (r *Run) RerunOf() string {
+	id, _ := r.Trigger["rerun_of"].(string)
+	return id
+}
+
+// StartedBy is who started r: the API caller (or whoever retried it or
+// ran it again),
 // "webhook:ROUTE" or "schedule:CRON" for a triggered run, the user of the
 // CLI, or "" when the run does not say.
 func (r *Run) StartedBy() string {
 	t := r.Trigger
-	if s, _ := t["retried_by"].(string); s != "" {
-		return s
+	for _, k := range []string{"retried_by", "rerun_by"} {
+		if s, _ := t[k].(string); s != "" {
+			return s
+		}
 	}
 	if s, _ := t["by"].(string); s != "" {
 		return s
