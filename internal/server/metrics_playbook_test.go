@@ -173,7 +173,8 @@ steps:
 // A run created through one replica and executed by another leaves the
 // first replica's runbook_runs once the store records its end: replica
 // A, its one slot busy, queues the run; B takes it from the database's
-// queue and finishes it; A's scrape counts it succeeded, not pending.
+// queue and finishes it; A's scrape counts it succeeded, not pending, and
+// shows its end as the playbook's last success.
 func TestAReplicaCountsTheEndOfARunAnotherReplicaExecuted(t *testing.T) {
 	dsn, dir := pgtest.DB(t), t.TempDir()
 	for name, src := range map[string]string{"note.yaml": helloPlaybook, "slow.yaml": slowPlaybook} {
@@ -195,7 +196,11 @@ func TestAReplicaCountsTheEndOfARunAnotherReplicaExecuted(t *testing.T) {
 	m := b.waitStatus(note, state.RunSucceeded)
 	require.Equal(t, "replica-b/2", m["owner"], "B executed the run A created")
 
+	endedAt, err := time.Parse(time.RFC3339Nano, m["ended_at"].(string))
+	require.NoError(t, err)
 	s := a.series()
+	assert.InDelta(t, float64(endedAt.UnixNano())/1e9, s[`runbook_playbook_last_success_timestamp_seconds{playbook="note"}`], 0.001,
+		"A shows the last success of a run B executed, as the database records it")
 	assert.Zero(t, s[`runbook_runs{status="pending"}`], "A still counts the run B finished as pending")
 	assert.Equal(t, 1.0, s[`runbook_runs{status="succeeded"}`])
 	assert.Equal(t, 1.0, s[`runbook_runs{status="running"}`], "its own run")
