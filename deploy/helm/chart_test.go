@@ -45,6 +45,7 @@ var kinds = map[string]func() any{
 	"policy/v1/PodDisruptionBudget":           func() any { return &policyv1.PodDisruptionBudget{} },
 	"networking.k8s.io/v1/Ingress":            func() any { return &networkingv1.Ingress{} },
 	"monitoring.coreos.com/v1/ServiceMonitor": func() any { return &monitoringv1.ServiceMonitor{} },
+	"monitoring.coreos.com/v1/PrometheusRule": func() any { return &monitoringv1.PrometheusRule{} },
 }
 
 // manifests is a rendering, decoded: kind -> name -> object.
@@ -224,6 +225,7 @@ func TestTheChartRendersOneReplicaOnABoltVolume(t *testing.T) {
 			runbookYAML(t, m)
 			assert.NotContains(t, m, "Ingress")
 			assert.NotContains(t, m, "ServiceMonitor")
+			assert.NotContains(t, m, "PrometheusRule")
 		})
 	}
 	m, err := render(t, "values-bolt.yaml", nil)
@@ -273,6 +275,23 @@ func TestTheChartRendersThreeReplicasOnPostgreSQL(t *testing.T) {
 	assert.Equal(t, "/metrics", sm.Spec.Endpoints[0].Path)
 	assert.Equal(t, d.Spec.Selector.MatchLabels, sm.Spec.Selector.MatchLabels)
 	assert.Equal(t, "prometheus", sm.Labels["release"])
+
+	// The alert rules are deploy/prometheus/alerts.yaml, which promtool
+	// tests (deploy/prometheus), and select the Service's job.
+	shipped, err := os.ReadFile("../prometheus/alerts.yaml")
+	require.NoError(t, err)
+	inChart, err := os.ReadFile(filepath.Join(chartDir, "files", "alerts.yaml"))
+	require.NoError(t, err)
+	assert.Equal(t, string(shipped), string(inChart), "the chart's files/alerts.yaml is a copy of deploy/prometheus/alerts.yaml: cp deploy/prometheus/alerts.yaml deploy/helm/runbook/files/")
+	var want monitoringv1.PrometheusRuleSpec
+	require.NoError(t, yaml.UnmarshalStrict(shipped, &want))
+	rule := m.get(t, "PrometheusRule", "ops-runbook").(*monitoringv1.PrometheusRule)
+	assert.Equal(t, want, rule.Spec)
+	assert.Len(t, rule.Spec.Groups[0].Rules, 5)
+	assert.Equal(t, "prometheus", rule.Labels["release"])
+	for name := range m["Service"] { // the Prometheus Operator's job label
+		assert.Regexp(t, "^.*runbook.*$", name, "RunbookReplicaDown selects job=~\".*runbook.*\"")
+	}
 
 	cfg := runbookYAML(t, m)
 	server := cfg["server"].(map[string]any)
