@@ -169,6 +169,46 @@ steps:
 	})
 }
 
+// TestRunsLogsFollowingAStepReturnsWhenTheStepEnds: runs logs -f RUN STEP
+// returns once that step has ended, while the run goes on with the next.
+func TestRunsLogsFollowingAStepReturnsWhenTheStepEnds(t *testing.T) {
+	c := newCLI(t)
+	marker := filepath.Join(c.dir, "go-on")
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	c.file("playbooks/two.yaml", `version: 1
+name: two
+steps:
+  - {id: talk, uses: shell, with: {command: 'echo said'}}
+  - id: hold
+    uses: shell
+    with: {command: 'while [ ! -e `+marker+` ]; do sleep 0.05; done'}
+`)
+	s := c.serveRuns(t)
+	defer os.WriteFile(marker, nil, 0o600)
+	code, run := s.api(t, "POST", "/api/v1/playbooks/two/runs", map[string]any{})
+	require.Equal(t, 201, code, run)
+	id := run["id"].(string)
+
+	follow := exec.Command(bin, "runs", "logs", "-f", id, "talk")
+	follow.Dir, follow.Env = c.dir, c.env
+	var out, errb outBuffer
+	follow.Stdout, follow.Stderr = &out, &errb
+	require.NoError(t, follow.Start())
+	done := make(chan error, 1)
+	go func() { done <- follow.Wait() }()
+	t.Cleanup(func() { _ = follow.Process.Kill() })
+	select {
+	case err := <-done:
+		require.NoError(t, err, errb.String())
+	case <-time.After(15 * time.Second):
+		t.Fatalf("runs logs -f RUN talk still follows after talk ended: %q", out.String())
+	}
+	assert.Equal(t, "said\n", out.String())
+	r := c.run("runs", "show", id, "--output", "json")
+	require.Equal(t, 0, r.code, r)
+	assert.Contains(t, r.stdout, `"status": "running"`, "the run goes on with hold")
+}
+
 func TestTheCallsOfHTTPAndCloudStepsAreInTheirOutput(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
 	defer srv.Close()

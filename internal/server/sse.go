@@ -53,7 +53,8 @@ type logStream struct {
 // event's id is its sequence number, so a reconnecting client resumes
 // exactly where it stopped. ?follow=false sends the stored events and
 // ends. ?output=true adds the steps' output lines as "output" events
-// (?step= keeps one step's, ?events=false leaves the run's events out);
+// (?step= keeps one step's, and the stream ends once that step has;
+// ?events=false leaves the run's events out);
 // ids are then "E.O", the last event's and the last line's sequence
 // numbers, and ?output_after=O resumes the lines.
 func (s *Server) streamLogs(w http.ResponseWriter, r *http.Request) {
@@ -224,11 +225,13 @@ func (ls *logStream) drain() (ended bool, err error) {
 		return false, err
 	}
 	if !cur.Status.Done() {
-		return false, nil
+		if ended, err := ls.stepEnded(); !ended || err != nil {
+			return false, err
+		}
 	}
-	// The run ended between the reads above and the run read: its final
-	// events were written with the final status (and its output before
-	// them), so read once more before the end.
+	// The run (or the step followed) ended between the reads above and
+	// the run read: its final events were written with the final status
+	// (and its output before them), so read once more before the end.
 	for more := true; more; {
 		if more, err = ls.read(); err != nil {
 			return false, err
@@ -238,7 +241,26 @@ func (ls *logStream) drain() (ended bool, err error) {
 	return true, nil
 }
 
-// end sends the "end" event with the run's status.
+// stepEnded reports whether the step this stream keeps to (?step=) has
+// ended: its record (the for_each step's own, once its items did) says so.
+func (ls *logStream) stepEnded() (bool, error) {
+	if ls.step == "" {
+		return false, nil
+	}
+	recs, err := ls.s.store.Steps(ls.r.Context(), ls.runID)
+	if err != nil {
+		return false, err
+	}
+	for _, rec := range recs {
+		if rec.ID == ls.step {
+			return rec.Status.Done(), nil
+		}
+	}
+	return false, nil
+}
+
+// end sends the "end" event with the run's status (still going when the
+// stream kept to a step that ended).
 func (ls *logStream) end() {
 	cur, _ := ls.s.store.GetRun(ls.r.Context(), ls.runID)
 	if cur == nil {
