@@ -340,7 +340,7 @@ func (a *app) finishRun(ctx context.Context, store state.Store, r *state.Run, ru
 		return nil
 	case state.RunWaiting:
 		runID, step := waitingApproval(ctx, store, r.ID)
-		fmt.Fprintf(a.stdout, "run %s is waiting for approval of step %s; answer with: runbook runs approve %s %s\n", r.ID, step, runID, step)
+		fmt.Fprintf(a.stdout, "run %s is waiting for approval of step %s; answer with: %s\n", r.ID, step, approveCommand(ctx, &storeBackend{store: store}, runID, step))
 		return nil
 	case state.RunCancelled:
 		if r.Error != nil && r.Error.Code != string(fault.Cancelled) {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/runbook/runbook/internal/engine"
@@ -221,7 +224,26 @@ func printWaitingOn(ctx context.Context, w io.Writer, b runsBackend, r *state.Ru
 		fmt.Fprintf(w, "\nwaiting until %s (a sleep, or a task's next poll); it goes on by itself\n", r.WakeAt.Local().Format("2006-01-02 15:04:05"))
 		return
 	}
-	fmt.Fprintf(w, "\nwaiting for approval of step %s; answer with: runbook runs approve %s %s\n", step, runID, step)
+	fmt.Fprintf(w, "\nwaiting for approval of step %s; answer with: %s\n", step, approveCommand(ctx, b, runID, step))
+}
+
+// approveCommand is the command line that answers step of run runID,
+// with a --field NAME=TYPE for each field its approval requires, in the
+// order of their names.
+func approveCommand(ctx context.Context, b runsBackend, runID, step string) string {
+	cmd := "runbook runs approve " + runID + " " + step
+	recs, _ := b.steps(ctx, runID)
+	for _, rec := range recs {
+		if rec.ID != step || rec.Approval == nil {
+			continue
+		}
+		for _, name := range slices.Sorted(maps.Keys(rec.Approval.Fields)) {
+			if f := rec.Approval.Fields[name]; f.Required {
+				cmd += " --field " + name + "=" + strings.ToUpper(f.Type)
+			}
+		}
+	}
+	return cmd
 }
 
 func ownerName(owner string) string {

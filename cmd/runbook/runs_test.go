@@ -94,10 +94,12 @@ func TestApprovalParksTheRunAndApproveFinishesIt(t *testing.T) {
 	r := c.run("run", pb)
 	require.Equal(t, 0, r.code, r)
 	id := runIDOf(t, r.stdout)
-	assert.Contains(t, r.stdout, "run "+id+" is waiting for approval of step gate; answer with: runbook runs approve "+id+" gate")
+	assert.Contains(t, r.stdout, "run "+id+" is waiting for approval of step gate; answer with: runbook runs approve "+id+" gate --field ticket=INTEGER\n",
+		"the hint names the field the approval requires")
 	assert.NotContains(t, r.stdout, "shipping")
 
 	r = c.run("runs", "show", id)
+	assert.Contains(t, r.stdout, "answer with: runbook runs approve "+id+" gate --field ticket=INTEGER\n")
 	assert.Contains(t, r.stdout, "status:    waiting")
 	assert.Regexp(t, `(?m)^gate\s+waiting\s`, r.stdout)
 

@@ -471,6 +471,6 @@ func (a *app) finishRemote(ctx context.Context, b runsBackend, id string, out *o
 		fmt.Fprintf(a.stdout, "run %s is %s; follow it with: runbook runs logs -f %s\n", r.ID, r.Status, r.ID)
 		return nil
 	}
-	fmt.Fprintf(a.stdout, "run %s is waiting for approval of step %s; answer with: runbook runs approve %s %s\n", r.ID, step, runID, step)
+	fmt.Fprintf(a.stdout, "run %s is waiting for approval of step %s; answer with: %s\n", r.ID, step, approveCommand(ctx, b, runID, step))
 	return nil
 }
