@@ -21,12 +21,13 @@ const (
 	KindDedup    Kind = "dedup keys"
 	KindToken    Kind = "tokens"
 	KindAudit    Kind = "audit records"
+	KindNotify   Kind = "notifications"
 )
 
 // Kinds lists every Kind in report order.
 var Kinds = []Kind{
 	KindRun, KindStep, KindEvent, KindIntent, KindApproval,
-	KindDelivery, KindCursor, KindDedup, KindToken, KindAudit,
+	KindDelivery, KindCursor, KindDedup, KindToken, KindAudit, KindNotify,
 }
 
 // Record is one stored thing as Export produces it and Import takes it:
@@ -46,6 +47,7 @@ type Record struct {
 	Dedup    *DedupKey
 	Token    *Token
 	Audit    *AuditRecord
+	Notify   *Notification
 }
 
 // RunEvent is an event of a run's log with its run.
@@ -83,7 +85,8 @@ type Exporter interface {
 	// store, in an order Import accepts: each run (oldest first) followed
 	// by its steps (in their order), events (by Seq), intents and
 	// approvals; then deliveries, cursors, live dedup keys (expired ones
-	// are not exported), tokens and audit records (by Seq). Locks are not
+	// are not exported), tokens, audit records (by Seq) and the
+	// notification outbox (oldest first, claims and all). Locks are not
 	// exported: a lock belongs to the process that holds it. An error from
 	// fn ends the export and is returned.
 	Export(ctx context.Context, fn func(Record) error) error

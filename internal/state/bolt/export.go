@@ -30,6 +30,7 @@ func (s *Store) Export(ctx context.Context, fn func(state.Record) error) error {
 			func(tx *bbolt.Tx, fn func(state.Record) error) error { return exportDedup(tx, now, fn) },
 			exportTokens,
 			exportAudit,
+			exportNotifications,
 		}
 		for _, step := range steps {
 			if err := step(tx, fn); err != nil {
@@ -213,6 +214,8 @@ func importRecord(tx *bbolt.Tx, rec state.Record) error {
 		return putJSON(tx, bucketTokens, []byte(rec.Token.Name), rec.Token)
 	case rec.Audit != nil:
 		return importAudit(tx, rec.Audit)
+	case rec.Notify != nil:
+		return importNotification(tx, rec.Notify)
 	}
 	return fmt.Errorf("a record of kind %q with nothing in it", rec.Kind)
 }

@@ -269,3 +269,37 @@ func putNotification(b *bbolt.Bucket, n *state.Notification) error {
 	}
 	return b.Put([]byte(n.Key), data)
 }
+
+// exportNotifications lists the outbox oldest first (state.Exporter).
+func exportNotifications(tx *bbolt.Tx, fn func(state.Record) error) error {
+	b, created := tx.Bucket(bucketNotifications), tx.Bucket(bucketNotificationsCreated)
+	if b == nil || created == nil {
+		return nil
+	}
+	return created.ForEach(func(k, _ []byte) error {
+		n, err := getNotification(b, k[8:])
+		if err != nil {
+			return err
+		}
+		return fn(state.Record{Kind: state.KindNotify, Notify: n})
+	})
+}
+
+// importNotification writes a message as it was exported, with its
+// places in the listing and, when it is not sent, in the due index.
+func importNotification(tx *bbolt.Tx, n *state.Notification) error {
+	b, created, due, err := notificationBuckets(tx)
+	if err != nil {
+		return err
+	}
+	if err := putNotification(b, n); err != nil {
+		return err
+	}
+	if err := created.Put(createdKey(n.CreatedAt, n.Key), nil); err != nil {
+		return err
+	}
+	if n.Status != state.NotifySent {
+		return due.Put(createdKey(n.DueAt, n.Key), nil)
+	}
+	return nil
+}

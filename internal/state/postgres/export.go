@@ -40,6 +40,7 @@ func (s *Store) Export(ctx context.Context, fn func(state.Record) error) error {
 		{`SELECT key, first_seen, expires_at, value FROM runbook_dedup WHERE expires_at IS NULL OR expires_at > $1 ORDER BY key`, []any{now}, state.KindDedup},
 		{`SELECT name, record FROM runbook_tokens ORDER BY name`, nil, state.KindToken},
 		{`SELECT seq, record FROM runbook_audit ORDER BY seq`, nil, state.KindAudit},
+		{`SELECT key, record FROM runbook_notifications ORDER BY created_ns, key`, nil, state.KindNotify},
 	}
 	for _, q := range rest {
 		rows, err := tx.Query(ctx, q.query, q.args...)
@@ -98,6 +99,14 @@ func scanRecord(kind state.Kind, rows pgx.Rows) (state.Record, error) {
 		}
 		rec.Token = new(state.Token)
 		return rec, decodeRecord("token "+name, data, rec.Token)
+	case state.KindNotify:
+		var key string
+		var data []byte
+		if err := rows.Scan(&key, &data); err != nil {
+			return rec, err
+		}
+		rec.Notify = new(state.Notification)
+		return rec, decodeRecord("notification "+key, data, rec.Notify)
 	case state.KindAudit:
 		var seq int64
 		var data []byte
@@ -298,6 +307,14 @@ ON CONFLICT (name) DO UPDATE SET record = EXCLUDED.record`, rec.Token.Name, data
 			return err
 		}
 		b.Queue(`INSERT INTO runbook_audit (seq, at, record) VALUES ($1, $2, $3)`, seq, r.Time, data)
+	case rec.Notify != nil:
+		n := rec.Notify
+		data, err := json.Marshal(n)
+		if err != nil {
+			return err
+		}
+		b.Queue(`INSERT INTO runbook_notifications (key, run_id, status, created_ns, due_at, sent_at, claimed_by, record)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, n.Key, n.RunID, string(n.Status), n.CreatedAt.UnixNano(), nullTime(n.DueAt), nullTime(n.SentAt), n.ClaimedBy, data)
 	default:
 		return fmt.Errorf("a record of kind %q with nothing in it", rec.Kind)
 	}

@@ -131,6 +131,30 @@ func fill(t *testing.T, s ExportStore, c *Clock) {
 	if _, err := s.PruneAudit(ctx, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)); err != nil { // the numbers now start at 2
 		t.Fatal(err)
 	}
+	// The outbox: one message sent, one failing, one never tried.
+	if _, err := s.EnqueueNotifications(ctx, []state.Notification{note("run.failed/r-old@a", "r-old"), note("run.failed/r-old@b", "r-old")}); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Second)
+	if _, err := s.EnqueueNotifications(ctx, []state.Notification{note("approval.waiting/r-wait/gate@a", "r-wait")}); err != nil {
+		t.Fatal(err)
+	}
+	must(t, s.RecordAttempt(ctx, claimOne(t, s, "run.failed/r-old@a"), "A", state.Attempt{Sent: true}))
+	must(t, s.RecordAttempt(ctx, claimOne(t, s, "run.failed/r-old@b"), "A", state.Attempt{Error: "503", RetryIn: time.Hour}))
+}
+
+// claimOne claims messages for "A" until key is among them, giving the
+// others back as failed a moment ago, and returns key.
+func claimOne(t *testing.T, s state.NotificationStore, key string) string {
+	t.Helper()
+	got, err := s.ClaimNotifications(context.Background(), "A", 10, time.Minute)
+	must(t, err)
+	for _, n := range got {
+		if n.Key != key {
+			must(t, s.RecordAttempt(context.Background(), n.Key, "A", state.Attempt{Error: "later", RetryIn: 0}))
+		}
+	}
+	return key
 }
 
 func exportAll(t *testing.T, s state.Exporter) []state.Record {
@@ -211,6 +235,15 @@ func checkAfterImport(t *testing.T, s ExportStore) {
 	must(t, err)
 	if len(recs) != 3 || recs[0].Seq != 2 || recs[2].Seq != 4 {
 		t.Errorf("audit after import: %+v, want records 2, 3 and a new 4", recs)
+	}
+	if ns, err := s.ListNotifications(ctx, state.NotificationFilter{Status: []state.NotificationStatus{state.NotifyFailing}}); err != nil || len(ns) != 2 {
+		t.Errorf("failing notifications after import: %+v, %v; want 2", ns, err)
+	}
+	if added, err := s.EnqueueNotifications(ctx, []state.Notification{note("run.failed/r-old@a", "r-old")}); err != nil || len(added) != 0 {
+		t.Errorf("an imported notification's key is enqueued again: %v, %v", added, err)
+	}
+	if due, err := s.ClaimNotifications(ctx, "B", 10, time.Minute); err != nil || len(due) != 1 || due[0].Key != "approval.waiting/r-wait/gate@a" {
+		t.Errorf("the imported outbox's due messages: %+v, %v; want the one failed without a backoff", due, err)
 	}
 	if err := s.CreateToken(ctx, state.Token{Name: "ci", Hash: "cc"}); !errors.Is(err, state.ErrExists) {
 		t.Errorf("an imported live token's name can be taken: %v", err)
