@@ -166,9 +166,19 @@ func checkSecrets(a *app, cfg *config.Config, pbs []*playbook.Playbook) error {
 	for _, w := range src.Warnings() {
 		fmt.Fprintln(a.stderr, "warning: "+w)
 	}
+	// A notification channel's secret is named at its place in the file.
+	for _, d := range cfg.MissingSecrets(src.Lookup) {
+		fmt.Fprintln(a.stderr, "warning: "+d.String()+" (runbook serve refuses to start without it)")
+	}
+	notifyOnly := map[string]bool{}
+	for _, u := range cfg.NotificationSecrets() {
+		notifyOnly[u.Name] = true
+	}
 	users := map[string][]string{}
 	for _, name := range cfg.SecretRefs() {
-		users[name] = append(users[name], cfg.File)
+		if !notifyOnly[name] {
+			users[name] = append(users[name], cfg.File)
+		}
 	}
 	for _, pb := range pbs {
 		for _, name := range pb.Secrets {

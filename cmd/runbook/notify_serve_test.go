@@ -359,3 +359,22 @@ func TestValidateChecksANotifyStepsChannelAgainstTheConfig(t *testing.T) {
 	r = c.run("validate", "--config", filepath.Join(c.dir, "runbook.yaml"), "tell.yaml")
 	assert.Equal(t, 0, r.code, r.stderr)
 }
+
+// A notification channel's secret that is not set: config check warns at
+// its place in the file, and serve refuses to start, naming the place.
+func TestAChannelsMissingSecretIsNamedWhereTheConfigNamesIt(t *testing.T) {
+	c := newCLI(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	c.file("runbook.yaml", notifyConfig("http://127.0.0.1:9/x", "reload: false"))
+	r := c.run("config", "check")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "warning: runbook.yaml:7:65: notifications.channels.pager.secret: secret PAGER_WHSEC is not set")
+	r = c.run("serve", "--listen", "127.0.0.1:0")
+	assert.Equal(t, 2, r.code, r.stdout)
+	assert.Contains(t, r.stderr, "runbook.yaml:7:65: notifications.channels.pager.secret: secret PAGER_WHSEC is not set")
+
+	c.env = append(c.env, "RUNBOOK_SECRET_PAGER_WHSEC=not-a-whsec")
+	r = c.run("serve", "--listen", "127.0.0.1:0")
+	assert.Equal(t, 2, r.code, r.stdout)
+	assert.Contains(t, r.stderr, "runbook.yaml:7:5: notifications.channels.pager: channel pager: secret PAGER_WHSEC: a signing secret is whsec_")
+}

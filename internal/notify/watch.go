@@ -205,22 +205,27 @@ func (w *Watcher) approval(ctx context.Context, r *state.Run, s *state.StepRecor
 func (w *Watcher) SweepOnce(ctx context.Context) {
 	w.init()
 	now := w.Now()
-	ended, err := w.Runs.ListRuns(ctx, state.RunFilter{Status: []state.RunStatus{state.RunFailed, state.RunCancelled, state.RunSucceeded}, Limit: 200})
-	if err != nil {
-		w.logSweep(ctx, err)
-		return
-	}
-	for _, r := range ended {
-		if r.ParentID == "" && !r.EndedAt.IsZero() && now.Sub(r.EndedAt) < w.Lookback {
-			w.runEnded(ctx, r)
+	w.prune(ctx, now)
+	if w.wants(config.EventRunFailed, config.EventRunCancelled, config.EventRunSucceeded) {
+		ended, err := w.Runs.ListRuns(ctx, state.RunFilter{Status: []state.RunStatus{state.RunFailed, state.RunCancelled, state.RunSucceeded}, Limit: 200})
+		if err != nil {
+			w.logSweep(ctx, err)
+			return
 		}
+		for _, r := range ended {
+			if r.ParentID == "" && !r.EndedAt.IsZero() && now.Sub(r.EndedAt) < w.Lookback {
+				w.runEnded(ctx, r)
+			}
+		}
+	}
+	if !w.wants(config.EventApprovalWaiting, config.EventApprovalOverdue, config.EventRunOverdue) {
+		return
 	}
 	open, err := w.Runs.ListRuns(ctx, state.RunFilter{Status: []state.RunStatus{state.RunRunning, state.RunWaiting, state.RunSuspended}})
 	if err != nil {
 		w.logSweep(ctx, err)
 		return
 	}
-	w.prune(ctx, now)
 	for _, r := range open {
 		if r.ParentID != "" {
 			continue
