@@ -12,7 +12,8 @@ import (
 // it takes no run, leads no scheduler and starts no step, and the steps
 // executing go on, writing what they can. It stops (its runs are stopped
 // without writing, onStop) once no renewal succeeded for valid since the
-// later of that send and the send of the last renewal that the store
+// later of that send plus grace (the database keeps the lease that much
+// longer: see leaseGrace) and the send of the last renewal that the store
 // refused as serving no one (state.ErrNotServing): while the database is
 // down no other replica takes a run, and once it is back none does until
 // it served for a lease (ClaimRuns) and until a lease after its own last
@@ -23,7 +24,8 @@ import (
 // such refusal and stops a margin before the others may take its runs.
 type lapse struct {
 	mu      sync.Mutex
-	valid   time.Duration
+	valid   time.Duration // how long a renewal holds the lease
+	grace   time.Duration // how much longer the steps go on in a lapse
 	sent    time.Time     // when the last renewal that succeeded was sent
 	down    time.Time     // when the last renewal refused as serving no one was sent
 	shook   time.Time     // when a renewal last failed, or the lease came back after it lapsed
@@ -38,10 +40,10 @@ type lapse struct {
 // watch calls onLapse and onStop when the lease lapses and stops, and
 // onBack at the next renewal then, until stop. They are called under
 // l.mu: a lapse and a renewal do not cross.
-func (l *lapse) watch(valid time.Duration, onLapse, onStop func(since time.Duration), onBack func(stopped bool)) (stop func()) {
+func (l *lapse) watch(valid, grace time.Duration, onLapse, onStop func(since time.Duration), onBack func(stopped bool)) (stop func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.valid, l.onLapse, l.onStop, l.onBack = valid, onLapse, onStop, onBack
+	l.valid, l.grace, l.onLapse, l.onStop, l.onBack = valid, grace, onLapse, onStop, onBack
 	l.timer = time.AfterFunc(valid-time.Since(l.sent), l.check)
 	return func() { l.timer.Stop() }
 }
@@ -67,7 +69,7 @@ func (l *lapse) checkLocked() {
 	if l.stopped {
 		return
 	}
-	if left := l.valid - time.Since(later(l.sent, l.down)); left > 0 {
+	if left := l.valid - time.Since(later(l.sent.Add(l.grace), l.down)); left > 0 {
 		l.timer.Reset(left)
 		return
 	}

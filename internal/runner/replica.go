@@ -66,7 +66,7 @@ func (r *Host) coordinate(lease time.Duration) {
 		lease = DefaultLease
 	}
 	rep := &replica{c: c, id: r.eng.Process(), lease: lease, kick: make(chan struct{}, 1), listening: make(chan struct{})}
-	rep.renew = func(ctx context.Context) error { return c.KeepReplica(ctx, rep.id, lease) }
+	rep.renew = func(ctx context.Context) error { return c.KeepReplica(ctx, rep.id, lease+leaseGrace(lease)) }
 	r.rep = rep
 }
 
@@ -146,7 +146,7 @@ func (r *Host) replicate(ctx context.Context) {
 // again once a renewal succeeds (see leaseHeld, leaseStopped and rejoined).
 func (r *Host) keepLease(ctx context.Context) {
 	rep := r.rep
-	stop := rep.lapse.watch(leaseValid(rep.lease), r.leaseHeld, r.leaseStopped, r.rejoined)
+	stop := rep.lapse.watch(leaseValid(rep.lease), leaseGrace(rep.lease), r.leaseHeld, r.leaseStopped, r.rejoined)
 	defer stop()
 	t := time.NewTicker(rep.lease / 3)
 	defer t.Stop()
@@ -185,6 +185,15 @@ func renewRetry(lease time.Duration) time.Duration { return lease / 12 }
 // replica holds its lease by its own clock: the lease less a margin for
 // stopping its runs and for the clocks' rates.
 func leaseValid(lease time.Duration) time.Duration { return lease - lease/4 }
+
+// leaseGrace is how long a replica whose lease lapsed (it holds: it starts
+// no step and takes no run) keeps the steps executing before it stops
+// them. The database keeps its lease that much longer than the lease
+// (KeepReplica), so no other replica takes its runs before it stopped
+// them: a dead replica's runs are taken a lease and a half after its last
+// renewal, and a database that cuts every connection, or is slow to take
+// new ones, for less than that stops no step.
+func leaseGrace(lease time.Duration) time.Duration { return lease / 2 }
 
 // errLeaseLapsed is the cause of runs stopped because the replica's lease
 // was not renewed in time (engine.Fence).

@@ -259,7 +259,7 @@ func TestADatabaseRestartStopsNoExecutingStep(t *testing.T) {
 	id := r.json(t)["id"].(string)
 	waitFor(t, "step two waits for the gate", func() bool { _, err := os.Stat(gate + ".waiting"); return err == nil })
 
-	down := fenceLease + fenceLease/2 // past the lease's valid window (3/4 of it) and the lease itself
+	down := 2 * fenceLease // past the lease, its grace and their valid window
 	restarted := make(chan time.Time, 1)
 	go func() { restarted <- pgtest.Restart(t, down) }()
 	time.Sleep(fenceLease) // the database is down, and the lease lapsed
