@@ -42,6 +42,18 @@ steps:
 		assert.Contains(t, r.stderr, "1 file is invalid")
 		assert.Contains(t, r.stderr, "Try: ")
 	})
+	t.Run("every problem of one string is reported at its own column", func(t *testing.T) {
+		twice := c.file("twice.yaml", `version: 1
+name: twice
+steps:
+  - {id: a, uses: log, with: {message: hi}}
+  - {id: b, uses: log, with: {message: "${{ steps.a.outputs.nope }} ${{ inputs.x }}"}}
+`)
+		r := c.run("validate", twice)
+		assert.Equal(t, 2, r.code, r)
+		assert.Contains(t, r.stderr, twice+`:5:61: steps[1].with.message: step "a" has no output "nope"`)
+		assert.Contains(t, r.stderr, twice+`:5:80: steps[1].with.message: unknown input "x"`)
+	})
 	t.Run("a missing file is an error", func(t *testing.T) {
 		r := c.run("validate", "nope.yaml")
 		assert.Equal(t, 2, r.code, r)

@@ -53,12 +53,18 @@ func FuzzTemplate(f *testing.F) {
 		for _, te := range []*TypeEnv{fuzzEnv(), nil} {
 			v, err := CompileTemplate(src, te)
 			if err != nil {
-				ce, ok := err.(*CompileError)
-				if !ok {
-					t.Fatalf("not a CompileError: %T %v", err, err)
+				errs := []error{err}
+				if j, ok := err.(interface{ Unwrap() []error }); ok {
+					errs = j.Unwrap() // several parts, each with its error
 				}
-				if ce.Offset < 0 || ce.Offset > len(src) {
-					t.Fatalf("offset %d outside source of %d bytes", ce.Offset, len(src))
+				for _, err := range errs {
+					ce, ok := err.(*CompileError)
+					if !ok {
+						t.Fatalf("not a CompileError: %T %v", err, err)
+					}
+					if ce.Offset < 0 || ce.Offset > len(src) {
+						t.Fatalf("offset %d outside source of %d bytes", ce.Offset, len(src))
+					}
 				}
 				continue
 			}

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -8,7 +9,9 @@ import (
 // CompileTemplate compiles a string that may contain ${{ }} parts. A string
 // without any is a literal Value; a string that is exactly one ${{ }} is a
 // whole-value template whose Eval keeps the expression's type; anything
-// else interpolates to a string. `$${{` writes a literal `${{`.
+// else interpolates to a string. `$${{` writes a literal `${{`. Every
+// ${{ }} part is compiled: the error is a *CompileError, or, when several
+// parts have one, their join (errors.Join) of each part's first.
 func CompileTemplate(s string, te *TypeEnv) (Value, error) {
 	parts, err := SplitTemplate(s)
 	if err != nil {
@@ -16,6 +19,7 @@ func CompileTemplate(s string, te *TypeEnv) (Value, error) {
 	}
 	t := &template{}
 	lit := ""
+	var errs []error
 	for _, pt := range parts {
 		if !pt.IsExpr {
 			lit = pt.Lit
@@ -23,7 +27,8 @@ func CompileTemplate(s string, te *TypeEnv) (Value, error) {
 		}
 		p, err := compileExpr(pt.Expr, pt.Offset+3, te)
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		if len(parts) == 1 {
 			return &whole{p}, nil
@@ -31,6 +36,13 @@ func CompileTemplate(s string, te *TypeEnv) (Value, error) {
 		t.lits = append(t.lits, lit)
 		t.progs = append(t.progs, p)
 		lit = ""
+	}
+	switch len(errs) {
+	case 0:
+	case 1:
+		return nil, errs[0]
+	default:
+		return nil, errors.Join(errs...)
 	}
 	if len(t.progs) == 0 {
 		return literal{lit}, nil

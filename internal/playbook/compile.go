@@ -148,7 +148,7 @@ func (l *loader) forEach(n *yaml.Node, path string, te *expr.TypeEnv) expr.Value
 		v, err := expr.CompileTemplate("${{ "+n.Value+" }}", te)
 		if err != nil {
 			var ce *expr.CompileError
-			if errors.As(err, &ce) {
+			if errors.As(err, &ce) { // one part: one error
 				err = &expr.CompileError{Offset: max(ce.Offset-4, 0), Msg: ce.Msg}
 			}
 			l.exprError(n, path, err)
@@ -161,8 +161,15 @@ func (l *loader) forEach(n *yaml.Node, path string, te *expr.TypeEnv) expr.Value
 	return nil
 }
 
-// exprError reports a compile error at its position inside the scalar.
+// exprError reports a compile error at its position inside the scalar;
+// each of joined errors (a template's parts) at its own.
 func (l *loader) exprError(n *yaml.Node, path string, err error) {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			l.exprError(n, path, e)
+		}
+		return
+	}
 	var ce *expr.CompileError
 	if errors.As(err, &ce) {
 		l.errAt(l.offsetPos(n, ce.Offset), path, "%s", ce.Msg)
