@@ -74,6 +74,7 @@ func TestMetricsCountRunsByPlaybookAndTrigger(t *testing.T) {
 		`runbook_runs_finished_total{playbook="boom",status="failed",trigger="api"}`,
 		`runbook_runs_finished_total{playbook="unsub",status="failed",trigger="webhook"}`,
 		`runbook_runs_finished_total{playbook="gate",status="succeeded",trigger="retry"}`,
+		`runbook_runs_finished_total{playbook="boom",status="failed",trigger="rerun"}`,
 		`runbook_playbook_last_failure_timestamp_seconds{playbook="boom"}`,
 		`runbook_playbook_last_success_timestamp_seconds{playbook="unsub"}`,
 		`runbook_approvals_waiting{playbook="boom"}`,
@@ -87,7 +88,10 @@ func TestMetricsCountRunsByPlaybookAndTrigger(t *testing.T) {
 	assert.Greater(t, before[`runbook_approvals_oldest_waiting_seconds{playbook="gate"}`], 0.0)
 
 	boom := e.api("POST", "/api/v1/playbooks/boom/runs", nil).json(t)["id"].(string)
-	ended := e.waitStatus(boom, state.RunFailed)
+	e.waitStatus(boom, state.RunFailed)
+	rerun := e.api("POST", "/api/v1/runs/"+boom+"/rerun", map[string]any{})
+	require.Equal(t, http.StatusCreated, rerun.status, "%s", rerun.body)
+	ended := e.waitStatus(rerun.json(t)["id"].(string), state.RunFailed)
 	endedAt, err := time.Parse(time.RFC3339Nano, ended["ended_at"].(string))
 	require.NoError(t, err)
 	req, _ := http.NewRequest("POST", e.url+"/hooks/sms", strings.NewReader(unsubscribeBody))
@@ -102,12 +106,13 @@ func TestMetricsCountRunsByPlaybookAndTrigger(t *testing.T) {
 		after = e.series()
 		// The events reach the metrics just after their commit.
 		return after[`runbook_runs_finished_total{playbook="unsub",status="succeeded",trigger="webhook"}`] == 1 &&
-			after[`runbook_runs_finished_total{playbook="boom",status="failed",trigger="api"}`] == 1
+			after[`runbook_runs_finished_total{playbook="boom",status="failed",trigger="api"}`] == 1 &&
+			after[`runbook_runs_finished_total{playbook="boom",status="failed",trigger="rerun"}`] == 1
 	}, 10*time.Second, 10*time.Millisecond, "the runs are counted under their playbook and trigger")
 	assert.Equal(t, 1.0, after[`runbook_run_duration_seconds_count{playbook="boom",status="failed",trigger="api"}`])
 	assert.Equal(t, 1.0, after[`runbook_step_duration_seconds_count{outcome="failed",playbook="boom",trigger="api"}`])
 	assert.Equal(t, 1.0, after[`runbook_step_duration_seconds_count{outcome="succeeded",playbook="unsub",trigger="webhook"}`])
-	assert.InDelta(t, float64(endedAt.UnixNano())/1e9, after[`runbook_playbook_last_failure_timestamp_seconds{playbook="boom"}`], 0.001)
+	assert.InDelta(t, float64(endedAt.UnixNano())/1e9, after[`runbook_playbook_last_failure_timestamp_seconds{playbook="boom"}`], 0.001, "the rerun's end, the last failure")
 	assert.Zero(t, after[`runbook_playbook_last_success_timestamp_seconds{playbook="boom"}`], "never succeeded")
 }
 

@@ -21,7 +21,8 @@ import (
 //     elsewhere taken over by a replica, a playbook removed since) cannot
 //     grow the label set.
 //   - trigger: what started it: "schedule", "webhook", "api", "retry" (a
-//     retry of a failed run), "playbook" (a sub-playbook run), "cli" (a
+//     retry of a failed run), "rerun" (a run of an ended run again),
+//     "playbook" (a sub-playbook run), "cli" (a
 //     run without a trigger: `runbook run`), or another trigger type a
 //     later start path records (a lowercase word of at most 16 letters),
 //     else "other".
@@ -122,6 +123,8 @@ func triggerLabel(r *state.Run) string {
 	switch {
 	case r.RetryOf != "":
 		return "retry"
+	case r.RerunOf() != "":
+		return "rerun"
 	case r.ParentID != "":
 		return "playbook"
 	}
@@ -144,13 +147,13 @@ var outcomes = []trigger.Outcome{trigger.Started, trigger.Skipped, trigger.Queue
 // loaded makes the series of every loaded playbook exist at 0 before its
 // first run, so that a rule's increase() sees its first failure:
 // runbook_runs_finished_total for each final status under the triggers
-// that can start it (api and retry always, schedule and webhook when it
-// has such a trigger), and, when this server fires schedules,
+// that can start it (api, retry and rerun always, schedule and webhook
+// when it has such a trigger), and, when this server fires schedules,
 // runbook_schedule_firings_total for each of its schedule triggers and
 // outcome.
 func (m *metrics) loaded(pbs []*playbook.Playbook) {
 	for _, pb := range pbs {
-		triggers := []string{"api", "retry"}
+		triggers := []string{"api", "retry", "rerun"}
 		var hasSchedule, hasWebhook bool
 		for i, t := range pb.Triggers {
 			hasWebhook = hasWebhook || t.Webhook != nil
