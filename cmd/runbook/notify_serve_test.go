@@ -378,3 +378,42 @@ func TestAChannelsMissingSecretIsNamedWhereTheConfigNamesIt(t *testing.T) {
 	assert.Equal(t, 2, r.code, r.stdout)
 	assert.Contains(t, r.stderr, "runbook.yaml:7:5: notifications.channels.pager: channel pager: secret PAGER_WHSEC: a signing secret is whsec_")
 }
+
+// Three deliveries to a webhook route refused within the rule's window
+// (a bad signature): runbook serve tells the channel once.
+func TestABurstOfRefusedDeliveriesIsNotifiedOnce(t *testing.T) {
+	c := newCLI(t)
+	notifyEnv(c)
+	c.env = append(c.env, "SMS_SECRET=right-secret")
+	recv := newHookReceiver(t, false)
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	c.file("runbook.yaml", fmt.Sprintf(`webhooks:
+  routes:
+    sms: {secret: SMS_SECRET}
+notifications:
+  channels:
+    pager: {kind: webhook, url: %q, secret: PAGER_WHSEC}
+  rules:
+    - {name: refusals, on: [delivery.refused], burst: 3, within: 1m, channels: [pager]}
+`, recv.srv.URL))
+	s := c.serve("--config", filepath.Join(c.dir, "runbook.yaml"))
+	for i := range 4 {
+		req, err := http.NewRequest("POST", s.url+"/hooks/sms", strings.NewReader(fmt.Sprintf(`{"hooksId":"h-%d","event":"UNSUBSCRIBE","hooks":[]}`, i)))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Cloud-Webhook-Signature", "wrong-secret")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	}
+	waitUntil(t, 20*time.Second, "the refusal burst's message", func() bool { return len(recv.counts()) == 1 })
+	time.Sleep(time.Second)
+	counts := recv.counts()
+	require.Len(t, counts, 1, "one message for the burst, not one per refusal past it")
+	for id, n := range counts {
+		assert.True(t, strings.HasPrefix(id, "delivery.refused/sms/refusals/"), id)
+		assert.Equal(t, 1, n)
+		assert.Equal(t, "webhook route sms refuses deliveries", recv.body(id)["subject"])
+	}
+}

@@ -42,6 +42,7 @@ type Watcher struct {
 
 	mu       sync.Mutex
 	refusals map[string][]time.Time // by route
+	told     map[string]time.Time   // a burst's event, by rule and route
 	durs     map[string]durations   // by playbook, for percentiles
 	dropped  map[droppedKey][]time.Time
 	pruned   time.Time
@@ -82,6 +83,7 @@ func (w *Watcher) init() {
 		w.refusals = map[string][]time.Time{}
 		w.durs = map[string]durations{}
 		w.dropped = map[droppedKey][]time.Time{}
+		w.told = map[string]time.Time{}
 	})
 }
 
@@ -372,7 +374,9 @@ func clipList(l []string, n int) []string {
 
 // Refused counts a refused delivery of webhook route route: a rule's
 // burst of refusals within its window makes a delivery.refused event,
-// one per rule and window.
+// then none from this replica for a window; the event's key is the
+// window it fell in, so replicas that each see a burst in one window
+// make one message.
 func (w *Watcher) Refused(route string) {
 	w.init()
 	now := w.Now()
@@ -406,6 +410,15 @@ func (w *Watcher) Refused(route string) {
 		}
 		if n < r.Burst {
 			continue
+		}
+		w.mu.Lock()
+		last, told := w.told[r.Name+"\x00"+route]
+		if !told || now.Sub(last) >= r.Window {
+			w.told[r.Name+"\x00"+route] = now
+		}
+		w.mu.Unlock()
+		if told && now.Sub(last) < r.Window {
+			continue // this replica told of this burst already
 		}
 		bucket := now.Truncate(r.Window)
 		ev := Event{Name: config.EventDeliveryRefused, Rule: r.Name, Route: route, Time: now,

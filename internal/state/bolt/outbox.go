@@ -68,10 +68,23 @@ func (s *Store) EnqueueNotifications(ctx context.Context, ns []state.Notificatio
 	return added, nil
 }
 
-// ClaimNotifications takes the due messages for claimer.
+// ClaimNotifications takes the due messages for claimer. A look in a read
+// transaction first keeps a sender's polls of an idle outbox from writing
+// (and syncing) the file.
 func (s *Store) ClaimNotifications(ctx context.Context, claimer string, limit int, lease time.Duration) ([]state.Notification, error) {
 	var out []state.Notification
-	err := s.update(ctx, func(tx *bbolt.Tx) error {
+	anyDue := false
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		if due := tx.Bucket(bucketNotificationsDue); due != nil {
+			k, _ := due.Cursor().First()
+			anyDue = k != nil && bytes.Compare(k, createdKey(s.now(), "\xff")) <= 0
+		}
+		return nil
+	})
+	if err != nil || !anyDue {
+		return nil, err
+	}
+	err = s.update(ctx, func(tx *bbolt.Tx) error {
 		out = nil
 		if tx.Bucket(bucketNotifications) == nil {
 			return nil
