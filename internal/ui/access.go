@@ -20,10 +20,12 @@ const (
 	ResumeRun  Action = "runs.resume"
 	ApproveRun Action = "runs.approve"
 	Reload     Action = "server.reload"
+	// PauseSchedules pauses and resumes schedules.
+	PauseSchedules Action = "schedules.pause"
 )
 
 // Actions lists every Action.
-var Actions = []Action{StartRun, CancelRun, RetryRun, ResumeRun, ApproveRun, Reload}
+var Actions = []Action{StartRun, CancelRun, RetryRun, ResumeRun, ApproveRun, Reload, PauseSchedules}
 
 // Grant allows some actions, on the playbooks whose names match one of
 // Playbooks (path.Match patterns), or on every playbook and on actions

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -145,7 +146,7 @@ type serveProc struct {
 
 // startServe builds runbook and serves the browser playbooks on the
 // embedded simulators, until the test ends.
-func startServe(t *testing.T) *serveProc {
+func startServe(t *testing.T, extra ...map[string]string) *serveProc {
 	t.Helper()
 	work := t.TempDir()
 	bin := filepath.Join(work, "runbook")
@@ -154,7 +155,11 @@ func startServe(t *testing.T) *serveProc {
 	require.NoError(t, err, "go build: %s", out)
 	pbs := filepath.Join(work, "playbooks")
 	require.NoError(t, os.Mkdir(pbs, 0o700))
-	for name, src := range map[string]string{"ui-demo.yaml": browserDemo, "ui-slow.yaml": browserSlow, "ui-unsubscribe.yaml": browserHook, "ui-drain.yaml": browserDrain} {
+	books := map[string]string{"ui-demo.yaml": browserDemo, "ui-slow.yaml": browserSlow, "ui-unsubscribe.yaml": browserHook, "ui-drain.yaml": browserDrain}
+	for _, m := range extra {
+		maps.Copy(books, m)
+	}
+	for name, src := range books {
 		require.NoError(t, os.WriteFile(filepath.Join(pbs, name), []byte(src), 0o600))
 	}
 	cfg := filepath.Join(work, "runbook.yaml")

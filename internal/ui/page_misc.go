@@ -83,15 +83,6 @@ func (u *UI) deliveriesPage(w http.ResponseWriter, r *http.Request, s *session) 
 	u.render(w, r, http.StatusOK, "deliveries", &view{Title: "Webhook deliveries", Nav: "deliveries", session: s, Data: d})
 }
 
-func (u *UI) schedulesPage(w http.ResponseWriter, r *http.Request, s *session) {
-	var d api.ScheduleList
-	if err := u.get(r.Context(), s, "/api/v1/schedules", &d); err != nil {
-		u.fail(w, r, s, err)
-		return
-	}
-	u.render(w, r, http.StatusOK, "schedules", &view{Title: "Schedules", Nav: "schedules", session: s, Data: &d})
-}
-
 // healthData is the health page's: /healthz and a summary of /metrics.
 type healthData struct {
 	Health   api.Health

@@ -141,6 +141,7 @@ func (u *UI) routes() {
 	m.Handle("POST /runs/{id}/approve", u.action(u.approveRun))
 	m.Handle("POST /runs/{id}/retry", u.action(u.retryRun))
 	m.Handle("POST /runs/{id}/resume", u.action(u.resumeRun))
+	m.Handle("POST /runs/{id}/rerun", u.action(u.rerunRun))
 	m.Handle("GET /playbooks", u.page(u.playbooksPage))
 	m.Handle("POST /playbooks/reload", u.action(u.reload))
 	m.Handle("GET /playbooks/{name}", u.page(u.playbookPage))
@@ -149,6 +150,10 @@ func (u *UI) routes() {
 	m.Handle("GET /deliveries", u.page(u.deliveriesPage))
 	m.Handle("GET /notifications", u.page(u.notificationsPage))
 	m.Handle("GET /schedules", u.page(u.schedulesPage))
+	m.Handle("POST /schedules/{name}/pause", u.action(u.scheduleAction("pause", PauseSchedules)))
+	m.Handle("POST /schedules/{name}/resume", u.action(u.scheduleAction("resume", PauseSchedules)))
+	m.Handle("POST /schedules/{name}/run", u.action(u.scheduleAction("run", StartRun)))
+	m.Handle("POST /schedules/{name}/backfill", u.action(u.backfillSchedule))
 	m.Handle("GET /health", u.page(u.healthPage))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		u.render(w, r, http.StatusNotFound, "error", &view{Title: "Not found", session: u.current(r),

@@ -323,12 +323,15 @@ func triggerText(t map[string]any) string {
 			parts = append(parts, v)
 		}
 	}
+	if v, ok := t["via"].(string); ok && v != "" {
+		parts = append(parts, "("+v+")") // run now, backfill
+	}
 	return strings.Join(parts, " ")
 }
 
 // startedBy is who started a run, when the trigger says.
 func startedBy(t map[string]any) string {
-	for _, k := range []string{"by", "user", "identity"} {
+	for _, k := range []string{"rerun_by", "retried_by", "by", "user", "identity"} {
 		if v, ok := t[k].(string); ok && v != "" {
 			return v
 		}
