@@ -18,14 +18,17 @@ import (
 // same values (aggregate them with max, not sum): the end of the last
 // run of each loaded playbook that succeeded and that failed, and the
 // approvals waiting. They are read from the store at a scrape, at most
-// every storeRefresh (a failed read keeps the values of the last one and
+// every storeRefresh or so (a failed read keeps the values of the last one and
 // is tried again at the next scrape),
 // and a run that ends in this process moves its playbook's time at once.
 // The schedule series are computed from the playbooks' cron expressions
 // at each scrape, on a server that fires schedules. Every loaded playbook
 // has its series from the start: a time of 0 means never.
 
-// storeRefresh bounds how often a scrape reads the store.
+// storeRefresh bounds how often a scrape reads the store: at most every
+// storeRefresh, or ten times as long as the last read took when that is
+// longer (thousands of runs waiting, a slow database), so the read never
+// takes more than a tenth of the store's time.
 const storeRefresh = 10 * time.Second
 
 // scheduleHorizon and maxSlots bound the slots runbook_schedule_interval_seconds
@@ -68,6 +71,7 @@ type playbookView struct {
 	reading   sync.Mutex // one store read at a time
 	mu        sync.Mutex
 	at        time.Time           // of the last store read
+	took      time.Duration       // how long it took
 	read      map[string]lastEnds // by playbook, from the store
 	local     map[string]lastEnds // by playbook label, ended here
 	approvals map[string]waitingApprovals
@@ -184,11 +188,12 @@ func (v *playbookView) refreshIfDue() {
 	v.reading.Lock()
 	defer v.reading.Unlock()
 	v.mu.Lock()
-	due := v.src.store != nil && time.Since(v.at) >= storeRefresh
+	due := v.src.store != nil && time.Since(v.at) >= max(storeRefresh, 10*v.took)
 	v.mu.Unlock()
 	if !due {
 		return
 	}
+	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	pbs := v.src.playbooks()
@@ -212,7 +217,7 @@ func (v *playbookView) refreshIfDue() {
 		return
 	}
 	v.mu.Lock()
-	v.read, v.approvals, v.at = read, approvals, time.Now()
+	v.read, v.approvals, v.at, v.took = read, approvals, time.Now(), time.Since(began)
 	v.mu.Unlock()
 }
 

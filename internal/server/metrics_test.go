@@ -178,3 +178,18 @@ func benchViewRead(b *testing.B, store state.Store) {
 	require.True(b, v.read["pb-0"].succeeded.IsZero(), "pb-0 never succeeded")
 	require.False(b, v.read["pb-1"].succeeded.IsZero())
 }
+
+// A store read that took long is made less often: ten times its duration
+// apart, however often Prometheus scrapes.
+func TestASlowStoreReadIsMadeLessOften(t *testing.T) {
+	_, store := newTestServer(t)
+	v := newPlaybookView(playbookSource{store: store, playbooks: func() []*playbook.Playbook { return nil }})
+	v.took = 2 * time.Second // the last read took 2 s
+	last := time.Now().Add(-15 * time.Second)
+	v.at = last
+	v.refreshIfDue()
+	assert.Equal(t, last, v.at, "15 s after a read of 2 s: not again yet")
+	v.at = time.Now().Add(-21 * time.Second)
+	v.refreshIfDue()
+	assert.WithinDuration(t, time.Now(), v.at, time.Second, "21 s after: read again")
+}
