@@ -175,6 +175,38 @@ cases:
 	assert.Regexp(t, regexp.MustCompile(`(?m)^coverage: greet \(.*greet.yaml\): steps 1/1 \(100%\), branches 0/0 \(-\), 1 cases$`), r.stdout)
 }
 
+// TestCoverCountsForEachSteps: a for_each step whose items ran is
+// covered, and an item that failed and was let through takes its step's
+// branch.
+func TestCoverCountsForEachSteps(t *testing.T) {
+	c := newCLI(t)
+	c.file("each.yaml", `version: 1
+name: each
+steps:
+  - id: greet
+    for_each: [a, b]
+    uses: log
+    with: {message: "hi ${{ item }}"}
+  - id: flaky
+    for_each: [x]
+    continue_on_error: true
+    uses: fail
+    with: {message: no}
+`)
+	c.file("each.test.yaml", `version: 1
+playbook: each.yaml
+cases:
+  - name: greets both
+    expect: {status: succeeded}
+`)
+	r := c.run("test", "--cover")
+	require.Equal(t, 0, r.code, r)
+	assert.Regexp(t, regexp.MustCompile(`(?m)^coverage: each \(.*each.yaml\): steps 2/2 \(100%\), branches 1/1 \(100%\), 1 cases$`), r.stdout)
+	assert.Regexp(t, `(?m)^  greet +ran in 1 of 1 cases$`, r.stdout)
+	assert.Regexp(t, `(?m)^  flaky +ran in 1 of 1 cases; failed and continued: 1$`, r.stdout)
+	assert.NotContains(t, r.stdout, "NEVER RAN")
+}
+
 // The schema `runbook test --schema` prints is the one in schema/.
 func TestTestSchemaIsTheCommittedOne(t *testing.T) {
 	c := newCLI(t)

@@ -121,7 +121,15 @@ func (acc *coverAcc) add(r *Result) {
 		for _, rec := range t.Steps {
 			sc, ok := acc.steps[rec.ID]
 			if !ok {
-				continue // a for_each item: its step's record counts
+				// A for_each item (deploy[3]): its step ran when one of its
+				// items did; an item retried, or failed and let through,
+				// takes its step's branch.
+				if i := strings.IndexByte(rec.ID, '['); i > 0 {
+					if sc, ok := acc.steps[rec.ID[:i]]; ok {
+						acc.record(sc, rec, ran, taken)
+					}
+				}
+				continue
 			}
 			acc.record(sc, rec, ran, taken)
 			if b := sc.branch("if false"); b != nil && rec.Status == state.StepSkipped && conditionFalse(acc.defs[rec.ID].If, scope) {
