@@ -210,7 +210,12 @@ func New(o Options) (*Server, error) {
 	s.sched = trigger.NewScheduler(trigger.SchedulerOptions{
 		Store: s.store, Starter: s.runs, Clock: o.SchedulerClock, Logger: o.Logger,
 		Leader: s.runs.Leader(), Holder: s.eng.Process(), LeaderTTL: o.Lease,
-		OnFire: s.metrics.firing,
+		OnFire: func(f trigger.Firing) {
+			s.metrics.firing(f)
+			if f.Outcome == trigger.Dropped {
+				s.slotDropped(f.Playbook, f.Trigger, f.Slot)
+			}
+		},
 	})
 	if c, ok := s.store.(state.Coordinator); ok {
 		s.metrics.unfinished.set(s.sched.Leading, c.CountUnfinished)
