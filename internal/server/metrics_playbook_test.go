@@ -139,6 +139,8 @@ triggers:
   - webhook: {route: sms}
   - schedule: {cron: "0 3 * * *", timezone: Asia/Seoul}
   - schedule: {cron: "0 9 * * MON-FRI"}
+  - schedule: {cron: "* * * * * *"}
+  - schedule: {cron: "0 3 1 * *"}
 steps:
   - id: a
     uses: log
@@ -158,6 +160,8 @@ func TestScheduleSeriesExistFromTheStart(t *testing.T) {
 	assert.Equal(t, float64(next[0].Unix()), s[`runbook_schedule_next_fire_timestamp_seconds{playbook="nightly",trigger="1"}`])
 	assert.Equal(t, 86400.0, s[`runbook_schedule_interval_seconds{playbook="nightly",trigger="1"}`])
 	assert.Equal(t, 3*86400.0, s[`runbook_schedule_interval_seconds{playbook="nightly",trigger="2"}`], "Friday to Monday")
+	assert.Equal(t, 1.0, s[`runbook_schedule_interval_seconds{playbook="nightly",trigger="3"}`], "every second")
+	assert.InDelta(t, 29.5*86400, s[`runbook_schedule_interval_seconds{playbook="nightly",trigger="4"}`], 1.5*86400, "monthly: two slots at least")
 	assert.NotContains(t, s, `runbook_schedule_next_fire_timestamp_seconds{playbook="nightly",trigger="0"}`, "a webhook trigger")
 	for _, o := range []string{"started", "skipped", "queued", "dropped", "failed"} {
 		k := `runbook_schedule_firings_total{outcome="` + o + `",playbook="nightly",trigger="2"}`

@@ -32,7 +32,8 @@ import (
 const storeRefresh = 10 * time.Second
 
 // scheduleHorizon and maxSlots bound the slots runbook_schedule_interval_seconds
-// looks at: those of the next 8 days (at least two), at most 1000.
+// looks at: those of the next 8 days and the first after them (at least
+// two), at most 1000.
 const (
 	scheduleHorizon = 8 * 24 * time.Hour
 	maxSlots        = 1000
@@ -162,7 +163,7 @@ func collectSchedules(gauge func(*prometheus.Desc, float64, ...string), next, in
 		if t.Schedule == nil {
 			continue
 		}
-		slots, err := trigger.NextSlots(t.Schedule, now, maxSlots)
+		slots, err := scheduleSlots(t.Schedule, now)
 		if err != nil || len(slots) == 0 {
 			continue
 		}
@@ -171,13 +172,35 @@ func collectSchedules(gauge func(*prometheus.Desc, float64, ...string), next, in
 		longest := time.Duration(0)
 		for j := 1; j < len(slots); j++ {
 			longest = max(longest, slots[j].Sub(slots[j-1]))
-			if j >= 2 && slots[j].Sub(now) > scheduleHorizon {
-				break
-			}
 		}
 		if longest > 0 {
 			gauge(interval, longest.Seconds(), pb.Name, idx)
 		}
+	}
+}
+
+// scheduleSlots returns the next slots of sch after now: those of the
+// next scheduleHorizon and the first after it (at least two), at most
+// maxSlots, computed 32 at a time.
+func scheduleSlots(sch *playbook.Schedule, now time.Time) ([]time.Time, error) {
+	const chunk = 32
+	var out []time.Time
+	from := now
+	for {
+		more, err := trigger.NextSlots(sch, from, chunk)
+		if err != nil {
+			return nil, err
+		}
+		for _, slot := range more {
+			out = append(out, slot)
+			if len(out) >= 2 && slot.Sub(now) > scheduleHorizon || len(out) == maxSlots {
+				return out, nil
+			}
+		}
+		if len(more) < chunk { // the schedule has no more slots
+			return out, nil
+		}
+		from = more[len(more)-1]
 	}
 }
 
