@@ -94,7 +94,7 @@ func newPlaybookView(src playbookSource) *playbookView {
 			"The next slot of a schedule trigger (Unix seconds, before its jitter), by playbook and trigger (its index among the playbook's triggers).",
 			[]string{"playbook", "trigger"}, nil),
 		interval: prometheus.NewDesc("runbook_schedule_interval_seconds",
-			"The longest time between two consecutive slots of a schedule trigger among those of the next 8 days (at least two), by playbook and trigger.",
+			"The longest time between two consecutive slots of a schedule trigger among those of the next 8 days and the first after them, by playbook and trigger.",
 			[]string{"playbook", "trigger"}, nil),
 		read: map[string]lastEnds{}, local: map[string]lastEnds{}, approvals: map[string]waitingApprovals{},
 	}
