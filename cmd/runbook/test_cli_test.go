@@ -207,6 +207,25 @@ cases:
 	assert.NotContains(t, r.stdout, "NEVER RAN")
 }
 
+// TestAGlobInAFaultPathIsRefusedWhereItIs: a fault's path is a prefix;
+// a `*` in it (which expectations' call paths accept) would load and
+// never match, so the test file is refused at the `*`.
+func TestAGlobInAFaultPathIsRefusedWhereItIs(t *testing.T) {
+	c := newCLI(t)
+	c.file("greet.yaml", cliBook)
+	c.file("greet.test.yaml", `version: 1
+playbook: greet.yaml
+cases:
+  - name: faulty
+    faults:
+      - http: {service: nks, path: "/v1/clusters/*/nodegroups", status: 500}
+    expect: {status: succeeded}
+`)
+	r := c.run("test")
+	assert.Equal(t, 2, r.code, r)
+	assert.Contains(t, r.stderr, `greet.test.yaml:6:50: cases[0].faults[0].http.path: a fault's path is a prefix, not a pattern: "/v1/clusters/*/nodegroups" would match no call (write "/v1/clusters/": every path that starts with it)`)
+}
+
 // The schema `runbook test --schema` prints is the one in schema/.
 func TestTestSchemaIsTheCommittedOne(t *testing.T) {
 	c := newCLI(t)

@@ -1,6 +1,7 @@
 package playtest
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v4"
 
+	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/suggest"
 	"github.com/runbook/runbook/internal/yamlnode"
 )
@@ -365,6 +367,7 @@ func (l *loader) httpFault(n *yaml.Node, path string) *HTTPFault {
 	}
 	if v := o.Get("path"); v != nil {
 		f.Path, _ = l.Str(v, path+".path")
+		l.noGlob(v, path+".path", f.Path)
 	}
 	if v := o.Get("status"); v != nil {
 		f.Status, _ = l.IntBetween(v, path+".status", 400, 599)
@@ -385,6 +388,23 @@ func (l *loader) httpFault(n *yaml.Node, path string) *HTTPFault {
 		l.errf(o.Get("retry_after"), path+".retry_after", "goes with status 429 or 503")
 	}
 	return f
+}
+
+// noGlob refuses a `*` in a fault's path, at its column: the path is a
+// prefix (the simulators match it so), where an expectation's call path
+// is a pattern; a glob there would load and never match.
+func (l *loader) noGlob(n *yaml.Node, path, p string) {
+	i := strings.IndexByte(p, '*')
+	if i < 0 {
+		return
+	}
+	pos := l.pos(n)
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+		pos.Col++
+	}
+	pos.Col += i
+	l.diags = append(l.diags, playbook.Diagnostic{Pos: pos, Path: path, Message: fmt.Sprintf(
+		"a fault's path is a prefix, not a pattern: %q would match no call (write %q: every path that starts with it)", p, p[:i])})
 }
 
 func (l *loader) taskFault(n *yaml.Node, path string) *TaskFault {

@@ -172,7 +172,7 @@ func worldSchema() obj {
 func faultSchema() obj {
 	return obj{"oneOf": []any{
 		object("", obj{"http": object("answer matching calls with an error or delay them", obj{
-			"service": enum("", faultServices...), "method": str(""), "path": str("path prefix below the service"),
+			"service": enum("", faultServices...), "method": str(""), "path": str("path prefix below the service (a prefix, not a pattern: no *)"),
 			"status": integer("", 400, 599), "count": integer("calls it applies to (default every call)", 1, 1000),
 			"latency": ref("duration"), "retry_after": integer("seconds, with 429 or 503", 0, 3600),
 		}, "service")}, "http"),
