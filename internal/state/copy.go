@@ -22,12 +22,13 @@ const (
 	KindToken    Kind = "tokens"
 	KindAudit    Kind = "audit records"
 	KindNotify   Kind = "notifications"
+	KindPause    Kind = "schedule pauses"
 )
 
 // Kinds lists every Kind in report order.
 var Kinds = []Kind{
 	KindRun, KindStep, KindEvent, KindIntent, KindApproval,
-	KindDelivery, KindCursor, KindDedup, KindToken, KindAudit, KindNotify,
+	KindDelivery, KindCursor, KindDedup, KindToken, KindAudit, KindNotify, KindPause,
 }
 
 // Record is one stored thing as Export produces it and Import takes it:
@@ -48,6 +49,7 @@ type Record struct {
 	Token    *Token
 	Audit    *AuditRecord
 	Notify   *Notification
+	Pause    *SchedulePause
 }
 
 // RunEvent is an event of a run's log with its run.
@@ -86,7 +88,8 @@ type Exporter interface {
 	// by its steps (in their order), events (by Seq), intents and
 	// approvals; then deliveries, cursors, live dedup keys (expired ones
 	// are not exported), tokens, audit records (by Seq) and the
-	// notification outbox (oldest first, claims and all). Locks are not
+	// notification outbox (oldest first, claims and all), and the
+	// schedule pauses (by playbook and trigger). Locks are not
 	// exported: a lock belongs to the process that holds it. An error from
 	// fn ends the export and is returned.
 	Export(ctx context.Context, fn func(Record) error) error

@@ -31,6 +31,7 @@ func (s *Store) Export(ctx context.Context, fn func(state.Record) error) error {
 			exportTokens,
 			exportAudit,
 			exportNotifications,
+			exportPauses,
 		}
 		for _, step := range steps {
 			if err := step(tx, fn); err != nil {
@@ -216,6 +217,8 @@ func importRecord(tx *bbolt.Tx, rec state.Record) error {
 		return importAudit(tx, rec.Audit)
 	case rec.Notify != nil:
 		return importNotification(tx, rec.Notify)
+	case rec.Pause != nil:
+		return putJSON(tx, bucketPauses, pauseKey(rec.Pause.Playbook, rec.Pause.Trigger), rec.Pause)
 	}
 	return fmt.Errorf("a record of kind %q with nothing in it", rec.Kind)
 }

@@ -76,6 +76,21 @@ func (s *Store) ResumeSchedule(ctx context.Context, playbook string, trigger int
 	return out, nil
 }
 
+// exportPauses exports the schedule pauses, by playbook and trigger.
+func exportPauses(tx *bbolt.Tx, fn func(state.Record) error) error {
+	b := tx.Bucket(bucketPauses)
+	if b == nil {
+		return nil
+	}
+	return b.ForEach(func(k, v []byte) error {
+		p := new(state.SchedulePause)
+		if err := json.Unmarshal(v, p); err != nil {
+			return fmt.Errorf("%w: schedule pause %q: %v", state.ErrCorrupt, k, err)
+		}
+		return fn(state.Record{Kind: state.KindPause, Pause: p})
+	})
+}
+
 // SchedulePauses returns the pauses of playbook ("": every playbook).
 func (s *Store) SchedulePauses(ctx context.Context, playbook string) ([]state.SchedulePause, error) {
 	var out []state.SchedulePause

@@ -41,6 +41,7 @@ func (s *Store) Export(ctx context.Context, fn func(state.Record) error) error {
 		{`SELECT name, record FROM runbook_tokens ORDER BY name`, nil, state.KindToken},
 		{`SELECT seq, record FROM runbook_audit ORDER BY seq`, nil, state.KindAudit},
 		{`SELECT key, record FROM runbook_notifications ORDER BY created_ns, key`, nil, state.KindNotify},
+		{`SELECT playbook, record FROM runbook_schedule_pauses ORDER BY playbook, trigger`, nil, state.KindPause},
 	}
 	for _, q := range rest {
 		rows, err := tx.Query(ctx, q.query, q.args...)
@@ -107,6 +108,14 @@ func scanRecord(kind state.Kind, rows pgx.Rows) (state.Record, error) {
 		}
 		rec.Notify = new(state.Notification)
 		return rec, decodeRecord("notification "+key, data, rec.Notify)
+	case state.KindPause:
+		var playbook string
+		var data []byte
+		if err := rows.Scan(&playbook, &data); err != nil {
+			return rec, err
+		}
+		rec.Pause = new(state.SchedulePause)
+		return rec, decodeRecord("schedule pause of "+playbook, data, rec.Pause)
 	case state.KindAudit:
 		var seq int64
 		var data []byte
@@ -315,6 +324,13 @@ ON CONFLICT (name) DO UPDATE SET record = EXCLUDED.record`, rec.Token.Name, data
 		}
 		b.Queue(`INSERT INTO runbook_notifications (key, run_id, status, created_ns, due_at, sent_at, claimed_by, record)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, n.Key, n.RunID, string(n.Status), n.CreatedAt.UnixNano(), nullTime(n.DueAt), nullTime(n.SentAt), n.ClaimedBy, data)
+	case rec.Pause != nil:
+		data, err := json.Marshal(rec.Pause)
+		if err != nil {
+			return err
+		}
+		b.Queue(`INSERT INTO runbook_schedule_pauses (playbook, trigger, record) VALUES ($1, $2, $3)
+ON CONFLICT (playbook, trigger) DO UPDATE SET record = EXCLUDED.record`, rec.Pause.Playbook, rec.Pause.Trigger, data)
 	default:
 		return fmt.Errorf("a record of kind %q with nothing in it", rec.Kind)
 	}

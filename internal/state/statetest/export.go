@@ -141,6 +141,8 @@ func fill(t *testing.T, s ExportStore, c *Clock) {
 	}
 	must(t, s.RecordAttempt(ctx, claimOne(t, s, "run.failed/r-old@a"), "A", state.Attempt{Sent: true}))
 	must(t, s.RecordAttempt(ctx, claimOne(t, s, "run.failed/r-old@b"), "A", state.Attempt{Error: "503", RetryIn: time.Hour}))
+	must(t, s.PauseSchedule(ctx, state.SchedulePause{Playbook: "nightly", Trigger: 1, Reason: "noisy", By: "bob"}))
+	must(t, s.PauseSchedule(ctx, state.SchedulePause{Playbook: "nightly", Trigger: state.AllTriggers, Reason: "change freeze", By: "alice"}))
 }
 
 // claimOne claims messages for "A" until key is among them, giving the
@@ -244,6 +246,9 @@ func checkAfterImport(t *testing.T, s ExportStore) {
 	}
 	if due, err := s.ClaimNotifications(ctx, "B", 10, time.Minute); err != nil || len(due) != 1 || due[0].Key != "approval.waiting/r-wait/gate@a" {
 		t.Errorf("the imported outbox's due messages: %+v, %v; want the one failed without a backoff", due, err)
+	}
+	if ps, err := s.SchedulePauses(ctx, "nightly"); err != nil || len(ps) != 2 || ps[0].Reason != "change freeze" || ps[1].By != "bob" {
+		t.Errorf("schedule pauses after import: %+v, %v; want both, every trigger's first", ps, err)
 	}
 	if err := s.CreateToken(ctx, state.Token{Name: "ci", Hash: "cc"}); !errors.Is(err, state.ErrExists) {
 		t.Errorf("an imported live token's name can be taken: %v", err)
