@@ -238,6 +238,13 @@ func checkAfterImport(t *testing.T, s ExportStore) {
 	if len(recs) != 3 || recs[0].Seq != 2 || recs[2].Seq != 4 {
 		t.Errorf("audit after import: %+v, want records 2, 3 and a new 4", recs)
 	}
+	checkAreasAfterImport(t, s)
+}
+
+// checkAreasAfterImport checks the stores' other areas after an import:
+// the notification outbox, the schedule pauses and the tokens.
+func checkAreasAfterImport(t *testing.T, s ExportStore) {
+	ctx := context.Background()
 	if ns, err := s.ListNotifications(ctx, state.NotificationFilter{Status: []state.NotificationStatus{state.NotifyFailing}}); err != nil || len(ns) != 2 {
 		t.Errorf("failing notifications after import: %+v, %v; want 2", ns, err)
 	}
