@@ -286,8 +286,8 @@ func notifyOptions(cfg *config.Config, lookup func(string) (string, bool)) (noti
 			continue
 		}
 		o.Channels[name] = c
-		if o.Connections[notify.ConnectionPrefix+name], err = notify.Settings(ch, lookup); err != nil {
-			problems = append(problems, fmt.Sprintf("%s: notifications.channels.%s: %v", ch.Pos, name, err))
+		if st, err := notify.Settings(ch, lookup); err == nil {
+			o.Connections[notify.ConnectionPrefix+name] = st.Map()
 		}
 	}
 	sort.Strings(problems)

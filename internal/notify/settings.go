@@ -4,15 +4,36 @@ import (
 	"fmt"
 
 	"github.com/runbook/runbook/internal/config"
+	"github.com/runbook/runbook/internal/notify/channel"
 )
 
-// ConnectionPrefix names a channel as a connection: the notify step reads
-// channel NAME's settings through its host's connection "notify:NAME".
-const ConnectionPrefix = "notify:"
+// Channel sends one message to one destination (internal/notify/channel).
+type Channel = channel.Channel
 
-// Settings are channel ch's settings with its secrets resolved, as the
-// notify step reads them (FromSettings).
-func Settings(ch config.Channel, lookup Lookup) (map[string]any, error) {
+// Lookup resolves a secret name to its value.
+type Lookup func(name string) (string, bool)
+
+// ConnectionPrefix names a channel as a connection (channel.ConnectionPrefix).
+const ConnectionPrefix = channel.ConnectionPrefix
+
+// NewChannel builds the channel ch describes, resolving its secrets.
+func NewChannel(ch config.Channel, lookup Lookup) (Channel, error) {
+	s, err := Settings(ch, lookup)
+	if err != nil {
+		return nil, err
+	}
+	c, err := channel.New(s)
+	switch {
+	case err != nil && ch.Kind == config.ChannelWebhook:
+		return nil, fmt.Errorf("channel %s: secret %s: %w", ch.Name, ch.Secret, err)
+	case err != nil:
+		return nil, fmt.Errorf("channel %s: %w", ch.Name, err)
+	}
+	return c, nil
+}
+
+// Settings are channel ch's settings with its secrets resolved.
+func Settings(ch config.Channel, lookup Lookup) (channel.Settings, error) {
 	get := func(name string) (string, error) {
 		if name == "" {
 			return "", nil
@@ -23,49 +44,19 @@ func Settings(ch config.Channel, lookup Lookup) (map[string]any, error) {
 		}
 		return v, nil
 	}
-	s := map[string]any{"kind": ch.Kind, "url": ch.URL, "smtp": ch.SMTP, "from": ch.From, "username": ch.Username,
-		"starttls": ch.StartTLS, "ca_file": ch.CAFile}
-	to := make([]any, len(ch.To))
-	for i, a := range ch.To {
-		to[i] = a
-	}
-	s["to"] = to
-	for key, name := range map[string]string{"url_value": ch.URLSecret, "signing_secret": ch.Secret, "password": ch.PasswordSecret} {
-		v, err := get(name)
-		if err != nil {
-			return nil, err
-		}
-		if v != "" {
-			s[key] = v
+	s := channel.Settings{Kind: ch.Kind, URL: ch.URL, SMTP: ch.SMTP, From: ch.From, To: ch.To, Username: ch.Username,
+		StartTLS: ch.StartTLS, CAFile: ch.CAFile}
+	var err error
+	if ch.URLSecret != "" {
+		if s.URL, err = get(ch.URLSecret); err != nil {
+			return s, err
 		}
 	}
-	if v, ok := s["url_value"].(string); ok {
-		s["url"] = v
-		delete(s, "url_value")
+	if s.SigningSecret, err = get(ch.Secret); err != nil {
+		return s, err
+	}
+	if s.Password, err = get(ch.PasswordSecret); err != nil {
+		return s, err
 	}
 	return s, nil
-}
-
-// FromSettings builds the channel whose Settings s are.
-func FromSettings(name string, s map[string]any) (Channel, error) {
-	str := func(k string) string { v, _ := s[k].(string); return v }
-	ch := config.Channel{Name: name, Kind: str("kind"), URL: str("url"), SMTP: str("smtp"), From: str("from"),
-		Username: str("username"), CAFile: str("ca_file"), StartTLS: s["starttls"] != false}
-	if ch.Kind == "" {
-		return nil, fmt.Errorf("channel %s has no kind", name)
-	}
-	if l, ok := s["to"].([]any); ok {
-		for _, a := range l {
-			if a, ok := a.(string); ok {
-				ch.To = append(ch.To, a)
-			}
-		}
-	}
-	if str("signing_secret") != "" {
-		ch.Secret = "signing_secret"
-	}
-	if str("password") != "" {
-		ch.PasswordSecret = "password"
-	}
-	return NewChannel(ch, func(k string) (string, bool) { v := str(k); return v, v != "" })
 }

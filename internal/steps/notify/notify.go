@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/runbook/runbook/internal/fault"
-	"github.com/runbook/runbook/internal/notify"
+	"github.com/runbook/runbook/internal/notify/channel"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/steps"
 )
@@ -35,14 +35,21 @@ func runNotify(ctx context.Context, c *steps.Call, p *notifyParams) (steps.Outpu
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	settings, err := c.Host.Connection(notify.ConnectionPrefix + p.Channel)
+	conn, err := c.Host.Connection(channel.ConnectionPrefix + p.Channel)
 	if err != nil {
 		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("channel %q is not a notification channel of the config (notifications.channels, under runbook serve)", p.Channel)}
 	}
-	ch, err := notify.FromSettings(p.Channel, settings)
-	if err != nil {
-		return nil, &fault.Error{Code: fault.Invalid, Message: err.Error()}
+	settings, err := channel.FromMap(conn)
+	if err == nil {
+		var ch channel.Channel
+		if ch, err = channel.New(settings); err == nil {
+			return send(ctx, c, p, ch)
+		}
 	}
+	return nil, &fault.Error{Code: fault.Invalid, Message: "channel " + p.Channel + ": " + err.Error()}
+}
+
+func send(ctx context.Context, c *steps.Call, p *notifyParams, ch channel.Channel) (steps.Outputs, error) {
 	subject := p.Subject
 	if subject == "" {
 		subject = "runbook: step " + c.StepID

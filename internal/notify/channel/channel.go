@@ -1,4 +1,9 @@
-package notify
+// Package channel sends a notification to one destination: a
+// Slack-compatible incoming webhook, a POST signed as Standard Webhooks, or
+// e-mail over SMTP. It knows the settings of a channel with its secrets
+// resolved (Settings), not the config they come from, so that the notify
+// step uses it without the config.
+package channel
 
 import (
 	"bytes"
@@ -16,8 +21,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runbook/runbook/internal/config"
 	"github.com/runbook/runbook/internal/state"
+)
+
+// The kinds of channel.
+const (
+	Slack   = "slack"   // a Slack-compatible incoming webhook: {text, blocks}
+	Webhook = "webhook" // a JSON POST signed with Standard Webhooks headers
+	Email   = "email"   // SMTP, STARTTLS, AUTH PLAIN
 )
 
 // Channel sends one message to one destination. An error means the
@@ -27,55 +38,68 @@ type Channel interface {
 	Send(ctx context.Context, n state.Notification) error
 }
 
-// Lookup resolves a secret name to its value.
-type Lookup func(name string) (string, bool)
+// Settings are a channel's settings with its secrets resolved: URL for
+// slack and webhook, SigningSecret (whsec_) for webhook; SMTP, From, To,
+// Username, Password, StartTLS and CAFile for email.
+type Settings struct {
+	Kind          string   `json:"kind"`
+	URL           string   `json:"url,omitempty"`
+	SigningSecret string   `json:"signing_secret,omitempty"`
+	SMTP          string   `json:"smtp,omitempty"`
+	From          string   `json:"from,omitempty"`
+	To            []string `json:"to,omitempty"`
+	Username      string   `json:"username,omitempty"`
+	Password      string   `json:"password,omitempty"`
+	StartTLS      bool     `json:"starttls"`
+	CAFile        string   `json:"ca_file,omitempty"`
+}
 
-// NewChannel builds the channel ch describes, resolving its secrets.
-func NewChannel(ch config.Channel, lookup Lookup) (Channel, error) {
-	get := func(name string) (string, error) {
-		v, ok := lookup(name)
-		if !ok {
-			return "", fmt.Errorf("channel %s: secret %s is not set", ch.Name, name)
-		}
-		return v, nil
-	}
-	switch ch.Kind {
-	case config.ChannelSlack, config.ChannelWebhook:
-		u := ch.URL
-		if ch.URLSecret != "" {
-			v, err := get(ch.URLSecret)
-			if err != nil {
-				return nil, err
-			}
-			u = v
-		}
-		if ch.Kind == config.ChannelSlack {
-			return &slack{url: u, client: httpClient()}, nil
-		}
-		secret, err := get(ch.Secret)
+// New builds the channel of s.
+func New(s Settings) (Channel, error) {
+	switch s.Kind {
+	case Slack:
+		return &slack{url: s.URL, client: httpClient()}, nil
+	case Webhook:
+		key, err := signingKey(s.SigningSecret)
 		if err != nil {
 			return nil, err
 		}
-		key, err := signingKey(secret)
-		if err != nil {
-			return nil, fmt.Errorf("channel %s: secret %s: %w", ch.Name, ch.Secret, err)
-		}
-		return &webhook{url: u, key: key, client: httpClient(), now: time.Now}, nil
-	case config.ChannelEmail:
-		m := &email{ch: ch}
-		if ch.PasswordSecret != "" {
-			v, err := get(ch.PasswordSecret)
-			if err != nil {
-				return nil, err
-			}
-			m.password = v
-		}
+		return &webhook{url: s.URL, key: key, client: httpClient(), now: time.Now}, nil
+	case Email:
+		m := &email{s: s}
 		if err := m.loadCAs(); err != nil {
-			return nil, fmt.Errorf("channel %s: %w", ch.Name, err)
+			return nil, err
 		}
 		return m, nil
 	}
-	return nil, fmt.Errorf("channel %s: unknown kind %q", ch.Name, ch.Kind)
+	return nil, fmt.Errorf("unknown kind %q", s.Kind)
+}
+
+// ConnectionPrefix names a channel as a connection: the notify step reads
+// channel NAME's settings (Map) through its host's connection
+// "notify:NAME", which runbook serve fills from its config.
+const ConnectionPrefix = "notify:"
+
+// Map is s as a connection's settings (the notify step's host gives
+// them); FromMap reads them back.
+func (s Settings) Map() map[string]any {
+	b, _ := json.Marshal(s)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	return m
+}
+
+// FromMap reads Settings written by Map.
+func FromMap(m map[string]any) (Settings, error) {
+	var s Settings
+	b, err := json.Marshal(m)
+	if err == nil {
+		err = json.Unmarshal(b, &s)
+	}
+	if err != nil || s.Kind == "" {
+		return Settings{}, errors.New("not the settings of a notification channel")
+	}
+	return s, nil
 }
 
 // httpClient does not follow redirects: a 3xx is an answer to look at,

@@ -1,4 +1,4 @@
-package notify
+package channel
 
 import (
 	"context"
@@ -16,40 +16,38 @@ import (
 	"strings"
 	"time"
 
-	"github.com/runbook/runbook/internal/config"
 	"github.com/runbook/runbook/internal/state"
 )
 
 // email sends a message over SMTP: STARTTLS before anything else (unless
 // the channel turns it off), AUTH PLAIN when it has a username.
 type email struct {
-	ch       config.Channel
-	password string
-	roots    *x509.CertPool // nil: the system's
+	s     Settings
+	roots *x509.CertPool // nil: the system's
 }
 
 func (m *email) loadCAs() error {
-	if m.ch.CAFile == "" {
+	if m.s.CAFile == "" {
 		return nil
 	}
-	pem, err := os.ReadFile(m.ch.CAFile)
+	pem, err := os.ReadFile(m.s.CAFile)
 	if err != nil {
 		return fmt.Errorf("ca_file: %w", err)
 	}
 	m.roots = x509.NewCertPool()
 	if !m.roots.AppendCertsFromPEM(pem) {
-		return fmt.Errorf("ca_file %s holds no PEM certificate", m.ch.CAFile)
+		return fmt.Errorf("ca_file %s holds no PEM certificate", m.s.CAFile)
 	}
 	return nil
 }
 
 func (m *email) Send(ctx context.Context, n state.Notification) error {
-	host, _, err := net.SplitHostPort(m.ch.SMTP)
+	host, _, err := net.SplitHostPort(m.s.SMTP)
 	if err != nil {
-		return fmt.Errorf("smtp %q: %w", m.ch.SMTP, err)
+		return fmt.Errorf("smtp %q: %w", m.s.SMTP, err)
 	}
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", m.ch.SMTP)
+	conn, err := d.DialContext(ctx, "tcp", m.s.SMTP)
 	if err != nil {
 		return fmt.Errorf("smtp: %w", err)
 	}
@@ -67,7 +65,7 @@ func (m *email) Send(ctx context.Context, n state.Notification) error {
 	if err := c.Hello("runbook"); err != nil {
 		return fmt.Errorf("smtp EHLO: %w", err)
 	}
-	if m.ch.StartTLS {
+	if m.s.StartTLS {
 		if ok, _ := c.Extension("STARTTLS"); !ok {
 			return errors.New("smtp: the server does not offer STARTTLS (set starttls: false for a server that cannot, without a password)")
 		}
@@ -75,16 +73,16 @@ func (m *email) Send(ctx context.Context, n state.Notification) error {
 			return fmt.Errorf("smtp STARTTLS: %w", err)
 		}
 	}
-	if m.ch.Username != "" {
-		if err := c.Auth(smtp.PlainAuth("", m.ch.Username, m.password, host)); err != nil {
+	if m.s.Username != "" {
+		if err := c.Auth(smtp.PlainAuth("", m.s.Username, m.s.Password, host)); err != nil {
 			return fmt.Errorf("smtp AUTH: %w", err)
 		}
 	}
-	from, _ := mail.ParseAddress(m.ch.From)
+	from, _ := mail.ParseAddress(m.s.From)
 	if err := c.Mail(from.Address); err != nil {
 		return fmt.Errorf("smtp MAIL FROM: %w", err)
 	}
-	for _, to := range m.ch.To {
+	for _, to := range m.s.To {
 		a, _ := mail.ParseAddress(to)
 		if err := c.Rcpt(a.Address); err != nil {
 			return fmt.Errorf("smtp RCPT TO %s: %w", a.Address, err)
@@ -109,8 +107,8 @@ func (m *email) message(n state.Notification) []byte {
 	sum := sha256.Sum256([]byte(n.Key))
 	var b strings.Builder
 	hdr := func(k, v string) { b.WriteString(k + ": " + v + "\r\n") }
-	hdr("From", m.ch.From)
-	hdr("To", strings.Join(m.ch.To, ", "))
+	hdr("From", m.s.From)
+	hdr("To", strings.Join(m.s.To, ", "))
 	hdr("Subject", mime.QEncoding.Encode("utf-8", n.Subject))
 	hdr("Date", n.CreatedAt.Format(time.RFC1123Z))
 	hdr("Message-ID", "<"+hex.EncodeToString(sum[:16])+"@runbook>")
