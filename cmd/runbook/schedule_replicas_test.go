@@ -46,8 +46,9 @@ func scheduleLeader(t *testing.T, db *pgx.Conn, rs *replicaSet) int {
 // skips each slot (shown skipped with the reason through either replica);
 // two backfills of the same range at once, one through each replica,
 // start each slot once; run now through the other replica starts one run
-// with the trigger's inputs; the resume through it lets the leader fire
-// again; the audit log has each action with who and why.
+// with the trigger's inputs; a resume written to the database by the CLI
+// lets the leader fire again; the audit log has each action with who and
+// why.
 func TestScheduleControlsAcrossTwoReplicas(t *testing.T) {
 	c := newCLI(t)
 	dsn := onDatabase(t, c)
@@ -141,8 +142,11 @@ func TestScheduleControlsAcrossTwoReplicas(t *testing.T) {
 	assert.Equal(t, "alice", run.StartedBy())
 	assert.Equal(t, run.Trigger["slot"], run.Inputs["slot"])
 
-	r = c.run(append([]string{"schedule", "resume", "tick", "--reason", "freeze over"}, viaOther...)...)
+	// The resume goes to the database directly (no --server: the CLI on a
+	// shared state writes it), as another process's pause would.
+	r = c.run("schedule", "resume", "tick", "--reason", "freeze over")
 	require.Equal(t, 0, r.code, r)
+	assert.Contains(t, r.stdout, "resumed every schedule trigger of tick (paused by alice since")
 	resumed := scheduledRuns()
 	waitFor(t, 20*time.Second, "the leader fires again after the resume on the other replica", func() bool { return scheduledRuns() >= resumed+2 })
 
@@ -160,5 +164,14 @@ func TestScheduleControlsAcrossTwoReplicas(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, map[string]int{"schedule.pause": 1, "schedule.backfill": 2, "schedule.run": 1, "schedule.resume": 1}, actions)
+	assert.Equal(t, map[string]int{"schedule.pause": 1, "schedule.backfill": 2, "schedule.run": 1}, actions)
+	resumes := 0
+	for _, rec := range recs {
+		if rec.Action == "schedule.resume" {
+			resumes++
+			assert.Equal(t, "local:tester", rec.Identity, "a change made on the state directly is audited as its local user")
+			assert.Equal(t, "freeze over", rec.Detail["reason"])
+		}
+	}
+	assert.Equal(t, 1, resumes)
 }
