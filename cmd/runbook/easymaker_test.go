@@ -117,3 +117,24 @@ func TestKilledTuningResumesWithOneOfEachResource(t *testing.T) {
 	assert.Len(t, mlList(t, url, "hyperparameter-tunings", "hyperparameterTuning"), 1)
 	assert.Len(t, mlList(t, url, "endpoints", "endpoint"), 1)
 }
+
+// TestTheShippedTuneAndDeployRunsAsItIs: playbooks/ml-tune-and-deploy.yaml
+// uploads its default data file (shipped beside it, as runbook serve needs
+// it: inside the playbook directory), and a storage_uri the upload step
+// would refuse is refused at the start, by the input's pattern, before
+// anything runs.
+func TestTheShippedTuneAndDeployRunsAsItIs(t *testing.T) {
+	c := newCLI(t)
+	pb, err := filepath.Abs(filepath.Join("..", "..", "playbooks", "ml-tune-and-deploy.yaml"))
+	require.NoError(t, err)
+
+	r := c.run("run", "--sim", pb, "-i", "storage_uri=obs://bucket/churn")
+	assert.Equal(t, 2, r.code, r)
+	assert.Contains(t, r.stderr, "storage_uri")
+	assert.NotContains(t, r.stdout, "step upload started", "refused before anything runs")
+
+	cmd, id := c.startUntil("step upload succeeded", "run", "--sim", pb,
+		"-i", "storage_uri=obs://kr1-api-object-storage.nhncloudservice.com/v1/AUTH_demo/ml/churn")
+	require.NotEmpty(t, id)
+	_ = cmd.Process.Kill()
+}
