@@ -147,12 +147,18 @@ steps:
     with: {message: hi}
 `
 
-// Each schedule trigger has its next slot and the longest gap between
-// its slots (what a dead man's switch compares the last success with),
-// and its firings counted at 0 before the first one.
+// Each schedule trigger has its next slot, the longest gap between its
+// slots (what a dead man's switch compares the last success with), whether
+// it is paused, and its firings counted at 0 before the first one.
 func TestScheduleSeriesExistFromTheStart(t *testing.T) {
 	e := newEnv(t, map[string]string{"nightly.yaml": nightlyPlaybook})
+	r := e.api("POST", "/api/v1/playbooks/nightly/schedules/pause", map[string]any{"trigger": 2, "reason": "change freeze"})
+	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	s := e.series()
+	assert.Equal(t, 1.0, s[`runbook_schedule_paused{playbook="nightly",trigger="2"}`])
+	if assert.Contains(t, s, `runbook_schedule_paused{playbook="nightly",trigger="1"}`) {
+		assert.Zero(t, s[`runbook_schedule_paused{playbook="nightly",trigger="1"}`])
+	}
 	pb, err := playbook.Parse("nightly.yaml", []byte(nightlyPlaybook), playbook.LoadOptions{})
 	require.NoError(t, err)
 	next, err := trigger.NextSlots(pb.Triggers[1].Schedule, time.Now(), 1)

@@ -17,7 +17,7 @@ import (
 // does not reset them and every replica of a shared store exports the
 // same values (aggregate them with max, not sum): the end of the last
 // run of each loaded playbook that succeeded and that failed, and the
-// approvals waiting. They are read from the store at a scrape, at most
+// approvals waiting, and the schedule pauses. They are read from the store at a scrape, at most
 // every storeRefresh or so (a failed read keeps the values of the last one and
 // is tried again at the next scrape),
 // and a run that ends in this process moves its playbook's time at once.
@@ -67,7 +67,7 @@ type playbookView struct {
 	// at each read (metrics_cluster.go).
 	reconcile                                  func(context.Context, state.Store) error
 	lastSuccess, lastFailure, waiting, waitAge *prometheus.Desc
-	nextFire, interval                         *prometheus.Desc
+	nextFire, interval, paused                 *prometheus.Desc
 
 	reading   sync.Mutex // one store read at a time
 	mu        sync.Mutex
@@ -76,6 +76,7 @@ type playbookView struct {
 	read      map[string]lastEnds // by playbook, from the store
 	local     map[string]lastEnds // by playbook label, ended here
 	approvals map[string]waitingApprovals
+	pauses    map[string][]state.SchedulePause // by playbook
 }
 
 func newPlaybookView(src playbookSource) *playbookView {
@@ -95,6 +96,9 @@ func newPlaybookView(src playbookSource) *playbookView {
 			[]string{"playbook", "trigger"}, nil),
 		interval: prometheus.NewDesc("runbook_schedule_interval_seconds",
 			"The longest time between two consecutive slots of a schedule trigger among those of the next 8 days and the first after them, by playbook and trigger.",
+			[]string{"playbook", "trigger"}, nil),
+		paused: prometheus.NewDesc("runbook_schedule_paused",
+			"1 while a schedule trigger is paused (runbook schedule pause), else 0, as the store records it, by playbook and trigger.",
 			[]string{"playbook", "trigger"}, nil),
 		read: map[string]lastEnds{}, local: map[string]lastEnds{}, approvals: map[string]waitingApprovals{},
 	}
@@ -118,7 +122,7 @@ func (v *playbookView) ended(pb string, st state.RunStatus, at time.Time) {
 
 // Describe implements prometheus.Collector.
 func (v *playbookView) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{v.lastSuccess, v.lastFailure, v.waiting, v.waitAge, v.nextFire, v.interval} {
+	for _, d := range []*prometheus.Desc{v.lastSuccess, v.lastFailure, v.waiting, v.waitAge, v.nextFire, v.interval, v.paused} {
 		ch <- d
 	}
 }
@@ -138,7 +142,7 @@ func (v *playbookView) Collect(ch chan<- prometheus.Metric) {
 		gauge(v.lastFailure, unixSeconds(e.failed), pb.Name)
 		v.collectApprovals(gauge, pb.Name, now)
 		if v.src.schedules {
-			collectSchedules(gauge, v.nextFire, v.interval, pb, now)
+			v.collectSchedules(gauge, pb, now)
 		}
 	}
 	if a := v.approvals[otherPlaybook]; a.n > 0 {
@@ -156,25 +160,32 @@ func (v *playbookView) collectApprovals(gauge func(*prometheus.Desc, float64, ..
 	gauge(v.waitAge, age, pb)
 }
 
-// collectSchedules gives the next slot and the longest interval of each
-// schedule trigger of pb.
-func collectSchedules(gauge func(*prometheus.Desc, float64, ...string), next, interval *prometheus.Desc, pb *playbook.Playbook, now time.Time) {
+// collectSchedules gives the next slot, the longest interval and whether
+// it is paused of each schedule trigger of pb.
+func (v *playbookView) collectSchedules(gauge func(*prometheus.Desc, float64, ...string), pb *playbook.Playbook, now time.Time) {
 	for i, t := range pb.Triggers {
 		if t.Schedule == nil {
 			continue
 		}
+		idx := strconv.Itoa(i)
+		paused := 0.0
+		for _, p := range v.pauses[pb.Name] {
+			if p.Covers(i) {
+				paused = 1
+			}
+		}
+		gauge(v.paused, paused, pb.Name, idx)
 		slots, err := scheduleSlots(t.Schedule, now)
 		if err != nil || len(slots) == 0 {
 			continue
 		}
-		idx := strconv.Itoa(i)
-		gauge(next, unixSeconds(slots[0]), pb.Name, idx)
+		gauge(v.nextFire, unixSeconds(slots[0]), pb.Name, idx)
 		longest := time.Duration(0)
 		for j := 1; j < len(slots); j++ {
 			longest = max(longest, slots[j].Sub(slots[j-1]))
 		}
 		if longest > 0 {
-			gauge(interval, longest.Seconds(), pb.Name, idx)
+			gauge(v.interval, longest.Seconds(), pb.Name, idx)
 		}
 	}
 }
@@ -236,11 +247,19 @@ func (v *playbookView) refreshIfDue() {
 	if err != nil {
 		return
 	}
+	pauseList, err := v.src.store.SchedulePauses(ctx, "")
+	if err != nil {
+		return
+	}
+	pauses := map[string][]state.SchedulePause{}
+	for _, p := range pauseList {
+		pauses[p.Playbook] = append(pauses[p.Playbook], p)
+	}
 	if v.reconcile != nil && v.reconcile(ctx, v.src.store) != nil {
 		return
 	}
 	v.mu.Lock()
-	v.read, v.approvals, v.at, v.took = read, approvals, time.Now(), time.Since(began)
+	v.read, v.approvals, v.pauses, v.at, v.took = read, approvals, pauses, time.Now(), time.Since(began)
 	v.mu.Unlock()
 }
 
