@@ -224,6 +224,7 @@ func (l *Local) localRoutes() map[string]http.HandlerFunc {
 		"POST /api/v1/runs/{id}/approve": l.approve,
 		"POST /api/v1/runs/{id}/retry":   l.refuse,
 		"POST /api/v1/runs/{id}/resume":  l.refuse,
+		"POST /api/v1/runs/{id}/rerun":   l.refuse,
 		"GET /api/v1/state/backup":       s.backupState,
 	}
 }
@@ -275,11 +276,15 @@ func (l *Local) authenticate(mux *http.ServeMux) http.Handler {
 }
 
 func (l *Local) refused(pattern string) bool {
-	return pattern == "POST /api/v1/runs/{id}/retry" || pattern == "POST /api/v1/runs/{id}/resume"
+	switch pattern {
+	case "POST /api/v1/runs/{id}/retry", "POST /api/v1/runs/{id}/resume", "POST /api/v1/runs/{id}/rerun":
+		return true
+	}
+	return false
 }
 
-// refuse answers the run routes that need a server: a retry or a resume
-// would execute a run in this process, which runs one playbook and exits.
+// refuse answers the run routes that need a server: a retry, a resume or
+// a rerun would execute a run in this process, which runs one playbook and exits.
 func (l *Local) refuse(w http.ResponseWriter, r *http.Request) {
 	writeError(w, http.StatusConflict, fault.Conflict, fmt.Sprintf("%s holds the state file and executes only its own run: %s needs the file; try again when that process ends, or use runbook serve", l.name(), r.URL.Path))
 }
