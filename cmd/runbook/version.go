@@ -63,6 +63,12 @@ func buildVersion() versionInfo {
 	return v
 }
 
+// unstamped is the commit line of a binary that knows none: go build in
+// a git clone records the commit (Go's VCS stamping), make build stamps it
+// with ldflags; go run, -buildvcs=false and a linked git worktree (Go
+// looks for a .git directory) leave it out.
+const unstamped = "unknown (built without VCS information: go run, -buildvcs=false, or a git worktree; go build in a clone or make build records it)"
+
 func cmdVersion(_ context.Context, a *app, args []string) error {
 	fs := newFlagSet(a, command{
 		name:    "version",
@@ -86,7 +92,7 @@ func cmdVersion(_ context.Context, a *app, args []string) error {
 	}
 	c := v.Commit
 	if c == "" {
-		c = "unknown"
+		c = unstamped
 	} else if v.Modified {
 		c += " (modified)"
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"testing"
@@ -41,4 +43,19 @@ func TestVersionNamesTheBuild(t *testing.T) {
 	assert.Equal(t, r.stdout, j.stdout, "--json is --output json")
 
 	assert.Equal(t, 2, c.run("version", "extra").code, "no arguments")
+}
+
+// TestAnUnstampedVersionSaysWhy: a binary built without VCS information
+// (go run, -buildvcs=false, a git worktree) says why it knows no commit
+// and how to get one, instead of a bare "unknown".
+func TestAnUnstampedVersionSaysWhy(t *testing.T) {
+	c := newCLI(t)
+	plain := filepath.Join(c.dir, "runbook-plain")
+	build := exec.Command("go", "build", "-buildvcs=false", "-o", plain, ".")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	r := c.runCmd(exec.Command(plain, "version"))
+	require.Equal(t, 0, r.code, r)
+	assert.Contains(t, r.stdout, "runbook (devel)\n")
+	assert.Contains(t, r.stdout, "commit:       unknown (built without VCS information: go run, -buildvcs=false, or a git worktree; go build in a clone or make build records it)\n")
 }
