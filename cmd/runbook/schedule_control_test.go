@@ -116,14 +116,15 @@ func TestScheduleControlsThroughTheBinary(t *testing.T) {
 	r = c.run("schedule", "pause", "tick", "--reason", "change freeze")
 	require.Equal(t, 0, r.code, r)
 	assert.Contains(t, r.stdout, "paused every schedule trigger of tick: change freeze")
-	time.Sleep(1500 * time.Millisecond) // a slot firing as the pause was written may still start
-	before := len(scheduled(tickRuns(t, s)))
 	var sc api.Schedule
 	waitFor(t, 20*time.Second, "three slots are shown skipped by the pause", func() bool {
 		sc = c.schedule(t)
 		return len(pausedSlots(sc)) >= 3
 	})
-	assert.Equal(t, before, len(scheduled(tickRuns(t, s))), "no slot starts a run while paused")
+	for _, slot := range scheduled(tickRuns(t, s)) {
+		// A slot that fired as the pause was written came before it.
+		assert.Less(t, slot, pausedSlots(sc)[0].Slot, "no slot starts a run while paused")
+	}
 	require.NotNil(t, sc.Paused)
 	assert.Equal(t, "alice", sc.Paused.By)
 	assert.Equal(t, "change freeze", sc.Paused.Reason)
