@@ -160,3 +160,49 @@ func TestADrainedReplicaHandsItsRunsOverToTheOther(t *testing.T) {
 	assert.True(t, found, "the drain is audited with its reason: %v", m["records"])
 	assert.Contains(t, a.stderr.String(), "drained: nothing executes here any more")
 }
+
+// runbook drain drains the server named by --server through its API:
+// it prints the drain, --status reads it, and --wait follows it until
+// nothing executes there, then exits 0.
+func TestRunbookDrainDrainsTheServerAndWaitsUntilItIsEmpty(t *testing.T) {
+	c := newCLI(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	c.file("playbooks/hold.yaml", holdPlaybook(c.dir))
+	s := c.serve()
+	c.env = append(c.env, "RUNBOOK_API_TOKEN="+serveToken)
+	code, m := s.api(t, "POST", "/api/v1/playbooks/hold/runs", map[string]any{})
+	require.Equal(t, 201, code, m)
+	held := m["id"].(string)
+	require.Eventually(t, func() bool {
+		_, h := s.api(t, "GET", "/api/v1/runs/"+held, nil)
+		return h["status"] == "running"
+	}, 10*time.Second, 20*time.Millisecond)
+
+	r := c.run("drain", "--status", "--server", s.url)
+	require.Equal(t, 0, r.code, r)
+	assert.Equal(t, "not draining\n", r.stdout)
+	r = c.run("drain", "--server", s.url, "--reason", "upgrade to v2", "--grace", "5m")
+	require.Equal(t, 0, r.code, r)
+	assert.Contains(t, r.stdout, "draining — executing 1, let go 0 (handed over 0), suspended 0", r.stdout)
+	assert.Contains(t, r.stdout, "grace 5m0s")
+	assert.Equal(t, 503, readyz(t, s))
+
+	done := make(chan result, 1)
+	go func() { done <- c.run("drain", "--wait", "--status", "--server", s.url) }()
+	time.Sleep(1500 * time.Millisecond)
+	require.NoError(t, os.WriteFile(filepath.Join(c.dir, "gate"), nil, 0o600))
+	select {
+	case r = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("runbook drain --wait did not return once the server was empty")
+	}
+	require.Equal(t, 0, r.code, r)
+	assert.Contains(t, r.stdout, "draining — executing 1", "the progress while the run executes: %s", r.stdout)
+	assert.Contains(t, r.stdout, "drained: nothing executes there any more; stop it now (SIGTERM)", r.stdout)
+	_, h := s.api(t, "GET", "/api/v1/runs/"+held, nil)
+	assert.Equal(t, "succeeded", h["status"])
+	r = c.run("audit", "--server", s.url, "--output", "json")
+	require.Equal(t, 0, r.code, r)
+	assert.Contains(t, r.stdout, `"server.drain"`)
+	assert.Contains(t, r.stdout, "upgrade to v2")
+}
