@@ -22,10 +22,13 @@ const (
 	Reload     Action = "server.reload"
 	// PauseSchedules pauses and resumes schedules.
 	PauseSchedules Action = "schedules.pause"
+	// Admin drains the server (and whatever else needs no narrower
+	// permission).
+	Admin Action = "server.admin"
 )
 
 // Actions lists every Action.
-var Actions = []Action{StartRun, CancelRun, RetryRun, ResumeRun, ApproveRun, Reload, PauseSchedules}
+var Actions = []Action{StartRun, CancelRun, RetryRun, ResumeRun, ApproveRun, Reload, PauseSchedules, Admin}
 
 // Grant allows some actions, on the playbooks whose names match one of
 // Playbooks (path.Match patterns), or on every playbook and on actions

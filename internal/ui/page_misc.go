@@ -86,6 +86,7 @@ func (u *UI) deliveriesPage(w http.ResponseWriter, r *http.Request, s *session) 
 // healthData is the health page's: /healthz and a summary of /metrics.
 type healthData struct {
 	Health   api.Health
+	Drain    api.Drain
 	LoadedAt time.Time
 	Groups   []metricGroup
 	Error    string
@@ -109,6 +110,9 @@ func (u *UI) healthPage(w http.ResponseWriter, r *http.Request, s *session) {
 		return
 	}
 	d.LoadedAt, _ = time.Parse(time.RFC3339, d.Health.LoadedAt)
+	if err := u.get(r.Context(), s, "/api/v1/drain", &d.Drain); err != nil {
+		d.Error = err.Error()
+	}
 	text, err := u.text(r.Context(), s, "/metrics")
 	if err != nil {
 		d.Error = err.Error()
@@ -248,4 +252,19 @@ func metricValue(v float64, unit string) string {
 		return fmtDuration(time.Duration(v * float64(time.Second)))
 	}
 	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// drainServer begins draining the server (POST /api/v1/drain) with the
+// form's reason and grace, and shows the health page with its status.
+func (u *UI) drainServer(w http.ResponseWriter, r *http.Request, s *session) {
+	if !u.permitted(w, r, s, Admin, "") {
+		return
+	}
+	body := api.DrainRequest{Reason: strings.TrimSpace(r.PostFormValue("reason")), Grace: strings.TrimSpace(r.PostFormValue("grace"))}
+	var d api.Drain
+	if err := u.call(r.Context(), s, http.MethodPost, "/api/v1/drain", body, &d); err != nil {
+		u.fail(w, r, s, err)
+		return
+	}
+	http.Redirect(w, r, "/health#drain", http.StatusSeeOther)
 }

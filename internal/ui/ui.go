@@ -155,6 +155,7 @@ func (u *UI) routes() {
 	m.Handle("POST /schedules/{name}/run", u.action(u.scheduleAction("run", StartRun)))
 	m.Handle("POST /schedules/{name}/backfill", u.action(u.backfillSchedule))
 	m.Handle("GET /health", u.page(u.healthPage))
+	m.Handle("POST /health/drain", u.action(u.drainServer))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		u.render(w, r, http.StatusNotFound, "error", &view{Title: "Not found", session: u.current(r),
 			Data: errorData{Message: "There is no page " + r.URL.Path + "."}})
