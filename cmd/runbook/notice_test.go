@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -121,4 +122,26 @@ func TestKilledDigestResumesWithoutASecondDigest(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAFileErrorNamesTheResolvedPathAndNoSystemCall: a step that cannot
+// write its file names the file as it resolved it (below the playbook's
+// directory, not the working one) and why, without the system call's name
+// an os.Root error carries (mkdirat, statat).
+func TestAFileErrorNamesTheResolvedPathAndNoSystemCall(t *testing.T) {
+	c := newCLI(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "books"), 0o700))
+	c.file("books/out", "a file where the directory should be")
+	pb := c.file("books/digest.yaml", `version: 1
+name: digest
+steps:
+  - id: digest
+    uses: notice.digest
+    with: {file: out/digest.md, first_run: all}
+`)
+	r := c.run("run", "--sim", pb)
+	assert.Equal(t, 1, r.code, r)
+	dir := filepath.Join(c.dir, "books")
+	assert.Contains(t, r.stdout, "create the directory of "+filepath.Join(dir, "out", "digest.md")+": "+filepath.Join(dir, "out")+": file exists")
+	assert.NotRegexp(t, `\b(mkdirat|statat|openat)\b`, r.stdout+r.stderr)
 }

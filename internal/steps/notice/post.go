@@ -14,6 +14,7 @@ import (
 
 	"github.com/runbook/runbook/internal/egress"
 	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/steps"
 )
 
 // slackTextMax is the longest text a Slack section block accepts.
@@ -153,13 +154,13 @@ func writeDigestFile(dir string, p *digestParams, text string) (string, error) {
 	}
 	if d := parentOf(p.File); d != "" {
 		if err := root.MkdirAll(d, 0o700); err != nil {
-			return "", &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("create the directory of %q", p.File), Err: err}
+			return "", steps.FileError(fault.Invalid, dir, "create the directory of", p.File, err)
 		}
 	}
 	if p.FileMode == "append" {
 		old, err := root.ReadFile(p.File)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return "", &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("read %q", p.File), Err: err}
+			return "", steps.FileError(fault.Invalid, dir, "read", p.File, err)
 		}
 		if len(old) > 0 {
 			block := "\n" + text
@@ -170,15 +171,15 @@ func writeDigestFile(dir string, p *digestParams, text string) (string, error) {
 		}
 		f, err := root.OpenFile(p.File, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
-			return "", &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("open %q", p.File), Err: err}
+			return "", steps.FileError(fault.Invalid, dir, "open", p.File, err)
 		}
 		if _, err := f.WriteString(text); err != nil {
 			f.Close()
-			return "", &fault.Error{Code: fault.Unavailable, Message: fmt.Sprintf("write %q", p.File), Err: err}
+			return "", steps.FileError(fault.Unavailable, dir, "write", p.File, err)
 		}
 		if err := f.Sync(); err != nil {
 			f.Close()
-			return "", &fault.Error{Code: fault.Unavailable, Message: fmt.Sprintf("sync %q", p.File), Err: err}
+			return "", steps.FileError(fault.Unavailable, dir, "sync", p.File, err)
 		}
 		return p.File, f.Close()
 	}
