@@ -56,6 +56,21 @@ func TestRunTakesTheConnectionsAndHTTPPolicyOfRunbookYaml(t *testing.T) {
 	assert.Regexp(t, `report: \d+ clusters`, r.stdout)
 	assert.NotContains(t, r.stdout+r.stderr, nks["token"])
 
+	t.Run("runs approve goes on with the config's connections", func(t *testing.T) {
+		gated := c.file("gated-list.yaml", `version: 1
+name: gated-list
+steps:
+  - {id: gate, uses: approval, with: {message: list?}}
+  - {id: clusters, uses: nks.cluster.list}
+`)
+		r := c.run("run", gated)
+		require.Equal(t, 0, r.code, r)
+		id := runIDOf(t, r.stdout)
+		r = c.run("runs", "approve", id, "gate")
+		require.Equal(t, 0, r.code, r)
+		assert.Contains(t, r.stdout, "step clusters succeeded")
+	})
+
 	t.Run("--config names another file", func(t *testing.T) {
 		other := c.file("elsewhere.yaml", string(cfg)+conn.String())
 		require.NoError(t, os.Remove(filepath.Join(c.dir, "runbook.yaml")))

@@ -38,6 +38,8 @@ shown is the server's, until the run ends or waits again.`,
 	o := newRunsOpener(a, fs)
 	var sims simFlags
 	sims.add(fs)
+	var cfgPath string
+	runConfigFlag(fs, &cfgPath)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -80,13 +82,9 @@ shown is the server's, until the run ends or waits again.`,
 	if answer.By == "" {
 		answer.By = currentUser()
 	}
-	src, err := o.secrets()
-	if err != nil {
-		return err
-	}
 	root := rootRun(ctx, store, r)
 	sims.remember(ctx, store, root.ID)
-	conns, stopSim, err := sims.open(ctx)
+	conns, src, stopSim, err := a.localConnections(ctx, cfgPath, o, &sims)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,8 @@ input: give the run's secret inputs again with -i (other inputs are kept).`,
 	o := newRunsOpener(a, fs)
 	var sims simFlags
 	sims.add(fs)
+	var cfgPath string
+	runConfigFlag(fs, &cfgPath)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -73,12 +75,8 @@ input: give the run's secret inputs again with -i (other inputs are kept).`,
 		return usageErrorf("runs retry", "--detach needs runbook serve: without a server the retry runs in this process")
 	}
 	store := b.(*storeBackend).store
-	src, err := o.secrets()
-	if err != nil {
-		return err
-	}
 	sims.remember(ctx, store, runID)
-	conns, stopSim, err := sims.open(ctx)
+	conns, src, stopSim, err := a.localConnections(ctx, cfgPath, o, &sims)
 	if err != nil {
 		return err
 	}
