@@ -492,13 +492,15 @@ func TestBrowser(t *testing.T) {
 		slices.Sort(refreshed)
 		t.Logf("live updates after the event's commit: in the logs %d events, median %d ms, worst %d ms; in the status, graph and timeline %d events, median %d ms, worst %d ms",
 			len(shown), shown[len(shown)/2], shown[len(shown)-1], len(refreshed), refreshed[len(refreshed)/2], refreshed[len(refreshed)-1])
-		// Pushed, not polled: half the updates within 500 ms of their
-		// commit, and none as late as a poll would make it (the lists
-		// poll every 3 s). The worst case on a quiet machine, under
-		// 500 ms, is logged above; as a bound it failed on a machine
-		// loaded by parallel suites (1,064 ms), which no push can help.
-		assert.LessOrEqual(t, shown[len(shown)/2], int64(500), "half the events reached the page's log more than 500 ms after their commit")
-		assert.LessOrEqual(t, refreshed[len(refreshed)/2], int64(500), "half the events reached the page's status more than 500 ms after their commit")
+		// Pushed, not polled: half the updates sooner than a poll's
+		// median (half its 3 s interval), and none as late as a poll
+		// would make it. The figures on a quiet machine, under 500 ms,
+		// are logged above; a bound of 500 ms on the median failed on a
+		// machine loaded by parallel suites (1,124 and 1,289 ms at load
+		// average 12-17), which no push can help. docs/performance.md
+		// keeps the figures; this test keeps the property.
+		assert.Less(t, shown[len(shown)/2], int64(1500), "half the events reached the page's log as late as a poll's median")
+		assert.Less(t, refreshed[len(refreshed)/2], int64(1500), "half the events reached the page's status as late as a poll's median")
 		assert.Less(t, shown[len(shown)-1], int64(3000), "an event reached the page's log as late as a poll")
 		assert.Less(t, refreshed[len(refreshed)-1], int64(3000), "an event reached the page's status as late as a poll")
 	})
