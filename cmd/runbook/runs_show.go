@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/runbook/runbook/internal/engine"
@@ -234,13 +231,8 @@ func approveCommand(ctx context.Context, b runsBackend, runID, step string) stri
 	cmd := "runbook runs approve " + runID + " " + step
 	recs, _ := b.steps(ctx, runID)
 	for _, rec := range recs {
-		if rec.ID != step || rec.Approval == nil {
-			continue
-		}
-		for _, name := range slices.Sorted(maps.Keys(rec.Approval.Fields)) {
-			if f := rec.Approval.Fields[name]; f.Required {
-				cmd += " --field " + name + "=" + strings.ToUpper(f.Type)
-			}
+		if rec.ID == step {
+			cmd += rec.Approval.FieldArgs()
 		}
 	}
 	return cmd

@@ -96,6 +96,8 @@ func TestApprovalParksTheRunAndApproveFinishesIt(t *testing.T) {
 	id := runIDOf(t, r.stdout)
 	assert.Contains(t, r.stdout, "run "+id+" is waiting for approval of step gate; answer with: runbook runs approve "+id+" gate --field ticket=INTEGER\n",
 		"the hint names the field the approval requires")
+	assert.Contains(t, r.stdout, "step gate: waiting for approval: ship it? (answer with: runbook runs approve "+id+" gate --field ticket=INTEGER)\n",
+		"so does the line of the approval's request")
 	assert.NotContains(t, r.stdout, "shipping")
 
 	r = c.run("runs", "show", id)

@@ -94,7 +94,7 @@ func (h *host) AwaitApproval(ctx context.Context, req steps.ApprovalRequest) (st
 	rs.wakeByLocked(req.Deadline)
 	rs.mu.Unlock()
 	if !asked {
-		msg := fmt.Sprintf("waiting for approval: %s (answer with: runbook runs approve %s %s)", req.Message, rs.run.ID, sr.rec.ID)
+		msg := fmt.Sprintf("waiting for approval: %s (answer with: runbook runs approve %s %s%s)", req.Message, rs.run.ID, sr.rec.ID, ask.FieldArgs())
 		ev := state.Event{Type: "approval.requested", Step: sr.rec.ID, Message: msg}
 		if !req.Deadline.IsZero() {
 			ev.Data = map[string]any{"deadline": req.Deadline.UTC().Format(time.RFC3339)}
