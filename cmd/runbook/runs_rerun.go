@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 
 	"github.com/runbook/runbook/internal/api"
+	"github.com/runbook/runbook/internal/runner"
 	"github.com/runbook/runbook/internal/state"
 )
 
@@ -31,6 +31,8 @@ Without a server it runs here, as 'runbook run' does.`,
 	out := addOutputFlag(fs, "text")
 	quiet := fs.Bool("quiet", false, "no progress: print only the outcome")
 	o := newRunsOpener(a, fs)
+	var cfgPath string
+	runConfigFlag(fs, &cfgPath)
 	var sims simFlags
 	sims.add(fs)
 	pos, err := parseArgs(fs, args)
@@ -69,56 +71,14 @@ Without a server it runs here, as 'runbook run' does.`,
 		}
 		return a.finishRemote(ctx, api, r.ID, out)
 	}
-	store := b.(*storeBackend).store
-	src, err := o.secrets()
-	if err != nil {
-		return err
-	}
-	sims.remember(ctx, store, runID)
-	conns, stopSim, err := sims.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer stopSim()
-	prog := a.newProgress(out, *quiet, "")
-	opts := a.engineOptions(store, src)
-	opts.Connection = conns.resolve
-	opts.Sim = sims.recorded()
-	opts.Observer = prog.observe
-	opts.OutputObserver = prog.output
-	host := a.newHost(opts)
-	err = host.Open(ctx)
-	defer host.Close()
-	if err != nil {
-		prog.close()
-		return withHint(err, "")
-	}
-	pb, req, err := host.Engine().Rerun(ctx, runID, given, localName())
-	if err != nil {
-		prog.close()
-		return withHint(err, "runbook runs show "+runID)
-	}
-	r, err := host.Execute(ctx, pb, req)
-	if r == nil {
-		prog.close()
-		return withHint(err, "runbook runs show "+runID)
-	}
-	if err != nil {
-		prog.close()
-		if errors.Is(err, state.ErrFenced) {
-			return a.notOwned(ctx, store, r.ID, err, nil, out)
-		}
-		return withHint(err, "runbook run --resume "+r.ID)
-	}
-	res, err := follow(ctx, host, r.ID, false)
-	prog.close()
-	if errors.Is(err, state.ErrFenced) && res != nil {
-		return a.notOwned(ctx, store, r.ID, err, host.Lease(), out)
-	}
-	if res == nil {
-		return withHint(err, "runbook run --resume "+r.ID)
-	}
-	return a.finishRun(ctx, store, res, err, out)
+	return a.startHere(ctx, b.(*storeBackend).store, runID, cfgPath, o, &sims, out, *quiet,
+		func(host *runner.Host) (*state.Run, error) {
+			pb, req, err := host.Engine().Rerun(ctx, runID, given, localName())
+			if err != nil {
+				return nil, err
+			}
+			return host.Execute(ctx, pb, req)
+		})
 }
 
 func (b *apiBackend) rerun(ctx context.Context, id string, secretInputs map[string]any) (*state.Run, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/runbook/runbook/internal/runner"
 	"github.com/runbook/runbook/internal/state"
 )
 
@@ -74,14 +75,25 @@ input: give the run's secret inputs again with -i (other inputs are kept).`,
 	if *detach {
 		return usageErrorf("runs retry", "--detach needs runbook serve: without a server the retry runs in this process")
 	}
-	store := b.(*storeBackend).store
+	// The values given for secret inputs are checked before a new run is
+	// created.
+	return a.startHere(ctx, b.(*storeBackend).store, runID, cfgPath, o, &sims, out, *quiet,
+		func(host *runner.Host) (*state.Run, error) { return host.RetryRun(ctx, runID, *from, given, "") })
+}
+
+// startHere starts a new run from run runID (a retry, a rerun) through a
+// run host of this process, with the config's connections, and follows it
+// to its outcome with runbook run's progress and exit code: what the runs
+// verbs do when no server holds the state.
+func (a *app) startHere(ctx context.Context, store state.Store, runID, cfgPath string, o *runsOpener, sims *simFlags,
+	out *outputFlag, quiet bool, start func(*runner.Host) (*state.Run, error)) error {
 	sims.remember(ctx, store, runID)
-	conns, src, stopSim, err := a.localConnections(ctx, cfgPath, o, &sims)
+	conns, src, stopSim, err := a.localConnections(ctx, cfgPath, o, sims)
 	if err != nil {
 		return err
 	}
 	defer stopSim()
-	prog := a.newProgress(out, *quiet, "")
+	prog := a.newProgress(out, quiet, "")
 	opts := a.engineOptions(store, src)
 	opts.Connection = conns.resolve
 	opts.Sim = sims.recorded()
@@ -95,9 +107,7 @@ input: give the run's secret inputs again with -i (other inputs are kept).`,
 		prog.close()
 		return withHint(err, "")
 	}
-	// The values given for secret inputs are checked before a new run is
-	// created.
-	r, err := host.RetryRun(ctx, runID, *from, given, "")
+	r, err := start(host)
 	if r == nil {
 		prog.close()
 		return withHint(err, "runbook runs show "+runID)
