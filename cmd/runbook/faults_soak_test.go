@@ -10,29 +10,7 @@ import (
 // The fault campaign of issue 27's acceptance behind -tags soak. Run it
 // with: go test -tags soak -count=1 -run 'TestFault' -v ./cmd/runbook
 // (RUNBOOK_CAMPAIGN_LOGS=DIR keeps the replicas' logs of a failed part).
-//
-// TestFaultCampaignDatabaseFaults and TestFaultCampaignReplicaFaults are
-// the short parts (b) and (c), sized for the default suite; they stay
-// here until the database and replica faults no longer fail, strand or
-// repeat runs.
-
-// (b) Database faults alone under load from 30 senders: every
-// acknowledged hook's run ends within 30 s of the database answering
-// again, none fails, no two runs of a key overlap, no step runs twice.
-func TestFaultCampaignDatabaseFaults(t *testing.T) {
-	cp := newCampaign(t)
-	f := cp.underFaults(loadPlan{senders: 30, deliveries: 70, keys: 35, rounds: 1, pace: 80 * time.Millisecond})
-	logFigures(t, f, " -tags soak")
-}
-
-// (c) The same with replicas killed (kill -9) and stopped (SIGSTOP past
-// the lease) between the database faults: a step executing on a lost
-// replica may run again once, nothing else changes.
-func TestFaultCampaignReplicaFaults(t *testing.T) {
-	cp := newCampaign(t)
-	f := cp.underFaults(loadPlan{senders: 30, deliveries: 70, keys: 35, rounds: 1, pace: 150 * time.Millisecond, replicas: true})
-	logFigures(t, f, " -tags soak")
-}
+// The short parts are in the default suite (faults_campaign_test.go).
 
 // (a), long: 100 approve/approve and approve/reject races across two
 // replicas.
