@@ -358,8 +358,10 @@ on_failure:
 		},
 		{
 			name: "the run timed out",
+			// A second, not 50 ms: under a loaded CI the timeout fired
+			// before the slow step started, which was then skipped too.
 			src: `
-timeout: 50ms
+timeout: 1s
 steps:
   - {id: slow, uses: test.block, with: {key: slow, until_cancelled: true}}
   - {id: after, uses: log, with: {message: after}}
