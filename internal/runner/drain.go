@@ -77,7 +77,7 @@ func (r *Host) DrainStatus() DrainStatus {
 		LetGo: d.letGo, HandedOver: d.handed, Suspended: d.suspended, Empty: d.empty}
 }
 
-// draining reports whether a drain began. r.mu is held.
+// drainingLocked reports whether a drain began. r.mu is held.
 func (r *Host) drainingLocked() bool { return r.draining != nil }
 
 // refusal is why the host takes no new run now (nil: it does).
@@ -110,8 +110,10 @@ func (r *Host) letGoLocked() []string {
 			ids = append(ids, id)
 		}
 	}
-	r.draining.letGo += len(ids)
-	r.changedLocked()
+	if len(ids) > 0 {
+		r.draining.letGo += len(ids)
+		r.changedLocked()
+	}
 	return ids
 }
 

@@ -136,10 +136,11 @@ func (r *Host) replicate(ctx context.Context) {
 
 // keepLease renews the lease every third of it (a renewal that failed
 // a twelfth of it later), and fences this replica by time: the database
-// ends the lease a lease after it received the last renewal, so no sooner
-// than a lease after this process sent it, and other replicas may take
-// its runs from then on. Measured on this process's monotonic clock from
-// that send, a margin before that (leaseValid), whether its renewals fail
+// ends the lease a lease and a half (the lease and its grace) after it
+// received the last renewal, so no sooner than that after this process
+// sent it, and other replicas may take its runs from then on. Measured on
+// this process's monotonic clock from that send, three quarters of a
+// lease after it (leaseValid), whether its renewals fail
 // or hang, this replica holds: it takes no run, leads no scheduler and
 // starts no step (see lapse). It stops the steps executing a margin
 // before another replica could take its runs, and takes everything up
