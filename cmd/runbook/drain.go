@@ -43,17 +43,10 @@ server is empty, and exits 0 then; without, it prints the status once.
 	if err := wantArgs(fs, pos, 0, 0, ""); err != nil {
 		return err
 	}
-	b, err := o.open(ctx)
+	srv, err := openServerAPI(ctx, o, "runbook drain drains a runbook serve",
+		"pass --server URL (or set RUNBOOK_SERVER) to name the replica to drain")
 	if err != nil {
 		return err
-	}
-	srv, ok := b.(*apiBackend)
-	if !ok {
-		if b != nil {
-			b.close()
-		}
-		return &exitError{code: 1, err: fmt.Errorf("runbook drain drains a runbook serve, and none holds the state"),
-			hint: "pass --server URL (or set RUNBOOK_SERVER) to name the replica to drain"}
 	}
 	var d api.Drain
 	if *status {

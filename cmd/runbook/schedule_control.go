@@ -60,6 +60,14 @@ func playbookPath(name, action string) string {
 
 // openScheduleAPI opens the API that runs and backfills go through.
 func openScheduleAPI(ctx context.Context, o *runsOpener, verb string) (*apiBackend, error) {
+	return openServerAPI(ctx, o, fmt.Sprintf("runbook schedule %s starts runs through runbook serve", verb),
+		"start runbook serve, or pass --server URL (or set RUNBOOK_SERVER)")
+}
+
+// openServerAPI opens the API of the runbook serve holding the state (or
+// --server URL) for a verb that only a server can do: what says what it
+// does there, hint what to do when no server holds the state.
+func openServerAPI(ctx context.Context, o *runsOpener, what, hint string) (*apiBackend, error) {
 	b, err := o.open(ctx)
 	if err != nil {
 		return nil, err
@@ -70,8 +78,7 @@ func openScheduleAPI(ctx context.Context, o *runsOpener, verb string) (*apiBacke
 	if b != nil {
 		b.close()
 	}
-	return nil, &exitError{code: 1, err: fmt.Errorf("runbook schedule %s starts runs through runbook serve, and none holds the state", verb),
-		hint: "start runbook serve, or pass --server URL (or set RUNBOOK_SERVER)"}
+	return nil, &exitError{code: 1, err: fmt.Errorf("%s, and none holds the state", what), hint: hint}
 }
 
 func cmdSchedulePause(ctx context.Context, a *app, args []string) error {
