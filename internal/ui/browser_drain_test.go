@@ -24,6 +24,7 @@ func TestBrowserDrainsTheServerFromTheHealthPage(t *testing.T) {
 		chromedp.Submit(chromedp.CSS("#token")))
 	b.waitFor(`#drain[data-drain="none"]`)
 	assert.Contains(t, b.text("#drain"), "not draining")
+	b.shot("health-drain")
 
 	b.do(chromedp.SetValue(chromedp.CSS(`.drain-form input[name="reason"]`), "upgrade to v2"),
 		chromedp.SetValue(chromedp.CSS(`.drain-form input[name="grace"]`), "1m"),
@@ -37,6 +38,7 @@ func TestBrowserDrainsTheServerFromTheHealthPage(t *testing.T) {
 		b.waitFor("#drain")
 	}
 	text := b.text("#drain")
+	b.shot("health-drained")
 	assert.Contains(t, text, ": upgrade to v2", "who drained it and why")
 	assert.Contains(t, text, "grace 1m0s")
 	assert.Equal(t, "0", b.eval(`String(document.querySelectorAll(".drain-form").length)`), "no drain form once draining")
