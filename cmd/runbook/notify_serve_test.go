@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,10 +68,12 @@ type hookReceiver struct {
 	raw     []string
 	held    chan struct{} // closed: released
 	waiting int
+	// inflight holds the remote addresses of the requests being held.
+	inflight map[string]bool
 }
 
 func newHookReceiver(t *testing.T, held bool) *hookReceiver {
-	r := &hookReceiver{byID: map[string]int{}, bodies: map[string]map[string]any{}, held: make(chan struct{})}
+	r := &hookReceiver{byID: map[string]int{}, bodies: map[string]map[string]any{}, held: make(chan struct{}), inflight: map[string]bool{}}
 	if !held {
 		close(r.held)
 	}
@@ -83,7 +86,13 @@ func (r *hookReceiver) serve(w http.ResponseWriter, req *http.Request) {
 	raw, _ := io.ReadAll(req.Body)
 	r.mu.Lock()
 	r.waiting++
+	r.inflight[req.RemoteAddr] = true
 	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.inflight, req.RemoteAddr)
+		r.mu.Unlock()
+	}()
 	select {
 	case <-r.held:
 	case <-req.Context().Done(): // the sender died or gave up
@@ -113,6 +122,41 @@ func (r *hookReceiver) serve(w http.ResponseWriter, req *http.Request) {
 }
 
 func (r *hookReceiver) release() { close(r.held) }
+
+// sendersAlive reports whether every request held has its connection
+// still established, as the kernel sees it (/proc/net/tcp): once a
+// sender is killed, the receiver's end of its connection leaves
+// ESTABLISHED at once, while the server notices the close and cancels
+// the request's context a little later. Released before it noticed, the
+// receiver would take the dead sender's message as delivered.
+func (r *hookReceiver) sendersAlive(t *testing.T) bool {
+	raw, err := os.ReadFile("/proc/net/tcp")
+	require.NoError(t, err)
+	established := map[string]bool{} // "local remote" in /proc's hex form
+	for _, line := range strings.Split(string(raw), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 3 && f[3] == "01" {
+			established[f[1]+" "+f[2]] = true
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for remote := range r.inflight {
+		if !established[procAddr(t, r.srv.Listener.Addr().String())+" "+procAddr(t, remote)] {
+			return false
+		}
+	}
+	return true
+}
+
+// procAddr writes an IPv4 host:port as /proc/net/tcp does: the address's
+// four bytes as one little-endian hex word, then the port in hex.
+func procAddr(t *testing.T, hostport string) string {
+	ap, err := netip.ParseAddrPort(hostport)
+	require.NoError(t, err)
+	b := ap.Addr().As4()
+	return fmt.Sprintf("%02X%02X%02X%02X:%04X", b[3], b[2], b[1], b[0], ap.Port())
+}
 
 func (r *hookReceiver) counts() map[string]int {
 	r.mu.Lock()
@@ -282,6 +326,9 @@ func TestAKilledReplicasNotificationsAreSentOnceByAnother(t *testing.T) {
 	a.kill()
 	killed := time.Now()
 	t.Logf("killed replica A holding claims on %d of 12 messages", heldByA)
+	// A real receiver answers only the requests whose senders are alive
+	// to read the answer; wait until this one has dropped A's.
+	waitUntil(t, 10*time.Second, "the receiver dropping the killed replica's requests", func() bool { return recv.sendersAlive(t) })
 	recv.release()
 
 	waitUntil(t, 60*time.Second, "every event at the receiver", func() bool { return len(recv.counts()) == 12 })
