@@ -8,19 +8,24 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"time"
 
 	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/expr"
 	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/runner"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/trigger"
 )
 
 // start starts the case's run(s): by hand, on a schedule slot, or from
-// webhook deliveries through the real intake (deduplication included).
+// webhook deliveries through the real intake (deduplication included),
+// on the case's run host.
 func (cr *caseRun) start(ctx context.Context) {
+	if _, err := cr.newHost(ctx); err != nil {
+		cr.refused(err)
+		return
+	}
 	t := cr.c.Trigger
 	switch {
 	case t != nil && len(t.Webhooks) > 0:
@@ -38,24 +43,30 @@ func (cr *caseRun) start(ctx context.Context) {
 }
 
 // startOne checks the playbook against the live simulators (as `runbook
-// run` does before anything starts), starts the run and drives it to its
-// end.
+// run` does before anything starts), starts the run on the host and
+// drives it to its end.
 func (cr *caseRun) startOne(ctx context.Context, inputs, trig map[string]any) {
-	eng := cr.engine()
-	if err := eng.Preflight(ctx, cr.pb); err != nil {
+	h := cr.current()
+	if err := h.Engine().Preflight(ctx, cr.pb); err != nil {
 		cr.refused(err)
 		return
 	}
-	r, err := eng.Start(ctx, cr.pb, engine.StartRequest{Inputs: inputs, Trigger: trig})
+	r, err := h.Execute(ctx, cr.pb, engine.StartRequest{Inputs: inputs, Trigger: trig})
 	if err != nil {
 		cr.refused(err)
 		return
 	}
-	cr.addRun(r.ID)
+	cr.follow(ctx, h, r.ID)
+}
+
+// follow records run runID, launched on host h, and drives it in the
+// background.
+func (cr *caseRun) follow(ctx context.Context, h *runner.Host, runID string) {
+	cr.addRun(runID)
 	cr.wg.Add(1)
 	go func() {
 		defer cr.wg.Done()
-		cr.drive(ctx, cr.pb, r, inputs)
+		cr.drive(ctx, h, runID)
 	}()
 }
 
@@ -72,37 +83,31 @@ func (cr *caseRun) addRun(id string) {
 	cr.runs = append(cr.runs, &RunTrace{ID: id})
 }
 
-// drive executes a run and plays the case's part until it ends: it
-// resumes a killed run with a new engine, answers approvals, and retries
-// a failed run when the case says so.
-func (cr *caseRun) drive(ctx context.Context, pb *playbook.Playbook, r *state.Run, inputs map[string]any) {
-	out, err := cr.engine().ExecuteInputs(ctx, pb, r, inputs)
+// drive follows run id on host h and plays the case's part until it
+// ends, as a user of `runbook run` and `runbook runs` would: it resumes a
+// killed run on a new host (the next process), answers approvals, and
+// retries a failed run when the case says so.
+func (cr *caseRun) drive(ctx context.Context, h *runner.Host, id string) {
 	for ctx.Err() == nil {
-		id := r.ID
-		if out != nil {
-			id = out.ID
-		}
+		out, err := h.Await(ctx, id, false)
 		switch {
 		case errors.Is(err, engine.ErrSuspend):
-			out, err = cr.resume(ctx, id)
-		case out != nil && out.Status == state.RunWaiting:
-			if !cr.answer(ctx, id) {
+			if h, err = cr.resume(ctx, id); err != nil {
+				cr.problem(Failure{Pos: cr.c.Pos, Message: "the killed run could not be resumed: " + err.Error()})
 				return
 			}
-			out, err = cr.resume(ctx, id)
+		case out != nil && out.Status == state.RunWaiting:
+			if !cr.answer(ctx, h, id) {
+				return
+			}
 		case out != nil && (out.Status == state.RunFailed || out.Status == state.RunCancelled) && cr.takeRetry():
-			rr, rpb, rerr := cr.engine().Retry(ctx, id, cr.c.Retry.From)
+			rr, rerr := h.RetryRun(ctx, id, cr.c.Retry.From, cr.secretIn, "runbook test")
 			if rerr != nil {
 				cr.problem(Failure{Pos: cr.c.Retry.Pos, Path: "retry", Message: "retry failed: " + rerr.Error()})
 				return
 			}
 			cr.addRun(rr.ID)
-			in, ierr := engine.WithSecretInputs(rpb, rr, cr.secretIn)
-			if ierr != nil {
-				in = nil
-			}
-			r = rr
-			out, err = cr.engine().ExecuteInputs(ctx, rpb, rr, in)
+			id = rr.ID
 		default:
 			return
 		}
@@ -119,20 +124,15 @@ func (cr *caseRun) takeRetry() bool {
 	return true
 }
 
-// resume continues a run with a new engine over the same state, as the
-// next process would (stale concurrency locks released first).
-func (cr *caseRun) resume(ctx context.Context, id string) (*state.Run, error) {
-	eng := cr.newEngine()
-	cr.mu.Lock()
-	cr.eng = eng
-	cr.mu.Unlock()
-	if err := eng.ReleaseStaleLocks(ctx); err != nil {
+// resume continues a killed run on a new host over the same state, as
+// the next process would (the concurrency keys of dead processes'
+// runs released first, by Open).
+func (cr *caseRun) resume(ctx context.Context, id string) (*runner.Host, error) {
+	h, err := cr.newHost(ctx)
+	if err != nil {
 		return nil, err
 	}
-	if len(cr.secretIn) > 0 {
-		return eng.ResumeInputs(ctx, id, cr.secretIn)
-	}
-	return eng.Resume(ctx, id)
+	return h, h.Continue(ctx, id, cr.secretIn)
 }
 
 func (cr *caseRun) problem(f Failure) {
@@ -145,7 +145,7 @@ func (cr *caseRun) problem(f Failure) {
 // parked on with the case's first unused answer for that step. It
 // reports false when the case has none (the run stays waiting) or the
 // answer was refused.
-func (cr *caseRun) answer(ctx context.Context, runID string) bool {
+func (cr *caseRun) answer(ctx context.Context, h *runner.Host, runID string) bool {
 	owner, step := cr.waitingStep(ctx, runID)
 	if step == "" {
 		return false
@@ -165,7 +165,7 @@ func (cr *caseRun) answer(ctx context.Context, runID string) bool {
 	if a == nil {
 		return false
 	}
-	err := cr.engine().Approve(ctx, owner, step, state.Approval{Approved: a.Approve, By: a.By, Comment: a.Comment, Fields: a.Fields})
+	err := h.Approve(ctx, owner, step, state.Approval{Approved: a.Approve, By: a.By, Comment: a.Comment, Fields: a.Fields})
 	if err != nil {
 		cr.problem(Failure{Pos: a.Pos, Path: "approvals", Message: "the answer was refused: " + err.Error()})
 		return false
@@ -250,7 +250,7 @@ func (cr *caseRun) deliver(ctx context.Context, ds []*Delivery) {
 		routes[d.Route] = trigger.Route{Secret: webhookSecret}
 	}
 	in, err := trigger.NewIntake(trigger.IntakeOptions{
-		Routes: routes, Store: cr.store, Starter: &starter{cr: cr, ctx: ctx, prepared: map[string]preparedRun{}},
+		Routes: routes, Store: cr.store, Starter: &starter{Host: cr.current(), cr: cr, ctx: ctx},
 		Playbooks: func() []*playbook.Playbook { return []*playbook.Playbook{cr.pb} },
 		Now:       cr.srv.Clock.Now,
 	})
@@ -295,80 +295,31 @@ func (cr *caseRun) post(ctx context.Context, in *trigger.Intake, route string, b
 	cr.mu.Unlock()
 }
 
-// starter is the intake's trigger.Preparer, as `runbook serve`'s runner
-// is: the intake prepares each run on the case's engine, commits the runs
-// with the delivery's claims and body in one transaction
-// (state.Store.CommitDelivery), then launches them; each is driven in the
-// background. Start serves only a Starter's other callers.
+// starter is the intake's trigger.Preparer: the case's run host, as
+// `runbook serve`'s is, whose launches are followed. The intake prepares
+// each run on the host, commits the runs with the delivery's claims and
+// body in one transaction (state.Store.CommitDelivery), then launches
+// them; each is driven in the background.
 type starter struct {
+	*runner.Host
 	cr  *caseRun
 	ctx context.Context
-
-	mu       sync.Mutex
-	prepared map[string]preparedRun // by run ID, until launched
-}
-
-// preparedRun is what Launch needs of a run Prepare returned.
-type preparedRun struct {
-	pb     *playbook.Playbook
-	inputs map[string]any
-	ev     state.Event
 }
 
 var _ trigger.Preparer = (*starter)(nil)
 
 func (s *starter) Start(ctx context.Context, req trigger.StartRequest) (string, error) {
-	r, err := s.cr.engine().Start(ctx, req.Playbook, engine.StartRequest{Inputs: req.Inputs, Trigger: req.Trigger})
-	if err != nil {
-		return "", err
+	id, err := s.Host.Start(ctx, req)
+	if err == nil {
+		s.cr.follow(s.ctx, s.Host, id)
 	}
-	s.launch(r, req.Playbook, req.Inputs)
-	return r.ID, nil
+	return id, err
 }
 
-// Prepare validates the run as Start does and returns its record for the
-// intake to commit with the delivery.
-func (s *starter) Prepare(_ context.Context, req trigger.StartRequest) (*state.Run, []state.Event, error) {
-	r, ev, err := s.cr.engine().Prepare(req.Playbook, engine.StartRequest{Inputs: req.Inputs, Trigger: req.Trigger, Delivery: req.Delivery})
-	if err != nil {
-		return nil, nil, err
-	}
-	s.mu.Lock()
-	s.prepared[r.ID] = preparedRun{pb: req.Playbook, inputs: req.Inputs, ev: ev}
-	s.mu.Unlock()
-	return r, []state.Event{ev}, nil
-}
-
-// Launch drives the runs the intake committed.
+// Launch launches the runs the intake committed and follows them.
 func (s *starter) Launch(runs ...*state.Run) {
+	s.Host.Launch(runs...)
 	for _, r := range runs {
-		s.mu.Lock()
-		p, ok := s.prepared[r.ID]
-		delete(s.prepared, r.ID)
-		s.mu.Unlock()
-		if !ok {
-			s.cr.problem(Failure{Path: "trigger.webhook", Message: "the intake launched run " + r.ID + ", which was never prepared"})
-			continue
-		}
-		s.cr.engine().Committed(r, p.ev)
-		s.launch(r, p.pb, p.inputs)
+		s.cr.follow(s.ctx, s.Host, r.ID)
 	}
 }
-
-// RedactPayload masks secrets in a delivery's body before the intake
-// stores it, as the runs' triggers were masked.
-func (s *starter) RedactPayload(v any) any { return s.cr.engine().RedactValue(v) }
-
-// launch records run r and drives it in the background.
-func (s *starter) launch(r *state.Run, pb *playbook.Playbook, inputs map[string]any) {
-	s.cr.addRun(r.ID)
-	s.cr.wg.Add(1)
-	go func() {
-		defer s.cr.wg.Done()
-		s.cr.drive(s.ctx, pb, r, inputs)
-	}()
-}
-
-func (s *starter) Active(string) []string { return nil }
-
-func (s *starter) Cancel(runID string) { s.cr.engine().Cancel(runID, nil) }

@@ -17,6 +17,7 @@ import (
 	"github.com/runbook/runbook/internal/expr"
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/runner"
 	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/sim"
 	_ "github.com/runbook/runbook/internal/sim/all" // every simulator a case may drive
@@ -115,7 +116,8 @@ type caseRun struct {
 	conns    map[string]map[string]any
 
 	mu         sync.Mutex
-	eng        *engine.Engine
+	host       *runner.Host   // the host new runs start on
+	hosts      []*runner.Host // every host of the case, closed at its end
 	runs       []*RunTrace
 	deliveries []string
 	problems   []Failure
@@ -232,29 +234,32 @@ func (cr *caseRun) prepare() []Failure {
 	}
 	out = append(out, seedWorld(cr.srv, c.World)...)
 	injectFaults(cr.srv, cr.sink, c.Faults)
-	cr.eng = cr.newEngine()
 	return out
 }
 
-// newEngine builds an engine over the case's state, simulators and clock.
-// A kill replaces it with a new one, as a restarted process would have.
-func (cr *caseRun) newEngine() *engine.Engine {
-	red := secrets.NewRedactor()
-	return engine.New(engine.Options{
-		Store: cr.store, Clock: simClock{cr.srv.Clock}, Secrets: cr.secrets, Redactor: red,
-		Logger: slog.New(slog.DiscardHandler), Environ: cr.environ, Connection: cr.connection,
-		Observer: cr.observe, Load: cr.load, Process: "runbook-test",
-		Parse: func(file string, src []byte) (*playbook.Playbook, error) {
-			return playbook.Parse(file, src, playbook.LoadOptions{})
-		},
-	})
+// newHost opens a run host over the case's state, simulators and clock:
+// the host `runbook run` embeds (runner.Options.Embedded). A kill makes
+// a new one, as a restarted process would; new runs start on it.
+func (cr *caseRun) newHost(ctx context.Context) (*runner.Host, error) {
+	var h *runner.Host
+	logger := slog.New(slog.DiscardHandler)
+	h = runner.New(runner.Options{Embedded: true, Logger: logger, Engine: engine.Options{
+		Store: cr.store, Clock: simClock{cr.srv.Clock}, Secrets: cr.secrets, Redactor: secrets.NewRedactor(),
+		Logger: logger, Environ: cr.environ, Connection: cr.connection, Load: cr.load, Process: "runbook-test",
+		Observer: func(runID string, ev state.Event) { cr.observe(h, runID, ev) },
+	}})
+	cr.mu.Lock()
+	cr.host = h
+	cr.hosts = append(cr.hosts, h)
+	cr.mu.Unlock()
+	return h, h.Open(ctx)
 }
 
-// engine returns the current engine.
-func (cr *caseRun) engine() *engine.Engine {
+// current returns the host new runs start on.
+func (cr *caseRun) current() *runner.Host {
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
-	return cr.eng
+	return cr.host
 }
 
 // connection resolves a connection to its simulator, under the
@@ -287,9 +292,10 @@ func (cr *caseRun) load(path string) (*playbook.Playbook, error) {
 	return playbook.Load(path, playbook.LoadOptions{})
 }
 
-// observe is the engine's Observer: it kills the run after the step a
-// kill fault names.
-func (cr *caseRun) observe(runID string, ev state.Event) {
+// observe is the engine's Observer of host h: it kills the run after the
+// step a kill fault names (the run stops unfinished, as its process's
+// death would leave it; drive resumes it on a new host).
+func (cr *caseRun) observe(h *runner.Host, runID string, ev state.Event) {
 	var k *Kill
 	for _, f := range cr.c.Faults {
 		if f.Kill != nil {
@@ -310,13 +316,15 @@ func (cr *caseRun) observe(runID string, ev state.Event) {
 		return
 	}
 	cr.killed = true
-	eng := cr.eng
 	cr.mu.Unlock()
-	eng.Cancel(runID, engine.ErrSuspend)
+	h.CancelRun(runID, engine.ErrSuspend)
 }
 
 // close stops everything the case started and removes its directory.
 func (cr *caseRun) close(res *Result) {
+	for _, h := range cr.hosts {
+		h.Close()
+	}
 	if cr.store != nil {
 		_ = cr.store.Close()
 	}
