@@ -36,6 +36,11 @@ func (sr *stepRun) attempts(ctx context.Context, params any, extra map[string]an
 			}
 		}
 		out, err := sr.attempt(ctx, attempt, params, extra)
+		if errors.Is(err, errPaused) {
+			// Not started: unsettled (its dependents wait too), its record
+			// as it was, started when the run is woken (pause.go).
+			return state.StepWaiting
+		}
 		continuing := sr.continuing
 		sr.continuing = false
 		if errors.Is(err, fault.ErrSuspended) {
@@ -159,6 +164,11 @@ func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[str
 	rs, st, rec := sr.rs, sr.st, sr.rec
 	if err := rs.mayStart(ctx); err != nil {
 		return nil, err // the run goes on elsewhere: nothing starts here
+	}
+	if !sr.continuing && sr.ph == phaseMain {
+		if err := rs.paused(); err != nil {
+			return nil, err // its playbook is paused: the run parks (pause.go)
+		}
 	}
 	sr.mu.Lock()
 	stale := rec.Status == state.StepCancelled && (rec.Error != nil || !rec.EndedAt.IsZero())

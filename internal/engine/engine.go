@@ -115,6 +115,10 @@ type Options struct {
 	// lease's own timer has not seen yet starts no step. The lease a
 	// process keeps itself (KeepProcessLease) is used while it is kept.
 	Lease Lease
+	// Pauses, when set, is asked before a main step's attempt starts
+	// whether the run's playbook is paused (pause.go): then the step does
+	// not start and the run parks, recorded waiting with why.
+	Pauses Pauses
 	// Sim is recorded as state.Run.Sim on every run this engine creates:
 	// the URL of the simulator its connections point at, if any.
 	Sim string

@@ -142,6 +142,9 @@ func (rs *runState) parkNote() string {
 		wake = d
 	}
 	rs.run.WakeAt, rs.run.AnswerOnly = wake, wake.IsZero()
+	if why := rs.pauseNote(); why != "" {
+		return "run is paused: " + why + "; it goes on when the pause is lifted"
+	}
 	if wake.IsZero() {
 		return "run is waiting for an approval"
 	}

@@ -35,8 +35,9 @@ type runState struct {
 	mu        sync.RWMutex // guards the fields below and the maps inside scope
 	scopeStep map[string]*expr.StepState
 	records   map[string]*state.StepRecord
-	failed    bool // a step failed without continue_on_error
-	waiting   bool // a step is parked on an approval
+	failed    bool   // a step failed without continue_on_error
+	waiting   bool   // a step is parked on an approval
+	pausedBy  string // why a step did not start: its playbook is paused (pause.go)
 	status    string
 	asked     map[string]bool // approvals requested by this process
 	wakeBy    time.Time       // earliest end of a wait (approval deadline, parked step)
@@ -205,7 +206,7 @@ func (rs *runState) begin(ctx context.Context) (_ context.Context, stop func(), 
 		}
 	})
 
-	r.Status, r.Owner, r.Error, r.WakeAt, r.AnswerOnly = state.RunRunning, e.o.Process, nil, time.Time{}, false
+	r.Status, r.Owner, r.Error, r.WakeAt, r.AnswerOnly, r.Paused = state.RunRunning, e.o.Process, nil, time.Time{}, false, ""
 	evType, msg := "run.started", "run started"
 	if resumed {
 		evType, msg = "run.resumed", "run resumed"

@@ -20,7 +20,7 @@ func (rs *runState) runMain(ctx context.Context) bool {
 	rs.runList(ctx, rs.pb.Steps, phaseMain)
 	rs.mu.RLock()
 	defer rs.mu.RUnlock()
-	return rs.waiting
+	return rs.waiting || rs.pausedBy != ""
 }
 
 // endWaiting finishes the steps still waiting when the run's ctx ended.

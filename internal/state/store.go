@@ -156,6 +156,10 @@ type Run struct {
 	// held by another run, is released (on_busy: queue under runbook
 	// serve): it does not hold the key and has not started its steps.
 	QueuedOnKey string `json:"queued_on_key,omitempty"`
+	// Paused is set on a waiting run parked because its playbook is paused
+	// (a RunPause): who paused it and why. The run started no step since;
+	// its host wakes it when the pause is lifted.
+	Paused string `json:"paused,omitempty"`
 }
 
 // ErrorRecord is a persisted, redacted error.

@@ -469,6 +469,7 @@ func encodeRunBody(r *state.Run) ([]byte, error) {
 	e.str(r.Sim)
 	e.bool(r.TakeOver)
 	e.str(r.QueuedOnKey)
+	e.str(r.Paused)
 	return e.b, nil
 }
 
@@ -552,6 +553,9 @@ func decodeRun(id string, v []byte, sources sourceReader) (*state.Run, error) {
 	r.Sim = d.str()
 	r.TakeOver = d.bool()
 	r.QueuedOnKey = d.str()
+	if len(d.b) > 0 { // absent from the records written before it
+		r.Paused = d.str()
+	}
 	if err := d.done(); err != nil {
 		return nil, fmt.Errorf("decode run %s: %w: %w", id, state.ErrCorrupt, err)
 	}
