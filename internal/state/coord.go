@@ -98,7 +98,8 @@ type NoticeKind string
 
 // The kinds of notice. The store sends NoticeApproval when an approval is
 // recorded, NoticeCancel when a run is recorded cancelled and
-// NoticeKeyFreed when a concurrency key is released, whoever wrote them;
+// NoticeKeyFreed when a concurrency key is released and NoticePause when a
+// run pause is recorded or deleted, whoever wrote them;
 // NoticeWork and NoticeResume are sent by the replicas.
 const (
 	NoticeWork     NoticeKind = "work"     // runs to take: a replica released its runs, a run was queued
@@ -106,6 +107,7 @@ const (
 	NoticeCancel   NoticeKind = "cancel"   // run RunID was cancelled
 	NoticeKeyFreed NoticeKind = "key"      // concurrency key Key was released (empty: some key)
 	NoticeResume   NoticeKind = "resume"   // run RunID, parked on its owner, was resumed through another replica
+	NoticePause    NoticeKind = "pause"    // a run pause (RunID: its ID) was recorded or lifted
 	// NoticeListening comes from Listen itself, first: from now on no
 	// notice is lost.
 	NoticeListening NoticeKind = "listening"

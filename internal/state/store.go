@@ -378,11 +378,13 @@ type Store interface {
 	// and audit (RunAuth), the UI's sessions (RunSessions), what steps
 	// print (RunStepOutput), and everything listed and taken back by
 	// state copy (RunExport), the notification outbox
-	// (RunNotifications) and the schedule pauses (RunSchedules).
+	// (RunNotifications), the schedule pauses (RunSchedules) and the run
+	// pauses (RunRunPauses).
 	AuthStore
 	SessionStore
 	NotificationStore
 	ScheduleStore
+	RunPauseStore
 	StepOutput
 	Exporter
 	Importer

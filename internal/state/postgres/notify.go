@@ -20,6 +20,7 @@ var noticeChannels = map[string]state.NoticeKind{
 	"runbook_cancel":   state.NoticeCancel,
 	"runbook_key":      state.NoticeKeyFreed,
 	"runbook_resume":   state.NoticeResume,
+	"runbook_pause":    state.NoticePause,
 }
 
 // Listen implements state.Coordinator on a connection of its own, taken

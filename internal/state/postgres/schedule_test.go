@@ -14,3 +14,9 @@ func TestScheduleContract(t *testing.T) {
 		return open(t, pgtest.DB(t), postgres.Options{})
 	})
 }
+
+func TestRunPauseContract(t *testing.T) {
+	statetest.RunRunPauses(t, func(t *testing.T) state.RunPauseStore {
+		return open(t, pgtest.DB(t), postgres.Options{})
+	})
+}
