@@ -15,14 +15,12 @@ import (
 // held by another run skips this one (on_busy: skip), cancels the holder
 // (cancel_running) and queues, or queues (queue).
 //
-// How a run queues depends on its caller. Under runbook serve
-// (with Options.Keys) it parks: it is saved waiting with
-// QueuedOnKey, holding no goroutine, and the caller (KeyQueue) keeps it
-// until the key is released, then takes the key in the run's name
-// (AcquireLock, oldest run first) and executes it again, already holding
-// it. A wake that finds the key taken again parks the run again, without
-// a write. Elsewhere (runbook run) the run waits in process: it tries
-// again at each release in this process and every ApprovalPoll.
+// A run that queues parks: it is saved waiting with QueuedOnKey, holding
+// no goroutine, and its host (Options.Keys: the run host,
+// internal/runner/keys.go) keeps it until the key is released, then
+// takes the key in the run's name (AcquireLock, oldest run first) and
+// executes it again, already holding it. A wake that finds the key taken
+// again parks the run again, without a write.
 
 // KeyQueue is what the caller of an engine that parks does for the runs
 // parked on a concurrency key (runbook serve: internal/runner/keys.go).
@@ -34,6 +32,13 @@ type KeyQueue interface {
 	// Freed tells the caller that this process released key.
 	Freed(key string)
 }
+
+// noKeys is the key queue of an engine without a host: nothing is
+// queued in it, and a release tells no one.
+type noKeys struct{}
+
+func (noKeys) Queued(string) bool { return false }
+func (noKeys) Freed(string)       {}
 
 // errParkedOnKey is what acquireConcurrency returns once the run is saved
 // waiting for its key (parkOnKey).
@@ -56,10 +61,7 @@ func (rs *runState) acquireConcurrency(ctx context.Context) (release func(), err
 	}
 	key := rs.e.o.Redactor.String(stringify(kv))
 	rs.run.ConcurrencyKey = key
-	if rs.e.o.Keys != nil {
-		return rs.acquireOrPark(ctx, key, c.OnBusy)
-	}
-	return rs.acquireOrWait(ctx, key, c.OnBusy)
+	return rs.acquireOrPark(ctx, key, c.OnBusy)
 }
 
 // lock is the run's claim on key.
@@ -144,51 +146,6 @@ func (rs *runState) parkOnKey(ctx context.Context, key, holder string) error {
 	return errParkedOnKey
 }
 
-// acquireOrWait takes key, waiting in process while it is held: it tries
-// again at each release in this process, and every ApprovalPoll (a key
-// held by another process, or released by a restart).
-func (rs *runState) acquireOrWait(ctx context.Context, key, onBusy string) (func(), error) {
-	e, r := rs.e, rs.run
-	nop := func() {}
-	waitingLogged, cancelled := false, ""
-	for {
-		ok, holder, err := rs.acquireLock(ctx, key)
-		if err != nil {
-			return nop, fmt.Errorf("acquire concurrency key %q: %w", key, err)
-		}
-		if ok {
-			return func() { e.releaseLock(ctx, key, r.ID) }, nil
-		}
-		switch onBusy {
-		case "skip":
-			return nop, fmt.Errorf("%w: %q is held by run %s", ErrBusy, key, holder.Owner)
-		case "cancel_running":
-			if holder.Owner != cancelled {
-				cancelled = holder.Owner
-				e.cancelHolder(ctx, key, holder.Owner, fmt.Errorf("cancelled by run %s sharing concurrency key %q", r.ID, key))
-			}
-		}
-		if !waitingLogged {
-			waitingLogged = true
-			rs.event(ctx, state.Event{Type: "run.queued", Message: fmt.Sprintf("waiting for concurrency key %q held by run %s", key, holder.Owner)})
-		}
-		freed := e.lockFreedChan()
-		wctx, stop := context.WithCancel(ctx)
-		go func() {
-			select {
-			case <-freed:
-				stop()
-			case <-wctx.Done():
-			}
-		}()
-		_ = e.o.Clock.Sleep(wctx, e.o.ApprovalPoll) // an error: woken by a release, or ctx ended
-		stop()
-		if ctx.Err() != nil {
-			return nop, context.Cause(ctx)
-		}
-	}
-}
-
 // cancelHolder cancels run holderID, which holds key, for a run with
 // on_busy: cancel_running. A holder executing or parked in this process
 // is cancelled here. Any other has its record saved cancelled, which
@@ -224,35 +181,9 @@ func (e *Engine) cancelHolder(ctx context.Context, key, holderID string, cause e
 	}
 }
 
-// lockFreedChan returns the channel closed at the next release of a
-// concurrency key in this process.
-func (e *Engine) lockFreedChan() <-chan struct{} {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.freed == nil {
-		e.freed = make(chan struct{})
-	}
-	return e.freed
-}
-
-// lockFreed wakes the runs queued on key: those waiting in process, and
-// those parked (Options.Keys).
-func (e *Engine) lockFreed(key string) {
-	e.mu.Lock()
-	if e.freed != nil {
-		close(e.freed)
-		e.freed = nil
-	}
-	e.mu.Unlock()
-	if e.o.Keys != nil {
-		e.o.Keys.Freed(key)
-	}
-}
-
-// KeyPoll is how often the runs queued on a concurrency key look for a
-// release they were not told of (ApprovalPoll): a key released by another
-// process without a notice.
-func (e *Engine) KeyPoll() time.Duration { return e.o.ApprovalPoll }
+// lockFreed tells the host that this process released key: the runs
+// parked on it may take it (Options.Keys).
+func (e *Engine) lockFreed(key string) { e.o.Keys.Freed(key) }
 
 // releaseFor bounds how long the release of a concurrency key that fails
 // is tried again (the next start frees it then: ReleaseStaleLocks).

@@ -3,8 +3,6 @@ package engine_test
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -110,39 +108,6 @@ func (c *cancelAfter) Sleep(ctx context.Context, d time.Duration) error {
 	return c.fakeClock.Sleep(ctx, d)
 }
 
-// Runs sharing a concurrency key with on_busy: queue never overlap: the
-// queued one starts when the key is released, not at its first poll.
-func TestQueuedRunsNeverOverlap(t *testing.T) {
-	testProbe.reset()
-	var logs syncBuffer
-	h := newHarness(t, func(o *engine.Options) {
-		o.Clock = nil
-		o.ApprovalPoll = 5 * time.Millisecond
-		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	})
-	pb := h.load(`
-version: 1
-name: overlap
-concurrency: {key: the-key, on_busy: queue}
-steps:
-  - {id: hold, uses: test.block, with: {key: overlap, hold: 80ms}}
-`)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		_, err := h.engine.Run(context.Background(), pb, engine.StartRequest{})
-		assert.NoError(t, err)
-	})
-	require.Eventually(t, func() bool { return testProbe.count("overlap") == 1 }, 5*time.Second, time.Millisecond)
-	r, err := h.engine.Run(context.Background(), pb, engine.StartRequest{})
-	wg.Wait()
-	require.NoError(t, err)
-	assert.Equal(t, state.RunSucceeded, r.Status)
-	assert.Equal(t, 2, testProbe.count("overlap"))
-	assert.Equal(t, 1, testProbe.maxSeen, "the runs never held the key together")
-	assert.Len(t, h.stored(r.ID, "run.queued"), 1)
-	assert.Empty(t, logs.String(), "waiting on the key went without a problem")
-}
-
 // on_failure may hold more steps than the main list; each runs.
 func TestEveryOnFailureStepRuns(t *testing.T) {
 	h := newHarness(t)
@@ -164,44 +129,6 @@ on_failure:
 		assert.Equal(t, state.StepSucceeded, recs[id].Status, id)
 	}
 	assert.Equal(t, "boom", recs["ticket"].Outputs["why"])
-}
-
-// A run started with on_busy: cancel_running cancels the run holding its
-// key, which ends cancelled, saying by which run, then takes the key.
-func TestCancelRunningCancelsTheRunHoldingTheKey(t *testing.T) {
-	testProbe.reset()
-	h := newHarness(t)
-	pb := h.load(`
-version: 1
-name: takeover
-inputs:
-  hold: {type: boolean, default: false}
-concurrency: {key: the-key, on_busy: cancel_running}
-steps:
-  - {id: work, uses: test.block, with: {key: takeover, until_cancelled: "${{ inputs.hold }}"}}
-`)
-	type result struct {
-		r   *state.Run
-		err error
-	}
-	first := make(chan result, 1)
-	go func() {
-		r, err := h.engine.Run(context.Background(), pb, engine.StartRequest{ID: "holder", Inputs: map[string]any{"hold": true}})
-		first <- result{r, err}
-	}()
-	require.Eventually(t, func() bool { return testProbe.count("takeover") == 1 }, 5*time.Second, time.Millisecond)
-	r, err := h.engine.Run(context.Background(), pb, engine.StartRequest{ID: "taker"})
-	require.NoError(t, err)
-	assert.Equal(t, state.RunSucceeded, r.Status)
-
-	held := <-first
-	require.Error(t, held.err)
-	assert.Equal(t, fault.Cancelled, fault.CodeOf(held.err))
-	got, err := h.store.GetRun(context.Background(), "holder")
-	require.NoError(t, err)
-	assert.Equal(t, state.RunCancelled, got.Status)
-	assert.Equal(t, `run cancelled: cancelled by run taker sharing concurrency key "the-key"`, got.Error.Message)
-	assert.Equal(t, state.StepCancelled, h.steps("holder")["work"].Status)
 }
 
 // ReleaseStaleLocks frees every key held by a run that no longer executes

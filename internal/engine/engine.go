@@ -65,10 +65,6 @@ type Options struct {
 	// be shared by every run of the same snapshot (a server caches it by
 	// hash): the engine only reads a *playbook.Playbook, never changes it.
 	Parse func(file string, src []byte) (*playbook.Playbook, error)
-	// ApprovalPoll is how often a run queued on a concurrency key in
-	// process (without Keys) tries it again when no release told it
-	// (KeyPoll).
-	ApprovalPoll time.Duration
 	// ParkAfter is the shortest long wait (a sleep, a task's next poll, a
 	// retry's delay: steps.WaitUntil) that parks the run, unless the step
 	// has a timeout of its own; a shorter one waits in process. Zero: no
@@ -86,10 +82,10 @@ type Options struct {
 	// pending runs are taken up again (runbook serve), not for runbook
 	// run, whose killed run must show interrupted.
 	DeferStart bool
-	// Keys holds the runs parked on a busy
-	// concurrency key (on_busy: queue, cancel_running) and hands them the
-	// key when it is released (see KeyQueue). Without it such a run waits
-	// in process.
+	// Keys holds the runs parked on a busy concurrency key (on_busy:
+	// queue, cancel_running) and hands them the key when it is released
+	// (see KeyQueue): the run host's. Without it such a run stays parked
+	// until its caller executes it again.
 	Keys KeyQueue
 	// MaxParallel caps concurrently running steps of one run (default 8).
 	MaxParallel int
@@ -138,9 +134,6 @@ type Engine struct {
 	// early holds the runs whose parked waits end at their next execution
 	// here (WakeEarly, park.go).
 	early map[string]bool
-	// freed is closed (and replaced) when this process releases a
-	// concurrency key, so runs queued on a key try again at once.
-	freed chan struct{}
 
 	fences fencing // Options.Fence (fence.go)
 }
@@ -165,8 +158,8 @@ func New(o Options) *Engine {
 	if o.MaxParallel <= 0 {
 		o.MaxParallel = 8
 	}
-	if o.ApprovalPoll <= 0 {
-		o.ApprovalPoll = time.Second
+	if o.Keys == nil {
+		o.Keys = noKeys{}
 	}
 	if o.MaxStepOutput <= 0 {
 		o.MaxStepOutput = DefaultMaxStepOutput

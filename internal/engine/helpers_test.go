@@ -93,7 +93,6 @@ func newHarness(t *testing.T, opts ...func(*engine.Options)) *harness {
 		Parse: func(file string, src []byte) (*playbook.Playbook, error) {
 			return playbook.Parse(file, src, playbook.LoadOptions{})
 		},
-		ApprovalPoll: 10 * time.Millisecond,
 	}
 	for _, f := range opts {
 		f(&o)

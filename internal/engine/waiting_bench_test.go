@@ -284,7 +284,7 @@ func openWaiting(b fataler, path string, parse func(string, []byte) (*playbook.P
 	w := &waitCounter{event: event}
 	e := engine.New(engine.Options{
 		Store: st, Environ: []string{}, Parse: parse,
-		ParkAfter: parkAfter, ApprovalPoll: time.Hour,
+		ParkAfter: parkAfter,
 		Observer: func(_ string, ev state.Event) {
 			if ev.Type == w.event {
 				w.n.Add(1)

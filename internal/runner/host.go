@@ -88,8 +88,11 @@ type Options struct {
 	// 30 s), and Orphaned how long such a run may go without an executor
 	// before it is taken up again (default 1 min).
 	Watchdog, Orphaned time.Duration
-	Logger             *slog.Logger
-	Metrics            Metrics // nil: nothing counted
+	// KeyPoll is how often the runs parked on a concurrency key look for
+	// a release nothing told of (keys.go; default 30 s, 1 s embedded).
+	KeyPoll time.Duration
+	Logger  *slog.Logger
+	Metrics Metrics // nil: nothing counted
 	// Embedded makes the host that of one CLI process (embedded.go): it
 	// takes no other run, keeps the process lease on a shared store,
 	// writes a run's start on its own, and parks a run only on an answer
@@ -144,6 +147,13 @@ func New(o Options) *Host {
 	if o.Orphaned <= 0 {
 		o.Orphaned = time.Minute
 	}
+	switch {
+	case o.KeyPoll > 0:
+	case o.Embedded:
+		o.KeyPoll = time.Second
+	default:
+		o.KeyPoll = 30 * time.Second
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -189,9 +199,6 @@ func (r *Host) engineOptions(eo engine.Options) engine.Options {
 		eo.ParkAfter = 0
 	case eo.ParkAfter <= 0:
 		eo.ParkAfter = DefaultParkAfter
-	}
-	if eo.ApprovalPoll <= 0 && !r.o.Embedded {
-		eo.ApprovalPoll = 30 * time.Second
 	}
 	eo.Parse = r.Parse
 	if eo.Redactor == nil {

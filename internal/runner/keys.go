@@ -143,7 +143,7 @@ func (r *Host) keyLoop() {
 	case <-r.base.Done():
 		return
 	}
-	t := time.NewTicker(r.eng.KeyPoll())
+	t := time.NewTicker(r.o.KeyPoll)
 	defer t.Stop()
 	for {
 		polled := false

@@ -25,8 +25,8 @@ func keyReplicaOn(t *testing.T, dsn, dir, process string) *env {
 	store, err := postgres.Open(context.Background(), dsn, postgres.Options{})
 	require.NoError(t, err)
 	return serveEnv(t, server.Options{
-		Engine:    engine.Options{Store: store, Environ: []string{}, Process: process, ApprovalPoll: time.Hour},
-		Playbooks: dir, Listen: "127.0.0.1:0", Token: token, Lease: 2 * time.Second, ShutdownGrace: 5 * time.Second,
+		Engine:  engine.Options{Store: store, Environ: []string{}, Process: process},
+		KeyPoll: time.Hour, Playbooks: dir, Listen: "127.0.0.1:0", Token: token, Lease: 2 * time.Second, ShutdownGrace: 5 * time.Second,
 	}, func(runErr error) {
 		assert.NoError(t, runErr)
 		require.NoError(t, store.Close())

@@ -55,8 +55,8 @@ steps:
 
 	l := NewLocal(LocalOptions{Store: store, StateFile: statePath, Playbook: "gated"})
 	waiting := make(chan string, 1)
-	host := runner.New(runner.Options{Embedded: true, Engine: engine.Options{
-		Store: store, Environ: []string{}, ApprovalPoll: time.Hour,
+	host := runner.New(runner.Options{Embedded: true, KeyPoll: time.Hour, Engine: engine.Options{
+		Store: store, Environ: []string{},
 		Observer: func(runID string, ev state.Event) {
 			l.Observe(runID, ev)
 			if ev.Type == "step.waiting" {

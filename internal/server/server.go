@@ -77,6 +77,8 @@ type Options struct {
 	// long such a run may go without an executor before it is taken up
 	// again (default 1 min).
 	Watchdog, Orphaned time.Duration
+	// KeyPoll: runner.Options.KeyPoll.
+	KeyPoll time.Duration
 	// Lease is how long a replica's lease on itself and its runs lasts
 	// without renewal when the store is shared by replicas (PostgreSQL;
 	// default runner.DefaultLease).
@@ -197,7 +199,7 @@ func New(o Options) (*Server, error) {
 	}
 	s.runs = runner.New(runner.Options{
 		Engine: eo, MaxRunning: o.MaxRunning, Lease: o.Lease, TakeOverRunProcesses: o.TakeOverRunProcesses,
-		Watchdog: o.Watchdog, Orphaned: o.Orphaned, Logger: o.Logger, Metrics: s.metrics,
+		Watchdog: o.Watchdog, Orphaned: o.Orphaned, KeyPoll: o.KeyPoll, Logger: o.Logger, Metrics: s.metrics,
 	})
 	s.eng = s.runs.Engine()
 	s.newNotifications(o, eo.Redactor)

@@ -56,8 +56,8 @@ func faultReplica(t *testing.T, dsn, dir, process string) *env {
 	store, err := postgres.Open(context.Background(), dsn, postgres.Options{})
 	require.NoError(t, err)
 	return serveEnv(t, server.Options{
-		Engine:    engine.Options{Store: store, Environ: []string{"PATH=" + os.Getenv("PATH")}, Process: process, ApprovalPoll: 200 * time.Millisecond},
-		Playbooks: dir, Listen: "127.0.0.1:0", Token: token, Lease: 3 * time.Second, ShutdownGrace: 5 * time.Second,
+		Engine:  engine.Options{Store: store, Environ: []string{"PATH=" + os.Getenv("PATH")}, Process: process},
+		KeyPoll: 200 * time.Millisecond, Playbooks: dir, Listen: "127.0.0.1:0", Token: token, Lease: 3 * time.Second, ShutdownGrace: 5 * time.Second,
 	}, func(runErr error) {
 		assert.NoError(t, runErr)
 		require.NoError(t, store.Close())
