@@ -30,6 +30,9 @@ type Playbook struct {
 	Steps []PlaybookStep `json:"steps,omitempty"`
 	// Active are the IDs of the runs of the playbook this server executes.
 	Active []string `json:"active_runs"`
+	// Paused is the run pause that holds its runs, if any (the oldest
+	// when several select it).
+	Paused *state.RunPause `json:"paused,omitempty"`
 }
 
 // Input is an input a playbook declares. A secret input never shows its

@@ -23,15 +23,19 @@ const (
 	ApproveRuns   Permission = "runs.approve"
 	// PauseSchedules pauses and resumes a playbook's schedule triggers.
 	PauseSchedules Permission = "schedules.pause"
-	Reload         Permission = "server.reload" // global
-	ManageTokens   Permission = "tokens.manage" // global
-	ReadAudit      Permission = "audit.read"    // global
-	Admin          Permission = "server.admin"  // global: anything without a narrower permission
+	// PauseRuns pauses and resumes the runs of the playbooks a pause
+	// selects (runbook pause). Global: a pause selects by a pattern or a
+	// label, which may cover playbooks beyond a grant's scope.
+	PauseRuns    Permission = "runs.pause"
+	Reload       Permission = "server.reload" // global
+	ManageTokens Permission = "tokens.manage" // global
+	ReadAudit    Permission = "audit.read"    // global
+	Admin        Permission = "server.admin"  // global: anything without a narrower permission
 )
 
 // global reports whether p is not about one playbook.
 func global(p Permission) bool {
-	return p == Reload || p == ManageTokens || p == ReadAudit || p == Admin
+	return p == Reload || p == ManageTokens || p == ReadAudit || p == Admin || p == PauseRuns
 }
 
 // The roles.
@@ -45,9 +49,9 @@ const (
 // RolePermissions is what each role may do.
 var RolePermissions = map[string][]Permission{
 	RoleViewer:   {ReadPlaybooks, ReadRuns},
-	RoleOperator: {ReadPlaybooks, ReadRuns, StartRuns, CancelRuns, RetryRuns, ResumeRuns, PauseSchedules},
+	RoleOperator: {ReadPlaybooks, ReadRuns, StartRuns, CancelRuns, RetryRuns, ResumeRuns, PauseSchedules, PauseRuns},
 	RoleApprover: {ReadPlaybooks, ReadRuns, ApproveRuns},
-	RoleAdmin:    {ReadPlaybooks, ReadRuns, StartRuns, CancelRuns, RetryRuns, ResumeRuns, PauseSchedules, ApproveRuns, Reload, ManageTokens, ReadAudit, Admin},
+	RoleAdmin:    {ReadPlaybooks, ReadRuns, StartRuns, CancelRuns, RetryRuns, ResumeRuns, PauseSchedules, PauseRuns, ApproveRuns, Reload, ManageTokens, ReadAudit, Admin},
 }
 
 // RoleNames lists the roles, sorted.

@@ -58,6 +58,7 @@ type Host struct {
 	keys keyPark // runs parked on a concurrency key (keys.go)
 
 	draining *drain // set by Drain (drain.go)
+	pauses   pauses // the run pauses, which the engine asks (pause.go)
 
 	// Of an embedded host (embedded.go): its process lease, why runs
 	// stopped unfinished, and a channel closed at each change of its runs.
@@ -190,6 +191,7 @@ func (r *Host) engineOptions(eo engine.Options) engine.Options {
 	_, eo.Fence = eo.Store.(state.Coordinator)
 	if !r.o.Embedded {
 		eo.Lease = hostLease{r}
+		eo.Pauses = &r.pauses // paused playbooks' runs park (pause.go)
 	}
 	eo.Keys = hostKeys{r} // runs queued on a concurrency key park too (keys.go)
 	switch {
@@ -503,6 +505,11 @@ func secretInputs(pb *playbook.Playbook, inputs map[string]any) map[string]any {
 // resumed or parked.
 func (r *Host) Recover(ctx context.Context) (int, error) {
 	defer r.readyOnce.Do(func() { close(r.ready) })
+	if !r.o.Embedded {
+		if err := r.ReadPauses(ctx); err != nil {
+			return 0, err
+		}
+	}
 	if err := r.releaseStaleLocks(ctx); err != nil {
 		return 0, fmt.Errorf("release stale locks: %w", err)
 	}

@@ -52,6 +52,10 @@ type parkSlot struct {
 	wakeNow bool
 	// key: parked until this concurrency key is free (keys.go).
 	key string
+	// paused: parked because its playbook is paused (pause.go), with the
+	// playbook's labels (nil when parked at start: not known).
+	paused bool
+	labels map[string]string
 }
 
 // parked reports whether slot a (nil: a run the runner does not own) is
@@ -117,12 +121,13 @@ func (r *Host) parkLocked(runID string, a *runSlot) bool {
 	}
 	p := a.park
 	a.waiting = false
-	if p.wakeNow || (!p.wake.IsZero() && !p.wake.After(time.Now())) {
+	if p.wakeNow || (!p.wake.IsZero() && !p.wake.After(time.Now())) || !r.stillPaused(p.run, p.pb) {
 		a.park = nil
 		r.admitLocked(queuedRun{run: p.run, pb: p.pb, inputs: p.secrets})
 		return true
 	}
-	a.park = &parkSlot{parked: true, wake: p.wake, secrets: p.secrets, key: p.run.QueuedOnKey}
+	a.park = &parkSlot{parked: true, wake: p.wake, secrets: p.secrets, key: p.run.QueuedOnKey,
+		paused: p.run.Paused != "", labels: p.pb.Labels}
 	r.parkedLocked(runID, a.park, p.run.CreatedAt)
 	return true
 }
@@ -163,7 +168,7 @@ func (r *Host) parkAtStart(run *state.Run) bool {
 	if _, dup := r.active[run.ID]; dup || r.base.Err() != nil {
 		return true
 	}
-	ps := &parkSlot{parked: true, wake: run.WakeAt, key: run.QueuedOnKey}
+	ps := &parkSlot{parked: true, wake: run.WakeAt, key: run.QueuedOnKey, paused: run.Paused != ""}
 	r.active[run.ID] = &runSlot{playbook: run.Playbook, park: ps}
 	r.parkedLocked(run.ID, ps, run.CreatedAt)
 	if run.QueuedOnKey != "" {

@@ -303,6 +303,7 @@ func (r *Host) notice(ctx context.Context, n state.Notice) {
 		r.rep.listened.Do(func() { close(r.rep.listening) })
 		r.reconcile(ctx) // what was told while not listening (reconcile.go)
 		r.keyFreed("")   // keys released while not listening (keys.go)
+		r.pauseNotice(ctx)
 		r.kickQueue()
 	case state.NoticeWork:
 		r.kickQueue()
@@ -321,6 +322,8 @@ func (r *Host) notice(ctx context.Context, n state.Notice) {
 		r.cancelNotice(ctx, n.RunID)
 	case state.NoticeKeyFreed:
 		r.keyFreed(n.Key) // the runs parked on it here (keys.go)
+	case state.NoticePause:
+		r.pauseNotice(ctx)
 	case state.NoticeResume:
 		if r.isParked(n.RunID) {
 			if err := r.resumeParked(ctx, n.RunID); err != nil {

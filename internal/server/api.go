@@ -58,6 +58,9 @@ func (s *Server) routes() http.Handler {
 	api.HandleFunc("POST /api/v1/playbooks/{name}/schedules/resume", s.resumeSchedules)
 	api.HandleFunc("POST /api/v1/playbooks/{name}/schedules/run", s.runSchedule)
 	api.HandleFunc("POST /api/v1/playbooks/{name}/schedules/backfill", s.backfillSchedule)
+	api.HandleFunc("GET /api/v1/pauses", s.listPauses)
+	api.HandleFunc("POST /api/v1/pauses", s.pauseRuns)
+	api.HandleFunc("DELETE /api/v1/pauses/{id}", s.resumeRuns)
 	api.HandleFunc("GET /api/v1/drain", s.drainStatus)
 	api.HandleFunc("POST /api/v1/drain", s.drainRequest)
 	s.authRoutes(api)
@@ -211,6 +214,7 @@ func (s *Server) viewPlaybook(pb *playbook.Playbook, detail bool) api.Playbook {
 	if v.Active == nil {
 		v.Active = []string{}
 	}
+	v.Paused = s.pauseOf(pb)
 	for _, in := range pb.Inputs {
 		iv := api.Input{Name: in.Name, Type: in.Type, Required: in.Required, Enum: in.Enum, Description: in.Description, Secret: in.Secret}
 		if in.HasDefault && !in.Secret {

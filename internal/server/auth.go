@@ -52,6 +52,9 @@ var routePerms = map[string]route{
 	"POST /api/v1/runs/{id}/resume":                    {perm: auth.ResumeRuns, action: "run.resume"},
 	"POST /api/v1/runs/{id}/rerun":                     {perm: auth.StartRuns, action: "run.rerun"},
 	"POST /api/v1/reload":                              {perm: auth.Reload, action: "server.reload"},
+	"GET /api/v1/pauses":                               {perm: auth.ReadRuns},
+	"POST /api/v1/pauses":                              {perm: auth.PauseRuns, action: "runs.pause"},
+	"DELETE /api/v1/pauses/{id}":                       {perm: auth.PauseRuns, action: "runs.unpause"},
 	"GET /api/v1/drain":                                {perm: auth.ReadRuns},
 	"POST /api/v1/drain":                               {perm: auth.Admin, action: "server.drain"},
 	"GET /api/v1/whoami":                               {},
@@ -248,6 +251,9 @@ func pathValue(pattern, path, key string) string {
 // targetOfPath names what a request is about: run:ID, playbook:NAME or
 // token:NAME.
 func targetOfPath(pattern, path string) string {
+	if id, ok := strings.CutPrefix(path, "/api/v1/pauses/"); ok && id != "" {
+		return "pause:" + id
+	}
 	if id := pathValue(pattern, path, "id"); id != "" {
 		return "run:" + id
 	}

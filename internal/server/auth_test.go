@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -120,6 +121,17 @@ func TestPermissionMatrix(t *testing.T) {
 		"GET /api/v1/schedules":                   {auth.ReadPlaybooks, func() call { return call{path: "/api/v1/schedules"} }},
 		"GET /api/v1/notifications":               {auth.ReadRuns, func() call { return call{path: "/api/v1/notifications"} }},
 		"GET /api/v1/state/backup":                {auth.Admin, func() call { return call{path: "/api/v1/state/backup"} }},
+		"GET /api/v1/pauses":                      {auth.ReadRuns, func() call { return call{path: "/api/v1/pauses"} }},
+		"POST /api/v1/pauses": {auth.PauseRuns, func() call {
+			return call{path: "/api/v1/pauses", body: map[string]any{"pattern": fmt.Sprintf("frozen-%d", seq.Add(1)), "reason": "freeze"}}
+		}},
+		"DELETE /api/v1/pauses/{id}": {auth.PauseRuns, func() call {
+			r := e.as("root", "POST", "/api/v1/pauses", map[string]any{"pattern": fmt.Sprintf("thawed-%d", seq.Add(1)), "reason": "freeze"})
+			require.Equal(t, 201, r.status, "%s", r.body)
+			var ans struct{ Pause struct{ ID string } }
+			require.NoError(t, json.Unmarshal(r.body, &ans))
+			return call{path: "/api/v1/pauses/" + ans.Pause.ID}
+		}},
 		"POST /api/v1/playbooks/{name}/schedules/pause": {auth.PauseSchedules, func() call {
 			return call{path: "/api/v1/playbooks/yearly/schedules/pause", body: map[string]any{"reason": "freeze"}}
 		}},
