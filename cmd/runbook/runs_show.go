@@ -205,6 +205,9 @@ func printStatusHint(w io.Writer, r *state.Run) {
 		if r.QueuedOnKey != "" {
 			fmt.Fprintf(w, "             queued on concurrency key %q, held by another run; it goes on by itself when the key is released\n", r.QueuedOnKey)
 		}
+		if r.Paused != "" {
+			fmt.Fprintf(w, "             %s; no step starts until the pause is lifted (runbook pause list, runbook resume)\n", r.Paused)
+		}
 	}
 }
 
@@ -217,6 +220,9 @@ func printWaitingOn(ctx context.Context, w io.Writer, b runsBackend, r *state.Ru
 		return // said under its status
 	}
 	runID, step := waitingOn(ctx, b, r.ID)
+	if step == "?" && r.Paused != "" {
+		return // said under its status
+	}
 	if step == "?" && !r.WakeAt.IsZero() {
 		fmt.Fprintf(w, "\nwaiting until %s (a sleep, or a task's next poll); it goes on by itself\n", r.WakeAt.Local().Format("2006-01-02 15:04:05"))
 		return
