@@ -17,6 +17,7 @@ require (
 	github.com/stretchr/testify v1.12.1
 	go.etcd.io/bbolt v1.5.0
 	go.yaml.in/yaml/v4 v4.0.0
+	golang.org/x/crypto v0.55.0
 )
 
 require (

@@ -118,7 +118,7 @@ var layering = []struct {
 	{"internal/steps", []string{"internal/engine", "internal/server", "internal/trigger", "internal/playbook", "cmd"},
 		"step families know the step contract, not the engine"},
 	{"internal/engine", []string{"internal/steps/core", "internal/steps/nks", "internal/steps/network", "internal/steps/easymaker",
-		"internal/steps/notice", "internal/steps/objectstorage", "internal/steps/logncrash", "internal/steps/all", "internal/cloud",
+		"internal/steps/notice", "internal/steps/objectstorage", "internal/steps/logncrash", "internal/steps/ssh", "internal/steps/all", "internal/cloud",
 		"internal/server", "internal/trigger", "cmd"}, "the engine imports no step family and nothing above it"},
 	{"internal/state", []string{"internal/engine", "internal/steps", "internal/server", "internal/trigger", "cmd"},
 		"stores know records, not what produces them"},

@@ -19,3 +19,5 @@ import _ "github.com/runbook/runbook/internal/steps/easymaker"
 import _ "github.com/runbook/runbook/internal/steps/network" // network.list, .subnets, .external, image.find
 
 import _ "github.com/runbook/runbook/internal/steps/notify" // notify (a message to a channel of the config)
+
+import _ "github.com/runbook/runbook/internal/steps/ssh" // ssh (a command on a host of the inventory)

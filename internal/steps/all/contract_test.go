@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/inventory"
 	"github.com/runbook/runbook/internal/sim"
 	_ "github.com/runbook/runbook/internal/sim/all"
 	"github.com/runbook/runbook/internal/steps"
@@ -52,7 +54,32 @@ func TestEveryRegisteredStepTypePassesTheContract(t *testing.T) {
 		"http.request": {"url": slow.URL},
 		"shell":        {"command": "sleep 10"},
 	}
+	// The ssh example names an inventory host; it stands for a server that
+	// accepts connections and never says a word, so the step is cancelled
+	// in the middle of its handshake.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { silent.Close() })
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
 	setUp := map[string]func(t *testing.T, c *steps.Call){
+		"ssh": func(t *testing.T, c *steps.Call) {
+			stepstest.HostOf(c).Connections[inventory.ConnectionName("web1")] = map[string]any{"name": "web1", "address": silent.Addr().String(),
+				"user": "ops", "host_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl", "password": "pw"}
+		},
 		"notify": func(t *testing.T, c *steps.Call) {
 			stepstest.HostOf(c).Connections["notify:ops-chat"] = map[string]any{"kind": "slack", "url": slow.URL}
 		},

@@ -1,17 +1,13 @@
 package core
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -39,14 +35,7 @@ func init() {
 		Summary: "Run a command. It runs in its own process group; on cancel or timeout the group gets " +
 			"SIGTERM, then SIGKILL after kill_grace.",
 		Example: map[string]any{"command": "kubectl rollout status deployment/web", "timeout": "5m", "env": map[string]any{"KUBECONFIG": "kubeconfig.yaml"}},
-		Outputs: []steps.Output{
-			{Name: "exit_code", Type: "integer", Description: "exit code (-1 when killed by a signal)"},
-			{Name: "stdout", Type: "string", Description: "standard output (its first mebibyte), one trailing newline removed"},
-			{Name: "stderr", Type: "string", Description: "standard error (its first mebibyte), one trailing newline removed"},
-			{Name: "json", Type: "any", Description: "stdout parsed as JSON when parse_json is set, else null"},
-			{Name: "truncated", Type: "boolean", Description: "whether either stream exceeded max_output_bytes, or stdout or stderr was cut to its first mebibyte"},
-			{Name: "duration_ms", Type: "integer", Description: "time the command ran"},
-		},
+		Outputs: steps.CommandOutputs,
 		Scripts: []steps.Script{{Param: "command", Env: "env", Instead: `name the program and give the values as arguments (argv: [program, "${{ inputs.arg }}"])`}},
 		Check:   checkShell,
 		Run:     runShell,
@@ -69,61 +58,6 @@ func checkShell(p *shellParams, dynamic map[string]bool) []fault.Problem {
 		}
 	}
 	return out
-}
-
-// recordedOutputBytes bounds the stdout and stderr outputs. They are kept
-// in the step's record (runs show, a resume, later expressions), which a
-// chatty command must not inflate: beyond this (the default of
-// max_output_bytes) they are cut and truncated is true. Every line is in
-// the step's output log (runs logs RUN STEP) whatever the cut, and
-// parse_json reads all max_output_bytes.
-const recordedOutputBytes = 1 << 20
-
-// capped keeps the first max bytes written and counts the rest.
-type capped struct {
-	buf     []byte
-	max     int
-	dropped int64
-}
-
-func (w *capped) Write(p []byte) (int, error) {
-	room := w.max - len(w.buf)
-	if room >= len(p) {
-		w.buf = append(w.buf, p...)
-	} else {
-		if room > 0 {
-			w.buf = append(w.buf, p[:room]...)
-		}
-		w.dropped += int64(len(p) - max(room, 0))
-	}
-	return len(p), nil
-}
-
-// stream is where one of a command's streams goes: what max_output_bytes
-// keeps, and every line to the step's output.
-type stream struct {
-	kept  *capped
-	lines io.Writer
-}
-
-func (s *stream) Write(p []byte) (int, error) {
-	s.kept.Write(p)
-	return s.lines.Write(p)
-}
-
-// copyBuffers are the buffers streams read a command's pipes through. An
-// exec.Cmd copies each pipe with io.Copy, which allocates 32 KiB a stream
-// when its writer cannot read for itself: 64 KiB a step, most of a shell
-// step's allocations.
-var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
-
-// ReadFrom copies r to s through a pooled buffer; exec.Cmd's copy of a pipe
-// lands here. The wrappers hide r's WriteTo and s's ReadFrom, either of
-// which io.CopyBuffer would call instead of using the buffer.
-func (s *stream) ReadFrom(r io.Reader) (int64, error) {
-	buf := copyBuffers.Get().(*[]byte)
-	defer copyBuffers.Put(buf)
-	return io.CopyBuffer(struct{ io.Writer }{s}, struct{ io.Reader }{r}, *buf)
 }
 
 func runShell(ctx context.Context, c *steps.Call, p *shellParams) (steps.Outputs, error) {
@@ -160,12 +94,8 @@ func runShell(ctx context.Context, c *steps.Call, p *shellParams) (steps.Outputs
 	if p.Stdin != "" {
 		cmd.Stdin = strings.NewReader(p.Stdin)
 	}
-	stdout, stderr := &capped{max: p.MaxOutputBytes}, &capped{max: p.MaxOutputBytes}
-	// Every line also goes to the run's step output as it is printed
-	// (runbook run's progress, runs logs, the API's stream), whatever
-	// max_output_bytes keeps for the outputs.
-	outLines, errLines := c.OutputWriter(steps.StreamStdout), c.OutputWriter(steps.StreamStderr)
-	cmd.Stdout, cmd.Stderr = &stream{stdout, outLines}, &stream{stderr, errLines}
+	out := steps.NewCommandOutput(c, p.MaxOutputBytes)
+	cmd.Stdout, cmd.Stderr = out.Stdout, out.Stderr
 
 	// Own process group: cancellation reaches the children of the shell too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -186,8 +116,7 @@ func runShell(ctx context.Context, c *steps.Call, p *shellParams) (steps.Outputs
 	}
 	waitErr := cmd.Wait()
 	elapsed := time.Since(start)
-	outLines.Close()
-	errLines.Close()
+	out.Close()
 	if killTimer != nil {
 		killTimer.Stop()
 		// The group had its SIGTERM; leave nothing of it behind.
@@ -198,45 +127,19 @@ func runShell(ctx context.Context, c *steps.Call, p *shellParams) (steps.Outputs
 	}
 	if rctx.Err() != nil {
 		return nil, &fault.Error{Code: fault.Timeout, Message: fmt.Sprintf("command timed out after %s", p.Timeout),
-			Data: map[string]any{"stderr": tail(stderr.buf, 1024)}}
+			Data: map[string]any{"stderr": out.StderrTail(1024)}}
 	}
 	var exitErr *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) {
 		return nil, &fault.Error{Code: fault.Failed, Message: "run command", Err: waitErr}
 	}
 
-	code := cmd.ProcessState.ExitCode()
-	out := steps.Outputs{
-		"exit_code":   code,
-		"stdout":      trimNewline(head(stdout.buf, recordedOutputBytes)),
-		"stderr":      trimNewline(head(stderr.buf, recordedOutputBytes)),
-		"json":        nil,
-		"truncated":   stdout.dropped > 0 || stderr.dropped > 0 || len(stdout.buf) > recordedOutputBytes || len(stderr.buf) > recordedOutputBytes,
-		"duration_ms": elapsed.Milliseconds(),
+	end := steps.CommandEnd{Code: cmd.ProcessState.ExitCode(), Elapsed: elapsed, Allowed: p.AllowExitCodes,
+		ParseJSON: p.ParseJSON, MaxBytes: p.MaxOutputBytes}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		end.Signal = ws.Signal().String()
 	}
-	if !exitAllowed(code, p.AllowExitCodes) {
-		msg := fmt.Sprintf("command exited with code %d", code)
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			msg = "command was killed by " + ws.Signal().String()
-		}
-		if t := strings.TrimSpace(tail(stderr.buf, 200)); t != "" {
-			msg += ": " + lastLine(t)
-		}
-		return out, &fault.Error{Code: fault.Failed, Message: msg,
-			Data: map[string]any{"exit_code": code, "stderr": tail(stderr.buf, 1024)}}
-	}
-	if p.ParseJSON {
-		if stdout.dropped > 0 {
-			return out, &fault.Error{Code: fault.Failed, Message: fmt.Sprintf("stdout is longer than max_output_bytes (%d) and cannot be parsed as JSON", p.MaxOutputBytes)}
-		}
-		var v any
-		if err := json.Unmarshal(stdout.buf, &v); err != nil {
-			return out, &fault.Error{Code: fault.Failed, Message: "stdout is not JSON", Err: err,
-				Data: map[string]any{"stdout": tail(stdout.buf, 1024)}}
-		}
-		out["json"] = v
-	}
-	return out, nil
+	return out.Result(end)
 }
 
 // shellDir resolves dir against the playbook's directory and checks it.
@@ -254,45 +157,4 @@ func shellDir(base, dir string) (string, error) {
 		return "", &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("dir %s is not a directory", dir)}
 	}
 	return dir, nil
-}
-
-func exitAllowed(code int, allowed []int) bool {
-	if len(allowed) == 0 {
-		return code == 0
-	}
-	for _, a := range allowed {
-		if a == code {
-			return true
-		}
-	}
-	return false
-}
-
-func trimNewline(b []byte) string {
-	b = bytes.TrimSuffix(b, []byte("\n"))
-	b = bytes.TrimSuffix(b, []byte("\r"))
-	return string(b)
-}
-
-// head returns the first n bytes of b.
-func head(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[:n]
-	}
-	return b
-}
-
-// tail returns the last n bytes of b as a string.
-func tail(b []byte, n int) string {
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
-}
-
-func lastLine(s string) string {
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
 }
