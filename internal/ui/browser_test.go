@@ -249,9 +249,20 @@ func newBrowser(t *testing.T, base string) *browser {
 	return b
 }
 
+// do runs actions. A node that a live update of the page replaced between
+// its query and its use ("Could not find node with given id") is queried
+// again: the actions are run again, a few times. That is safe because no
+// call here clicks twice: an action that failed so acted on nothing, and
+// what came before it (a navigation, a value set) does the same again.
 func (b *browser) do(actions ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
-	require.NoError(b.t, chromedp.Do(b.ctx, actions...))
+	var err error
+	for range 5 {
+		if err = chromedp.Do(b.ctx, actions...); err == nil || !strings.Contains(err.Error(), "Could not find node with given id") {
+			break
+		}
+	}
+	require.NoError(b.t, err)
 }
 
 func (b *browser) open(path string) { b.t.Helper(); b.do(chromedp.Navigate(b.base + path)) }
