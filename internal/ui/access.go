@@ -22,13 +22,15 @@ const (
 	Reload     Action = "server.reload"
 	// PauseSchedules pauses and resumes schedules.
 	PauseSchedules Action = "schedules.pause"
+	// PauseRuns pauses and resumes the runs of playbooks.
+	PauseRuns Action = "runs.pause"
 	// Admin drains the server (and whatever else needs no narrower
 	// permission).
 	Admin Action = "server.admin"
 )
 
 // Actions lists every Action.
-var Actions = []Action{StartRun, CancelRun, RetryRun, ResumeRun, ApproveRun, Reload, PauseSchedules, Admin}
+var Actions = []Action{StartRun, CancelRun, RetryRun, ResumeRun, ApproveRun, Reload, PauseSchedules, PauseRuns, Admin}
 
 // Grant allows some actions, on the playbooks whose names match one of
 // Playbooks (path.Match patterns), or on every playbook and on actions

@@ -92,6 +92,8 @@ type playbookData struct {
 	Runs     []api.Run
 	Form     []fieldView
 	Errors   []string
+	// PauseError is why a pause or resume of its runs was refused.
+	PauseError string
 }
 
 func (u *UI) playbookPage(w http.ResponseWriter, r *http.Request, s *session) {

@@ -146,6 +146,8 @@ func (u *UI) routes() {
 	m.Handle("POST /playbooks/reload", u.action(u.reload))
 	m.Handle("GET /playbooks/{name}", u.page(u.playbookPage))
 	m.Handle("POST /playbooks/{name}/runs", u.action(u.startRun))
+	m.Handle("POST /playbooks/{name}/pause", u.action(u.pausePlaybook))
+	m.Handle("POST /playbooks/{name}/resume", u.action(u.resumePlaybook))
 	m.Handle("GET /approvals", u.page(u.approvalsPage))
 	m.Handle("GET /deliveries", u.page(u.deliveriesPage))
 	m.Handle("GET /notifications", u.page(u.notificationsPage))
