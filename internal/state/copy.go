@@ -23,12 +23,13 @@ const (
 	KindAudit    Kind = "audit records"
 	KindNotify   Kind = "notifications"
 	KindPause    Kind = "schedule pauses"
+	KindRunPause Kind = "run pauses"
 )
 
 // Kinds lists every Kind in report order.
 var Kinds = []Kind{
 	KindRun, KindStep, KindEvent, KindIntent, KindApproval,
-	KindDelivery, KindCursor, KindDedup, KindToken, KindAudit, KindNotify, KindPause,
+	KindDelivery, KindCursor, KindDedup, KindToken, KindAudit, KindNotify, KindPause, KindRunPause,
 }
 
 // Record is one stored thing as Export produces it and Import takes it:
@@ -50,6 +51,7 @@ type Record struct {
 	Audit    *AuditRecord
 	Notify   *Notification
 	Pause    *SchedulePause
+	RunPause *RunPause
 }
 
 // RunEvent is an event of a run's log with its run.

@@ -50,6 +50,8 @@
 //	schedule_pauses/<pb>0<trigger> state.SchedulePause JSON, the trigger index
 //	                               plus one, big-endian (schedule.go; created by
 //	                               the first pause)
+//	run_pauses/<id>                state.RunPause JSON (runpause.go; created by
+//	                               the first pause)
 //
 // Integers and times in keys are big-endian, so byte order is numeric
 // order (times have their sign bit flipped).

@@ -32,6 +32,7 @@ func (s *Store) Export(ctx context.Context, fn func(state.Record) error) error {
 			exportAudit,
 			exportNotifications,
 			exportPauses,
+			exportRunPauses,
 		}
 		for _, step := range steps {
 			if err := step(tx, fn); err != nil {
@@ -219,6 +220,8 @@ func importRecord(tx *bbolt.Tx, rec state.Record) error {
 		return importNotification(tx, rec.Notify)
 	case rec.Pause != nil:
 		return putJSON(tx, bucketPauses, pauseKey(rec.Pause.Playbook, rec.Pause.Trigger), rec.Pause)
+	case rec.RunPause != nil:
+		return putJSON(tx, bucketRunPauses, []byte(rec.RunPause.ID), rec.RunPause)
 	}
 	return fmt.Errorf("a record of kind %q with nothing in it", rec.Kind)
 }

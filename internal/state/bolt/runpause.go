@@ -106,3 +106,18 @@ func (s *Store) RunPauses(ctx context.Context) ([]state.RunPause, error) {
 	slices.SortStableFunc(out, func(a, b state.RunPause) int { return a.At.Compare(b.At) })
 	return out, nil
 }
+
+// exportRunPauses exports the run pauses, by ID.
+func exportRunPauses(tx *bbolt.Tx, fn func(state.Record) error) error {
+	b := tx.Bucket(bucketRunPauses)
+	if b == nil {
+		return nil
+	}
+	return b.ForEach(func(k, v []byte) error {
+		p := new(state.RunPause)
+		if err := json.Unmarshal(v, p); err != nil {
+			return fmt.Errorf("%w: run pause %q: %v", state.ErrCorrupt, k, err)
+		}
+		return fn(state.Record{Kind: state.KindRunPause, RunPause: p})
+	})
+}

@@ -42,6 +42,7 @@ func (s *Store) Export(ctx context.Context, fn func(state.Record) error) error {
 		{`SELECT seq, record FROM runbook_audit ORDER BY seq`, nil, state.KindAudit},
 		{`SELECT key, record FROM runbook_notifications ORDER BY created_ns, key`, nil, state.KindNotify},
 		{`SELECT playbook, record FROM runbook_schedule_pauses ORDER BY playbook, trigger`, nil, state.KindPause},
+		{`SELECT id, record FROM runbook_run_pauses ORDER BY at_ns, id`, nil, state.KindRunPause},
 	}
 	for _, q := range rest {
 		rows, err := tx.Query(ctx, q.query, q.args...)
@@ -116,6 +117,14 @@ func scanRecord(kind state.Kind, rows pgx.Rows) (state.Record, error) {
 		}
 		rec.Pause = new(state.SchedulePause)
 		return rec, decodeRecord("schedule pause of "+playbook, data, rec.Pause)
+	case state.KindRunPause:
+		var id string
+		var data []byte
+		if err := rows.Scan(&id, &data); err != nil {
+			return rec, err
+		}
+		rec.RunPause = new(state.RunPause)
+		return rec, decodeRecord("run pause "+id, data, rec.RunPause)
 	case state.KindAudit:
 		var seq int64
 		var data []byte
@@ -331,6 +340,14 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, n.Key, n.RunID, string(n.Status), n.Cr
 		}
 		b.Queue(`INSERT INTO runbook_schedule_pauses (playbook, trigger, record) VALUES ($1, $2, $3)
 ON CONFLICT (playbook, trigger) DO UPDATE SET record = EXCLUDED.record`, rec.Pause.Playbook, rec.Pause.Trigger, data)
+	case rec.RunPause != nil:
+		p := rec.RunPause
+		data, err := json.Marshal(p)
+		if err != nil {
+			return err
+		}
+		b.Queue(`INSERT INTO runbook_run_pauses (id, selector, at_ns, record) VALUES ($1, $2, $3, $4)
+ON CONFLICT (id) DO UPDATE SET selector = EXCLUDED.selector, at_ns = EXCLUDED.at_ns, record = EXCLUDED.record`, p.ID, pauseSelector(*p), p.At.UnixNano(), data)
 	default:
 		return fmt.Errorf("a record of kind %q with nothing in it", rec.Kind)
 	}

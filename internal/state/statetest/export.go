@@ -143,6 +143,9 @@ func fill(t *testing.T, s ExportStore, c *Clock) {
 	must(t, s.RecordAttempt(ctx, claimOne(t, s, "run.failed/r-old@b"), "A", state.Attempt{Error: "503", RetryIn: time.Hour}))
 	must(t, s.PauseSchedule(ctx, state.SchedulePause{Playbook: "nightly", Trigger: 1, Reason: "noisy", By: "bob"}))
 	must(t, s.PauseSchedule(ctx, state.SchedulePause{Playbook: "nightly", Trigger: state.AllTriggers, Reason: "change freeze", By: "alice"}))
+	must(t, s.PauseRuns(ctx, state.RunPause{ID: "p1", Pattern: "nks-*", Reason: "change freeze", By: "alice"}))
+	c.Advance(time.Second)
+	must(t, s.PauseRuns(ctx, state.RunPause{ID: "p2", Label: "team=ml", Reason: "quota", By: "bob"}))
 }
 
 // claimOne claims messages for "A" until key is among them, giving the
@@ -242,7 +245,7 @@ func checkAfterImport(t *testing.T, s ExportStore) {
 }
 
 // checkAreasAfterImport checks the stores' other areas after an import:
-// the notification outbox, the schedule pauses and the tokens.
+// the notification outbox, the schedule and run pauses and the tokens.
 func checkAreasAfterImport(t *testing.T, s ExportStore) {
 	ctx := context.Background()
 	if ns, err := s.ListNotifications(ctx, state.NotificationFilter{Status: []state.NotificationStatus{state.NotifyFailing}}); err != nil || len(ns) != 2 {
@@ -256,6 +259,12 @@ func checkAreasAfterImport(t *testing.T, s ExportStore) {
 	}
 	if ps, err := s.SchedulePauses(ctx, "nightly"); err != nil || len(ps) != 2 || ps[0].Reason != "change freeze" || ps[1].By != "bob" {
 		t.Errorf("schedule pauses after import: %+v, %v; want both, every trigger's first", ps, err)
+	}
+	if ps, err := s.RunPauses(ctx); err != nil || len(ps) != 2 || ps[0].Pattern != "nks-*" || ps[1].Why() != "paused by bob: quota" {
+		t.Errorf("run pauses after import: %+v, %v; want both, oldest first", ps, err)
+	}
+	if err := s.PauseRuns(ctx, state.RunPause{ID: "p3", Pattern: "nks-*", Reason: "again", By: "carol"}); !errors.Is(err, state.ErrExists) {
+		t.Errorf("an imported pause's selector can be paused again: %v", err)
 	}
 	if err := s.CreateToken(ctx, state.Token{Name: "ci", Hash: "cc"}); !errors.Is(err, state.ErrExists) {
 		t.Errorf("an imported live token's name can be taken: %v", err)
