@@ -179,3 +179,46 @@ func TestRunbookPauseAcrossTwoReplicas(t *testing.T) {
 	assert.Regexp(t, `^runs.pause pause:p[0-9a-f]{8} ok alice freeze-\* change freeze$`, audit[0])
 	assert.Regexp(t, `^runs.unpause pause:p[0-9a-f]{8} ok alice freeze-\* change freeze$`, audit[1])
 }
+
+// A pause lifted while no runbook serve holds the state file (runbook
+// resume writes the file, audited as the local user) lets the run it
+// parked go on when the server starts again; a run still paused at a
+// restart parks again before its next step.
+func TestARunPausedBeforeARestartGoesOnAfterAResumeMadeWhileTheServerWasStopped(t *testing.T) {
+	c := newCLI(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	c.file("playbooks/freeze.yaml", freezePlaybook(c.dir))
+	s := c.serve()
+	code, m := s.api(t, "POST", "/api/v1/pauses", map[string]any{"pattern": "freeze-*", "reason": "change freeze"})
+	require.Equal(t, 201, code, m)
+	require.NoError(t, os.WriteFile(filepath.Join(c.dir, "gate"), nil, 0o600))
+	code, m = s.api(t, "POST", "/api/v1/playbooks/freeze-upgrade/runs", map[string]any{})
+	require.Equal(t, 201, code, m)
+	run := m["id"].(string)
+	waitFor(t, 10*time.Second, "the run parks before its first step", func() bool {
+		_, m := s.api(t, "GET", "/api/v1/runs/"+run, nil)
+		return m["status"] == "waiting" && m["paused"] != nil
+	})
+	s.stop(t)
+
+	s = c.serve()
+	waitFor(t, 10*time.Second, "the run is held again after the restart", func() bool {
+		_, m := s.api(t, "GET", "/api/v1/runs/"+run, nil)
+		return m["status"] == "waiting" && m["parked"] == true
+	})
+	assert.Equal(t, 0, countLines(t, c.dir, "first.log"), "still paused: no step started")
+	s.stop(t)
+
+	r := c.run("resume", "freeze-*")
+	require.Equal(t, 0, r.code, r)
+	r = c.run("audit")
+	require.Equal(t, 0, r.code, r)
+	assert.Regexp(t, `runs\.unpause\s+pause:p[0-9a-f]{8}`, r.stdout)
+	s = c.serve()
+	waitFor(t, 10*time.Second, "the run ends once the server is back", func() bool {
+		_, m := s.api(t, "GET", "/api/v1/runs/"+run, nil)
+		return m["status"] == "succeeded"
+	})
+	assert.Equal(t, 1, countLines(t, c.dir, "first.log"))
+	assert.Equal(t, 1, countLines(t, c.dir, "second.log"))
+}

@@ -53,7 +53,7 @@ type parkSlot struct {
 	// key: parked until this concurrency key is free (keys.go).
 	key string
 	// paused: parked because its playbook is paused (pause.go), with the
-	// playbook's labels (nil when parked at start: not known).
+	// playbook's labels.
 	paused bool
 	labels map[string]string
 }
@@ -158,9 +158,12 @@ func (r *Host) unparkLocked(runID string, a *runSlot) map[string]any {
 }
 
 // parkAtStart parks a waiting run read at start (resumeAll) unless it is
-// due, reporting whether it did; a due one is launched as before.
+// due, reporting whether it did; a due one is launched as before. A run
+// parked by a pause is launched too: its pause may have been lifted while
+// no process held the store, and one that still holds it parks the run
+// again before its next step (pause.go).
 func (r *Host) parkAtStart(run *state.Run) bool {
-	if run.Status != state.RunWaiting || (!run.WakeAt.IsZero() && !run.WakeAt.After(time.Now())) {
+	if run.Status != state.RunWaiting || (!run.WakeAt.IsZero() && !run.WakeAt.After(time.Now())) || run.Paused != "" {
 		return false
 	}
 	r.mu.Lock()
@@ -168,7 +171,7 @@ func (r *Host) parkAtStart(run *state.Run) bool {
 	if _, dup := r.active[run.ID]; dup || r.base.Err() != nil {
 		return true
 	}
-	ps := &parkSlot{parked: true, wake: run.WakeAt, key: run.QueuedOnKey, paused: run.Paused != ""}
+	ps := &parkSlot{parked: true, wake: run.WakeAt, key: run.QueuedOnKey}
 	r.active[run.ID] = &runSlot{playbook: run.Playbook, park: ps}
 	r.parkedLocked(run.ID, ps, run.CreatedAt)
 	if run.QueuedOnKey != "" {

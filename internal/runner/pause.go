@@ -29,18 +29,16 @@ type pauses struct {
 
 // Paused implements engine.Pauses.
 func (p *pauses) Paused(pb *playbook.Playbook) string {
-	return p.held(pb.Name, pb.Labels, true)
+	return p.held(pb.Name, pb.Labels)
 }
 
 // held returns why a run of playbook name with labels is paused ("": it
-// is not). Without its labels (known false) a label pause is not
-// counted: such a run is woken when a pause is lifted, and parks again
-// if still paused.
-func (p *pauses) held(name string, labels map[string]string, known bool) string {
+// is not).
+func (p *pauses) held(name string, labels map[string]string) string {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	for i := range p.rules {
-		if (known || p.rules[i].Label == "") && p.rules[i].Selects(name, labels) {
+		if p.rules[i].Selects(name, labels) {
 			return p.rules[i].Why()
 		}
 	}
@@ -116,7 +114,7 @@ func (r *Host) wakeUnpaused() {
 	r.mu.Lock()
 	var ids []string
 	for id, a := range r.active {
-		if a.parked() && a.park.paused && r.pauses.held(a.playbook, a.park.labels, a.park.labels != nil) == "" {
+		if a.parked() && a.park.paused && r.pauses.held(a.playbook, a.park.labels) == "" {
 			ids = append(ids, id)
 		}
 	}
