@@ -154,3 +154,57 @@ func TestPauseRoutesRefuseWhatTheyCannotDo(t *testing.T) {
 	assert.Equal(t, 404, r.status)
 	assert.Contains(t, r.json(t)["error"], "no pause pnope")
 }
+
+// gatedFreeze waits for an approval, then appends to after.log; it holds
+// the concurrency key shared while it runs, as keyNeighbour does.
+const gatedFreeze = `version: 1
+name: gated-freeze
+concurrency: {key: shared, on_busy: queue}
+steps:
+  - {id: ok, uses: approval, with: {message: "go on?"}}
+  - {id: after, uses: shell, with: {command: "echo run >> after.log"}}
+`
+
+const keyNeighbour = `version: 1
+name: neighbour
+concurrency: {key: shared, on_busy: queue}
+steps:
+  - {id: only, uses: set, with: {done: true}}
+`
+
+// An approval waiting when its playbook is paused stays answerable: the
+// answer is recorded and ends the approval step, but the step after it
+// does not start until the resume. The paused run keeps its concurrency
+// key: a run of another playbook on that key waits for it.
+func TestAnAnswerToAPausedRunsApprovalDoesNotBypassThePause(t *testing.T) {
+	e := newEnv(t, map[string]string{"gated.yaml": gatedFreeze, "neighbour.yaml": keyNeighbour})
+	run := e.startRun("gated-freeze", nil)
+	e.waitStatus(run, state.RunWaiting)
+	r := e.api("POST", "/api/v1/pauses", map[string]any{"pattern": "gated-*", "reason": "change freeze"})
+	require.Equal(t, 201, r.status, "%s", r.body)
+	id := r.json(t)["pause"].(map[string]any)["id"].(string)
+
+	r = e.api("POST", "/api/v1/runs/"+run+"/approve", map[string]any{"approve": true, "by": "alice"})
+	require.Equal(t, 200, r.status, "the approval stays answerable: %s", r.body)
+	var m map[string]any
+	e.waitFor("the run parks paused after the answer", func() bool {
+		m = e.api("GET", "/api/v1/runs/"+run, nil).json(t)
+		return m["status"] == "waiting" && m["paused"] == "paused by server-token: change freeze"
+	})
+	steps := map[string]string{}
+	for _, s := range m["steps"].([]any) {
+		steps[s.(map[string]any)["id"].(string)] = s.(map[string]any)["status"].(string)
+	}
+	assert.Equal(t, "succeeded", steps["ok"], "the answer ended the approval step")
+	assert.NotContains(t, steps, "after", "the step after it did not start")
+	assert.Equal(t, 0, e.lines("after.log"))
+
+	neighbour := e.startRun("neighbour", nil)
+	n := e.waitStatus(neighbour, state.RunWaiting)
+	assert.Equal(t, "shared", n["queued_on_key"], "the paused run keeps its key")
+
+	require.Equal(t, 200, e.api("DELETE", "/api/v1/pauses/"+id, nil).status)
+	e.waitStatus(run, state.RunSucceeded)
+	e.waitStatus(neighbour, state.RunSucceeded)
+	assert.Equal(t, 1, e.lines("after.log"))
+}
