@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/inventory"
 	"github.com/runbook/runbook/internal/sim"
 	_ "github.com/runbook/runbook/internal/sim/all"
 )
@@ -95,6 +96,9 @@ func fetchConnections(ctx context.Context, base string) (map[string]map[string]a
 
 // resolve is the engine's Options.Connection.
 func (c *connections) resolve(name string, override map[string]any) (map[string]any, error) {
+	if inventory.Reserved(name) {
+		return c.inventory(name, override)
+	}
 	out := map[string]any{}
 	for k, v := range c.defaults[name] {
 		out[k] = v
@@ -120,4 +124,32 @@ func (c *connections) resolve(name string, override map[string]any) (map[string]
 			"connection %q has no simulator (simulated: %s); a rehearsal never reaches a real service", name, strings.Join(names, ", "))}
 	}
 	return out, nil
+}
+
+// inventory answers the inventory's connections (internal/inventory):
+// the config's hosts: only, never a playbook's connections: entry (which
+// could send a host's password to another address), and a host's
+// credentials never in a rehearsal.
+func (c *connections) inventory(name string, override map[string]any) (map[string]any, error) {
+	if len(override) > 0 {
+		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
+			"connection %q belongs to the config's hosts: inventory; a playbook's connections: cannot set it", name)}
+	}
+	if name == inventory.Connection {
+		if l, ok := c.defaults[name]; ok {
+			return l, nil
+		}
+		return map[string]any{}, nil
+	}
+	host := strings.TrimPrefix(name, inventory.Prefix)
+	settings, ok := c.defaults[name]
+	switch {
+	case !ok:
+		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
+			"host %s is not in the inventory: add it under hosts: in runbook.yaml (the config; --config FILE), or give the step address and user", host)}
+	case c.sim != nil:
+		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
+			"host %s: a rehearsal (--sim, --sim-url) never reaches a real host", host)}
+	}
+	return settings, nil
 }

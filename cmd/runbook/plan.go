@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runbook/runbook/internal/config"
 	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/expr"
 	"github.com/runbook/runbook/internal/playbook"
@@ -41,6 +42,7 @@ string with ${{ }} parts, never a zero value. Secrets are always ***.`,
 	fs.Var(&inputs, "i", "input `key=value` (repeatable)")
 	inputsFile := fs.String("inputs", "", "read inputs from a JSON or YAML `file` (-i overrides)")
 	out := addOutputFlag(fs, "text")
+	configFile := fs.String("config", "", "config `file` whose hosts: inventory ssh steps and hosts() read (default ./runbook.yaml when it exists)")
 	var sf stateFlags
 	sf.addSecrets(fs)
 	pos, err := parseArgs(fs, args)
@@ -72,9 +74,22 @@ string with ${{ }} parts, never a zero value. Secrets are always ***.`,
 			unset = append(unset, name)
 		}
 	}
-	p, err := makePlan(pb, given)
+	var cfg *config.Config
+	if *configFile != "" || !sameFile(config.DefaultFile, pos[0]) {
+		if cfg, err = knownConfig(a, *configFile); err != nil {
+			return err
+		}
+	}
+	var hosts expr.HostSource
+	if cfg != nil {
+		hosts = configHosts(cfg.Hosts)
+	}
+	p, err := makePlan(pb, given, hosts)
 	if err != nil {
 		return withHint(err, "runbook plan "+pos[0]+" -i NAME=VALUE")
+	}
+	if cfg != nil {
+		planHosts(p, pb, cfg)
 	}
 	for _, name := range unset {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("secret %s is not set: a run would stop before its first step", name))
@@ -138,7 +153,7 @@ type planParam struct {
 }
 
 // makePlan resolves what can be known before a run.
-func makePlan(pb *playbook.Playbook, given map[string]any) (*plan, error) {
+func makePlan(pb *playbook.Playbook, given map[string]any, hosts expr.HostSource) (*plan, error) {
 	// Required inputs that were not given are reported, not fatal: the
 	// values that use them are shown as unknown.
 	relaxed := *pb
@@ -179,6 +194,7 @@ func makePlan(pb *playbook.Playbook, given map[string]any) (*plan, error) {
 		Env:     map[string]string{},
 		Secrets: map[string]string{},
 		Run:     expr.RunInfo{ID: "<run id>", Playbook: pb.Name, StartedAt: time.Now(), Status: "running"},
+		Hosts:   hosts,
 	}
 	for _, name := range pb.Secrets {
 		sc.Secrets[name] = secretMask

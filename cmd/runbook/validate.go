@@ -84,7 +84,7 @@ GitHub Actions annotation (::error file=F,line=L,col=C::message).`,
 	out := addOutputFlag(fs, "text")
 	format := &formatFlag{}
 	fs.Var(format, "format", "diagnostic `format`: text or github (default text)")
-	configFile := fs.String("config", "", "config `file` whose notification channels notify steps must name (default ./runbook.yaml when it exists)")
+	configFile := fs.String("config", "", "config `file` whose notification channels notify steps, and whose hosts ssh steps, must name (default ./runbook.yaml when it exists)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -212,7 +212,7 @@ func escapeGitHubProperty(s string) string {
 
 var _ flag.Value = (*formatFlag)(nil)
 
-// knownConfig is the config validate checks notify steps against: --config,
+// knownConfig is the config validate checks notify and ssh steps against: --config,
 // else ./runbook.yaml when it exists, else none (nil).
 func knownConfig(a *app, file string) (*config.Config, error) {
 	if file == "" {
@@ -229,8 +229,10 @@ func knownConfig(a *app, file string) (*config.Config, error) {
 }
 
 // loadValidated loads a playbook and, when the config is known, checks
-// that its notify steps name a channel of it: each literal channel that
-// notifications.channels lacks is a diagnostic at the step's with.channel.
+// that its notify steps name a channel of it and its ssh steps a host of
+// it: each literal channel that notifications.channels lacks is a
+// diagnostic at the step's with.channel, each host or jump that hosts:
+// lacks one at the step's with.host or with.jump.
 func loadValidated(file string, cfg *config.Config) (*playbook.Playbook, error) {
 	pb, err := loadPlaybook(file)
 	if err != nil || cfg == nil {
@@ -255,6 +257,7 @@ func loadValidated(file string, cfg *config.Config) (*playbook.Playbook, error) 
 			ds = append(ds, playbook.Diagnostic{Pos: s.ParamPos("channel"), Path: s.DiagPath + ".with.channel", Message: msg})
 		}
 	}
+	ds = append(ds, hostDiagnostics(pb, cfg)...)
 	if len(ds) > 0 {
 		return nil, ds
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/egress"
+	"github.com/runbook/runbook/internal/inventory"
 	"github.com/runbook/runbook/internal/playbook"
 )
 
@@ -70,6 +71,10 @@ type Config struct {
 	// Notifications are the channels and rules of notifications:
 	// (notify.go).
 	Notifications Notifications
+	// Hosts is the inventory of hosts: by name (hosts.go), which the ssh
+	// step and the hosts() expression function reach through connections
+	// (ResolveConnections).
+	Hosts map[string]inventory.Host
 }
 
 // MinLease and MaxLease bound server.lease.
@@ -164,6 +169,7 @@ func Default(dir string) *Config {
 		},
 		Webhooks:    Webhooks{DedupTTL: DefaultDedupTTL, Routes: map[string]Route{}},
 		Connections: map[string]map[string]any{},
+		Hosts:       map[string]inventory.Host{},
 		Schedules:   true,
 		Notifications: Notifications{
 			Channels: map[string]Channel{}, Backoff: DefaultNotifyBackoff,
@@ -239,6 +245,9 @@ func (c *Config) SecretRefs() []string {
 	for _, u := range c.NotificationSecrets() {
 		set[u.Name] = true
 	}
+	for _, name := range c.hostSecrets() {
+		set[name] = true
+	}
 	for _, settings := range c.Connections {
 		walkStrings(settings, "", func(_, s string) {
 			if name, ok := secretRef(s); ok {
@@ -250,13 +259,15 @@ func (c *Config) SecretRefs() []string {
 }
 
 // ResolveConnections returns a copy of Connections with every
-// `${{ secrets.NAME }}` replaced by the secret's value from lookup. A
-// secret that is not set is an error naming it and where it is used
-// ("connections.nks.token: secret NKS_TOKEN is not set"; several are
-// joined with "; "); callers add the file name.
+// `${{ secrets.NAME }}` replaced by the secret's value from lookup, and
+// the inventory of hosts: as connections (inventory.Connection, the
+// listing hosts() reads; inventory.ConnectionName(NAME), each host with
+// its credentials, which the ssh step reads). A secret that is not set is
+// an error naming it and where it is used ("connections.nks.token: secret
+// NKS_TOKEN is not set"; several are joined with "; "); callers add the
+// file name.
 func (c *Config) ResolveConnections(lookup func(string) (string, bool)) (map[string]map[string]any, error) {
-	out := make(map[string]map[string]any, len(c.Connections))
-	var missing []string
+	out, missing := c.hostConnections(lookup)
 	for _, name := range slices.Sorted(maps.Keys(c.Connections)) {
 		path := "connections." + name
 		settings := resolveValue(c.Connections[name], path, lookup, &missing).(map[string]any)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/inventory"
 	"github.com/runbook/runbook/internal/playbook"
 )
 
@@ -475,6 +476,7 @@ func TestDefault(t *testing.T) {
 		},
 		Webhooks:    Webhooks{DedupTTL: 7 * 24 * time.Hour, Routes: map[string]Route{}},
 		Connections: map[string]map[string]any{},
+		Hosts:       map[string]inventory.Host{},
 		Schedules:   true,
 		Notifications: Notifications{
 			Channels: map[string]Channel{}, Backoff: 10 * time.Second, MaxBackoff: time.Hour, SendTimeout: 10 * time.Second,

@@ -19,7 +19,7 @@ import (
 )
 
 var (
-	topKeys    = []string{"playbooks", "state", "secrets_file", "server", "webhooks", "connections", "schedules", "retention", "auth", "http", "notifications"}
+	topKeys    = []string{"playbooks", "state", "secrets_file", "server", "webhooks", "connections", "schedules", "retention", "auth", "http", "notifications", "hosts"}
 	serverKeys = []string{"listen", "token_secret", "shutdown_grace", "drain_grace", "max_body", "reload", "reload_interval", "max_running", "lease", "take_over_run_processes",
 		"read_header_timeout", "read_timeout", "write_timeout", "idle_timeout", "max_conns_per_address", "tls", "metrics_token", "public_url"}
 	webhookKeys = []string{"dedup_ttl", "routes"}
@@ -96,6 +96,9 @@ func (l *loader) parse(c *Config) {
 	}
 	if n := o.Get("notifications"); n != nil {
 		l.notifications(c, n)
+	}
+	if n := o.Get("hosts"); n != nil {
+		l.hosts(c, n)
 	}
 }
 

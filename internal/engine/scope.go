@@ -51,6 +51,7 @@ func (rs *runState) scope(it *item) *expr.Scope {
 		Cancelled: rs.status == "cancelled",
 		Now:       rs.e.o.Clock.Now,
 		Secret:    rs.e.o.Redactor.Contains,
+		Hosts:     (*runHosts)(rs),
 	}
 	if it != nil {
 		sc.Item, sc.Index, sc.HasItem = it.value, it.index, true

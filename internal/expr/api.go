@@ -32,6 +32,8 @@ type Scope struct {
 	// tell which results derive from a secret; nil means that only
 	// `secrets` holds secrets.
 	Secret func(s string) bool
+	// Hosts is the inventory hosts() reads; nil: none is known.
+	Hosts HostSource
 }
 
 // StepState is what an expression sees of a step: steps.<id>.outputs|status|error.

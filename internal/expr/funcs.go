@@ -87,6 +87,8 @@ func init() {
 		"coalesce": {1, -1, fnCoalesce},
 		"concat":   {1, -1, fnConcat},
 		"flatten":  {1, 1, fnFlatten},
+		// inventory
+		"hosts": {0, 1, fnHosts},
 		// semver
 		"semverCompare":   {2, 2, fnSemverCompare},
 		"semverSatisfies": {2, 2, fnSemverSatisfies},

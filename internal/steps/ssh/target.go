@@ -101,9 +101,8 @@ func resolveTarget(c *steps.Call, p *sshParams) (*target, error) {
 // inventoryHost reads host name of the inventory (connection host:NAME).
 func inventoryHost(c *steps.Call, name string) (inventory.Login, error) {
 	m, err := c.Host.Connection(inventory.ConnectionName(name))
-	if err != nil || m == nil {
-		return inventory.Login{}, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
-			"host %s is not in the inventory: add it under hosts: in runbook.yaml (the config; --config FILE), or give address and user", name), Err: err}
+	if err != nil {
+		return inventory.Login{}, err
 	}
 	login := inventory.FromSettings(m)
 	if login.Name == "" {
