@@ -54,6 +54,7 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 		return state.DeliveryResult{}, fmt.Errorf("commit delivery %s: %w", d.Key, err)
 	}
 	if fresh {
+		s.bodies.keep(d.ID, d.Body, len(res.Created) > 0)
 		return res, nil
 	}
 	err = s.write(ctx, func(tx pgx.Tx) error {
@@ -110,6 +111,7 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 	if err != nil {
 		return state.DeliveryResult{}, fmt.Errorf("commit delivery %s: %w", d.Key, err)
 	}
+	s.bodies.keep(d.ID, d.Body, len(res.Created) > 0)
 	return res, nil
 }
 

@@ -176,16 +176,16 @@ func (g *grouper) take() []*groupReq {
 	return group
 }
 
-// groupContext returns a context that ends when every member's context
-// has ended (none of them alone cancels the others' transaction), and
+// jointContext returns a context that ends when every one of ctxs has
+// ended (none of them alone cancels a transaction the others share), and
 // its release.
-func groupContext(group []*groupReq) (context.Context, func()) {
+func jointContext(ctxs []context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	left := atomic.Int32{}
-	left.Store(int32(len(group)))
-	stops := make([]func() bool, len(group))
-	for i, r := range group {
-		stops[i] = context.AfterFunc(r.ctx, func() {
+	left.Store(int32(len(ctxs)))
+	stops := make([]func() bool, len(ctxs))
+	for i, c := range ctxs {
+		stops[i] = context.AfterFunc(c, func() {
 			if left.Add(-1) == 0 {
 				cancel()
 			}
@@ -207,7 +207,11 @@ func groupContext(group []*groupReq) (context.Context, func()) {
 // statement that answers the members left out; a prune. It sets each
 // member's outcome, or its error when the database could not be asked.
 func (s *Store) commitGroup(group []*groupReq) {
-	ctx, release := groupContext(group)
+	ctxs := make([]context.Context, len(group))
+	for i, r := range group {
+		ctxs[i] = r.ctx
+	}
+	ctx, release := jointContext(ctxs)
 	defer release()
 	var rows groupRows
 	for i, r := range group {

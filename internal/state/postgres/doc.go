@@ -75,7 +75,13 @@
 // are committed together, in one transaction of four statements that
 // writes each table with one INSERT … SELECT FROM unnest and leaves out a
 // delivery whose key is recorded (see commitGroup). A run's write and its
-// events are one statement.
+// events are one statement. The writes an executing run makes, fenced
+// for the top-level run they write, share transactions with the other
+// runs' writes waiting at the same moment (see commitWrites: a member its
+// fence refuses is left out and refused alone, failing no other), and
+// the claims a replica makes at the same moment are one statement that
+// also reads the claimed runs' step records for the engine's first read
+// (see claimGroup).
 //
 // Event numbers come from the run's last_seq, taken with an UPDATE that
 // holds the run's row until commit, so concurrent writers of a run (on
@@ -120,8 +126,11 @@
 // from commits in flight side by side sharing a flush (group commit): the
 // pool holds DefaultMaxConns connections (4 per CPU, at least 16) unless
 // the DSN's pool_max_conns or Options.MaxConns says otherwise, the hot
-// writes are one round trip each, and new webhook deliveries share
-// transactions (see commitGroup). PostgreSQL's commit_delay (with
+// writes are one round trip each, and new webhook deliveries, runs'
+// writes and claims share transactions (commitGroup, commitWrites,
+// claimGroup). The bodies of the deliveries a store committed are kept in
+// memory for a minute (a body never changes once stored), so the runs a
+// delivery starts read it without a round trip. PostgreSQL's commit_delay (with
 // commit_siblings) makes a commit wait briefly for others to share its
 // flush, which can help a disk with slow flushes; it is a server setting
 // (postgresql.conf), not the store's, and the defaults (off) were used
@@ -130,7 +139,7 @@
 // written, cheaper to insert, and keeps what jsonb would refuse.
 // The figures and how to take them: make bench (BenchmarkIntake,
 // BenchmarkWebhookIntake, BenchmarkSequentialSetSteps and
-// BenchmarkSequentialShellSteps on both stores).
+// BenchmarkSequentialShellSteps on both stores, BenchmarkGroupedStepWrites).
 //
 // # Caveats
 //

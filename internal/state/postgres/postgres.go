@@ -76,6 +76,12 @@ type Store struct {
 	retries atomic.Int64
 	// groups commits new webhook deliveries together (see commitGroup).
 	groups grouper
+	// writes commits concurrent runs' writes together (see commitWrites).
+	writes writeGrouper
+	// claims claims runs together (see claimGroup).
+	claims claimGrouper
+	// bodies keeps the bodies of deliveries committed here.
+	bodies bodyCache
 	// lease is the connection KeepReplica renews leases on.
 	lease leaseConn
 }
@@ -123,7 +129,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open state database %s: %w", target(cfg), err)
 	}
 	s := &Store{pool: classifiedPool{pool}, now: opts.Now, target: target(cfg), lease: leaseConn{cfg: cfg.ConnConfig}}
-	s.groups.s = s
+	s.groups.s, s.writes.s, s.claims.s = s, s, s
 	return s, nil
 }
 
@@ -204,6 +210,22 @@ func (s *Store) send(ctx context.Context, b *pgx.Batch) error {
 	}
 	for attempt := 1; ; attempt++ {
 		err := s.pool.SendBatch(ctx, b).Close()
+		if err == nil || attempt == maxAttempts || !retryable(err) {
+			return classify(err)
+		}
+		s.retries.Add(1)
+	}
+}
+
+// retry runs fn, one statement sent on its own, again when PostgreSQL
+// aborted it for a deadlock or a serialization failure (up to maxAttempts
+// in all), as send does for a batch.
+func (s *Store) retry(ctx context.Context, fn func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for attempt := 1; ; attempt++ {
+		err := fn()
 		if err == nil || attempt == maxAttempts || !retryable(err) {
 			return classify(err)
 		}

@@ -42,19 +42,14 @@ const unfinishedTop = `r.status IN ('pending', 'running', 'waiting', 'suspended'
 // the engine records the run with its new owner when it resumes it. A
 // run that is replica's already is its to execute whatever its status:
 // one parked here and cancelled meanwhile by another replica is resumed
-// to end it (its finally steps, its concurrency key).
+// to end it (its finally steps, its concurrency key). Claims made at the
+// same moment go in one statement, which also reads the claimed runs'
+// step records for the engine (see claimGroup).
 func (s *Store) ClaimRun(ctx context.Context, id, replica string, adopt bool) (bool, error) {
-	cond := takeable
-	if adopt {
-		// Any owner but a live replica.
-		cond = `NOT EXISTS (SELECT 1 FROM runbook_replicas p WHERE p.id = r.owner AND p.id <> $1 AND p.expires_at > now())`
-	}
-	tag, err := s.pool.Exec(ctx, `UPDATE runbook_runs r SET owner = $1
-		WHERE r.id = $2 AND (r.owner = $1 OR `+unfinishedTop+` AND `+cond+`)`, replica, id)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("claim run %s: %w", id, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return s.claims.claim(ctx, id, replica, adopt)
 }
 
 // LetGo implements state.Coordinator.

@@ -216,6 +216,20 @@ func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.St
 		}
 		return b, err
 	}
+	s.claims.forgetSteps(r.ID)
+	if f, ok := groupable(ctx, r.ID); ok && !r.CreatedAt.IsZero() {
+		b := &pgx.Batch{}
+		if _, err := queueSaveRun(b, r, evs); err != nil {
+			return err
+		}
+		rows.queue(b, r.ID)
+		if err := s.writes.write(ctx, r.ID, f.Owner, b); !errors.Is(err, errAlone) {
+			if err != nil {
+				return fmt.Errorf("save run %s: %w", r.ID, s.cancelledMeanwhile(ctx, r.ID, err))
+			}
+			return nil
+		}
+	}
 	if r.CreatedAt.IsZero() {
 		err = s.write(ctx, func(tx pgx.Tx) error {
 			created, err := storedCreatedAt(ctx, tx, r.ID)

@@ -48,10 +48,10 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 		return fmt.Errorf("save steps of run %s: %w", runID, err)
 	}
 	// An unknown run fails the reservation and the steps' foreign key.
-	b := newBatch(ctx, runID)
-	queueReserve(b, runID, evs)
-	rows.queue(b, runID)
-	err = fenceError(ctx, s.send(ctx, b))
+	err = s.writeRun(ctx, runID, func(b *pgx.Batch) {
+		queueReserve(b, runID, evs)
+		rows.queue(b, runID)
+	})
 	if err != nil {
 		if len(recs) == 1 {
 			return fmt.Errorf("save step %s/%s: %w", runID, recs[0].ID, err)
@@ -124,6 +124,17 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*state.StepRecord, e
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("steps of run %s: %w", runID, err)
 	}
+	if kept, ok := s.claims.claimedSteps(runID); ok {
+		out := make([]*state.StepRecord, 0, len(kept))
+		for _, data := range kept {
+			rec, err := decodeStep(data)
+			if err != nil {
+				return nil, fmt.Errorf("steps of run %s: %w", runID, err)
+			}
+			out = append(out, rec)
+		}
+		return out, nil
+	}
 	rows, err := s.pool.Query(ctx, `SELECT s.record FROM runbook_runs r
 LEFT JOIN runbook_steps s ON s.run_id = r.id
 WHERE r.id = $1
@@ -170,13 +181,29 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, events ...state.
 	if err != nil {
 		return fmt.Errorf("append events to run %s: %w", runID, err)
 	}
-	b := newBatch(ctx, runID)
-	queueReserve(b, runID, evs)
-	err = fenceError(ctx, s.send(ctx, b))
+	err = s.writeRun(ctx, runID, func(b *pgx.Batch) { queueReserve(b, runID, evs) })
 	if err != nil {
 		return fmt.Errorf("append events to run %s: %w", runID, err)
 	}
 	return nil
+}
+
+// writeRun writes run runID with the statements queue queues: in a group
+// when ctx fences the run itself (see commitWrites), else alone, in one
+// round trip, after the fence's check. The step records kept from the
+// run's claim are dropped first (see claimedSteps).
+func (s *Store) writeRun(ctx context.Context, runID string, queue func(b *pgx.Batch)) error {
+	s.claims.forgetSteps(runID)
+	if f, ok := groupable(ctx, runID); ok {
+		b := &pgx.Batch{}
+		queue(b)
+		if err := s.writes.write(ctx, runID, f.Owner, b); !errors.Is(err, errAlone) {
+			return err
+		}
+	}
+	b := newBatch(ctx, runID)
+	queue(b)
+	return fenceError(ctx, s.send(ctx, b))
 }
 
 // reserve takes run $1's next $2 event numbers (see queueReserve).

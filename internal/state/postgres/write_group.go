@@ -1,0 +1,304 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/runbook/runbook/internal/state"
+)
+
+// Group commit of run writes.
+//
+// The writes an executing run makes (SaveRun, SaveRunSteps, SaveSteps,
+// AppendEvents), fenced for the top-level run they write (state.Fence with
+// Run the run itself), queue for a writer that commits the writes waiting
+// at the same moment in one transaction, as the bbolt store's committer
+// does: what PostgreSQL spends on a write is mostly per transaction and
+// per round trip, and on a 2-CPU machine the database's CPU bounds the
+// runs a second.
+//
+// A group is one transaction in two round trips. The first begins it and
+// locks the rows of every member's run, in ID order, as runbook_fence
+// locks a top-level run (FOR NO KEY UPDATE), returning their owners. A
+// member whose run is missing or owned by another than its fence's owner
+// is left out of the group and written alone, through the write's own
+// path (its fence then refuses it, with the owner named, or the run is
+// not found): a fenced write never fails the others, and its caller gets
+// the error it would get alone. The second round trip sends the other
+// members' statements, the same statements a write sends alone minus the
+// fence call (the group holds the lock the fence would take, and has
+// checked the owner under it), and COMMIT. A member's statement that
+// matches no run (a run recorded cancelled meanwhile) fails that member
+// only, as it would fail it alone.
+//
+// When the group's transaction fails before its COMMIT (a deadlock, a
+// statement refused), nothing of it was written and every member is
+// written alone. When its COMMIT is not heard, every member gets the
+// error: whether it committed is unknown, as for any transaction.
+//
+// A group of one member is written alone (one round trip instead of two).
+
+// writeWorkers bounds the write groups of one Store in flight at once.
+const writeWorkers = 2
+
+// maxWriteGroup bounds the writes of one group transaction.
+const maxWriteGroup = 128
+
+// errAlone answers a member the group did not write: its caller writes it
+// alone.
+var errAlone = errors.New("written alone")
+
+// runWrite is a fenced write of one top-level run waiting for a group.
+type runWrite struct {
+	ctx   context.Context
+	run   string
+	owner string     // the fence's owner
+	b     *pgx.Batch // the write's statements, without the fence
+
+	err       error
+	answered  chan struct{}
+	taken     bool
+	abandoned bool
+}
+
+// writeGrouper queues run writes and commits them in groups, with up to
+// writeWorkers workers, each started when writes queue and ended when
+// none is left.
+type writeGrouper struct {
+	s       *Store
+	mu      sync.Mutex
+	queue   []*runWrite
+	running int
+	// groups and members count the group transactions sent and the writes
+	// they held (writes written alone are not counted).
+	groups, members atomic.Int64
+}
+
+// RunWriteGroups returns how many group transactions the store has
+// committed for run writes and how many writes they held (their ratio is
+// the mean group size, for benchmarks).
+func (s *Store) RunWriteGroups() (groups, writes int64) {
+	return s.writes.groups.Load(), s.writes.members.Load()
+}
+
+// groupable returns the fence of a write of run runID that may go in a
+// group: one ctx fences for runID itself.
+func groupable(ctx context.Context, runID string) (state.Fence, bool) {
+	f, ok := state.FenceOf(ctx)
+	return f, ok && f.Run == runID && f.Owner != ""
+}
+
+// write queues the statements b (without a fence) of a write of run runID
+// fenced for owner, and waits for the outcome: nil once committed,
+// errAlone when the caller is to write it alone (with its fence), or the
+// write's error. A ctx that ends before a worker takes the write returns
+// ctx's error (the write never runs); once taken, the outcome is awaited.
+func (g *writeGrouper) write(ctx context.Context, runID, owner string, b *pgx.Batch) error {
+	w := &runWrite{ctx: ctx, run: runID, owner: owner, b: b, answered: make(chan struct{})}
+	g.mu.Lock()
+	g.queue = append(g.queue, w)
+	if g.running < writeWorkers {
+		g.running++
+		go g.work()
+	}
+	g.mu.Unlock()
+	select {
+	case <-w.answered:
+		return w.err
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	if !w.taken {
+		w.abandoned = true
+		g.mu.Unlock()
+		return ctx.Err()
+	}
+	g.mu.Unlock()
+	<-w.answered
+	return w.err
+}
+
+// work commits groups until the queue is empty.
+func (g *writeGrouper) work() {
+	for {
+		g.mu.Lock()
+		group := g.take()
+		if len(group) == 0 {
+			g.running--
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+		if len(group) == 1 {
+			group[0].err = errAlone
+		} else if g.s.commitWrites(group) {
+			g.groups.Add(1)
+			g.members.Add(int64(len(group)))
+		}
+		for _, w := range group {
+			close(w.answered)
+		}
+	}
+}
+
+// take removes up to maxWriteGroup live writes from the queue, oldest
+// first, and marks them taken. g.mu is held.
+func (g *writeGrouper) take() []*runWrite {
+	var group []*runWrite
+	n := 0
+	for n < len(g.queue) && len(group) < maxWriteGroup {
+		w := g.queue[n]
+		n++
+		if w.abandoned {
+			continue
+		}
+		w.taken = true
+		group = append(group, w)
+	}
+	clear(g.queue[:n])
+	g.queue = g.queue[n:]
+	if len(g.queue) == 0 {
+		g.queue = nil
+	}
+	return group
+}
+
+// lockRuns locks the runs $1 as runbook_fence locks a top-level run, in
+// ID order (two groups lock their common runs in one order), and returns
+// their owners.
+const lockRuns = `SELECT id, owner FROM runbook_runs WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE`
+
+// commitWrites writes group in one transaction (see the top of this
+// file), setting each member's outcome, and reports whether the group's
+// transaction committed.
+func (s *Store) commitWrites(group []*runWrite) bool {
+	ctxs := make([]context.Context, len(group))
+	for i, w := range group {
+		ctxs[i] = w.ctx
+	}
+	ctx, release := jointContext(ctxs)
+	defer release()
+	in, err := s.sendWrites(ctx, group)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, errCommitUnheard):
+		for _, w := range in {
+			w.err = classify(err) // as a write alone whose commit was not heard
+		}
+	default:
+		for _, w := range group {
+			w.err = errAlone // nothing was written
+		}
+	}
+	return false
+}
+
+// errCommitUnheard wraps the error of a group transaction that may have
+// committed: its COMMIT was sent and no answer was read.
+var errCommitUnheard = errors.New("commit of a group of run writes not answered")
+
+// sendWrites runs the group's transaction and returns the members it
+// held. Members left out get errAlone, members whose statements matched
+// no run their error; the returned error is the group's: errCommitUnheard,
+// or any other when nothing was written.
+func (s *Store) sendWrites(ctx context.Context, group []*runWrite) ([]*runWrite, error) {
+	conn, err := s.pool.Pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release() // a connection left in a transaction is closed
+	ids := make([]string, 0, len(group))
+	for _, w := range group {
+		ids = append(ids, w.run)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	owners := map[string]string{}
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(lockRuns, ids).Query(func(rows pgx.Rows) error {
+		var id, owner string
+		_, err := pgx.ForEachRow(rows, []any{&id, &owner}, func() error {
+			owners[id] = owner
+			return nil
+		})
+		return err
+	})
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		rollback(conn.Conn())
+		return nil, err
+	}
+	b = &pgx.Batch{}
+	var in []*runWrite
+	for _, w := range group {
+		if owner, ok := owners[w.run]; !ok || owner != w.owner {
+			w.err = errAlone // refused or not found: its own path says which
+			continue
+		}
+		in = append(in, w)
+		b.QueuedQueries = append(b.QueuedQueries, w.b.QueuedQueries...)
+	}
+	b.Queue(`COMMIT`)
+	br := conn.SendBatch(ctx, b)
+	defer br.Close()
+	var pe *pgconn.PgError
+	for _, w := range in {
+		for _, q := range w.b.QueuedQueries {
+			var err error
+			if q.Fn != nil {
+				err = q.Fn(br)
+			} else {
+				_, err = br.Exec()
+			}
+			switch {
+			case err == nil:
+			case errors.Is(err, state.ErrNotFound):
+				if w.err == nil {
+					w.err = err // its run matched no row: this member only
+				}
+			case errors.As(err, &pe):
+				_ = br.Close() // refused: the transaction is aborted, COMMIT skipped
+				rollback(conn.Conn())
+				return in, err
+			default:
+				return in, fmt.Errorf("%w: %w", errCommitUnheard, err)
+			}
+		}
+	}
+	_, err = br.Exec() // the COMMIT
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case err == nil:
+		return in, nil
+	case errors.As(err, &pe) && !transient(err):
+		rollback(conn.Conn()) // refused: rolled back
+		return in, err
+	}
+	// Cut (a terminated backend, a restart) while or after it committed.
+	return in, fmt.Errorf("%w: %w", errCommitUnheard, err)
+}
+
+// rollbackTimeout bounds the ROLLBACK of a failed group.
+const rollbackTimeout = 5 * time.Second
+
+// rollback ends the transaction a failed group left open on conn; the
+// pool closes a connection that is still in one when it is released.
+func rollback(conn *pgx.Conn) {
+	if conn.PgConn().TxStatus() == 'I' || conn.IsClosed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
+	defer cancel()
+	_, _ = conn.Exec(ctx, `ROLLBACK`)
+}
