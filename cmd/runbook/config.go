@@ -96,7 +96,8 @@ func configError(a *app, file string, err error) error {
 }
 
 // checkPlaybookDir loads every *.yaml and *.yml file directly in the
-// playbook directory, printing the diagnostics of invalid ones. It returns
+// playbook directory, printing the diagnostics of invalid ones (an ssh
+// step naming a host that hosts: lacks is one). It returns
 // the valid playbooks and the number of invalid ones.
 func checkPlaybookDir(a *app, cfg *config.Config) ([]*playbook.Playbook, int, error) {
 	entries, err := os.ReadDir(cfg.Playbooks)
@@ -116,6 +117,11 @@ func checkPlaybookDir(a *app, cfg *config.Config) ([]*playbook.Playbook, int, er
 		}
 		path := displayPath(filepath.Join(cfg.Playbooks, e.Name()))
 		pb, err := loadPlaybook(path)
+		if err == nil {
+			if ds := hostDiagnostics(pb, cfg); len(ds) > 0 {
+				err = ds
+			}
+		}
 		if err != nil {
 			bad++
 			fmt.Fprintln(a.stderr, strings.TrimRight(err.Error(), "\n"))

@@ -116,6 +116,13 @@ steps:
 	assert.Equal(t, 2, r.code, r.String())
 	assert.Contains(t, r.stdout, `! with.host: host "wbe1" is not in hosts: of runbook.yaml`)
 
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	require.NoError(t, os.Rename(filepath.Join(c.dir, "typo.yaml"), filepath.Join(c.dir, "playbooks", "typo.yaml")))
+	r = c.run("config", "check")
+	assert.Equal(t, 2, r.code, r.String())
+	assert.Contains(t, r.stderr, `typo.yaml:7:7: steps[0].with.host: host "wbe1" is not in hosts: of runbook.yaml`)
+	require.NoError(t, os.Rename(filepath.Join(c.dir, "playbooks", "typo.yaml"), filepath.Join(c.dir, "typo.yaml")))
+
 	c.file("typo.yaml", strings.Replace(`version: 1
 name: typo
 steps:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -288,4 +289,56 @@ func sleeping(t *testing.T, d string) bool {
 func fmtLine(port int, pub string) string {
 	f := strings.Fields(pub)
 	return "[127.0.0.1]:" + itoa(port) + " " + f[0] + " " + f[1]
+}
+
+// TestOtherWaysToLogIn: an encrypted private key with its passphrase, and
+// the ssh-agent of SSH_AUTH_SOCK for a host that allows it.
+func TestOtherWaysToLogIn(t *testing.T) {
+	dir := t.TempDir()
+	enc := filepath.Join(dir, "enc")
+	out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "correct horse", "-C", "enc", "-f", enc).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	encPub, err := os.ReadFile(enc + ".pub")
+	require.NoError(t, err)
+	encKey, err := os.ReadFile(enc)
+	require.NoError(t, err)
+	agentKey := filepath.Join(dir, "agentkey")
+	agentPub := sshtest.Keygen(t, agentKey)
+	s := sshtest.Start(t, sshtest.Options{AuthorizedKeys: []string{strings.TrimSpace(string(encPub)), agentPub}})
+
+	t.Run("an encrypted key logs in with its passphrase", func(t *testing.T) {
+		h := hostOf(s, "web1")
+		h.PassphraseSecret = "PASS"
+		c, _ := call(t, map[string]any{"host": "web1", "command": "echo in"}, map[string]inventory.Host{"web1": h},
+			map[string]string{"SSH_KEY_WEB1": string(encKey), "PASS": "correct horse"})
+		got, err := run(c)
+		require.NoError(t, err)
+		assert.Equal(t, "in", got["stdout"])
+	})
+	t.Run("an encrypted key without its passphrase says so", func(t *testing.T) {
+		c, _ := call(t, map[string]any{"host": "web1", "command": "echo in"}, map[string]inventory.Host{"web1": hostOf(s, "web1")},
+			map[string]string{"SSH_KEY_WEB1": string(encKey)})
+		_, err := run(c)
+		require.Error(t, err)
+		assert.Equal(t, "host web1 ("+s.Addr+"): the private key is encrypted: give passphrase_secret", err.Error())
+	})
+	t.Run("agent: true signs with the ssh-agent of SSH_AUTH_SOCK", func(t *testing.T) {
+		sock := filepath.Join(dir, "agent.sock")
+		agent := exec.Command("ssh-agent", "-D", "-a", sock)
+		require.NoError(t, agent.Start())
+		t.Cleanup(func() { _ = agent.Process.Kill(); _ = agent.Wait() })
+		require.Eventually(t, func() bool { _, err := os.Stat(sock); return err == nil }, 5*time.Second, 20*time.Millisecond)
+		add := exec.Command("ssh-add", agentKey)
+		add.Env = append(os.Environ(), "SSH_AUTH_SOCK="+sock)
+		out, err := add.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		t.Setenv("SSH_AUTH_SOCK", sock)
+
+		h := hostOf(s, "web1")
+		h.PrivateKeySecret, h.Agent = "", true
+		c, _ := call(t, map[string]any{"host": "web1", "command": "echo agent"}, map[string]inventory.Host{"web1": h}, nil)
+		got, err := run(c)
+		require.NoError(t, err)
+		assert.Equal(t, "agent", got["stdout"])
+	})
 }
