@@ -32,7 +32,7 @@ type sshParams struct {
 	Argv             []string          `json:"argv" minlen:"1" desc:"program and arguments, each quoted as one word for the remote shell (give command or argv)"`
 	Env              map[string]string `json:"env" desc:"variables exported before the command, each value quoted as one word"`
 	Stdin            string            `json:"stdin" desc:"text written to the command's standard input"`
-	Timeout          steps.Duration    `json:"timeout" desc:"stop the command and close the session after this long (default: no limit beyond the step's)"`
+	Timeout          steps.Duration    `json:"timeout" desc:"stop the command and close the session this long after the step began to connect (default: no limit beyond the step's)"`
 	ConnectTimeout   steps.Duration    `json:"connect_timeout" default:"15s" min:"1s" max:"5m" desc:"time to connect and log in, each hop"`
 	MaxOutputBytes   int               `json:"max_output_bytes" default:"1048576" min:"0" max:"67108864" desc:"bytes kept per stream (stdout, stderr) for parse_json; the rest is dropped. The stdout and stderr outputs keep the first mebibyte of them; the step's log has every line (runbook runs logs RUN STEP)"`
 	ParseJSON        bool              `json:"parse_json" desc:"parse stdout as JSON into the json output"`
