@@ -112,13 +112,18 @@ type Metrics interface {
 	Fenced(why string)
 	// Seed gives the runs read at start, to count them by status.
 	Seed(runs []*state.Run)
+	// Launched gives a run as recorded when it is launched here: what
+	// the series of its steps and its end are labelled with, known
+	// without reading it again.
+	Launched(run *state.Run)
 }
 
 type nopMetrics struct{}
 
-func (nopMetrics) Recovered(string)  {}
-func (nopMetrics) Fenced(string)     {}
-func (nopMetrics) Seed([]*state.Run) {}
+func (nopMetrics) Recovered(string)    {}
+func (nopMetrics) Fenced(string)       {}
+func (nopMetrics) Seed([]*state.Run)   {}
+func (nopMetrics) Launched(*state.Run) {}
 
 // preparedRun is a prepared run's playbook, raw inputs and first event.
 type preparedRun struct {
@@ -380,6 +385,7 @@ func (r *Host) launch(run *state.Run, pb *playbook.Playbook, inputs map[string]a
 }
 
 func (r *Host) launchRun(q queuedRun) {
+	r.metrics.Launched(q.run)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, dup := r.active[q.run.ID]; dup || r.base.Err() != nil {

@@ -57,8 +57,9 @@ func (m *countingMetrics) Recovered(how string) {
 	defer m.mu.Unlock()
 	m.recovered[how]++
 }
-func (*countingMetrics) Fenced(string)     {}
-func (*countingMetrics) Seed([]*state.Run) {}
+func (*countingMetrics) Fenced(string)       {}
+func (*countingMetrics) Seed([]*state.Run)   {}
+func (*countingMetrics) Launched(*state.Run) {}
 
 func (m *countingMetrics) count(how string) int {
 	m.mu.Lock()

@@ -206,29 +206,41 @@ func runStatusOf(evType string) (state.RunStatus, bool) {
 	return "", false
 }
 
+// Launched notes the labels of a run launched here (runner.Metrics).
+func (m *metrics) Launched(r *state.Run) { m.labels.note(r) }
+
 // observe follows the engine's events. A run's end and a step's end are
-// counted under the run's playbook and trigger, read from the store once
-// per run (outside the lock) when this process has not seen them yet.
-func (m *metrics) observe(runID string, ev state.Event) {
+// counted under the run's playbook and trigger: noted when the run was
+// launched here, else read from the store once per run (outside the
+// lock). It returns the labels of a run's end (resolved false for any
+// other event).
+func (m *metrics) observe(runID string, ev state.Event) runLabel {
 	st, isRun := runStatusOf(ev.Type)
 	var lb runLabel
 	if isRun && st.Done() || isStepEnd(ev) {
 		lb = m.labels.of(runID)
 	}
-	if isRun {
-		m.mu.Lock()
-		m.runStatus(runID, ev, st)
-		if st.Done() {
-			m.runEnded(runID, lb, st, ev.Time)
-		} else if ev.Type == "run.started" {
-			m.labels.started(runID, ev.Time)
-		}
-		m.mu.Unlock()
-		if st.Done() {
-			m.playbooks.ended(lb.playbook, st, ev.Time)
-		}
-		return
+	if !isRun {
+		m.stepEvent(runID, ev, lb)
+		return runLabel{}
 	}
+	m.mu.Lock()
+	m.runStatus(runID, ev, st)
+	if st.Done() {
+		m.runEnded(runID, lb, st, ev.Time)
+	} else if ev.Type == "run.started" {
+		m.labels.started(runID, ev.Time)
+	}
+	m.mu.Unlock()
+	if st.Done() {
+		m.playbooks.ended(lb.playbook, st, ev.Time)
+	}
+	return lb
+}
+
+// stepEvent times a step from its start to its end, under the labels lb
+// of its run.
+func (m *metrics) stepEvent(runID string, ev state.Event, lb runLabel) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if ev.Step == "" || !strings.HasPrefix(ev.Type, "step.") {

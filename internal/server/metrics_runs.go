@@ -48,6 +48,7 @@ type playbookSource struct {
 // was created and started (for its duration).
 type runLabel struct {
 	playbook, trigger string
+	name              string // the playbook's name (the label may be otherPlaybook)
 	created, started  time.Time
 	resolved          bool // read from the run's record
 }
@@ -64,7 +65,8 @@ func newRunLabels(src playbookSource) *runLabels {
 	return &runLabels{src: src, runs: map[string]runLabel{}}
 }
 
-// of returns run id's labels, reading its record the first time. A record
+// of returns run id's labels, reading its record the first time it is
+// not known (a run launched here is: note). A record
 // that cannot be read gives otherPlaybook and "unknown", and is read
 // again at the next event.
 func (l *runLabels) of(id string) runLabel {
@@ -84,13 +86,19 @@ func (l *runLabels) of(id string) runLabel {
 	if err != nil {
 		return fallback
 	}
-	got := runLabel{playbook: l.playbookLabel(r.Playbook), trigger: triggerLabel(r), created: r.CreatedAt, started: r.StartedAt, resolved: true}
-	if got.started.IsZero() {
-		got.started = lb.started
-	}
+	return l.note(r)
+}
+
+// note keeps the labels of run r, as recorded (a run launched here, or
+// read by of), and returns them.
+func (l *runLabels) note(r *state.Run) runLabel {
+	got := runLabel{playbook: l.playbookLabel(r.Playbook), trigger: triggerLabel(r), name: r.Playbook, created: r.CreatedAt, started: r.StartedAt, resolved: true}
 	l.mu.Lock()
-	l.runs[id] = got
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	if got.started.IsZero() {
+		got.started = l.runs[r.ID].started
+	}
+	l.runs[r.ID] = got
 	return got
 }
 

@@ -37,8 +37,11 @@ func (s *Server) logReloadRefused(err error) {
 const runEndTimeout = 2 * time.Second
 
 // logRunEnd logs a run that ended (info; warn when it failed) or waits
-// for an approval (info), with its playbook and how long it ran.
-func (s *Server) logRunEnd(runID string, ev state.Event) {
+// for an approval (info), with its playbook and how long it ran. lb is
+// what the metrics labelled its end with (metrics.observe): the record is
+// read only for a failed run's error, or a run this server did not
+// launch.
+func (s *Server) logRunEnd(runID string, ev state.Event, lb runLabel) {
 	status, ok := strings.CutPrefix(ev.Type, "run.")
 	if !ok {
 		return
@@ -54,7 +57,15 @@ func (s *Server) logRunEnd(runID string, ev state.Event) {
 	attrs := []any{"run_id", runID, "status", status}
 	ctx, cancel := context.WithTimeout(context.Background(), runEndTimeout)
 	defer cancel()
-	if r, err := s.store.GetRun(ctx, runID); err == nil {
+	if !lb.resolved && state.RunStatus(status) == state.RunWaiting {
+		lb = s.metrics.labels.of(runID)
+	}
+	if lb.resolved && state.RunStatus(status) != state.RunFailed {
+		attrs = append(attrs, "playbook", lb.name)
+		if !lb.started.IsZero() && state.RunStatus(status) != state.RunWaiting {
+			attrs = append(attrs, "duration", ev.Time.Sub(lb.started).Round(time.Millisecond).String())
+		}
+	} else if r, err := s.store.GetRun(ctx, runID); err == nil {
 		attrs = append(attrs, "playbook", r.Playbook)
 		if !r.StartedAt.IsZero() && !r.EndedAt.IsZero() {
 			attrs = append(attrs, "duration", r.EndedAt.Sub(r.StartedAt).Round(time.Millisecond).String())

@@ -188,9 +188,9 @@ func New(o Options) (*Server, error) {
 	}
 	observer := eo.Observer
 	eo.Observer = func(runID string, ev state.Event) {
-		s.metrics.observe(runID, ev)
+		lb := s.metrics.observe(runID, ev)
 		s.events.publish(runID, ev)
-		s.logRunEnd(runID, ev)
+		s.logRunEnd(runID, ev, lb)
 		s.auditTimeout(runID, ev)
 		s.observeNotify(runID, ev)
 		if observer != nil {
