@@ -12,6 +12,7 @@ import (
 	"github.com/runbook/runbook/internal/auth"
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/ui"
 )
 
 // authRoutes adds the routes of identities, tokens and the audit log.
@@ -23,12 +24,19 @@ func (s *Server) authRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/audit", s.readAudit)
 }
 
-// callerName is the name of the request's identity ("" outside the API).
+// callerName is the name of the request's identity ("" outside the API),
+// recorded as who started, reran or retried a run, or paused a schedule.
+// The shared server token names no one: a web UI session of it is
+// recorded under the name given at sign-in, as its approval answers are.
 func callerName(r *http.Request) string {
-	if id := IdentityOf(r.Context()); id != nil {
-		return id.Name
+	id := IdentityOf(r.Context())
+	if id == nil {
+		return ""
 	}
-	return ""
+	if src, ok := ui.SourceOf(r.Context()); ok && id.Kind == auth.KindServer && src.Name != "" {
+		return src.Name
+	}
+	return id.Name
 }
 
 // answerer returns who answers an approval and their roles. The shared

@@ -54,7 +54,7 @@ func TestBrowserPausesAndResumesAPlaybooksRuns(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#pause-runs-form button")))
 	b.waitFor("#pause [data-run-pause]")
 	notice := b.text("#pause [data-run-pause]")
-	assert.Contains(t, notice, "Runs paused by server-token")
+	assert.Contains(t, notice, "Runs paused by ops-alice", "the name given at sign-in with the server token")
 	assert.Contains(t, notice, "change freeze")
 	assert.Contains(t, notice, "(pause p")
 	require.NoError(t, os.WriteFile(filepath.Join(srv.dir, "gate"), nil, 0o600))
@@ -69,7 +69,7 @@ func TestBrowserPausesAndResumesAPlaybooksRuns(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "the run page says the run is paused")
 		time.Sleep(200 * time.Millisecond)
 	}
-	assert.Equal(t, "paused by server-token: change freeze", strings.TrimSpace(strings.TrimPrefix(b.text("[data-paused]"), "‖")))
+	assert.Equal(t, "paused by ops-alice: change freeze", strings.TrimSpace(strings.TrimPrefix(b.text("[data-paused]"), "‖")))
 	b.shot("run-paused")
 	assert.False(t, exists("second.log"), "no step started after the pause")
 

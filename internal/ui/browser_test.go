@@ -68,6 +68,7 @@ steps:
     uses: approval
     with:
       message: "Upgrade ${{ inputs.cluster }} now?"
+      allow_self_approval: true # the test answers as the name it started under
       fields:
         ticket: {type: string, required: true}
         window: {type: integer, required: true}
@@ -233,7 +234,10 @@ func newBrowser(t *testing.T, base string) *browser {
 		chromedp.Flag("disable-gpu", true))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	// The whole tab's budget, against a hang: each wait has its own bound
+	// (20 s). TestBrowser took 111 s at load average 35 beside other
+	// suites, past the 90 s this was.
+	ctx, cancelTimeout := context.WithTimeout(ctx, 5*time.Minute)
 	t.Cleanup(func() {
 		cancelTimeout()
 		cancel()
@@ -293,6 +297,16 @@ func (b *browser) text(sel string) string {
 	}
 }
 
+// content is the text of the first element matching sel, shown or
+// folded away (in a closed <details>), waiting for one to exist.
+func (b *browser) content(sel string) string {
+	b.t.Helper()
+	b.text(sel) // waits for it
+	sel2, err := json.Marshal(sel)
+	require.NoError(b.t, err)
+	return b.eval(`document.querySelector(` + string(sel2) + `).textContent`)
+}
+
 func (b *browser) eval(js string) string {
 	b.t.Helper()
 	s, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](js))
@@ -307,12 +321,31 @@ func (b *browser) path() string {
 	return strings.TrimPrefix(loc, b.base)
 }
 
-// waitFor waits until the element matching sel is visible.
+// waitFor waits until an element matching sel is visible (rendered with
+// a box, not visibility: hidden).
+//
+// It asks the page in one evaluation each time, as text does:
+// chromedp.WaitVisible follows the node it found first, and a live
+// refresh that replaces the region it is in (a run that ends as its page
+// loads) could leave it waiting on a detached node.
 func (b *browser) waitFor(sel string) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
-	defer cancel()
-	require.NoError(b.t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))), "waiting for %s on %s", sel, b.path())
+	sel2, err := json.Marshal(sel)
+	require.NoError(b.t, err)
+	js := `(function () { var l = document.querySelectorAll(` + string(sel2) + `);
+		for (var i = 0; i < l.length; i++) if (l[i].getClientRects().length && getComputedStyle(l[i]).visibility !== "hidden") return true;
+		return false })()`
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](js))
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("waiting for %s on %s: not visible after 20 s (%v)", sel, b.path(), err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // shot saves a full-page screenshot.
@@ -468,8 +501,12 @@ func TestBrowser(t *testing.T) {
 		b.eval(`window.__sameDocument = "yes"`)
 		b.waitFor(`#step-create .st-succeeded`)
 		b.waitFor(`#timeline rect.seg-succeeded`)
-		b.waitFor(`#log-hello li.ev-log`)
 		b.waitFor(`#approval form`)
+		// A finished step's output is folded: unfold two, as a user does,
+		// once the run waits (a click as a live refresh replaces the step
+		// would miss it).
+		b.do(chromedp.Click(chromedp.CSS(`#step-hello .step-body > summary`)), chromedp.Click(chromedp.CSS(`#step-create .step-body > summary`)))
+		b.waitFor(`#log-hello li.ev-log`)
 		assert.Equal(t, "yes", b.eval(`window.__sameDocument || ""`), "the page updated itself")
 		assert.Contains(t, b.text("#log-hello"), "creating demo-one with 3 nodes")
 		assert.Contains(t, b.text(".head-line"), "waiting")
@@ -523,7 +560,7 @@ func TestBrowser(t *testing.T) {
 		b.waitFor(`.head-line .st-succeeded`)
 		assert.NotEqual(t, "/runs/"+demoRun, b.path(), "a retry is a new run")
 		assert.Contains(t, b.text(".facts"), demoRun)
-		assert.Contains(t, b.text("#log-create"), "step.reused")
+		assert.Contains(t, b.content("#log-create"), "step.reused", "in the step's folded log")
 		assert.Contains(t, b.eval(`document.querySelector("#step-flaky .outputs").textContent`), "flag found")
 		b.shot("run-retried")
 	})
@@ -581,7 +618,7 @@ func TestBrowser(t *testing.T) {
 		t.Logf("%d lines measured as they were printed", measured)
 		assert.GreaterOrEqual(t, measured, 5, "lines seen as printed: %v", seen)
 		assert.Empty(t, late)
-		assert.Contains(t, b.text("#output-drain"), "evicted pod-8")
+		assert.Contains(t, b.content("#output-drain"), "evicted pod-8", "in the step's folded output, once it succeeded")
 	})
 
 	t.Run("cancels a run", func(t *testing.T) {

@@ -9,11 +9,12 @@ import (
 
 // The geometry of a step graph, in SVG user units (pixels).
 const (
-	nodeW, nodeH   = 180, 32
+	nodeW, nodeH   = 180, 44
 	gapX, gapY     = 18, 36
 	graphPad       = 8
 	maxRowNodes    = 6  // a layer wider than this wraps onto more rows
 	nodeLabelRunes = 20 // longer step IDs are cut in the box (the title has them whole)
+	nodeSubRunes   = 26 // likewise the line under it
 )
 
 // graph is a laid-out step list: a layered drawing of its DAG, top to
@@ -29,7 +30,29 @@ type graphNode struct {
 	ID, Label, Uses, Status, Icon string
 	X, Y                          int
 	W, H                          int
-	Detail                        string // items done, for a for_each step
+	// Count is a for_each step's items done of all (12/50); Duration how
+	// long the step ran (or runs).
+	Count, Duration string
+}
+
+// Sub is the node's second line: the step type, its for_each count and
+// its duration, cut to the box.
+func (n graphNode) Sub() string {
+	s := n.Uses
+	for _, part := range []string{n.Count, n.Duration} {
+		if part != "" {
+			s += " · " + part
+		}
+	}
+	if r := []rune(s); len(r) > nodeSubRunes {
+		s = string(r[:nodeSubRunes-1]) + "…"
+	}
+	return s
+}
+
+// nodeState is what a node shows of its step besides its ID and type.
+type nodeState struct {
+	Status, Count, Duration string
 }
 
 // bitset is a set of step indices.
@@ -133,9 +156,9 @@ func topoOrder(deps [][]int) []int {
 	return order
 }
 
-// layoutGraph draws a step list; status gives each step's status (and its
-// for_each detail).
-func layoutGraph(name string, steps []api.StepSpec, status func(id string) (string, string)) *graph {
+// layoutGraph draws a step list; state gives each step's status, for_each
+// count and duration.
+func layoutGraph(name string, steps []api.StepSpec, state func(id string) nodeState) *graph {
 	g := &graph{Name: name}
 	if len(steps) == 0 {
 		return g
@@ -166,13 +189,13 @@ func layoutGraph(name string, steps []api.StepSpec, status func(id string) (stri
 	g.Width = 2*graphPad + cols*(nodeW+gapX) - gapX
 	g.Height = 2*graphPad + row*(nodeH+gapY) - gapY
 	for i, s := range steps {
-		st, detail := status(s.ID)
+		ns := state(s.ID)
 		label := s.ID
 		if r := []rune(label); len(r) > nodeLabelRunes {
 			label = string(r[:nodeLabelRunes-1]) + "…"
 		}
-		g.Nodes = append(g.Nodes, graphNode{ID: s.ID, Label: label, Uses: s.Uses, Status: st, Icon: statusIcon(st),
-			X: pos[i][0], Y: pos[i][1], W: nodeW, H: nodeH, Detail: detail})
+		g.Nodes = append(g.Nodes, graphNode{ID: s.ID, Label: label, Uses: s.Uses, Status: ns.Status, Icon: statusIcon(ns.Status),
+			X: pos[i][0], Y: pos[i][1], W: nodeW, H: nodeH, Count: ns.Count, Duration: ns.Duration})
 		for _, p := range parents[i] {
 			x1, y1 := pos[p][0]+nodeW/2, pos[p][1]+nodeH
 			x2, y2 := pos[i][0]+nodeW/2, pos[i][1]

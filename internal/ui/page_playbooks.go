@@ -134,7 +134,7 @@ func (u *UI) loadPlaybook(r *http.Request, s *session, name string) (*playbookDa
 	}
 	d.Runs = runs.Runs
 	if len(d.Def.Lists) > 0 {
-		d.Graph = layoutGraph("steps", d.Def.Lists[0].Steps, func(string) (string, string) { return "", "" })
+		d.Graph = layoutGraph("steps", d.Def.Lists[0].Steps, func(string) nodeState { return nodeState{} })
 	}
 	for _, in := range d.Def.Inputs {
 		f := fieldView{Name: in.Name, Type: in.Type, Required: in.Required, Secret: in.Secret, Description: in.Description, Hint: fieldHint(in)}

@@ -52,6 +52,7 @@ type runData struct {
 	OutputAfter     uint64 // the last line read: the live stream goes on from it
 
 	statuses map[string][2]string // by step ID, see stepStatus
+	query    url.Values           // the page's, for the pages of for_each items
 }
 
 // Done reports whether the run ended.
@@ -87,25 +88,6 @@ func viewEvent(ev state.Event) eventView {
 		v.KV = kvText(ev.Data)
 	}
 	return v
-}
-
-// stepView is one step record with its log and what it was asked to do.
-type stepView struct {
-	Rec    api.RunStep
-	Spec   *api.StepSpec
-	Events []eventView
-	// NotRun marks a step of the playbook that has no record (not reached).
-	NotRun bool
-	ID     string
-	Uses   string
-	Status string
-	// Printed is what the step printed (its stdout and stderr, its calls).
-	Printed []printedLine
-	// Running: the step's record says running and a process runs the run;
-	// the page shows its time going by and fills its lines as printed.
-	// Interrupted: it says running, but the process that ran it is gone
-	// (the run is shown interrupted): nothing runs it until a resume.
-	Running, Interrupted bool
 }
 
 // approvalView is the form of the approval a run waits on.
@@ -173,7 +155,7 @@ func (u *UI) runView(s *session, d *runData) *view {
 // lays the page out.
 func (u *UI) loadRun(r *http.Request, s *session, id string) (*runData, error) {
 	ctx := r.Context()
-	d := &runData{}
+	d := &runData{query: r.URL.Query()}
 	esc := url.PathEscape(id)
 	if err := u.get(ctx, s, "/api/v1/runs/"+esc, &d.Run); err != nil {
 		return nil, err
@@ -245,31 +227,10 @@ func (d *runData) build(now time.Time) {
 			}
 		}
 	}
-	seen := map[string]bool{}
-	for _, rec := range d.Run.Steps {
-		sv := &stepView{Rec: rec, Spec: specs[baseID(rec.ID)], Events: byStep[rec.ID], ID: rec.ID, Status: string(rec.Status), Printed: d.printed[rec.ID]}
-		if rec.Status == state.StepRunning {
-			sv.Interrupted = d.Run.Status == state.RunInterrupted
-			sv.Running = !sv.Interrupted
-			if sv.Interrupted {
-				sv.Status = string(state.RunInterrupted)
-			}
-		}
-		if sv.Spec != nil {
-			sv.Uses = sv.Spec.Uses
-		}
-		seen[rec.ID] = true
-		d.Steps = append(d.Steps, sv)
-	}
+	d.buildSteps(specs, byStep, now)
 	if d.Def != nil {
 		for _, l := range d.Def.Lists {
-			for i := range l.Steps {
-				sp := &l.Steps[i]
-				if _, ran := d.statusesMap()[sp.ID]; !seen[sp.ID] && !ran {
-					d.Steps = append(d.Steps, &stepView{Spec: sp, ID: sp.ID, Uses: sp.Uses, NotRun: true, Status: "pending"})
-				}
-			}
-			d.Graphs = append(d.Graphs, layoutGraph(l.Name, l.Steps, d.stepStatus))
+			d.Graphs = append(d.Graphs, layoutGraph(l.Name, l.Steps, d.nodeInfo(now)))
 		}
 		d.retryChoices()
 	}
@@ -277,8 +238,9 @@ func (d *runData) build(now time.Time) {
 	d.approval()
 }
 
-// stepStatus is a step's status for the graph: its record's, or for a
-// for_each step the status of its items taken together.
+// stepStatus is a step's status: its record's, or for a for_each step
+// the status of its items taken together; a step without a record is
+// pending.
 func (d *runData) stepStatus(id string) (string, string) {
 	if st, ok := d.statusesMap()[id]; ok {
 		return st[0], st[1]
@@ -304,15 +266,16 @@ func statusesOf(recs []api.RunStep) map[string][2]string {
 		counts[base][rec.Status]++
 	}
 	for _, base := range order {
-		if _, ok := out[base]; ok {
-			continue // the step's own record says
-		}
 		c := counts[base]
 		items := 0
 		for _, n := range c {
 			items += n
 		}
-		detail := fmt.Sprintf("%d/%d items done", items-c[state.StepRunning]-c[state.StepWaiting]-c[state.StepPending], items)
+		detail := fmt.Sprintf("%d/%d", items-c[state.StepRunning]-c[state.StepWaiting]-c[state.StepPending], items)
+		if own, ok := out[base]; ok { // the step's own record says its status
+			out[base] = [2]string{own[0], detail}
+			continue
+		}
 		status := string(state.StepSkipped)
 		if c[state.StepSucceeded] > 0 {
 			status = string(state.StepSucceeded)

@@ -55,6 +55,9 @@ func (d *runsData) filterQuery() url.Values {
 	return q
 }
 
+// Active is how many filters are set (the folded filters say it).
+func (d *runsData) Active() int { return len(d.filterQuery()) }
+
 // Live reports whether the list follows new runs (the first page does).
 func (d *runsData) Live() bool { return d.Before == "" }
 

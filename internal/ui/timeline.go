@@ -24,7 +24,16 @@ type timeline struct {
 // TickClass is the CSS class that lays the tick labels out.
 func (t *timeline) TickClass() string { return fmt.Sprintf("ticks ticks-%d", len(t.Ticks)) }
 
+// timelineItems is how many items of a for_each step the timeline draws
+// a row for (and every item that failed, runs or waits); the others are
+// one row that says how many.
+const timelineItems = 10
+
 type timelineRow struct {
+	// Of and More: a row that stands for More items of the for_each step
+	// Of, not drawn.
+	Of       string
+	More     int
 	ID       string
 	Status   string
 	Duration string
@@ -144,7 +153,18 @@ func buildTimeline(run *api.Run, events []state.Event, now time.Time) *timeline 
 	if interrupted && len(events) > 0 {
 		end = events[len(events)-1].Time // its process stopped after its last event
 	}
+	items, folded := map[string]int{}, map[string]bool{}
 	for _, st := range run.Steps {
+		if base := baseID(st.ID); base != st.ID {
+			items[base]++
+			if items[base] > timelineItems && st.Status != state.StepFailed && st.Status != state.StepRunning && st.Status != state.StepWaiting {
+				if !folded[base] {
+					tl.Rows = append(tl.Rows, timelineRow{Of: base})
+					folded[base] = true
+				}
+				continue
+			}
+		}
 		row := timelineRow{ID: st.ID, Status: string(st.Status), Duration: span(now, st.StartedAt, st.EndedAt)}
 		switch {
 		case interrupted && st.Status == state.StepRunning:
@@ -164,6 +184,11 @@ func buildTimeline(run *api.Run, events []state.Event, now time.Time) *timeline 
 				fmt.Sprintf("%s · %s", st.Status, fmtDuration(stop.Sub(st.StartedAt))))}
 		}
 		tl.Rows = append(tl.Rows, row)
+	}
+	for i := range tl.Rows { // tl.Rows grew: count anew
+		if r := &tl.Rows[i]; r.Of != "" {
+			r.More = items[r.Of] - timelineItems
+		}
 	}
 	return tl
 }

@@ -69,7 +69,9 @@
   // ---- refreshing server-rendered regions ----
   // Each [data-region] of the page is replaced by the same region of a
   // fresh copy of the page. An approval form whose step did not change
-  // keeps what the user typed; open <details> stay open.
+  // keeps what the user typed; a <details> the user opened or closed
+  // stays so (the others take the server's choice: a step that ends
+  // folds its output away, one that fails unfolds it).
   function detailsKey(d) {
     var host = d.closest("[id]");
     return (host ? host.id : "") + "/" + d.className;
@@ -84,17 +86,20 @@
       if (!cur) continue;
       if (name === "approval" && cur.getAttribute("data-key") === next.getAttribute("data-key") && cur.querySelector("form")) continue;
       var open = {};
-      var ds = cur.querySelectorAll("details");
+      var ds = cur.querySelectorAll("details[data-user]");
       for (var j = 0; j < ds.length; j++) open[detailsKey(ds[j])] = ds[j].open;
-      if (cur.tagName === "DETAILS") open["@self"] = cur.open;
+      if (cur.tagName === "DETAILS" && cur.hasAttribute("data-user")) open["@self"] = cur.open;
       var atBottom = {};
       var logs = cur.querySelectorAll(".log");
       for (j = 0; j < logs.length; j++) atBottom[logs[j].id] = logs[j].scrollTop + logs[j].clientHeight >= logs[j].scrollHeight - 4;
       var node = doc.importNode(next, true);
       cur.replaceWith(node);
       ds = node.querySelectorAll("details");
-      for (j = 0; j < ds.length; j++) { var k = detailsKey(ds[j]); if (k in open) ds[j].open = open[k]; }
-      if (node.tagName === "DETAILS" && "@self" in open) node.open = open["@self"];
+      for (j = 0; j < ds.length; j++) {
+        var k = detailsKey(ds[j]);
+        if (k in open) { ds[j].open = open[k]; ds[j].setAttribute("data-user", ""); }
+      }
+      if (node.tagName === "DETAILS" && "@self" in open) { node.open = open["@self"]; node.setAttribute("data-user", ""); }
       logs = node.querySelectorAll(".log");
       for (j = 0; j < logs.length; j++) if (atBottom[logs[j].id] !== false) logs[j].scrollTop = logs[j].scrollHeight;
       renderTimes(node);
@@ -190,6 +195,26 @@
     if (stick) list.scrollTop = list.scrollHeight;
   }
 
+  // offPage reports whether step is a for_each item on another page of
+  // its step's items than the one shown.
+  function offPage(step) {
+    var m = /^(.*)\[(\d+)\]$/.exec(step);
+    if (!m) return false;
+    var box = doc.querySelector('[data-items-of="' + m[1].replace(/["\\]/g, "") + '"]');
+    if (!box) return false;
+    var i = Number(m[2]);
+    return i < Number(box.getAttribute("data-items-from")) || i >= Number(box.getAttribute("data-items-to"));
+  }
+
+  // A step the address points at (#step-ID) shows its output unfolded.
+  function openTarget() {
+    var id = decodeURIComponent(location.hash.slice(1));
+    var el = id && doc.getElementById(id);
+    if (!el || !el.hasAttribute("data-step")) return;
+    var body = el.querySelector("details.step-body");
+    if (body && !body.open) { body.open = true; body.setAttribute("data-user", ""); }
+  }
+
   function followRun(box) {
     var id = box.getAttribute("data-run-id");
     var after = box.getAttribute("data-after") || "0";
@@ -251,6 +276,7 @@
       if (l.seq <= outAfter) return;
       outAfter = l.seq;
       var pre = doc.getElementById("output-" + l.step);
+      if (!pre && offPage(l.step)) return;
       if (!pre) { lineWaits = true; schedule(); return; }
       var span = doc.createElement("span");
       span.className = "out-" + l.stream;
@@ -324,13 +350,20 @@
       case "?": help(true); break;
       case "/":
         var f = doc.querySelector("[data-filter], .filters input, .filters select");
-        if (f) { e.preventDefault(); f.focus(); }
+        if (f) {
+          e.preventDefault();
+          var folded = f.closest("details");
+          if (folded) folded.open = true;
+          f.focus();
+        }
         break;
       default: return;
     }
   });
 
   doc.addEventListener("click", function (e) {
+    var sum = e.target.closest && e.target.closest("summary");
+    if (sum && sum.parentElement) sum.parentElement.setAttribute("data-user", "");
     if (e.target.id === "time-mode") toggleTimes();
     if (e.target.id === "help-close" || e.target.id === "help") help(false);
   });
@@ -342,6 +375,14 @@
 
   function init() {
     renderTimes();
+    openTarget();
+    // On a phone the list's filters start folded, so that the list is on
+    // the first screen.
+    if (window.matchMedia && window.matchMedia("(max-width: 640px)").matches) {
+      var fold = doc.querySelectorAll("details[data-fold-narrow]");
+      for (var i = 0; i < fold.length; i++) fold[i].open = false;
+    }
+    window.addEventListener("hashchange", openTarget);
     setInterval(renderTimes, 30000);
     setInterval(since, 1000);
     var box = doc.getElementById("run");
