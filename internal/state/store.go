@@ -302,6 +302,11 @@ type Store interface {
 	// run of an earlier build carries inline in its trigger ("payload" and
 	// "hook"; GetRun returns the run whole).
 	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
+	// RecentRuns returns the newest runs of each playbook of names, at
+	// most n of each, newest first and as ListRuns lists them, in one
+	// read (a run history of every playbook at once). A playbook without
+	// runs has no entry.
+	RecentRuns(ctx context.Context, names []string, n int) (map[string][]*Run, error)
 
 	SaveStep(ctx context.Context, s *StepRecord, events ...Event) error
 	// SaveSteps writes several records of one run with events, atomically.

@@ -44,6 +44,7 @@ func run(t *testing.T, open opener) {
 		{"deleting runs", testDeleteRuns},
 		{"listing runs", testListRuns},
 		{"paging runs", testListPaging},
+		{"recent runs of each playbook", testRecentRuns},
 		{"steps", testSteps},
 		{"events", testEvents},
 		{"intents and approvals", testRecords},
