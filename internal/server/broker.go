@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/runbook/runbook/internal/state"
@@ -55,10 +56,22 @@ func (b *broker) unsubscribe(runID string, sub *subscription) {
 	}
 }
 
+// allRuns is the subscription key of the streams that follow every run's
+// changes (GET /api/v1/changes): they receive each run's run.* events.
+const allRuns = "*"
+
 func (b *broker) publish(runID string, ev state.Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for sub := range b.subs[runID] {
+	b.deliver(b.subs[runID], ev)
+	if strings.HasPrefix(ev.Type, "run.") {
+		b.deliver(b.subs[allRuns], ev)
+	}
+}
+
+// deliver hands ev to each subscription of subs (b.mu held).
+func (b *broker) deliver(subs map[*subscription]struct{}, ev state.Event) {
+	for sub := range subs {
 		if sub.lagged {
 			continue
 		}

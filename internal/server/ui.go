@@ -28,6 +28,8 @@ func (s *Server) withUI(core http.Handler) http.Handler {
 		"GET /api/v1/playbooks/{name}/definition": s.playbookDefinition,
 		"GET /api/v1/deliveries":                  m.listDeliveries,
 		"GET /api/v1/schedules":                   s.listSchedules,
+		"GET /api/v1/history":                     s.listHistory,
+		"GET /api/v1/changes":                     s.streamChanges,
 	}
 	// The routes go through the API's authentication as one mux, so that
 	// it sees each request's pattern as it does the others'.

@@ -3,9 +3,11 @@ package ui_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
@@ -36,6 +38,24 @@ on_failure:
     uses: log
     with: {message: "resize failed"}
 `
+
+// startByAPI starts a run of playbook through the API and returns its ID.
+func startByAPI(t *testing.T, base, playbook string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+"/api/v1/playbooks/"+playbook+"/runs", strings.NewReader(`{}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	var run struct {
+		ID string `json:"id"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&run))
+	return run.ID
+}
 
 // signIn signs the browser in with the server token under name.
 func (b *browser) signIn(name string) {
@@ -89,10 +109,11 @@ func TestBrowserRunPagesStayShort(t *testing.T) {
 	srv := startServe(t, map[string]string{"ui-each.yaml": browserEach})
 	b := newBrowser(t, srv.url)
 	b.signIn("ops-alice")
+	var twoItems string
 
 	t.Run("a two-item for_each run that succeeded folds its steps' output", func(t *testing.T) {
 		b.t = t
-		b.startEach("", "succeeded")
+		twoItems = b.startEach("", "succeeded")
 		h := b.height()
 		t.Logf("a two-item for_each run that succeeded: page %d px high at 1280 px (3,433 px before the outputs were folded)", h)
 		assert.Less(t, h, 2000)
@@ -156,6 +177,42 @@ func TestBrowserRunPagesStayShort(t *testing.T) {
 		assert.Equal(t, 0, b.count(`#step-resize\[0\]`))
 	})
 
+	t.Run("a search shows the lines and steps that hold it, unfolded", func(t *testing.T) {
+		b.t = t
+		b.open("/runs/" + twoItems)
+		b.waitFor("#log-q")
+		b.do(chromedp.SetValue(chromedp.CSS("#log-q"), "DRAINED beta"), chromedp.Submit(chromedp.CSS("#log-q")))
+		b.waitFor("[data-matches]")
+		assert.Contains(t, b.text("[data-matches]"), `1 lines and events hold “DRAINED beta”`)
+		assert.Equal(t, 1, b.count("#steps section[data-step] .items > .step"), "one item holds it")
+		b.waitFor(`#output-resize\[1\]`)
+		assert.Equal(t, "drained beta", strings.TrimSpace(b.text(`#output-resize\[1\]`)), "its line, and only it, shown")
+		assert.Equal(t, 0, b.count(`#step-plan`), "a step that does not hold it is not shown")
+		assert.Contains(t, b.path(), "q=DRAINED+beta")
+		b.shot("run-search")
+	})
+
+	t.Run("the playbooks page shows each playbook's last runs, and the history page a grid of them", func(t *testing.T) {
+		b.t = t
+		b.open("/playbooks")
+		b.waitFor(`tr[data-href="/playbooks/ui-each"] [data-cell]`)
+		row := `tr[data-href="/playbooks/ui-each"]`
+		assert.Equal(t, 3, b.count(row+" [data-cell]"), "its three runs so far")
+		assert.Equal(t, 1, b.count(row+" [data-cell].st-failed"))
+		title := b.eval(`document.querySelector('` + row + ` [data-cell]').title`)
+		assert.Regexp(t, `^\S+ · succeeded · [0-9.]+s · created 20`, title, "the newest run, its status and duration on hover")
+		assert.Equal(t, 0, b.count(`tr[data-href="/playbooks/ui-slow"] [data-cell]`), "a playbook never run has none")
+		b.open("/history")
+		b.waitFor(`#history [data-cell]`)
+		assert.Equal(t, 3, b.count(`#history `+row+` [data-cell]`))
+		assert.Contains(t, b.text("#history"), "never run")
+		b.shot("history")
+		href := b.eval(`document.querySelector('#history ` + row + ` [data-cell].st-failed').getAttribute("href")`)
+		b.do(chromedp.Click(chromedp.CSS(`#history ` + row + ` [data-cell].st-failed`)))
+		b.waitFor(`.head-line .st-failed`)
+		assert.Equal(t, href, b.path())
+	})
+
 	t.Run("a refusal's ✗ is on the line of its message", func(t *testing.T) {
 		b.t = t
 		b.open("/playbooks/ui-demo")
@@ -173,6 +230,54 @@ func TestBrowserRunPagesStayShort(t *testing.T) {
 		require.NoError(t, err)
 		assert.Less(t, px, 8.0, "the ✗ and the first line of the message are at the same height (a line is 20 px)")
 		b.shot("approval-refused-inline")
+	})
+
+	t.Run("a playbook's page pauses, resumes and runs now its schedule", func(t *testing.T) {
+		b.t = t
+		b.open("/playbooks/ui-slow")
+		b.waitFor("#trigger-0 .pause-form")
+		b.do(chromedp.SetValue(chromedp.CSS(`#trigger-0 .pause-form input[name="reason"]`), "change freeze"),
+			chromedp.Click(chromedp.CSS("#trigger-0 .pause-form button")))
+		b.waitFor("[data-done]")
+		assert.Equal(t, "/playbooks/ui-slow", strings.SplitN(b.path(), "?", 2)[0], "back on the playbook's page")
+		assert.Contains(t, b.text("[data-done]"), "paused")
+		paused := b.text("#trigger-0 [data-paused]")
+		assert.Contains(t, paused, "change freeze")
+		assert.Contains(t, paused, "ops-alice")
+		b.shot("playbook-schedule-paused")
+		b.do(chromedp.Click(chromedp.CSS("#trigger-0 .resume-form button")))
+		b.waitFor("#trigger-0 .pause-form")
+		assert.Contains(t, b.text("[data-done]"), "resumed")
+		assert.Equal(t, 0, b.count("#trigger-0 [data-paused]"))
+		b.do(chromedp.Click(chromedp.CSS("#trigger-0 .run-now-form button")))
+		b.waitFor("#run")
+		assert.Contains(t, b.text(".facts"), "run now")
+		assert.Contains(t, b.text(".facts"), "ops-alice")
+	})
+
+	t.Run("the runs list and the playbooks page follow the server's events instead of polling", func(t *testing.T) {
+		b.t = t
+		b.open("/runs")
+		b.waitFor(`html[data-list-live="stream"] table.list`)
+		b.eval(`window.__sameDocument = "yes"`)
+		// Idle, a 2 s poll would have read the page twice in 5 s; the
+		// stream says nothing and nothing is read.
+		time.Sleep(5 * time.Second)
+		assert.Equal(t, "0", b.eval(`document.documentElement.getAttribute("data-list-fetches") || "0"`), "no read of the list while nothing changes")
+		id := startByAPI(t, srv.url, "ui-each")
+		b.waitFor(`tr[data-href="/runs/` + id + `"] .st-succeeded`)
+		assert.Equal(t, "yes", b.eval(`window.__sameDocument || ""`), "the list updated itself")
+		fetches, err := strconv.Atoi(b.eval(`document.documentElement.getAttribute("data-list-fetches") || "0"`))
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, fetches, 1)
+		assert.LessOrEqual(t, fetches, 4, "a run's events make a refresh or two, not one per event")
+
+		b.open("/playbooks")
+		b.waitFor(`html[data-list-live="stream"] tr[data-href="/playbooks/ui-each"]`)
+		before := b.count(`tr[data-href="/playbooks/ui-each"] [data-cell]`)
+		id = startByAPI(t, srv.url, "ui-each")
+		b.waitFor(`tr[data-href="/playbooks/ui-each"] a[href="/runs/` + id + `"].st-succeeded`)
+		assert.Equal(t, before+1, b.count(`tr[data-href="/playbooks/ui-each"] [data-cell]`))
 	})
 
 	t.Run("on a phone the runs list's filters are folded", func(t *testing.T) {

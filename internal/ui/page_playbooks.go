@@ -22,7 +22,13 @@ type playbookRow struct {
 	// NextFire is the soonest next fire time of its schedules (RFC 3339).
 	NextFire string
 	LastRun  *api.Run
+	// Recent are its newest runs, newest first (its run history).
+	Recent []api.Run
 }
+
+// playbooksHistory is how many runs of each playbook the playbooks page
+// shows in its history column.
+const playbooksHistory = 20
 
 func (u *UI) playbooksPage(w http.ResponseWriter, r *http.Request, s *session) {
 	ctx := r.Context()
@@ -42,16 +48,16 @@ func (u *UI) playbooksPage(w http.ResponseWriter, r *http.Request, s *session) {
 			next[sc.Playbook] = sc.Next[0]
 		}
 	}
+	recent, err := u.history(ctx, s, playbooksHistory)
+	if err != nil {
+		u.fail(w, r, s, err)
+		return
+	}
 	d := &playbooksData{LoadedAt: list.LoadedAt, ReloadProblems: list.ReloadProblems, Reloaded: r.URL.Query().Get("reloaded")}
 	for _, pb := range list.Playbooks {
-		row := playbookRow{Playbook: pb, NextFire: next[pb.Name]}
-		var runs api.RunList
-		if err := u.get(ctx, s, runsPath(api.RunQuery{Playbook: pb.Name, Limit: 1}), &runs); err != nil {
-			u.fail(w, r, s, err)
-			return
-		}
-		if len(runs.Runs) > 0 {
-			row.LastRun = &runs.Runs[0]
+		row := playbookRow{Playbook: pb, NextFire: next[pb.Name], Recent: recent[pb.Name]}
+		if len(row.Recent) > 0 {
+			row.LastRun = &row.Recent[0]
 		}
 		d.Rows = append(d.Rows, row)
 	}
@@ -94,6 +100,10 @@ type playbookData struct {
 	Errors   []string
 	// PauseError is why a pause or resume of its runs was refused.
 	PauseError string
+	// Schedules are its schedule triggers' states (paused or not), by
+	// trigger index; Done says what the last pause or resume of one did.
+	Schedules map[int]*api.Schedule
+	Done      string
 }
 
 func (u *UI) playbookPage(w http.ResponseWriter, r *http.Request, s *session) {
@@ -132,6 +142,17 @@ func (u *UI) loadPlaybook(r *http.Request, s *session, name string) (*playbookDa
 	if err := u.get(ctx, s, runsPath(api.RunQuery{Playbook: name, Limit: 10}), &runs); err != nil {
 		return nil, err
 	}
+	var sched api.ScheduleList
+	if err := u.get(ctx, s, "/api/v1/schedules", &sched); err != nil {
+		return nil, err
+	}
+	d.Schedules = map[int]*api.Schedule{}
+	for i := range sched.Schedules {
+		if sc := &sched.Schedules[i]; sc.Playbook == name {
+			d.Schedules[sc.Trigger] = sc
+		}
+	}
+	d.Done = r.URL.Query().Get("done")
 	d.Runs = runs.Runs
 	if len(d.Def.Lists) > 0 {
 		d.Graph = layoutGraph("steps", d.Def.Lists[0].Steps, func(string) nodeState { return nodeState{} })

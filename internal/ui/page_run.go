@@ -53,6 +53,12 @@ type runData struct {
 
 	statuses map[string][2]string // by step ID, see stepStatus
 	query    url.Values           // the page's, for the pages of for_each items
+	// Query is the page's search (?q=): only the lines printed and the
+	// events that hold it are shown, and the steps that have some;
+	// Matches counts them.
+	Query      string
+	Matches    int
+	lowerQuery string
 }
 
 // Done reports whether the run ended.
@@ -155,7 +161,8 @@ func (u *UI) runView(s *session, d *runData) *view {
 // lays the page out.
 func (u *UI) loadRun(r *http.Request, s *session, id string) (*runData, error) {
 	ctx := r.Context()
-	d := &runData{query: r.URL.Query()}
+	d := &runData{query: r.URL.Query(), Query: strings.TrimSpace(r.URL.Query().Get("q"))}
+	d.lowerQuery = strings.ToLower(d.Query)
 	esc := url.PathEscape(id)
 	if err := u.get(ctx, s, "/api/v1/runs/"+esc, &d.Run); err != nil {
 		return nil, err
@@ -214,7 +221,10 @@ func (d *runData) build(now time.Time) {
 	d.Views = make([]eventView, len(d.Events))
 	for i, ev := range d.Events {
 		d.Views[i] = viewEvent(ev)
-		if ev.Step != "" {
+		if ev.Step != "" && (d.Query == "" || d.matches(ev.Message)) {
+			if d.Query != "" {
+				d.Matches++
+			}
 			byStep[ev.Step] = append(byStep[ev.Step], d.Views[i])
 		}
 	}

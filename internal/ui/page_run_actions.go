@@ -31,6 +31,18 @@ func (u *UI) runLive(w http.ResponseWriter, r *http.Request, s *session) {
 	u.o.API.ServeHTTP(w, req)
 }
 
+// listsLive passes the API's stream of run changes through to the lists
+// (GET /api/v1/changes), as the session: the runs list and the playbooks
+// page read themselves again when it says "changed".
+func (u *UI) listsLive(w http.ResponseWriter, r *http.Request, s *session) {
+	req, err := apiRequest(r.Context(), s, http.MethodGet, "/api/v1/changes", nil)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	u.o.API.ServeHTTP(w, req)
+}
+
 // afterAction re-renders the run page with the refusal of an action, or
 // goes to target. place puts the refusal on the page (nil: above the
 // run, as ActionError).

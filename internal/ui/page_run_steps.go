@@ -36,12 +36,17 @@ type stepView struct {
 	// marks one of those items.
 	Items *itemsView
 	Item  bool
+	// Found marks a step with lines or events that hold the page's search.
+	Found bool
 }
 
 // Open reports whether the step's outputs, lines and log are shown
 // unfolded: those of a step that failed, runs or waits; a finished
 // step's are one click away.
 func (s *stepView) Open() bool {
+	if s.Found {
+		return true
+	}
 	switch s.Status {
 	case string(state.StepFailed), string(state.StepRunning), string(state.StepWaiting), string(state.RunInterrupted):
 		return true
@@ -61,6 +66,7 @@ type itemsView struct {
 	Running          int
 	StepID           string
 	pageParam        string
+	query            string // the page's search, kept by its links
 }
 
 // itemLink links to an item on its page of the run page.
@@ -71,6 +77,9 @@ func (v *itemsView) pageURL(n int, at string) string {
 	q := url.Values{}
 	if n > 1 {
 		q.Set(v.pageParam, strconv.Itoa(n))
+	}
+	if v.query != "" {
+		q.Set("q", v.query)
 	}
 	u := "?" + q.Encode()
 	return u + "#step-" + at
@@ -95,6 +104,7 @@ func (d *runData) buildSteps(specs map[string]*api.StepSpec, byStep map[string][
 		if sv.Spec != nil {
 			sv.Uses = sv.Spec.Uses
 		}
+		sv.Found = d.Query != "" && (len(sv.Printed) > 0 || len(sv.Events) > 0)
 		seen[rec.ID] = true
 		base := baseID(rec.ID)
 		if base == rec.ID {
@@ -119,10 +129,22 @@ func (d *runData) buildSteps(specs map[string]*api.StepSpec, byStep map[string][
 			d.Steps = append(d.Steps, g)
 		}
 		sv.Item = true
-		items[base] = append(items[base], sv)
+		if d.Query == "" || sv.Found {
+			items[base] = append(items[base], sv)
+		}
 	}
 	for base, list := range items {
 		groups[base].Items = d.pageItems(base, list)
+	}
+	if d.Query != "" { // a search shows the steps it found, and no others
+		kept := d.Steps[:0]
+		for _, sv := range d.Steps {
+			if sv.Found || sv.Items != nil {
+				kept = append(kept, sv)
+			}
+		}
+		d.Steps = kept
+		return
 	}
 	if d.Def == nil {
 		return
@@ -148,7 +170,7 @@ func (d *runData) buildSteps(specs map[string]*api.StepSpec, byStep map[string][
 // pageItems is the page of a for_each step's items the page asks for
 // (?page.STEP=N, the first by default).
 func (d *runData) pageItems(base string, list []*stepView) *itemsView {
-	v := &itemsView{Total: len(list), pageParam: "page." + base, StepID: base}
+	v := &itemsView{Total: len(list), pageParam: "page." + base, StepID: base, query: d.Query}
 	for _, it := range list {
 		switch it.Rec.Status {
 		case state.StepRunning, state.StepWaiting, state.StepPending:

@@ -77,6 +77,10 @@ func (u *UI) scheduleAction(action string, a Action) func(http.ResponseWriter, *
 				done = ans.Status
 			}
 		}
+		if err == nil && r.PostFormValue("back") == "playbook" { // a form of the playbook's page
+			http.Redirect(w, r, "/playbooks/"+url.PathEscape(name)+"?done="+url.QueryEscape(done)+"#triggers-title", http.StatusSeeOther)
+			return
+		}
 		if err == nil {
 			http.Redirect(w, r, "/schedules?done="+url.QueryEscape(done)+"&at="+url.QueryEscape(at)+"#sched-"+url.PathEscape(at), http.StatusSeeOther)
 			return

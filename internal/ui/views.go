@@ -17,7 +17,7 @@ import (
 )
 
 // pageNames are the templates of templates/, one per page.
-var pageNamesArray = [...]string{"login", "error", "runs", "run", "playbooks", "playbook", "approvals", "deliveries", "notifications", "schedules", "health"}
+var pageNamesArray = [...]string{"login", "error", "runs", "run", "playbooks", "playbook", "approvals", "deliveries", "notifications", "schedules", "health", "history"}
 
 var pageNames = pageNamesArray[:]
 
@@ -134,6 +134,7 @@ var funcs = template.FuncMap{
 	"scalar":    scalar,
 	"trigger":   triggerText,
 	"startedBy": startedBy,
+	"cellTitle": cellTitle,
 	"pathesc":   url.PathEscape,
 	"queryesc":  url.QueryEscape,
 	"sortedKeys": func(m map[string]any) []string {
@@ -153,6 +154,7 @@ var funcs = template.FuncMap{
 		return false
 	},
 	"add":       func(a, b int) int { return a + b },
+	"list":      func(s ...string) []string { return s },
 	"pair":      func(v *view, x any) viewPair { return viewPair{V: v, X: x} },
 	"at":        func(now, t time.Time) instant { return instant{Now: now, T: t} },
 	"item":      func(r api.Run, a *approvalView) approvalItem { return approvalItem{Run: r, Approval: a} },

@@ -119,18 +119,57 @@
       });
   }
 
-  // Lists ([data-poll]) refresh while the page is visible.
-  function startPolling() {
+  // A list ([data-live-list]: the runs, the playbooks) reads itself again
+  // when the server's stream of run changes (/live) says so, at most once
+  // a second and while the page is visible; while the stream is down it
+  // polls ([data-poll] ms) and opens the stream again. Other lists
+  // ([data-poll]) poll while the page is visible.
+  function startLists() {
     var el = doc.querySelector("[data-poll]");
     if (!el) return;
     var every = parseInt(el.getAttribute("data-poll"), 10) || 3000;
-    var busy = false;
-    setInterval(function () {
-      if (busy || doc.visibilityState !== "visible") return;
+    var busy = false, again = false, last = 0, timer = null;
+    function refresh() {
+      if (busy) { again = true; return; }
+      if (doc.visibilityState !== "visible") { again = true; return; }
       if (doc.activeElement && doc.activeElement.closest && doc.activeElement.closest("[data-poll]")) return;
       busy = true;
-      fetchPage().then(swapRegions).catch(function () { markLost(); }).then(function () { busy = false; });
-    }, every);
+      last = Date.now();
+      root.setAttribute("data-list-fetches", String(Number(root.getAttribute("data-list-fetches") || "0") + 1));
+      fetchPage().then(swapRegions).catch(function () { markLost(); }).then(function () {
+        busy = false;
+        if (again) { again = false; soon(); }
+      });
+    }
+    function soon() { // bound the rate: one refresh a second at most
+      if (timer) return;
+      timer = setTimeout(function () { timer = null; refresh(); }, Math.max(0, 1000 - (Date.now() - last)));
+    }
+    doc.addEventListener("visibilitychange", function () { if (doc.visibilityState === "visible" && again) { again = false; soon(); } });
+    var polling = null;
+    function poll(on) {
+      if (on && !polling) polling = setInterval(refresh, every);
+      if (!on && polling) { clearInterval(polling); polling = null; }
+    }
+    if (!el.hasAttribute("data-live-list") || !window.EventSource) { poll(true); return; }
+    var opened = false;
+    function open() {
+      var es = new EventSource("/live");
+      es.addEventListener("ready", function () {
+        poll(false);
+        root.setAttribute("data-list-live", "stream");
+        if (opened) soon(); // what changed while it was down
+        opened = true;
+      });
+      es.addEventListener("changed", soon);
+      es.onerror = function () {
+        if (es.readyState !== EventSource.CLOSED) return; // it reconnects by itself
+        root.setAttribute("data-list-live", "polling");
+        poll(true);
+        setTimeout(open, 10000);
+      };
+    }
+    open();
   }
 
   // seen records, for each event of a run, when the page showed it
@@ -261,7 +300,8 @@
       try { ev = JSON.parse(e.data); } catch (err) { return; }
       var all = doc.getElementById("log-all");
       if (!ev.step || !all || !all.hasAttribute("data-run-only")) append("log-all", ev);
-      if (ev.step) append("log-" + ev.step, ev);
+      var q = box.getAttribute("data-q");
+      if (ev.step && (!q || String(ev.message || "").toLowerCase().indexOf(q.toLowerCase()) >= 0)) append("log-" + ev.step, ev);
       seen[ev.seq] = { type: ev.type, shown: Date.now() };
       waiting.push(ev.seq);
       root.setAttribute("data-last-seq", String(ev.seq));
@@ -275,6 +315,8 @@
       try { l = JSON.parse(e.data); } catch (err) { return; }
       if (l.seq <= outAfter) return;
       outAfter = l.seq;
+      var q = box.getAttribute("data-q");
+      if (q && String(l.text).toLowerCase().indexOf(q.toLowerCase()) < 0) return; // not a line the search shows
       var pre = doc.getElementById("output-" + l.step);
       if (!pre && offPage(l.step)) return;
       if (!pre) { lineWaits = true; schedule(); return; }
@@ -387,7 +429,7 @@
     setInterval(since, 1000);
     var box = doc.getElementById("run");
     if (box && box.hasAttribute("data-follow") && window.EventSource) followRun(box);
-    startPolling();
+    startLists();
   }
   if (doc.readyState === "loading") doc.addEventListener("DOMContentLoaded", init); else init();
 })();
