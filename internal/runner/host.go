@@ -728,6 +728,9 @@ func (r *Host) Resume(ctx context.Context, run *state.Run, secretInputs map[stri
 	if run.ParentID != "" {
 		return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("run %s is a sub-playbook run: resume its parent %s", run.ID, run.ParentID)}
 	}
+	if run.Status == state.RunWaiting && run.Paused != "" {
+		return &fault.Error{Code: fault.Conflict, Message: fmt.Sprintf("run %s is %s: it goes on when the pause is lifted (runbook pause list, runbook resume)", run.ID, run.Paused)}
+	}
 	if run.Status == state.RunCancelled {
 		// Its end is written; the execution that wrote it gives the run
 		// back just after.

@@ -96,6 +96,10 @@ func TestAPauseParksTheRunsAtTheirNextStepAndTheResumeWakesThem(t *testing.T) {
 	e.waitParked(2)
 	assert.Equal(t, 1, e.lines("first.log"), "a new run of a paused playbook starts no step")
 
+	r = e.api("POST", "/api/v1/runs/"+run+"/resume", map[string]any{})
+	assert.Equal(t, 409, r.status, "%s", r.body)
+	assert.Contains(t, r.json(t)["error"], "is paused by server-token: change freeze: it goes on when the pause is lifted")
+
 	pb := e.api("GET", "/api/v1/playbooks/freeze-upgrade", nil).json(t)
 	require.NotNil(t, pb["paused"], "the playbook shows its pause")
 	assert.Equal(t, id, pb["paused"].(map[string]any)["id"])
