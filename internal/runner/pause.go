@@ -25,6 +25,12 @@ import (
 type pauses struct {
 	mu    sync.RWMutex
 	rules []state.RunPause
+	// kick asks the goroutine that reads them on notices (pauseNotice)
+	// for a read; once starts it.
+	kick chan struct{}
+	once sync.Once
+	// read serializes ReadPauses: a read that began later is set later.
+	read sync.Mutex
 }
 
 // Paused implements engine.Pauses.
@@ -70,6 +76,8 @@ func (p *pauses) list() []state.RunPause {
 // when one was lifted, wakes the runs parked here that no pause holds any
 // more.
 func (r *Host) ReadPauses(ctx context.Context) error {
+	r.pauses.read.Lock()
+	defer r.pauses.read.Unlock()
 	var rules []state.RunPause
 	err := r.eng.RetryStore(ctx, "", func() (err error) {
 		rules, err = r.store.RunPauses(ctx)
@@ -134,10 +142,30 @@ func (r *Host) stillPaused(run *state.Run, pb *playbook.Playbook) bool {
 	return run.Paused == "" || pb == nil || r.pauses.Paused(pb) != ""
 }
 
-// pauseNotice reads the run pauses again: one was made or lifted through
-// another replica (or the CLI on the store), or notices were missed.
+// pauseNotice has the run pauses read again, in the background: one was
+// made or lifted through another replica (or the CLI on the store), or
+// notices were missed. One goroutine reads them, once per burst of
+// notices, trying an unavailable store again until it answers; the
+// notice loop goes on meanwhile (an approval's or a cancel's notice does
+// not wait behind a store that is restarting).
 func (r *Host) pauseNotice(ctx context.Context) {
-	if err := r.ReadPauses(ctx); err != nil && ctx.Err() == nil {
-		r.log.Warn("cannot read the run pauses; they are read again at the next notice", "err", err)
+	r.pauses.once.Do(func() {
+		r.pauses.kick = make(chan struct{}, 1)
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-r.pauses.kick:
+				}
+				if err := r.ReadPauses(ctx); err != nil && ctx.Err() == nil {
+					r.log.Warn("cannot read the run pauses; they are read again at the next notice", "err", err)
+				}
+			}
+		}()
+	})
+	select {
+	case r.pauses.kick <- struct{}{}:
+	default: // a read is due already
 	}
 }
