@@ -28,7 +28,7 @@ type sshParams struct {
 	PassphraseSecret string            `json:"passphrase_secret" desc:"with address: the secret holding the private key's passphrase"`
 	PasswordSecret   string            `json:"password_secret" desc:"with address: the secret holding the password"`
 	Jump             string            `json:"jump" desc:"a host of the inventory to connect through (default: the inventory host's own jump)"`
-	Command          string            `json:"command" desc:"script run by the remote user's shell (give command or argv)"`
+	Command          string            `json:"command" desc:"script run with /bin/sh -c on the host (give command or argv)"`
 	Argv             []string          `json:"argv" minlen:"1" desc:"program and arguments, each quoted as one word for the remote shell (give command or argv)"`
 	Env              map[string]string `json:"env" desc:"variables exported before the command, each value quoted as one word"`
 	Stdin            string            `json:"stdin" desc:"text written to the command's standard input"`
@@ -44,8 +44,8 @@ func init() {
 	steps.Register(steps.Define(steps.Def[sshParams]{
 		Type: "ssh",
 		Summary: "Run a command on a host over SSH: a host of the config's hosts: inventory, or an address. The host's key " +
-			"is always verified (a pinned key or known_hosts). On cancel or timeout the remote command's process group gets " +
-			"SIGTERM, then SIGKILL after kill_grace, and the session is closed.",
+			"is always verified (a pinned key or known_hosts). On cancel or timeout the remote command and what it started get " +
+			"SIGTERM, then SIGKILL after kill_grace, and the session is closed. See docs/agents.md.",
 		Example: map[string]any{"host": "web1", "command": "systemctl reload nginx", "timeout": "2m"},
 		Outputs: steps.CommandOutputs,
 		Scripts: []steps.Script{{Param: "command", Env: "env", Instead: `name the program and give the values as arguments (argv: [program, "${{ inputs.arg }}"])`}},
