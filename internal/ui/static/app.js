@@ -135,7 +135,6 @@
       if (doc.activeElement && doc.activeElement.closest && doc.activeElement.closest("[data-poll]")) return;
       busy = true;
       last = Date.now();
-      root.setAttribute("data-list-fetches", String(Number(root.getAttribute("data-list-fetches") || "0") + 1));
       fetchPage().then(swapRegions).catch(function () { markLost(); }).then(function () {
         busy = false;
         if (again) { again = false; soon(); }
