@@ -87,6 +87,9 @@ func TestRunbookPauseParksARunAtItsNextStepAndResumeWakesIt(t *testing.T) {
 	assert.Contains(t, r.stdout, "paused by alice: change freeze; no step starts until the pause is lifted")
 	assert.NotContains(t, r.stdout, "waiting for approval")
 	assert.Equal(t, 0, countLines(t, c.dir, "second.log"), "no step started after the pause")
+	r = c.run("runs", "list")
+	require.Equal(t, 0, r.code, r)
+	assert.Regexp(t, run+`\s+freeze-upgrade\s+waiting \(paused\)`, r.stdout)
 
 	r = c.run("pause", "list")
 	require.Equal(t, 0, r.code, r)

@@ -83,7 +83,11 @@ func cmdRunsList(ctx context.Context, a *app, args []string) error {
 		if r.Error != nil {
 			errText = oneLine(r.Error.Message, 60)
 		}
-		tw.row(r.ID, r.Playbook, string(r.Status), formatTime(startOf(r)), runDuration(r), errText)
+		status := string(r.Status)
+		if r.Status == state.RunWaiting && r.Paused != "" {
+			status += " (paused)" // runbook runs show says by whom and why
+		}
+		tw.row(r.ID, r.Playbook, status, formatTime(startOf(r)), runDuration(r), errText)
 	}
 	if err := tw.flush(); err != nil {
 		return err
