@@ -255,7 +255,7 @@ func TestATimeoutEndsTheStepAndTheRemoteCommand(t *testing.T) {
 	const sleep = "30.4242" // a duration no other process sleeps
 	// A login takes seconds on a loaded machine (root's .bashrc runs for
 	// every session): the timeout leaves room for it.
-	const timeout = 8 * time.Second
+	const timeout = 10 * time.Second
 	c, sink := call(t, map[string]any{"host": "web1", "command": "echo started; sleep " + sleep + "; echo woke", "timeout": timeout.String()}, hosts, keys)
 
 	start := time.Now()
@@ -265,7 +265,7 @@ func TestATimeoutEndsTheStepAndTheRemoteCommand(t *testing.T) {
 	assert.Equal(t, fault.Timeout, fault.CodeOf(err))
 	assert.Contains(t, sink.all(), "stdout: started", "the command had started")
 	assert.NotContains(t, sink.all(), "stdout: woke")
-	assert.Contains(t, err.Error(), "timed out after 8s; its session was closed")
+	assert.Contains(t, err.Error(), "timed out after 10s; its session was closed")
 	assert.Less(t, took, timeout+3*time.Second, "the step ended long after its timeout")
 	assert.Eventually(t, func() bool { return !sleeping(t, sleep) }, 3*time.Second, 50*time.Millisecond,
 		"the remote sleep %s still runs after the step ended", sleep)
