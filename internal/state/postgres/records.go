@@ -183,6 +183,10 @@ func (s *Store) getRunRecord(ctx context.Context, table, runID, step string, v a
 	return nil
 }
 
+// insertLock takes key $1 for $2 when it is free.
+const insertLock = `INSERT INTO runbook_locks (key, owner, process, since, record)
+VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key) DO NOTHING`
+
 // AcquireLock takes l.Key for l.Owner when it is free, or reports true
 // without change when l.Owner already holds it. Otherwise it returns false
 // and the holder. A zero l.Since is set to now. The key's primary key
@@ -196,13 +200,21 @@ func (s *Store) AcquireLock(ctx context.Context, l state.Lock) (ok bool, holder 
 	if err != nil {
 		return false, nil, fmt.Errorf("acquire lock %s: encode: %w", l.Key, err)
 	}
+	// A free key (the common case) is taken by one statement, its own
+	// transaction; a taken one is looked at in a transaction below.
+	tag, err := s.pool.Exec(ctx, insertLock, l.Key, l.Owner, l.Process, l.Since, data)
+	if err != nil {
+		return false, nil, fmt.Errorf("acquire lock %s: %w", l.Key, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return true, nil, nil
+	}
 	err = s.write(ctx, func(tx pgx.Tx) error {
 		ok, holder = false, nil // the function may run again (see write)
 		// A holder that releases between the insert and the read leaves
 		// the key free: insert again (a few times at most).
 		for range maxAttempts {
-			tag, err := tx.Exec(ctx, `INSERT INTO runbook_locks (key, owner, process, since, record)
-VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key) DO NOTHING`, l.Key, l.Owner, l.Process, l.Since, data)
+			tag, err := tx.Exec(ctx, insertLock, l.Key, l.Owner, l.Process, l.Since, data)
 			if err != nil {
 				return err
 			}
