@@ -9,8 +9,9 @@
 // as the signed-in session (its Source, in the request context), so the
 // API's checks (token, role, input validation, "the run keeps waiting") are the UI's, and
 // nothing the UI shows is reachable only through it. Live updates are the
-// API's Server-Sent Events stream of a run, passed through
-// (/runs/{id}/live).
+// API's Server-Sent Events streams, passed through: a run's
+// (/runs/{id}/live) for its page, and the stream of run changes (/live,
+// GET /api/v1/changes) for the runs list and the playbooks page.
 //
 // # Sessions
 //

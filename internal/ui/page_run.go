@@ -237,7 +237,7 @@ func (d *runData) build(now time.Time) {
 			}
 		}
 	}
-	d.buildSteps(specs, byStep, now)
+	d.buildSteps(specs, byStep)
 	if d.Def != nil {
 		for _, l := range d.Def.Lists {
 			d.Graphs = append(d.Graphs, layoutGraph(l.Name, l.Steps, d.nodeInfo(now)))

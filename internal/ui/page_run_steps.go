@@ -63,7 +63,6 @@ type itemsView struct {
 	Page, Pages      int
 	PrevURL, NextURL string
 	Failed           []itemLink // every failed item, on whichever page
-	Running          int
 	StepID           string
 	pageParam        string
 	query            string // the page's search, kept by its links
@@ -88,7 +87,7 @@ func (v *itemsView) pageURL(n int, at string) string {
 // buildSteps lays out the run's steps: one view per record in the order
 // they were first saved, a for_each step's items under it (a page of
 // them), then the steps of the playbook that have no record.
-func (d *runData) buildSteps(specs map[string]*api.StepSpec, byStep map[string][]eventView, now time.Time) {
+func (d *runData) buildSteps(specs map[string]*api.StepSpec, byStep map[string][]eventView) {
 	groups := map[string]*stepView{}
 	var items = map[string][]*stepView{}
 	seen := map[string]bool{}
@@ -172,10 +171,7 @@ func (d *runData) buildSteps(specs map[string]*api.StepSpec, byStep map[string][
 func (d *runData) pageItems(base string, list []*stepView) *itemsView {
 	v := &itemsView{Total: len(list), pageParam: "page." + base, StepID: base, query: d.Query}
 	for _, it := range list {
-		switch it.Rec.Status {
-		case state.StepRunning, state.StepWaiting, state.StepPending:
-			v.Running++
-		default:
+		if st := it.Rec.Status; st != state.StepRunning && st != state.StepWaiting && st != state.StepPending {
 			v.Done++
 		}
 	}
