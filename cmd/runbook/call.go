@@ -43,6 +43,8 @@ Cursors are kept in memory unless --state is given.`,
 	sf.addSecrets(fs)
 	var sims simFlags
 	sims.add(fs)
+	var cfgPath string
+	runConfigFlag(fs, &cfgPath)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
@@ -57,6 +59,10 @@ Cursors are kept in memory unless --state is given.`,
 	params, err := callParams(*jsonParams, &with)
 	if err != nil {
 		return &exitError{code: 2, err: err, hint: "runbook steps " + d.Type}
+	}
+	cfg, err := a.loadRunConfig(cfgPath, "", &sf)
+	if err != nil {
+		return err
 	}
 	src, err := a.loadSecrets(&sf)
 	if err != nil {
@@ -87,6 +93,9 @@ Cursors are kept in memory unless --state is given.`,
 		return err
 	}
 	defer stopSim()
+	if conns.defaults, err = a.configConnections(cfg, src, conns.sim != nil); err != nil {
+		return err
+	}
 	h := &callHost{src: src, red: a.redactor, conns: conns}
 	if sf.state != "" {
 		store, err := sf.openStore()

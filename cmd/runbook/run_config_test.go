@@ -71,10 +71,19 @@ steps:
 		assert.Contains(t, r.stdout, "step clusters succeeded")
 	})
 
+	t.Run("runbook call takes the config's connections too", func(t *testing.T) {
+		r := c.run("call", "nks.cluster.list", "--output", "text")
+		require.Equal(t, 0, r.code, r)
+		assert.Contains(t, r.stdout, "clusters")
+		assert.NotContains(t, r.stdout+r.stderr, nks["token"])
+	})
+
 	t.Run("--config names another file", func(t *testing.T) {
 		other := c.file("elsewhere.yaml", string(cfg)+conn.String())
 		require.NoError(t, os.Remove(filepath.Join(c.dir, "runbook.yaml")))
 		r := c.run("run", pb, "--config", other)
+		require.Equal(t, 0, r.code, r)
+		r = c.run("call", "nks.cluster.list", "--config", other)
 		require.Equal(t, 0, r.code, r)
 	})
 
