@@ -86,7 +86,7 @@ func (cp *campaign) checkSteps(lines []ledgerLine, runs []*state.Run, steps []st
 			continue
 		}
 		sort.Slice(ss, func(i, j int) bool { return ss[i].at.Before(ss[j].at) })
-		if l, ok := cp.lost[ss[0].pid]; ok && len(ss) == 2 && ss[0].at.Before(l.at.Add(forkSlack)) && ss[1].at.After(l.at) {
+		if l, ok := cp.lossOf(ss[0]); ok && len(ss) == 2 && ss[0].at.Before(l.at.Add(forkSlack)) && ss[1].at.After(l.at) {
 			f.again++
 			cp.t.Logf("step %s of run %s ran again after its replica was %s at %s: %s, then %s", k[1], k[0], l.how, clock(l.at), ss[0], ss[1])
 			continue
@@ -108,6 +108,24 @@ func (cp *campaign) checkSteps(lines []ledgerLine, runs []*state.Run, steps []st
 			}
 		}
 	}
+}
+
+// lossOf returns how the replica that executed start line l was lost, if
+// it was. A shell whose replica was killed between forking it and the
+// shell reading its parent's pid says 1 ($PPID of an orphan): its replica
+// is the one killed within forkSlack of its line (only a kill orphans a
+// step's shell here).
+func (cp *campaign) lossOf(l ledgerLine) (loss, bool) {
+	if l.pid != 1 {
+		lo, ok := cp.lost[l.pid]
+		return lo, ok
+	}
+	for _, lo := range cp.lost {
+		if d := l.at.Sub(lo.at); lo.how == "killed" && d > -forkSlack && d < forkSlack {
+			return lo, true
+		}
+	}
+	return loss{}, false
 }
 
 // lostTag says when the replica pid was lost, if it was.
