@@ -86,7 +86,7 @@ func (cp *campaign) checkSteps(lines []ledgerLine, runs []*state.Run, steps []st
 			continue
 		}
 		sort.Slice(ss, func(i, j int) bool { return ss[i].at.Before(ss[j].at) })
-		if l, ok := cp.lossOf(ss[0]); ok && len(ss) == 2 && ss[0].at.Before(l.at.Add(forkSlack)) && ss[1].at.After(l.at) {
+		if l, ok := cp.lossBetween(ss[0], ss[1]); ok && len(ss) == 2 {
 			f.again++
 			cp.t.Logf("step %s of run %s ran again after its replica was %s at %s: %s, then %s", k[1], k[0], l.how, clock(l.at), ss[0], ss[1])
 			continue
@@ -110,31 +110,49 @@ func (cp *campaign) checkSteps(lines []ledgerLine, runs []*state.Run, steps []st
 	}
 }
 
-// lossOf returns how the replica that executed start line l was lost, if
-// it was. A shell whose replica was killed between forking it and the
-// shell reading its parent's pid says 1 ($PPID of an orphan): its replica
-// is the one killed within forkSlack of its line (only a kill orphans a
-// step's shell here).
-func (cp *campaign) lossOf(l ledgerLine) (loss, bool) {
-	if l.pid != 1 {
-		lo, ok := cp.lost[l.pid]
-		return lo, ok
-	}
-	for _, lo := range cp.lost {
-		if d := l.at.Sub(lo.at); lo.how == "killed" && d > -forkSlack && d < forkSlack {
+// lossBetween returns a loss of the replica that executed start line
+// first that fell between it and the start line again: the replica was
+// lost while the step executed there, so it may run once more elsewhere.
+// A shell whose replica was killed between forking it and the shell
+// reading its parent's pid says 1 ($PPID of an orphan): its replica is
+// one killed within forkSlack of its line (only a kill orphans a step's
+// shell here).
+func (cp *campaign) lossBetween(first, again ledgerLine) (loss, bool) {
+	for _, lo := range cp.lossesOf(first) {
+		if first.at.Before(lo.at.Add(forkSlack)) && again.at.After(lo.at) {
 			return lo, true
 		}
 	}
 	return loss{}, false
 }
 
-// lostTag says when the replica pid was lost, if it was.
+// lossesOf returns the losses that may be those of the replica that
+// wrote line l (see lossBetween).
+func (cp *campaign) lossesOf(l ledgerLine) []loss {
+	if l.pid != 1 {
+		return cp.lost[l.pid]
+	}
+	var out []loss
+	for _, ls := range cp.lost {
+		for _, lo := range ls {
+			if d := l.at.Sub(lo.at); lo.how == "killed" && d > -forkSlack && d < forkSlack {
+				out = append(out, lo)
+			}
+		}
+	}
+	return out
+}
+
+// lostTag says when the replica pid was lost, each time it was.
 func (cp *campaign) lostTag(pid int) string {
-	l, ok := cp.lost[pid]
-	if !ok {
+	var tags []string
+	for _, l := range cp.lost[pid] {
+		tags = append(tags, fmt.Sprintf("a replica %s at %s", l.how, clock(l.at)))
+	}
+	if len(tags) == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (a replica %s at %s)", l.how, clock(l.at))
+	return " (" + strings.Join(tags, ", ") + ")"
 }
 
 // span is the time a run executed its steps, from the ledger.

@@ -105,7 +105,7 @@ type campaign struct {
 	paused [3]atomic.Bool
 
 	mu    sync.Mutex
-	lost  map[int]loss         // replica pid -> how and when it was lost: its steps executing then may run again once
+	lost  map[int][]loss       // replica pid -> how and when it was lost, each time (a replica stopped may later be killed): its steps executing then may run again once
 	acked map[string]time.Time // hook ID -> when a replica acknowledged its delivery
 	procs []*serveProc         // every replica process started, for their logs
 	// answered is when the database last answered again after a fault.
@@ -134,7 +134,7 @@ func newCampaign(t *testing.T) *campaign {
 	t.Cleanup(func() { _ = st.Close() })
 	cp := &campaign{t: t, c: c, rs: rs, st: st, ledger: ledger,
 		client: &http.Client{Timeout: 5 * time.Second},
-		lost:   map[int]loss{}, acked: map[string]time.Time{}}
+		lost:   map[int][]loss{}, acked: map[string]time.Time{}}
 	cp.procs = append(cp.procs, rs.proc...)
 	t.Cleanup(cp.resumeAll) // a stopped replica must not outlive a failed test stopped
 	t.Cleanup(cp.keepLogs)
@@ -279,7 +279,7 @@ func (cp *campaign) kill(i int, down time.Duration) {
 	pid := cp.pid(i)
 	cp.rs.kill(i)
 	cp.mu.Lock()
-	cp.lost[pid] = loss{how: "killed", at: time.Now()} // it has exited
+	cp.lost[pid] = append(cp.lost[pid], loss{how: "killed", at: time.Now()}) // it has exited
 	cp.mu.Unlock()
 	cp.t.Logf("replica %d (pid %d) killed", i, pid)
 	time.Sleep(down)
@@ -315,7 +315,7 @@ func (cp *campaign) keepLogs() {
 func (cp *campaign) stop(i int, stopped time.Duration) {
 	pid := cp.pid(i)
 	cp.mu.Lock()
-	cp.lost[pid] = loss{how: "stopped", at: time.Now()}
+	cp.lost[pid] = append(cp.lost[pid], loss{how: "stopped", at: time.Now()})
 	cp.mu.Unlock()
 	cp.paused[i].Store(true)
 	require.NoError(cp.t, syscall.Kill(pid, syscall.SIGSTOP))
