@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -61,11 +62,7 @@ paused with the pattern [l]ist.`,
 	if err != nil {
 		return err
 	}
-	want := 1
-	if *label != "" {
-		want = 0
-	}
-	if err := wantArgs(fs, pos, want, want, "a playbook name PATTERN, or --label k=v"); err != nil {
+	if err := selectorArgs(fs, pos, *label, "a playbook name PATTERN, or --label k=v"); err != nil {
 		return err
 	}
 	if strings.TrimSpace(*reason) == "" {
@@ -150,11 +147,7 @@ runs.pause; audited.`,
 	if err != nil {
 		return err
 	}
-	want := 1
-	if *label != "" {
-		want = 0
-	}
-	if err := wantArgs(fs, pos, want, want, "the pause's ID or PATTERN, or --label k=v"); err != nil {
+	if err := selectorArgs(fs, pos, *label, "the pause's ID or PATTERN, or --label k=v"); err != nil {
 		return err
 	}
 	list, err := listPauses(ctx, o)
@@ -267,4 +260,14 @@ func auditLocal(ctx context.Context, st state.Store, action string, p state.RunP
 		err = fmt.Errorf("%s %s done, but its audit record was not written: %w", action, p.ID, aerr)
 	}
 	return err
+}
+
+// selectorArgs checks the arguments of a verb that takes one PATTERN (or
+// ID), or none with --label.
+func selectorArgs(fs *flag.FlagSet, pos []string, label, what string) error {
+	want := 1
+	if label != "" {
+		want = 0
+	}
+	return wantArgs(fs, pos, want, want, what)
 }
