@@ -59,6 +59,7 @@ type claimGrouper struct {
 	// groups and members count the claim statements sent for more than one
 	// run and the claims they held.
 	groups, members atomic.Int64
+	hold            int // as writeGrouper.hold
 
 	keptMu sync.Mutex
 	kept   map[string]keptSteps // run ID -> step records read under its claim
@@ -107,6 +108,7 @@ func (g *claimGrouper) claim(ctx context.Context, id, replica string, adopt bool
 func (g *claimGrouper) work() {
 	for {
 		g.mu.Lock()
+		g.hold = waitQueued(&g.mu, g.hold, func() int { return len(g.queue) })
 		group := g.take()
 		if len(group) == 0 {
 			g.running = false

@@ -80,6 +80,10 @@ type writeGrouper struct {
 	// groups and members count the group transactions sent and the writes
 	// they held (writes written alone are not counted).
 	groups, members atomic.Int64
+	// hold, set by tests only, makes the next group wait until that many
+	// writes are queued: whether writes arriving together meet in the
+	// queue otherwise depends on how the Go scheduler runs them.
+	hold int
 }
 
 // RunWriteGroups returns how many group transactions the store has
@@ -130,6 +134,7 @@ func (g *writeGrouper) write(ctx context.Context, runID, owner string, b *pgx.Ba
 func (g *writeGrouper) work() {
 	for {
 		g.mu.Lock()
+		g.hold = waitQueued(&g.mu, g.hold, func() int { return len(g.queue) })
 		group := g.take()
 		if len(group) == 0 {
 			g.running--
@@ -147,6 +152,17 @@ func (g *writeGrouper) work() {
 			close(w.answered)
 		}
 	}
+}
+
+// waitQueued waits, with mu held, until queued() reaches hold (a test's
+// hold; 0 waits for nothing), and returns the hold left: 0.
+func waitQueued(mu *sync.Mutex, hold int, queued func() int) int {
+	for hold > 0 && queued() < hold {
+		mu.Unlock()
+		time.Sleep(time.Millisecond)
+		mu.Lock()
+	}
+	return 0
 }
 
 // take removes up to maxWriteGroup live writes from the queue, oldest

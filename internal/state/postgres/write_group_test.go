@@ -28,59 +28,56 @@ func TestAFencedWriteInAGroupFailsOnlyItself(t *testing.T) {
 	fenceOf := func(id string) context.Context {
 		return state.WithFence(ctx, state.Fence{Owner: "A", Run: id})
 	}
-	for round := 0; ; round++ {
-		ids := make([]string, runs)
-		for i := range ids {
-			ids[i] = fmt.Sprintf("round%d-r%02d", round, i)
-			owner := "A"
-			if i%4 == 0 {
-				owner = "B" // taken over by B
-			}
-			require.NoError(t, a.CreateRun(ctx, &state.Run{ID: ids[i], Playbook: "pb", Status: state.RunRunning, Owner: owner, CreatedAt: time.Now()}))
+	ids := make([]string, runs)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("r%02d", i)
+		owner := "A"
+		if i%4 == 0 {
+			owner = "B" // taken over by B
 		}
-		errs := make([]error, runs)
-		var start, done sync.WaitGroup
-		start.Add(1)
-		for i, id := range ids {
-			done.Go(func() {
-				start.Wait()
-				r := &state.Run{ID: id, Playbook: "pb", Status: state.RunSucceeded, Owner: "A", CreatedAt: time.Now()}
-				errs[i] = a.SaveRunSteps(fenceOf(id), r, []*state.StepRecord{{RunID: id, ID: "note", Status: state.StepSucceeded}},
-					state.Event{Type: "step.succeeded", Step: "note"}, state.Event{Type: "run.succeeded"})
-			})
-		}
-		start.Done()
-		done.Wait()
-
-		for i, id := range ids {
-			got, err := b.GetRun(ctx, id)
-			require.NoError(t, err)
-			steps, err := b.Steps(ctx, id)
-			require.NoError(t, err)
-			evs, err := b.Events(ctx, id, 0, 0)
-			require.NoError(t, err)
-			if i%4 == 0 {
-				require.ErrorIs(t, errs[i], state.ErrFenced, id)
-				var fe *state.FencedError
-				require.True(t, errors.As(errs[i], &fe))
-				assert.Equal(t, "B", fe.Owner, "the error names the owner")
-				assert.Equal(t, state.RunRunning, got.Status, "%s: A wrote nothing to B's run", id)
-				assert.Empty(t, steps, id)
-				assert.Empty(t, evs, id)
-				continue
-			}
-			require.NoError(t, errs[i], id)
-			assert.Equal(t, state.RunSucceeded, got.Status, id)
-			require.Len(t, steps, 1, id)
-			assert.Equal(t, state.StepSucceeded, steps[0].Status)
-			require.Len(t, evs, 2, id)
-			assert.Equal(t, []string{"step.succeeded", "run.succeeded"}, []string{evs[0].Type, evs[1].Type}, "%s: its events in order", id)
-		}
-		if groups, _ := a.RunWriteGroups(); groups > 0 {
-			break // the writes were grouped: the property held in a group
-		}
-		require.Less(t, round, 20, "40 concurrent writes never shared a transaction")
+		require.NoError(t, a.CreateRun(ctx, &state.Run{ID: ids[i], Playbook: "pb", Status: state.RunRunning, Owner: owner, CreatedAt: time.Now()}))
 	}
+	errs := make([]error, runs)
+	postgres.HoldRunWrites(a, runs) // the writes meet in the queue
+	var start, done sync.WaitGroup
+	start.Add(1)
+	for i, id := range ids {
+		done.Go(func() {
+			start.Wait()
+			r := &state.Run{ID: id, Playbook: "pb", Status: state.RunSucceeded, Owner: "A", CreatedAt: time.Now()}
+			errs[i] = a.SaveRunSteps(fenceOf(id), r, []*state.StepRecord{{RunID: id, ID: "note", Status: state.StepSucceeded}},
+				state.Event{Type: "step.succeeded", Step: "note"}, state.Event{Type: "run.succeeded"})
+		})
+	}
+	start.Done()
+	done.Wait()
+
+	for i, id := range ids {
+		got, err := b.GetRun(ctx, id)
+		require.NoError(t, err)
+		steps, err := b.Steps(ctx, id)
+		require.NoError(t, err)
+		evs, err := b.Events(ctx, id, 0, 0)
+		require.NoError(t, err)
+		if i%4 == 0 {
+			require.ErrorIs(t, errs[i], state.ErrFenced, id)
+			var fe *state.FencedError
+			require.True(t, errors.As(errs[i], &fe))
+			assert.Equal(t, "B", fe.Owner, "the error names the owner")
+			assert.Equal(t, state.RunRunning, got.Status, "%s: A wrote nothing to B's run", id)
+			assert.Empty(t, steps, id)
+			assert.Empty(t, evs, id)
+			continue
+		}
+		require.NoError(t, errs[i], id)
+		assert.Equal(t, state.RunSucceeded, got.Status, id)
+		require.Len(t, steps, 1, id)
+		assert.Equal(t, state.StepSucceeded, steps[0].Status)
+		require.Len(t, evs, 2, id)
+		assert.Equal(t, []string{"step.succeeded", "run.succeeded"}, []string{evs[0].Type, evs[1].Type}, "%s: its events in order", id)
+	}
+	groups, _ := a.RunWriteGroups()
+	assert.Positive(t, groups, "the writes were grouped: the property held in a group")
 }
 
 // A replica claims runs side by side (as it does the runs of a webhook
@@ -93,57 +90,54 @@ func TestClaimsSideBySideAnswerEachRunAndKeepItsSteps(t *testing.T) {
 	require.NoError(t, a.KeepReplica(ctx, "A", time.Minute))
 	require.NoError(t, b.KeepReplica(ctx, "B", time.Minute))
 	const runs = 30
-	for round := 0; ; round++ {
-		ids := make([]string, runs)
-		for i := range ids {
-			ids[i] = fmt.Sprintf("round%d-r%02d", round, i)
-			owner := ""
-			if i%3 == 0 {
-				owner = "B" // a live replica's
-			}
-			require.NoError(t, a.CreateRun(ctx, &state.Run{ID: ids[i], Playbook: "pb", Status: state.RunPending, Owner: owner}))
-			require.NoError(t, a.SaveStep(ctx, &state.StepRecord{RunID: ids[i], ID: "first", Status: state.StepSucceeded}))
+	ids := make([]string, runs)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("r%02d", i)
+		owner := ""
+		if i%3 == 0 {
+			owner = "B" // a live replica's
 		}
-		claimed := make([]bool, runs)
-		var start, done sync.WaitGroup
-		start.Add(1)
-		for i, id := range ids {
-			done.Go(func() {
-				start.Wait()
-				ok, err := a.ClaimRun(ctx, id, "A", false)
-				assert.NoError(t, err)
-				claimed[i] = ok
-			})
-		}
-		start.Done()
-		done.Wait()
-		for i, id := range ids {
-			byB, err := b.ClaimRun(ctx, id, "B", false) // true for B's own runs only
-			require.NoError(t, err)
-			if i%3 == 0 {
-				assert.False(t, claimed[i], "%s is B's", id)
-				assert.True(t, byB, "%s is still B's", id)
-				continue
-			}
-			assert.True(t, claimed[i], id)
-			assert.False(t, byB, "%s is A's now", id)
-		}
-		// The engine's first read of a claimed run, and a read after a write.
-		steps, err := a.Steps(ctx, ids[1])
-		require.NoError(t, err)
-		require.Len(t, steps, 1)
-		assert.Equal(t, "first", steps[0].ID)
-		asA := state.WithFence(ctx, state.Fence{Owner: "A", Run: ids[2]})
-		require.NoError(t, a.SaveStep(asA, &state.StepRecord{RunID: ids[2], ID: "second", Status: state.StepRunning}))
-		steps, err = a.Steps(ctx, ids[2])
-		require.NoError(t, err)
-		require.Len(t, steps, 2, "the write after the claim is read")
-		assert.Equal(t, []string{"first", "second"}, []string{steps[0].ID, steps[1].ID})
-		if groups, _ := a.ClaimGroups(); groups > 0 {
-			break
-		}
-		require.Less(t, round, 20, "30 concurrent claims never shared a statement")
+		require.NoError(t, a.CreateRun(ctx, &state.Run{ID: ids[i], Playbook: "pb", Status: state.RunPending, Owner: owner}))
+		require.NoError(t, a.SaveStep(ctx, &state.StepRecord{RunID: ids[i], ID: "first", Status: state.StepSucceeded}))
 	}
+	claimed := make([]bool, runs)
+	postgres.HoldClaims(a, runs) // the claims meet in the queue
+	var start, done sync.WaitGroup
+	start.Add(1)
+	for i, id := range ids {
+		done.Go(func() {
+			start.Wait()
+			ok, err := a.ClaimRun(ctx, id, "A", false)
+			assert.NoError(t, err)
+			claimed[i] = ok
+		})
+	}
+	start.Done()
+	done.Wait()
+	for i, id := range ids {
+		byB, err := b.ClaimRun(ctx, id, "B", false) // true for B's own runs only
+		require.NoError(t, err)
+		if i%3 == 0 {
+			assert.False(t, claimed[i], "%s is B's", id)
+			assert.True(t, byB, "%s is still B's", id)
+			continue
+		}
+		assert.True(t, claimed[i], id)
+		assert.False(t, byB, "%s is A's now", id)
+	}
+	// The engine's first read of a claimed run, and a read after a write.
+	steps, err := a.Steps(ctx, ids[1])
+	require.NoError(t, err)
+	require.Len(t, steps, 1)
+	assert.Equal(t, "first", steps[0].ID)
+	asA := state.WithFence(ctx, state.Fence{Owner: "A", Run: ids[2]})
+	require.NoError(t, a.SaveStep(asA, &state.StepRecord{RunID: ids[2], ID: "second", Status: state.StepRunning}))
+	steps, err = a.Steps(ctx, ids[2])
+	require.NoError(t, err)
+	require.Len(t, steps, 2, "the write after the claim is read")
+	assert.Equal(t, []string{"first", "second"}, []string{steps[0].ID, steps[1].ID})
+	groups, _ := a.ClaimGroups()
+	assert.Positive(t, groups, "the claims were sent together")
 }
 
 // BenchmarkGroupedStepWrites writes the ends of runs from N writers at
