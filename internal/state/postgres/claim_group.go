@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -38,28 +37,17 @@ const (
 
 // claimReq is a ClaimRun waiting for a group.
 type claimReq struct {
-	ctx      context.Context
-	id       string
-	replica  string
-	adopt    bool
-	ok       bool
-	err      error
-	answered chan struct{}
-	taken    bool
-	gone     bool // abandoned by its caller before a worker took it
+	id      string
+	replica string
+	adopt   bool
+	ok      bool
+	err     error
 }
 
-// claimGrouper queues claims and sends them in groups with one worker,
-// started when claims queue and ended when none is left.
+// claimGrouper claims runs in groups, with one worker, and keeps the
+// claimed runs' step records.
 type claimGrouper struct {
-	s       *Store
-	mu      sync.Mutex
-	queue   []*claimReq
-	running bool
-	// groups and members count the claim statements sent for more than one
-	// run and the claims they held.
-	groups, members atomic.Int64
-	hold            int // as writeGrouper.hold
+	*groupQueue[*claimReq]
 
 	keptMu sync.Mutex
 	kept   map[string]keptSteps // run ID -> step records read under its claim
@@ -71,85 +59,46 @@ type keptSteps struct {
 	at   time.Time
 }
 
+// newClaimGrouper returns s's claim grouper: one group in flight, each
+// of the claims of one replica and one kind (adopt or not), each run
+// once; a caller waits for the outcome of a claim taken.
+func newClaimGrouper(s *Store) *claimGrouper {
+	return &claimGrouper{groupQueue: &groupQueue[*claimReq]{
+		workers: 1, max: maxWriteGroup, fits: sameClaims, send: s.claimGroup, waitTaken: true,
+	}}
+}
+
+// sameClaims returns a new claim group's rule: claims of the first
+// claim's replica and kind, each run once.
+func sameClaims() func(*claimReq) bool {
+	var first *claimReq
+	ids := map[string]bool{}
+	return func(c *claimReq) bool {
+		if first == nil {
+			first = c
+		}
+		if c.replica != first.replica || c.adopt != first.adopt || ids[c.id] {
+			return false
+		}
+		ids[c.id] = true
+		return true
+	}
+}
+
 // ClaimGroups returns how many claim statements the store has sent for
 // several runs at once and how many claims they held.
 func (s *Store) ClaimGroups() (groups, claims int64) {
-	return s.claims.groups.Load(), s.claims.members.Load()
+	return s.claims.Groups()
 }
 
 // claim queues a claim and waits for its outcome; a ctx that ends before
 // the worker takes it returns ctx's error (nothing was claimed).
 func (g *claimGrouper) claim(ctx context.Context, id, replica string, adopt bool) (bool, error) {
-	c := &claimReq{ctx: ctx, id: id, replica: replica, adopt: adopt, answered: make(chan struct{})}
-	g.mu.Lock()
-	g.queue = append(g.queue, c)
-	if !g.running {
-		g.running = true
-		go g.work()
+	c := &claimReq{id: id, replica: replica, adopt: adopt}
+	if err := g.do(ctx, c); err != nil {
+		return false, err
 	}
-	g.mu.Unlock()
-	select {
-	case <-c.answered:
-		return c.ok, c.err
-	case <-ctx.Done():
-	}
-	g.mu.Lock()
-	if !c.taken {
-		c.gone = true
-		g.mu.Unlock()
-		return false, ctx.Err()
-	}
-	g.mu.Unlock()
-	<-c.answered
 	return c.ok, c.err
-}
-
-// work sends groups until the queue is empty.
-func (g *claimGrouper) work() {
-	for {
-		g.mu.Lock()
-		g.hold = waitQueued(&g.mu, g.hold, func() int { return len(g.queue) })
-		group := g.take()
-		if len(group) == 0 {
-			g.running = false
-			g.mu.Unlock()
-			return
-		}
-		g.mu.Unlock()
-		g.s.claimGroup(group)
-		if len(group) > 1 {
-			g.groups.Add(1)
-			g.members.Add(int64(len(group)))
-		}
-		for _, c := range group {
-			close(c.answered)
-		}
-	}
-}
-
-// take removes from the queue the live claims of the oldest claim's
-// replica and kind (each run once, up to maxWriteGroup) and marks them
-// taken; the others stay queued in their order. g.mu is held.
-func (g *claimGrouper) take() []*claimReq {
-	var group []*claimReq
-	ids := map[string]bool{}
-	rest := g.queue[:0]
-	for _, c := range g.queue {
-		switch {
-		case c.gone:
-			continue
-		case len(group) > 0 && (c.replica != group[0].replica || c.adopt != group[0].adopt) ||
-			len(group) == maxWriteGroup || ids[c.id]:
-			rest = append(rest, c)
-			continue
-		}
-		ids[c.id] = true
-		c.taken = true
-		group = append(group, c)
-	}
-	clear(g.queue[len(rest):])
-	g.queue = rest
-	return group
 }
 
 // claimRuns is ClaimRun's statement for the runs $2: the runs it made
@@ -174,14 +123,8 @@ func claimCondition(adopt bool) string {
 
 // claimGroup claims the runs of group (one replica, one kind) in one
 // statement and keeps the step records of those claimed for their
-// engine's first read.
-func (s *Store) claimGroup(group []*claimReq) {
-	ctxs := make([]context.Context, len(group))
-	for i, c := range group {
-		ctxs[i] = c.ctx
-	}
-	ctx, release := jointContext(ctxs)
-	defer release()
+// engine's first read. It reports whether it claimed more than one run.
+func (s *Store) claimGroup(ctx context.Context, group []*claimReq) bool {
 	ids := make([]string, len(group))
 	for i, c := range group {
 		ids[i] = c.id
@@ -216,6 +159,7 @@ func (s *Store) claimGroup(group []*claimReq) {
 			s.claims.keep(c.id, recs)
 		}
 	}
+	return len(group) > 1
 }
 
 // keep keeps recs, run id's step records read under its claim.

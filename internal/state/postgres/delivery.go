@@ -134,14 +134,15 @@ func (s *Store) commitNew(ctx context.Context, d state.Delivery, now time.Time, 
 	r := &groupReq{d: d, now: now, locks: locks, records: records, events: events}
 	var created []string
 	created, r.done = freshOutcome(d)
-	if err := s.groups.commit(ctx, r); err != nil {
-		return state.DeliveryResult{}, false, err
+	err := s.groups.do(ctx, r)
+	if err == nil && r.outcome == groupFailed {
+		s.commitGroup(ctx, []*groupReq{r}) // alone
 	}
-	if r.outcome == groupFailed {
-		s.commitGroup([]*groupReq{r}) // alone, with r's ctx
-		if r.err != nil {
-			return state.DeliveryResult{}, false, r.err
-		}
+	if err == nil {
+		err = r.err
+	}
+	if err != nil {
+		return state.DeliveryResult{}, false, err
 	}
 	if r.outcome != groupCommitted {
 		return state.DeliveryResult{}, false, nil

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -64,11 +62,8 @@ const (
 	groupFailed                        // the group was refused: nothing written
 )
 
-// groupReq is a delivery waiting for a group commit. taken and abandoned
-// are guarded by grouper.mu: a request is taken by a worker (and then
-// answered) or abandoned by its caller first (and then never written).
+// groupReq is a delivery waiting for a group commit.
 type groupReq struct {
-	ctx     context.Context
 	d       state.Delivery
 	now     time.Time
 	locks   []int64
@@ -76,127 +71,39 @@ type groupReq struct {
 	events  [][][]byte
 	done    []byte // the value of d.Key: d.Done of every run created
 
-	outcome   groupOutcome
-	err       error
-	answered  chan struct{}
-	taken     bool
-	abandoned bool
+	outcome groupOutcome
+	err     error
 }
 
-// grouper queues new deliveries and commits them in groups, with up to
-// groupWorkers workers, each started when deliveries queue and ended when
-// none is left: an idle Store runs no goroutine.
-type grouper struct {
-	s       *Store
-	mu      sync.Mutex
-	queue   []*groupReq
-	running int
-	// groups and members count the group transactions sent and the
-	// deliveries they held.
-	groups, members atomic.Int64
+// newDeliveryQueue returns s's queue of new deliveries: groupWorkers
+// groups in flight, each of up to maxGroup deliveries whose keys are
+// disjoint. A caller whose ctx ends returns at once: once its delivery
+// was taken, whether it committed is then unknown (as for any transaction
+// whose commit was not heard).
+func newDeliveryQueue(s *Store) *groupQueue[*groupReq] {
+	return &groupQueue[*groupReq]{workers: groupWorkers, max: maxGroup, fits: disjointKeys, send: s.commitGroup}
+}
+
+// disjointKeys returns a new delivery group's rule: deliveries none of
+// whose keys is a member's.
+func disjointKeys() func(*groupReq) bool {
+	keys := map[int64]bool{}
+	return func(r *groupReq) bool {
+		if slices.ContainsFunc(r.locks, func(k int64) bool { return keys[k] }) {
+			return false
+		}
+		for _, k := range r.locks {
+			keys[k] = true
+		}
+		return true
+	}
 }
 
 // DeliveryGroups returns how many group transactions the store has sent
 // for new webhook deliveries and how many deliveries they held (their
 // ratio is the mean group size, for benchmarks).
 func (s *Store) DeliveryGroups() (groups, deliveries int64) {
-	return s.groups.groups.Load(), s.groups.members.Load()
-}
-
-// commit queues r and waits for its group's outcome. A ctx that ends
-// before a worker takes r returns ctx's error and r is never written;
-// once r is taken, a ctx that ends returns its error too, and whether r
-// committed is then unknown (as for any transaction whose commit was not
-// heard).
-func (g *grouper) commit(ctx context.Context, r *groupReq) error {
-	r.ctx, r.answered = ctx, make(chan struct{})
-	g.mu.Lock()
-	g.queue = append(g.queue, r)
-	if g.running < groupWorkers {
-		g.running++
-		go g.work()
-	}
-	g.mu.Unlock()
-	select {
-	case <-r.answered:
-		return r.err
-	case <-ctx.Done():
-		g.mu.Lock()
-		if !r.taken {
-			r.abandoned = true
-		}
-		g.mu.Unlock()
-		return ctx.Err()
-	}
-}
-
-// work commits groups until the queue is empty.
-func (g *grouper) work() {
-	for {
-		g.mu.Lock()
-		group := g.take()
-		if len(group) == 0 {
-			g.running--
-			g.mu.Unlock()
-			return
-		}
-		g.mu.Unlock()
-		g.s.commitGroup(group)
-		g.groups.Add(1)
-		g.members.Add(int64(len(group)))
-		for _, r := range group {
-			close(r.answered)
-		}
-	}
-}
-
-// take removes from the queue, oldest first, up to maxGroup requests
-// whose keys are disjoint, and marks them taken; the others stay queued
-// in their order. Abandoned requests are dropped. g.mu is held.
-func (g *grouper) take() []*groupReq {
-	var group []*groupReq
-	keys := map[int64]bool{}
-	rest := g.queue[:0]
-	for _, r := range g.queue {
-		switch {
-		case r.abandoned:
-			continue
-		case len(group) == maxGroup || slices.ContainsFunc(r.locks, func(k int64) bool { return keys[k] }):
-			rest = append(rest, r)
-			continue
-		}
-		for _, k := range r.locks {
-			keys[k] = true
-		}
-		r.taken = true
-		group = append(group, r)
-	}
-	clear(g.queue[len(rest):])
-	g.queue = rest
-	return group
-}
-
-// jointContext returns a context that ends when every one of ctxs has
-// ended (none of them alone cancels a transaction the others share), and
-// its release.
-func jointContext(ctxs []context.Context) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	left := atomic.Int32{}
-	left.Store(int32(len(ctxs)))
-	stops := make([]func() bool, len(ctxs))
-	for i, c := range ctxs {
-		stops[i] = context.AfterFunc(c, func() {
-			if left.Add(-1) == 0 {
-				cancel()
-			}
-		})
-	}
-	return ctx, func() {
-		for _, stop := range stops {
-			stop()
-		}
-		cancel()
-	}
+	return s.groups.Groups()
 }
 
 // commitGroup commits group in one transaction of four statements sent in
@@ -206,13 +113,8 @@ func jointContext(ctxs []context.Context) (context.Context, func()) {
 // and bodies of every member none of whose keys is recorded, in one
 // statement that answers the members left out; a prune. It sets each
 // member's outcome, or its error when the database could not be asked.
-func (s *Store) commitGroup(group []*groupReq) {
-	ctxs := make([]context.Context, len(group))
-	for i, r := range group {
-		ctxs[i] = r.ctx
-	}
-	ctx, release := jointContext(ctxs)
-	defer release()
+// Every group counts in DeliveryGroups.
+func (s *Store) commitGroup(ctx context.Context, group []*groupReq) bool {
 	var rows groupRows
 	for i, r := range group {
 		rows.add(int32(i), r)
@@ -249,6 +151,7 @@ func (s *Store) commitGroup(group []*groupReq) {
 			r.err = err
 		}
 	}
+	return true
 }
 
 // groupSnapshots stores the snapshots $1/$2, skipping hashes taken: one

@@ -8,9 +8,7 @@ const GroupWorkers = groupWorkers
 
 // QueuedDeliveries returns how many deliveries wait for a group commit.
 func QueuedDeliveries(s *Store) int {
-	s.groups.mu.Lock()
-	defer s.groups.mu.Unlock()
-	return len(s.groups.queue)
+	return s.groups.waiting()
 }
 
 // GroupInsert is the statement that writes a delivery group.

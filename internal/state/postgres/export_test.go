@@ -31,15 +31,11 @@ func HoldPool(t testing.TB, s *Store) {
 // HoldRunWrites makes s's next group of fenced run writes wait until n
 // writes are queued.
 func HoldRunWrites(s *Store, n int) {
-	s.writes.mu.Lock()
-	s.writes.hold = n
-	s.writes.mu.Unlock()
+	s.writes.holdNext(n)
 }
 
 // HoldClaims makes s's next group of claims wait until n claims are
 // queued.
 func HoldClaims(s *Store, n int) {
-	s.claims.mu.Lock()
-	s.claims.hold = n
-	s.claims.mu.Unlock()
+	s.claims.holdNext(n)
 }

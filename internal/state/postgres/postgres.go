@@ -75,11 +75,11 @@ type Store struct {
 	// them (deadlock, serialization failure).
 	retries atomic.Int64
 	// groups commits new webhook deliveries together (see commitGroup).
-	groups grouper
+	groups *groupQueue[*groupReq]
 	// writes commits concurrent runs' writes together (see commitWrites).
-	writes writeGrouper
+	writes *groupQueue[*runWrite]
 	// claims claims runs together (see claimGroup).
-	claims claimGrouper
+	claims *claimGrouper
 	// bodies keeps the bodies of deliveries committed here.
 	bodies bodyCache
 	// lease is the connection KeepReplica renews leases on.
@@ -129,7 +129,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open state database %s: %w", target(cfg), err)
 	}
 	s := &Store{pool: classifiedPool{pool}, now: opts.Now, target: target(cfg), lease: leaseConn{cfg: cfg.ConnConfig}}
-	s.groups.s, s.writes.s, s.claims.s = s, s, s
+	s.groups, s.writes, s.claims = newDeliveryQueue(s), newWriteQueue(s), newClaimGrouper(s)
 	return s, nil
 }
 

@@ -223,7 +223,7 @@ func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.St
 			return err
 		}
 		rows.queue(b, r.ID)
-		if err := s.writes.write(ctx, r.ID, f.Owner, b); !errors.Is(err, errAlone) {
+		if err := s.writeGrouped(ctx, r.ID, f.Owner, b); !errors.Is(err, errAlone) {
 			if err != nil {
 				return fmt.Errorf("save run %s: %w", r.ID, s.cancelledMeanwhile(ctx, r.ID, err))
 			}

@@ -197,7 +197,7 @@ func (s *Store) writeRun(ctx context.Context, runID string, queue func(b *pgx.Ba
 	if f, ok := groupable(ctx, runID); ok {
 		b := &pgx.Batch{}
 		queue(b)
-		if err := s.writes.write(ctx, runID, f.Owner, b); !errors.Is(err, errAlone) {
+		if err := s.writeGrouped(ctx, runID, f.Owner, b); !errors.Is(err, errAlone) {
 			return err
 		}
 	}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -58,39 +56,24 @@ var errAlone = errors.New("written alone")
 
 // runWrite is a fenced write of one top-level run waiting for a group.
 type runWrite struct {
-	ctx   context.Context
 	run   string
 	owner string     // the fence's owner
 	b     *pgx.Batch // the write's statements, without the fence
-
-	err       error
-	answered  chan struct{}
-	taken     bool
-	abandoned bool
+	err   error
 }
 
-// writeGrouper queues run writes and commits them in groups, with up to
-// writeWorkers workers, each started when writes queue and ended when
-// none is left.
-type writeGrouper struct {
-	s       *Store
-	mu      sync.Mutex
-	queue   []*runWrite
-	running int
-	// groups and members count the group transactions sent and the writes
-	// they held (writes written alone are not counted).
-	groups, members atomic.Int64
-	// hold, set by tests only, makes the next group wait until that many
-	// writes are queued: whether writes arriving together meet in the
-	// queue otherwise depends on how the Go scheduler runs them.
-	hold int
+// newWriteQueue returns s's queue of run writes: up to writeWorkers
+// groups in flight, each of any writes; a caller waits for the outcome of
+// a write taken.
+func newWriteQueue(s *Store) *groupQueue[*runWrite] {
+	return &groupQueue[*runWrite]{workers: writeWorkers, max: maxWriteGroup, send: s.commitWrites, waitTaken: true}
 }
 
 // RunWriteGroups returns how many group transactions the store has
 // committed for run writes and how many writes they held (their ratio is
 // the mean group size, for benchmarks).
 func (s *Store) RunWriteGroups() (groups, writes int64) {
-	return s.writes.groups.Load(), s.writes.members.Load()
+	return s.writes.Groups()
 }
 
 // groupable returns the fence of a write of run runID that may go in a
@@ -100,91 +83,18 @@ func groupable(ctx context.Context, runID string) (state.Fence, bool) {
 	return f, ok && f.Run == runID && f.Owner != ""
 }
 
-// write queues the statements b (without a fence) of a write of run runID
-// fenced for owner, and waits for the outcome: nil once committed,
-// errAlone when the caller is to write it alone (with its fence), or the
-// write's error. A ctx that ends before a worker takes the write returns
-// ctx's error (the write never runs); once taken, the outcome is awaited.
-func (g *writeGrouper) write(ctx context.Context, runID, owner string, b *pgx.Batch) error {
-	w := &runWrite{ctx: ctx, run: runID, owner: owner, b: b, answered: make(chan struct{})}
-	g.mu.Lock()
-	g.queue = append(g.queue, w)
-	if g.running < writeWorkers {
-		g.running++
-		go g.work()
+// writeGrouped queues the statements b (without a fence) of a write of
+// run runID fenced for owner, and waits for the outcome: nil once
+// committed, errAlone when the caller is to write it alone (with its
+// fence), or the write's error. A ctx that ends before a worker takes the
+// write returns ctx's error (the write never runs); once taken, the
+// outcome is awaited.
+func (s *Store) writeGrouped(ctx context.Context, runID, owner string, b *pgx.Batch) error {
+	w := &runWrite{run: runID, owner: owner, b: b}
+	if err := s.writes.do(ctx, w); err != nil {
+		return err
 	}
-	g.mu.Unlock()
-	select {
-	case <-w.answered:
-		return w.err
-	case <-ctx.Done():
-	}
-	g.mu.Lock()
-	if !w.taken {
-		w.abandoned = true
-		g.mu.Unlock()
-		return ctx.Err()
-	}
-	g.mu.Unlock()
-	<-w.answered
 	return w.err
-}
-
-// work commits groups until the queue is empty.
-func (g *writeGrouper) work() {
-	for {
-		g.mu.Lock()
-		g.hold = waitQueued(&g.mu, g.hold, func() int { return len(g.queue) })
-		group := g.take()
-		if len(group) == 0 {
-			g.running--
-			g.mu.Unlock()
-			return
-		}
-		g.mu.Unlock()
-		if len(group) == 1 {
-			group[0].err = errAlone
-		} else if g.s.commitWrites(group) {
-			g.groups.Add(1)
-			g.members.Add(int64(len(group)))
-		}
-		for _, w := range group {
-			close(w.answered)
-		}
-	}
-}
-
-// waitQueued waits, with mu held, until queued() reaches hold (a test's
-// hold; 0 waits for nothing), and returns the hold left: 0.
-func waitQueued(mu *sync.Mutex, hold int, queued func() int) int {
-	for hold > 0 && queued() < hold {
-		mu.Unlock()
-		time.Sleep(time.Millisecond)
-		mu.Lock()
-	}
-	return 0
-}
-
-// take removes up to maxWriteGroup live writes from the queue, oldest
-// first, and marks them taken. g.mu is held.
-func (g *writeGrouper) take() []*runWrite {
-	var group []*runWrite
-	n := 0
-	for n < len(g.queue) && len(group) < maxWriteGroup {
-		w := g.queue[n]
-		n++
-		if w.abandoned {
-			continue
-		}
-		w.taken = true
-		group = append(group, w)
-	}
-	clear(g.queue[:n])
-	g.queue = g.queue[n:]
-	if len(g.queue) == 0 {
-		g.queue = nil
-	}
-	return group
 }
 
 // lockRuns locks the runs $1 as runbook_fence locks a top-level run, in
@@ -194,14 +104,12 @@ const lockRuns = `SELECT id, owner FROM runbook_runs WHERE id = ANY($1::text[]) 
 
 // commitWrites writes group in one transaction (see the top of this
 // file), setting each member's outcome, and reports whether the group's
-// transaction committed.
-func (s *Store) commitWrites(group []*runWrite) bool {
-	ctxs := make([]context.Context, len(group))
-	for i, w := range group {
-		ctxs[i] = w.ctx
+// transaction committed. A group of one is written alone.
+func (s *Store) commitWrites(ctx context.Context, group []*runWrite) bool {
+	if len(group) == 1 {
+		group[0].err = errAlone
+		return false
 	}
-	ctx, release := jointContext(ctxs)
-	defer release()
 	in, err := s.sendWrites(ctx, group)
 	switch {
 	case err == nil:
