@@ -287,6 +287,10 @@ func TestBrowserRunPagesStayShort(t *testing.T) {
 		assert.Equal(t, before+1, b.count(`tr[data-href="/playbooks/ui-each"] [data-cell]`))
 	})
 
+	t.Run("the lists poll while their stream is down", func(t *testing.T) {
+		checkListsPollWhileTheirStreamIsDown(t, b, srv.url)
+	})
+
 	t.Run("on a phone the runs list's filters are folded", func(t *testing.T) {
 		b.t = t
 		b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))

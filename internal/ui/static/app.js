@@ -121,8 +121,9 @@
 
   // A list ([data-live-list]: the runs, the playbooks) reads itself again
   // when the server's stream of run changes (/live) says so, at most once
-  // a second and while the page is visible; while the stream is down it
-  // polls ([data-poll] ms) and opens the stream again. Other lists
+  // a second and while the page is visible; while the stream is down
+  // (its connection lost, or refused) it polls ([data-poll] ms) until the
+  // stream is open again. Other lists
   // ([data-poll]) poll while the page is visible.
   function startLists() {
     var el = doc.querySelector("[data-poll]");
@@ -162,10 +163,12 @@
       });
       es.addEventListener("changed", soon);
       es.onerror = function () {
-        if (es.readyState !== EventSource.CLOSED) return; // it reconnects by itself
+        // Down: poll until "ready" says it is back. A lost connection is
+        // opened again by the browser, which keeps trying; one answered
+        // with an error (a proxy's 502) is closed, and opened here again.
         root.setAttribute("data-list-live", "polling");
         poll(true);
-        setTimeout(open, 10000);
+        if (es.readyState === EventSource.CLOSED) setTimeout(open, 10000);
       };
     }
     open();
