@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -367,7 +368,9 @@ func (s *Store) ListRuns(ctx context.Context, f state.RunFilter) ([]*state.Run, 
 // without a filter, or filtered by one status, a playbook (and a
 // status), a parent or a trigger key, is read from an index in listing
 // order, starting at the cursor. (Several statuses are read from the
-// status index and sorted.) The partial indexes' condition is repeated
+// status index and sorted. Succeeded runs, which the status index leaves
+// out, are read from the newest, skipping the runs of other statuses:
+// most runs end succeeded.) The partial indexes' condition is repeated
 // as a constant, so that a generic plan (a prepared statement run often)
 // can use them too.
 func listQuery(f state.RunFilter) (string, []any) {
@@ -376,6 +379,9 @@ func listQuery(f state.RunFilter) (string, []any) {
 	arg := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
+	}
+	if len(f.Status) > 0 && !slices.Contains(f.Status, state.RunSucceeded) {
+		where = append(where, "r.status <> 'succeeded'") // runbook_runs_status's predicate
 	}
 	switch len(f.Status) {
 	case 0:
