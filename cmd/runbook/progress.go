@@ -18,7 +18,7 @@ import (
 // progress shows a run's events as they happen.
 type progress interface {
 	observe(runID string, ev state.Event)
-	// output shows lines the steps printed (engine.Options.OutputObserver).
+	// output shows lines the steps printed (engine.Options.Observer.Output).
 	output(runID string, lines []state.OutputLine)
 	// close stops the display after the run returned.
 	close()

@@ -146,11 +146,10 @@ func cmdRun(ctx context.Context, a *app, args []string) error {
 	opts := a.engineOptions(store, src)
 	opts.Connection = conns.resolve
 	opts.Sim = sims.recorded()
-	opts.Observer = prog.observe
-	opts.OutputObserver = prog.output
+	opts.Observer = engine.Observer{Event: prog.observe, Output: prog.output}
 	local := a.startLocal(rs, runPlaybookName(pb))
 	if local != nil {
-		opts.Observer = func(runID string, ev state.Event) {
+		opts.Observer.Event = func(runID string, ev state.Event) {
 			prog.observe(runID, ev)
 			local.Observe(runID, ev)
 		}

@@ -96,7 +96,7 @@ shown is the server's, until the run ends or waits again.`,
 	opts := a.engineOptions(store, src)
 	opts.Connection = conns.resolve
 	opts.Sim = sims.recorded()
-	opts.Observer = p.observe
+	opts.Observer.Event = p.observe
 	host := a.newHost(opts)
 	// On a database: its runs show interrupted once it is gone, on any host.
 	err = host.Open(ctx)

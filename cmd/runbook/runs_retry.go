@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/runner"
 	"github.com/runbook/runbook/internal/state"
 )
@@ -97,8 +98,7 @@ func (a *app) startHere(ctx context.Context, store state.Store, runID, cfgPath s
 	opts := a.engineOptions(store, src)
 	opts.Connection = conns.resolve
 	opts.Sim = sims.recorded()
-	opts.Observer = prog.observe
-	opts.OutputObserver = prog.output
+	opts.Observer = engine.Observer{Event: prog.observe, Output: prog.output}
 	host := a.newHost(opts)
 	// On a database: its runs show interrupted once it is gone, on any host.
 	err = host.Open(ctx)

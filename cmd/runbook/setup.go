@@ -137,12 +137,12 @@ func (a *app) loadSecrets(sf *stateFlags) (*secrets.Source, error) {
 func (a *app) engineOptions(store state.Store, src *secrets.Source) engine.Options {
 	logger := slog.New(a.redactor.Handler(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	return engine.Options{
-		Store:    store,
-		Logger:   logger,
-		Secrets:  src,
-		Redactor: a.redactor,
-		Environ:  os.Environ(),
-		Load:     loadPlaybook,
+		Store:     store,
+		Logger:    logger,
+		Secrets:   src,
+		Redactor:  a.redactor,
+		Environ:   os.Environ(),
+		Playbooks: engine.Playbooks{Load: loadPlaybook},
 	}
 }
 

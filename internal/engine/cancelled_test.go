@@ -59,7 +59,7 @@ finally:
 `, fifo, tc.next, filepath.Join(dir, "after.txt"), filepath.Join(dir, "finally.txt"))
 			pb, err := playbook.Parse(filepath.Join(dir, "cut.yaml"), []byte(src), playbook.LoadOptions{})
 			require.NoError(t, err)
-			e := engine.New(engine.Options{Store: st, ParkAfter: 2 * time.Second, Environ: os.Environ(), Process: "host-a/1"})
+			e := engine.New(engine.Options{Store: st, Environ: os.Environ(), Process: "host-a/1", Host: engine.Host{ParkAfter: 2 * time.Second}})
 
 			run, err := e.Start(ctx, pb, engine.StartRequest{})
 			require.NoError(t, err)

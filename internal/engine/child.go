@@ -20,13 +20,13 @@ func (rs *runState) runChild(ctx context.Context, stepID, path string, inputs ma
 	child, err := e.o.Store.GetRun(ctx, id)
 	switch {
 	case errors.Is(err, state.ErrNotFound):
-		if e.o.Load == nil {
+		if e.o.Playbooks.Load == nil {
 			return nil, &fault.Error{Code: fault.Internal, Message: "sub-playbooks are not available (no loader)"}
 		}
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(rs.pb.Dir, path)
 		}
-		pb, err := e.o.Load(path)
+		pb, err := e.o.Playbooks.Load(path)
 		if err != nil {
 			return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("load sub-playbook %s", path), Err: err}
 		}

@@ -16,7 +16,7 @@ import (
 // (cancel_running) and queues, or queues (queue).
 //
 // A run that queues parks: it is saved waiting with QueuedOnKey, holding
-// no goroutine, and its host (Options.Keys: the run host,
+// no goroutine, and its host (Options.Host.Keys: the run host,
 // internal/runner/keys.go) keeps it until the key is released, then
 // takes the key in the run's name (AcquireLock, oldest run first) and
 // executes it again, already holding it. A wake that finds the key taken
@@ -92,7 +92,7 @@ func (rs *runState) acquireOrPark(ctx context.Context, key, onBusy string) (func
 		r.QueuedOnKey = ""
 		return nop, context.Cause(ctx)
 	}
-	if onBusy == "queue" && r.Status == state.RunPending && e.o.Keys.Queued(key) {
+	if onBusy == "queue" && r.Status == state.RunPending && e.o.Host.Keys.Queued(key) {
 		return nop, rs.parkOnKey(ctx, key, "")
 	}
 	ok, holder, err := rs.acquireLock(ctx, key)
@@ -182,8 +182,8 @@ func (e *Engine) cancelHolder(ctx context.Context, key, holderID string, cause e
 }
 
 // lockFreed tells the host that this process released key: the runs
-// parked on it may take it (Options.Keys).
-func (e *Engine) lockFreed(key string) { e.o.Keys.Freed(key) }
+// parked on it may take it (Options.Host.Keys).
+func (e *Engine) lockFreed(key string) { e.o.Host.Keys.Freed(key) }
 
 // releaseFor bounds how long the release of a concurrency key that fails
 // is tried again (the next start frees it then: ReleaseStaleLocks).

@@ -72,7 +72,7 @@ steps:
 		var w *writeCounter
 		h := newHarness(t, func(o *engine.Options) {
 			w = &writeCounter{Store: o.Store}
-			o.Store, o.DeferStart = w, deferStart
+			o.Store, o.Host.DeferStart = w, deferStart
 		})
 		r, err := h.run(pure, nil)
 		require.NoError(t, err)
@@ -99,7 +99,7 @@ func TestADeferredStartIsOnRecordBeforeASideEffect(t *testing.T) {
 	var w *writeCounter
 	h := newHarness(t, func(o *engine.Options) {
 		w = &writeCounter{Store: o.Store}
-		o.Store, o.DeferStart = w, true
+		o.Store, o.Host.DeferStart = w, true
 	})
 	r, err := h.run(`
 version: 1

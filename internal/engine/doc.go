@@ -55,17 +55,17 @@
 // Parking: an unanswered approval suspends its step, and the run is
 // saved as waiting and returns; answered, it is resumed (finished steps
 // are kept, the suspended step continues the same attempt). With
-// Options.ParkAfter (the run host of a server, internal/runner) long
+// Options.Host.ParkAfter (the run host of a server, internal/runner) long
 // waits park too — a sleep, a cloud task between polls, a retry's delay
 // (steps.WaitUntil). A parked run records when it is due (Run.WakeAt) and
 // keeps its concurrency key; its host executes it again then, when an
 // answer decides an approval (Answer says so) or when it is cancelled
-// (CancelNext, park.go). With Options.Keys a run whose concurrency key is
+// (CancelNext, park.go). With Options.Host.Keys a run whose concurrency key is
 // held parks too, without the key (Run.QueuedOnKey), until its host hands
 // it the key (concurrency.go); an API resume ends a parked run's timed
 // waits now (WakeEarly).
 //
-// Sharing: Options.Parse results may be cached and shared by many runs; the
+// Sharing: Options.Playbooks.Parse results may be cached and shared by many runs; the
 // engine never mutates a *playbook.Playbook.
 //
 // Secrets: values are registered with the Redactor when the run starts;

@@ -50,21 +50,61 @@ type Options struct {
 	// Connection resolves a named connection: service defaults and config,
 	// overlaid with the playbook's override.
 	Connection func(name string, override map[string]any) (map[string]any, error)
-	// Observer receives every event (already redacted) as it happens.
-	Observer func(runID string, ev state.Event)
-	// OutputObserver receives the steps' output lines (redacted) in
-	// batches, as they are written to the store's output area (with their
-	// Seq when the store has one); see output.go.
-	OutputObserver func(runID string, lines []state.OutputLine)
-	// MaxStepOutput is how many bytes of output one attempt of a step
-	// keeps (default DefaultMaxStepOutput).
-	MaxStepOutput int64
+	// Playbooks loads sub-playbooks and re-parses snapshots.
+	Playbooks Playbooks
+	// Observer is told what the runs do as they do it.
+	Observer Observer
+	// Limits bound a run's parallel steps, output and late writes.
+	Limits Limits
+	// Process identifies this process in locks and runs.
+	Process string
+	// Host is what the run host hosting the runs decides (internal/runner
+	// sets it); the zero Host: the caller executes each run to its end.
+	Host Host
+	// Sim is recorded as state.Run.Sim on every run this engine creates:
+	// the URL of the simulator its connections point at, if any.
+	Sim string
+}
+
+// Playbooks is where an engine gets playbooks other than the one it is
+// given.
+type Playbooks struct {
 	// Load loads a sub-playbook by path.
 	Load func(path string) (*playbook.Playbook, error)
 	// Parse re-parses a run's snapshot on resume and retry. Its result may
 	// be shared by every run of the same snapshot (a server caches it by
 	// hash): the engine only reads a *playbook.Playbook, never changes it.
 	Parse func(file string, src []byte) (*playbook.Playbook, error)
+}
+
+// Observer receives what the runs do, already redacted. Either may be nil.
+type Observer struct {
+	// Event receives every event as it happens.
+	Event func(runID string, ev state.Event)
+	// Output receives the steps' output lines in batches, as they are
+	// written to the store's output area (with their Seq when the store
+	// has one); see output.go.
+	Output func(runID string, lines []state.OutputLine)
+}
+
+// Limits bound what a run may take. Zero fields take their defaults.
+type Limits struct {
+	// MaxParallel caps concurrently running steps of one run (default 8).
+	MaxParallel int
+	// MaxStepOutput is how many bytes of output one attempt of a step
+	// keeps (default DefaultMaxStepOutput).
+	MaxStepOutput int64
+	// StateWrites bounds how long a state write may go on once the run's
+	// context ended (cancelled, or suspended at shutdown; default 10 s).
+	// While the run lives its writes have no deadline: a slow store is
+	// waited for.
+	StateWrites time.Duration
+}
+
+// Host is what the run host of an engine's runs decides for them: how
+// they park, whether their writes are fenced, and what holds a step back
+// before it starts. internal/runner sets all of it.
+type Host struct {
 	// ParkAfter is the shortest long wait (a sleep, a task's next poll, a
 	// retry's delay: steps.WaitUntil) that parks the run, unless the step
 	// has a timeout of its own; a shorter one waits in process. Zero: no
@@ -84,24 +124,16 @@ type Options struct {
 	DeferStart bool
 	// Keys holds the runs parked on a busy concurrency key (on_busy:
 	// queue, cancel_running) and hands them the key when it is released
-	// (see KeyQueue): the run host's. Without it such a run stays parked
-	// until its caller executes it again.
+	// (see KeyQueue). Without it such a run stays parked until its caller
+	// executes it again.
 	Keys KeyQueue
-	// MaxParallel caps concurrently running steps of one run (default 8).
-	MaxParallel int
-	// Process identifies this process in locks and runs.
-	Process string
-	// StateWrites bounds how long a state write may go on once the run's
-	// context ended (cancelled, or suspended at shutdown). While the run
-	// lives its writes have no deadline: a slow store is waited for.
-	StateWrites time.Duration
 	// Fence makes every write that moves a run forward conditional on its
-	// top-level run still being owned by Process (state.WithFence): a
-	// `runbook serve` replica sets it, since another replica takes its
+	// top-level run still being owned by Options.Process (state.WithFence):
+	// a `runbook serve` replica sets it, since another replica takes its
 	// runs over once its lease lapses. A refused write stops the run at
 	// once, writing nothing more (see fence.go); Execute and Resume then
 	// return an error wrapping state.ErrFenced. The runs must be claimed
-	// (their owner set to Process) before they execute.
+	// (their owner set to Options.Process) before they execute.
 	Fence bool
 	// Lease, with Fence, is the lease under which the runs execute (a
 	// replica's), measured before each step attempt starts: while it has
@@ -115,9 +147,6 @@ type Options struct {
 	// whether the run's playbook is paused (pause.go): then the step does
 	// not start and the run parks, recorded waiting with why.
 	Pauses Pauses
-	// Sim is recorded as state.Run.Sim on every run this engine creates:
-	// the URL of the simulator its connections point at, if any.
-	Sim string
 }
 
 // Engine runs playbooks.
@@ -135,7 +164,7 @@ type Engine struct {
 	// here (WakeEarly, park.go).
 	early map[string]bool
 
-	fences fencing // Options.Fence (fence.go)
+	fences fencing // Options.Host.Fence (fence.go)
 }
 
 // New returns an engine. It panics without a Store.
@@ -155,17 +184,17 @@ func New(o Options) *Engine {
 	if o.Environ == nil {
 		o.Environ = os.Environ()
 	}
-	if o.MaxParallel <= 0 {
-		o.MaxParallel = 8
+	if o.Limits.MaxParallel <= 0 {
+		o.Limits.MaxParallel = 8
 	}
-	if o.Keys == nil {
-		o.Keys = noKeys{}
+	if o.Host.Keys == nil {
+		o.Host.Keys = noKeys{}
 	}
-	if o.MaxStepOutput <= 0 {
-		o.MaxStepOutput = DefaultMaxStepOutput
+	if o.Limits.MaxStepOutput <= 0 {
+		o.Limits.MaxStepOutput = DefaultMaxStepOutput
 	}
-	if o.StateWrites <= 0 {
-		o.StateWrites = 10 * time.Second
+	if o.Limits.StateWrites <= 0 {
+		o.Limits.StateWrites = 10 * time.Second
 	}
 	if o.Process == "" {
 		o.Process = thisProcess()
@@ -405,10 +434,10 @@ func (e *Engine) storedRun(ctx context.Context, runID string) (*state.Run, error
 // parseSnapshot parses the playbook snapshot of run r, to verb it
 // (resume, retry).
 func (e *Engine) parseSnapshot(r *state.Run, verb string) (*playbook.Playbook, error) {
-	if e.o.Parse == nil {
-		return nil, fmt.Errorf("engine: Options.Parse is required to %s", verb)
+	if e.o.Playbooks.Parse == nil {
+		return nil, fmt.Errorf("engine: Options.Playbooks.Parse is required to %s", verb)
 	}
-	pb, err := e.o.Parse(r.File, r.Snapshot)
+	pb, err := e.o.Playbooks.Parse(r.File, r.Snapshot)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: the playbook snapshot no longer loads: %w", verb, r.ID, err)
 	}
@@ -483,8 +512,8 @@ func (e *Engine) lookupSecret(name string) (string, bool) {
 }
 
 func (e *Engine) observe(runID string, ev state.Event) {
-	if e.o.Observer != nil {
-		e.o.Observer(runID, ev)
+	if e.o.Observer.Event != nil {
+		e.o.Observer.Event(runID, ev)
 	}
 }
 

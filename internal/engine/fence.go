@@ -10,7 +10,7 @@ import (
 	"github.com/runbook/runbook/internal/state"
 )
 
-// Fencing. An engine with Options.Fence executes each run on behalf of
+// Fencing. An engine with Options.Host.Fence executes each run on behalf of
 // its owner, Options.Process: every write that moves the run forward is
 // made with a state.Fence naming the run's top-level run and that owner,
 // so a store shared by several replicas refuses it once another replica
@@ -63,12 +63,12 @@ func (fs *fencing) list() []*fence {
 // fenceRun returns ctx, the context of run r cancelled by cancel, with
 // the run's fence: the fence of the run that started r, when r is a
 // sub-playbook run executed inside it, else a new one (nil without
-// Options.Fence). done ends the fence's registration.
+// Options.Host.Fence). done ends the fence's registration.
 func (e *Engine) fenceRun(ctx context.Context, r *state.Run, cancel context.CancelCauseFunc) (_ context.Context, _ *fence, done func()) {
 	if f, ok := ctx.Value(fenceKey{}).(*fence); ok {
 		return ctx, f, func() {}
 	}
-	if !e.o.Fence {
+	if !e.o.Host.Fence {
 		return ctx, nil, func() {}
 	}
 	f := &fence{f: state.Fence{Owner: e.o.Process, Run: r.ID}, cancel: cancel, done: make(chan struct{}), refusal: make(chan struct{})}
@@ -172,7 +172,7 @@ func (rs *runState) refused(err error) error {
 	return err
 }
 
-// Lease is a lease under which runs execute (Options.Lease).
+// Lease is a lease under which runs execute (Options.Host.Lease).
 type Lease interface {
 	// Lapse measures the lease now: nil while it holds, else a channel
 	// closed once it holds again.
@@ -181,7 +181,7 @@ type Lease interface {
 
 // mayStart reports why no step attempt of the run may start here (nil:
 // it may): its writes stopped. While the lease it executes under lapsed
-// (a process's own, KeepProcessLease, else Options.Lease) it waits until
+// (a process's own, KeepProcessLease, else Options.Host.Lease) it waits until
 // the lease holds again, and the run goes on unless it was stopped
 // meanwhile (another process claimed it), or ctx ends.
 func (rs *runState) mayStart(ctx context.Context) error {
@@ -195,8 +195,8 @@ func (rs *runState) mayStart(ctx context.Context) error {
 	rs.e.fences.mu.Lock()
 	if rs.e.fences.lease != nil {
 		lease = rs.e.fences.lease
-	} else if rs.e.o.Lease != nil {
-		lease = rs.e.o.Lease
+	} else if rs.e.o.Host.Lease != nil {
+		lease = rs.e.o.Host.Lease
 	}
 	rs.e.fences.mu.Unlock()
 	for lease != nil {
@@ -256,7 +256,7 @@ func (e *Engine) Unfence() {
 }
 
 // Claim makes this process the owner of the top-level run id before it
-// executes it with Options.Fence outside the replicas (runbook run: a run
+// executes it with Options.Host.Fence outside the replicas (runbook run: a run
 // it started, resumes, retries or continues after an approval), so that
 // the fence holds from the run's first write. The claim is conditional,
 // as an explicit resume's (state.Coordinator.ClaimRun with adopt): it is
@@ -266,11 +266,11 @@ func (e *Engine) Unfence() {
 // process lease on another). A run that ended is left as it is (Resume
 // says why it does not continue), except a cancelled one, which is
 // resumed on purpose and made this process's. A sub-playbook run is
-// executed through its top-level run only. Without Options.Fence or a
+// executed through its top-level run only. Without Options.Host.Fence or a
 // coordinator it does nothing. Call KeepProcessLease first.
 func (e *Engine) Claim(ctx context.Context, id string) error {
 	c, ok := e.o.Store.(state.Coordinator)
-	if !ok || !e.o.Fence {
+	if !ok || !e.o.Host.Fence {
 		return nil
 	}
 	r, err := e.storedRun(ctx, id)

@@ -32,7 +32,7 @@ func BenchmarkFencedSteps(b *testing.B) {
 			}
 			defer st.Close()
 			const replica = "bench-replica/1"
-			e := engine.New(engine.Options{Store: st, Environ: []string{}, Fence: true, Process: replica})
+			e := engine.New(engine.Options{Store: st, Environ: []string{}, Process: replica, Host: engine.Host{Fence: true}})
 			ctx := context.Background()
 			benchRuns(b, c.n, c.step, func(pb *playbook.Playbook) (*state.Run, error) {
 				r, err := e.Start(ctx, pb, engine.StartRequest{})

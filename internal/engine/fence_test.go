@@ -58,9 +58,9 @@ func (l *testLease) renew() {
 func TestNoStepStartsOnceTheLeaseLapsed(t *testing.T) {
 	lease := &testLease{}
 	h := newHarness(t, func(o *engine.Options) {
-		o.Fence, o.Process, o.Lease = true, "replica-a/1", lease
-		observe := o.Observer
-		o.Observer = func(runID string, ev state.Event) { // it lapses once step one ended
+		o.Host.Fence, o.Process, o.Host.Lease = true, "replica-a/1", lease
+		observe := o.Observer.Event
+		o.Observer.Event = func(runID string, ev state.Event) { // it lapses once step one ended
 			observe(runID, ev)
 			if ev.Type == "step.succeeded" && ev.Step == "one" {
 				lease.lapse()
@@ -103,9 +103,9 @@ func TestALapsedLeaseHoldsTheNextStepUntilItIsRenewed(t *testing.T) {
 	lease := &testLease{}
 	ended := make(chan struct{})
 	h := newHarness(t, func(o *engine.Options) {
-		o.Fence, o.Process, o.Lease = true, "replica-a/1", lease
-		observe := o.Observer
-		o.Observer = func(runID string, ev state.Event) {
+		o.Host.Fence, o.Process, o.Host.Lease = true, "replica-a/1", lease
+		observe := o.Observer.Event
+		o.Observer.Event = func(runID string, ev state.Event) {
 			observe(runID, ev)
 			switch {
 			case ev.Type == "step.started" && ev.Step == "one":

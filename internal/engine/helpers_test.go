@@ -84,14 +84,16 @@ func newHarness(t *testing.T, opts ...func(*engine.Options)) *harness {
 		Secrets:  src,
 		Redactor: secrets.NewRedactor(),
 		Environ:  []string{"HOME=/nowhere", "GREETING=hello"},
-		Observer: func(_ string, ev state.Event) {
+		Observer: engine.Observer{Event: func(_ string, ev state.Event) {
 			h.evMu.Lock()
 			h.events = append(h.events, ev)
 			h.evMu.Unlock()
-		},
-		Load: func(path string) (*playbook.Playbook, error) { return playbook.Load(path, playbook.LoadOptions{}) },
-		Parse: func(file string, src []byte) (*playbook.Playbook, error) {
-			return playbook.Parse(file, src, playbook.LoadOptions{})
+		}},
+		Playbooks: engine.Playbooks{
+			Load: func(path string) (*playbook.Playbook, error) { return playbook.Load(path, playbook.LoadOptions{}) },
+			Parse: func(file string, src []byte) (*playbook.Playbook, error) {
+				return playbook.Parse(file, src, playbook.LoadOptions{})
+			},
 		},
 	}
 	for _, f := range opts {

@@ -42,7 +42,7 @@ steps:
 // and runs; its release is told to the queue.
 func TestARunWhoseKeyIsHeldParksQueuedOnIt(t *testing.T) {
 	q := &keyQueue{}
-	h := newHarness(t, func(o *engine.Options) { o.ParkAfter, o.Keys = 2*time.Second, q })
+	h := newHarness(t, func(o *engine.Options) { o.Host.ParkAfter, o.Host.Keys = 2*time.Second, q })
 	ctx := context.Background()
 	ok, _, err := h.store.AcquireLock(ctx, state.Lock{Key: "the-key", Owner: "holder"})
 	require.NoError(t, err)
@@ -82,7 +82,7 @@ func TestARunWhoseKeyIsHeldParksQueuedOnIt(t *testing.T) {
 // first.
 func TestANewRunQueuesBehindTheRunsParkedOnItsKey(t *testing.T) {
 	q := &keyQueue{queued: true}
-	h := newHarness(t, func(o *engine.Options) { o.ParkAfter, o.Keys = 2*time.Second, q })
+	h := newHarness(t, func(o *engine.Options) { o.Host.ParkAfter, o.Host.Keys = 2*time.Second, q })
 	r, err := h.run(keyedSrc, nil)
 	require.NoError(t, err)
 	assert.Equal(t, state.RunWaiting, r.Status)

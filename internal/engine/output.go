@@ -9,7 +9,7 @@ import (
 	"github.com/runbook/runbook/internal/state"
 )
 
-// Defaults of the step output (Options.MaxStepOutput, the batching).
+// Defaults of the step output (Options.Limits.MaxStepOutput, the batching).
 const (
 	// DefaultMaxStepOutput is how many bytes of output one attempt of a
 	// step keeps in the run's output area; the rest is counted and
@@ -32,7 +32,7 @@ const outputQueue = 4
 // stepOutput is the steps.OutputSink of one attempt: it redacts each line,
 // keeps at most max bytes of them, and hands them in batches to a writer
 // goroutine (started by the first line) that writes them to the store's
-// output area (when it has one) and to Options.OutputObserver, in order.
+// output area (when it has one) and to Options.Observer.Output, in order.
 type stepOutput struct {
 	e       *Engine
 	store   state.StepOutput
@@ -62,7 +62,7 @@ type stepOutput struct {
 }
 
 func (sr *stepRun) newOutput(attempt int) *stepOutput {
-	o := &stepOutput{e: sr.rs.e, runID: sr.rs.run.ID, step: sr.rec.ID, attempt: attempt, max: sr.rs.e.o.MaxStepOutput}
+	o := &stepOutput{e: sr.rs.e, runID: sr.rs.run.ID, step: sr.rec.ID, attempt: attempt, max: sr.rs.e.o.Limits.MaxStepOutput}
 	o.store = sr.rs.e.o.Store
 	return o
 }
@@ -147,7 +147,7 @@ func (o *stepOutput) queue(lines []state.OutputLine) {
 // write is logged, once per attempt (close says how many lines were
 // lost): the step goes on, its output is lost.
 func (o *stepOutput) write(lines []state.OutputLine) {
-	ctx, cancel := context.WithTimeout(context.Background(), o.e.o.StateWrites)
+	ctx, cancel := context.WithTimeout(context.Background(), o.e.o.Limits.StateWrites)
 	err := o.store.AppendOutput(ctx, o.runID, lines)
 	cancel()
 	if err != nil && o.unstored == 0 {
@@ -156,8 +156,8 @@ func (o *stepOutput) write(lines []state.OutputLine) {
 	if err != nil {
 		o.unstored += len(lines)
 	}
-	if o.e.o.OutputObserver != nil {
-		o.e.o.OutputObserver(o.runID, lines)
+	if o.e.o.Observer.Output != nil {
+		o.e.o.Observer.Output(o.runID, lines)
 	}
 }
 

@@ -34,7 +34,7 @@ func TestShellOutputIsStoredLineByLineOutsideTheRecord(t *testing.T) {
 	var mu sync.Mutex
 	var observed []state.OutputLine
 	h := newHarness(t, func(o *engine.Options) {
-		o.OutputObserver = func(_ string, lines []state.OutputLine) {
+		o.Observer.Output = func(_ string, lines []state.OutputLine) {
 			mu.Lock()
 			observed = append(observed, lines...)
 			mu.Unlock()
@@ -83,7 +83,7 @@ func TestSecretsPrintedByAStepAreMaskedInTheStoredOutput(t *testing.T) {
 	var mu sync.Mutex
 	var observed []string
 	h := newHarness(t, func(o *engine.Options) {
-		o.OutputObserver = func(_ string, lines []state.OutputLine) {
+		o.Observer.Output = func(_ string, lines []state.OutputLine) {
 			mu.Lock()
 			for _, l := range lines {
 				observed = append(observed, l.Text)
@@ -113,7 +113,7 @@ steps:
 }
 
 func TestStepOutputIsCappedWithANote(t *testing.T) {
-	h := newHarness(t, func(o *engine.Options) { o.MaxStepOutput = 1000 })
+	h := newHarness(t, func(o *engine.Options) { o.Limits.MaxStepOutput = 1000 })
 	r, err := h.run(`
 version: 1
 name: chatty

@@ -35,7 +35,7 @@ func (h *host) Parks(d time.Duration) bool {
 // bounds each attempt, not the delays between them).
 func (sr *stepRun) parks(d time.Duration) bool {
 	e := sr.rs.e
-	return e.o.ParkAfter > 0 && d >= e.o.ParkAfter
+	return e.o.Host.ParkAfter > 0 && d >= e.o.Host.ParkAfter
 }
 
 // park leaves the step waiting until p.Until (a *steps.Suspended). The

@@ -13,7 +13,7 @@ import (
 	"github.com/runbook/runbook/internal/state"
 )
 
-func parkAll(o *engine.Options) { o.ParkAfter = 2 * time.Second }
+func parkAll(o *engine.Options) { o.Host.ParkAfter = 2 * time.Second }
 
 func (c *fakeClock) advance(d time.Duration) {
 	c.mu.Lock()
@@ -26,10 +26,11 @@ func (c *fakeClock) advance(d time.Duration) {
 func (h *harness) restarted(opts ...func(*engine.Options)) *engine.Engine {
 	h.t.Helper()
 	o := engine.Options{
-		Store: h.store, Clock: h.clock, ParkAfter: 2 * time.Second,
-		Parse: func(file string, src []byte) (*playbook.Playbook, error) {
+		Store: h.store, Clock: h.clock,
+		Host: engine.Host{ParkAfter: 2 * time.Second},
+		Playbooks: engine.Playbooks{Parse: func(file string, src []byte) (*playbook.Playbook, error) {
 			return playbook.Parse(file, src, playbook.LoadOptions{})
-		},
+		}},
 	}
 	for _, f := range opts {
 		f(&o)
@@ -95,7 +96,7 @@ func TestALongSleepParksTheRunAndEndsAtItsFirstDeadlineAcrossARestart(t *testing
 // A short sleep, and a sleep of a step with its own timeout, wait in
 // process: a timeout must still be able to cut the sleep.
 func TestShortSleepsAndSleepsUnderAStepTimeoutDoNotPark(t *testing.T) {
-	h := newHarness(t, parkAll, func(o *engine.Options) { o.ParkAfter = time.Hour })
+	h := newHarness(t, parkAll, func(o *engine.Options) { o.Host.ParkAfter = time.Hour })
 	r, err := h.run(`
 version: 1
 name: short

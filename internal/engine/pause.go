@@ -6,7 +6,7 @@ import (
 	"github.com/runbook/runbook/internal/playbook"
 )
 
-// Pauses say whether the runs of a playbook are paused (Options.Pauses):
+// Pauses say whether the runs of a playbook are paused (Options.Host.Pauses):
 // an operator holds them for a change freeze (runbook pause). A paused
 // run starts no step: before each attempt of a main step starts (a
 // step's first, or the next after a retry's delay) the engine asks, and
@@ -31,7 +31,7 @@ var errPaused = errors.New("playbook paused")
 // paused returns errPaused when the run's playbook is paused, noting why
 // for its park. A sub-playbook run is not held: see Pauses.
 func (rs *runState) paused() error {
-	p := rs.e.o.Pauses
+	p := rs.e.o.Host.Pauses
 	if p == nil || rs.run.ParentID != "" {
 		return nil
 	}

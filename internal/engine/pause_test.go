@@ -43,7 +43,7 @@ func TestAPausedPlaybooksRunFinishesItsStepThenParksAndGoesOnWhenWoken(t *testin
 	registerTestSteps()
 	testProbe.reset()
 	p := &pauses{}
-	h := newHarness(t, func(o *engine.Options) { o.Pauses = p })
+	h := newHarness(t, func(o *engine.Options) { o.Host.Pauses = p })
 	pb := h.load(`
 version: 1
 name: paused
@@ -107,7 +107,7 @@ func TestAPauseHoldsTheItemsOfAForEachAndTheRunsFirstStep(t *testing.T) {
 	registerTestSteps()
 	testProbe.reset()
 	p := &pauses{}
-	h := newHarness(t, func(o *engine.Options) { o.Pauses = p })
+	h := newHarness(t, func(o *engine.Options) { o.Host.Pauses = p })
 	pb := h.load(`
 version: 1
 name: paused-items

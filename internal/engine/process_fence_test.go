@@ -48,12 +48,13 @@ func newProcessRun(t *testing.T, ttl time.Duration) *processRun {
 	t.Cleanup(func() { _ = st.Close() })
 	p.st = st
 	p.e = engine.New(engine.Options{
-		Store: st, Process: laptop, Fence: true, Environ: []string{},
-		Observer: func(_ string, ev state.Event) {
+		Store: st, Process: laptop, Environ: []string{},
+
+		Host: engine.Host{Fence: true}, Observer: engine.Observer{Event: func(_ string, ev state.Event) {
 			if ev.Type == "step.started" {
 				p.started <- ev.Step
 			}
-		},
+		}},
 	})
 	p.lease = p.e.KeepProcessLease(ttl)
 	t.Cleanup(p.lease.Stop)
@@ -219,7 +220,7 @@ func TestAProcessClaimsARunOnlyFromNoLiveOwner(t *testing.T) {
 	st, err := postgres.Open(ctx, pgtest.DB(t), postgres.Options{})
 	require.NoError(t, err)
 	defer st.Close()
-	e := engine.New(engine.Options{Store: st, Process: laptop, Fence: true})
+	e := engine.New(engine.Options{Store: st, Process: laptop, Host: engine.Host{Fence: true}})
 	lease := e.KeepProcessLease(time.Minute)
 	defer lease.Stop()
 	other := engine.New(engine.Options{Store: st, Process: "another-host/5@1"})

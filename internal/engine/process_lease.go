@@ -37,7 +37,7 @@ func processLeaseValid(ttl time.Duration) time.Duration { return ttl - ttl/4 }
 // ttl after the process sent it; measured from that send, on the monotonic
 // clock and on the wall clock (which counts a suspended machine's sleep,
 // which the monotonic clock does not), the process starts no step of its
-// fenced runs (Options.Fence) once processLeaseValid(ttl) passed without
+// fenced runs (Options.Host.Fence) once processLeaseValid(ttl) passed without
 // a renewal, whether its renewals fail, hang, or the process was paused
 // or suspended. The steps wait. At the next renewal that succeeds after
 // such a lapse — of the same term, or the lease taken again — the process
@@ -65,7 +65,7 @@ type ProcessLease struct {
 
 // KeepProcessLease keeps this process's lease on a shared store
 // (state.Coordinator; on another store it does nothing), renewed every
-// third of ttl, until Stop, which ends it. With Options.Fence the engine's
+// third of ttl, until Stop, which ends it. With Options.Host.Fence the engine's
 // runs are fenced by it (see ProcessLease): call it before claiming a run
 // (Claim), so the lease lives when the replicas look at the run. A
 // replica of runbook serve has a lease of its own and needs none.

@@ -51,7 +51,7 @@ type runState struct {
 	lazyMu     sync.Mutex // guards the deferred writes of pure steps
 	lazy       []*state.StepRecord
 	lazyEvents []state.Event
-	start      []state.Event // the run's start, not written yet (Options.DeferStart)
+	start      []state.Event // the run's start, not written yet (Options.Host.DeferStart)
 	held       bool          // lazy holds the end of a chained step (holdEnd)
 
 	fence *fence // nil: its writes are not fenced (fence.go)
@@ -211,7 +211,7 @@ func (rs *runState) begin(ctx context.Context) (_ context.Context, stop func(), 
 	if resumed {
 		evType, msg = "run.resumed", "run resumed"
 	}
-	if e.o.DeferStart && !resumed {
+	if e.o.Host.DeferStart && !resumed {
 		rs.lazyMu.Lock()
 		rs.start = []state.Event{{Time: now, Type: evType, Message: msg}}
 		rs.lazyMu.Unlock()

@@ -21,7 +21,7 @@ func (rs *runState) runList(ctx context.Context, list []*playbook.Step, ph phase
 	if n == 0 {
 		return
 	}
-	limit := rs.e.o.MaxParallel
+	limit := rs.e.o.Limits.MaxParallel
 	if rs.pb.MaxParallel > 0 {
 		limit = rs.pb.MaxParallel
 	}

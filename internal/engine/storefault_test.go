@@ -162,7 +162,7 @@ func retrying(t *testing.T, host context.Context, id string, fenced bool) (*harn
 		st.Store = o.Store
 		o.Store = st
 		if fenced {
-			o.Fence, o.Process = true, "replica-1"
+			o.Host.Fence, o.Process = true, "replica-1"
 		}
 	})
 	done := make(chan ranRun, 1)

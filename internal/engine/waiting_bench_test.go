@@ -283,13 +283,14 @@ func openWaiting(b fataler, path string, parse func(string, []byte) (*playbook.P
 	}
 	w := &waitCounter{event: event}
 	e := engine.New(engine.Options{
-		Store: st, Environ: []string{}, Parse: parse,
-		ParkAfter: parkAfter,
-		Observer: func(_ string, ev state.Event) {
+		Store: st, Environ: []string{},
+		Playbooks: engine.Playbooks{Parse: parse},
+		Host:      engine.Host{ParkAfter: parkAfter},
+		Observer: engine.Observer{Event: func(_ string, ev state.Event) {
 			if ev.Type == w.event {
 				w.n.Add(1)
 			}
-		},
+		}},
 	})
 	return st, w, e
 }

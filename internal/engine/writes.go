@@ -23,7 +23,7 @@ func (e *Engine) writeCtx(ctx context.Context) (context.Context, context.CancelF
 	stopWatch := context.AfterFunc(ctx, func() {
 		mu.Lock()
 		defer mu.Unlock()
-		timer = time.AfterFunc(e.o.StateWrites, cancel)
+		timer = time.AfterFunc(e.o.Limits.StateWrites, cancel)
 	})
 	return wctx, func() {
 		stopWatch()
@@ -91,7 +91,7 @@ func (rs *runState) write(ctx context.Context, rec *state.StepRecord, evs []stat
 		return
 	}
 	if len(start) > 0 {
-		// The run's start goes with its first write (Options.DeferStart).
+		// The run's start goes with its first write (Options.Host.DeferStart).
 		rs.runMu.Lock()
 		err := rs.stored(func() error {
 			wctx, stop := rs.writeCtx(ctx)
@@ -134,7 +134,7 @@ func (rs *runState) holding() bool {
 
 // flushDue writes what must be on record before a step's process or
 // call starts, or before the run waits: the run's deferred start
-// (Options.DeferStart) and held step ends (holdEnd), with whatever else
+// (Options.Host.DeferStart) and held step ends (holdEnd), with whatever else
 // waits for the run's next write. It writes nothing when neither waits.
 func (rs *runState) flushDue(ctx context.Context) {
 	rs.lazyMu.Lock()

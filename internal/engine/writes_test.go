@@ -74,7 +74,7 @@ func TestAStoreSlowerThanStateWritesDelaysARunButNeverDropsIt(t *testing.T) {
 	var slow *slowStore
 	h := newHarness(t, func(o *engine.Options) {
 		slow = &slowStore{Store: o.Store, delay: 30 * time.Millisecond}
-		o.Store, o.StateWrites = slow, 5*time.Millisecond
+		o.Store, o.Limits.StateWrites = slow, 5*time.Millisecond
 	})
 	r, err := h.run(keyedBook, nil)
 	require.NoError(t, err)
@@ -97,7 +97,7 @@ func TestAStoreSlowerThanStateWritesDelaysARunButNeverDropsIt(t *testing.T) {
 // instead of holding the caller for ever.
 func TestACancelledRunsFinalWriteIsBoundedByStateWrites(t *testing.T) {
 	h := newHarness(t, func(o *engine.Options) {
-		o.Store, o.StateWrites = &slowStore{Store: o.Store, delay: time.Hour}, 20*time.Millisecond
+		o.Store, o.Limits.StateWrites = &slowStore{Store: o.Store, delay: time.Hour}, 20*time.Millisecond
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -245,8 +245,8 @@ func (cr *caseRun) newHost(ctx context.Context) (*runner.Host, error) {
 	logger := slog.New(slog.DiscardHandler)
 	h = runner.New(runner.Options{Embedded: true, Logger: logger, Engine: engine.Options{
 		Store: cr.store, Clock: simClock{cr.srv.Clock}, Secrets: cr.secrets, Redactor: secrets.NewRedactor(),
-		Logger: logger, Environ: cr.environ, Connection: cr.connection, Load: cr.load, Process: "runbook-test",
-		Observer: func(runID string, ev state.Event) { cr.observe(h, runID, ev) },
+		Logger: logger, Environ: cr.environ, Connection: cr.connection, Playbooks: engine.Playbooks{Load: cr.load}, Process: "runbook-test",
+		Observer: engine.Observer{Event: func(runID string, ev state.Event) { cr.observe(h, runID, ev) }},
 	}})
 	cr.mu.Lock()
 	cr.host = h

@@ -12,7 +12,7 @@ import (
 )
 
 // Parse parses a run's playbook snapshot, sharing the result between the
-// runs of one playbook version (the engine's Options.Parse).
+// runs of one playbook version (the engine's Options.Playbooks.Parse).
 func (r *Host) Parse(file string, src []byte) (*playbook.Playbook, error) {
 	return r.cache.parse(file, src)
 }

@@ -179,7 +179,7 @@ func New(o Options) *Host {
 }
 
 // DefaultParkAfter is the shortest sleep, task poll or retry delay that
-// parks a run of a server (engine.Options.ParkAfter): a shorter one holds
+// parks a run of a server (engine.Options.Host.ParkAfter): a shorter one holds
 // its slot.
 const DefaultParkAfter = 2 * time.Second
 
@@ -189,33 +189,33 @@ func (r *Host) engineOptions(eo engine.Options) engine.Options {
 	// A pending run of a server is taken up again: at the next start, by
 	// the watchdog or another replica. One of a CLI process shows
 	// interrupted once the process is gone: its start is written at once.
-	eo.DeferStart = !r.o.Embedded
+	eo.Host.DeferStart = !r.o.Embedded
 	// Replicas claim each run before executing it; another takes it over
 	// once this one's lease lapsed: this one's writes are fenced. So are
 	// those of a CLI process on their store (its process lease).
-	_, eo.Fence = eo.Store.(state.Coordinator)
+	_, eo.Host.Fence = eo.Store.(state.Coordinator)
 	if !r.o.Embedded {
-		eo.Lease = hostLease{r}
-		eo.Pauses = &r.pauses // paused playbooks' runs park (pause.go)
+		eo.Host.Lease = hostLease{r}
+		eo.Host.Pauses = &r.pauses // paused playbooks' runs park (pause.go)
 	}
-	eo.Keys = hostKeys{r} // runs queued on a concurrency key park too (keys.go)
+	eo.Host.Keys = hostKeys{r} // runs queued on a concurrency key park too (keys.go)
 	switch {
 	case r.o.Embedded:
 		// A CLI process waits for its steps' moments in process: its
 		// runs park only on an answer or a concurrency key (Await).
-		eo.ParkAfter = 0
-	case eo.ParkAfter <= 0:
-		eo.ParkAfter = DefaultParkAfter
+		eo.Host.ParkAfter = 0
+	case eo.Host.ParkAfter <= 0:
+		eo.Host.ParkAfter = DefaultParkAfter
 	}
-	eo.Parse = r.Parse
+	eo.Playbooks.Parse = r.Parse
 	if eo.Redactor == nil {
 		eo.Redactor = secrets.NewRedactor()
 	}
 	if eo.Logger == nil {
 		eo.Logger = r.log
 	}
-	observer := eo.Observer
-	eo.Observer = func(runID string, ev state.Event) {
+	observer := eo.Observer.Event
+	eo.Observer.Event = func(runID string, ev state.Event) {
 		r.observeSlot(runID, ev)
 		if observer != nil {
 			observer(runID, ev)
@@ -230,7 +230,7 @@ func (r *Host) Engine() *engine.Engine { return r.eng }
 // observe passes an event the host recorded itself (not the engine) to
 // the engine's observer.
 func (r *Host) observe(runID string, ev state.Event) {
-	if o := r.o.Engine.Observer; o != nil {
+	if o := r.o.Engine.Observer.Event; o != nil {
 		o(runID, ev)
 	}
 }

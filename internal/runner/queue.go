@@ -23,7 +23,7 @@ import (
 // (park.go): it gives its slot back when it records run.waiting, its
 // goroutine ends, and when it is due or answered it is launched again
 // and queues for a slot like any run. A short sleep (under
-// engine.Options.ParkAfter) holds its slot.
+// engine.Options.Host.ParkAfter) holds its slot.
 
 // MaxRunningPerCPU sizes the default bound: this many runs per GOMAXPROCS.
 const MaxRunningPerCPU = 64

@@ -231,7 +231,7 @@ func (r *Host) rejoined(stopped bool) {
 	r.kickQueue()
 }
 
-// hostLease is the engine's Options.Lease: the replica's lease (none
+// hostLease is the engine's Options.Host.Lease: the replica's lease (none
 // outside the replicas).
 type hostLease struct{ r *Host }
 

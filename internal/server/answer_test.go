@@ -33,11 +33,11 @@ steps:
 	require.NoError(t, err)
 	started := make(chan string, 4)
 	s, err := New(Options{
-		Engine: engine.Options{Store: store, Environ: []string{}, Observer: func(runID string, ev state.Event) {
+		Engine: engine.Options{Store: store, Environ: []string{}, Observer: engine.Observer{Event: func(runID string, ev state.Event) {
 			if ev.Type == "run.started" {
 				started <- runID
 			}
-		}},
+		}}},
 		Playbooks: dir, Token: "t0ken",
 	})
 	require.NoError(t, err)

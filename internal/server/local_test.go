@@ -57,12 +57,12 @@ steps:
 	waiting := make(chan string, 1)
 	host := runner.New(runner.Options{Embedded: true, KeyPoll: time.Hour, Engine: engine.Options{
 		Store: store, Environ: []string{},
-		Observer: func(runID string, ev state.Event) {
+		Observer: engine.Observer{Event: func(runID string, ev state.Event) {
 			l.Observe(runID, ev)
 			if ev.Type == "step.waiting" {
 				waiting <- runID
 			}
-		},
+		}},
 	}})
 	require.NoError(t, l.Start(host))
 	defer l.Close()

@@ -188,7 +188,7 @@ outputs: {by: "${{ steps.gate.outputs.by }}"}
 steps:
   - {id: gate, uses: approval, with: {message: go?}}
 `}, func(o *server.Options) {
-		o.Engine.Load = func(path string) (*playbook.Playbook, error) { return playbook.Load(path, playbook.LoadOptions{}) }
+		o.Engine.Playbooks.Load = func(path string) (*playbook.Playbook, error) { return playbook.Load(path, playbook.LoadOptions{}) }
 	})
 	runtime.GC()
 	before := runtime.NumGoroutine()
@@ -278,7 +278,7 @@ steps:
 finally:
   - {id: bye, uses: set, with: {status: "${{ run.status }}"}}
 `}, func(o *server.Options) {
-		o.Engine.Load = func(path string) (*playbook.Playbook, error) { return playbook.Load(path, playbook.LoadOptions{}) }
+		o.Engine.Playbooks.Load = func(path string) (*playbook.Playbook, error) { return playbook.Load(path, playbook.LoadOptions{}) }
 	})
 	id := e.startRun("parent", nil)
 	e.waitParked(1)

@@ -186,8 +186,8 @@ func New(o Options) (*Server, error) {
 	if eo.Logger == nil {
 		eo.Logger = o.Logger
 	}
-	observer := eo.Observer
-	eo.Observer = func(runID string, ev state.Event) {
+	observer := eo.Observer.Event
+	eo.Observer.Event = func(runID string, ev state.Event) {
 		lb := s.metrics.observe(runID, ev)
 		s.events.publish(runID, ev)
 		s.logRunEnd(runID, ev, lb)

@@ -48,9 +48,9 @@ func newEngine(t *testing.T, srv *sim.Server) *testEngine {
 			}
 			return conn, nil
 		},
-		Parse: func(file string, src []byte) (*playbook.Playbook, error) {
+		Playbooks: engine.Playbooks{Parse: func(file string, src []byte) (*playbook.Playbook, error) {
 			return playbook.Parse(file, src, playbook.LoadOptions{})
-		},
+		}},
 	})
 	return &testEngine{Engine: e, store: st}
 }

@@ -238,9 +238,9 @@ func newOpsEngine(t *testing.T, conn map[string]any) *opsEngine {
 			}
 			return conn, nil
 		},
-		Parse: func(file string, src []byte) (*playbook.Playbook, error) {
+		Playbooks: engine.Playbooks{Parse: func(file string, src []byte) (*playbook.Playbook, error) {
 			return playbook.Parse(file, src, playbook.LoadOptions{})
-		},
+		}},
 	})
 	return &opsEngine{Engine: e, store: st}
 }

@@ -266,9 +266,9 @@ func newEngine(t *testing.T, conn map[string]any) *engineHarness {
 			}
 			return conn, nil
 		},
-		Parse: func(file string, src []byte) (*playbook.Playbook, error) {
+		Playbooks: engine.Playbooks{Parse: func(file string, src []byte) (*playbook.Playbook, error) {
 			return playbook.Parse(file, src, playbook.LoadOptions{})
-		},
+		}},
 	})
 	return &engineHarness{t: t, dir: dir, store: st, engine: e}
 }
