@@ -44,7 +44,7 @@ type verb struct {
 var verbs []*verb
 
 func init() {
-	verbs = []*verb{initVerb, runVerb, validateVerb, testVerb, planVerb, callVerb, stepsVerb, schemaVerb, runsVerb, scheduleVerb, pauseVerb, resumeVerb, simVerb, serveVerb, tokenVerb, notifyVerb, auditVerb, drainVerb, migrateVerb, stateVerb, configVerb, versionVerb, completionVerb}
+	verbs = []*verb{initVerb, runVerb, validateVerb, testVerb, planVerb, callVerb, stepsVerb, schemaVerb, runsVerb, scheduleVerb, pauseVerb, resumeVerb, simVerb, serveVerb, agentVerb, agentsVerb, tokenVerb, notifyVerb, auditVerb, drainVerb, migrateVerb, stateVerb, configVerb, versionVerb, completionVerb}
 }
 
 func findVerb(name string) *verb {

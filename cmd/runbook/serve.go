@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/runbook/runbook/internal/config"
 	"github.com/runbook/runbook/internal/egress"
@@ -35,8 +36,10 @@ type serveFlags struct {
 	listen    string // --listen, over server.listen
 	playbooks string // --playbooks, over playbooks:
 	verbose   bool
-	state     stateFlags
-	sims      simFlags
+	// agentLease: server.Options.AgentLease.
+	agentLease time.Duration
+	state      stateFlags
+	sims       simFlags
 }
 
 func cmdServe(ctx context.Context, a *app, args []string) error {
@@ -92,7 +95,7 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 			ReadTimeout: cfg.Server.ReadTimeout, WriteTimeout: cfg.Server.WriteTimeout, IdleTimeout: cfg.Server.IdleTimeout,
 			MaxConnsPerAddress: cfg.Server.MaxConnsPerAddress}, MaxRunning: cfg.Server.MaxRunning, Lease: cfg.Server.Lease, TakeOverRunProcesses: cfg.Server.TakeOverRunProcesses, StateFile: stateFile(statePath), Logger: logger,
 		Auth: authOptions, TLS: server.TLSFiles{Cert: cfg.Server.TLSCert, Key: cfg.Server.TLSKey}, MetricsToken: sec.metrics,
-		Notify: sec.notify.NotifyOptions,
+		Notify: sec.notify.NotifyOptions, AgentLease: f.agentLease,
 	})
 	if err != nil {
 		return err
@@ -126,6 +129,7 @@ are suspended with their state saved and resume at the next start.`,
 	fs.StringVar(&f.listen, "listen", "", "listen `address` (overrides server.listen)")
 	fs.StringVar(&f.playbooks, "playbooks", "", "playbook `directory` (overrides playbooks:)")
 	fs.BoolVar(&f.verbose, "v", false, "log every run start and end (info level)")
+	fs.DurationVar(&f.agentLease, "agent-lease", 0, "how long a runbook agent that stopped answering keeps its attempts (default 15s; docs/agents.md)")
 	f.state.addState(fs)
 	f.state.addSecrets(fs)
 	f.sims.add(fs)

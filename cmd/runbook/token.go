@@ -84,14 +84,15 @@ func cmdTokenCreate(ctx context.Context, a *app, args []string) error {
 		summary: "Create an API token and print it, alone on the last line of the output. It is not shown again: only its SHA-256 is kept.",
 		details: `Roles: viewer (read playbooks and runs), operator (also start, cancel, retry and
 resume runs), approver (also answer approvals), admin (everything, also tokens,
-reload and the audit log). --playbooks limits the roles to the playbooks whose
+reload and the audit log), agent (a runbook agent: register and run the step
+attempts assigned to it, nothing else; docs/agents.md). --playbooks limits the roles to the playbooks whose
 name matches a pattern (path.Match: "nks-*"); such a token never gets admin's
 global permissions. --ttl ends the token after that long (90d, 12h): a request
 with it afterwards is refused with 401, naming the expiry. Use the token as a bearer token, or with the CLI:
   export RUNBOOK_API_TOKEN=$(runbook token create ci --role operator | tail -n 1)`,
 	})
 	var roles, playbooks listFlag
-	fs.Var(&roles, "role", "the token's `roles`, comma separated or repeated (viewer, operator, approver, admin)")
+	fs.Var(&roles, "role", "the token's `roles`, comma separated or repeated (viewer, operator, approver, admin, agent)")
 	fs.Var(&playbooks, "playbooks", "limit the roles to playbooks matching these `patterns` (comma separated or repeated)")
 	ttl := fs.String("ttl", "", "end the token after this `duration` (90d, 12h; default: never)")
 	o := newRunsOpener(a, fs)

@@ -248,7 +248,7 @@ func TestTokenUsageErrors(t *testing.T) {
 		args   []string
 		stderr string
 	}{
-		{"an unknown role suggests the closest", []string{"token", "create", "x", "--role", "operater"}, `unknown role "operater" (want admin, approver, operator, viewer); did you mean "operator"?`},
+		{"an unknown role suggests the closest", []string{"token", "create", "x", "--role", "operater"}, `unknown role "operater" (want admin, agent, approver, operator, viewer); did you mean "operator"?`},
 		{"a role is required", []string{"token", "create", "x"}, "--role is required"},
 		{"a bad playbook pattern is refused", []string{"token", "create", "x", "--role", "viewer", "--playbooks", "nks-["}, `playbook pattern "nks-[": syntax error in pattern`},
 		{"a name with a colon is refused", []string{"token", "create", "a:b", "--role", "viewer"}, `invalid name "a:b"`},

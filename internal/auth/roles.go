@@ -31,11 +31,14 @@ const (
 	ManageTokens Permission = "tokens.manage" // global
 	ReadAudit    Permission = "audit.read"    // global
 	Admin        Permission = "server.admin"  // global: anything without a narrower permission
+	// WorkAsAgent registers a runbook agent and takes, runs and answers
+	// the step attempts assigned to it (docs/agents.md). Global.
+	WorkAsAgent Permission = "agents.work"
 )
 
 // global reports whether p is not about one playbook.
 func global(p Permission) bool {
-	return p == Reload || p == ManageTokens || p == ReadAudit || p == Admin || p == PauseRuns
+	return p == Reload || p == ManageTokens || p == ReadAudit || p == Admin || p == PauseRuns || p == WorkAsAgent
 }
 
 // The roles.
@@ -44,6 +47,9 @@ const (
 	RoleOperator = "operator"
 	RoleApprover = "approver"
 	RoleAdmin    = "admin"
+	// RoleAgent is a runbook agent's: it may work as an agent, nothing
+	// else (not even read runs).
+	RoleAgent = "agent"
 )
 
 // RolePermissions is what each role may do.
@@ -52,6 +58,7 @@ var RolePermissions = map[string][]Permission{
 	RoleOperator: {ReadPlaybooks, ReadRuns, StartRuns, CancelRuns, RetryRuns, ResumeRuns, PauseSchedules, PauseRuns},
 	RoleApprover: {ReadPlaybooks, ReadRuns, ApproveRuns},
 	RoleAdmin:    {ReadPlaybooks, ReadRuns, StartRuns, CancelRuns, RetryRuns, ResumeRuns, PauseSchedules, PauseRuns, ApproveRuns, Reload, ManageTokens, ReadAudit, Admin},
+	RoleAgent:    {WorkAsAgent},
 }
 
 // RoleNames lists the roles, sorted.

@@ -223,7 +223,11 @@ func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[str
 		sctx, stop = context.WithTimeoutCause(ctx, st.Timeout, errStepTimeout)
 		defer stop()
 	}
-	out, err := st.Desc.Run(steps.WatchCalls(sctx, call), call)
+	run := st.Desc.Run
+	if st.RunsOn != nil {
+		run = sr.onAgent
+	}
+	out, err := run(steps.WatchCalls(sctx, call), call)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(sctx), errStepTimeout) {
 		err = &fault.Error{Code: fault.Timeout, Message: fmt.Sprintf("step timed out after %s", st.Timeout), Err: err}
 	}
@@ -245,6 +249,9 @@ func (sr *stepRun) intend(ctx context.Context, call *steps.Call, started state.E
 	rs, st, rec := sr.rs, sr.st, sr.rec
 	prev, err := rs.e.o.Store.GetIntent(ctx, rs.run.ID, rec.ID)
 	switch {
+	case err == nil && !prev.Resolved && st.Desc.Reconcile != nil && st.RunsOn != nil:
+		// The service is reached from the agent: it reconciles there.
+		sr.agentIntent = &steps.Intent{RunID: prev.RunID, Step: prev.Step, Attempt: prev.Attempt, IdempotencyKey: prev.Key, CreatedAt: prev.CreatedAt, Data: prev.Data}
 	case err == nil && !prev.Resolved && st.Desc.Reconcile != nil:
 		in := steps.Intent{RunID: prev.RunID, Step: prev.Step, Attempt: prev.Attempt, IdempotencyKey: prev.Key, CreatedAt: prev.CreatedAt, Data: prev.Data}
 		rs.flushDue(ctx) // reconciling calls the service

@@ -147,6 +147,10 @@ type Host struct {
 	// whether the run's playbook is paused (pause.go): then the step does
 	// not start and the run parks, recorded waiting with why.
 	Pauses Pauses
+	// Agents runs the attempts of steps placed on runbook agents
+	// (runs_on; internal/agent); nil: such a step fails, saying this
+	// process dispatches to no agent.
+	Agents Agents
 }
 
 // Engine runs playbooks.

@@ -9,6 +9,7 @@ import (
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/steps"
 )
 
 // stepRun is one step, or one for_each item, being run within a run. It
@@ -37,6 +38,10 @@ type stepRun struct {
 	// run: its end is held for that write (holdEnd), which makes a chain
 	// of steps cost one commit per step.
 	chained bool
+
+	// agentIntent is the unresolved intent an attempt on an agent
+	// reconciles there (agent.go).
+	agentIntent *steps.Intent
 
 	mu      sync.Mutex // guards rec against the step's own Host calls, and pending
 	pending []state.Event
@@ -78,7 +83,7 @@ func (sr *stepRun) run(ctx context.Context) state.StepStatus {
 	if err != nil {
 		return sr.finish(ctx, nil, err)
 	}
-	sr.lazy = st.Desc.Pure
+	sr.lazy = st.Desc.Pure && st.RunsOn == nil // an agent's attempt is on record before it is sent
 	// A step parked between two attempts (NextAttemptAt) starts the next.
 	sr.continuing = rec.Status == state.StepWaiting && rec.Attempts > 0 && rec.NextAttemptAt.IsZero()
 	return sr.attempts(ctx, params, extra)

@@ -36,7 +36,7 @@ var (
 
 var topKeys = []string{
 	"version", "name", "description", "labels", "inputs", "env", "connections", "triggers",
-	"concurrency", "timeout", "max_parallel", "take_over", "steps", "on_failure", "finally", "outputs",
+	"concurrency", "timeout", "max_parallel", "take_over", "runs_on", "on_agent_lost", "steps", "on_failure", "finally", "outputs",
 }
 
 // Load reads and parses the playbook at path. Positions name the file as
@@ -159,6 +159,10 @@ func (l *loader) header(pb *Playbook, o *yamlnode.Object) {
 	}
 	if n := o.Get("take_over"); n != nil {
 		pb.TakeOver, _ = l.Bool(n, "take_over")
+	}
+	if pb.RunsOn = l.runsOn(o, ""); pb.RunsOn != nil && pb.RunsOn.Labels == nil {
+		l.errf(o.KeyNode("on_agent_lost"), "on_agent_lost", "on_agent_lost applies with runs_on (the labels of the agents the steps run on)")
+		pb.RunsOn = nil
 	}
 }
 

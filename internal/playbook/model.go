@@ -36,7 +36,10 @@ type Playbook struct {
 	// database take over a run of this playbook that `runbook run` started,
 	// once that process is gone (its process lease lapsed), as the config's
 	// server.take_over_run_processes does for every playbook.
-	TakeOver  bool
+	TakeOver bool
+	// RunsOn is the placement of every step that names none (runs_on,
+	// on_agent_lost at the top), nil: in the engine's process.
+	RunsOn    *RunsOn
 	Steps     []*Step
 	OnFailure []*Step
 	Finally   []*Step
@@ -88,9 +91,12 @@ type Step struct {
 	Retry           *Retry
 	Timeout         time.Duration
 	ContinueOnError bool
-	Outputs         map[string]expr.Value
-	Name            string // optional display name
-	Pos             Pos
+	// RunsOn places the step's attempts on an agent (its own runs_on, else
+	// the playbook's); nil: in the engine's process.
+	RunsOn  *RunsOn
+	Outputs map[string]expr.Value
+	Name    string // optional display name
+	Pos     Pos
 	// DiagPath is the step's path in diagnostics ("steps[2]").
 	DiagPath string
 

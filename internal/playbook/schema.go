@@ -49,6 +49,17 @@ func schemaDoc() obj {
 		"schedule":   scheduleSchema(),
 		"webhook":    webhookSchema(),
 		"trigger":    triggerSchema(),
+		"runs_on": obj{
+			"type": "object", "additionalProperties": false, "required": []any{"labels"},
+			"description": "run the step's attempts on a runbook agent whose labels match (docs/agents.md)",
+			"properties": obj{"labels": obj{
+				"type": "object", "minProperties": 1,
+				"propertyNames":        obj{"pattern": labelKeyRE().String()},
+				"additionalProperties": obj{"type": "string", "pattern": labelValueRE().String()},
+			}},
+		},
+		"on_agent_lost": obj{"enum": []any{"fail", "retry"}, "default": "fail",
+			"description": "when the agent running a step is lost: fail with \"agent lost\", or run the step once more on another agent (a mutating cloud step always reconciles instead)"},
 	}
 	return obj{
 		"$schema":     "https://json-schema.org/draft/2020-12/schema",
@@ -94,9 +105,11 @@ func schemaDoc() obj {
 			"max_parallel": obj{"type": "integer", "minimum": 1},
 			"take_over": obj{"type": "boolean", "default": false,
 				"description": "on a PostgreSQL state, let the runbook serve replicas take over a run that runbook run started once that process is gone (off by default: its secret inputs and local files may exist only where it ran)"},
-			"steps":      obj{"type": "array", "items": ref("step"), "minItems": 1},
-			"on_failure": ref("steps"),
-			"finally":    ref("steps"),
+			"runs_on":       ref("runs_on"),
+			"on_agent_lost": ref("on_agent_lost"),
+			"steps":         obj{"type": "array", "items": ref("step"), "minItems": 1},
+			"on_failure":    ref("steps"),
+			"finally":       ref("steps"),
 			"outputs": obj{
 				"type":                 "object",
 				"propertyNames":        obj{"pattern": ident},
@@ -174,6 +187,8 @@ func stepSchema() obj {
 			"retry":             ref("retry"),
 			"timeout":           ref("duration"),
 			"continue_on_error": obj{"type": "boolean"},
+			"runs_on":           ref("runs_on"),
+			"on_agent_lost":     ref("on_agent_lost"),
 			"outputs": obj{
 				"type":                 "object",
 				"propertyNames":        obj{"pattern": identRE().String()},

@@ -14,7 +14,7 @@ import (
 
 var stepKeys = []string{
 	"id", "name", "uses", "with", "if", "needs", "for_each", "max_parallel",
-	"retry", "timeout", "continue_on_error", "outputs",
+	"retry", "timeout", "continue_on_error", "outputs", "runs_on", "on_agent_lost",
 }
 
 var retryKeys = []string{"attempts", "delay", "backoff", "max_delay", "jitter", "if"}
@@ -79,6 +79,7 @@ func (l *loader) stepLists(pb *Playbook, o *yamlnode.Object) *stepSet {
 	for _, name := range listNames {
 		for i, n := range lists[name] {
 			sn := l.step(n, fmt.Sprintf("%s[%d]", name, i))
+			l.stepRunsOn(pb, sn)
 			sn.list, sn.index = name, i
 			ss.lists[name] = append(ss.lists[name], sn)
 			ss.all = append(ss.all, sn)

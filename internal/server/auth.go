@@ -68,6 +68,13 @@ var routePerms = map[string]route{
 	"POST /api/v1/playbooks/{name}/schedules/resume":   {perm: auth.PauseSchedules, action: "schedule.resume"},
 	"POST /api/v1/playbooks/{name}/schedules/run":      {perm: auth.StartRuns, action: "schedule.run"},
 	"POST /api/v1/playbooks/{name}/schedules/backfill": {perm: auth.StartRuns, action: "schedule.backfill"},
+	// The agents' protocol (api_agents.go) and their listing.
+	"POST /api/v1/agent/register":                {perm: auth.WorkAsAgent, action: "agent.register"},
+	"POST /api/v1/agent/poll":                    {perm: auth.WorkAsAgent},
+	"POST /api/v1/agent/assignments/{id}/lines":  {perm: auth.WorkAsAgent},
+	"POST /api/v1/agent/assignments/{id}/host":   {perm: auth.WorkAsAgent},
+	"POST /api/v1/agent/assignments/{id}/result": {perm: auth.WorkAsAgent},
+	"GET /api/v1/agents":                         {perm: auth.ReadRuns},
 	// The web UI's reads (internal/server/ui.go).
 	"GET /api/v1/runs/page":                   {perm: auth.ReadRuns},
 	"GET /api/v1/runs/{id}/definition":        {perm: auth.ReadRuns},

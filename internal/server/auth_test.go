@@ -31,6 +31,7 @@ var people = map[string]struct {
 	"bob":   {roles: []string{"approver"}, token: "tok-approver-bob-0000000000000000000000"},
 	"carol": {roles: []string{"operator", "approver"}, token: "tok-operator-approver-carol-000000000000"},
 	"root":  {roles: []string{"admin"}, token: "tok-admin-00000000000000000000000000000000"},
+	"ada":   {roles: []string{"agent"}, token: "tok-agent-ada-0000000000000000000000000"},
 	"nksop": {roles: []string{"operator"}, playbooks: []string{"nks-*"}, token: "tok-nks-operator-000000000000000000000"},
 	"mlop":  {roles: []string{"operator"}, playbooks: []string{"label:team=ml*"}, token: "tok-ml-operator-0000000000000000000000"},
 }
@@ -113,7 +114,24 @@ func TestPermissionMatrix(t *testing.T) {
 			require.Equal(t, 201, r.status, "%s", r.body)
 			return call{path: "/api/v1/tokens/" + name}
 		}},
-		"GET /api/v1/audit":                       {auth.ReadAudit, func() call { return call{path: "/api/v1/audit"} }},
+		"GET /api/v1/audit":  {auth.ReadAudit, func() call { return call{path: "/api/v1/audit"} }},
+		"GET /api/v1/agents": {auth.ReadRuns, func() call { return call{path: "/api/v1/agents"} }},
+		"POST /api/v1/agent/register": {auth.WorkAsAgent, func() call {
+			return call{path: "/api/v1/agent/register", body: map[string]any{"name": "a1", "labels": map[string]string{"role": "x"}, "capacity": 1}}
+		}},
+		// A session or an assignment the server does not hold: 409 once allowed.
+		"POST /api/v1/agent/poll": {auth.WorkAsAgent, func() call {
+			return call{path: "/api/v1/agent/poll", body: map[string]any{"session": "s-none"}, ok: 409}
+		}},
+		"POST /api/v1/agent/assignments/{id}/lines": {auth.WorkAsAgent, func() call {
+			return call{path: "/api/v1/agent/assignments/a-none/lines", body: map[string]any{"session": "s-none"}, ok: 409}
+		}},
+		"POST /api/v1/agent/assignments/{id}/host": {auth.WorkAsAgent, func() call {
+			return call{path: "/api/v1/agent/assignments/a-none/host", body: map[string]any{"session": "s-none", "op": "checkpoint"}, ok: 409}
+		}},
+		"POST /api/v1/agent/assignments/{id}/result": {auth.WorkAsAgent, func() call {
+			return call{path: "/api/v1/agent/assignments/a-none/result", body: map[string]any{"session": "s-none"}, ok: 409}
+		}},
 		"GET /api/v1/runs/page":                   {auth.ReadRuns, func() call { return call{path: "/api/v1/runs/page"} }},
 		"GET /api/v1/runs/{id}/definition":        {auth.ReadRuns, func() call { return call{path: "/api/v1/runs/" + e.cancelledRun() + "/definition"} }},
 		"GET /api/v1/playbooks/{name}/definition": {auth.ReadPlaybooks, func() call { return call{path: "/api/v1/playbooks/gate/definition"} }},
@@ -158,7 +176,7 @@ func TestPermissionMatrix(t *testing.T) {
 		c := cases[pattern]
 		method, _, _ := strings.Cut(pattern, " ")
 		t.Run(pattern, func(t *testing.T) {
-			for _, who := range []string{"vera", "otto", "alice", "root"} {
+			for _, who := range []string{"vera", "otto", "alice", "root", "ada"} {
 				allowed := c.perm == "" || slices.ContainsFunc(people[who].roles, func(role string) bool {
 					return slices.Contains(auth.RolePermissions[role], c.perm)
 				})

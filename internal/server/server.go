@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runbook/runbook/internal/agent"
 	"github.com/runbook/runbook/internal/auth"
 	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/playbook"
@@ -94,6 +95,10 @@ type Options struct {
 	SchedulerClock trigger.Clock
 	// Notify are the notifications' rules and channels (notify.go).
 	Notify NotifyOptions
+	// AgentLease is how long a runbook agent keeps its session and the
+	// attempts assigned to it without a request (default
+	// agent.DefaultLease).
+	AgentLease time.Duration
 }
 
 // DefaultListen is the address the server binds unless configured.
@@ -121,6 +126,7 @@ type Server struct {
 	drainBy   atomic.Pointer[drainNote] // set by Drain
 
 	notify notifications
+	agents *agent.Dispatcher // runbook agents (api_agents.go)
 
 	authn *auth.Authenticator
 	addr  string
@@ -186,6 +192,8 @@ func New(o Options) (*Server, error) {
 	if eo.Logger == nil {
 		eo.Logger = o.Logger
 	}
+	s.agents = agent.NewDispatcher(agent.Options{Lease: o.AgentLease, Logger: o.Logger})
+	eo.Host.Agents = s.agents // the run host places runs_on attempts on them
 	observer := eo.Observer.Event
 	eo.Observer.Event = func(runID string, ev state.Event) {
 		lb := s.metrics.observe(runID, ev)
@@ -334,6 +342,7 @@ func (s *Server) Run(ctx context.Context) error {
 		wg.Go(func() { s.watch(bg) })
 	}
 	wg.Go(func() { s.runs.Run(bg) })
+	wg.Go(func() { s.agents.Run(bg) })
 	wg.Go(func() { s.watchCerts(bg) })
 	wg.Go(func() { s.pruneAudit(bg) })
 	s.runNotifications(bg, wg.Go)

@@ -1,0 +1,302 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// agentProc is a `runbook agent` process of a test.
+type agentProc struct {
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+	done   chan struct{}
+}
+
+// agentToken makes a token with the agent role through the server's API.
+func (c *cli) agentToken(s *serveProc, name string) string {
+	c.t.Helper()
+	admin := *c
+	admin.env = append(append([]string{}, c.env...), "RUNBOOK_API_TOKEN="+serveToken)
+	r := admin.run("token", "create", name, "--role", "agent", "--server", s.url)
+	require.Equal(c.t, 0, r.code, r.String())
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	return lines[len(lines)-1]
+}
+
+// agent starts `runbook agent` against s with its own token; AGENT_NAME
+// in its environment is its name, which the steps print.
+func (c *cli) agent(s *serveProc, name, labels string, capacity int) *agentProc {
+	c.t.Helper()
+	tok := c.agentToken(s, name)
+	cmd := exec.Command(bin, "agent", "--server", s.url, "--name", name, "--labels", labels, "--capacity", strconv.Itoa(capacity), "-v")
+	cmd.Dir = c.dir
+	cmd.Env = append(append([]string{}, c.env...), "RUNBOOK_AGENT_TOKEN="+tok, "AGENT_NAME="+name)
+	a := &agentProc{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan struct{})}
+	cmd.Stderr = &lockedWriter{w: a.stderr}
+	require.NoError(c.t, cmd.Start())
+	go func() { _ = cmd.Wait(); close(a.done) }()
+	c.t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Kill()
+		<-a.done
+	})
+	require.Eventually(c.t, func() bool { return strings.Contains(a.log(), "registered") }, 15*time.Second, 20*time.Millisecond, "agent %s did not register", name)
+	return a
+}
+
+func (a *agentProc) log() string {
+	return a.stderr.String()
+}
+
+// startRun starts a run of playbook pb and returns its ID.
+func startRun(t *testing.T, s *serveProc, pb string) string {
+	t.Helper()
+	code, m := s.api(t, "POST", "/api/v1/playbooks/"+pb+"/runs", map[string]any{})
+	require.Equal(t, 201, code, m)
+	return m["id"].(string)
+}
+
+// endOf waits for the run to end and returns it.
+func endOf(t *testing.T, s *serveProc, id string, within time.Duration) map[string]any {
+	t.Helper()
+	var run map[string]any
+	require.Eventually(t, func() bool {
+		_, run = s.api(t, "GET", "/api/v1/runs/"+id, nil)
+		st := run["status"]
+		return st == "succeeded" || st == "failed" || st == "cancelled"
+	}, within, 20*time.Millisecond, "run %s did not end: %v", id, run)
+	return run
+}
+
+func stepOf(run map[string]any, id string) map[string]any {
+	for _, s := range run["steps"].([]any) {
+		if m := s.(map[string]any); m["id"] == id {
+			return m
+		}
+	}
+	return nil
+}
+
+// outputOf is the run's output lines so far, as "step|text".
+func outputOf(t *testing.T, s *serveProc, id string) string {
+	t.Helper()
+	code, m := s.api(t, "GET", "/api/v1/runs/"+id+"/output", nil)
+	require.Equal(t, 200, code, m)
+	var b strings.Builder
+	for _, l := range m["lines"].([]any) {
+		lm := l.(map[string]any)
+		fmt.Fprintf(&b, "%v|%v\n", lm["step"], lm["text"])
+	}
+	return b.String()
+}
+
+// Agents with different labels on one server (bbolt): the steps of a
+// runs_on land only on the agents whose labels match, an agent never runs
+// more attempts at once than its capacity, a step's lines are readable
+// while it runs, and its outputs come back as a local step's (exit_code a
+// number).
+func TestAgentsRunOnlyMatchingStepsWithinTheirCapacityAndTheirLinesAppearLive(t *testing.T) {
+	c := newCLI(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "running"), 0o700))
+	// Each item marks itself running, records how many are, and unmarks.
+	c.file("playbooks/fan.yaml", fmt.Sprintf(`version: 1
+name: fan
+runs_on: {labels: {role: bastion}}
+steps:
+  - id: each
+    for_each: [1, 2, 3, 4, 5, 6]
+    max_parallel: 6
+    uses: shell
+    with:
+      command: |
+        touch %[1]s/running/${{ item }}-$AGENT_NAME
+        ls %[1]s/running | grep -c -- "-$AGENT_NAME\$" >> %[1]s/counts-$AGENT_NAME
+        echo "item ${{ item }} on $AGENT_NAME"
+        sleep 0.4
+        rm %[1]s/running/${{ item }}-$AGENT_NAME
+`, c.dir))
+	c.file("playbooks/web.yaml", fmt.Sprintf(`version: 1
+name: web
+steps:
+  - id: tick
+    uses: shell
+    runs_on: {labels: {role: web}}
+    with:
+      command: 'echo "tick on $AGENT_NAME"; while [ ! -e %s/gate ]; do sleep 0.02; done; echo tock'
+  - id: after
+    uses: set
+    with: {code: "${{ steps.tick.outputs.exit_code + 1 }}"}
+`, c.dir))
+	s := c.serve("--agent-lease", "3s")
+	c.agent(s, "bastion-a", "role=bastion,zone=a", 2)
+	c.agent(s, "bastion-b", "role=bastion,zone=b", 1)
+	c.agent(s, "web-1", "role=web", 1)
+
+	fan, web := startRun(t, s, "fan"), startRun(t, s, "web")
+	require.Eventually(t, func() bool { return strings.Contains(outputOf(t, s, web), "tick|tick on web-1") }, 15*time.Second, 20*time.Millisecond,
+		"the line printed before the step waits is readable while it runs")
+	_, run := s.api(t, "GET", "/api/v1/runs/"+web, nil)
+	assert.Equal(t, "running", run["status"])
+	require.NoError(t, os.WriteFile(filepath.Join(c.dir, "gate"), nil, 0o600))
+
+	run = endOf(t, s, web, 15*time.Second)
+	require.Equal(t, "succeeded", run["status"], run)
+	assert.Equal(t, float64(1), stepOf(run, "after")["outputs"].(map[string]any)["code"], "exit_code came back a number")
+	run = endOf(t, s, fan, 30*time.Second)
+	require.Equal(t, "succeeded", run["status"], run)
+
+	out := outputOf(t, s, fan)
+	on := map[string]int{}
+	for i := 1; i <= 6; i++ {
+		switch {
+		case strings.Contains(out, fmt.Sprintf("item %d on bastion-a", i)):
+			on["bastion-a"]++
+		case strings.Contains(out, fmt.Sprintf("item %d on bastion-b", i)):
+			on["bastion-b"]++
+		default:
+			t.Errorf("item %d ran on no bastion agent:\n%s", i, out)
+		}
+	}
+	assert.NotContains(t, out, "on web-1", "no bastion step on the web agent")
+	assert.Positive(t, on["bastion-a"], "both bastion agents took work: %v", on)
+	assert.Positive(t, on["bastion-b"], "both bastion agents took work: %v", on)
+	for name, capacity := range map[string]int{"bastion-a": 2, "bastion-b": 1} {
+		b, err := os.ReadFile(filepath.Join(c.dir, "counts-"+name))
+		require.NoError(t, err)
+		for _, n := range strings.Fields(string(b)) {
+			k, _ := strconv.Atoi(n)
+			assert.LessOrEqual(t, k, capacity, "%s ran %s attempts at once (capacity %d)", name, n, capacity)
+		}
+	}
+	code, ev := s.api(t, "GET", "/api/v1/runs/"+web+"/events", nil)
+	require.Equal(t, 200, code)
+	assert.Contains(t, fmt.Sprint(ev), "running on agent web-1", "the step's events name its agent")
+}
+
+// A step whose agent stops answering: after the agent lease the attempt
+// fails with "agent lost" (kill -9), or with on_agent_lost: retry runs
+// once more on another agent; the result the stopped agent sends when it
+// is continued is refused (fenced), and the run keeps its outcome.
+func TestALostAgentsAttemptFailsOrRunsOnceMoreAndItsLateResultIsRefused(t *testing.T) {
+	c := newCLI(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	step := func(name, lost string) string {
+		return fmt.Sprintf(`version: 1
+name: %s
+steps:
+  - id: long
+    uses: shell
+    runs_on: {labels: {pool: %s}}
+    %s
+    with: {command: 'echo "start on $AGENT_NAME"; echo x >> %s/%s-$AGENT_NAME; sleep 3; echo "end on $AGENT_NAME"'}
+`, name, name, lost, c.dir, name)
+	}
+	c.file("playbooks/killed.yaml", step("killed", ""))
+	c.file("playbooks/retried.yaml", step("retried", "on_agent_lost: retry"))
+	c.file("playbooks/stopped.yaml", step("stopped", ""))
+	s := c.serve("--agent-lease", "2s")
+
+	t.Run("kill -9 of the agent fails the step with agent lost after the lease", func(t *testing.T) {
+		a := c.agent(s, "k1", "pool=killed", 1)
+		id := startRun(t, s, "killed")
+		require.Eventually(t, func() bool { return strings.Contains(outputOf(t, s, id), "start on k1") }, 15*time.Second, 20*time.Millisecond)
+		killed := time.Now()
+		require.NoError(t, a.cmd.Process.Kill())
+		run := endOf(t, s, id, 20*time.Second)
+		took := time.Since(killed)
+		assert.Equal(t, "failed", run["status"])
+		assert.Contains(t, fmt.Sprint(stepOf(run, "long")["error"]), "agent lost: agent k1 stopped answering for 2s")
+		// The lease runs from the agent's last request, at most a poll
+		// (a third of the lease) before the kill.
+		assert.GreaterOrEqual(t, took, 2*time.Second*2/3, "not before the lease lapsed")
+		t.Logf("agent lost %s after the kill (lease 2s)", took.Round(10*time.Millisecond))
+	})
+
+	t.Run("on_agent_lost retry runs the step once more on another agent", func(t *testing.T) {
+		a := c.agent(s, "r1", "pool=retried", 1)
+		id := startRun(t, s, "retried")
+		require.Eventually(t, func() bool { return strings.Contains(outputOf(t, s, id), "start on r1") }, 15*time.Second, 20*time.Millisecond)
+		require.NoError(t, a.cmd.Process.Kill())
+		c.agent(s, "r2", "pool=retried", 1)
+		run := endOf(t, s, id, 30*time.Second)
+		require.Equal(t, "succeeded", run["status"], run)
+		assert.Contains(t, stepOf(run, "long")["outputs"].(map[string]any)["stdout"], "end on r2")
+		_, err := os.Stat(filepath.Join(c.dir, "retried-r2"))
+		assert.NoError(t, err, "r2 ran it")
+		b, _ := os.ReadFile(filepath.Join(c.dir, "retried-r2"))
+		assert.Equal(t, "x\n", string(b), "once on r2")
+	})
+
+	t.Run("a stopped agent's result after its lease lapsed is refused", func(t *testing.T) {
+		a := c.agent(s, "s1", "pool=stopped", 1)
+		id := startRun(t, s, "stopped")
+		require.Eventually(t, func() bool { return strings.Contains(outputOf(t, s, id), "start on s1") }, 15*time.Second, 20*time.Millisecond)
+		require.NoError(t, a.cmd.Process.Signal(syscall.SIGSTOP))
+		run := endOf(t, s, id, 20*time.Second)
+		assert.Equal(t, "failed", run["status"])
+		assert.Contains(t, fmt.Sprint(stepOf(run, "long")["error"]), "agent lost")
+		require.NoError(t, a.cmd.Process.Signal(syscall.SIGCONT))
+		assert.Eventually(t, func() bool { return strings.Contains(a.log(), "result refused") }, 15*time.Second, 20*time.Millisecond,
+			"the continued agent's result is refused")
+		t.Logf("agent s1:\n%s", a.log())
+		_, run = s.api(t, "GET", "/api/v1/runs/"+id, nil)
+		assert.Equal(t, "failed", run["status"], "the late result changed nothing")
+		assert.NotContains(t, outputOf(t, s, id), "end on s1", "nothing of the lapsed attempt was taken")
+	})
+}
+
+// SIGTERM drains an agent: the attempt it runs finishes and its result
+// is taken, a run started meanwhile waits for another agent, and the
+// agent exits 0.
+func TestSIGTERMDrainsAnAgent(t *testing.T) {
+	c := newCLI(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	c.file("playbooks/slow.yaml", fmt.Sprintf(`version: 1
+name: slow
+steps:
+  - id: work
+    uses: shell
+    runs_on: {labels: {pool: p}}
+    with: {command: 'echo "start on $AGENT_NAME"; while [ ! -e %s/gate ]; do sleep 0.02; done; echo "end on $AGENT_NAME"'}
+`, c.dir))
+	s := c.serve("--agent-lease", "3s")
+	a := c.agent(s, "d1", "pool=p", 2)
+	first := startRun(t, s, "slow")
+	require.Eventually(t, func() bool { return strings.Contains(outputOf(t, s, first), "start on d1") }, 15*time.Second, 20*time.Millisecond)
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGTERM))
+	require.Eventually(t, func() bool {
+		_, l := s.api(t, "GET", "/api/v1/agents", nil)
+		ags, _ := l["agents"].([]any)
+		return len(ags) == 1 && ags[0].(map[string]any)["draining"] == true
+	}, 10*time.Second, 20*time.Millisecond, "the agent says it drains")
+	second := startRun(t, s, "slow")
+	require.NoError(t, os.WriteFile(filepath.Join(c.dir, "gate"), nil, 0o600))
+	run := endOf(t, s, first, 15*time.Second)
+	assert.Equal(t, "succeeded", run["status"], run)
+	assert.Contains(t, stepOf(run, "work")["outputs"].(map[string]any)["stdout"], "end on d1")
+	select {
+	case <-a.done:
+		assert.Equal(t, 0, a.cmd.ProcessState.ExitCode(), a.log())
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the agent did not exit after its attempt ended:\n%s", a.log())
+	}
+	_, run = s.api(t, "GET", "/api/v1/runs/"+second, nil)
+	assert.Equal(t, "running", run["status"], "the run started during the drain waits for an agent")
+	assert.NotContains(t, outputOf(t, s, second), "start on d1")
+	c.agent(s, "d2", "pool=p", 1)
+	run = endOf(t, s, second, 15*time.Second)
+	assert.Equal(t, "succeeded", run["status"], run)
+	assert.Contains(t, stepOf(run, "work")["outputs"].(map[string]any)["stdout"], "end on d2")
+}

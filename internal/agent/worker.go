@@ -1,0 +1,292 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/runbook/runbook/internal/api"
+	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/steps"
+)
+
+// SecretSource resolves the agent's own secrets (its environment, its
+// secrets file).
+type SecretSource interface {
+	Lookup(name string) (string, bool)
+}
+
+// Masker masks the secret values an attempt saw in what it prints
+// (internal/secrets.Redactor).
+type Masker interface {
+	Add(values ...string)
+	String(s string) string
+}
+
+// Worker is `runbook agent`: it registers with a server, polls it for the
+// step attempts assigned to it and executes them with the step registry
+// of this binary.
+type Worker struct {
+	Server   string // base URL: https://runbook.example.com
+	Token    string
+	Client   *http.Client
+	Name     string
+	Labels   map[string]string
+	Capacity int
+	Version  string
+	// Dir is the directory a step's relative paths resolve against.
+	Dir     string
+	Secrets SecretSource
+	Masker  Masker
+	Logger  *slog.Logger
+	// Retry is the pause between failed requests (default 1 s).
+	Retry time.Duration
+
+	mu      sync.Mutex
+	session string
+	running map[string]context.CancelCauseFunc
+	wg      sync.WaitGroup
+}
+
+var errCancelled = errors.New("the server withdrew the attempt")
+
+// Run works until ctx ends, then drains: it takes no new work and returns
+// once the attempts running have ended and sent their results.
+func (w *Worker) Run(ctx context.Context) error {
+	if w.Retry <= 0 {
+		w.Retry = time.Second
+	}
+	w.running = map[string]context.CancelCauseFunc{}
+	defer w.wg.Wait()
+	for ctx.Err() == nil {
+		sess, err := w.register(ctx)
+		if err != nil {
+			w.Logger.Warn("register with the server failed; trying again", "err", err)
+			sleep(ctx, w.Retry)
+			continue
+		}
+		w.Logger.Info("registered", "session", sess.Session, "labels", w.Labels, "capacity", w.Capacity)
+		w.poll(ctx, sess)
+		w.cancelAll(ErrLost) // the session is gone: nothing it ran is ours any more
+	}
+	w.Logger.Info("stopped")
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+func (w *Worker) register(ctx context.Context) (api.AgentSession, error) {
+	var s api.AgentSession
+	err := w.call(ctx, "/api/v1/agent/register", api.AgentRegister{Name: w.Name, Labels: w.Labels, Capacity: w.Capacity, Version: w.Version}, &s)
+	if err == nil {
+		w.mu.Lock()
+		w.session = s.Session
+		w.mu.Unlock()
+	}
+	return s, err
+}
+
+// poll takes work until the session is lost, or, once ctx ended, until
+// the attempts running end: a draining agent takes no new work (the
+// server places none on it) and keeps its lease while they finish.
+func (w *Worker) poll(ctx context.Context, sess api.AgentSession) {
+	lease := time.Duration(sess.LeaseMS) * time.Millisecond
+	failing := time.Time{}
+	for {
+		draining := ctx.Err() != nil
+		if draining && len(w.runningIDs()) == 0 {
+			return
+		}
+		var work api.AgentWork
+		pctx, stop := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(sess.PollMS)*time.Millisecond+10*time.Second)
+		err := w.call(pctx, "/api/v1/agent/poll", api.AgentPoll{Session: sess.Session, Running: w.runningIDs(), Draining: draining}, &work)
+		stop()
+		var fe *fault.Error
+		switch {
+		case errors.As(err, &fe) && fe.Code == fault.Conflict:
+			w.Logger.Warn("the server gave up this agent's session (its lease lapsed); registering again")
+			return
+		case err != nil:
+			if failing.IsZero() {
+				failing = time.Now()
+			}
+			if time.Since(failing) > lease {
+				w.Logger.Warn("the server did not answer for a lease; registering again", "err", err)
+				return
+			}
+			sleep(context.WithoutCancel(ctx), w.Retry)
+			continue
+		}
+		failing = time.Time{}
+		for _, id := range work.Cancel {
+			w.cancel(id, errCancelled)
+		}
+		for _, a := range work.Assignments {
+			w.start(ctx, sess.Session, a)
+		}
+	}
+}
+
+func (w *Worker) runningIDs() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ids := make([]string, 0, len(w.running))
+	for id := range w.running {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func (w *Worker) cancel(id string, cause error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c := w.running[id]; c != nil {
+		c(cause)
+	}
+}
+
+func (w *Worker) cancelAll(cause error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range w.running {
+		c(cause)
+	}
+}
+
+// start executes an assignment on a goroutine of its own.
+func (w *Worker) start(ctx context.Context, session string, a api.AgentAssignment) {
+	// Not ended by ctx: a draining agent lets its attempts finish.
+	actx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	if a.TimeoutMS > 0 {
+		var stop context.CancelFunc
+		actx, stop = context.WithTimeout(actx, time.Duration(a.TimeoutMS)*time.Millisecond)
+		prev := cancel
+		cancel = func(err error) { prev(err); stop() }
+	}
+	w.mu.Lock()
+	w.running[a.ID] = cancel
+	w.mu.Unlock()
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer func() {
+			w.mu.Lock()
+			delete(w.running, a.ID)
+			w.mu.Unlock()
+			cancel(nil)
+		}()
+		w.execute(actx, session, a)
+	}()
+}
+
+// execute runs one attempt and sends its lines and its result.
+func (w *Worker) execute(ctx context.Context, session string, a api.AgentAssignment) {
+	log := w.Logger.With("run_id", a.RunID, "step", a.Step, "attempt", a.Attempt, "assignment", a.ID)
+	lines := newLineSender(w, session, a.ID, log)
+	h := &workerHost{w: w, ctx: ctx, session: session, id: a.ID}
+	call := &steps.Call{RunID: a.RunID, StepID: a.Step, Attempt: a.Attempt, Extra: a.Extra,
+		IdempotencyKey: a.IdempotencyKey, Resume: a.Resume, Dir: w.Dir, Now: time.Now, Host: h, Output: lines,
+		Log: slog.New(&lineLogger{out: lines, masker: w.Masker})}
+	res := api.AgentResult{Session: session}
+	out, reconciled, err := w.runStep(ctx, call, a)
+	lines.close()
+	if ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrLost) {
+		// Sent all the same: the server refuses it (its lease lapsed),
+		// which is what the agent's log then says.
+		log.Warn("attempt stopped: the server gave up this agent's session")
+	}
+	res.Outputs, res.Reconciled = out, reconciled
+	if err != nil {
+		res.Error = errorOf(err)
+		res.Error.Message = w.Masker.String(res.Error.Message)
+	}
+	rerr := w.call(context.WithoutCancel(ctx), "/api/v1/agent/assignments/"+a.ID+"/result", res, nil)
+	var fe *fault.Error
+	switch {
+	case errors.As(rerr, &fe) && fe.Code == fault.Conflict:
+		log.Warn("result refused: the lease on this attempt lapsed and the server went on without it")
+	case rerr != nil:
+		log.Error("send result", "err", rerr)
+	default:
+		log.Info("attempt ended", "ok", err == nil)
+	}
+}
+
+// runStep decodes the params and runs the step (reconciling first an
+// earlier attempt's intent when the server sent one).
+func (w *Worker) runStep(ctx context.Context, call *steps.Call, a api.AgentAssignment) (steps.Outputs, bool, error) {
+	d, ok := steps.Lookup(a.Type)
+	if !ok {
+		return nil, false, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("this agent (version %s) has no step type %q", w.Version, a.Type)}
+	}
+	if d.Params != nil && len(a.Params) > 0 {
+		p := reflect.New(reflect.TypeOf(d.Params))
+		if err := json.Unmarshal(a.Params, p.Interface()); err != nil {
+			return nil, false, &fault.Error{Code: fault.Invalid, Message: "decode params", Err: err}
+		}
+		call.Params = p.Interface()
+	}
+	if in := a.Reconcile; in != nil && d.Reconcile != nil {
+		out, found, err := d.Reconcile(ctx, call, steps.Intent{RunID: a.RunID, Step: a.Step, Attempt: in.Attempt,
+			IdempotencyKey: in.IdempotencyKey, CreatedAt: in.CreatedAt, Data: in.Data})
+		if err != nil {
+			return nil, false, fmt.Errorf("reconcile %s: %w", a.Step, err)
+		}
+		if found {
+			return out, true, nil
+		}
+	}
+	out, err := d.Run(steps.WatchCalls(ctx, call), call)
+	return out, false, err
+}
+
+// call POSTs body to path and decodes the answer into out; an error
+// answer becomes a *fault.Error with its code.
+func (w *Worker) call(ctx context.Context, path string, body, out any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(w.Server, "/")+path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+w.Token)
+	resp, err := w.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		var eb api.ErrorBody
+		_ = json.Unmarshal(data, &eb)
+		code := fault.Code(eb.Code)
+		if code == "" {
+			code = fault.Unavailable
+		}
+		return &fault.Error{Code: code, Message: fmt.Sprintf("%s: %d %s", path, resp.StatusCode, eb.Error)}
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(data, out)
+}
