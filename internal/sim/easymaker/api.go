@@ -20,14 +20,14 @@ func (s *Service) routes() map[string]route {
 		"flavors":                {list: s.listFlavors},
 		"images":                 {list: s.listImages},
 		"algorithms":             {list: s.listAlgorithms},
-		"experiments":            {list: s.listExperiments, create: s.createExperiment, get: s.getExperiment, del: s.deleteExperiment},
-		"trainings":              {list: s.listTrainings, create: s.createTraining, get: s.getTraining, del: s.deleteTraining, stop: s.stopTraining},
-		"hyperparameter-tunings": {list: s.listTunings, create: s.createTuning, get: s.getTuning, del: s.deleteTuning, stop: s.stopTuning},
-		"models":                 {list: s.listModels, create: s.createModel, get: s.getModel, del: s.deleteModel},
-		"endpoints":              {list: s.listEndpoints, create: s.createEndpoint, get: s.getEndpoint, del: s.deleteEndpoint},
-		"endpoint-stages":        {list: s.listStages, create: s.createStage, get: s.getStage, del: s.deleteStage},
+		"experiments":            {list: s.all.experiments.listAll, create: s.createExperiment, get: s.all.experiments.get, del: s.deleteExperiment},
+		"trainings":              {list: s.listTrainings, create: s.createTraining, get: s.all.trainings.get, del: s.deleteTraining, stop: s.stopTraining},
+		"hyperparameter-tunings": {list: s.listTunings, create: s.createTuning, get: s.all.tunings.get, del: s.deleteTuning, stop: s.stopTuning},
+		"models":                 {list: s.all.models.listAll, create: s.createModel, get: s.all.models.get, del: s.deleteModel},
+		"endpoints":              {list: s.all.endpoints.listAll, create: s.createEndpoint, get: s.all.endpoints.get, del: s.deleteEndpoint},
+		"endpoint-stages":        {list: s.listStages, create: s.createStage, get: s.all.stages.get, del: s.deleteStage},
 		"endpoint-models":        {list: s.listEndpointModels, get: s.getEndpointModel},
-		"batch-inferences":       {list: s.listBatches, create: s.createBatch, get: s.getBatch, del: s.deleteBatch, stop: s.stopBatch},
+		"batch-inferences":       {list: s.all.batches.listAll, create: s.createBatch, get: s.all.batches.get, del: s.deleteBatch, stop: s.stopBatch},
 	}
 }
 

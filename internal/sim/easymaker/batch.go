@@ -57,20 +57,10 @@ type batch struct {
 	outputs map[string][]byte // object name -> content, waiting to be written
 }
 
-func (s *Service) findBatch(id string) *batch {
-	for _, b := range s.batches {
-		if b.v.BatchInferenceID == id {
-			return b
-		}
-	}
-	return nil
-}
-
 func (s *Service) batchView(b *batch) em.BatchInference {
 	now := s.now()
 	v := b.v
-	v.BatchInferenceStatusCode = b.tl.at(now)
-	v.UpdatedDatetime = lastChange(b.tl, now)
+	v.BatchInferenceStatusCode, v.UpdatedDatetime = b.tl.state(now)
 	if strings.Contains(v.BatchInferenceStatusCode, "FAIL") || strings.Contains(v.BatchInferenceStatusCode, "STOP") {
 		v.StatusReason = b.reason
 	}
@@ -91,7 +81,7 @@ func (s *Service) createBatch(w http.ResponseWriter, r *http.Request) error {
 	if !s.flavor(req.FlavorID) {
 		return errf(http.StatusBadRequest, codeInvalid, "invalid request: flavor_id: instance type %s does not exist", req.FlavorID)
 	}
-	m := s.findModel(req.ModelID)
+	m := s.all.models.find(req.ModelID)
 	if m == nil {
 		return errf(http.StatusBadRequest, codeInvalid, "invalid request: model_id: model %s does not exist", req.ModelID)
 	}
@@ -274,54 +264,28 @@ func inferFile(seed uint64, modelID, typ string, data []byte) ([]byte, int, erro
 	return buf.Bytes(), n, nil
 }
 
-func (s *Service) listBatches(w http.ResponseWriter, r *http.Request) error {
-	out := make([]em.BatchInference, 0, len(s.batches))
-	for _, b := range s.batches {
-		out = append(out, s.batchView(b))
-	}
-	writeList(w, r, "batchInference", out)
-	return nil
-}
-
-func (s *Service) getBatch(w http.ResponseWriter, r *http.Request, id string) error {
-	b := s.findBatch(id)
-	if b == nil {
-		return notFound("batch inference", id)
-	}
-	writeOK(w, http.StatusOK, "batchInference", s.batchView(b))
-	return nil
-}
-
 func (s *Service) stopBatch(w http.ResponseWriter, r *http.Request, id string) error {
-	b := s.findBatch(id)
-	if b == nil {
-		return notFound("batch inference", id)
+	b, err := s.all.batches.lookup(id)
+	if err != nil {
+		return err
 	}
-	now := s.now()
-	st := b.tl.at(now)
-	if finished(st) || st == em.StatusStopInProgress || strings.HasPrefix(st, "FAIL") {
-		return errf(http.StatusBadRequest, codeInProgress, "batch inference %s cannot be stopped in status %s", id, st)
+	if b.tl, err = s.all.batches.stopped(id, b.tl, s.now()); err != nil {
+		return err
 	}
-	b.tl = b.tl.cut(now, phase{now, em.StatusStopInProgress}, phase{now.Add(stopDuration), em.StatusStopped})
 	b.reason, b.read, b.written, b.outputs = "stopped by request", true, true, nil
-	writeOK(w, http.StatusOK, "batchInference", s.batchView(b))
+	s.all.batches.answer(w, http.StatusOK, b)
 	return nil
 }
 
 func (s *Service) deleteBatch(w http.ResponseWriter, r *http.Request, id string) error {
-	b := s.findBatch(id)
-	if b == nil {
-		return notFound("batch inference", id)
+	b, err := s.all.batches.lookup(id)
+	if err != nil {
+		return err
 	}
-	if st := b.tl.at(s.now()); !finished(st) {
-		return errf(http.StatusBadRequest, codeInProgress, "batch inference %s is %s; stop it before deleting", id, st)
+	if err := s.all.batches.deletable(id, b.tl, s.now()); err != nil {
+		return err
 	}
-	for i, x := range s.batches {
-		if x == b {
-			s.batches = append(s.batches[:i], s.batches[i+1:]...)
-			break
-		}
-	}
+	s.all.batches.remove(b)
 	writeOK(w, http.StatusOK, "", nil)
 	return nil
 }

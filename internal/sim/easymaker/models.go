@@ -35,18 +35,8 @@ type stage struct {
 
 func (s *Service) modelView(m *model) em.Model {
 	v := m.v
-	v.ModelStatusCode = m.tl.at(s.now())
-	v.UpdatedDatetime = lastChange(m.tl, s.now())
+	v.ModelStatusCode, v.UpdatedDatetime = m.tl.state(s.now())
 	return v
-}
-
-func (s *Service) findModel(id string) *model {
-	for _, m := range s.models {
-		if m.v.ModelID == id {
-			return m
-		}
-	}
-	return nil
 }
 
 func (s *Service) imageFramework(id string) string {
@@ -76,7 +66,7 @@ func (s *Service) createModel(w http.ResponseWriter, r *http.Request) error {
 		TagList: req.TagList, CreatedDatetime: now}}
 	switch {
 	case req.TrainingID != "":
-		t := s.findTraining(req.TrainingID)
+		t := s.all.trainings.find(req.TrainingID)
 		if t == nil {
 			return errf(http.StatusBadRequest, codeInvalid, "invalid request: training_id: training %s does not exist", req.TrainingID)
 		}
@@ -85,7 +75,7 @@ func (s *Service) createModel(w http.ResponseWriter, r *http.Request) error {
 		}
 		m.v.TrainingID, m.v.ModelURI, m.v.FrameworkCode = t.v.TrainingID, t.v.ModelUploadURI, s.imageFramework(t.v.ImageID)
 	case req.HyperparameterTuningID != "":
-		t := s.findTuning(req.HyperparameterTuningID)
+		t := s.all.tunings.find(req.HyperparameterTuningID)
 		if t == nil {
 			return errf(http.StatusBadRequest, codeInvalid, "invalid request: hyperparameter_tuning_id: hyperparameter tuning %s does not exist", req.HyperparameterTuningID)
 		}
@@ -106,30 +96,12 @@ func (s *Service) createModel(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Service) listModels(w http.ResponseWriter, r *http.Request) error {
-	out := make([]em.Model, 0, len(s.models))
-	for _, m := range s.models {
-		out = append(out, s.modelView(m))
-	}
-	writeList(w, r, "model", out)
-	return nil
-}
-
-func (s *Service) getModel(w http.ResponseWriter, r *http.Request, id string) error {
-	m := s.findModel(id)
-	if m == nil {
-		return notFound("model", id)
-	}
-	writeOK(w, http.StatusOK, "model", s.modelView(m))
-	return nil
-}
-
 // deleteModel refuses while a stage serves the model or a batch inference
 // that has not finished uses it.
 func (s *Service) deleteModel(w http.ResponseWriter, r *http.Request, id string) error {
-	m := s.findModel(id)
-	if m == nil {
-		return notFound("model", id)
+	m, err := s.all.models.lookup(id)
+	if err != nil {
+		return err
 	}
 	for _, st := range s.stages {
 		if _, ok := st.v.ResourceURI(id); ok {
@@ -141,12 +113,7 @@ func (s *Service) deleteModel(w http.ResponseWriter, r *http.Request, id string)
 			return errf(http.StatusConflict, codeConflict, "model %s is used by batch inference %s", id, b.v.BatchInferenceID)
 		}
 	}
-	for i, x := range s.models {
-		if x == m {
-			s.models = append(s.models[:i], s.models[i+1:]...)
-			break
-		}
-	}
+	s.all.models.remove(m)
 	writeOK(w, http.StatusOK, "", nil)
 	return nil
 }
@@ -157,7 +124,7 @@ func (s *Service) checkModels(rs []em.ModelResource) ([]em.EndpointModel, error)
 	var bad []string
 	out := make([]em.EndpointModel, 0, len(rs))
 	for i, res := range rs {
-		m := s.findModel(res.ModelID)
+		m := s.all.models.find(res.ModelID)
 		switch {
 		case m == nil:
 			bad = append(bad, fmt.Sprintf("endpoint_model_resource_list[%d].modelId: model %s does not exist", i, res.ModelID))
@@ -206,8 +173,7 @@ func (s *Service) newStage(r *http.Request, endpointID, name, desc, flavorID str
 func (s *Service) stageView(st *stage) em.EndpointStage {
 	now := s.now()
 	v := st.v
-	v.EndpointStageStatusCode = st.tl.at(now)
-	v.UpdatedDatetime = lastChange(st.tl, now)
+	v.EndpointStageStatusCode, v.UpdatedDatetime = st.tl.state(now)
 	v.EndpointModelList = make([]em.EndpointModel, len(st.v.EndpointModelList))
 	for i, m := range st.v.EndpointModelList {
 		m.EndpointModelStatusCode = v.EndpointStageStatusCode
@@ -218,27 +184,8 @@ func (s *Service) stageView(st *stage) em.EndpointStage {
 
 func (s *Service) endpointView(e *endpoint) em.Endpoint {
 	v := e.v
-	v.EndpointStatusCode = e.tl.at(s.now())
-	v.UpdatedDatetime = lastChange(e.tl, s.now())
+	v.EndpointStatusCode, v.UpdatedDatetime = e.tl.state(s.now())
 	return v
-}
-
-func (s *Service) findEndpoint(id string) *endpoint {
-	for _, e := range s.endpoints {
-		if e.v.EndpointID == id {
-			return e
-		}
-	}
-	return nil
-}
-
-func (s *Service) findStage(id string) *stage {
-	for _, st := range s.stages {
-		if st.v.EndpointStageID == id {
-			return st
-		}
-	}
-	return nil
 }
 
 func (s *Service) createEndpoint(w http.ResponseWriter, r *http.Request) error {
@@ -273,29 +220,11 @@ func (s *Service) createEndpoint(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Service) listEndpoints(w http.ResponseWriter, r *http.Request) error {
-	out := make([]em.Endpoint, 0, len(s.endpoints))
-	for _, e := range s.endpoints {
-		out = append(out, s.endpointView(e))
-	}
-	writeList(w, r, "endpoint", out)
-	return nil
-}
-
-func (s *Service) getEndpoint(w http.ResponseWriter, r *http.Request, id string) error {
-	e := s.findEndpoint(id)
-	if e == nil {
-		return notFound("endpoint", id)
-	}
-	writeOK(w, http.StatusOK, "endpoint", s.endpointView(e))
-	return nil
-}
-
 // deleteEndpoint removes the endpoint with every stage.
 func (s *Service) deleteEndpoint(w http.ResponseWriter, r *http.Request, id string) error {
-	e := s.findEndpoint(id)
-	if e == nil {
-		return notFound("endpoint", id)
+	e, err := s.all.endpoints.lookup(id)
+	if err != nil {
+		return err
 	}
 	kept := s.stages[:0]
 	for _, st := range s.stages {
@@ -304,12 +233,7 @@ func (s *Service) deleteEndpoint(w http.ResponseWriter, r *http.Request, id stri
 		}
 	}
 	s.stages = kept
-	for i, x := range s.endpoints {
-		if x == e {
-			s.endpoints = append(s.endpoints[:i], s.endpoints[i+1:]...)
-			break
-		}
-	}
+	s.all.endpoints.remove(e)
 	writeOK(w, http.StatusOK, "", nil)
 	return nil
 }
@@ -322,7 +246,7 @@ func (s *Service) createStage(w http.ResponseWriter, r *http.Request) error {
 	if ps := req.Problems(); len(ps) > 0 {
 		return invalid(&req, ps)
 	}
-	e := s.findEndpoint(req.EndpointID)
+	e := s.all.endpoints.find(req.EndpointID)
 	if e == nil {
 		return errf(http.StatusBadRequest, codeInvalid, "invalid request: endpoint_id: endpoint %s does not exist", req.EndpointID)
 	}
@@ -353,43 +277,22 @@ func (s *Service) listStages(w http.ResponseWriter, r *http.Request) error {
 	if id == "" {
 		return errf(http.StatusBadRequest, codeInvalid, "invalid request: endpointId is required")
 	}
-	if s.findEndpoint(id) == nil {
-		return notFound("endpoint", id)
+	if _, err := s.all.endpoints.lookup(id); err != nil {
+		return err
 	}
-	out := []em.EndpointStage{}
-	for _, st := range s.stages {
-		if st.v.EndpointID == id {
-			out = append(out, s.stageView(st))
-		}
-	}
-	writeList(w, r, "endpointStage", out)
-	return nil
-}
-
-func (s *Service) getStage(w http.ResponseWriter, r *http.Request, id string) error {
-	st := s.findStage(id)
-	if st == nil {
-		return notFound("endpoint stage", id)
-	}
-	writeOK(w, http.StatusOK, "endpointStage", s.stageView(st))
-	return nil
+	return s.all.stages.list(w, r, func(st *stage) bool { return st.v.EndpointID == id })
 }
 
 // deleteStage refuses the default stage (it goes with its endpoint).
 func (s *Service) deleteStage(w http.ResponseWriter, r *http.Request, id string) error {
-	st := s.findStage(id)
-	if st == nil {
-		return notFound("endpoint stage", id)
+	st, err := s.all.stages.lookup(id)
+	if err != nil {
+		return err
 	}
 	if st.v.DefaultStage {
 		return errf(http.StatusBadRequest, codeInvalid, "endpoint stage %s is the default stage of endpoint %s; delete the endpoint instead", id, st.v.EndpointID)
 	}
-	for i, x := range s.stages {
-		if x == st {
-			s.stages = append(s.stages[:i], s.stages[i+1:]...)
-			break
-		}
-	}
+	s.all.stages.remove(st)
 	writeOK(w, http.StatusOK, "", nil)
 	return nil
 }
@@ -400,9 +303,9 @@ func (s *Service) listEndpointModels(w http.ResponseWriter, r *http.Request) err
 	if id == "" {
 		return errf(http.StatusBadRequest, codeInvalid, "invalid request: endpointStageId is required")
 	}
-	st := s.findStage(id)
-	if st == nil {
-		return notFound("endpoint stage", id)
+	st, err := s.all.stages.lookup(id)
+	if err != nil {
+		return err
 	}
 	writeList(w, r, "endpointModel", s.stageView(st).EndpointModelList)
 	return nil

@@ -24,7 +24,7 @@ func (s *Service) predict(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	st := s.findStage(stageID)
+	st := s.all.stages.find(stageID)
 	var view em.EndpointStage
 	if st != nil {
 		view = s.stageView(st)

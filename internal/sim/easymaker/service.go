@@ -56,6 +56,7 @@ type Service struct {
 	endpoints   []*endpoint
 	stages      []*stage
 	batches     []*batch
+	all         collections // the resources above, for the API's get, list and delete
 	objects     ObjectStore
 	seq         int
 }
@@ -75,6 +76,7 @@ func New(env *sim.Env) (sim.Service, error) {
 	}
 	s.flavors, s.images, s.algorithms = catalog()
 	s.objects = defaultObjectStore(env)
+	s.all = s.collections()
 	return s, nil
 }
 
@@ -289,14 +291,20 @@ type phase struct {
 type timeline []phase
 
 func (tl timeline) at(t time.Time) string {
-	st := ""
+	st, _ := tl.state(t)
+	return st
+}
+
+// state is the status at time t and when the resource took it (its
+// updatedDatetime).
+func (tl timeline) state(t time.Time) (status string, since time.Time) {
 	for _, p := range tl {
 		if p.at.After(t) {
 			break
 		}
-		st = p.status
+		status, since = p.status, p.at
 	}
-	return st
+	return status, since
 }
 
 // schedule builds a timeline from start and (offset, status) pairs.
@@ -317,6 +325,12 @@ func (tl timeline) cut(now time.Time, then ...phase) timeline {
 		}
 	}
 	return append(out, then...)
+}
+
+// stopping keeps the phases up to now, then STOP_IN_PROGRESS from now
+// and STOPPED after stopDuration.
+func (tl timeline) stopping(now time.Time) timeline {
+	return tl.cut(now, phase{now, em.StatusStopInProgress}, phase{now.Add(stopDuration), em.StatusStopped})
 }
 
 // end is the time of the last phase.

@@ -38,29 +38,8 @@ type training struct {
 
 func (s *Service) experimentView(e *experiment) em.Experiment {
 	v := e.v
-	v.ExperimentStatusCode = e.tl.at(s.now())
-	v.UpdatedDatetime = lastChange(e.tl, s.now())
+	v.ExperimentStatusCode, v.UpdatedDatetime = e.tl.state(s.now())
 	return v
-}
-
-func lastChange(tl timeline, now time.Time) time.Time {
-	var t time.Time
-	for _, p := range tl {
-		if p.at.After(now) {
-			break
-		}
-		t = p.at
-	}
-	return t
-}
-
-func (s *Service) findExperiment(id string) *experiment {
-	for _, e := range s.experiments {
-		if e.v.ExperimentID == id {
-			return e
-		}
-	}
-	return nil
 }
 
 func (s *Service) createExperiment(w http.ResponseWriter, r *http.Request) error {
@@ -90,30 +69,12 @@ func (s *Service) createExperiment(w http.ResponseWriter, r *http.Request) error
 	return nil
 }
 
-func (s *Service) listExperiments(w http.ResponseWriter, r *http.Request) error {
-	out := make([]em.Experiment, 0, len(s.experiments))
-	for _, e := range s.experiments {
-		out = append(out, s.experimentView(e))
-	}
-	writeList(w, r, "experiment", out)
-	return nil
-}
-
-func (s *Service) getExperiment(w http.ResponseWriter, r *http.Request, id string) error {
-	e := s.findExperiment(id)
-	if e == nil {
-		return notFound("experiment", id)
-	}
-	writeOK(w, http.StatusOK, "experiment", s.experimentView(e))
-	return nil
-}
-
 // deleteExperiment refuses while the experiment holds trainings or
 // tunings, as the real service does.
 func (s *Service) deleteExperiment(w http.ResponseWriter, r *http.Request, id string) error {
-	e := s.findExperiment(id)
-	if e == nil {
-		return notFound("experiment", id)
+	e, err := s.all.experiments.lookup(id)
+	if err != nil {
+		return err
 	}
 	n := 0
 	for _, t := range s.trainings {
@@ -129,19 +90,14 @@ func (s *Service) deleteExperiment(w http.ResponseWriter, r *http.Request, id st
 	if n > 0 {
 		return errf(http.StatusConflict, codeConflict, "experiment %s holds %d trainings or tunings; delete them first", id, n)
 	}
-	for i, x := range s.experiments {
-		if x == e {
-			s.experiments = append(s.experiments[:i], s.experiments[i+1:]...)
-			break
-		}
-	}
+	s.all.experiments.remove(e)
 	writeOK(w, http.StatusOK, "", nil)
 	return nil
 }
 
 // activeExperiment checks that id names an ACTIVE experiment.
 func (s *Service) activeExperiment(id string) error {
-	e := s.findExperiment(id)
+	e := s.all.experiments.find(id)
 	if e == nil {
 		return errf(http.StatusBadRequest, codeInvalid, "invalid request: experiment_id: experiment %s does not exist", id)
 	}
@@ -172,8 +128,7 @@ func (s *Service) checkRefs(imageID, flavorID, algorithmID string) error {
 func (s *Service) trainingView(t *training) em.Training {
 	now := s.now()
 	v := t.v
-	v.TrainingStatusCode = t.tl.at(now)
-	v.UpdatedDatetime = lastChange(t.tl, now)
+	v.TrainingStatusCode, v.UpdatedDatetime = t.tl.state(now)
 	if t.metricsFrom.IsZero() || now.Before(t.metricsFrom) {
 		v.MetricList = nil
 	}
@@ -181,15 +136,6 @@ func (s *Service) trainingView(t *training) em.Training {
 		v.StatusReason = t.reason
 	}
 	return v
-}
-
-func (s *Service) findTraining(id string) *training {
-	for _, t := range s.trainings {
-		if t.v.TrainingID == id {
-			return t
-		}
-	}
-	return nil
 }
 
 func failRequested(name string, hps []em.Hyperparameter) string {
@@ -273,71 +219,44 @@ func (s *Service) createTraining(w http.ResponseWriter, r *http.Request) error {
 // trials are listed only with ?hyperparameterTuningId=.
 func (s *Service) listTrainings(w http.ResponseWriter, r *http.Request) error {
 	exp, tun := r.URL.Query().Get("experimentId"), r.URL.Query().Get("hyperparameterTuningId")
-	out := []em.Training{}
-	for _, t := range s.trainings {
-		if (tun == "") != (t.tuning == nil) || (tun != "" && t.v.HyperparameterTuningID != tun) ||
-			(exp != "" && t.v.ExperimentID != exp) {
-			continue
-		}
-		out = append(out, s.trainingView(t))
-	}
-	writeList(w, r, "training", out)
-	return nil
-}
-
-func (s *Service) getTraining(w http.ResponseWriter, r *http.Request, id string) error {
-	t := s.findTraining(id)
-	if t == nil {
-		return notFound("training", id)
-	}
-	writeOK(w, http.StatusOK, "training", s.trainingView(t))
-	return nil
+	return s.all.trainings.list(w, r, func(t *training) bool {
+		return (tun == "") == (t.tuning == nil) && (tun == "" || t.v.HyperparameterTuningID == tun) &&
+			(exp == "" || t.v.ExperimentID == exp)
+	})
 }
 
 // stopTraining moves a training that has not finished to
 // STOP_IN_PROGRESS, then STOPPED; a finished one answers 400.
 func (s *Service) stopTraining(w http.ResponseWriter, r *http.Request, id string) error {
-	t := s.findTraining(id)
-	if t == nil {
-		return notFound("training", id)
+	t, err := s.all.trainings.lookup(id)
+	if err != nil {
+		return err
 	}
 	if t.tuning != nil {
 		return errf(http.StatusBadRequest, codeInvalid, "training %s is a trial of tuning %s; stop the tuning", id, t.tuning.v.HyperparameterTuningID)
 	}
-	now := s.now()
-	st := t.tl.at(now)
-	if finished(st) || st == em.StatusStopInProgress || strings.HasPrefix(st, "FAIL") {
-		return errf(http.StatusBadRequest, codeInProgress, "training %s cannot be stopped in status %s", id, st)
+	if t.tl, err = s.all.trainings.stopped(id, t.tl, s.now()); err != nil {
+		return err
 	}
-	t.tl = t.tl.cut(now, phase{now, em.StatusStopInProgress}, phase{now.Add(stopDuration), em.StatusStopped})
 	t.reason, t.metricsFrom = "stopped by request", time.Time{}
-	writeOK(w, http.StatusOK, "training", s.trainingView(t))
+	s.all.trainings.answer(w, http.StatusOK, t)
 	return nil
 }
 
 // deleteTraining removes a finished training; a running one must be
 // stopped first (400), a trial goes with its tuning.
 func (s *Service) deleteTraining(w http.ResponseWriter, r *http.Request, id string) error {
-	t := s.findTraining(id)
-	if t == nil {
-		return notFound("training", id)
+	t, err := s.all.trainings.lookup(id)
+	if err != nil {
+		return err
 	}
 	if t.tuning != nil {
 		return errf(http.StatusBadRequest, codeInvalid, "training %s is a trial of tuning %s; delete the tuning", id, t.tuning.v.HyperparameterTuningID)
 	}
-	if st := t.tl.at(s.now()); !finished(st) {
-		return errf(http.StatusBadRequest, codeInProgress, "training %s is %s; stop it before deleting", id, st)
+	if err := s.all.trainings.deletable(id, t.tl, s.now()); err != nil {
+		return err
 	}
-	s.removeTraining(t)
+	s.all.trainings.remove(t)
 	writeOK(w, http.StatusOK, "", nil)
 	return nil
-}
-
-func (s *Service) removeTraining(t *training) {
-	for i, x := range s.trainings {
-		if x == t {
-			s.trainings = append(s.trainings[:i], s.trainings[i+1:]...)
-			return
-		}
-	}
 }

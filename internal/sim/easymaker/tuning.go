@@ -36,15 +36,6 @@ type tuning struct {
 	objType   string
 }
 
-func (s *Service) findTuning(id string) *tuning {
-	for _, t := range s.tunings {
-		if t.v.HyperparameterTuningID == id {
-			return t
-		}
-	}
-	return nil
-}
-
 // better reports whether a beats b under the objective type.
 func better(a, b float64, objType string) bool {
 	if objType == em.ObjectiveMinimize {
@@ -56,8 +47,7 @@ func better(a, b float64, objType string) bool {
 func (s *Service) tuningView(t *tuning) em.HyperparameterTuning {
 	now := s.now()
 	v := t.v
-	v.HyperparameterTuningStatusCode = t.tl.at(now)
-	v.UpdatedDatetime = lastChange(t.tl, now)
+	v.HyperparameterTuningStatusCode, v.UpdatedDatetime = t.tl.state(now)
 	if strings.Contains(v.HyperparameterTuningStatusCode, "FAIL") || strings.Contains(v.HyperparameterTuningStatusCode, "STOP") {
 		v.StatusReason = t.reason
 	}
@@ -414,74 +404,52 @@ func contains(list []string, v string) bool {
 
 func (s *Service) listTunings(w http.ResponseWriter, r *http.Request) error {
 	exp := r.URL.Query().Get("experimentId")
-	out := []em.HyperparameterTuning{}
-	for _, t := range s.tunings {
-		if exp == "" || t.v.ExperimentID == exp {
-			out = append(out, s.tuningView(t))
-		}
-	}
-	writeList(w, r, "hyperparameterTuning", out)
-	return nil
-}
-
-func (s *Service) getTuning(w http.ResponseWriter, r *http.Request, id string) error {
-	t := s.findTuning(id)
-	if t == nil {
-		return notFound("hyperparameter tuning", id)
-	}
-	writeOK(w, http.StatusOK, "hyperparameterTuning", s.tuningView(t))
-	return nil
+	return s.all.tunings.list(w, r, func(t *tuning) bool { return exp == "" || t.v.ExperimentID == exp })
 }
 
 // stopTuning stops the tuning and its running trials; trials not started
 // are dropped.
 func (s *Service) stopTuning(w http.ResponseWriter, r *http.Request, id string) error {
-	t := s.findTuning(id)
-	if t == nil {
-		return notFound("hyperparameter tuning", id)
+	t, err := s.all.tunings.lookup(id)
+	if err != nil {
+		return err
 	}
 	now := s.now()
-	st := t.tl.at(now)
-	if finished(st) || st == em.StatusStopInProgress || strings.HasPrefix(st, "FAIL") {
-		return errf(http.StatusBadRequest, codeInProgress, "hyperparameter tuning %s cannot be stopped in status %s", id, st)
+	stopped, err := s.all.tunings.stopped(id, t.tl, now)
+	if err != nil {
+		return err
 	}
 	kept := t.trials[:0]
 	for _, tr := range t.trials {
 		ts := tr.tl.at(now)
 		switch {
 		case ts == "":
-			s.removeTraining(tr)
+			s.all.trainings.remove(tr)
 			continue
 		case !finished(ts):
-			tr.tl = tr.tl.cut(now, phase{now, em.StatusStopInProgress}, phase{now.Add(stopDuration), em.StatusStopped})
+			tr.tl = tr.tl.stopping(now)
 			tr.reason, tr.metricsFrom, tr.trial = "stopped with the tuning", time.Time{}, ""
 		}
 		kept = append(kept, tr)
 	}
 	t.trials = kept
-	t.tl = t.tl.cut(now, phase{now, em.StatusStopInProgress}, phase{now.Add(stopDuration), em.StatusStopped})
-	t.reason = "stopped by request"
-	writeOK(w, http.StatusOK, "hyperparameterTuning", s.tuningView(t))
+	t.tl, t.reason = stopped, "stopped by request"
+	s.all.tunings.answer(w, http.StatusOK, t)
 	return nil
 }
 
 func (s *Service) deleteTuning(w http.ResponseWriter, r *http.Request, id string) error {
-	t := s.findTuning(id)
-	if t == nil {
-		return notFound("hyperparameter tuning", id)
+	t, err := s.all.tunings.lookup(id)
+	if err != nil {
+		return err
 	}
-	if st := t.tl.at(s.now()); !finished(st) {
-		return errf(http.StatusBadRequest, codeInProgress, "hyperparameter tuning %s is %s; stop it before deleting", id, st)
+	if err := s.all.tunings.deletable(id, t.tl, s.now()); err != nil {
+		return err
 	}
 	for _, tr := range t.trials {
-		s.removeTraining(tr)
+		s.all.trainings.remove(tr)
 	}
-	for i, x := range s.tunings {
-		if x == t {
-			s.tunings = append(s.tunings[:i], s.tunings[i+1:]...)
-			break
-		}
-	}
+	s.all.tunings.remove(t)
 	writeOK(w, http.StatusOK, "", nil)
 	return nil
 }
