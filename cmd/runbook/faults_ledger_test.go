@@ -59,9 +59,9 @@ func (cp *campaign) readLedger() []ledgerLine {
 const forkSlack = time.Second
 
 // checkSteps checks that no step executed twice, except once more after
-// its first execution on a replica that was killed or stopped past its
-// lease, and that every run recorded succeeded has each step's end in the
-// ledger.
+// each execution on a replica that was killed or stopped past its lease
+// meanwhile, and that every run recorded succeeded has each step's end in
+// the ledger.
 func (cp *campaign) checkSteps(lines []ledgerLine, runs []*state.Run, steps []string, f *figures) {
 	starts := map[[2]string][]ledgerLine{}
 	ends := map[[2]string]int{}
@@ -86,9 +86,20 @@ func (cp *campaign) checkSteps(lines []ledgerLine, runs []*state.Run, steps []st
 			continue
 		}
 		sort.Slice(ss, func(i, j int) bool { return ss[i].at.Before(ss[j].at) })
-		if l, ok := cp.lossBetween(ss[0], ss[1]); ok && len(ss) == 2 {
-			f.again++
-			cp.t.Logf("step %s of run %s ran again after its replica was %s at %s: %s, then %s", k[1], k[0], l.how, clock(l.at), ss[0], ss[1])
+		// Each start but the first is allowed when the replica of the start
+		// before it was lost in between: a step executing on a lost replica
+		// runs again once, and so again if the replica that took it over is
+		// lost in turn while executing it.
+		allowed := true
+		for i := 1; i < len(ss) && allowed; i++ {
+			_, allowed = cp.lossBetween(ss[i-1], ss[i])
+		}
+		if allowed {
+			for i := 1; i < len(ss); i++ {
+				l, _ := cp.lossBetween(ss[i-1], ss[i])
+				f.again++
+				cp.t.Logf("step %s of run %s ran again after its replica was %s at %s: %s, then %s", k[1], k[0], l.how, clock(l.at), ss[i-1], ss[i])
+			}
 			continue
 		}
 		f.twice++
