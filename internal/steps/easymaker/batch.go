@@ -55,13 +55,7 @@ func batchSnapshot(b *easymaker.BatchInference) snapshot {
 		"input_file_count": b.InputFileCount, "inference_count": b.InferenceCount, "output_files": files}}
 }
 
-func readBatch(ctx context.Context, cl *easymaker.Client, id string) (snapshot, error) {
-	b, err := cl.GetBatchInference(ctx, id)
-	if err != nil {
-		return snapshot{}, err
-	}
-	return batchSnapshot(b), nil
-}
+var batches = resource[easymaker.BatchInference]{func(x *easymaker.BatchInference) string { return x.BatchInferenceID }, batchSnapshot}
 
 // resolveModel returns the ID of the model named name (an ID is accepted).
 func resolveModel(ctx context.Context, cl *easymaker.Client, name string) (string, error) {
@@ -88,7 +82,8 @@ func resolveModel(ctx context.Context, cl *easymaker.Client, name string) (strin
 }
 
 func batchCreation(_ *steps.Call, p *batchRunParams) creation {
-	return creation{what: "batch inference", conn: p.Connection, wait: p.waitParams, timeoutHours: p.TimeoutHours, read: readBatch,
+	return creation{what: "batch inference", conn: p.Connection, wait: p.waitParams, timeoutHours: p.TimeoutHours,
+		read: batches.reader((*easymaker.Client).GetBatchInference),
 		create: func(ctx context.Context, cl *easymaker.Client) (string, snapshot, error) {
 			flavor, err := cl.ResolveFlavor(ctx, p.InstanceName)
 			if err != nil {
@@ -98,20 +93,12 @@ func batchCreation(_ *steps.Call, p *batchRunParams) creation {
 			if err != nil {
 				return "", snapshot{}, err
 			}
-			b, err := cl.CreateBatchInference(ctx, batchRequest(p, flavor, model))
-			if err != nil {
-				return "", snapshot{}, err
-			}
-			return b.BatchInferenceID, batchSnapshot(b), nil
+			return batches.created(cl.CreateBatchInference(ctx, batchRequest(p, flavor, model)))
 		}}
 }
 
 func findBatch(ctx context.Context, cl *easymaker.Client, p *batchRunParams) (*adoption, error) {
-	b, err := cl.FindBatchInferenceByName(ctx, p.BatchInferenceName)
-	if err != nil || b == nil {
-		return nil, err
-	}
-	return &adoption{id: b.BatchInferenceID, snap: batchSnapshot(b)}, nil
+	return batches.adopt(cl.FindBatchInferenceByName(ctx, p.BatchInferenceName))
 }
 
 // ---- easymaker.batch_inference.delete ---------------------------------------

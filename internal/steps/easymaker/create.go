@@ -51,6 +51,42 @@ type adoption struct {
 	snap snapshot
 }
 
+// resource is one kind of resource as the create steps see it: its ID and
+// its snapshot. Its methods turn the client's answers into what a
+// creation and a reconcile need.
+type resource[T any] struct {
+	id   func(*T) string
+	snap func(*T) snapshot
+}
+
+// reader reads the resource by ID with get (a method of the client).
+func (k resource[T]) reader(get func(*easymaker.Client, context.Context, string) (*T, error)) reader {
+	return func(ctx context.Context, cl *easymaker.Client, id string) (snapshot, error) {
+		x, err := get(cl, ctx, id)
+		if err != nil {
+			return snapshot{}, err
+		}
+		return k.snap(x), nil
+	}
+}
+
+// created is the answer to a create request, as creation.create returns
+// it.
+func (k resource[T]) created(x *T, err error) (string, snapshot, error) {
+	if err != nil {
+		return "", snapshot{}, err
+	}
+	return k.id(x), k.snap(x), nil
+}
+
+// adopt is the adoption of a resource found by name (nil: none found).
+func (k resource[T]) adopt(x *T, err error) (*adoption, error) {
+	if err != nil || x == nil {
+		return nil, err
+	}
+	return &adoption{id: k.id(x), snap: k.snap(x)}, nil
+}
+
 // runCreate checkpoints, creates, checkpoints the answer and, with wait,
 // waits on the resource. Outputs gain "adopted" (true when an existing
 // resource of the name was taken instead of creating one).

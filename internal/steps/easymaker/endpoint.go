@@ -69,11 +69,15 @@ func endpointRequest(p *endpointCreateParams, flavorID string) easymaker.CreateE
 		EndpointModelResourceList: modelResources(p.EndpointModelResourceList), TagList: tags(p.TagList), UseLog: p.UseLog}
 }
 
+// endpointSnapshot is the endpoint's snapshot; its default stage's status
+// and URL stay empty until readEndpoint reads the stage.
 func endpointSnapshot(e *easymaker.Endpoint) snapshot {
 	return snapshot{Status: e.EndpointStatusCode, Reason: e.StatusReason, Outputs: steps.Outputs{
 		"endpoint_id": e.EndpointID, "endpoint_name": e.EndpointName, "status": e.EndpointStatusCode,
-		"default_stage_id": e.DefaultEndpointStageID}}
+		"default_stage_id": e.DefaultEndpointStageID, "stage_status": "", "apigw_stage_url": ""}}
 }
+
+var endpoints = resource[easymaker.Endpoint]{func(x *easymaker.Endpoint) string { return x.EndpointID }, endpointSnapshot}
 
 // readEndpoint reads the endpoint and, once it is ACTIVE, its default
 // stage: the wait ends when both are ACTIVE (the SDK's create waits for
@@ -85,7 +89,6 @@ func readEndpoint(ctx context.Context, cl *easymaker.Client, id string) (snapsho
 		return snapshot{}, err
 	}
 	s := endpointSnapshot(e)
-	s.Outputs["stage_status"], s.Outputs["apigw_stage_url"] = "", ""
 	if done, failed := easymaker.StatusDone(e.EndpointStatusCode); !done || failed {
 		return s, nil
 	}
@@ -115,24 +118,12 @@ func endpointCreation(_ *steps.Call, p *endpointCreateParams) creation {
 			if err != nil {
 				return "", snapshot{}, fmt.Errorf("endpoint_instance_name: %w", err)
 			}
-			e, err := cl.CreateEndpoint(ctx, endpointRequest(p, flavor))
-			if err != nil {
-				return "", snapshot{}, err
-			}
-			s := endpointSnapshot(e)
-			s.Outputs["stage_status"], s.Outputs["apigw_stage_url"] = "", ""
-			return e.EndpointID, s, nil
+			return endpoints.created(cl.CreateEndpoint(ctx, endpointRequest(p, flavor)))
 		}}
 }
 
 func findEndpoint(ctx context.Context, cl *easymaker.Client, p *endpointCreateParams) (*adoption, error) {
-	e, err := cl.FindEndpointByName(ctx, p.EndpointName)
-	if err != nil || e == nil {
-		return nil, err
-	}
-	s := endpointSnapshot(e)
-	s.Outputs["stage_status"], s.Outputs["apigw_stage_url"] = "", ""
-	return &adoption{id: e.EndpointID, snap: s}, nil
+	return endpoints.adopt(cl.FindEndpointByName(ctx, p.EndpointName))
 }
 
 // ---- easymaker.endpoint.create_stage ----------------------------------------
@@ -156,35 +147,22 @@ func stageSnapshot(s *easymaker.EndpointStage) snapshot {
 	return snapshot{Status: s.EndpointStageStatusCode, Reason: s.StatusReason, Outputs: stageView(s)}
 }
 
-func readStage(ctx context.Context, cl *easymaker.Client, id string) (snapshot, error) {
-	s, err := cl.GetStage(ctx, id)
-	if err != nil {
-		return snapshot{}, err
-	}
-	return stageSnapshot(s), nil
-}
+var stages = resource[easymaker.EndpointStage]{func(x *easymaker.EndpointStage) string { return x.EndpointStageID }, stageSnapshot}
 
 func stageCreation(_ *steps.Call, p *stageCreateParams) creation {
-	return creation{what: "endpoint stage", conn: p.Connection, wait: p.waitParams, read: readStage,
+	return creation{what: "endpoint stage", conn: p.Connection, wait: p.waitParams,
+		read: stages.reader((*easymaker.Client).GetStage),
 		create: func(ctx context.Context, cl *easymaker.Client) (string, snapshot, error) {
 			flavor, err := cl.ResolveFlavor(ctx, p.EndpointInstanceName)
 			if err != nil {
 				return "", snapshot{}, fmt.Errorf("endpoint_instance_name: %w", err)
 			}
-			s, err := cl.CreateStage(ctx, stageRequest(p, flavor))
-			if err != nil {
-				return "", snapshot{}, err
-			}
-			return s.EndpointStageID, stageSnapshot(s), nil
+			return stages.created(cl.CreateStage(ctx, stageRequest(p, flavor)))
 		}}
 }
 
 func findStage(ctx context.Context, cl *easymaker.Client, p *stageCreateParams) (*adoption, error) {
-	s, err := cl.FindStageByName(ctx, p.EndpointID, p.StageName)
-	if err != nil || s == nil {
-		return nil, err
-	}
-	return &adoption{id: s.EndpointStageID, snap: stageSnapshot(s)}, nil
+	return stages.adopt(cl.FindStageByName(ctx, p.EndpointID, p.StageName))
 }
 
 // ---- easymaker.endpoint.stage, easymaker.endpoint.default_stage -------------

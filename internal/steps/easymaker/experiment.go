@@ -28,30 +28,17 @@ func experimentSnapshot(e *easymaker.Experiment) snapshot {
 		"experiment_id": e.ExperimentID, "experiment_name": e.ExperimentName, "status": e.ExperimentStatusCode}}
 }
 
-func readExperiment(ctx context.Context, cl *easymaker.Client, id string) (snapshot, error) {
-	e, err := cl.GetExperiment(ctx, id)
-	if err != nil {
-		return snapshot{}, err
-	}
-	return experimentSnapshot(e), nil
-}
+var experiments = resource[easymaker.Experiment]{func(x *easymaker.Experiment) string { return x.ExperimentID }, experimentSnapshot}
 
 func findExperiment(ctx context.Context, cl *easymaker.Client, p *experimentCreateParams) (*adoption, error) {
-	e, err := cl.FindExperimentByName(ctx, p.ExperimentName)
-	if err != nil || e == nil {
-		return nil, err
-	}
-	return &adoption{id: e.ExperimentID, snap: experimentSnapshot(e)}, nil
+	return experiments.adopt(cl.FindExperimentByName(ctx, p.ExperimentName))
 }
 
 func experimentCreation(c *steps.Call, p *experimentCreateParams) creation {
-	return creation{what: "experiment", conn: p.Connection, wait: p.waitParams, read: readExperiment,
+	return creation{what: "experiment", conn: p.Connection, wait: p.waitParams,
+		read: experiments.reader((*easymaker.Client).GetExperiment),
 		create: func(ctx context.Context, cl *easymaker.Client) (string, snapshot, error) {
-			e, err := cl.CreateExperiment(ctx, experimentRequest(p))
-			if err != nil {
-				return "", snapshot{}, err
-			}
-			return e.ExperimentID, experimentSnapshot(e), nil
+			return experiments.created(cl.CreateExperiment(ctx, experimentRequest(p)))
 		}}
 }
 

@@ -57,31 +57,17 @@ func modelSnapshot(m *easymaker.Model) snapshot {
 		"framework_code": m.FrameworkCode, "model_uri": m.ModelURI}}
 }
 
-func readModel(ctx context.Context, cl *easymaker.Client, id string) (snapshot, error) {
-	m, err := cl.GetModel(ctx, id)
-	if err != nil {
-		return snapshot{}, err
-	}
-	return modelSnapshot(m), nil
-}
+var models = resource[easymaker.Model]{func(x *easymaker.Model) string { return x.ModelID }, modelSnapshot}
 
 func modelCreation(conn string, w waitParams, req easymaker.CreateModelRequest) creation {
-	return creation{what: "model", conn: conn, wait: w, read: readModel,
+	return creation{what: "model", conn: conn, wait: w, read: models.reader((*easymaker.Client).GetModel),
 		create: func(ctx context.Context, cl *easymaker.Client) (string, snapshot, error) {
-			m, err := cl.CreateModel(ctx, req)
-			if err != nil {
-				return "", snapshot{}, err
-			}
-			return m.ModelID, modelSnapshot(m), nil
+			return models.created(cl.CreateModel(ctx, req))
 		}}
 }
 
 func findModel(ctx context.Context, cl *easymaker.Client, name string) (*adoption, error) {
-	m, err := cl.FindModelByName(ctx, name)
-	if err != nil || m == nil {
-		return nil, err
-	}
-	return &adoption{id: m.ModelID, snap: modelSnapshot(m)}, nil
+	return models.adopt(cl.FindModelByName(ctx, name))
 }
 
 func modelRequest(p *modelCreateParams) easymaker.CreateModelRequest {

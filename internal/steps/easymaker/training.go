@@ -124,35 +124,22 @@ func trainingSnapshot(t *easymaker.Training) snapshot {
 		"status": t.TrainingStatusCode, "status_reason": t.StatusReason, "metrics": metricMap(t.MetricList)}}
 }
 
-func readTraining(ctx context.Context, cl *easymaker.Client, id string) (snapshot, error) {
-	t, err := cl.GetTraining(ctx, id)
-	if err != nil {
-		return snapshot{}, err
-	}
-	return trainingSnapshot(t), nil
-}
+var trainings = resource[easymaker.Training]{func(x *easymaker.Training) string { return x.TrainingID }, trainingSnapshot}
 
 func trainingCreation(c *steps.Call, p *trainingRunParams) creation {
-	return creation{what: "training", conn: p.Connection, wait: p.waitParams, timeoutHours: p.TimeoutHours, read: readTraining,
+	return creation{what: "training", conn: p.Connection, wait: p.waitParams, timeoutHours: p.TimeoutHours,
+		read: trainings.reader((*easymaker.Client).GetTraining),
 		create: func(ctx context.Context, cl *easymaker.Client) (string, snapshot, error) {
 			r, err := resolveNames(ctx, cl, "train_image_name", p.TrainImageName, "train_instance_name", p.TrainInstanceName, p.AlgorithmName)
 			if err != nil {
 				return "", snapshot{}, err
 			}
-			t, err := cl.CreateTraining(ctx, trainingRequest(p, r))
-			if err != nil {
-				return "", snapshot{}, err
-			}
-			return t.TrainingID, trainingSnapshot(t), nil
+			return trainings.created(cl.CreateTraining(ctx, trainingRequest(p, r)))
 		}}
 }
 
 func findTraining(ctx context.Context, cl *easymaker.Client, p *trainingRunParams) (*adoption, error) {
-	t, err := cl.FindTrainingByName(ctx, p.ExperimentID, p.TrainingName)
-	if err != nil || t == nil {
-		return nil, err
-	}
-	return &adoption{id: t.TrainingID, snap: trainingSnapshot(t)}, nil
+	return trainings.adopt(cl.FindTrainingByName(ctx, p.ExperimentID, p.TrainingName))
 }
 
 // ---- easymaker.training.delete ----------------------------------------------

@@ -164,35 +164,22 @@ func tuningSnapshot(t *easymaker.HyperparameterTuning) snapshot {
 		"early_stopped_trial_count": t.EarlyStoppedTrialCount}}
 }
 
-func readTuning(ctx context.Context, cl *easymaker.Client, id string) (snapshot, error) {
-	t, err := cl.GetTuning(ctx, id)
-	if err != nil {
-		return snapshot{}, err
-	}
-	return tuningSnapshot(t), nil
-}
+var tunings = resource[easymaker.HyperparameterTuning]{func(x *easymaker.HyperparameterTuning) string { return x.HyperparameterTuningID }, tuningSnapshot}
 
 func tuningCreation(c *steps.Call, p *tuningRunParams) creation {
-	return creation{what: "hyperparameter tuning", conn: p.Connection, wait: p.waitParams, timeoutHours: p.TimeoutHours, read: readTuning,
+	return creation{what: "hyperparameter tuning", conn: p.Connection, wait: p.waitParams, timeoutHours: p.TimeoutHours,
+		read: tunings.reader((*easymaker.Client).GetTuning),
 		create: func(ctx context.Context, cl *easymaker.Client) (string, snapshot, error) {
 			r, err := resolveNames(ctx, cl, "image_name", p.ImageName, "instance_name", p.InstanceName, p.AlgorithmName)
 			if err != nil {
 				return "", snapshot{}, err
 			}
-			t, err := cl.CreateTuning(ctx, tuningRequest(p, r))
-			if err != nil {
-				return "", snapshot{}, err
-			}
-			return t.HyperparameterTuningID, tuningSnapshot(t), nil
+			return tunings.created(cl.CreateTuning(ctx, tuningRequest(p, r)))
 		}}
 }
 
 func findTuning(ctx context.Context, cl *easymaker.Client, p *tuningRunParams) (*adoption, error) {
-	t, err := cl.FindTuningByName(ctx, p.ExperimentID, p.HyperparameterTuningName)
-	if err != nil || t == nil {
-		return nil, err
-	}
-	return &adoption{id: t.HyperparameterTuningID, snap: tuningSnapshot(t)}, nil
+	return tunings.adopt(cl.FindTuningByName(ctx, p.ExperimentID, p.HyperparameterTuningName))
 }
 
 // ---- easymaker.tuning.delete ------------------------------------------------
