@@ -53,6 +53,39 @@ func (cp *campaign) readLedger() []ledgerLine {
 	return out
 }
 
+// selfStop is what a replica logs when it stops executing its runs
+// because it could not renew its lease in time (runner's leaseStopped).
+const selfStop = "replica lease not renewed in time: stopped executing its runs here"
+
+// noteSelfStops records, as losses, the times a replica stopped its runs
+// itself because its lease was not renewed in time (on a machine loaded
+// far past its cores, a replica may not renew a 3 s lease through a
+// database restart), as its log says, and returns how many. Such a
+// replica is lost for its runs as one stopped past its lease is: the
+// steps it was executing run again once when it, or another, takes the
+// runs up (docs/ha.md).
+func (cp *campaign) noteSelfStops() int {
+	n := 0
+	for _, p := range cp.procs {
+		for line := range strings.Lines(p.stderrText()) {
+			if !strings.Contains(line, selfStop) {
+				continue
+			}
+			ts, _, ok := strings.Cut(strings.TrimPrefix(line, "time="), " ")
+			at, err := time.Parse(time.RFC3339Nano, ts)
+			if !ok || err != nil {
+				cp.t.Errorf("a replica's log line without its time: %q", line)
+				continue
+			}
+			cp.mu.Lock()
+			cp.lost[p.cmd.Process.Pid] = append(cp.lost[p.cmd.Process.Pid], loss{how: "stopped by itself (lease not renewed in time)", at: at})
+			cp.mu.Unlock()
+			n++
+		}
+	}
+	return n
+}
+
 // forkSlack is how late a step's shell, forked by a replica before it was
 // lost, may write its start line on a loaded machine: the step was
 // executing on the lost replica all the same.

@@ -74,6 +74,7 @@ func (cp *campaign) underFaults(p loadPlan) figures {
 		runs = append(runs, rs...)
 	}
 	lines := cp.readLedger()
+	f.selfStopped = cp.noteSelfStops()
 	cp.checkSteps(lines, runs, []string{"first", "second"}, &f)
 	cp.checkOverlaps(lines, &f)
 	return f

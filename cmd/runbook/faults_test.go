@@ -431,14 +431,17 @@ func (cp *campaign) holderState(id string) string {
 // figures is what a part of the campaign measured.
 type figures struct {
 	acked, runs, final, failed, overlaps, twice, again int
+	// selfStopped counts the times a replica stopped its runs itself, its
+	// lease not renewed in time (noteSelfStops).
+	selfStopped int
 	// lastFinal is the time from the database answering again to the
 	// last acknowledged hook's run ending.
 	lastFinal time.Duration
 }
 
 func (f figures) String() string {
-	return fmt.Sprintf("hooks acked %d, runs %d, final %d, failed %d, key overlaps %d, steps executed twice %d (allowed repeats on a lost replica %d), last run final %s after the database answered again",
-		f.acked, f.runs, f.final, f.failed, f.overlaps, f.twice, f.again, f.lastFinal.Round(time.Millisecond))
+	return fmt.Sprintf("hooks acked %d, runs %d, final %d, failed %d, key overlaps %d, steps executed twice %d (allowed repeats on a lost replica %d; replicas that stopped their runs themselves %d), last run final %s after the database answered again",
+		f.acked, f.runs, f.final, f.failed, f.overlaps, f.twice, f.again, f.selfStopped, f.lastFinal.Round(time.Millisecond))
 }
 
 // checkHooks checks that every acknowledged hook has exactly one run, that
