@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,6 +45,7 @@ func (c *cli) agent(s *serveProc, name, labels string, capacity int) *agentProc 
 	cmd.Env = append(append([]string{}, c.env...), "RUNBOOK_AGENT_TOKEN="+tok, "AGENT_NAME="+name)
 	a := &agentProc{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan struct{})}
 	cmd.Stderr = &lockedWriter{w: a.stderr}
+	cmd.WaitDelay = 2 * time.Second // a killed agent's shell may hold its stderr a while
 	require.NoError(c.t, cmd.Start())
 	go func() { _ = cmd.Wait(); close(a.done) }()
 	c.t.Cleanup(func() {
@@ -299,4 +301,49 @@ steps:
 	run = endOf(t, s, second, 15*time.Second)
 	assert.Equal(t, "succeeded", run["status"], run)
 	assert.Contains(t, stepOf(run, "work")["outputs"].(map[string]any)["stdout"], "end on d2")
+}
+
+// An agent killed (kill -9) while its nks.cluster.create waits for the
+// cluster's task: after the lease the attempt goes to another agent,
+// which goes on from what the lost attempt recorded (its checkpoint says
+// the create was answered: it resumes the wait; in doubt it would
+// reconcile first). The simulator's journal holds one create.
+func TestALostAgentsClusterCreateIsReconciledNotMadeTwice(t *testing.T) {
+	c := newCLI(t)
+	url := c.startSimAt("100", map[string]string{"CLUSTER_CREATE": "500s"}) // 5 s of real time
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	c.file("playbooks/create.yaml", `
+version: 1
+name: create
+runs_on: {labels: {net: private}}
+steps:
+  - id: create
+    uses: nks.cluster.create
+    with:
+      name: prod`+nksCreateWith+`
+`)
+	s := c.serve("--sim-url", url, "--agent-lease", "2s")
+	a := c.agent(s, "c1", "net=private", 1)
+	id := startRun(t, s, "create")
+	require.Eventually(t, func() bool { return slices.Contains(nksPosts(t, url), "/v1/clusters") }, 20*time.Second, 20*time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // inside the wait, with its checkpoint sent
+	require.NoError(t, a.cmd.Process.Kill())
+	<-a.done
+	c.agent(s, "c2", "net=private", 1)
+	run := endOf(t, s, id, 60*time.Second)
+	require.Equal(t, "succeeded", run["status"], run)
+	creates := 0
+	for _, p := range nksPosts(t, url) {
+		if p == "/v1/clusters" {
+			creates++
+		}
+	}
+	assert.Equal(t, 1, creates, "exactly one create call")
+	code, ev := s.api(t, "GET", "/api/v1/runs/"+id+"/events", nil)
+	require.Equal(t, 200, code)
+	events := fmt.Sprint(ev)
+	assert.Contains(t, events, "agent c1 lost")
+	assert.Contains(t, events, "running on agent c2")
+	assert.Less(t, strings.LastIndex(events, "waiting for an agent"), strings.Index(events, "running on agent c1"),
+		"a placed attempt is not said to wait")
 }

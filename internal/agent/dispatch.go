@@ -155,10 +155,13 @@ func (d *Dispatcher) Execute(ctx context.Context, a *engine.AgentAttempt) (steps
 			}
 			return o.out, err
 		}
+		if cp := asg.lastCheckpoint(d); cp != nil {
+			wire.Resume = cp // what the lost attempt recorded: the next one goes on from it
+		}
 		switch {
 		case a.Desc.Mutating && a.Desc.Reconcile != nil:
 			a.Call.Log.Warn(fmt.Sprintf("agent %s lost (no heartbeat for %s): the attempt is reconciled on an agent before anything is made again", o.lost, d.o.Lease))
-			wire.Reconcile = &api.AgentIntent{Attempt: a.Call.Attempt, IdempotencyKey: a.Call.IdempotencyKey, CreatedAt: asg.since, Data: asg.lastCheckpoint(d)}
+			wire.Reconcile = &api.AgentIntent{Attempt: a.Call.Attempt, IdempotencyKey: a.Call.IdempotencyKey, CreatedAt: asg.since, Data: wire.Resume}
 		case a.RunsOn.OnAgentLost == playbook.AgentLostRetry && !retried:
 			retried = true
 			a.Call.Log.Warn(fmt.Sprintf("agent %s lost (no heartbeat for %s): running the attempt once more (on_agent_lost: retry)", o.lost, d.o.Lease))
@@ -177,6 +180,7 @@ func (d *Dispatcher) await(ctx context.Context, asg *assignment) (outcome, error
 	for {
 		select {
 		case s := <-asg.placed:
+			waitNoted = true
 			asg.a.Call.Log.Info(fmt.Sprintf("running on agent %s", s.name), "agent", s.name, "agent_session", s.id)
 		case <-wait.C:
 			if !waitNoted {
