@@ -96,6 +96,7 @@ type answer struct {
 	code    int    // the last status
 	last    string // the last answer's body
 	refused int    // 409s before the last
+	unheard int    // requests whose answer did not come
 	at      time.Time
 }
 
@@ -185,7 +186,11 @@ func (cp *campaign) approvalRaces(n int) raceFigures {
 // give answers a.run until a replica accepts the answer (200), refuses it
 // for another reason than a conflict, or refuses it with a conflict when
 // the run no longer waits (the other answer ended the approval: the
-// caller knows its answer did not count), at most 40 times.
+// caller knows its answer did not count), at most 40 times. A request
+// whose answer did not come (a loaded replica past the client's timeout)
+// is sent again, as its caller would: when the first one was taken, the
+// second is refused as this person's answer already given, and that
+// says it was accepted.
 func (cp *campaign) give(a *answer) {
 	for range 40 {
 		code, m, err := cp.api("POST", cp.rs.url(a.replica)+"/api/v1/runs/"+a.run+"/approve",
@@ -193,8 +198,14 @@ func (cp *campaign) give(a *answer) {
 		a.at = time.Now()
 		if err != nil {
 			a.code, a.last = 0, err.Error()
-		} else {
-			a.code, a.last = code, fmt.Sprint(m)
+			a.unheard++
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		a.code, a.last = code, fmt.Sprint(m)
+		if code == http.StatusConflict && a.unheard > 0 && strings.Contains(a.last, a.by+" already approved") {
+			a.code = http.StatusOK // taken by a request whose answer was lost
+			return
 		}
 		if a.code != http.StatusConflict {
 			return
