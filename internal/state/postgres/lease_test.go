@@ -309,10 +309,12 @@ func TestTheQueueTakesARunProcessesRunWhosePlaybookOptsInOnceItsLeaseLapsed(t *t
 	assert.True(t, got.TakeOver, "the record keeps the playbook's choice")
 }
 
-// A concurrency key released by one replica (its lock row deleted, by
-// ReleaseLock or otherwise) is a notice to the others, with the key; a
-// release that frees nothing sends none. A key too long for a notice is
-// sent empty.
+// A concurrency key that another run asked for while it was held,
+// released by one replica (its lock row deleted, by ReleaseLock or
+// otherwise), is a notice to the others, with the key; a release that
+// frees nothing, or frees a key nobody asked for, sends none (each notice
+// is a commit that waits for the one before). A key too long for a notice
+// is sent empty.
 func TestAReleasedKeyIsANoticeToTheOtherReplica(t *testing.T) {
 	a, b := replicas(t)
 	notices := make(chan state.Notice, 16)
@@ -320,18 +322,30 @@ func TestAReleasedKeyIsANoticeToTheOtherReplica(t *testing.T) {
 	defer stop()
 	go func() { _ = b.Listen(lctx, func(n state.Notice) { notices <- n }) }()
 	require.Equal(t, state.Notice{Kind: state.NoticeListening}, next(t, notices))
+	// take acquires key for owner, and makes another run ask for it when
+	// waited.
+	take := func(key, owner string, waited bool) {
+		t.Helper()
+		ok, _, err := a.AcquireLock(ctx, state.Lock{Key: key, Owner: owner})
+		require.NoError(t, err)
+		require.True(t, ok)
+		if waited {
+			ok, holder, err := b.AcquireLock(ctx, state.Lock{Key: key, Owner: "queued"})
+			require.NoError(t, err)
+			require.False(t, ok)
+			require.Equal(t, owner, holder.Owner)
+		}
+	}
 
-	ok, _, err := a.AcquireLock(ctx, state.Lock{Key: "nks/prod", Owner: "r1"})
-	require.NoError(t, err)
-	require.True(t, ok)
+	take("quiet", "r0", false)
+	require.NoError(t, a.ReleaseLock(ctx, "quiet", "r0"))
+	take("nks/prod", "r1", true)
 	require.Error(t, a.ReleaseLock(ctx, "nks/prod", "someone-else"), "held by r1: nothing deleted, no notice")
 	require.NoError(t, a.ReleaseLock(ctx, "nks/prod", "r1"))
-	assert.Equal(t, state.Notice{Kind: state.NoticeKeyFreed, Key: "nks/prod"}, next(t, notices))
+	assert.Equal(t, state.Notice{Kind: state.NoticeKeyFreed, Key: "nks/prod"}, next(t, notices), "the first notice: none for quiet")
 
 	long := strings.Repeat("k", 7500)
-	ok, _, err = a.AcquireLock(ctx, state.Lock{Key: long, Owner: "r2"})
-	require.NoError(t, err)
-	require.True(t, ok)
+	take(long, "r2", true)
 	require.NoError(t, a.ReleaseLock(ctx, long, "r2"))
 	assert.Equal(t, state.Notice{Kind: state.NoticeKeyFreed}, next(t, notices))
 

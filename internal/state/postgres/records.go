@@ -189,9 +189,10 @@ VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key) DO NOTHING`
 
 // AcquireLock takes l.Key for l.Owner when it is free, or reports true
 // without change when l.Owner already holds it. Otherwise it returns false
-// and the holder. A zero l.Since is set to now. The key's primary key
-// makes the claim: of two replicas inserting it at once, one waits for the
-// other's commit and finds the key taken.
+// and the holder, and marks the key waited for: its release is then a
+// notice to every replica (runbook_notify_key). A zero l.Since is set to
+// now. The key's primary key makes the claim: of two replicas inserting
+// it at once, one waits for the other's commit and finds the key taken.
 func (s *Store) AcquireLock(ctx context.Context, l state.Lock) (ok bool, holder *state.Lock, err error) {
 	if l.Since.IsZero() {
 		l.Since = s.now()
@@ -223,7 +224,7 @@ func (s *Store) AcquireLock(ctx context.Context, l state.Lock) (ok bool, holder 
 				return nil
 			}
 			var cur []byte
-			err = tx.QueryRow(ctx, `SELECT record FROM runbook_locks WHERE key = $1`, l.Key).Scan(&cur)
+			err = tx.QueryRow(ctx, `UPDATE runbook_locks SET waited = true WHERE key = $1 RETURNING record`, l.Key).Scan(&cur)
 			if errors.Is(err, pgx.ErrNoRows) {
 				continue
 			}

@@ -140,19 +140,24 @@ CREATE TRIGGER runbook_approvals_notify AFTER INSERT OR UPDATE ON runbook_approv
     FOR EACH ROW EXECUTE FUNCTION runbook_notify_approval();
 
 -- Concurrency keys: the primary key is what makes a key held once.
+-- waited is set by whoever asked for the key while it was held.
 CREATE TABLE runbook_locks (
     key     text COLLATE "C" PRIMARY KEY,
     owner   text COLLATE "C" NOT NULL,
     process text NOT NULL DEFAULT '',
     since   timestamptz NOT NULL,
-    record  json NOT NULL
+    record  json NOT NULL,
+    waited  boolean NOT NULL DEFAULT false
 );
 
--- A concurrency key released anywhere wakes the runs queued on it in
--- every replica at once (state.NoticeKeyFreed), whoever deletes the lock
--- row: a replica's run ending, a cancel, the CLI. The notice carries the
--- key. A key too long for a notice's payload (8000 bytes) is sent empty:
--- every key is tried then.
+-- A concurrency key that was asked for while held, released anywhere,
+-- wakes the runs queued on it in every replica at once
+-- (state.NoticeKeyFreed), whoever deletes the lock row: a replica's run
+-- ending, a cancel, the CLI. The notice carries the key. A key too long
+-- for a notice's payload (8000 bytes) is sent empty: every key is tried
+-- then. A key nobody asked for sends none: a transaction that notifies
+-- holds PostgreSQL's one notify lock from its commit until it is flushed,
+-- so that every release would wait for the one before.
 CREATE FUNCTION runbook_notify_key() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF octet_length(OLD.key) < 7000 THEN
@@ -164,7 +169,7 @@ BEGIN
 END
 $$;
 CREATE TRIGGER runbook_locks_notify_release AFTER DELETE ON runbook_locks
-    FOR EACH ROW EXECUTE FUNCTION runbook_notify_key();
+    FOR EACH ROW WHEN (OLD.waited) EXECUTE FUNCTION runbook_notify_key();
 
 CREATE TABLE runbook_cursors (
     key   text COLLATE "C" PRIMARY KEY,
