@@ -98,7 +98,8 @@ type NoticeKind string
 
 // The kinds of notice. The store sends NoticeApproval when an approval is
 // recorded, NoticeCancel when a run is recorded cancelled and
-// NoticeKeyFreed when a concurrency key is released and NoticePause when a
+// NoticeKeyFreed when a concurrency key that someone asked for while it
+// was held is released (AcquireLock's refusal marks it) and NoticePause when a
 // run pause is recorded or deleted, whoever wrote them;
 // NoticeWork and NoticeResume are sent by the replicas.
 const (
