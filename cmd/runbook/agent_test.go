@@ -25,21 +25,33 @@ type agentProc struct {
 }
 
 // agentToken makes a token with the agent role through the server's API.
-func (c *cli) agentToken(s *serveProc, name string) string {
+func (c *cli) agentToken(s *serveProc, name string, args ...string) string {
 	c.t.Helper()
-	admin := *c
-	admin.env = append(append([]string{}, c.env...), "RUNBOOK_API_TOKEN="+serveToken)
-	r := admin.run("token", "create", name, "--role", "agent", "--server", s.url)
+	r := c.admin().run(append([]string{"token", "create", name, "--role", "agent", "--server", s.url}, args...)...)
 	require.Equal(c.t, 0, r.code, r.String())
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	return lines[len(lines)-1]
+}
+
+// admin is c with the server's admin token in its environment.
+func (c *cli) admin() *cli {
+	admin := *c
+	admin.env = append(append([]string{}, c.env...), "RUNBOOK_API_TOKEN="+serveToken)
+	return &admin
 }
 
 // agent starts `runbook agent` against s with its own token; AGENT_NAME
 // in its environment is its name, which the steps print.
 func (c *cli) agent(s *serveProc, name, labels string, capacity int) *agentProc {
 	c.t.Helper()
-	tok := c.agentToken(s, name)
+	a := c.agentWith(s, name, labels, capacity, c.agentToken(s, name))
+	require.Eventually(c.t, func() bool { return strings.Contains(a.log(), "registered") }, 15*time.Second, 20*time.Millisecond, "agent %s did not register", name)
+	return a
+}
+
+// agentWith starts `runbook agent` with token tok.
+func (c *cli) agentWith(s *serveProc, name, labels string, capacity int, tok string) *agentProc {
+	c.t.Helper()
 	cmd := exec.Command(bin, "agent", "--server", s.url, "--name", name, "--labels", labels, "--capacity", strconv.Itoa(capacity), "-v")
 	cmd.Dir = c.dir
 	cmd.Env = append(append([]string{}, c.env...), "RUNBOOK_AGENT_TOKEN="+tok, "AGENT_NAME="+name)
@@ -53,7 +65,6 @@ func (c *cli) agent(s *serveProc, name, labels string, capacity int) *agentProc 
 		_ = cmd.Process.Kill()
 		<-a.done
 	})
-	require.Eventually(c.t, func() bool { return strings.Contains(a.log(), "registered") }, 15*time.Second, 20*time.Millisecond, "agent %s did not register", name)
 	return a
 }
 
@@ -346,4 +357,50 @@ steps:
 	assert.Contains(t, events, "running on agent c2")
 	assert.Less(t, strings.LastIndex(events, "waiting for an agent"), strings.Index(events, "running on agent c1"),
 		"a placed attempt is not said to wait")
+}
+
+// An agent token is an identity of the agent role: limited to the labels
+// it may claim (a claim beyond them is refused and the agent exits), each
+// registration audited, and revocable: a revoked token's agent is refused
+// at its next request and exits, and the server ends its session.
+func TestAgentTokensLimitTheLabelsAndAreAuditedAndRevocable(t *testing.T) {
+	c := newCLI(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	s := c.serve("--agent-lease", "2s")
+	tok := c.agentToken(s, "bastion-1", "--labels", "role=bastion,zone=kr1-*")
+
+	refused := c.agentWith(s, "bastion-1", "role=bastion,tier=prod", 1, tok)
+	select {
+	case <-refused.done:
+		assert.NotEqual(t, 0, refused.cmd.ProcessState.ExitCode())
+		assert.Contains(t, refused.log(), "may not claim the label tier=prod (its token allows role=bastion, zone=kr1-*)")
+	case <-time.After(15 * time.Second):
+		t.Fatalf("an agent claiming a label its token does not allow still runs:\n%s", refused.log())
+	}
+
+	a := c.agentWith(s, "bastion-1", "role=bastion,zone=kr1-a", 1, tok)
+	require.Eventually(t, func() bool { return strings.Contains(a.log(), "registered") }, 15*time.Second, 20*time.Millisecond, a.log())
+	_, l := s.api(t, "GET", "/api/v1/agents", nil)
+	require.Len(t, l["agents"], 1)
+	ag := l["agents"].([]any)[0].(map[string]any)
+	assert.Equal(t, "bastion-1", ag["token"])
+	assert.Equal(t, map[string]any{"role": "bastion", "zone": "kr1-a"}, ag["labels"])
+	_, audit := s.api(t, "GET", "/api/v1/audit", nil)
+	assert.Contains(t, fmt.Sprint(audit), "agent.register")
+	r := c.admin().run("agents", "list", "--server", s.url)
+	require.Equal(t, 0, r.code, r.String())
+	assert.Regexp(t, `bastion-1\s+role=bastion,zone=kr1-a\s+0/1`, r.stdout)
+
+	r = c.admin().run("token", "revoke", "bastion-1", "--server", s.url)
+	require.Equal(t, 0, r.code, r.String())
+	select {
+	case <-a.done:
+		assert.NotEqual(t, 0, a.cmd.ProcessState.ExitCode())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the agent of a revoked token still runs:\n%s", a.log())
+	}
+	require.Eventually(t, func() bool {
+		_, l := s.api(t, "GET", "/api/v1/agents", nil)
+		return len(l["agents"].([]any)) == 0
+	}, 10*time.Second, 50*time.Millisecond, "the server ends the revoked agent's session")
 }

@@ -85,7 +85,8 @@ func cmdTokenCreate(ctx context.Context, a *app, args []string) error {
 		details: `Roles: viewer (read playbooks and runs), operator (also start, cancel, retry and
 resume runs), approver (also answer approvals), admin (everything, also tokens,
 reload and the audit log), agent (a runbook agent: register and run the step
-attempts assigned to it, nothing else; docs/agents.md). --playbooks limits the roles to the playbooks whose
+attempts assigned to it, nothing else; --labels limits the labels it may
+claim; docs/agents.md). --playbooks limits the roles to the playbooks whose
 name matches a pattern (path.Match: "nks-*"); such a token never gets admin's
 global permissions. --ttl ends the token after that long (90d, 12h): a request
 with it afterwards is refused with 401, naming the expiry. Use the token as a bearer token, or with the CLI:
@@ -95,6 +96,8 @@ with it afterwards is refused with 401, naming the expiry. Use the token as a be
 	fs.Var(&roles, "role", "the token's `roles`, comma separated or repeated (viewer, operator, approver, admin, agent)")
 	fs.Var(&playbooks, "playbooks", "limit the roles to playbooks matching these `patterns` (comma separated or repeated)")
 	ttl := fs.String("ttl", "", "end the token after this `duration` (90d, 12h; default: never)")
+	var labels listFlag
+	fs.Var(&labels, "labels", "for --role agent: the `labels` (KEY=VALUE, the value may be a pattern) the agent may claim; the same as --playbooks label:KEY=VALUE")
 	o := newRunsOpener(a, fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -102,6 +105,9 @@ with it afterwards is refused with 401, naming the expiry. Use the token as a be
 	}
 	if err := wantArgs(fs, pos, 1, 1, "the token NAME"); err != nil {
 		return err
+	}
+	for _, l := range labels {
+		playbooks = append(playbooks, "label:"+l)
 	}
 	req := api.TokenRequest{Name: pos[0], Roles: roles, Playbooks: playbooks, TTL: *ttl}
 	if err := checkTokenRequest(fs, req); err != nil {

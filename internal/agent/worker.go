@@ -69,6 +69,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer w.wg.Wait()
 	for ctx.Err() == nil {
 		sess, err := w.register(ctx)
+		var fe *fault.Error
+		if errors.As(err, &fe) && fe.Code == fault.Unauthorized {
+			return err // a wrong, revoked or limited token: trying again changes nothing
+		}
 		if err != nil {
 			w.Logger.Warn("register with the server failed; trying again", "err", err)
 			sleep(ctx, w.Retry)

@@ -32,13 +32,62 @@ const (
 	ReadAudit    Permission = "audit.read"    // global
 	Admin        Permission = "server.admin"  // global: anything without a narrower permission
 	// WorkAsAgent registers a runbook agent and takes, runs and answers
-	// the step attempts assigned to it (docs/agents.md). Global.
+	// the step attempts assigned to it (docs/agents.md). A grant limited
+	// by label:KEY=VALUE patterns limits the labels the agent may claim
+	// (MayClaim), not playbooks.
 	WorkAsAgent Permission = "agents.work"
 )
 
 // global reports whether p is not about one playbook.
 func global(p Permission) bool {
-	return p == Reload || p == ManageTokens || p == ReadAudit || p == Admin || p == PauseRuns || p == WorkAsAgent
+	return p == Reload || p == ManageTokens || p == ReadAudit || p == Admin || p == PauseRuns
+}
+
+// MayClaim returns nil when the identity may register an agent with
+// labels: a grant of agents.work without patterns allows any labels; one
+// with label:KEY=VALUE patterns allows the labels each of which some
+// pattern matches (KEY equal, VALUE a path.Match pattern). Otherwise the
+// error names the first label no grant allows.
+func (id *Identity) MayClaim(labels map[string]string) error {
+	if id == nil {
+		return fmt.Errorf("no identity")
+	}
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var scoped []Grant
+	for _, g := range id.Grants {
+		if !slices.Contains(RolePermissions[g.Role], WorkAsAgent) {
+			continue
+		}
+		if len(g.Playbooks) == 0 {
+			return nil
+		}
+		scoped = append(scoped, g)
+	}
+	for _, k := range keys {
+		if !slices.ContainsFunc(scoped, func(g Grant) bool { return g.covers(Playbook{Name: "-", Labels: map[string]string{k: labels[k]}}) }) {
+			return fmt.Errorf("%s may not claim the label %s=%s (its token allows %s)", id.Name, k, labels[k], claimable(scoped))
+		}
+	}
+	return nil
+}
+
+func claimable(gs []Grant) string {
+	var out []string
+	for _, g := range gs {
+		for _, p := range g.Playbooks {
+			if sel, ok := strings.CutPrefix(p, labelPrefix); ok {
+				out = append(out, sel)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return "no label"
+	}
+	return strings.Join(out, ", ")
 }
 
 // The roles.

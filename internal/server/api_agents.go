@@ -5,6 +5,8 @@ import (
 	"net/http"
 
 	"github.com/runbook/runbook/internal/api"
+	"github.com/runbook/runbook/internal/auth"
+	"github.com/runbook/runbook/internal/fault"
 )
 
 // The runbook agents' protocol (internal/agent, docs/agents.md): the
@@ -15,8 +17,13 @@ func (s *Server) agentRegister(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &reg) {
 		return
 	}
+	id := authzOf(r).id
+	if err := id.MayClaim(reg.Labels); err != nil {
+		writeJSON(w, http.StatusForbidden, api.ErrorBody{Error: err.Error(), Code: string(fault.Unauthorized), Permission: string(auth.WorkAsAgent)})
+		return
+	}
 	addr, _, _ := net.SplitHostPort(r.RemoteAddr)
-	sess, err := s.agents.Register(reg, addr, authzOf(r).id.Name)
+	sess, err := s.agents.Register(reg, addr, id.Name)
 	if err != nil {
 		writeErr(w, err)
 		return
