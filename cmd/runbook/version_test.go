@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"testing"
@@ -50,11 +49,9 @@ func TestVersionNamesTheBuild(t *testing.T) {
 // and how to get one, instead of a bare "unknown".
 func TestAnUnstampedVersionSaysWhy(t *testing.T) {
 	c := newCLI(t)
-	plain := filepath.Join(c.dir, "runbook-plain")
-	build := exec.Command("go", "build", "-buildvcs=false", "-o", plain, ".")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	r := c.runCmd(exec.Command(plain, "version"))
+	<-plainBuilt
+	require.NoError(t, plainErr, "go build -buildvcs=false")
+	r := c.runCmd(exec.Command(plainBin, "version"))
 	require.Equal(t, 0, r.code, r)
 	assert.Contains(t, r.stdout, "runbook (devel)\n")
 	assert.Contains(t, r.stdout, "commit:       unknown (built without VCS information: go run, -buildvcs=false, or a git worktree; go build in a clone or make build records it)\n")
