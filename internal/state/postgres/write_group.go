@@ -45,7 +45,11 @@ import (
 // A group of one member is written alone (one round trip instead of two).
 
 // writeWorkers bounds the write groups of one Store in flight at once.
-const writeWorkers = 2
+// With one, the writes that arrive while a group commits wait for the
+// next group instead of going alone to a second worker: fewer writes
+// alone (each a transaction with its own fence call), less of
+// PostgreSQL's CPU a run (docs/performance.md).
+const writeWorkers = 1
 
 // maxWriteGroup bounds the writes of one group transaction.
 const maxWriteGroup = 128
