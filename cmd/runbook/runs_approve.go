@@ -8,6 +8,7 @@ import (
 	"os/user"
 	"strconv"
 
+	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/runner"
 	"github.com/runbook/runbook/internal/state"
@@ -82,29 +83,17 @@ shown is the server's, until the run ends or waits again.`,
 	if answer.By == "" {
 		answer.By = currentUser()
 	}
-	root := rootRun(ctx, store, r)
-	sims.remember(ctx, store, root.ID)
-	conns, src, stopSim, err := a.localConnections(ctx, cfgPath, o, &sims)
-	if err != nil {
-		return err
-	}
-	defer stopSim()
+	root := rootRun(ctx, store.GetRun, r)
 	var p progress = nopProgress{}
 	if !*noResume {
 		p = a.newProgress(out, *quiet, root.ID)
 	}
-	opts := a.engineOptions(store, src)
-	opts.Connection = conns.resolve
-	opts.Sim = sims.recorded()
-	opts.Observer.Event = p.observe
-	host := a.newHost(opts)
-	// On a database: its runs show interrupted once it is gone, on any host.
-	err = host.Open(ctx)
-	defer host.Close()
+	host, closeHost, err := a.hostHere(ctx, store, root.ID, cfgPath, o, &sims, engine.Observer{Event: p.observe})
 	if err != nil {
 		p.close()
-		return withHint(err, "")
+		return err
 	}
+	defer closeHost()
 	if err := host.Approve(ctx, runID, step, answer); err != nil {
 		p.close()
 		return withHint(err, "runbook runs show "+runID)
@@ -134,15 +123,7 @@ shown is the server's, until the run ends or waits again.`,
 		p.close()
 		return withHint(err, "runbook runs show "+root.ID)
 	}
-	res, err := follow(ctx, host, root.ID, false)
-	p.close()
-	if errors.Is(err, state.ErrFenced) && res != nil {
-		return a.notOwned(ctx, store, root.ID, err, host.Lease(), out)
-	}
-	if res == nil {
-		return withHint(err, "runbook run --resume "+root.ID)
-	}
-	return a.finishRun(ctx, store, res, err, out)
+	return a.followHere(ctx, store, host, root.ID, p, out)
 }
 
 // wentOnElsewhere reports whether err, the refusal to continue run runID
@@ -173,14 +154,15 @@ func currentUser() string {
 	return "uid " + strconv.Itoa(os.Getuid())
 }
 
-// rootRun follows ParentID links to the top-level run: resuming it resumes
-// its sub-playbook runs.
-func rootRun(ctx context.Context, store state.Store, r *state.Run) *state.Run {
+// rootRun follows ParentID links to the top-level run, reading each with
+// get (a store's GetRun, the server's API): resuming it resumes its
+// sub-playbook runs.
+func rootRun(ctx context.Context, get func(context.Context, string) (*state.Run, error), r *state.Run) *state.Run {
 	for range 16 {
 		if r.ParentID == "" {
 			return r
 		}
-		p, err := store.GetRun(ctx, r.ParentID)
+		p, err := get(ctx, r.ParentID)
 		if err != nil {
 			return r
 		}

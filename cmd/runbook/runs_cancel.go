@@ -103,7 +103,7 @@ func cmdRunsCancel(ctx context.Context, a *app, args []string) error {
 // released, as when its holder cancels it. It reports false when another
 // process holds the run (the caller records the cancellation for it).
 func (a *app) cancelHeldByNone(ctx context.Context, store state.Store, src *secrets.Source, sims *simFlags, r *state.Run) (bool, error) {
-	root := rootRun(ctx, store, r)
+	root := rootRun(ctx, store.GetRun, r)
 	sims.remember(ctx, store, root.ID)
 	conns, stopSim, err := sims.open(ctx)
 	if err != nil {

@@ -63,13 +63,7 @@ Without a server it runs here, as 'runbook run' does.`,
 			fmt.Fprintf(a.stdout, "run %s runs run %s again; follow it with: runbook runs logs -f %s\n", r.ID, runID, r.ID)
 			return nil
 		}
-		p := a.newProgress(out, *quiet, r.ID)
-		err = a.watchRemote(ctx, api, []string{r.ID}, []uint64{0}, p)
-		p.close()
-		if err != nil {
-			return err
-		}
-		return a.finishRemote(ctx, api, r.ID, out)
+		return a.followRemote(ctx, api, []string{r.ID}, []uint64{0}, out, *quiet)
 	}
 	return a.startHere(ctx, b.(*storeBackend).store, runID, cfgPath, o, &sims, out, *quiet,
 		func(host *runner.Host) (*state.Run, error) {

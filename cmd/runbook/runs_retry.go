@@ -65,13 +65,7 @@ input: give the run's secret inputs again with -i (other inputs are kept).`,
 			fmt.Fprintln(a.stdout, r.ID)
 			return nil
 		}
-		p := a.newProgress(out, *quiet, r.ID)
-		err = a.watchRemote(ctx, api, []string{r.ID}, []uint64{0}, p)
-		p.close()
-		if err != nil {
-			return err
-		}
-		return a.finishRemote(ctx, api, r.ID, out)
+		return a.followRemote(ctx, api, []string{r.ID}, []uint64{0}, out, *quiet)
 	}
 	if *detach {
 		return usageErrorf("runs retry", "--detach needs runbook serve: without a server the retry runs in this process")
@@ -88,25 +82,13 @@ input: give the run's secret inputs again with -i (other inputs are kept).`,
 // verbs do when no server holds the state.
 func (a *app) startHere(ctx context.Context, store state.Store, runID, cfgPath string, o *runsOpener, sims *simFlags,
 	out *outputFlag, quiet bool, start func(*runner.Host) (*state.Run, error)) error {
-	sims.remember(ctx, store, runID)
-	conns, src, stopSim, err := a.localConnections(ctx, cfgPath, o, sims)
-	if err != nil {
-		return err
-	}
-	defer stopSim()
 	prog := a.newProgress(out, quiet, "")
-	opts := a.engineOptions(store, src)
-	opts.Connection = conns.resolve
-	opts.Sim = sims.recorded()
-	opts.Observer = engine.Observer{Event: prog.observe, Output: prog.output}
-	host := a.newHost(opts)
-	// On a database: its runs show interrupted once it is gone, on any host.
-	err = host.Open(ctx)
-	defer host.Close()
+	host, closeHost, err := a.hostHere(ctx, store, runID, cfgPath, o, sims, engine.Observer{Event: prog.observe, Output: prog.output})
 	if err != nil {
 		prog.close()
-		return withHint(err, "")
+		return err
 	}
+	defer closeHost()
 	r, err := start(host)
 	if r == nil {
 		prog.close()
@@ -119,13 +101,44 @@ func (a *app) startHere(ctx context.Context, store state.Store, runID, cfgPath s
 		}
 		return withHint(err, "runbook run --resume "+r.ID)
 	}
-	res, err := follow(ctx, host, r.ID, false)
-	prog.close()
+	return a.followHere(ctx, store, host, r.ID, prog, out)
+}
+
+// hostHere opens a run host of this process on store, with the config's
+// connections and the simulators run runID (or its root) recorded; obs is
+// told what the runs do. closeHost closes the host, then the simulators.
+func (a *app) hostHere(ctx context.Context, store state.Store, runID, cfgPath string, o *runsOpener, sims *simFlags,
+	obs engine.Observer) (host *runner.Host, closeHost func(), err error) {
+	sims.remember(ctx, store, runID)
+	conns, src, stopSim, err := a.localConnections(ctx, cfgPath, o, sims)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := a.engineOptions(store, src)
+	opts.Connection = conns.resolve
+	opts.Sim = sims.recorded()
+	opts.Observer = obs
+	host = a.newHost(opts)
+	closeHost = func() { host.Close(); stopSim() }
+	// On a database: its runs show interrupted once it is gone, on any host.
+	if err := host.Open(ctx); err != nil {
+		closeHost()
+		return nil, nil, withHint(err, "")
+	}
+	return host, closeHost, nil
+}
+
+// followHere follows run runID of this process's host to its end (or its
+// next approval) and reports it with runbook run's output and exit code;
+// p, the run's progress, is closed once the run returned.
+func (a *app) followHere(ctx context.Context, store state.Store, host *runner.Host, runID string, p progress, out *outputFlag) error {
+	res, err := follow(ctx, host, runID, false)
+	p.close()
 	if errors.Is(err, state.ErrFenced) && res != nil {
-		return a.notOwned(ctx, store, r.ID, err, host.Lease(), out)
+		return a.notOwned(ctx, store, runID, err, host.Lease(), out)
 	}
 	if res == nil {
-		return withHint(err, "runbook run --resume "+r.ID)
+		return withHint(err, "runbook run --resume "+runID)
 	}
 	return a.finishRun(ctx, store, res, err, out)
 }

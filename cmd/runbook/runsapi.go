@@ -336,17 +336,7 @@ func (b *apiBackend) personal(ctx context.Context) bool {
 // approveRemote answers an approval through the server, which continues
 // the run, and shows the run's progress as the server reports it.
 func (a *app) approveRemote(ctx context.Context, b *apiBackend, r *state.Run, step string, answer state.Approval, verdict string, noWait bool, out *outputFlag, quiet bool) error {
-	root := r
-	for range 16 {
-		if root.ParentID == "" {
-			break
-		}
-		p, err := b.get(ctx, root.ParentID)
-		if err != nil {
-			break
-		}
-		root = p
-	}
+	root := rootRun(ctx, b.get, r)
 	if noWait {
 		if err := b.approve(ctx, r.ID, step, answer); err != nil {
 			return withHint(err, "runbook runs show "+r.ID)
@@ -377,13 +367,21 @@ func (a *app) approveRemote(ctx context.Context, b *apiBackend, r *state.Run, st
 	if err := b.approve(ctx, r.ID, step, answer); err != nil {
 		return withHint(err, "runbook runs show "+r.ID)
 	}
-	p := a.newProgress(out, quiet, root.ID)
+	return a.followRemote(ctx, b, ids, after, out, quiet)
+}
+
+// followRemote shows the progress of runs ids (the first is the root)
+// after the events after, as the server reports it, until the root run
+// ends or waits for an approval, and reports it with runbook run's output
+// and exit code.
+func (a *app) followRemote(ctx context.Context, b *apiBackend, ids []string, after []uint64, out *outputFlag, quiet bool) error {
+	p := a.newProgress(out, quiet, ids[0])
 	err := a.watchRemote(ctx, b, ids, after, p)
 	p.close()
 	if err != nil {
 		return err
 	}
-	return a.finishRemote(ctx, b, root.ID, out)
+	return a.finishRemote(ctx, b, ids[0], out)
 }
 
 // watchRemote shows the events of runs ids (the first is the root) until

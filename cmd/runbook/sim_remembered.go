@@ -38,7 +38,7 @@ func (f *simFlags) remember(ctx context.Context, store state.Store, runID string
 	if err != nil {
 		return
 	}
-	if root := rootRun(ctx, store, r); root.Sim != "" {
+	if root := rootRun(ctx, store.GetRun, r); root.Sim != "" {
 		f.url = root.Sim
 		f.fromRun = root.ID
 	}
