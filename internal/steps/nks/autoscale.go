@@ -72,11 +72,7 @@ func init() {
 			{Name: "ca_scale_down_util_thresh", Type: "any", Description: "utilisation threshold (null when unset)"},
 			{Name: "ca_scale_down_delay_after_add", Type: "any", Description: "minutes (null when unset)"},
 		},
-		Check: func(p *groupRefParams, dyn map[string]bool) []fault.Problem {
-			var ps problems
-			checkGroupRef(&ps, dyn, *p)
-			return ps
-		},
+		Check: (*groupRefParams).checkRef,
 		Plan: func(p *groupRefParams) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: http.MethodGet, Path: groupPlanPath(*p, "autoscale")}}
 		},

@@ -84,11 +84,7 @@ func init() {
 			{Name: "node_count", Type: "integer", Description: "worker nodes"},
 			{Name: "kube_tag", Type: "string", Description: "the master's version"},
 		},
-		Check: func(p *clusterGetParams, dyn map[string]bool) []fault.Problem {
-			var ps problems
-			ps.name(dyn, "cluster", "cluster", p.Cluster)
-			return ps
-		},
+		Check: (*clusterGetParams).checkRef,
 		Plan: func(p *clusterGetParams) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: http.MethodGet, Path: nks.Path("clusters", p.Cluster)}}
 		},
@@ -315,11 +311,7 @@ func init() {
 			steps.Output{Name: "uuid", Type: "string", Description: "the deleted cluster's UUID"},
 			steps.Output{Name: "name", Type: "string", Description: "its name"},
 		),
-		Check: func(p *deleteClusterParams, dyn map[string]bool) []fault.Problem {
-			var ps problems
-			ps.name(dyn, "cluster", "cluster", p.Cluster)
-			return ps
-		},
+		Check: (*deleteClusterParams).checkRef,
 		Plan: func(p *deleteClusterParams) []steps.PlannedCall {
 			return []steps.PlannedCall{
 				{Method: http.MethodGet, Path: nks.Path("clusters", p.Cluster), Note: "reads the UUID and name"},

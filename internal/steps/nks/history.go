@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/runbook/runbook/internal/cloud/nks"
-	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -45,11 +44,7 @@ func init() {
 			{Name: "tasks", Type: "list", Description: "task records as maps: uuid, type, state, contents, resource_uuid, created_at, ..."},
 			{Name: "count", Type: "integer", Description: "number of tasks listed"},
 		},
-		Check: func(p *listTasksParams, dyn map[string]bool) []fault.Problem {
-			var ps problems
-			ps.name(dyn, "cluster", "cluster", p.Cluster)
-			return ps
-		},
+		Check: (*listTasksParams).checkRef,
 		Plan: func(p *listTasksParams) []steps.PlannedCall {
 			call := steps.PlannedCall{Method: http.MethodGet, Path: nks.Path("clusters", p.Cluster, "events")}
 			if !uuidRE().MatchString(p.Cluster) {
@@ -88,11 +83,7 @@ func init() {
 			{Name: "state", Type: "string", Description: "SUCCESS, FAIL or IN_PROGRESS"},
 			{Name: "contents", Type: "string", Description: `progress text ("" when successful)`},
 		},
-		Check: func(p *getTaskParams, dyn map[string]bool) []fault.Problem {
-			var ps problems
-			ps.name(dyn, "cluster", "cluster", p.Cluster)
-			return ps
-		},
+		Check: (*getTaskParams).checkRef,
 		Plan: func(p *getTaskParams) []steps.PlannedCall {
 			call := steps.PlannedCall{Method: http.MethodGet, Path: nks.Path("clusters", p.Cluster, "events", p.Task)}
 			if !uuidRE().MatchString(p.Cluster) {

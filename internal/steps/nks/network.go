@@ -162,11 +162,7 @@ func init() {
 			{Name: "action", Type: "string", Description: `ALLOW or DENY ("" when disabled)`},
 			{Name: "ipacl_targets", Type: "list", Description: "targets as maps {cidr_address, description} (empty when disabled)"},
 		},
-		Check: func(p *clusterGetParams, dyn map[string]bool) []fault.Problem {
-			var ps problems
-			ps.name(dyn, "cluster", "cluster", p.Cluster)
-			return ps
-		},
+		Check: (*clusterGetParams).checkRef,
 		Plan: func(p *clusterGetParams) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: http.MethodGet, Path: nks.Path("clusters", p.Cluster, "api_ep_ipacl")}}
 		},

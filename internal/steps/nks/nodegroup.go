@@ -63,11 +63,7 @@ func init() {
 			{Name: "nodegroups", Type: "list", Description: "node groups as maps (see nks.nodegroup.get)"},
 			{Name: "count", Type: "integer", Description: "number of node groups"},
 		},
-		Check: func(p *listGroupsParams, dyn map[string]bool) []fault.Problem {
-			var ps problems
-			ps.name(dyn, "cluster", "cluster", p.Cluster)
-			return ps
-		},
+		Check: (*listGroupsParams).checkRef,
 		Plan: func(p *listGroupsParams) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: http.MethodGet, Path: nks.Path("clusters", p.Cluster, "nodegroups")}}
 		},
@@ -97,11 +93,7 @@ func init() {
 			{Name: "node_count", Type: "integer", Description: "nodes in the group"},
 			{Name: "kube_tag", Type: "string", Description: "the group's version"},
 		},
-		Check: func(p *groupRefParams, dyn map[string]bool) []fault.Problem {
-			var ps problems
-			checkGroupRef(&ps, dyn, *p)
-			return ps
-		},
+		Check: (*groupRefParams).checkRef,
 		Plan: func(p *groupRefParams) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: http.MethodGet, Path: groupPlanPath(*p)}}
 		},
@@ -227,11 +219,7 @@ func init() {
 		Mutating: true,
 		Example:  map[string]any{"cluster": "prod", "nodegroup": "pool-b"},
 		Outputs:  groupOutputs,
-		Check: func(p *deleteGroupParams, dyn map[string]bool) []fault.Problem {
-			var ps problems
-			checkGroupRef(&ps, dyn, p.groupRefParams)
-			return ps
-		},
+		Check:    (*deleteGroupParams).checkRef,
 		Plan: func(p *deleteGroupParams) []steps.PlannedCall {
 			r := p.groupRefParams
 			return []steps.PlannedCall{
@@ -307,11 +295,7 @@ func init() {
 		Mutating: true,
 		Example:  map[string]any{"cluster": "prod", "nodegroup": "default-master", "version": "v1.31.4"},
 		Outputs:  groupOutputs,
-		Check: func(p *upgradeGroupParams, dyn map[string]bool) []fault.Problem {
-			var ps problems
-			checkGroupRef(&ps, dyn, p.groupRefParams)
-			return ps
-		},
+		Check:    (*upgradeGroupParams).checkRef,
 		Plan: func(p *upgradeGroupParams) []steps.PlannedCall {
 			return []steps.PlannedCall{
 				{Method: http.MethodGet, Path: nks.Path("supports"), Note: "checks that " + p.Version + " is supported"},
@@ -341,11 +325,7 @@ func init() {
 		Scripts:  []steps.Script{{Param: "contents", Instead: userScriptInstead}},
 		Example:  map[string]any{"cluster": "prod", "nodegroup": "default-master", "contents": "#!/bin/sh\n"},
 		Outputs:  groupOutputs,
-		Check: func(p *userScriptParams, dyn map[string]bool) []fault.Problem {
-			var ps problems
-			checkGroupRef(&ps, dyn, p.groupRefParams)
-			return ps
-		},
+		Check:    (*userScriptParams).checkRef,
 		Plan: func(p *userScriptParams) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: http.MethodPost, Path: groupPlanPath(p.groupRefParams, "userscript"),
 				Body: nks.UserScriptRequest{Contents: p.Contents}}}
@@ -363,11 +343,7 @@ func init() {
 		Mutating: true,
 		Example:  map[string]any{"cluster": "prod", "nodegroup": "pool-b", "flavor_id": "2d6c9f5c-5b68-4e62-8d7a-3c0c4a7b8b02"},
 		Outputs:  groupOutputs,
-		Check: func(p *flavorParams, dyn map[string]bool) []fault.Problem {
-			var ps problems
-			checkGroupRef(&ps, dyn, p.groupRefParams)
-			return ps
-		},
+		Check:    (*flavorParams).checkRef,
 		Plan: func(p *flavorParams) []steps.PlannedCall {
 			return []steps.PlannedCall{{Method: http.MethodPatch, Path: groupPlanPath(p.groupRefParams), Body: flavorRequest(p)}}
 		},

@@ -39,6 +39,22 @@ func checkGroupRef(ps *problems, dyn map[string]bool, r groupRefParams) {
 	ps.name(dyn, "nodegroup", "node group", r.NodeGroup)
 }
 
+// checkRef is the Check of a step whose one rule is its cluster
+// reference: Check: (*clusterGetParams).checkRef.
+func (c clusterParam) checkRef(dyn map[string]bool) []fault.Problem {
+	var ps problems
+	ps.name(dyn, "cluster", "cluster", c.Cluster)
+	return ps
+}
+
+// checkRef is the Check of a step whose one rule is its cluster and node
+// group references (it hides clusterParam's).
+func (r groupRefParams) checkRef(dyn map[string]bool) []fault.Problem {
+	var ps problems
+	checkGroupRef(&ps, dyn, r)
+	return ps
+}
+
 func groupPlanPath(r groupRefParams, rest ...string) string {
 	return nks.Path(append([]string{"clusters", r.Cluster, "nodegroups", r.NodeGroup}, rest...)...)
 }
