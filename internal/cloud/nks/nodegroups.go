@@ -146,6 +146,16 @@ func groupPath(cluster, group string, rest ...string) (string, error) {
 	return Path(append([]string{"clusters", cluster, "nodegroups", group}, rest...)...), nil
 }
 
+// postGroup sends req to the node group's action (POST
+// .../nodegroups/{NODEGROUP}/{action}) and returns the node group UUID.
+func (c *Client) postGroup(ctx context.Context, cluster, group, action string, req any) (string, error) {
+	p, err := groupPath(cluster, group, action)
+	if err != nil {
+		return "", err
+	}
+	return c.post(ctx, http.MethodPost, p, req)
+}
+
 // ListNodeGroups lists a cluster's node groups
 // (GET /v1/clusters/{CLUSTER_ID_OR_NAME}/nodegroups), with the list fields.
 func (c *Client) ListNodeGroups(ctx context.Context, cluster string) ([]NodeGroup, error) {
@@ -207,22 +217,14 @@ func (c *Client) DeleteNodeGroup(ctx context.Context, cluster, group string) err
 // and returns the node group UUID; a NODEGROUP_NODE_ACTION_NODE_STOP task
 // runs on. Mutating: never retried after a 5xx or network error.
 func (c *Client) StopNodes(ctx context.Context, cluster, group string, req NodeActionRequest) (string, error) {
-	p, err := groupPath(cluster, group, "stop_node")
-	if err != nil {
-		return "", err
-	}
-	return c.post(ctx, http.MethodPost, p, req)
+	return c.postGroup(ctx, cluster, group, "stop_node", req)
 }
 
 // StartNodes starts worker nodes (POST .../nodegroups/{NODEGROUP}/start_node)
 // and returns the node group UUID; a NODEGROUP_NODE_ACTION_NODE_START task
 // runs on. Mutating: never retried after a 5xx or network error.
 func (c *Client) StartNodes(ctx context.Context, cluster, group string, req NodeActionRequest) (string, error) {
-	p, err := groupPath(cluster, group, "start_node")
-	if err != nil {
-		return "", err
-	}
-	return c.post(ctx, http.MethodPost, p, req)
+	return c.postGroup(ctx, cluster, group, "start_node", req)
 }
 
 // GetAutoscaler reads a node group's autoscaler settings
@@ -244,11 +246,7 @@ func (c *Client) GetAutoscaler(ctx context.Context, cluster, group string) (*Aut
 // UUID; a NODEGROUP_SET_CLUSTER_AUTOSCALER task runs on. Mutating: never
 // retried after a 5xx or network error.
 func (c *Client) SetAutoscaler(ctx context.Context, cluster, group string, req AutoscalerRequest) (string, error) {
-	p, err := groupPath(cluster, group, "autoscale")
-	if err != nil {
-		return "", err
-	}
-	return c.post(ctx, http.MethodPost, p, req)
+	return c.postGroup(ctx, cluster, group, "autoscale", req)
 }
 
 // UpgradeNodeGroup upgrades a node group (POST .../nodegroups/{NODEGROUP}/upgrade;
@@ -256,11 +254,7 @@ func (c *Client) SetAutoscaler(ctx context.Context, cluster, group string, req A
 // the node group UUID; a NODEGROUP_UPGRADE task runs on. Mutating: never
 // retried after a 5xx or network error.
 func (c *Client) UpgradeNodeGroup(ctx context.Context, cluster, group string, req UpgradeRequest) (string, error) {
-	p, err := groupPath(cluster, group, "upgrade")
-	if err != nil {
-		return "", err
-	}
-	return c.post(ctx, http.MethodPost, p, req)
+	return c.postGroup(ctx, cluster, group, "upgrade", req)
 }
 
 // SetUserScript changes a node group's user script
@@ -268,11 +262,7 @@ func (c *Client) UpgradeNodeGroup(ctx context.Context, cluster, group string, re
 // master) and returns the node group UUID; a NODEGROUP_USERSCRIPT_UPDATE
 // task runs on. Mutating: never retried after a 5xx or network error.
 func (c *Client) SetUserScript(ctx context.Context, cluster, group string, req UserScriptRequest) (string, error) {
-	p, err := groupPath(cluster, group, "userscript")
-	if err != nil {
-		return "", err
-	}
-	return c.post(ctx, http.MethodPost, p, req)
+	return c.postGroup(ctx, cluster, group, "userscript", req)
 }
 
 // ChangeFlavor changes a node group's instance flavor
