@@ -19,6 +19,7 @@ func (c *cli) candidates(words ...string) []string {
 }
 
 func TestCompletionOffersVerbsFlagsStepTypesAndRunIDs(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	done := runIDOf(t, c.run("run", c.file("hello.yaml", helloPlaybook)).stdout)
 	waiting := runIDOf(t, c.run("run", c.file("gated.yaml", approvalPlaybook)).stdout)
@@ -59,6 +60,7 @@ func TestCompletionOffersVerbsFlagsStepTypesAndRunIDs(t *testing.T) {
 
 // The bash script, loaded in a real bash, completes through the binary.
 func TestBashCompletionScriptCompletesThroughTheBinary(t *testing.T) {
+	t.Parallel()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("no bash")
@@ -84,6 +86,7 @@ func TestBashCompletionScriptCompletesThroughTheBinary(t *testing.T) {
 }
 
 func TestCompletionScriptsForEachShell(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	for shell, want := range map[string]string{"bash": "complete -F _runbook runbook", "zsh": "compdef _runbook runbook", "fish": "complete -c runbook"} {
 		r := c.run("completion", shell)

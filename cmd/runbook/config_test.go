@@ -22,6 +22,7 @@ steps:
 `
 
 func TestConfigCheck(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "pb"), 0o755))
 	c.file("pb/hello.yaml", helloPlaybook)

@@ -32,6 +32,7 @@ func section(help, title string) []string {
 // one-word argument name at most (the word the usage backticks), so that
 // what the help shows can be typed as shown.
 func TestEveryHelpWritesFlagsAsTheDocsDo(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	flagLine := regexp.MustCompile(`^  (--[a-z0-9][a-z0-9-]+|-[a-z])( [A-Z][A-Z0-9_=.]*)?$`)
 	command := regexp.MustCompile(`^  ([a-z][a-z0-9-]*)  `)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestInitWritesAStarterThatValidatesAndRuns(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	dir := filepath.Join(c.dir, "proj")
 	pb := filepath.Join(dir, "playbooks", "hello.yaml")

@@ -175,6 +175,7 @@ func echoServer(t *testing.T) *httptest.Server {
 }
 
 func TestLeakMatrix(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.env = append(c.env, "RUNBOOK_SECRET_TOKEN="+leakSecret)
 	echo := echoServer(t)

@@ -18,6 +18,12 @@ import (
 	"github.com/runbook/runbook/internal/state/postgres/pgtest"
 )
 
+// Tests of the CLI alone (its files, a bbolt file, a database of their
+// own, no replica or lease timing) call t.Parallel: they run two at a
+// time once the others are done, which keeps this package, the suite's
+// longest, well inside go test's 10-minute default. Tests that kill,
+// stop or time replicas, leases and processes stay sequential.
+
 // bin is the real runbook binary, built once for every test.
 var bin string
 

@@ -51,6 +51,7 @@ func commonPrefix(ids ...string) string {
 }
 
 func TestRunsVerbsTakeAUniquePrefixOfARunID(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	hello := c.file("hello.yaml", helloPlaybook)
 	var ids []string

@@ -46,6 +46,7 @@ func lineIndex(t *testing.T, out, line string) int {
 }
 
 func TestRunShowsWhatAShellStepPrintsUnderItsStep(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.env = append(c.env, "RUNBOOK_SECRET_DEPLOY_TOKEN=tok-very-secret-42")
 	r := c.run("run", c.file("printing.yaml", printingPlaybook))
@@ -121,6 +122,7 @@ func (s *outBuffer) String() string {
 }
 
 func TestRunsLogsFollowsAStepsOutputThroughTheServer(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	marker := filepath.Join(c.dir, "go-on")
 	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
@@ -172,6 +174,7 @@ steps:
 // TestRunsLogsFollowingAStepReturnsWhenTheStepEnds: runs logs -f RUN STEP
 // returns once that step has ended, while the run goes on with the next.
 func TestRunsLogsFollowingAStepReturnsWhenTheStepEnds(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	marker := filepath.Join(c.dir, "go-on")
 	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
@@ -210,6 +213,7 @@ steps:
 }
 
 func TestTheCallsOfHTTPAndCloudStepsAreInTheirOutput(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
 	defer srv.Close()
 	c := newCLI(t)
@@ -244,6 +248,7 @@ steps:
 // state file and a small runs show: the record keeps 1 MiB of stdout, the
 // step's log 8 MiB and a note saying what it dropped.
 func TestAStepPrinting100MBKeepsTheStateSmall(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	pb := c.file("flood.yaml", `version: 1
 name: flood
@@ -295,6 +300,7 @@ steps:
 }
 
 func TestRunsLogsRefusesAStepTheRunDoesNotHave(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.env = append(c.env, "RUNBOOK_SECRET_DEPLOY_TOKEN=x")
 	r := c.run("run", c.file("printing.yaml", printingPlaybook))
@@ -310,6 +316,7 @@ func TestRunsLogsRefusesAStepTheRunDoesNotHave(t *testing.T) {
 // runs logs reads a store a page of lines at a time; the events still fall
 // between the right lines.
 func TestRunsLogsInterleavesEventsAcrossPagesOfLines(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	r := c.run("run", "--quiet", c.file("pages.yaml", `version: 1
 name: pages
@@ -332,6 +339,7 @@ steps:
 // followed by a second process while the run goes on (a database is
 // shared, so runs logs -f reads it directly).
 func TestStepOutputOnPostgreSQL(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	onDatabase(t, c)
 	c.env = append(c.env, "RUNBOOK_SECRET_DEPLOY_TOKEN=tok-very-secret-42")

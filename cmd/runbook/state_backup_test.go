@@ -49,6 +49,7 @@ func hooksIn(t *testing.T, file string) map[string]int {
 // run of every delivery acknowledged before the backup started, and opens
 // as a state file; the server goes on taking deliveries meanwhile.
 func TestStateBackupWhileServeTakesWebhooks(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
 	src, err := os.ReadFile(filepath.Join("..", "..", "playbooks", "sms-unsubscribe.yaml"))
@@ -154,6 +155,7 @@ func TestStateBackupWhileServeTakesWebhooks(t *testing.T) {
 // that fails leaves the previous backup as it was; a PostgreSQL state is
 // refused with the pg_dump command.
 func TestStateBackupDirectlyAndOnPostgreSQL(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	pb := c.file("hello.yaml", "version: 1\nname: hello\nsteps:\n  - {id: a, uses: log, with: {message: hi}}\n")
 	for range 3 {
@@ -178,6 +180,7 @@ func TestStateBackupDirectlyAndOnPostgreSQL(t *testing.T) {
 // it through its socket: the copy holds the waiting run, and the run goes
 // on when approved.
 func TestStateBackupThroughTheSocketOfARunningRun(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	b := c.startWaiting(t, c.file("gated.yaml", approvalPlaybook))
 	dest := filepath.Join(c.dir, "copy.db")
@@ -201,6 +204,7 @@ func TestStateBackupThroughTheSocketOfARunningRun(t *testing.T) {
 // state's schema, the schema lost, pg_restore of the dump, and the runs
 // are back for runbook.
 func TestPgDumpAndPgRestoreBringThePostgreSQLStateBack(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	dsn := onDatabase(t, c)
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_dump")
@@ -269,6 +273,7 @@ func cutAfter(t *testing.T, addr string, n int64) string {
 // A copy cut short on its way is refused: the previous backup stays as it
 // was and nothing is left beside it.
 func TestStateBackupCutShortKeepsThePreviousOne(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
 	c.file("playbooks/hello.yaml", "version: 1\nname: hello\nsteps:\n  - {id: a, uses: log, with: {message: hi}}\n")

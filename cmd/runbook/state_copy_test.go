@@ -33,6 +33,7 @@ var liveDuration = regexp.MustCompile(`\d+(\.\d+)?[a-z]+…`)
 func untilNow(s string) string { return liveDuration.ReplaceAllString(s, "…") }
 
 func TestStateCopyMovesAFileToPostgresAndBack(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	dsn := pgtest.DB(t)
 	u, err := url.Parse(dsn)
@@ -97,6 +98,7 @@ func TestStateCopyMovesAFileToPostgresAndBack(t *testing.T) {
 }
 
 func TestStateCopyRefusals(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	hello := c.run("run", c.file("hello.yaml", helloPlaybook))
 	require.Equal(t, 0, hello.code, hello)

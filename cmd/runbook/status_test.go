@@ -14,6 +14,7 @@ import (
 // runs verbs show it waiting, not running, and running no more once
 // answered.
 func TestAServedRunWaitingForApprovalIsListedWaiting(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.writePlaybooks(t)
 	s := c.serveRuns(t)
@@ -38,6 +39,7 @@ func TestAServedRunWaitingForApprovalIsListedWaiting(t *testing.T) {
 // command that continues it, never running: the state file's lock says
 // no process executes it any more.
 func TestAKilledRunIsInterruptedWithTheCommandThatResumesIt(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	pb := c.file("crash.yaml", crashPlaybook)
 	cmd, id := c.startUntil("step nap started", "run", pb)

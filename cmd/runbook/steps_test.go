@@ -10,6 +10,7 @@ import (
 )
 
 func TestStepsListsEveryTypeWithItsSummary(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	r := c.run("steps")
 	require.Equal(t, 0, r.code, r)
@@ -35,6 +36,7 @@ func TestStepsListsEveryTypeWithItsSummary(t *testing.T) {
 func regexpQuote(s string) string { return strings.ReplaceAll(s, ".", `\.`) }
 
 func TestStepsDescribesOneType(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	r := c.run("steps", "log")
 	require.Equal(t, 0, r.code, r)
@@ -70,6 +72,7 @@ func TestStepsDescribesOneType(t *testing.T) {
 }
 
 func TestStepsSuggestsAKnownTypeForATypo(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	r := c.run("steps", "shel")
 	assert.Equal(t, 2, r.code, r)
@@ -78,6 +81,7 @@ func TestStepsSuggestsAKnownTypeForATypo(t *testing.T) {
 }
 
 func TestCallRunsOneStep(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	t.Run("log prints its outputs as JSON and logs to stderr", func(t *testing.T) {
 		r := c.run("call", "log", "--with", "message=hi")

@@ -17,6 +17,7 @@ import (
 // user or CI would: every shipped playbook's tests pass, a line per case,
 // and go test ./... runs them.
 func TestShippedPlaybookTestsPass(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	dir, err := filepath.Abs("../../playbooks")
 	require.NoError(t, err)
@@ -45,6 +46,7 @@ steps:
 
 // A wrong expectation fails the case (exit 1) and says where it is.
 func TestTestFailsAtTheWrongExpectation(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.file("greet.yaml", cliBook)
 	c.file("greet.test.yaml", `version: 1
@@ -79,6 +81,7 @@ cases:
 // An invalid test file is reported like `validate` reports a playbook
 // (exit 2); the valid files still run.
 func TestAnInvalidTestFileExitsTwoWithDiagnostics(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.file("greet.yaml", cliBook)
 	c.file("bad.test.yaml", "version: 1\nplaybook: greet.yaml\ncases:\n  - name: a\n    expect:\n      steps: {gret: succeeded}\n")
@@ -99,6 +102,7 @@ func TestAnInvalidTestFileExitsTwoWithDiagnostics(t *testing.T) {
 
 // --output json, --junit and --cover give CI what it reads.
 func TestTestReportsForCI(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.file("greet.yaml", cliBook)
 	c.file("greet.test.yaml", `version: 1
@@ -179,6 +183,7 @@ cases:
 // covered, and an item that failed and was let through takes its step's
 // branch.
 func TestCoverCountsForEachSteps(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.file("each.yaml", `version: 1
 name: each
@@ -211,6 +216,7 @@ cases:
 // a `*` in it (which expectations' call paths accept) would load and
 // never match, so the test file is refused at the `*`.
 func TestAGlobInAFaultPathIsRefusedWhereItIs(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.file("greet.yaml", cliBook)
 	c.file("greet.test.yaml", `version: 1
@@ -228,6 +234,7 @@ cases:
 
 // The schema `runbook test --schema` prints is the one in schema/.
 func TestTestSchemaIsTheCommittedOne(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	r := c.run("test", "--schema")
 	require.Equal(t, 0, r.code, r)

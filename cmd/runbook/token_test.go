@@ -64,6 +64,7 @@ func indexOf(lines []string, parts ...string) int {
 }
 
 func TestTokensThroughTheServerGiveRolesAndAreAudited(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.writePlaybooks(t)
 	s := c.serveRuns(t, "-v") // the CLI has the server's (admin) token; -v logs every call and run
@@ -176,6 +177,7 @@ func TestTokensThroughTheServerGiveRolesAndAreAudited(t *testing.T) {
 }
 
 func TestTokensWithoutAServerChangeTheStateAndTheServerHonoursThem(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.writePlaybooks(t)
 	secret := createdToken(t, c.run("token", "create", "ci", "--role", "operator", "--playbooks", "flaky,nks-*"))
@@ -209,6 +211,7 @@ func TestTokensWithoutAServerChangeTheStateAndTheServerHonoursThem(t *testing.T)
 // expiry that token list shows, with the token's last use once a server
 // accepted it.
 func TestATokenWithATTLShowsItsExpiryAndLastUse(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.writePlaybooks(t)
 	r := c.run("token", "create", "ci", "--role", "viewer", "--ttl", "90d")
@@ -242,6 +245,7 @@ func TestATokenWithATTLShowsItsExpiryAndLastUse(t *testing.T) {
 }
 
 func TestTokenUsageErrors(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	tests := []struct {
 		name   string
@@ -270,6 +274,7 @@ func TestTokenUsageErrors(t *testing.T) {
 }
 
 func TestTokensLiveInAPostgresState(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	onDatabase(t, c)
 	secret := createdToken(t, c.run("token", "create", "ci", "--role", "approver"))
