@@ -38,7 +38,7 @@ type Migration struct {
 }
 
 // checksum identifies the text of a migration, recorded when it is
-// applied so that an edited migration is noticed.
+// applied so that a schema applied from another text is refused (edited).
 func (m Migration) checksum() string {
 	sum := sha256.Sum256([]byte(m.SQL))
 	return hex.EncodeToString(sum[:])
@@ -125,8 +125,9 @@ type appliedMigration struct{ name, checksum string }
 
 // appliedVersions returns each applied version; none when the migrations
 // table does not exist yet. A version this build knows that was recorded
-// under another name was applied by a pre-release build, whose
-// migrations this build does not continue: it is refused (preRelease).
+// under another name or as another text was applied by a pre-release
+// build, whose migrations this build does not continue: it is refused
+// (preRelease, edited).
 func appliedVersions(ctx context.Context, conn *pgx.Conn, known []Migration) (map[int]appliedMigration, error) {
 	var exists bool
 	err := conn.QueryRow(ctx, `SELECT to_regclass('runbook_schema_migrations') IS NOT NULL`).Scan(&exists)
@@ -151,11 +152,27 @@ func appliedVersions(ctx context.Context, conn *pgx.Conn, known []Migration) (ma
 		return nil, fmt.Errorf("read applied migrations: %w", err)
 	}
 	for _, m := range known {
-		if a, ok := out[m.Version]; ok && a.name != m.Name {
+		a, ok := out[m.Version]
+		switch {
+		case !ok:
+		case a.name != m.Name:
 			return nil, preRelease(m, a)
+		case a.checksum != m.checksum():
+			return nil, edited(m)
 		}
 	}
 	return out, nil
+}
+
+// edited is the refusal of a schema whose migration m was applied as
+// another text: a build before the first release, whose baseline changed
+// since (a column this build's queries use may be missing). A released
+// migration is never edited.
+func edited(m Migration) error {
+	return fmt.Errorf("the runbook tables in this schema were made by a pre-release build of runbook "+
+		"(its migration %04d %q was applied as another text than this build's), whose schema this build does not upgrade: "+
+		"point --state at a new database or schema (search_path in the URL), or keep using the build that made it",
+		m.Version, m.Name)
 }
 
 // preRelease is the refusal of a schema made by a pre-release build of
@@ -205,12 +222,8 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
 	known := map[int]bool{}
 	for _, m := range all {
 		known[m.Version] = true
-		a, ok := applied[m.Version]
-		if ok {
-			if a.checksum != m.checksum() {
-				log.Warn("state migration differs from the one applied", "version", m.Version, "name", m.Name)
-			}
-			continue
+		if _, ok := applied[m.Version]; ok {
+			continue // as this build has it (appliedVersions)
 		}
 		if err := apply(ctx, conn.Conn(), m); err != nil {
 			return err

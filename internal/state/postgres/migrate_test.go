@@ -158,16 +158,23 @@ func TestAVersionThisBuildDoesNotKnowIsLoggedNotRefused(t *testing.T) {
 	assert.NoError(t, s.CreateRun(ctx, &state.Run{ID: "r1", Playbook: "pb"}))
 }
 
-func TestAnEditedMigrationIsWarnedAbout(t *testing.T) {
+// A schema whose baseline was applied as another text (a database of a
+// build before the baseline last changed: 25e7a75 added a column the
+// concurrency keys need) is refused at Open and by Pending, saying what to
+// do, instead of failing later on the missing column.
+func TestASchemaOfAnEditedBaselineIsRefused(t *testing.T) {
 	dsn := pgtest.DB(t)
 	require.NoError(t, open(t, dsn, postgres.Options{}).Close())
 	_, err := connect(t, dsn).Exec(ctx, `UPDATE runbook_schema_migrations SET checksum = 'edited' WHERE version = 1`)
 	require.NoError(t, err)
 
-	var logs logBuffer
-	open(t, dsn, postgres.Options{Logger: logs.logger()})
-	assert.Contains(t, logs.String(), "level=WARN")
-	assert.Contains(t, logs.String(), "differs from the one applied")
+	_, err = postgres.Open(ctx, dsn, postgres.Options{Timeout: 10 * time.Second})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "made by a pre-release build of runbook")
+	assert.Contains(t, err.Error(), `its migration 0001 "baseline" was applied as another text than this build's`)
+	assert.Contains(t, err.Error(), "point --state at a new database or schema")
+	_, err = postgres.Pending(ctx, dsn)
+	assert.ErrorContains(t, err, "made by a pre-release build of runbook")
 }
 
 // A pre-release build recorded its own numbered migrations (0001_initial
