@@ -404,3 +404,56 @@ func TestAgentTokensLimitTheLabelsAndAreAuditedAndRevocable(t *testing.T) {
 		return len(l["agents"].([]any)) == 0
 	}, 10*time.Second, 50*time.Millisecond, "the server ends the revoked agent's session")
 }
+
+// A secret declared `agent:` resolves on the agent that runs the step:
+// the server never has it (it is not set there), the command gets it as
+// data, and what comes back (lines, outputs) has it masked. A step that
+// runs on the server and reads it fails saying so.
+func TestAgentSecretsResolveOnTheAgentAndNeverComeBack(t *testing.T) {
+	c := newCLI(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	c.file("playbooks/deploy.yaml", `version: 1
+name: deploy
+secrets:
+  token: {agent: DEPLOY_TOKEN}
+steps:
+  - id: use
+    uses: shell
+    runs_on: {labels: {pool: deploy}}
+    with:
+      command: 'echo "token=${{ secrets.token }}"; printf %s "${{ secrets.token }}" | wc -c'
+`)
+	c.file("playbooks/local.yaml", `version: 1
+name: local
+secrets:
+  token: {agent: DEPLOY_TOKEN}
+steps:
+  - id: here
+    uses: shell
+    with: {command: 'echo "${{ secrets.token }}"'}
+`)
+	const secret = "s3cr3t-on-the-agent-'$(touch pwned)'"
+	s := c.serve("--agent-lease", "3s")
+	tok := c.agentToken(s, "d1")
+	c.env = append(c.env, "DEPLOY_TOKEN="+secret) // the agent's environment only
+	a := c.agentWith(s, "d1", "pool=deploy", 1, tok)
+	require.Eventually(t, func() bool { return strings.Contains(a.log(), "registered") }, 15*time.Second, 20*time.Millisecond)
+
+	id := startRun(t, s, "deploy")
+	run := endOf(t, s, id, 20*time.Second)
+	require.Equal(t, "succeeded", run["status"], run)
+	out := stepOf(run, "use")["outputs"].(map[string]any)["stdout"].(string)
+	assert.Equal(t, "token=***\n"+strconv.Itoa(len(secret)), out, "the command had the whole value, as data")
+	assert.NotContains(t, outputOf(t, s, id), "s3cr3t")
+	_, err := os.Stat(filepath.Join(c.dir, "pwned"))
+	assert.True(t, os.IsNotExist(err), "the value was data, not shell code")
+	_, ev := s.api(t, "GET", "/api/v1/runs/"+id+"/events", nil)
+	assert.NotContains(t, fmt.Sprint(ev), "s3cr3t")
+	assert.NotContains(t, fmt.Sprint(run), "s3cr3t")
+	assert.NotContains(t, s.stderr.String(), "s3cr3t")
+
+	id = startRun(t, s, "local")
+	run = endOf(t, s, id, 20*time.Second)
+	assert.Equal(t, "failed", run["status"])
+	assert.Contains(t, fmt.Sprint(stepOf(run, "here")["error"]), "reads the agent secret DEPLOY_TOKEN, which only an agent holds")
+}

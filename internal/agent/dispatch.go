@@ -213,6 +213,8 @@ func assignmentOf(ctx context.Context, a *engine.AgentAttempt) (api.AgentAssignm
 		}
 		w.Params = b
 	}
+	extra, _ := json.Marshal(c.Extra)
+	w.Secrets = engine.AgentSecretRefs(append(append([]byte{}, w.Params...), extra...))
 	if in := a.Reconcile; in != nil {
 		w.Reconcile = &api.AgentIntent{Attempt: in.Attempt, IdempotencyKey: in.IdempotencyKey, CreatedAt: in.CreatedAt, Data: in.Data}
 	}

@@ -213,7 +213,7 @@ func (w *Worker) execute(ctx context.Context, session string, a api.AgentAssignm
 		// which is what the agent's log then says.
 		log.Warn("attempt stopped: the server gave up this agent's session")
 	}
-	res.Outputs, res.Reconciled = out, reconciled
+	res.Outputs, res.Reconciled = maskOutputs(w.Masker, out), reconciled
 	if err != nil {
 		res.Error = errorOf(err)
 		res.Error.Message = w.Masker.String(res.Error.Message)
@@ -237,6 +237,10 @@ func (w *Worker) runStep(ctx context.Context, call *steps.Call, a api.AgentAssig
 	if !ok {
 		return nil, false, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("this agent (version %s) has no step type %q", w.Version, a.Type)}
 	}
+	if err := w.putSecrets(&a); err != nil {
+		return nil, false, err
+	}
+	call.Extra = a.Extra
 	if d.Params != nil && len(a.Params) > 0 {
 		p := reflect.New(reflect.TypeOf(d.Params))
 		if err := json.Unmarshal(a.Params, p.Interface()); err != nil {
@@ -293,4 +297,70 @@ func (w *Worker) call(ctx context.Context, path string, body, out any) error {
 		return nil
 	}
 	return json.Unmarshal(data, out)
+}
+
+// putSecrets puts the agent's own secrets where the assignment's
+// placeholders stand for them, in its params and extra, and masks their
+// values in everything the attempt sends back.
+func (w *Worker) putSecrets(a *api.AgentAssignment) error {
+	if len(a.Secrets) == 0 {
+		return nil
+	}
+	extra, err := json.Marshal(a.Extra)
+	if err != nil {
+		return err
+	}
+	params := a.Params
+	for ph, env := range a.Secrets {
+		v, ok := w.Secrets.Lookup(env)
+		if !ok {
+			return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
+				"the agent secret %s is not set on agent %s (its environment or --secrets file)", env, w.Name)}
+		}
+		w.Masker.Add(v)
+		q, _ := json.Marshal(v)
+		q = q[1 : len(q)-1] // the value as it reads inside a JSON string
+		params = bytes.ReplaceAll(params, []byte(ph), q)
+		extra = bytes.ReplaceAll(extra, []byte(ph), q)
+	}
+	a.Params = params
+	a.Extra = nil
+	if err := json.Unmarshal(extra, &a.Extra); err != nil {
+		return fmt.Errorf("decode extra: %w", err)
+	}
+	return nil
+}
+
+// maskOutputs masks the agent's secrets in a result's strings (after a
+// JSON round trip, which is how the result travels anyway: typed values
+// become maps and lists whose strings are reached).
+func maskOutputs(m Masker, out map[string]any) map[string]any {
+	if b, err := json.Marshal(out); err == nil {
+		var plain map[string]any
+		if json.Unmarshal(b, &plain) == nil {
+			out = plain
+		}
+	}
+	return maskPlain(m, out)
+}
+
+func maskPlain(m Masker, out map[string]any) map[string]any {
+	for k, v := range out {
+		out[k] = maskValue(m, v)
+	}
+	return out
+}
+
+func maskValue(m Masker, v any) any {
+	switch x := v.(type) {
+	case string:
+		return m.String(x)
+	case map[string]any:
+		return maskPlain(m, x)
+	case []any:
+		for i := range x {
+			x[i] = maskValue(m, x[i])
+		}
+	}
+	return v
 }

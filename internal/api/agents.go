@@ -64,6 +64,10 @@ type AgentAssignment struct {
 	// agent calls the step type's reconcile first and adopts what it
 	// finds.
 	Reconcile *AgentIntent `json:"reconcile,omitempty"`
+	// Secrets are the placeholders in Params and Extra that stand for the
+	// agent's own secrets (`secrets: {NAME: {agent: VAR}}`), each with its
+	// VAR: the agent puts the values there. No value is ever sent.
+	Secrets map[string]string `json:"secrets,omitempty"`
 	// TimeoutMS bounds the attempt on the agent (0: the server's cancel
 	// ends it).
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`

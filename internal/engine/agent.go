@@ -2,7 +2,12 @@ package engine
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"regexp"
+	"sync"
 
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
@@ -41,4 +46,54 @@ func (sr *stepRun) onAgent(ctx context.Context, call *steps.Call) (steps.Outputs
 	a := &AgentAttempt{Call: call, Desc: sr.st.Desc, RunsOn: sr.st.RunsOn, Reconcile: sr.agentIntent}
 	sr.agentIntent = nil
 	return agents.Execute(ctx, a)
+}
+
+// agentSecretNonce makes this process's agent-secret placeholders
+// unguessable: a value from an input cannot pose as one and have an
+// agent put its secret where the input's author reads it.
+var agentSecretNonce = sync.OnceValue(func() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+})
+
+// agentSecretRE matches this process's placeholders; its group is the
+// agent's variable.
+var agentSecretRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`rb-agent-secret-` + agentSecretNonce() + `-([A-Za-z_][A-Za-z0-9_]*)-end`)
+})
+
+// agentSecretPlaceholder stands for the agent's variable env in what the
+// server evaluates (`secrets: {NAME: {agent: VAR}}`): the agent that runs
+// the step puts the value there (AgentSecretRefs), so it never crosses
+// the network.
+func agentSecretPlaceholder(env string) string {
+	return "rb-agent-secret-" + agentSecretNonce() + "-" + env + "-end"
+}
+
+// AgentSecretRefs returns the agent-secret placeholders in b, each with
+// the agent's variable it stands for.
+func AgentSecretRefs(b []byte) map[string]string {
+	var out map[string]string
+	for _, m := range agentSecretRE().FindAllSubmatch(b, -1) {
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[string(m[0])] = string(m[1])
+	}
+	return out
+}
+
+// agentSecretsHere refuses a step that runs in this process but reads a
+// secret only an agent holds.
+func (sr *stepRun) agentSecretsHere(call *steps.Call) error {
+	if len(sr.rs.pb.AgentSecrets) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal([]any{call.Params, call.Extra})
+	for _, env := range AgentSecretRefs(b) {
+		return &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
+			"step %s reads the agent secret %s, which only an agent holds: give the step runs_on", sr.rec.ID, env)}
+	}
+	return nil
 }

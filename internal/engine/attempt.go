@@ -226,6 +226,8 @@ func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[str
 	run := st.Desc.Run
 	if st.RunsOn != nil {
 		run = sr.onAgent
+	} else if err := sr.agentSecretsHere(call); err != nil {
+		return nil, err
 	}
 	out, err := run(steps.WatchCalls(sctx, call), call)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(sctx), errStepTimeout) {

@@ -498,6 +498,9 @@ func (e *Engine) ReleaseStaleLocks(ctx context.Context) error {
 func (e *Engine) missingSecrets(pb *playbook.Playbook) []string {
 	var missing []string
 	for _, name := range pb.Secrets {
+		if _, onAgent := pb.AgentSecrets[name]; onAgent {
+			continue // the agent that runs the step has it (agent.go)
+		}
 		v, ok := e.lookupSecret(name)
 		if !ok {
 			missing = append(missing, name)

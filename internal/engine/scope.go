@@ -170,6 +170,10 @@ func (e *Engine) environ() map[string]string {
 func (e *Engine) secretValues(pb *playbook.Playbook) map[string]string {
 	out := map[string]string{}
 	for _, name := range pb.Secrets {
+		if env, ok := pb.AgentSecrets[name]; ok {
+			out[name] = agentSecretPlaceholder(env) // resolved by the agent
+			continue
+		}
 		if v, ok := e.lookupSecret(name); ok {
 			out[name] = v
 		}

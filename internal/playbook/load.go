@@ -36,7 +36,7 @@ var (
 
 var topKeys = []string{
 	"version", "name", "description", "labels", "inputs", "env", "connections", "triggers",
-	"concurrency", "timeout", "max_parallel", "take_over", "runs_on", "on_agent_lost", "steps", "on_failure", "finally", "outputs",
+	"concurrency", "timeout", "max_parallel", "take_over", "runs_on", "on_agent_lost", "secrets", "steps", "on_failure", "finally", "outputs",
 }
 
 // Load reads and parses the playbook at path. Positions name the file as
@@ -114,6 +114,7 @@ func (l *loader) parse(opts LoadOptions) *Playbook {
 	pb := &Playbook{Pos: l.pos(yamlnode.Deref(root))}
 	l.header(pb, o)
 	inputs := l.inputs(pb, o)
+	l.secretSources(pb, o)
 	ss := l.stepLists(pb, o)
 	l.triggers(pb, o, inputs)
 	l.concurrency(pb, o, inputs)

@@ -47,6 +47,10 @@ type Playbook struct {
 	Outputs map[string]expr.Value
 	// Secrets lists every secret name the playbook references.
 	Secrets []string
+	// AgentSecrets are the secrets resolved on the agent that runs the
+	// step (`secrets: {NAME: {agent: VAR}}`), by name: VAR of the agent's
+	// environment or secrets file.
+	AgentSecrets map[string]string
 
 	Path   string // file it was loaded from ("" for in-memory)
 	Dir    string // directory of Path, for relative paths

@@ -1,9 +1,11 @@
 package playbook
 
 import (
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/runbook/runbook/internal/yamlnode"
 )
@@ -116,5 +118,49 @@ func (l *loader) stepRunsOn(pb *Playbook, sn *stepNode) {
 		st.RunsOn = &RunsOn{Labels: pb.RunsOn.Labels, OnAgentLost: own.OnAgentLost}
 	case pb.RunsOn != nil && !local:
 		st.RunsOn = pb.RunsOn
+	}
+}
+
+// envNameRE bounds the name of an agent's environment variable.
+var envNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
+
+// secretSources reads `secrets:`, the secrets whose values come from
+// elsewhere than the server: `secrets: {token: {agent: DEPLOY_TOKEN}}`
+// makes ${{ secrets.token }} the agent's DEPLOY_TOKEN (its environment or
+// secrets file), resolved on the agent that runs the step and never sent.
+func (l *loader) secretSources(pb *Playbook, o *yamlnode.Object) {
+	n := o.Get("secrets")
+	if n == nil {
+		return
+	}
+	m := yamlnode.Mapping(l.errf, n, "secrets")
+	if m == nil {
+		return
+	}
+	pb.AgentSecrets = map[string]string{}
+	for _, p := range m.Pairs {
+		path := yamlnode.KeyPath("secrets", p.Name)
+		if !envNameRE().MatchString(p.Name) {
+			l.errf(p.Key, path, "invalid secret name %q: use letters, digits and _, not starting with a digit", p.Name)
+			continue
+		}
+		so := yamlnode.Strict(l.errf, p.Val, path, "agent")
+		if so == nil {
+			continue
+		}
+		v := so.Get("agent")
+		if v == nil {
+			l.errf(p.Val, path, "agent is required (the variable of the agent's environment or secrets file: {agent: DEPLOY_TOKEN})")
+			continue
+		}
+		env, ok := l.Str(v, yamlnode.JoinPath(path, "agent"))
+		if !ok {
+			continue
+		}
+		if !envNameRE().MatchString(env) {
+			l.errf(v, yamlnode.JoinPath(path, "agent"), "invalid variable name %q", env)
+			continue
+		}
+		pb.AgentSecrets[p.Name] = env
 	}
 }

@@ -107,9 +107,18 @@ func schemaDoc() obj {
 				"description": "on a PostgreSQL state, let the runbook serve replicas take over a run that runbook run started once that process is gone (off by default: its secret inputs and local files may exist only where it ran)"},
 			"runs_on":       ref("runs_on"),
 			"on_agent_lost": ref("on_agent_lost"),
-			"steps":         obj{"type": "array", "items": ref("step"), "minItems": 1},
-			"on_failure":    ref("steps"),
-			"finally":       ref("steps"),
+			"secrets": obj{
+				"type":          "object",
+				"description":   "secrets resolved on the agent that runs the step, never sent to it: {token: {agent: DEPLOY_TOKEN}} (docs/agents.md)",
+				"propertyNames": obj{"pattern": `^[A-Za-z_][A-Za-z0-9_]*$`},
+				"additionalProperties": obj{
+					"type": "object", "additionalProperties": false, "required": []any{"agent"},
+					"properties": obj{"agent": obj{"type": "string", "pattern": `^[A-Za-z_][A-Za-z0-9_]*$`}},
+				},
+			},
+			"steps":      obj{"type": "array", "items": ref("step"), "minItems": 1},
+			"on_failure": ref("steps"),
+			"finally":    ref("steps"),
 			"outputs": obj{
 				"type":                 "object",
 				"propertyNames":        obj{"pattern": ident},
