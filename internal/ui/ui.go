@@ -159,6 +159,7 @@ func (u *UI) routes() {
 	m.Handle("POST /schedules/{name}/resume", u.action(u.scheduleAction("resume", PauseSchedules)))
 	m.Handle("POST /schedules/{name}/run", u.action(u.scheduleAction("run", StartRun)))
 	m.Handle("POST /schedules/{name}/backfill", u.action(u.backfillSchedule))
+	m.Handle("GET /agents", u.page(u.agentsPage))
 	m.Handle("GET /health", u.page(u.healthPage))
 	m.Handle("POST /health/drain", u.action(u.drainServer))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -17,7 +17,7 @@ import (
 )
 
 // pageNames are the templates of templates/, one per page.
-var pageNamesArray = [...]string{"login", "error", "runs", "run", "playbooks", "playbook", "approvals", "deliveries", "notifications", "schedules", "health", "history"}
+var pageNamesArray = [...]string{"login", "error", "runs", "run", "playbooks", "playbook", "approvals", "deliveries", "notifications", "schedules", "health", "history", "agents"}
 
 var pageNames = pageNamesArray[:]
 
