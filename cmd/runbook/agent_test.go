@@ -457,3 +457,19 @@ steps:
 	assert.Equal(t, "failed", run["status"])
 	assert.Contains(t, fmt.Sprint(stepOf(run, "here")["error"]), "reads the agent secret DEPLOY_TOKEN, which only an agent holds")
 }
+
+// runbook run dispatches to no agent: a runs_on step fails saying where
+// it can run, and runbook validate accepts the playbook.
+func TestRunbookRunSaysARunsOnStepNeedsTheServer(t *testing.T) {
+	c := newCLI(t)
+	pb := c.file("remote.yaml", `version: 1
+name: remote
+steps:
+  - {id: far, uses: shell, runs_on: {labels: {role: bastion}}, with: {command: "echo hi"}}
+`)
+	r := c.run("validate", pb)
+	require.Equal(t, 0, r.code, r.String())
+	r = c.run("run", pb)
+	assert.Equal(t, 1, r.code, r.String())
+	assert.Contains(t, r.stdout+r.stderr, "step far runs on an agent (runs_on: role=bastion) and this process dispatches to none: run the playbook on runbook serve, where agents connect")
+}
