@@ -66,11 +66,8 @@ docs/agents.md.`,
 	fs.StringVar(&f.dir, "dir", "", "`directory` the steps' relative paths resolve against (default the working directory)")
 	fs.BoolVar(&f.verbose, "v", false, "log every attempt (info level)")
 	f.state.addSecrets(fs)
-	pos, err := parseArgs(fs, args)
+	_, err := parsePositional(fs, args, 0, 0, "")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 0, ""); err != nil {
 		return err
 	}
 	w, err := a.newWorker(f)
@@ -191,11 +188,8 @@ func cmdAgentsList(ctx context.Context, a *app, args []string) error {
 	})
 	out := addOutputFlag(fs, "text")
 	o := newRunsOpener(a, fs)
-	pos, err := parseArgs(fs, args)
+	_, err := parsePositional(fs, args, 0, 0, "")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 0, ""); err != nil {
 		return err
 	}
 	srv, err := openServerAPI(ctx, o, "runbook agents list asks a runbook serve", "pass --server URL (or set RUNBOOK_SERVER)")

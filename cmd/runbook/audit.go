@@ -34,11 +34,8 @@ RUNBOOK_API_TOKEN (a person's or the server's).`,
 	limit := fs.Int("limit", 100, "at most `n` records, the newest (0: all)")
 	out := addOutputFlag(fs, "text")
 	o := newRunsOpener(a, fs)
-	pos, err := parseArgs(fs, args)
+	_, err := parsePositional(fs, args, 0, 0, "")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 0, ""); err != nil {
 		return err
 	}
 	from, err := parseSince(*since, time.Now())

@@ -45,11 +45,8 @@ Cursors are kept in memory unless --state is given.`,
 	sims.add(fs)
 	var cfgPath string
 	runConfigFlag(fs, &cfgPath)
-	pos, err := parseArgs(fs, args)
+	pos, err := parsePositional(fs, args, 1, 1, "the step TYPE (runbook steps lists them)")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1, "the step TYPE (runbook steps lists them)"); err != nil {
 		return err
 	}
 	d, err := lookupStep(pos[0])

@@ -29,11 +29,8 @@ func cmdCompletion(ctx context.Context, a *app, args []string) error {
 The script asks 'runbook completion __complete WORDS...' for the candidates,
 so it follows the runbook found on PATH.`,
 	})
-	pos, err := parseArgs(fs, args)
+	pos, err := parsePositional(fs, args, 1, 1, "the shell: bash, zsh or fish")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1, "the shell: bash, zsh or fish"); err != nil {
 		return err
 	}
 	script, ok := completionScripts[pos[0]]

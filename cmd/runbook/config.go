@@ -44,11 +44,8 @@ playbooks name but the environment and secrets file do not set are warnings.
 On success one line sums up: the playbook directory, the number of playbooks
 and webhook routes, and the listen address.`,
 	})
-	pos, err := parseArgs(fs, args)
+	pos, err := parsePositional(fs, args, 0, 1, "")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 1, ""); err != nil {
 		return err
 	}
 	file := config.DefaultFile

@@ -36,11 +36,8 @@ server is empty, and exits 0 then; without, it prints the status once.
 	status := fs.Bool("status", false, "only print the drain's status")
 	out := addOutputFlag(fs, "text")
 	o := newRunsOpener(a, fs)
-	pos, err := parseArgs(fs, args)
+	_, err := parsePositional(fs, args, 0, 0, "")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 0, ""); err != nil {
 		return err
 	}
 	srv, err := openServerAPI(ctx, o, "runbook drain drains a runbook serve",

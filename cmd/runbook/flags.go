@@ -108,6 +108,16 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// parsePositional parses args as parseArgs does and checks that lo to hi
+// positional arguments are given (wantArgs).
+func parsePositional(fs *flag.FlagSet, args []string, lo, hi int, what string) ([]string, error) {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	return pos, wantArgs(fs, pos, lo, hi, what)
+}
+
 // wantArgs checks the number of positional arguments.
 func wantArgs(fs *flag.FlagSet, pos []string, lo, hi int, what string) error {
 	switch {

@@ -95,11 +95,8 @@ func cmdInit(_ context.Context, a *app, args []string) error {
 Then: runbook run DIR/playbooks/hello.yaml --sim`,
 	})
 	force := fs.Bool("force", false, "overwrite files that exist")
-	pos, err := parseArgs(fs, args)
+	pos, err := parsePositional(fs, args, 0, 1, "")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 1, ""); err != nil {
 		return err
 	}
 	dir := "."

@@ -28,11 +28,8 @@ func cmdMigrate(ctx context.Context, a *app, args []string) error {
 	var sf stateFlags
 	sf.addState(fs)
 	dry := fs.Bool("dry-run", false, "print the pending migrations' SQL; change nothing")
-	pos, err := parseArgs(fs, args)
+	_, err := parsePositional(fs, args, 0, 0, "")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 0, ""); err != nil {
 		return err
 	}
 	loc, err := sf.statePath()

@@ -41,11 +41,8 @@ when a channel failed, 2 when the config or the rule is wrong.`,
 	var file, secretsFile string
 	fs.StringVar(&file, "config", "", "config `file` (default ./runbook.yaml)")
 	fs.StringVar(&secretsFile, "secrets", "", "secrets `file` (overrides secrets_file:)")
-	pos, err := parseArgs(fs, args)
+	pos, err := parsePositional(fs, args, 1, 1, "RULE")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1, "RULE"); err != nil {
 		return err
 	}
 	cfg, err := loadConfig(file)

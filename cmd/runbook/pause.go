@@ -100,11 +100,8 @@ func cmdPauseList(ctx context.Context, a *app, args []string) error {
 	})
 	out := addOutputFlag(fs, "text")
 	o := newRunsOpener(a, fs)
-	pos, err := parseArgs(fs, args)
+	_, err := parsePositional(fs, args, 0, 0, "")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 0, ""); err != nil {
 		return err
 	}
 	list, err := listPauses(ctx, o)

@@ -45,11 +45,8 @@ string with ${{ }} parts, never a zero value. Secrets are always ***.`,
 	configFile := fs.String("config", "", "config `file` whose hosts: inventory ssh steps and hosts() read (default ./runbook.yaml when it exists)")
 	var sf stateFlags
 	sf.addSecrets(fs)
-	pos, err := parseArgs(fs, args)
+	pos, err := parsePositional(fs, args, 1, 1, "the playbook FILE")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1, "the playbook FILE"); err != nil {
 		return err
 	}
 	src, err := a.loadSecrets(&sf)

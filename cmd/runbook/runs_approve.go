@@ -41,11 +41,8 @@ shown is the server's, until the run ends or waits again.`,
 	sims.add(fs)
 	var cfgPath string
 	runConfigFlag(fs, &cfgPath)
-	pos, err := parseArgs(fs, args)
+	pos, err := parsePositional(fs, args, 2, 2, "RUN_ID and STEP")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 2, 2, "RUN_ID and STEP"); err != nil {
 		return err
 	}
 	runID, step := pos[0], pos[1]

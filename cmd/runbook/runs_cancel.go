@@ -21,11 +21,8 @@ func cmdRunsCancel(ctx context.Context, a *app, args []string) error {
 	o := newRunsOpener(a, fs)
 	var sims simFlags
 	sims.add(fs)
-	pos, err := parseArgs(fs, args)
+	pos, err := parsePositional(fs, args, 1, 1, "the RUN_ID (runbook runs list shows them)")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1, "the RUN_ID (runbook runs list shows them)"); err != nil {
 		return err
 	}
 	b, id, err := o.openForRun(ctx, pos[0])

@@ -36,11 +36,8 @@ func cmdRunsList(ctx context.Context, a *app, args []string) error {
 	limit := fs.Int("limit", 20, "at most `n` runs (0: all)")
 	out := addOutputFlag(fs, "text")
 	o := newRunsOpener(a, fs)
-	pos, err := parseArgs(fs, args)
+	_, err := parsePositional(fs, args, 0, 0, "")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 0, ""); err != nil {
 		return err
 	}
 	b, err := o.open(ctx)

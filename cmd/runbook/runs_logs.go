@@ -34,11 +34,8 @@ before), with STEP the lines ({seq, time, step, attempt, stream, text});
 	follow := fs.Bool("f", false, "follow: print new events and lines until the run ends")
 	out := addOutputFlag(fs, "text")
 	o := newRunsOpener(a, fs)
-	pos, err := parseArgs(fs, args)
+	pos, err := parsePositional(fs, args, 1, 2, "the RUN_ID (runbook runs list shows them)")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 2, "the RUN_ID (runbook runs list shows them)"); err != nil {
 		return err
 	}
 	b, id, err := o.openForRun(ctx, pos[0])

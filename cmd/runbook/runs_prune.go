@@ -26,11 +26,8 @@ by setting that, or stop it first.`,
 	dryRun := fs.Bool("dry-run", false, "list the runs that would be deleted, delete nothing")
 	out := addOutputFlag(fs, "text")
 	o := newRunsOpener(a, fs)
-	pos, err := parseArgs(fs, args)
+	_, err := parsePositional(fs, args, 0, 0, "")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 0, ""); err != nil {
 		return err
 	}
 	if *olderThan == "" {

@@ -35,11 +35,8 @@ Without a server it runs here, as 'runbook run' does.`,
 	runConfigFlag(fs, &cfgPath)
 	var sims simFlags
 	sims.add(fs)
-	pos, err := parseArgs(fs, args)
+	pos, err := parsePositional(fs, args, 1, 1, "the RUN_ID (runbook runs list shows them)")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1, "the RUN_ID (runbook runs list shows them)"); err != nil {
 		return err
 	}
 	given, err := readInputs("", &secretInputs)

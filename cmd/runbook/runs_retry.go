@@ -34,11 +34,8 @@ input: give the run's secret inputs again with -i (other inputs are kept).`,
 	sims.add(fs)
 	var cfgPath string
 	runConfigFlag(fs, &cfgPath)
-	pos, err := parseArgs(fs, args)
+	pos, err := parsePositional(fs, args, 1, 1, "the RUN_ID (runbook runs list --status failed shows them)")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1, "the RUN_ID (runbook runs list --status failed shows them)"); err != nil {
 		return err
 	}
 	runID := pos[0]

@@ -18,11 +18,8 @@ func cmdRunsShow(ctx context.Context, a *app, args []string) error {
 	})
 	out := addOutputFlag(fs, "text")
 	o := newRunsOpener(a, fs)
-	pos, err := parseArgs(fs, args)
+	pos, err := parsePositional(fs, args, 1, 1, "the RUN_ID (runbook runs list shows them)")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1, "the RUN_ID (runbook runs list shows them)"); err != nil {
 		return err
 	}
 	b, id, err := o.openForRun(ctx, pos[0])

@@ -64,11 +64,8 @@ skipped, and one in the repeated hour of the fall-back day fires twice.`,
 	only := fs.Int("trigger", -1, "only the trigger at this `index` of triggers:")
 	fromFlag := fs.String("from", "", "list fire times after this RFC 3339 `time` (default now)")
 	out := addOutputFlag(fs, "text")
-	pos, err := parseArgs(fs, args)
+	pos, err := parsePositional(fs, args, 1, 1, "the playbook FILE")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1, "the playbook FILE"); err != nil {
 		return err
 	}
 	if *n < 1 {

@@ -117,11 +117,8 @@ fire at once. Audited (runbook audit), with --reason when given.`,
 	reason := fs.String("reason", "", "why (required for a pause: shown beside each skipped slot)")
 	out := addOutputFlag(fs, "text")
 	o := newRunsOpener(a, fs)
-	pos, err := parseArgs(fs, args)
+	pos, err := parsePositional(fs, args, 1, 1, "the PLAYBOOK name")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1, "the PLAYBOOK name"); err != nil {
 		return err
 	}
 	if pause && strings.TrimSpace(*reason) == "" {
@@ -225,11 +222,8 @@ Prints the run's ID; follow it with 'runbook runs logs -f ID'. Audited.`,
 	trig := addTriggerFlag(fs, "the schedule trigger at this `index` of the playbook's triggers (default: its only one)")
 	out := addOutputFlag(fs, "text")
 	o := newRunsOpener(a, fs)
-	pos, err := parseArgs(fs, args)
+	pos, err := parsePositional(fs, args, 1, 1, "the PLAYBOOK name")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1, "the PLAYBOOK name"); err != nil {
 		return err
 	}
 	b, err := openScheduleAPI(ctx, o, "run")
@@ -266,11 +260,8 @@ range of more than --max slots is refused before anything starts. Audited.`,
 	maxSlots := fs.Int("max", 100, "refuse a range of more than `n` slots")
 	out := addOutputFlag(fs, "text")
 	o := newRunsOpener(a, fs)
-	pos, err := parseArgs(fs, args)
+	pos, err := parsePositional(fs, args, 1, 1, "the PLAYBOOK name")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1, "the PLAYBOOK name"); err != nil {
 		return err
 	}
 	for _, f := range []struct{ name, val string }{{"--from", *from}, {"--to", *to}} {
@@ -322,11 +313,8 @@ func cmdScheduleStatus(ctx context.Context, a *app, args []string) error {
 	})
 	out := addOutputFlag(fs, "text")
 	o := newRunsOpener(a, fs)
-	pos, err := parseArgs(fs, args)
+	pos, err := parsePositional(fs, args, 0, 1, "a PLAYBOOK name")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 1, "a PLAYBOOK name"); err != nil {
 		return err
 	}
 	b, err := openScheduleAPI(ctx, o, "status")

@@ -21,11 +21,8 @@ func cmdSchema(_ context.Context, a *app, args []string) error {
 		details: `Point an editor at it with a first line like
   # yaml-language-server: $schema=playbook.schema.json`,
 	})
-	pos, err := parseArgs(fs, args)
+	_, err := parsePositional(fs, args, 0, 0, "")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 0, ""); err != nil {
 		return err
 	}
 	b, err := playbook.Schema()

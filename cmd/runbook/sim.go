@@ -36,11 +36,8 @@ func cmdSim(ctx context.Context, a *app, args []string) error {
 	speed := fs.Float64("speed", 1, "`n` simulated seconds per real second")
 	services := fs.String("services", "", "comma-separated `names` to serve (default: all: "+strings.Join(sim.Names(), ", ")+")")
 	seed := fs.Uint64("seed", 1, "`seed` of the generated data")
-	pos, err := parseArgs(fs, args)
+	_, err := parsePositional(fs, args, 0, 0, "")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 0, ""); err != nil {
 		return err
 	}
 	var names []string

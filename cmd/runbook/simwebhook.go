@@ -33,11 +33,8 @@ Exit status 1 when any request failed or was not answered 200.`,
 	rate := fs.Float64("rate", 0, "`n` deliveries offered per second, evenly spaced (0: as fast as they are answered)")
 	seed := fs.Uint64("seed", 0, "`seed` of the deliveries (0: random; the same seed repeats the same hooksIds)")
 	out := addOutputFlag(fs, "text")
-	pos, err := parseArgs(fs, args)
+	_, err := parsePositional(fs, args, 0, 0, "")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 0, ""); err != nil {
 		return err
 	}
 	switch {

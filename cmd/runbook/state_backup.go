@@ -34,11 +34,8 @@ func cmdStateBackup(ctx context.Context, a *app, args []string) error {
 			"stopping runbook and putting the copy in place of the state file (docs/operations.md).",
 	})
 	o := newRunsOpener(a, fs)
-	pos, err := parseArgs(fs, args)
+	pos, err := parsePositional(fs, args, 1, 1, "FILE")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1, "FILE"); err != nil {
 		return err
 	}
 	dest := pos[0]

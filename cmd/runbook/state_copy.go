@@ -51,11 +51,8 @@ func cmdStateCopy(ctx context.Context, a *app, args []string) error {
 	from := fs.String("from", "", "the `store` to copy from: a state file or a postgres:// URL")
 	to := fs.String("to", "", "the `store` to copy to (empty, or a file that does not exist yet)")
 	dry := fs.Bool("dry-run", false, "count what the source holds; write nothing")
-	pos, err := parseArgs(fs, args)
+	_, err := parsePositional(fs, args, 0, 0, "")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 0, ""); err != nil {
 		return err
 	}
 	if *from == "" || (*to == "" && !*dry) {

@@ -99,11 +99,8 @@ with it afterwards is refused with 401, naming the expiry. Use the token as a be
 	var labels listFlag
 	fs.Var(&labels, "labels", "for --role agent: the `labels` (KEY=VALUE, the value may be a pattern) the agent may claim; the same as --playbooks label:KEY=VALUE")
 	o := newRunsOpener(a, fs)
-	pos, err := parseArgs(fs, args)
+	pos, err := parsePositional(fs, args, 1, 1, "the token NAME")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1, "the token NAME"); err != nil {
 		return err
 	}
 	for _, l := range labels {
@@ -145,11 +142,8 @@ func cmdTokenList(ctx context.Context, a *app, args []string) error {
 	})
 	out := addOutputFlag(fs, "text")
 	o := newRunsOpener(a, fs)
-	pos, err := parseArgs(fs, args)
+	_, err := parsePositional(fs, args, 0, 0, "")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 0, ""); err != nil {
 		return err
 	}
 	b, err := openAuth(ctx, o, false)
@@ -202,11 +196,8 @@ func cmdTokenRevoke(ctx context.Context, a *app, args []string) error {
 		summary: "Revoke an API token: from now on the server answers it with 401. Its name may be used again.",
 	})
 	o := newRunsOpener(a, fs)
-	pos, err := parseArgs(fs, args)
+	pos, err := parsePositional(fs, args, 1, 1, "the token NAME (runbook token list shows them)")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, 1, "the token NAME (runbook token list shows them)"); err != nil {
 		return err
 	}
 	name := pos[0]

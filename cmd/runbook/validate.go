@@ -85,11 +85,8 @@ GitHub Actions annotation (::error file=F,line=L,col=C::message).`,
 	format := &formatFlag{}
 	fs.Var(format, "format", "diagnostic `format`: text or github (default text)")
 	configFile := fs.String("config", "", "config `file` whose notification channels notify steps, and whose hosts ssh steps, must name (default ./runbook.yaml when it exists)")
-	pos, err := parseArgs(fs, args)
+	pos, err := parsePositional(fs, args, 1, -1, "the playbook FILE to validate")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 1, -1, "the playbook FILE to validate"); err != nil {
 		return err
 	}
 	if out.json && format.github {

@@ -77,11 +77,8 @@ func cmdVersion(_ context.Context, a *app, args []string) error {
 	})
 	out := addOutputFlag(fs, "text")
 	fs.BoolFunc("json", "the same as --output json", func(string) error { return out.Set("json") })
-	pos, err := parseArgs(fs, args)
+	_, err := parsePositional(fs, args, 0, 0, "")
 	if err != nil {
-		return err
-	}
-	if err := wantArgs(fs, pos, 0, 0, ""); err != nil {
 		return err
 	}
 	v := buildVersion()
