@@ -206,7 +206,7 @@ func (s *Server) middleware(service string, next http.Handler, trim bool) http.H
 		if err == nil && len(body) > MaxRequestBody {
 			// The simulators keep everything in memory: a larger body is
 			// refused whole rather than cut.
-			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{
+			WriteJSON(w, http.StatusRequestEntityTooLarge, map[string]string{
 				"error": fmt.Sprintf("request body over the simulator's %d MiB limit", MaxRequestBody>>20)})
 			call.Status, call.Body = http.StatusRequestEntityTooLarge, string(body[:maxJournalBody])
 			s.Journal.add(call)
@@ -304,10 +304,10 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 func (s *Server) admin(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/_sim/connections" && r.Method == http.MethodGet:
-		writeJSON(w, http.StatusOK, s.Connections())
+		WriteJSON(w, http.StatusOK, s.Connections())
 	case r.URL.Path == "/_sim/journal" && r.Method == http.MethodGet:
 		q := r.URL.Query()
-		writeJSON(w, http.StatusOK, s.Journal.Calls(q.Get("service"), q.Get("method"), q.Get("path")))
+		WriteJSON(w, http.StatusOK, s.Journal.Calls(q.Get("service"), q.Get("method"), q.Get("path")))
 	case r.URL.Path == "/_sim/journal" && r.Method == http.MethodDelete:
 		s.Journal.Reset()
 		w.WriteHeader(http.StatusNoContent)
@@ -317,13 +317,13 @@ func (s *Server) admin(w http.ResponseWriter, r *http.Request) {
 			Latency string `json:"latency"`
 		}
 		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&f); err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "bad fault: " + err.Error()})
+			WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "bad fault: " + err.Error()})
 			return
 		}
 		if f.Latency != "" {
 			d, err := time.ParseDuration(f.Latency)
 			if err != nil {
-				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "bad latency: " + err.Error()})
+				WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "bad latency: " + err.Error()})
 				return
 			}
 			f.Fault.Latency = d
@@ -334,29 +334,30 @@ func (s *Server) admin(w http.ResponseWriter, r *http.Request) {
 		s.Faults.Clear()
 		w.WriteHeader(http.StatusNoContent)
 	case r.URL.Path == "/_sim/clock" && r.Method == http.MethodGet:
-		writeJSON(w, http.StatusOK, map[string]any{"now": s.Clock.Now(), "speed": s.Clock.Speed()})
+		WriteJSON(w, http.StatusOK, map[string]any{"now": s.Clock.Now(), "speed": s.Clock.Speed()})
 	case r.URL.Path == "/_sim/clock" && r.Method == http.MethodPost:
 		var body struct {
 			Advance string `json:"advance"`
 		}
 		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&body); err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 			return
 		}
 		d, err := time.ParseDuration(body.Advance)
 		if err != nil || d < 0 {
-			writeJSON(w, http.StatusBadRequest, map[string]string{"error": errors.Join(errors.New("advance must be a positive duration like 10m"), err).Error()})
+			WriteJSON(w, http.StatusBadRequest, map[string]string{"error": errors.Join(errors.New("advance must be a positive duration like 10m"), err).Error()})
 			return
 		}
 		s.Clock.Advance(d)
-		writeJSON(w, http.StatusOK, map[string]any{"now": s.Clock.Now()})
+		WriteJSON(w, http.StatusOK, map[string]any{"now": s.Clock.Now()})
 	default:
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no simulator admin route " + r.Method + " " + r.URL.Path})
+		WriteJSON(w, http.StatusNotFound, map[string]string{"error": "no simulator admin route " + r.Method + " " + r.URL.Path})
 	}
 }
 
-// writeJSON writes v as JSON with status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON answers v as JSON with status: the answer of the simulator's
+// admin routes and of the services that send plain application/json.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)

@@ -26,7 +26,7 @@ func (e echo) Handler() http.Handler {
 			time.Sleep(50 * time.Millisecond)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"path": r.URL.Path, "now": e.env.Clock.Now()})
+		WriteJSON(w, http.StatusOK, map[string]any{"path": r.URL.Path, "now": e.env.Clock.Now()})
 	})
 }
 

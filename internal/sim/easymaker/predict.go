@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	em "github.com/runbook/runbook/internal/cloud/easymaker"
+	"github.com/runbook/runbook/internal/sim"
 )
 
 // predict serves POST /_stage/{stageId}{apigwResourceUri}: the model
@@ -20,7 +21,7 @@ func (s *Service) predict(w http.ResponseWriter, r *http.Request) {
 	stageID, uri, _ := strings.Cut(rest, "/")
 	uri = "/" + strings.TrimRight(uri, "/")
 	if r.Method != http.MethodPost {
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "use POST"})
+		sim.WriteJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "use POST"})
 		return
 	}
 	s.mu.Lock()
@@ -32,11 +33,11 @@ func (s *Service) predict(w http.ResponseWriter, r *http.Request) {
 	seed := s.env.Seed
 	s.mu.Unlock()
 	if st == nil {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no stage %s", stageID)})
+		sim.WriteJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no stage %s", stageID)})
 		return
 	}
 	if view.EndpointStageStatusCode != em.StatusActive {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": fmt.Sprintf("stage %s is %s", stageID, view.EndpointStageStatusCode)})
+		sim.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"error": fmt.Sprintf("stage %s is %s", stageID, view.EndpointStageStatusCode)})
 		return
 	}
 	var modelID string
@@ -46,20 +47,20 @@ func (s *Service) predict(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if modelID == "" {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("stage %s serves no model at %s", stageID, uri)})
+		sim.WriteJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("stage %s serves no model at %s", stageID, uri)})
 		return
 	}
 	raw, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		sim.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
 	instances, err := parseInstances(raw)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		sim.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"predictions": predictAll(seed, modelID, instances)})
+	sim.WriteJSON(w, http.StatusOK, map[string]any{"predictions": predictAll(seed, modelID, instances)})
 }
 
 // parseInstances reads {"instances": [[numbers], ...]}.

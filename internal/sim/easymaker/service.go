@@ -159,18 +159,12 @@ func header(code int, msg string) em.Header {
 	return em.Header{IsSuccessful: code == codeOK, ResultCode: code, ResultMessage: msg}
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 func writeErr(w http.ResponseWriter, err error) {
 	var ae *apiError
 	if !errors.As(err, &ae) {
 		ae = &apiError{http.StatusInternalServerError, codeInternal, err.Error()}
 	}
-	writeJSON(w, ae.status, map[string]any{"header": header(ae.code, ae.msg)})
+	sim.WriteJSON(w, ae.status, map[string]any{"header": header(ae.code, ae.msg)})
 }
 
 // writeOK answers the envelope with v under key.
@@ -179,7 +173,7 @@ func writeOK(w http.ResponseWriter, status int, key string, v any) {
 	if key != "" {
 		body[key] = v
 	}
-	writeJSON(w, status, body)
+	sim.WriteJSON(w, status, body)
 }
 
 // writeList answers one page of items under key+"List" with paging:
@@ -209,7 +203,7 @@ func writeList[T any](w http.ResponseWriter, r *http.Request, key string, items 
 	if out == nil {
 		out = []T{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	sim.WriteJSON(w, http.StatusOK, map[string]any{
 		"header":     header(codeOK, "SUCCESS"),
 		key + "List": out,
 		"paging":     em.Paging{Page: page, Limit: limit, TotalCount: len(items)},
@@ -233,16 +227,16 @@ func decode(r *http.Request, v any) error {
 // pair, form grant_type=client_credentials.
 func (s *Service) token(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "method_not_allowed"})
+		sim.WriteJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "method_not_allowed"})
 		return
 	}
 	id, secret, ok := r.BasicAuth()
 	if !ok || id != s.accessID || secret != s.accessKey {
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client", "error_description": "unknown access key ID or wrong secret"})
+		sim.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client", "error_description": "unknown access key ID or wrong secret"})
 		return
 	}
 	if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "client_credentials" {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type", "error_description": "grant_type must be client_credentials"})
+		sim.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type", "error_description": "grant_type must be client_credentials"})
 		return
 	}
 	s.mu.Lock()
@@ -250,7 +244,7 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) {
 	tok := base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf("sim-token-%d-%d-%d", s.env.Seed, s.seq, s.rnd.Uint64())))
 	s.tokens[tok] = s.now().Add(TokenLifetime)
 	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": int(TokenLifetime / time.Second)})
+	sim.WriteJSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": int(TokenLifetime / time.Second)})
 }
 
 // ExpireTokens makes every issued bearer token invalid (tests of the

@@ -82,7 +82,7 @@ func (s *Service) tokens(w http.ResponseWriter, r *http.Request) {
 	now := s.env.Clock.Now().UTC()
 	c := s.store.Credentials()
 	catalog := s.catalog(c.TenantID)
-	writeJSON(w, http.StatusOK, map[string]any{"access": map[string]any{
+	sim.WriteJSON(w, http.StatusOK, map[string]any{"access": map[string]any{
 		"token": map[string]any{
 			"id":        id,
 			"issued_at": now.Format("2006-01-02T15:04:05.000000Z"),
@@ -157,11 +157,5 @@ func (s *Service) adminLifetime(w http.ResponseWriter, r *http.Request) {
 
 // writeError writes the Keystone error body.
 func writeError(w http.ResponseWriter, status int, title, message string) {
-	writeJSON(w, status, map[string]any{"error": map[string]any{"code": status, "title": title, "message": message}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	sim.WriteJSON(w, status, map[string]any{"error": map[string]any{"code": status, "title": title, "message": message}})
 }

@@ -83,7 +83,7 @@ func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v2/log", s.post)
 	mux.HandleFunc("GET /_admin/logs", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, s.Logs())
+		sim.WriteJSON(w, http.StatusOK, s.Logs())
 	})
 	mux.HandleFunc("DELETE /_admin/logs", func(w http.ResponseWriter, r *http.Request) {
 		s.Reset()
@@ -191,11 +191,5 @@ func (s *Service) validate(l map[string]any) (int, string) {
 }
 
 func envelope(w http.ResponseWriter, status int, ok bool, code int, msg string) {
-	writeJSON(w, status, map[string]any{"header": map[string]any{"isSuccessful": ok, "resultCode": code, "resultMessage": msg}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	sim.WriteJSON(w, status, map[string]any{"header": map[string]any{"isSuccessful": ok, "resultCode": code, "resultMessage": msg}})
 }

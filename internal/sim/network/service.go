@@ -81,7 +81,7 @@ func (s *Service) guard(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok := r.Header.Get("X-Auth-Token")
 		if tok == "" || (tok != s.token && tok != s.also && !s.tokens.Valid(tok)) {
-			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{
+			sim.WriteJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{
 				"code": 401, "title": "Unauthorized", "message": "The request you have made requires authentication."}})
 			return
 		}
@@ -96,7 +96,7 @@ func (s *Service) notFound(w http.ResponseWriter, what, id string) {
 		fmt.Fprintf(w, "404 Not Found\n\nNo %s found with ID %s\n\n", strings.ToLower(what), id)
 		return
 	}
-	writeJSON(w, http.StatusNotFound, map[string]any{"NeutronError": map[string]any{
+	sim.WriteJSON(w, http.StatusNotFound, map[string]any{"NeutronError": map[string]any{
 		"type": what + "NotFound", "message": fmt.Sprintf("%s %s could not be found.", what, id), "detail": ""}})
 }
 
@@ -150,7 +150,7 @@ func (s *Service) listNetworks(w http.ResponseWriter, r *http.Request) {
 			out = append(out, s.networkView(n))
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"networks": out})
+	sim.WriteJSON(w, http.StatusOK, map[string]any{"networks": out})
 }
 
 // GET /v2.0/networks/{id}
@@ -160,7 +160,7 @@ func (s *Service) getNetwork(w http.ResponseWriter, r *http.Request) {
 		s.notFound(w, "Network", r.PathValue("id"))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"network": s.networkView(n)})
+	sim.WriteJSON(w, http.StatusOK, map[string]any{"network": s.networkView(n)})
 }
 
 // GET /v2.0/subnets
@@ -172,7 +172,7 @@ func (s *Service) listSubnets(w http.ResponseWriter, r *http.Request) {
 			out = append(out, s.subnetView(sn))
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"subnets": out})
+	sim.WriteJSON(w, http.StatusOK, map[string]any{"subnets": out})
 }
 
 // GET /v2.0/subnets/{id}
@@ -182,7 +182,7 @@ func (s *Service) getSubnet(w http.ResponseWriter, r *http.Request) {
 		s.notFound(w, "Subnet", r.PathValue("id"))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"subnet": s.subnetView(sn)})
+	sim.WriteJSON(w, http.StatusOK, map[string]any{"subnet": s.subnetView(sn)})
 }
 
 func (s *Service) imageView(i Image) map[string]any {
@@ -201,7 +201,7 @@ func (s *Service) listImages(w http.ResponseWriter, r *http.Request) {
 			out = append(out, s.imageView(i))
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"images": out, "first": "/v2/images", "schema": "/v2/schemas/images"})
+	sim.WriteJSON(w, http.StatusOK, map[string]any{"images": out, "first": "/v2/images", "schema": "/v2/schemas/images"})
 }
 
 // GET /v2/images/{id}
@@ -211,14 +211,14 @@ func (s *Service) getImage(w http.ResponseWriter, r *http.Request) {
 		s.notFound(w, "Image", r.PathValue("id"))
 		return
 	}
-	writeJSON(w, http.StatusOK, s.imageView(i))
+	sim.WriteJSON(w, http.StatusOK, s.imageView(i))
 }
 
 // POST /_admin/networks {"id","name","router:external","shared"}
 func (s *Service) adminNetwork(w http.ResponseWriter, r *http.Request) {
 	var n Network
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&n); err != nil || n.ID == "" {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": fmt.Sprintf("want {\"id\", \"name\", \"router:external\", \"shared\"} (%v)", err)})
+		sim.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": fmt.Sprintf("want {\"id\", \"name\", \"router:external\", \"shared\"} (%v)", err)})
 		return
 	}
 	s.world.AddNetwork(n)
@@ -229,18 +229,12 @@ func (s *Service) adminNetwork(w http.ResponseWriter, r *http.Request) {
 func (s *Service) adminSubnet(w http.ResponseWriter, r *http.Request) {
 	var sn Subnet
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&sn); err != nil || sn.ID == "" {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": fmt.Sprintf("want {\"id\", \"name\", \"network_id\", \"cidr\"} (%v)", err)})
+		sim.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": fmt.Sprintf("want {\"id\", \"name\", \"network_id\", \"cidr\"} (%v)", err)})
 		return
 	}
 	if err := s.world.AddSubnet(sn); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
+		sim.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }

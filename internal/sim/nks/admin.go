@@ -9,6 +9,7 @@ import (
 	"time"
 
 	cloud "github.com/runbook/runbook/internal/cloud/nks"
+	"github.com/runbook/runbook/internal/sim"
 )
 
 // adminRoutes serves the domain fault injection and settings, without a
@@ -41,7 +42,7 @@ func (s *Service) adminRoutes(mux *http.ServeMux) {
 			out[k] = v.String()
 		}
 		s.mu.Unlock()
-		writeJSON(w, http.StatusOK, out)
+		sim.WriteJSON(w, http.StatusOK, out)
 	})
 	mux.HandleFunc("POST /_admin/durations", func(w http.ResponseWriter, r *http.Request) {
 		var body map[string]string

@@ -165,16 +165,10 @@ func writeError(w http.ResponseWriter, err error) {
 	if ae.status >= 500 {
 		code = "server"
 	}
-	writeJSON(w, ae.status, map[string]any{"errors": []map[string]any{{
+	sim.WriteJSON(w, ae.status, map[string]any{"errors": []map[string]any{{
 		"request_id": "", "code": code, "status": ae.status,
 		"title": http.StatusText(ae.status), "detail": ae.detail, "links": []any{},
 	}}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 // handlerFunc answers a request (under s.mu, after tick): a status and a
@@ -253,7 +247,7 @@ func (s *Service) guard(h handlerFunc, nodegroupCall bool) http.Handler {
 			w.WriteHeader(status)
 			return
 		}
-		writeJSON(w, status, body)
+		sim.WriteJSON(w, status, body)
 	})
 }
 
