@@ -473,3 +473,18 @@ steps:
 	assert.Equal(t, 1, r.code, r.String())
 	assert.Contains(t, r.stdout+r.stderr, "step far runs on an agent (runs_on: role=bastion) and this process dispatches to none: run the playbook on runbook serve, where agents connect")
 }
+
+// A connected agent's long poll does not hold a server's shutdown up:
+// SIGTERM answers it at once (with a 60 s lease a poll is held 20 s).
+func TestAnAgentsPollDoesNotHoldServeShutdownUp(t *testing.T) {
+	c := newCLI(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+	s := c.serve("--agent-lease", "60s")
+	c.agent(s, "idle", "pool=p", 1)
+	time.Sleep(500 * time.Millisecond) // its poll is held
+	start := time.Now()
+	s.stop(t)
+	took := time.Since(start)
+	t.Logf("runbook serve stopped %s after SIGTERM", took.Round(time.Millisecond))
+	assert.Less(t, took, 10*time.Second, "the held poll ended with the server")
+}

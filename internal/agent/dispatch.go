@@ -49,6 +49,10 @@ type Dispatcher struct {
 	byID     map[string]*assignment
 	waiting  []*assignment // in arrival order
 	turn     uint64        // round robin among equally loaded agents
+	// stopping is closed when Run returns (the server shuts down): the
+	// polls held answer at once, so that they hold no shutdown up.
+	stopping     chan struct{}
+	stoppingOnce sync.Once
 }
 
 var _ engine.Agents = (*Dispatcher)(nil)
@@ -97,7 +101,7 @@ func NewDispatcher(o Options) *Dispatcher {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Dispatcher{o: o, sessions: map[string]*session{}, byID: map[string]*assignment{}}
+	return &Dispatcher{o: o, sessions: map[string]*session{}, byID: map[string]*assignment{}, stopping: make(chan struct{})}
 }
 
 // Lease is the agents' lease.
@@ -359,6 +363,8 @@ func (d *Dispatcher) Poll(ctx context.Context, p api.AgentPoll) (api.AgentWork, 
 			return api.AgentWork{}, nil
 		case <-ctx.Done():
 			return api.AgentWork{}, nil
+		case <-d.stopping:
+			return api.AgentWork{}, nil
 		}
 	}
 }
@@ -452,6 +458,7 @@ func (d *Dispatcher) Result(id string, r api.AgentResult) error {
 func (d *Dispatcher) Run(ctx context.Context) {
 	t := time.NewTicker(max(d.o.Lease/10, 10*time.Millisecond))
 	defer t.Stop()
+	defer d.stoppingOnce.Do(func() { close(d.stopping) })
 	for {
 		select {
 		case <-ctx.Done():
