@@ -81,9 +81,6 @@ func New(cfg Config) (*Client, error) {
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 4
 	}
-	if cfg.Sleep == nil {
-		cfg.Sleep = retry.Sleep
-	}
 	u.RawQuery, u.Fragment = "", ""
 	// The retry policy (doc.go, Retries): every operation is a GET, sent
 	// again after 429, 5xx (status or result code) and connection failures.

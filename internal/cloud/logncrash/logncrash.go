@@ -15,7 +15,6 @@ import (
 
 	"github.com/runbook/runbook/internal/cloud/httpcall"
 	"github.com/runbook/runbook/internal/fault"
-	"github.com/runbook/runbook/internal/retry"
 )
 
 // DefaultURL is the public collector.
@@ -134,9 +133,6 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 4
-	}
-	if cfg.Sleep == nil {
-		cfg.Sleep = retry.Sleep
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

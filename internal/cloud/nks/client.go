@@ -109,9 +109,6 @@ func New(cfg Config) (*Client, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 60 * time.Second}
 	}
-	if cfg.Sleep == nil {
-		cfg.Sleep = retry.Sleep
-	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 4
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/runbook/runbook/internal/cloud/identity"
 	"github.com/runbook/runbook/internal/egress"
 	"github.com/runbook/runbook/internal/fault"
-	"github.com/runbook/runbook/internal/retry"
 )
 
 // Limits of a transfer (Swift's own and runbook's defaults).
@@ -92,9 +91,6 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 4
-	}
-	if cfg.Sleep == nil {
-		cfg.Sleep = retry.Sleep
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
