@@ -2,8 +2,9 @@ package steps
 
 import (
 	"errors"
-
+	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/runbook/runbook/internal/fault"
@@ -26,6 +27,28 @@ func FileError(code fault.Code, dir, what, rel string, err error) error {
 		reason.text = p + ": " + pe.Err.Error()
 	}
 	return fault.Errorf(code, "%s %s: %w", what, filepath.Join(dir, rel), reason)
+}
+
+// OpenDir opens dir, relative to the playbook directory (Dir), as a root
+// of its own, creating it when it is missing: dir cannot leave the
+// playbook directory, and nothing below it, symbolic links included, can
+// reach outside it. The caller closes it.
+func (c *Call) OpenDir(dir string) (*os.Root, error) {
+	root, err := os.OpenRoot(c.Dir)
+	if err != nil {
+		return nil, &fault.Error{Code: fault.Invalid, Message: "open the playbook directory", Err: err}
+	}
+	defer root.Close()
+	if dir != "." {
+		if err := root.MkdirAll(dir, 0o700); err != nil {
+			return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("create directory %q", dir), Err: err}
+		}
+	}
+	sub, err := root.OpenRoot(dir)
+	if err != nil {
+		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("refusing dir %q: it leaves the playbook directory or is not a directory", dir), Err: err}
+	}
+	return sub, nil
 }
 
 // pathReason is a file error's text for people, over the error itself.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/runbook/runbook/internal/cloud/helpcenter"
@@ -97,21 +96,9 @@ func runAttachment(ctx context.Context, c *steps.Call, p *attachmentParams) (ste
 		return nil, tooLarge(p.MaxBytes)
 	}
 
-	root, err := os.OpenRoot(c.Dir)
+	sub, err := c.OpenDir(p.Dir)
 	if err != nil {
-		return nil, &fault.Error{Code: fault.Invalid, Message: "open the playbook directory", Err: err}
-	}
-	defer root.Close()
-	if p.Dir != "." {
-		if err := root.MkdirAll(p.Dir, 0o700); err != nil {
-			return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("create directory %q", p.Dir), Err: err}
-		}
-	}
-	// A root of its own for dir: nothing below it, symbolic links included,
-	// can reach outside it.
-	sub, err := root.OpenRoot(p.Dir)
-	if err != nil {
-		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("refusing dir %q: it leaves the playbook directory or is not a directory", p.Dir), Err: err}
+		return nil, err
 	}
 	defer sub.Close()
 	if !p.Overwrite {

@@ -2,8 +2,6 @@ package objectstorage
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/runbook/runbook/internal/cloud/objectstorage"
@@ -64,21 +62,9 @@ func runDownload(ctx context.Context, c *steps.Call, p *downloadParams) (steps.O
 	if err != nil {
 		return nil, err
 	}
-	root, err := os.OpenRoot(c.Dir)
+	sub, err := c.OpenDir(p.Dir)
 	if err != nil {
-		return nil, &fault.Error{Code: fault.Invalid, Message: "open the playbook directory", Err: err}
-	}
-	defer root.Close()
-	if p.Dir != "." {
-		if err := root.MkdirAll(p.Dir, 0o700); err != nil {
-			return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("create directory %q", p.Dir), Err: err}
-		}
-	}
-	// A root of its own for dir: nothing below it, symbolic links included,
-	// can reach outside it.
-	sub, err := root.OpenRoot(p.Dir)
-	if err != nil {
-		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("refusing dir %q: it leaves the playbook directory or is not a directory", p.Dir), Err: err}
+		return nil, err
 	}
 	defer sub.Close()
 	c.Log.Info("downloading", "uri", p.URI, "dir", p.Dir)
