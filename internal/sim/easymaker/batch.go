@@ -71,12 +71,9 @@ func (s *Service) batchView(b *batch) em.BatchInference {
 }
 
 func (s *Service) createBatch(w http.ResponseWriter, r *http.Request) error {
-	var req em.CreateBatchInferenceRequest
-	if err := decode(r, &req); err != nil {
+	req, err := decodeRequest[em.CreateBatchInferenceRequest](r)
+	if err != nil {
 		return err
-	}
-	if ps := req.Problems(); len(ps) > 0 {
-		return invalid(&req, ps)
 	}
 	if !s.flavor(req.FlavorID) {
 		return errf(http.StatusBadRequest, codeInvalid, "invalid request: flavor_id: instance type %s does not exist", req.FlavorID)

@@ -49,12 +49,9 @@ func (s *Service) imageFramework(id string) string {
 }
 
 func (s *Service) createModel(w http.ResponseWriter, r *http.Request) error {
-	var req em.CreateModelRequest
-	if err := decode(r, &req); err != nil {
+	req, err := decodeRequest[em.CreateModelRequest](r)
+	if err != nil {
 		return err
-	}
-	if ps := req.Problems(); len(ps) > 0 {
-		return invalid(&req, ps)
 	}
 	for _, m := range s.models {
 		if m.v.ModelName == req.ModelName {
@@ -189,12 +186,9 @@ func (s *Service) endpointView(e *endpoint) em.Endpoint {
 }
 
 func (s *Service) createEndpoint(w http.ResponseWriter, r *http.Request) error {
-	var req em.CreateEndpointRequest
-	if err := decode(r, &req); err != nil {
+	req, err := decodeRequest[em.CreateEndpointRequest](r)
+	if err != nil {
 		return err
-	}
-	if ps := req.Problems(); len(ps) > 0 {
-		return invalid(&req, ps)
 	}
 	if !s.flavor(req.FlavorID) {
 		return errf(http.StatusBadRequest, codeInvalid, "invalid request: flavor_id: instance type %s does not exist", req.FlavorID)
@@ -239,12 +233,9 @@ func (s *Service) deleteEndpoint(w http.ResponseWriter, r *http.Request, id stri
 }
 
 func (s *Service) createStage(w http.ResponseWriter, r *http.Request) error {
-	var req em.CreateStageRequest
-	if err := decode(r, &req); err != nil {
+	req, err := decodeRequest[em.CreateStageRequest](r)
+	if err != nil {
 		return err
-	}
-	if ps := req.Problems(); len(ps) > 0 {
-		return invalid(&req, ps)
 	}
 	e := s.all.endpoints.find(req.EndpointID)
 	if e == nil {

@@ -223,6 +223,22 @@ func decode(r *http.Request, v any) error {
 	return nil
 }
 
+// decodeRequest reads a create request's body (decode) and checks its
+// limits, answering them as invalid does.
+func decodeRequest[R any, P interface {
+	*R
+	Problems() []fault.Problem
+}](r *http.Request) (P, error) {
+	req := P(new(R))
+	if err := decode(r, req); err != nil {
+		return nil, err
+	}
+	if ps := req.Problems(); len(ps) > 0 {
+		return nil, invalid(req, ps)
+	}
+	return req, nil
+}
+
 // token serves the OAuth token endpoint: Basic auth with the access key
 // pair, form grant_type=client_credentials.
 func (s *Service) token(w http.ResponseWriter, r *http.Request) {

@@ -43,12 +43,9 @@ func (s *Service) experimentView(e *experiment) em.Experiment {
 }
 
 func (s *Service) createExperiment(w http.ResponseWriter, r *http.Request) error {
-	var req em.CreateExperimentRequest
-	if err := decode(r, &req); err != nil {
+	req, err := decodeRequest[em.CreateExperimentRequest](r)
+	if err != nil {
 		return err
-	}
-	if ps := req.Problems(); len(ps) > 0 {
-		return invalid(&req, ps)
 	}
 	// An existing name answers the existing experiment (FIDELITY: the SDK
 	// returns the existing ID).
@@ -163,12 +160,9 @@ func (s *Service) metricNames(list []string, algorithmID string) []string {
 }
 
 func (s *Service) createTraining(w http.ResponseWriter, r *http.Request) error {
-	var req em.CreateTrainingRequest
-	if err := decode(r, &req); err != nil {
+	req, err := decodeRequest[em.CreateTrainingRequest](r)
+	if err != nil {
 		return err
-	}
-	if ps := req.Problems(); len(ps) > 0 {
-		return invalid(&req, ps)
 	}
 	if err := s.activeExperiment(req.ExperimentID); err != nil {
 		return err

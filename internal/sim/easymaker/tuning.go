@@ -201,12 +201,9 @@ func median(xs []float64) float64 {
 }
 
 func (s *Service) createTuning(w http.ResponseWriter, r *http.Request) error {
-	var req em.CreateTuningRequest
-	if err := decode(r, &req); err != nil {
+	req, err := decodeRequest[em.CreateTuningRequest](r)
+	if err != nil {
 		return err
-	}
-	if ps := req.Problems(); len(ps) > 0 {
-		return invalid(&req, ps)
 	}
 	if err := s.activeExperiment(req.ExperimentID); err != nil {
 		return err
