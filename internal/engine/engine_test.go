@@ -79,9 +79,9 @@ func TestIndependentBranchesRunConcurrently(t *testing.T) {
 version: 1
 name: branches
 steps:
-  - {id: a, uses: test.block, needs: [], with: {key: a, hold: 40ms}}
-  - {id: b, uses: test.block, needs: [], with: {key: b, hold: 40ms}}
-  - {id: c, uses: test.block, needs: [], with: {key: c, hold: 40ms}}
+  - {id: a, uses: test.block, needs: [], with: {key: a, hold: 10s, until_running: 3}}
+  - {id: b, uses: test.block, needs: [], with: {key: b, hold: 10s, until_running: 3}}
+  - {id: c, uses: test.block, needs: [], with: {key: c, hold: 10s, until_running: 3}}
 `, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 3, testProbe.maxSeen)

@@ -198,6 +198,10 @@ type blockParams struct {
 	Key     string         `json:"key" required:"true"`
 	Hold    steps.Duration `json:"hold"`
 	UntilCx bool           `json:"until_cancelled"`
+	// UntilRunning ends the hold early once that many test.block steps
+	// run at once: steps meant to overlap are seen to, however slowly a
+	// loaded machine starts them, and hold is then only the bound.
+	UntilRunning int `json:"until_running"`
 }
 
 type flakyParams struct {
@@ -253,12 +257,24 @@ func registerTestSteps() {
 					<-ctx.Done()
 					return nil, ctx.Err()
 				}
-				select {
-				case <-time.After(time.Duration(p.Hold)):
-				case <-ctx.Done():
-					return nil, ctx.Err()
+				hold := time.After(time.Duration(p.Hold))
+				tick := time.NewTicker(2 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					select {
+					case <-hold:
+						return steps.Outputs{"key": p.Key}, nil
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					case <-tick.C:
+					}
+					testProbe.mu.Lock()
+					all := p.UntilRunning > 0 && testProbe.maxSeen >= p.UntilRunning
+					testProbe.mu.Unlock()
+					if all {
+						return steps.Outputs{"key": p.Key}, nil
+					}
 				}
-				return steps.Outputs{"key": p.Key}, nil
 			}),
 		})
 		steps.Register(steps.Descriptor{
