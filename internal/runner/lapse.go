@@ -22,15 +22,26 @@ import (
 // written once the lease is renewed, instead of their being executed
 // again. A replica cut off from a database that serves the others gets no
 // such refusal and stops a margin before the others may take its runs.
+//
+// Time is measured since a send on the monotonic clock and on the wall
+// clock, the longer of the two (elapsed): a machine suspended (a laptop
+// asleep) does not advance the monotonic clock. A renewal sent once the
+// database may have ended the lease (expiry after the last renewal that
+// succeeded: a process stopped or suspended that long) is a lapse first,
+// whichever of the renewal and the lease timer comes first when the
+// process wakes: its runs stop and are claimed again, so a run another
+// replica took meanwhile does not go on here.
 type lapse struct {
 	mu      sync.Mutex
 	valid   time.Duration // how long a renewal holds the lease
 	grace   time.Duration // how much longer the steps go on in a lapse
+	expiry  time.Duration // when the database ends the lease (the lease and its grace)
 	sent    time.Time     // when the last renewal that succeeded was sent
 	down    time.Time     // when the last renewal refused as serving no one was sent
 	shook   time.Time     // when a renewal last failed, or the lease came back after it lapsed
 	lapsed  chan struct{} // closed when the lease is renewed; nil while it holds
 	stopped bool          // onStop was called in this lapse
+	ever    bool          // it lapsed at least once
 	timer   *time.Timer
 	onLapse func(since time.Duration)
 	onStop  func(since time.Duration)
@@ -40,11 +51,11 @@ type lapse struct {
 // watch calls onLapse and onStop when the lease lapses and stops, and
 // onBack at the next renewal then, until stop. They are called under
 // l.mu: a lapse and a renewal do not cross.
-func (l *lapse) watch(valid, grace time.Duration, onLapse, onStop func(since time.Duration), onBack func(stopped bool)) (stop func()) {
+func (l *lapse) watch(valid, grace, expiry time.Duration, onLapse, onStop func(since time.Duration), onBack func(stopped bool)) (stop func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.valid, l.grace, l.onLapse, l.onStop, l.onBack = valid, grace, onLapse, onStop, onBack
-	l.timer = time.AfterFunc(valid-time.Since(l.sent), l.check)
+	l.valid, l.grace, l.expiry, l.onLapse, l.onStop, l.onBack = valid, grace, expiry, onLapse, onStop, onBack
+	l.timer = time.AfterFunc(valid-elapsed(l.sent), l.check)
 	return func() { l.timer.Stop() }
 }
 
@@ -57,19 +68,19 @@ func (l *lapse) check() {
 }
 
 func (l *lapse) checkLocked() {
-	since := time.Since(l.sent)
+	since := elapsed(l.sent)
 	if l.lapsed == nil {
 		if since < l.valid {
 			l.timer.Reset(l.valid - since)
 			return
 		}
-		l.lapsed = make(chan struct{})
+		l.lapsed, l.ever = make(chan struct{}), true
 		l.onLapse(since)
 	}
 	if l.stopped {
 		return
 	}
-	if left := l.valid - time.Since(later(l.sent.Add(l.grace), l.down)); left > 0 {
+	if left := l.valid - elapsed(later(l.sent.Add(l.grace), l.down)); left > 0 {
 		l.timer.Reset(left)
 		return
 	}
@@ -92,20 +103,38 @@ func (l *lapse) measure() <-chan struct{} {
 	return l.lapsed
 }
 
-// renewed records a renewal sent at sent that succeeded.
+// renewed records a renewal sent at sent that succeeded. One sent once
+// the database may have ended the lease is a lapse first.
 func (l *lapse) renewed(sent time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.timer != nil && elapsed(l.sent) >= l.expiry {
+		l.checkLocked()
+	}
 	if sent.After(l.sent) {
 		l.sent = sent
 	}
-	if l.lapsed != nil && time.Since(l.sent) < l.valid {
+	if l.lapsed != nil && elapsed(l.sent) < l.valid {
 		l.shook = time.Now()
 		l.onBack(l.stopped)
 		close(l.lapsed)
 		l.lapsed, l.stopped = nil, false
-		l.timer.Reset(l.valid - time.Since(l.sent))
+		l.timer.Reset(l.valid - elapsed(l.sent))
 	}
+}
+
+// everLapsed reports whether the lease lapsed at least once.
+func (l *lapse) everLapsed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ever
+}
+
+// elapsed is the time since t on the monotonic clock or on the wall
+// clock, whichever is longer.
+func elapsed(t time.Time) time.Duration {
+	now := time.Now()
+	return max(now.Sub(t), now.Round(0).Sub(t.Round(0)))
 }
 
 // failed records a renewal sent at sent that failed; down says the store

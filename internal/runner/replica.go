@@ -147,7 +147,7 @@ func (r *Host) replicate(ctx context.Context) {
 // again once a renewal succeeds (see leaseHeld, leaseStopped and rejoined).
 func (r *Host) keepLease(ctx context.Context) {
 	rep := r.rep
-	stop := rep.lapse.watch(leaseValid(rep.lease), leaseGrace(rep.lease), r.leaseHeld, r.leaseStopped, r.rejoined)
+	stop := rep.lapse.watch(leaseValid(rep.lease), leaseGrace(rep.lease), rep.lease+leaseGrace(rep.lease), r.leaseHeld, r.leaseStopped, r.rejoined)
 	defer stop()
 	t := time.NewTicker(rep.lease / 3)
 	defer t.Stop()
