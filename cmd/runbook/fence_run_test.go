@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/state"
 )
 
@@ -68,7 +67,7 @@ finally:
 	require.NoError(t, cmd.Process.Signal(syscall.SIGSTOP))
 	stopped := time.Now()
 
-	r := waitStatus(t, st, id, state.RunSucceeded, engine.ProcessLeaseTTL+15*time.Second)
+	r := waitStatus(t, st, id, state.RunSucceeded, replicaLease*3/2+15*time.Second)
 	t.Logf("taken over and finished %s after the process stopped", time.Since(stopped).Round(time.Millisecond))
 	assertOwner(t, rs.owner(0), r.Owner, "the replica finished it")
 	lines := func() string {

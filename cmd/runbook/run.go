@@ -154,15 +154,16 @@ func cmdRun(ctx context.Context, a *app, args []string) error {
 			local.Observe(runID, ev)
 		}
 	}
-	host := a.newHost(opts)
+	host := a.newHost(opts, configLease(cfg))
 	if local != nil {
 		if err := local.Start(host); err != nil {
 			fmt.Fprintf(a.stderr, "warning: runs verbs cannot reach this run beside it: %v\n", err)
 		}
 		defer local.Close()
 	}
-	// On a database: its runs show interrupted once it is gone, on any
-	// host, and no step starts while the lease lapsed (newHost).
+	// On a database it joins the replicas: its runs show interrupted once
+	// it is gone, on any host, and no step starts while its lease lapsed
+	// (newHost).
 	err = host.Open(ctx)
 	defer host.Close()
 	if err != nil {
@@ -188,7 +189,7 @@ func cmdRun(ctx context.Context, a *app, args []string) error {
 		}
 		return a.notOwned(ctx, store, id, err, nil, out)
 	case errors.Is(err, state.ErrFenced) && r != nil:
-		return a.notOwned(ctx, store, r.ID, err, host.Lease(), out)
+		return a.notOwned(ctx, store, r.ID, err, host, out)
 	}
 	if r == nil {
 		hint := "runbook runs list"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/runbook/runbook/internal/config"
 	"github.com/runbook/runbook/internal/egress"
@@ -98,4 +99,13 @@ func (a *app) configConnections(cfg *config.Config, src *secrets.Source, rehears
 		return nil, &exitError{code: 2, err: fmt.Errorf("%s: %w", cfg.File, err), hint: "set them in the environment (RUNBOOK_SECRET_NAME or NAME) or in the secrets file"}
 	}
 	return conns, nil
+}
+
+// configLease is the lease of `runbook run` as a replica on a database:
+// server.lease of cfg, the same as the servers' (0: the default).
+func configLease(cfg *config.Config) time.Duration {
+	if cfg == nil {
+		return 0
+	}
+	return cfg.Server.Lease
 }

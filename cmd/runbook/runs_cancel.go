@@ -110,7 +110,7 @@ func (a *app) cancelHeldByNone(ctx context.Context, store state.Store, src *secr
 	opts := a.engineOptions(store, src)
 	opts.Connection = conns.resolve
 	opts.Sim = sims.recorded()
-	host := a.newHost(opts)
+	host := a.newHost(opts, 0)
 	err = host.Open(ctx)
 	defer host.Close()
 	if err != nil {

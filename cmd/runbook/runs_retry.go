@@ -115,7 +115,7 @@ func (a *app) hostHere(ctx context.Context, store state.Store, runID, cfgPath st
 	opts.Connection = conns.resolve
 	opts.Sim = sims.recorded()
 	opts.Observer = obs
-	host = a.newHost(opts)
+	host = a.newHost(opts, 0)
 	closeHost = func() { host.Close(); stopSim() }
 	// On a database: its runs show interrupted once it is gone, on any host.
 	if err := host.Open(ctx); err != nil {
@@ -132,7 +132,7 @@ func (a *app) followHere(ctx context.Context, store state.Store, host *runner.Ho
 	res, err := follow(ctx, host, runID, false)
 	p.close()
 	if errors.Is(err, state.ErrFenced) && res != nil {
-		return a.notOwned(ctx, store, runID, err, host.Lease(), out)
+		return a.notOwned(ctx, store, runID, err, host, out)
 	}
 	if res == nil {
 		return withHint(err, "runbook run --resume "+runID)

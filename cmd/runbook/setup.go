@@ -147,17 +147,18 @@ func (a *app) engineOptions(store state.Store, src *secrets.Source) engine.Optio
 }
 
 // newHost returns the run host of this process (runner.Options.Embedded):
-// `runbook run`, and `runs approve|retry` for a run nothing else holds.
-// On a store shared with other processes (a database the replicas of
-// runbook serve use) its runs are fenced by the process lease: every
+// `runbook run`, and `runs approve|retry|cancel` for a run nothing else
+// holds. On a store shared with other processes (a database the replicas
+// of runbook serve use) it is a replica of kind run with lease (0: the
+// default, as a server's), and its runs are fenced by that lease: every
 // write that moves a run forward is refused once another process owns
 // the run, and no step starts while the lease lapsed. Every run is
 // fenced, not only those the replicas may take over (take_over,
 // server.take_over_run_processes): an explicit resume elsewhere takes any
 // run of a process that is gone, and one rule is simpler to reason about.
 // Open it before use and Close it after.
-func (a *app) newHost(eo engine.Options) *runner.Host {
-	return runner.New(runner.Options{Engine: eo, Embedded: true, Logger: eo.Logger})
+func (a *app) newHost(eo engine.Options, lease time.Duration) *runner.Host {
+	return runner.New(runner.Options{Engine: eo, Embedded: true, Lease: lease, Logger: eo.Logger})
 }
 
 // follow follows run runID of host h to its outcome (runner.Host.Await):

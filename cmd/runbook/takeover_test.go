@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/state"
 )
 
@@ -30,8 +29,9 @@ steps:
 }
 
 // A run that runbook run started on the database is that process's: when
-// the process is killed, the replicas take the run over (once its process
-// lease lapsed) only if its playbook says take_over: true, and finish it
+// the process is killed, the replicas take the run over (once its lease
+// as a replica of kind run expired) only if its playbook says
+// take_over: true, and finish it
 // from its last durable step; a run of a playbook that does not stays
 // interrupted for the command that resumes it.
 func TestAReplicaTakesOverAKilledRunProcessesRunOnlyWhenItsPlaybookOptsIn(t *testing.T) {
@@ -55,7 +55,7 @@ func TestAReplicaTakesOverAKilledRunProcessesRunOnlyWhenItsPlaybookOptsIn(t *tes
 	}
 	killedAt := time.Now()
 
-	r := waitStatus(t, st, runs[0].id, state.RunSucceeded, engine.ProcessLeaseTTL+10*time.Second)
+	r := waitStatus(t, st, runs[0].id, state.RunSucceeded, replicaLease*3/2+10*time.Second)
 	t.Logf("taken over and finished %s after the kill", time.Since(killedAt).Round(time.Millisecond))
 	assertOwner(t, rs.owner(0), r.Owner, "the replica finished it")
 	got, err := os.ReadFile(filepath.Join(c.dir, "handover.txt"))
@@ -63,7 +63,7 @@ func TestAReplicaTakesOverAKilledRunProcessesRunOnlyWhenItsPlaybookOptsIn(t *tes
 	assert.Equal(t, "one\ntwo\n", string(got), "each step ran once: the first in the killed process, the second on the replica")
 
 	// The replica polls the queue every second: the other run, whose
-	// process lease lapsed too, has been seen by now and left alone.
+	// lease expired too, has been seen by now and left alone.
 	time.Sleep(2 * time.Second)
 	kept, err := st.GetRun(context.Background(), runs[1].id)
 	require.NoError(t, err)

@@ -129,8 +129,8 @@ type Host struct {
 	Keys KeyQueue
 	// Fence makes every write that moves a run forward conditional on its
 	// top-level run still being owned by Options.Process (state.WithFence):
-	// a `runbook serve` replica sets it, since another replica takes its
-	// runs over once its lease lapses. A refused write stops the run at
+	// a replica (runbook serve, or runbook run on a database) sets it,
+	// since another replica may take its runs over once its lease lapses. A refused write stops the run at
 	// once, writing nothing more (see fence.go); Execute and Resume then
 	// return an error wrapping state.ErrFenced. The runs must be claimed
 	// (their owner set to Options.Process) before they execute.
@@ -140,8 +140,7 @@ type Host struct {
 	// lapsed no step starts — the attempt waits until it holds again or
 	// the run is stopped (Engine.Fence, a refused write) — and the steps
 	// executing go on. Measured then, a pause of the process that the
-	// lease's own timer has not seen yet starts no step. The lease a
-	// process keeps itself (KeepProcessLease) is used while it is kept.
+	// lease's own timer has not seen yet starts no step.
 	Lease Lease
 	// Pauses, when set, is asked before a main step's attempt starts
 	// whether the run's playbook is paused (pause.go): then the step does

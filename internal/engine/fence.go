@@ -48,7 +48,6 @@ type fencing struct {
 	mu     sync.Mutex
 	runs   map[*fence]bool // of the top-level runs executing
 	paused error           // set by Fence, cleared by Unfence
-	lease  *ProcessLease   // KeepProcessLease's, while it is kept
 }
 
 // list returns the fences of the top-level runs executing. fs.mu is held.
@@ -180,10 +179,10 @@ type Lease interface {
 }
 
 // mayStart reports why no step attempt of the run may start here (nil:
-// it may): its writes stopped. While the lease it executes under lapsed
-// (a process's own, KeepProcessLease, else Options.Host.Lease) it waits until
-// the lease holds again, and the run goes on unless it was stopped
-// meanwhile (another process claimed it), or ctx ends.
+// it may): its writes stopped. While the lease it executes under
+// (Options.Host.Lease) lapsed it waits until the lease holds again, and the
+// run goes on unless it was stopped meanwhile (another process claimed
+// it), or ctx ends.
 func (rs *runState) mayStart(ctx context.Context) error {
 	if err := rs.fenced(); err != nil {
 		return err
@@ -191,15 +190,7 @@ func (rs *runState) mayStart(ctx context.Context) error {
 	if rs.fence == nil {
 		return nil
 	}
-	var lease Lease
-	rs.e.fences.mu.Lock()
-	if rs.e.fences.lease != nil {
-		lease = rs.e.fences.lease
-	} else if rs.e.o.Host.Lease != nil {
-		lease = rs.e.o.Host.Lease
-	}
-	rs.e.fences.mu.Unlock()
-	for lease != nil {
+	for lease := rs.e.o.Host.Lease; lease != nil; {
 		back := lease.Lapse()
 		if back == nil {
 			break
@@ -256,18 +247,20 @@ func (e *Engine) Unfence() {
 }
 
 // Claim makes this process the owner of the top-level run id before it
-// executes it with Options.Host.Fence outside the replicas (runbook run: a run
-// it started, resumes, retries or continues after an approval), so that
-// the fence holds from the run's first write. The claim is conditional,
-// as an explicit resume's (state.Coordinator.ClaimRun with adopt): it is
+// executes it with Options.Host.Fence as a run replica (runbook run: a run it
+// started, resumes, retries or continues after an approval), so that the
+// fence holds from the run's first write. The claim is conditional, as an
+// explicit resume's (state.Coordinator.ClaimRun with adopt): it is
 // refused with a *state.FencedError naming the owner when a live replica
-// owns the run (one that took it over, maybe racing this claim) or a
-// live process does (a runbook run executing it, on this host or with a
-// process lease on another). A run that ended is left as it is (Resume
-// says why it does not continue), except a cancelled one, which is
-// resumed on purpose and made this process's. A sub-playbook run is
-// executed through its top-level run only. Without Options.Host.Fence or a
-// coordinator it does nothing. Call KeepProcessLease first.
+// owns the run (a serve replica that took it over, maybe racing this
+// claim, or another runbook run executing it) or a process of this host
+// that still exists does (the lease of one that is gone ends at once). A
+// run that ended is left as it is (Resume says why it does not continue),
+// except a cancelled one, which is resumed on purpose and made this
+// process's. A sub-playbook run is executed through its top-level run
+// only. Without Options.Host.Fence or a coordinator it does nothing. Join
+// the replicas first (runner.Host.Open), so that the lease lives when the
+// serve replicas look at the run.
 func (e *Engine) Claim(ctx context.Context, id string) error {
 	c, ok := e.o.Store.(state.Coordinator)
 	if !ok || !e.o.Host.Fence {
@@ -289,8 +282,14 @@ func (e *Engine) Claim(ctx context.Context, id string) error {
 		return e.o.Store.SaveRun(ctx, r)
 	case r.Status.Done():
 		return nil
-	case e.liveProcess(ctx, c, r.Owner):
+	}
+	if local, alive := e.localProcess(r.Owner); alive {
 		return &state.FencedError{Run: r.ID, Owner: r.Owner}
+	} else if local {
+		// Its process is gone: its lease ends now, not when it expires.
+		if err := c.DropReplica(ctx, r.Owner); err != nil {
+			return err
+		}
 	}
 	claimed, err := c.ClaimRun(ctx, r.ID, e.o.Process, true)
 	if err != nil || claimed {
@@ -305,17 +304,16 @@ func (e *Engine) Claim(ctx context.Context, id string) error {
 	return &state.FencedError{Run: r.ID, Owner: r.Owner}
 }
 
-// liveProcess reports whether owner is another process that lives: one
-// of this host that exists, or one of another host whose process lease
-// (KeepProcessLease) has not lapsed. A replica of another host is left to
-// ClaimRun, which knows the replicas' leases.
-func (e *Engine) liveProcess(ctx context.Context, c state.Coordinator, owner string) bool {
+// localProcess reports whether owner is another process of this host,
+// and whether it exists (a runbook run stopped past its lease, say). The
+// process of another host is left to ClaimRun, which knows the replicas'
+// leases.
+func (e *Engine) localProcess(owner string) (local, alive bool) {
 	if owner == "" || owner == e.o.Process {
-		return false
+		return false, false
 	}
-	if _, local := onThisHost(owner); local {
-		return !ownerGone(owner)
+	if _, local = onThisHost(owner); !local {
+		return false, false
 	}
-	found, expired, err := c.LeaseExpired(ctx, processLease(owner))
-	return err == nil && found && !expired
+	return true, !ownerGone(owner)
 }

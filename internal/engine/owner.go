@@ -26,10 +26,9 @@ func (e *Engine) Executing(id string) bool {
 // decides, never a timeout: a store one process holds at a time (a bolt
 // file, state.Exclusive) is held by the caller, so no other process
 // executes r; in a shared store, r's owner (Options.Process, "host/pid@start")
-// is a process of this host that no longer exists, or a process of
-// another host whose lease lapsed (KeepProcessLease, which runbook run
-// keeps), and not a replica of `runbook serve` (state.Coordinator), whose
-// runs the other replicas take over.
+// is not a serve replica (state.Coordinator: the other replicas take its
+// runs over) and is a process of this host that no longer exists, or a
+// run replica (runbook run) of another host whose lease expired.
 func Interrupted(st state.Store, r *state.Run, executing func(id string) bool) bool {
 	return interrupted(st, r, executing, nil)
 }
@@ -47,11 +46,26 @@ func interrupted(st state.Store, r *state.Run, executing func(id string) bool, g
 	if g, ok := gone[r.Owner]; ok {
 		return g
 	}
-	g := (ownerGone(r.Owner) || leaseLapsed(st, r.Owner)) && !takenOver(st, r.Owner)
+	g := ownerLost(st, r.Owner)
 	if gone != nil {
 		gone[r.Owner] = g
 	}
 	return g
+}
+
+// ownerLost reports whether owner, of a run recorded running in a shared
+// store, is gone for good: see interrupted.
+func ownerLost(st state.Store, owner string) bool {
+	kind, expired := replicaOf(st, owner)
+	_, local := onThisHost(owner)
+	switch {
+	case kind == state.ReplicaServe:
+		return false
+	case local:
+		return ownerGone(owner)
+	default:
+		return kind == state.ReplicaRun && expired
+	}
 }
 
 // Shown returns r as it is shown: a copy with status interrupted when

@@ -34,7 +34,7 @@ type Playbook struct {
 	MaxParallel int // playbook-level cap on concurrently running steps (0: default)
 	// TakeOver (`take_over: true`) lets the `runbook serve` replicas on a
 	// database take over a run of this playbook that `runbook run` started,
-	// once that process is gone (its process lease lapsed), as the config's
+	// once that process is gone (its lease expired), as the config's
 	// server.take_over_run_processes does for every playbook.
 	TakeOver bool
 	// RunsOn is the placement of every step that names none (runs_on,

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/runbook/runbook/internal/engine"
@@ -16,10 +17,16 @@ import (
 // park, are woken by its timer, an answer or a released key, and their
 // store errors are retried the same way — with these differences:
 //
-//   - it takes no other run: no replica lease, no queue of the replicas,
-//     no watchdog. On a store shared by replicas it keeps the process
-//     lease instead (engine.ProcessLease): its runs show interrupted once
-//     it is gone, and no step starts while that lease lapsed;
+//   - it takes no other run: no queue of the replicas, no scheduler, no
+//     notices, no watchdog. On a store shared by replicas it is a replica
+//     of kind run (state.ReplicaRun) with the same lease as a server's
+//     (replica.go), fenced by it the same way: no step starts once the
+//     lease lapsed, the steps executing stop before another replica may
+//     take the runs, and a run claimed meanwhile by another replica is
+//     given up once the lease is renewed. Its runs show interrupted once
+//     its lease expired, and the serve replicas take them over only when
+//     their playbook says take_over: true (or the servers are configured
+//     with server.take_over_run_processes);
 //   - a run's start is written on its own, so a run whose process is
 //     killed shows interrupted;
 //   - the caller claims the run before it is launched (Execute, Continue,
@@ -28,28 +35,46 @@ import (
 //   - a run that stops unfinished (its write refused by the fence, or not
 //     made at all) is not executed again: Await returns why.
 
-// Open starts an embedded host: its process lease, on a store shared by
-// replicas, and the release of the concurrency keys that runs of dead
-// processes left held. Close ends it.
+// Open starts an embedded host: on a store shared by replicas it joins
+// them (its lease, renewed until Close), and it releases the concurrency
+// keys that runs of dead processes left held. Close ends it.
 func (r *Host) Open(ctx context.Context) error {
 	defer r.readyOnce.Do(func() { close(r.ready) })
-	r.lease = r.eng.KeepProcessLease(engine.ProcessLeaseTTL)
+	if r.rep != nil {
+		if err := r.join(ctx); err != nil {
+			return fmt.Errorf("join the replicas: %w", err)
+		}
+		lctx, quit := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		r.rep.quit = func() { quit(); <-done }
+		go func() {
+			defer close(done)
+			r.keepLease(lctx)
+		}()
+	}
 	return r.eng.ReleaseStaleLocks(ctx)
 }
 
 // Close suspends what still executes (a run of an embedded host that is
-// followed with Await has ended or parked by then) and ends the process
-// lease.
+// followed with Await has ended or parked by then) and leaves the
+// replicas: its lease is renewed no more and ends now.
 func (r *Host) Close() {
-	r.Suspend(5 * time.Second)
-	if r.lease != nil {
-		r.lease.Stop()
+	if r.rep != nil && r.rep.quit != nil {
+		r.rep.quit() // no renewal after the lease ended (Suspend leaves)
 	}
+	r.Suspend(5 * time.Second)
 }
 
-// Lease is the process lease of an embedded host (Open): whether it
-// lapsed tells how a replica could take a run over.
-func (r *Host) Lease() *engine.ProcessLease { return r.lease }
+// LeaseLapsed reports whether the replica lease of an embedded host on a
+// shared store lapsed (by this process's clocks) at least once since it
+// joined, now included: how another replica could take its run over.
+func (r *Host) LeaseLapsed() bool {
+	if r.rep == nil {
+		return false
+	}
+	r.rep.lapse.measure()
+	return r.rep.lapse.everLapsed()
+}
 
 // Execute starts a new run of pb and launches it, claimed by this
 // process. The run is returned once committed, with the claim's error (a

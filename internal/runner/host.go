@@ -60,9 +60,8 @@ type Host struct {
 	draining *drain // set by Drain (drain.go)
 	pauses   pauses // the run pauses, which the engine asks (pause.go)
 
-	// Of an embedded host (embedded.go): its process lease, why runs
-	// stopped unfinished, and a channel closed at each change of its runs.
-	lease   *engine.ProcessLease
+	// Of an embedded host (embedded.go): why runs stopped unfinished, and
+	// a channel closed at each change of its runs.
 	stopped map[string]error
 	changed chan struct{}
 }
@@ -95,9 +94,10 @@ type Options struct {
 	Logger  *slog.Logger
 	Metrics Metrics // nil: nothing counted
 	// Embedded makes the host that of one CLI process (embedded.go): it
-	// takes no other run, keeps the process lease on a shared store,
-	// writes a run's start on its own, and parks a run only on an answer
-	// or a concurrency key (a step's moments are waited for in process).
+	// takes no other run (on a shared store it is a replica of kind run,
+	// with the same Lease), writes a run's start on its own, and parks a
+	// run only on an answer or a concurrency key (a step's moments are
+	// waited for in process).
 	Embedded bool
 }
 
@@ -172,9 +172,7 @@ func New(o Options) *Host {
 		base: base, stop: stop, active: map[string]*runSlot{}, max: o.MaxRunning, prepared: map[string]preparedRun{}, rotated: time.Now(),
 	}
 	h.eng = engine.New(h.engineOptions(o.Engine))
-	if !o.Embedded {
-		h.coordinate(o.Lease)
-	}
+	h.coordinate(o.Lease)
 	return h
 }
 
@@ -190,12 +188,13 @@ func (r *Host) engineOptions(eo engine.Options) engine.Options {
 	// the watchdog or another replica. One of a CLI process shows
 	// interrupted once the process is gone: its start is written at once.
 	eo.Host.DeferStart = !r.o.Embedded
-	// Replicas claim each run before executing it; another takes it over
-	// once this one's lease lapsed: this one's writes are fenced. So are
-	// those of a CLI process on their store (its process lease).
+	// Replicas, a CLI process's included, claim each run before
+	// executing it; another takes it over once this one's lease lapsed:
+	// this one's writes are fenced, and no step starts while its lease
+	// lapsed.
 	_, eo.Host.Fence = eo.Store.(state.Coordinator)
+	eo.Host.Lease = hostLease{r}
 	if !r.o.Embedded {
-		eo.Host.Lease = hostLease{r}
 		eo.Host.Pauses = &r.pauses // paused playbooks' runs park (pause.go)
 	}
 	eo.Host.Keys = hostKeys{r} // runs queued on a concurrency key park too (keys.go)
@@ -430,8 +429,9 @@ func (r *Host) execute(run *state.Run, pb *playbook.Playbook, inputs map[string]
 			return // suspended: the next start resumes it
 		}
 		if errors.Is(err, state.ErrFenced) {
-			if !r.fenced(runID, err) {
-				r.noteStopped(runID, err)
+			again, why := r.fenced(runID, err)
+			if !again {
+				r.noteStopped(runID, why)
 				return // another replica's now: forgotten here
 			}
 			fresh, inputs = false, secretInputs(pb, inputs)

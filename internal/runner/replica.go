@@ -14,11 +14,13 @@ import (
 )
 
 // Several replicas of `runbook serve` on one store (state.Coordinator,
-// PostgreSQL). Each replica holds a lease on itself, renewed every third
-// of Options.Lease; it executes a run only once it owns it (ClaimRun, an
-// update conditional on the run having no owner, being its own, or
-// belonging to a replica whose lease expired), so two live replicas
-// never execute one run. Unfinished runs without a live owner — those of
+// PostgreSQL), and the `runbook run` processes on it, which are replicas
+// too (kind run, embedded.go): they hold the same lease and are fenced by
+// it the same way, but take no run but their own. Each replica holds a
+// lease on itself, renewed every third of Options.Lease; it executes a
+// run only once it owns it (ClaimRun, an update conditional on the run
+// having no owner, being its own, or belonging to a replica whose lease
+// expired), so two live replicas never execute one run. Unfinished runs without a live owner — those of
 // a replica killed or cut off, those a shutdown suspended, pending ones
 // no replica launched — are the queue: every replica takes from it, up
 // to its free execution slots, every second (pollEvery) and whenever a notice says
@@ -45,6 +47,7 @@ const takeParallel = 16
 type replica struct {
 	c     state.Coordinator
 	id    string // this process (engine Options.Process)
+	kind  state.ReplicaKind
 	lease time.Duration
 	kick  chan struct{} // work to take
 	// listening is closed once the first Listen listens: a replica takes
@@ -56,7 +59,8 @@ type replica struct {
 	quit      context.CancelFunc // ends the replica's loops (leaveReplicas)
 }
 
-// coordinate makes r a replica when its store is shared (state.Coordinator).
+// coordinate makes r a replica when its store is shared (state.Coordinator):
+// a serve replica, or a run replica when embedded.
 func (r *Host) coordinate(lease time.Duration) {
 	c, ok := r.store.(state.Coordinator)
 	if !ok {
@@ -65,8 +69,12 @@ func (r *Host) coordinate(lease time.Duration) {
 	if lease <= 0 {
 		lease = DefaultLease
 	}
-	rep := &replica{c: c, id: r.eng.Process(), lease: lease, kick: make(chan struct{}, 1), listening: make(chan struct{})}
-	rep.renew = func(ctx context.Context) error { return c.KeepReplica(ctx, rep.id, lease+leaseGrace(lease)) }
+	kind := state.ReplicaServe
+	if r.o.Embedded {
+		kind = state.ReplicaRun
+	}
+	rep := &replica{c: c, id: r.eng.Process(), kind: kind, lease: lease, kick: make(chan struct{}, 1), listening: make(chan struct{})}
+	rep.renew = func(ctx context.Context) error { return c.KeepReplica(ctx, rep.id, kind, lease+leaseGrace(lease)) }
 	r.rep = rep
 }
 
@@ -78,7 +86,7 @@ func (r *Host) join(ctx context.Context) error {
 		return err
 	}
 	r.rep.lapse.renewed(sent)
-	r.log.Info("joined the replicas", "replica", r.rep.id, "lease", r.rep.lease)
+	r.log.Info("joined the replicas", "replica", r.rep.id, "kind", r.rep.kind, "lease", r.rep.lease)
 	return nil
 }
 
@@ -244,25 +252,55 @@ func (l hostLease) Lapse() <-chan struct{} {
 
 // fenced handles run runID, which the engine stopped with err because
 // this replica may no longer write it, and reports whether to execute it
-// again. A write the store refused means another replica owns it: it is
-// forgotten here. A run stopped because the lease lapsed waits until the
-// lease is renewed, then is claimed again: it executes here again unless
-// another replica took it meanwhile.
-func (r *Host) fenced(runID string, err error) bool {
+// again, else why it stopped here. A write the store refused means
+// another replica owns it: it is forgotten here. A run stopped because
+// the lease lapsed waits until the lease is renewed, then is claimed
+// again: it executes here again unless another replica took it
+// meanwhile (then the error names it, for an embedded host's caller).
+func (r *Host) fenced(runID string, err error) (bool, error) {
 	if r.rep == nil || !errors.Is(err, errLeaseLapsed) {
 		r.metrics.Fenced("refused")
 		r.log.Warn("run stopped here: another process owns it now and goes on with it", "run_id", runID, "err", err)
-		return false
+		return false, err
 	}
 	r.metrics.Fenced("lease")
 	if back := r.rep.lapse.back(); back != nil {
 		select {
 		case <-back:
 		case <-r.base.Done():
-			return false
+			return false, err
 		}
 	}
-	return r.claim(runID, false)
+	if r.claim(runID, false) {
+		return true, nil
+	}
+	if r.o.Embedded {
+		return r.lostTo(runID, err)
+	}
+	return false, err
+}
+
+// lostTo finds out, for the caller of an embedded host, who owns run
+// runID, which this replica could not claim again after its lease lapsed
+// (err): the fence decides, not the owner in the run's record, which a
+// claim does not change. An event saying the lease came back is appended
+// with this replica's fence: refused, it names the owner, and the run
+// stopped here for good; accepted, the run is still this replica's and
+// executes again.
+func (r *Host) lostTo(runID string, err error) (bool, error) {
+	ctx := state.WithFence(context.WithoutCancel(r.base), state.Fence{Owner: r.rep.id, Run: runID})
+	ev := state.Event{Time: time.Now(), Type: "run.lease", Message: fmt.Sprintf(
+		"the lease of replica %s lapsed and is renewed; the run is still its own and goes on", r.rep.id)}
+	var fe *state.FencedError
+	switch werr := r.store.AppendEvents(ctx, runID, ev); {
+	case werr == nil:
+		r.observe(runID, ev)
+		return true, nil
+	case errors.As(werr, &fe):
+		return false, fmt.Errorf("%w: %w", err, fe)
+	default:
+		return false, errors.Join(err, werr)
+	}
 }
 
 // listen handles the store's notices, listening again after a broken

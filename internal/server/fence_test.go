@@ -34,14 +34,14 @@ type cutOff struct {
 	fails atomic.Int32
 }
 
-func (c *cutOff) KeepReplica(ctx context.Context, replica string, ttl time.Duration) error {
+func (c *cutOff) KeepReplica(ctx context.Context, replica string, kind state.ReplicaKind, ttl time.Duration) error {
 	if c.cut.Load() {
 		return errors.New("cut off from the database (test)")
 	}
 	if c.fails.Add(-1) >= 0 {
 		return errors.New("FATAL: terminating connection due to administrator command (SQLSTATE 57P01) (test)")
 	}
-	return c.Store.KeepReplica(ctx, replica, ttl)
+	return c.Store.KeepReplica(ctx, replica, kind, ttl)
 }
 
 // fenceLease is the replicas' lease in these tests: short, so that a

@@ -139,7 +139,7 @@ func TestTheLeaderExportsTheUnfinishedRunsOfTheWholeDatabase(t *testing.T) {
 	open := func() *postgres.Store { return openPG(t, dsn) }
 	other := open()
 	// Runs of a third replica, alive (not taken over), and of the past.
-	require.NoError(t, other.KeepReplica(ctx, "host/x", time.Hour))
+	require.NoError(t, other.KeepReplica(ctx, "host/x", state.ReplicaServe, time.Hour))
 	at := time.Now()
 	for i, st := range []state.RunStatus{state.RunRunning, state.RunRunning, state.RunWaiting, state.RunSucceeded, state.RunCancelled} {
 		require.NoError(t, other.CreateRun(ctx, &state.Run{ID: fmt.Sprintf("x%d", i), Playbook: "pb", Status: st, Owner: "host/x", CreatedAt: at}))

@@ -7,30 +7,36 @@ import (
 	"time"
 )
 
-// Coordinator is what several `runbook serve` replicas sharing one store
-// coordinate through: a lease per replica, the durable run queue, a
-// leader lease and notices. Only a store that several processes use at
-// once implements it (PostgreSQL); a server whose store does not (bbolt,
-// held by one process) executes every unfinished run itself.
+// Coordinator is what the processes sharing one store coordinate
+// through: a lease per replica, the durable run queue, a leader lease and
+// notices. Only a store that several processes use at once implements it
+// (PostgreSQL); a server whose store does not (bbolt, held by one
+// process) executes every unfinished run itself.
 //
-// A replica is named by its process ID (engine Options.Process,
-// "host/pid"), which is also the Owner its runs are recorded with. Times
-// are the store's clock, so the replicas' clocks need not agree.
+// Every process that executes runs on it is a replica: a `runbook serve`
+// process (ReplicaServe), or a `runbook run` process (ReplicaRun), a
+// short-lived replica that executes only its own runs. A replica is named
+// by its process ID (engine Options.Process, "host/pid@start"), which is
+// also the Owner its runs are recorded with. Times are the store's clock,
+// so the replicas' clocks need not agree.
 type Coordinator interface {
-	// KeepReplica records that replica lives until ttl from now.
-	KeepReplica(ctx context.Context, replica string, ttl time.Duration) error
-	// DropReplica ends replica's lease now (a graceful shutdown): its
-	// unfinished runs may be taken by the other replicas at once.
+	// KeepReplica records that replica, of kind, lives until ttl from now.
+	KeepReplica(ctx context.Context, replica string, kind ReplicaKind, ttl time.Duration) error
+	// DropReplica ends replica's lease now (it leaves): its unfinished
+	// runs may be taken by the other replicas at once (a run replica's as
+	// ClaimRuns says).
 	DropReplica(ctx context.Context, replica string) error
-	// IsReplica reports whether owner is (or was) a replica, alive or not.
-	IsReplica(ctx context.Context, owner string) (bool, error)
+	// Replica returns the kind of replica owner is (or was), alive or
+	// not, and whether its lease expired; kind is empty when owner never
+	// was a replica.
+	Replica(ctx context.Context, owner string) (kind ReplicaKind, expired bool, err error)
 
 	// ClaimRun makes replica the owner of the unfinished top-level run id
 	// and reports whether it is: the run has no owner, is replica's
-	// already (then whatever its status), or its owner is a replica whose
-	// lease expired. With adopt
-	// (an explicit resume) an owner that is no replica (a `runbook run`
-	// process) is taken over too; a live replica's run never is.
+	// already (then whatever its status), or its owner is a serve replica
+	// whose lease expired. With adopt (an explicit resume) any owner but a
+	// live replica is taken over: a run replica whose lease expired, or an
+	// owner that never was a replica; a live replica's run never is.
 	ClaimRun(ctx context.Context, id, replica string, adopt bool) (bool, error)
 	// ClaimRuns takes at most limit runs for replica to execute, oldest
 	// first, skipping rows other replicas are claiming (SKIP LOCKED):
@@ -40,9 +46,9 @@ type Coordinator interface {
 	// expired, but not before the store has been up for pendingAge (the
 	// replicas' lease) after a restart: a lease that expired while the
 	// store was down is its owner's to renew first. It returns their IDs.
-	// The runs of a process that is no replica (runbook run) whose process
-	// lease (see engine.KeepProcessLease) lapsed are taken too when their
-	// playbook opted in (Run.TakeOver), or all of them with processes.
+	// The runs of a run replica (runbook run) whose lease expired are
+	// taken only when their playbook opted in (Run.TakeOver), or all of
+	// them with processes.
 	ClaimRuns(ctx context.Context, replica string, limit int, pendingAge time.Duration, processes bool) ([]string, error)
 	// LetGo gives up replica's ownership of those of the runs ids it owns
 	// (a draining replica hands its parked and queued runs over): they
@@ -56,9 +62,6 @@ type Coordinator interface {
 	Lead(ctx context.Context, name, holder string, term int64, ttl time.Duration) (int64, error)
 	// Resign gives up the lease if holder still holds it with term.
 	Resign(ctx context.Context, name, holder string, term int64) error
-	// LeaseExpired reports whether the lease name exists (found) and has
-	// expired, by the store's clock.
-	LeaseExpired(ctx context.Context, name string) (found, expired bool, err error)
 
 	// Listen calls fn for each notice until ctx ends; it returns ctx's
 	// error, or the error that broke the connection (the caller listens
@@ -77,15 +80,26 @@ type Coordinator interface {
 	// Unfinished lists the unfinished top-level runs of playbook that a
 	// process executes or will (a schedule's overlap policy): pending,
 	// running, waiting or suspended, owned by nobody (the queue), by a
-	// replica (alive, or dead and about to be taken over) or by a process
-	// whose process lease lives (runbook run). The run of a process that
-	// is gone (shown interrupted) is not among them.
+	// serve replica (alive, or dead and about to be taken over) or by a
+	// run replica whose lease lives (runbook run). The run of a run
+	// replica that is gone (shown interrupted) is not among them.
 	Unfinished(ctx context.Context, playbook string) ([]string, error)
 	// CountUnfinished counts the unfinished top-level runs of every
 	// playbook by status (pending, running, waiting, suspended), whoever
 	// executes them: the whole store's view that one replica exports.
 	CountUnfinished(ctx context.Context) (map[RunStatus]int, error)
 }
+
+// ReplicaKind is what a replica is: a `runbook serve` process, which
+// takes runs from the queue, or a `runbook run` process, which executes
+// only its own runs and whose runs are taken over only on request.
+type ReplicaKind string
+
+// The kinds of replica.
+const (
+	ReplicaServe ReplicaKind = "serve"
+	ReplicaRun   ReplicaKind = "run"
+)
 
 // Missed is what Coordinator.Missed found: the notices to act on again.
 type Missed struct {

@@ -149,7 +149,7 @@ type Run struct {
 	Sim string `json:"sim,omitempty"`
 	// TakeOver is the playbook's `take_over: true`: on a shared store, the
 	// `runbook serve` replicas may take the run over once the `runbook run`
-	// process that owns it is gone (its process lease lapsed), as they do
+	// process that owns it is gone (its lease expired), as they do
 	// for every run with server.take_over_run_processes.
 	TakeOver bool `json:"take_over,omitempty"`
 	// QueuedOnKey is set on a waiting run parked until its concurrency key,

@@ -20,7 +20,7 @@ import (
 func TestAReplicaThatLostARunCannotWriteIt(t *testing.T) {
 	a, b := replicas(t)
 	require.NoError(t, a.CreateRun(ctx, &state.Run{ID: "r1", Playbook: "pb", Status: state.RunPending}, state.Event{Type: "run.created"}))
-	require.NoError(t, a.KeepReplica(ctx, "A", time.Minute))
+	require.NoError(t, a.KeepReplica(ctx, "A", state.ReplicaServe, time.Minute))
 	ok, err := a.ClaimRun(ctx, "r1", "A", false)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -32,7 +32,7 @@ func TestAReplicaThatLostARunCannotWriteIt(t *testing.T) {
 	require.NoError(t, a.PutIntent(asA, state.Intent{RunID: "r1", Step: "one", Attempt: 1, Key: "r1/one"}))
 
 	// A's lease lapses (it was cut off); B takes the run and goes on.
-	require.NoError(t, a.KeepReplica(ctx, "A", time.Microsecond))
+	require.NoError(t, a.KeepReplica(ctx, "A", state.ReplicaServe, time.Microsecond))
 	require.Eventually(t, func() bool {
 		ok, err := b.ClaimRun(ctx, "r1", "B", false)
 		require.NoError(t, err)

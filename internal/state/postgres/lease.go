@@ -15,15 +15,15 @@ import (
 var _ state.Coordinator = (*Store)(nil)
 
 // KeepReplica implements state.Coordinator: replica's row lives until ttl
-// from now, by the database's clock. The renewal goes over a connection
+// from now, by the database's clock; its kind is the one it joined with. The renewal goes over a connection
 // of its own (leaseConn), not the pool: a replica recovering hundreds of
 // runs after a database fault holds every pooled connection, and a
 // renewal queued behind their writes lapsed its lease, which stopped the
 // runs again.
-func (s *Store) KeepReplica(ctx context.Context, replica string, ttl time.Duration) error {
-	err := s.lease.exec(ctx, `INSERT INTO runbook_replicas (id, expires_at)
-		VALUES ($1, now() + $2 * interval '1 microsecond')
-		ON CONFLICT (id) DO UPDATE SET expires_at = EXCLUDED.expires_at`, replica, ttl.Microseconds())
+func (s *Store) KeepReplica(ctx context.Context, replica string, kind state.ReplicaKind, ttl time.Duration) error {
+	err := s.lease.exec(ctx, `INSERT INTO runbook_replicas (id, kind, expires_at)
+		VALUES ($1, $2, now() + $3 * interval '1 microsecond')
+		ON CONFLICT (id) DO UPDATE SET expires_at = EXCLUDED.expires_at`, replica, string(kind), ttl.Microseconds())
 	if err != nil {
 		return fmt.Errorf("keep replica lease: %w", classify(err))
 	}
@@ -41,14 +41,17 @@ func (s *Store) DropReplica(ctx context.Context, replica string) error {
 	return nil
 }
 
-// IsReplica implements state.Coordinator.
-func (s *Store) IsReplica(ctx context.Context, owner string) (bool, error) {
-	var ok bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM runbook_replicas WHERE id = $1)`, owner).Scan(&ok)
-	if err != nil {
-		return false, fmt.Errorf("look up replica: %w", err)
+// Replica implements state.Coordinator.
+func (s *Store) Replica(ctx context.Context, owner string) (kind state.ReplicaKind, expired bool, err error) {
+	var k string
+	err = s.pool.QueryRow(ctx, `SELECT kind, expires_at <= now() FROM runbook_replicas WHERE id = $1`, owner).Scan(&k, &expired)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("look up replica: %w", err)
 	}
-	return ok, nil
+	return state.ReplicaKind(k), expired, nil
 }
 
 // Lead implements state.Coordinator, as River elects its leader: term 0
@@ -86,18 +89,6 @@ func (s *Store) Resign(ctx context.Context, name, holder string, term int64) err
 		return fmt.Errorf("resign lease %s: %w", name, err)
 	}
 	return nil
-}
-
-// LeaseExpired implements state.Coordinator.
-func (s *Store) LeaseExpired(ctx context.Context, name string) (found, expired bool, err error) {
-	err = s.pool.QueryRow(ctx, `SELECT expires_at < now() FROM runbook_leases WHERE name = $1`, name).Scan(&expired)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return false, false, nil
-	case err != nil:
-		return false, false, fmt.Errorf("lease %s: %w", name, err)
-	}
-	return true, expired, nil
 }
 
 // leaseConn is the connection replica leases are renewed on, apart from

@@ -90,9 +90,9 @@ func upFor(t *testing.T, d time.Duration) {
 
 func TestTheQueueHoldsUnownedRunsAndRunsOfExpiredReplicas(t *testing.T) {
 	a, b := replicas(t)
-	require.NoError(t, a.KeepReplica(ctx, "host/1", time.Minute))      // alive
-	require.NoError(t, a.KeepReplica(ctx, "host/2", time.Minute))      // dropped below
-	require.NoError(t, a.KeepReplica(ctx, "host/3", time.Millisecond)) // expires
+	require.NoError(t, a.KeepReplica(ctx, "host/1", state.ReplicaServe, time.Minute))      // alive
+	require.NoError(t, a.KeepReplica(ctx, "host/2", state.ReplicaServe, time.Minute))      // dropped below
+	require.NoError(t, a.KeepReplica(ctx, "host/3", state.ReplicaServe, time.Millisecond)) // expires
 	require.NoError(t, a.DropReplica(ctx, "host/2"))
 	time.Sleep(5 * time.Millisecond)
 
@@ -138,12 +138,17 @@ func TestTheQueueHoldsUnownedRunsAndRunsOfExpiredReplicas(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok, "a finished run is not executed")
 
-	isRep, err := a.IsReplica(ctx, "host/3")
+	kind, expired, err := a.Replica(ctx, "host/3")
 	require.NoError(t, err)
-	assert.True(t, isRep)
-	isRep, err = a.IsReplica(ctx, "laptop/99")
+	assert.Equal(t, state.ReplicaServe, kind)
+	assert.True(t, expired)
+	kind, expired, err = a.Replica(ctx, "host/1")
 	require.NoError(t, err)
-	assert.False(t, isRep)
+	assert.Equal(t, state.ReplicaServe, kind)
+	assert.False(t, expired)
+	kind, _, err = a.Replica(ctx, "laptop/99")
+	require.NoError(t, err)
+	assert.Empty(t, kind, "never a replica")
 }
 
 // Replicas claiming at once take disjoint runs, and all of them.
@@ -244,26 +249,26 @@ func next(t *testing.T, ch <-chan state.Notice) state.Notice {
 	}
 }
 
-// processLeases gives two runbook run processes their process leases:
-// laptop/7@1's has lapsed (it died), laptop/8@1's lives; laptop/9@1 keeps
-// none.
-func processLeases(t *testing.T, st state.Coordinator) {
+// runReplicas makes two runbook run processes replicas of kind run:
+// laptop/7@1's lease has expired (it died), laptop/8@1's lives;
+// laptop/9@1 never was a replica. The database has been up for the
+// replicas' lease of the tests (10 s), so that an expired lease counts.
+func runReplicas(t *testing.T, st state.Coordinator) {
 	t.Helper()
-	_, err := st.Lead(ctx, "process/laptop/7@1", "laptop/7@1", 0, time.Millisecond)
-	require.NoError(t, err)
-	_, err = st.Lead(ctx, "process/laptop/8@1", "laptop/8@1", 0, time.Minute)
-	require.NoError(t, err)
+	require.NoError(t, st.KeepReplica(ctx, "laptop/7@1", state.ReplicaRun, time.Millisecond))
+	require.NoError(t, st.KeepReplica(ctx, "laptop/8@1", state.ReplicaRun, time.Minute))
 	time.Sleep(5 * time.Millisecond)
+	upFor(t, 10*time.Second)
 }
 
-// A runbook run process keeps a lease of its own (process/<owner>): once
-// it lapses, its runs are taken from the queue only by replicas told to
+// A runbook run process is a replica of kind run: once its lease
+// expired, its runs are taken from the queue only by replicas told to
 // take over such processes (server.take_over_run_processes); a process
-// renewing its lease, or one without a lease, keeps its runs.
+// renewing its lease, or one that never was a replica, keeps its runs.
 func TestTheQueueTakesARunProcessesRunsOnlyWhenAskedOnceItsLeaseLapsed(t *testing.T) {
 	a, b := replicas(t)
-	require.NoError(t, a.KeepReplica(ctx, "host/1", time.Minute))
-	processLeases(t, a)
+	require.NoError(t, a.KeepReplica(ctx, "host/1", state.ReplicaServe, time.Minute))
+	runReplicas(t, a)
 	queueRun(t, a, "cli-dead", state.RunRunning, "laptop/7@1", time.Minute)
 	queueRun(t, a, "cli-alive", state.RunWaiting, "laptop/8@1", time.Minute)
 	queueRun(t, a, "cli-no-lease", state.RunRunning, "laptop/9@1", time.Minute)
@@ -275,20 +280,20 @@ func TestTheQueueTakesARunProcessesRunsOnlyWhenAskedOnceItsLeaseLapsed(t *testin
 	ids, err = b.ClaimRuns(ctx, "host/1", 100, 10*time.Second, true)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"cli-dead"}, ids)
-	require.NoError(t, a.KeepReplica(ctx, "host/2", time.Minute))
+	require.NoError(t, a.KeepReplica(ctx, "host/2", state.ReplicaServe, time.Minute))
 	ok, err := a.ClaimRun(ctx, "cli-dead", "host/2", false)
 	require.NoError(t, err)
 	assert.False(t, ok, "the run is host/1's now")
 }
 
 // A run whose playbook says take_over: true (Run.TakeOver) is taken from
-// the queue once its runbook run process's lease lapsed, without the
+// the queue once its runbook run process's lease expired, without the
 // replicas being told to take every such run; while the process lives,
-// or when it kept no lease, it is not.
+// or when it never was a replica, it is not.
 func TestTheQueueTakesARunProcessesRunWhosePlaybookOptsInOnceItsLeaseLapsed(t *testing.T) {
 	a, b := replicas(t)
-	require.NoError(t, a.KeepReplica(ctx, "host/1", time.Minute))
-	processLeases(t, a)
+	require.NoError(t, a.KeepReplica(ctx, "host/1", state.ReplicaServe, time.Minute))
+	runReplicas(t, a)
 	for _, r := range []struct {
 		id, owner string
 		takeOver  bool
@@ -363,7 +368,7 @@ func TestAReplicaRenewsItsLeaseWhileEveryPooledConnectionIsBusy(t *testing.T) {
 	renew := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		return s.KeepReplica(ctx, "busy/1", 3*time.Second)
+		return s.KeepReplica(ctx, "busy/1", state.ReplicaServe, 3*time.Second)
 	}
 	require.NoError(t, renew(), "a renewal with every pooled connection taken")
 	pgtest.Terminate(t)

@@ -66,14 +66,15 @@ func TestMissedFindsTheCancelsAndTheAnswersANoticeWouldHaveCarried(t *testing.T)
 // process — queued, executing, parked, suspended, or left by a dead
 // replica for another to take over — and not the finished ones, the
 // sub-playbook runs, the other playbooks' or those of a process that is
-// gone.
+// gone (a runbook run whose lease expired, or an owner that never was a
+// replica).
 func TestUnfinishedListsTheRunsOfAPlaybookInFlightAnywhere(t *testing.T) {
 	a, b := replicas(t)
-	require.NoError(t, a.KeepReplica(ctx, "host/a", time.Minute))
-	require.NoError(t, a.KeepReplica(ctx, "host/dead", time.Millisecond))
-	term, err := a.Lead(ctx, "process/host/cli", "host/cli", 0, time.Minute)
-	require.NoError(t, err)
-	require.NotZero(t, term)
+	require.NoError(t, a.KeepReplica(ctx, "host/a", state.ReplicaServe, time.Minute))
+	require.NoError(t, a.KeepReplica(ctx, "host/dead", state.ReplicaServe, time.Millisecond))
+	require.NoError(t, a.KeepReplica(ctx, "host/cli", state.ReplicaRun, time.Minute))
+	require.NoError(t, a.KeepReplica(ctx, "host/cli-dead", state.ReplicaRun, time.Millisecond))
+	time.Sleep(5 * time.Millisecond)
 	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	n := 0
 	mk := func(id, pb, parent, owner string, st state.RunStatus) {
@@ -86,6 +87,7 @@ func TestUnfinishedListsTheRunsOfAPlaybookInFlightAnywhere(t *testing.T) {
 	mk("of-cli", "nightly", "", "host/cli", state.RunRunning)
 	mk("suspended", "nightly", "", "", state.RunSuspended)
 	mk("of-gone-process", "nightly", "", "host/gone", state.RunRunning)
+	mk("of-dead-cli", "nightly", "", "host/cli-dead", state.RunRunning)
 	mk("done", "nightly", "", "host/a", state.RunSucceeded)
 	mk("cancelled", "nightly", "", "host/a", state.RunCancelled)
 	mk("on-a/child", "nightly", "on-a", "host/a", state.RunRunning)

@@ -11,28 +11,26 @@ import (
 )
 
 // takeable is the condition on a run (alias r) that a replica other than
-// its owner may execute it: no owner, or an owner that is a replica whose
-// lease expired. $1 is the claiming replica.
+// its owner may execute it: no owner, or an owner that is a serve replica
+// whose lease expired. $1 is the claiming replica.
 const takeable = `(r.owner = '' OR r.owner = $1 OR EXISTS (
-	SELECT 1 FROM runbook_replicas p WHERE p.id = r.owner AND p.expires_at <= now()))`
+	SELECT 1 FROM runbook_replicas p WHERE p.id = r.owner AND p.expires_at <= now() AND p.kind = 'serve'))`
 
-// takeableSince is takeable for ClaimRuns, whose $3 is the replicas'
-// lease: a replica's lease that expired while the database was down (it
-// started less than a lease ago) is not expired yet. A database restart is
-// not the replica's death: every replica that lives renews within a third
-// of its lease once the database answers, and goes on with its own runs
-// (a step whose completion it was writing is not executed again
-// elsewhere); the runs of one that died are taken a lease later.
+// takeableSince is the condition on a run (alias r) that ClaimRuns takes
+// it for replica $1: no owner, or an owner whose lease expired, but not
+// while the database has been up for less than $3, the replicas' lease (a
+// lease that expired while the database was down is not expired yet). A
+// database restart is not the replica's death: every replica that lives
+// renews within a third of its lease once the database answers, and goes
+// on with its own runs (a step whose completion it was writing is not
+// executed again elsewhere); the runs of one that died are taken a lease
+// later. A run replica's run (runbook run) is taken only when its
+// playbook says take_over: true (read only for such a run) or when $4
+// (server.take_over_run_processes).
 const takeableSince = `(r.owner = '' OR r.owner = $1 OR EXISTS (
 	SELECT 1 FROM runbook_replicas p WHERE p.id = r.owner AND p.expires_at <= now()
-	  AND pg_postmaster_start_time() <= now() - $3 * interval '1 microsecond'))`
-
-// lapsedProcess is the condition on a run (alias r) that its owner is a
-// process that is no replica (runbook run) whose process lease lapsed
-// (engine.KeepProcessLease: "process/" and the owner among the named
-// leases).
-const lapsedProcess = `EXISTS (
-	SELECT 1 FROM runbook_leases l WHERE l.name = 'process/' || r.owner AND l.expires_at <= now())`
+	  AND pg_postmaster_start_time() <= now() - $3 * interval '1 microsecond'
+	  AND (p.kind = 'serve' OR $4 OR (r.record->>'take_over') = 'true')))`
 
 // unfinishedTop matches the runs the queue holds; it is the predicate of
 // the index runbook_runs_unfinished.
@@ -74,22 +72,15 @@ func (s *Store) ClaimRuns(ctx context.Context, replica string, limit int, pendin
 	if limit <= 0 {
 		return nil, nil
 	}
-	// A lapsed process's run is taken when the replicas are told to take
-	// every such run, or when its playbook says take_over: true (recorded
-	// in the run's record, read only for a run whose process lapsed).
-	cond := `(` + takeableSince + ` OR (` + lapsedProcess + ` AND (r.record->>'take_over') = 'true'))`
-	if processes {
-		cond = `(` + takeableSince + ` OR ` + lapsedProcess + `)`
-	}
 	var ids []string
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		ids = ids[:0]
 		rows, err := tx.Query(ctx, `SELECT r.id FROM runbook_runs r
-			WHERE `+unfinishedTop+` AND r.owner <> $1 AND `+cond+`
+			WHERE `+unfinishedTop+` AND r.owner <> $1 AND `+takeableSince+`
 			  AND (r.status <> 'pending' OR r.owner <> '' OR r.created_at <= now() - $3 * interval '1 microsecond')
 			ORDER BY r.created_ns, r.id
 			LIMIT $2
-			FOR UPDATE OF r SKIP LOCKED`, replica, limit, pendingAge.Microseconds())
+			FOR UPDATE OF r SKIP LOCKED`, replica, limit, pendingAge.Microseconds(), processes)
 		if err != nil {
 			return err
 		}
@@ -164,8 +155,8 @@ func (s *Store) Missed(ctx context.Context, runs []string) (state.Missed, error)
 func (s *Store) Unfinished(ctx context.Context, playbook string) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT r.id FROM runbook_runs r
 		WHERE r.playbook = $1 AND `+unfinishedTop+`
-		  AND (r.owner = '' OR EXISTS (SELECT 1 FROM runbook_replicas p WHERE p.id = r.owner)
-		    OR EXISTS (SELECT 1 FROM runbook_leases l WHERE l.name = 'process/' || r.owner AND l.expires_at > now()))
+		  AND (r.owner = '' OR EXISTS (SELECT 1 FROM runbook_replicas p
+		    WHERE p.id = r.owner AND (p.kind = 'serve' OR p.expires_at > now())))
 		ORDER BY r.created_ns, r.id`, playbook)
 	if err != nil {
 		return nil, fmt.Errorf("unfinished runs of %s: %w", playbook, err)

@@ -282,7 +282,7 @@ func TestSavingARunNeverCreatedLeavesNothingBehind(t *testing.T) {
 func TestAClaimRewritesNoIndexEntry(t *testing.T) {
 	dsn := pgtest.DB(t)
 	s := open(t, dsn, postgres.Options{})
-	require.NoError(t, s.KeepReplica(ctx, "A", time.Minute))
+	require.NoError(t, s.KeepReplica(ctx, "A", state.ReplicaServe, time.Minute))
 	const runs = 200
 	ids := make([]string, runs)
 	for i := range ids {

@@ -82,7 +82,7 @@ func TestTheStoreSaysWhichErrorsARetryCures(t *testing.T) {
 // connection was terminated while the database served others does not.
 func TestALeaseRenewalSaysWhenTheDatabaseServedNoOne(t *testing.T) {
 	s := open(t, pgtest.DB(t), postgres.Options{})
-	require.NoError(t, s.KeepReplica(ctx, "renew/1", time.Minute))
+	require.NoError(t, s.KeepReplica(ctx, "renew/1", state.ReplicaServe, time.Minute))
 	var (
 		phase   atomic.Int32 // 0: serving; 1: connections terminated; 2: restarting
 		mu      sync.Mutex
@@ -99,7 +99,7 @@ func TestALeaseRenewalSaysWhenTheDatabaseServedNoOne(t *testing.T) {
 				return
 			default:
 			}
-			err := s.KeepReplica(ctx, "renew/1", time.Minute)
+			err := s.KeepReplica(ctx, "renew/1", state.ReplicaServe, time.Minute)
 			p := phase.Load()
 			mu.Lock()
 			switch {

@@ -87,8 +87,8 @@ func TestAFencedWriteInAGroupFailsOnlyItself(t *testing.T) {
 // run after the claim is not missed by a later read.
 func TestClaimsSideBySideAnswerEachRunAndKeepItsSteps(t *testing.T) {
 	a, b := replicas(t)
-	require.NoError(t, a.KeepReplica(ctx, "A", time.Minute))
-	require.NoError(t, b.KeepReplica(ctx, "B", time.Minute))
+	require.NoError(t, a.KeepReplica(ctx, "A", state.ReplicaServe, time.Minute))
+	require.NoError(t, b.KeepReplica(ctx, "B", state.ReplicaServe, time.Minute))
 	const runs = 30
 	ids := make([]string, runs)
 	for i := range ids {

@@ -257,15 +257,21 @@ CREATE TABLE runbook_output (
 -- A step's output (runs logs RUN STEP) is an index range.
 CREATE INDEX runbook_output_step ON runbook_output (run_id, step, seq);
 
--- Several `runbook serve` replicas on one database (state.Coordinator).
+-- The replicas on one database (state.Coordinator): the `runbook serve`
+-- processes (kind serve) and the `runbook run` processes, and `runs
+-- approve|retry|cancel` continuing a run, which are short-lived replicas
+-- (kind run) that execute only their own runs.
 --
--- One row per replica (its process ID, "host/pid"), alive while
+-- One row per replica (its process ID, "host/pid@start"), alive while
 -- expires_at is in the future: renewed every third of the lease, set to
--- now at a graceful shutdown. The unfinished runs whose owner is a
--- replica past its expiry are taken over by the live replicas; a run
--- whose owner has no row here (a `runbook run` process) is not.
+-- now when it leaves. The unfinished runs whose owner is a serve replica
+-- past its expiry are taken over by the live serve replicas; those of a
+-- run replica past its expiry only when the run's playbook says
+-- take_over: true or the replicas are told to take every such run
+-- (server.take_over_run_processes).
 CREATE TABLE runbook_replicas (
     id         text COLLATE "C" PRIMARY KEY,
+    kind       text COLLATE "C" NOT NULL CHECK (kind IN ('serve', 'run')),
     started_at timestamptz NOT NULL DEFAULT now(),
     expires_at timestamptz NOT NULL
 );
