@@ -19,7 +19,9 @@ import (
 )
 
 // ticksPlaybook's step prints a line every half second, each with the
-// moment it printed it (Unix milliseconds), for about ticks/2 seconds.
+// moment it printed it (Unix milliseconds), for about ticks/2 seconds,
+// then runs 2 s more: a reader polling on a loaded machine still reads
+// the last line while the step runs.
 func ticksPlaybook(ticks int) string {
 	return fmt.Sprintf(`version: 1
 name: tick
@@ -27,7 +29,7 @@ steps:
   - {id: cordon, uses: shell, with: {command: "echo cordoned"}}
   - id: tick
     uses: shell
-    with: {command: 'sleep 0.5; for i in $(seq 1 %d); do echo "tick $i at $(date +%%s%%3N)"; sleep 0.5; done'}
+    with: {command: 'sleep 0.5; for i in $(seq 1 %d); do echo "tick $i at $(date +%%s%%3N)"; sleep 0.5; done; sleep 2'}
 `, ticks)
 }
 
