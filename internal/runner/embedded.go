@@ -201,6 +201,50 @@ func (r *Host) changedLocked() {
 	}
 }
 
+// awaitingLease returns a channel that gives the cause of a cancel of run
+// runID asked while the run waits until this embedded host's lease is
+// renewed (fenced), and a func that ends the wait. A server's runs are
+// cancelled through the store instead: it returns a nil channel.
+func (r *Host) awaitingLease(runID string) (<-chan error, func()) {
+	if !r.o.Embedded {
+		return nil, func() {}
+	}
+	ch := make(chan error, 1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.asked == nil {
+		r.asked = map[string]chan error{}
+	}
+	r.asked[runID] = ch
+	return ch, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		delete(r.asked, runID)
+	}
+}
+
+// cancelAwaitingLease gives cause to run runID if it waits until this
+// embedded host's lease is renewed, and reports whether it does: its
+// caller (Ctrl-C of runbook run) is not left waiting for a lease that may
+// not come back; the run, which this process cannot write meanwhile,
+// stays as last recorded.
+func (r *Host) cancelAwaitingLease(runID string, cause error) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch, ok := r.asked[runID]
+	if !ok {
+		return false
+	}
+	if cause == nil {
+		cause = errors.New("cancelled")
+	}
+	select {
+	case ch <- cause:
+	default:
+	}
+	return true
+}
+
 // noteStopped records why run runID stopped unfinished, for Await: an
 // embedded host's runs are followed, a server's are not (nor kept).
 func (r *Host) noteStopped(runID string, err error) {

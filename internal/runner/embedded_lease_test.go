@@ -2,9 +2,12 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +33,7 @@ const laptop = "a-laptop/4242@100"
 // to dir/two.
 type runProcess struct {
 	t     *testing.T
+	stops leaseStops
 	dsn   string
 	dir   string
 	st    *postgres.Store
@@ -52,7 +56,7 @@ func newRunProcess(t *testing.T, lease time.Duration) *runProcess {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	p.st = st
-	p.h = New(Options{Embedded: true, Lease: lease, Engine: engine.Options{
+	p.h = New(Options{Embedded: true, Lease: lease, Metrics: &p.stops, Engine: engine.Options{
 		Store: st, Process: laptop, Environ: []string{},
 		Observer: engine.Observer{Event: func(_ string, ev state.Event) {
 			if ev.Type == "step.started" {
@@ -76,6 +80,18 @@ steps:
 	require.NoError(t, err)
 	until(t, "step one started while the lease holds", func() bool { return len(p.started()) > 0 })
 	return p
+}
+
+// leaseStops counts the runs stopped because the lease lapsed.
+type leaseStops struct {
+	nopMetrics
+	n atomic.Int32
+}
+
+func (m *leaseStops) Fenced(why string) {
+	if why == "lease" {
+		m.n.Add(1)
+	}
 }
 
 // started returns the steps started so far.
@@ -198,4 +214,32 @@ func TestARunProcessWhoseRunWasTakenOverWhileItsLeaseLapsedStopsAtTheRenewal(t *
 	for _, rec := range recs {
 		assert.NotEqual(t, "two", rec.ID, "step two not recorded")
 	}
+}
+
+// Cancelled (Ctrl-C) while its lease lapsed and its run stopped for it, a
+// runbook run process does not wait for a renewal that may not come (a
+// network cut): it gives the run up at once, says why, and writes
+// nothing; the run stays as last recorded, to resume.
+func TestARunProcessCancelledWhileItsLeaseLapsedStopsWaiting(t *testing.T) {
+	p := newRunProcess(t, 2*time.Second)
+	p.blockRenewals()
+	until(t, "the run stopped for the lease", func() bool { return p.stops.n.Load() > 0 })
+	until(t, "the cancel reached the run waiting for its lease", func() bool { return p.h.CancelRun(p.run.ID, errors.New("interrupt")) })
+
+	awaited := make(chan error, 1)
+	go func() {
+		_, err := p.h.Await(context.Background(), p.run.ID, true)
+		awaited <- err
+	}()
+	select {
+	case err := <-awaited:
+		require.Error(t, err)
+		assert.True(t, strings.Contains(err.Error(), "interrupt") && strings.Contains(err.Error(), "could not renew its lease"), "%v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("still waiting for the lease 10s after the cancel")
+	}
+	r, err := p.st.GetRun(context.Background(), p.run.ID)
+	require.NoError(t, err)
+	assert.Equal(t, state.RunRunning, r.Status, "nothing written")
+	assert.Empty(t, p.twoFile())
 }

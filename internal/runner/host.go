@@ -60,10 +60,12 @@ type Host struct {
 	draining *drain // set by Drain (drain.go)
 	pauses   pauses // the run pauses, which the engine asks (pause.go)
 
-	// Of an embedded host (embedded.go): why runs stopped unfinished, and
-	// a channel closed at each change of its runs.
+	// Of an embedded host (embedded.go): why runs stopped unfinished, a
+	// channel closed at each change of its runs, and the cancels asked of
+	// runs waiting until the lease is renewed.
 	stopped map[string]error
 	changed chan struct{}
+	asked   map[string]chan error
 }
 
 // Options configure a Host. Engine.Store is required.

@@ -460,7 +460,8 @@ func (r *Host) Approve(ctx context.Context, runID, step string, a state.Approval
 // cancelled through the engine; a parked one is executed once more,
 // cancelled (its waiting steps cancelled, its finally run, its key
 // released). A run that parks as it is cancelled goes on at once the same
-// way.
+// way. A run of an embedded host that waits until its lease is renewed
+// stops there, unwritten (embedded.go).
 func (r *Host) CancelRun(runID string, cause error) bool {
 	top := runID
 	if !r.Holds(top) {
@@ -469,6 +470,9 @@ func (r *Host) CancelRun(runID string, cause error) bool {
 	if r.eng.Cancel(runID, cause) {
 		r.wakeRun(top) // parked as it was cancelled: executed again at once
 		return true
+	}
+	if r.cancelAwaitingLease(top, cause) {
+		return true // stopped here, unwritten (embedded.go)
 	}
 	r.eng.CancelNext(runID, cause)
 	if r.wakeRun(top) {

@@ -265,10 +265,15 @@ func (r *Host) fenced(runID string, err error) (bool, error) {
 	}
 	r.metrics.Fenced("lease")
 	if back := r.rep.lapse.back(); back != nil {
+		asked, done := r.awaitingLease(runID)
+		defer done()
 		select {
 		case <-back:
 		case <-r.base.Done():
 			return false, err
+		case cause := <-asked:
+			return false, fmt.Errorf("run %s cancelled (%w) while this process could not renew its lease: "+
+				"it cannot write the run, which stays as last recorded", runID, cause)
 		}
 	}
 	if r.claim(runID, false) {
