@@ -58,10 +58,10 @@ version: 1
 name: dag
 max_parallel: 2
 steps:
-  - {id: a, uses: test.block, needs: [], with: {key: a, hold: 30ms}}
-  - {id: b, uses: test.block, needs: [], with: {key: b, hold: 30ms}}
-  - {id: c, uses: test.block, needs: [], with: {key: c, hold: 30ms}}
-  - {id: d, uses: test.block, needs: [], with: {key: d, hold: 30ms}}
+  - {id: a, uses: test.block, needs: [], with: {key: a, hold: 10s, until_running: 2}}
+  - {id: b, uses: test.block, needs: [], with: {key: b, hold: 10s, until_running: 2}}
+  - {id: c, uses: test.block, needs: [], with: {key: c, hold: 10s, until_running: 2}}
+  - {id: d, uses: test.block, needs: [], with: {key: d, hold: 10s, until_running: 2}}
   - {id: join, uses: log, needs: [a, b, c, d], with: {message: joined}}
 `, nil)
 	require.NoError(t, err)
@@ -116,7 +116,7 @@ steps:
     uses: test.block
     for_each: ${{ inputs.groups }}
     max_parallel: 3
-    with: {key: "${{ item }}-${{ index }}", hold: 20ms}
+    with: {key: "${{ item }}-${{ index }}", hold: 10s, until_running: 3}
   - id: after
     uses: set
     with:
