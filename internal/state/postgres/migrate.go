@@ -38,7 +38,8 @@ type Migration struct {
 }
 
 // checksum identifies the text of a migration, recorded when it is
-// applied so that a schema applied from another text is refused (edited).
+// applied so that a schema applied from another text is refused
+// (appliedVersions).
 func (m Migration) checksum() string {
 	sum := sha256.Sum256([]byte(m.SQL))
 	return hex.EncodeToString(sum[:])
@@ -127,7 +128,7 @@ type appliedMigration struct{ name, checksum string }
 // table does not exist yet. A version this build knows that was recorded
 // under another name or as another text was applied by a pre-release
 // build, whose migrations this build does not continue: it is refused
-// (preRelease, edited).
+// (preRelease).
 func appliedVersions(ctx context.Context, conn *pgx.Conn, known []Migration) (map[int]appliedMigration, error) {
 	var exists bool
 	err := conn.QueryRow(ctx, `SELECT to_regclass('runbook_schema_migrations') IS NOT NULL`).Scan(&exists)
@@ -156,32 +157,23 @@ func appliedVersions(ctx context.Context, conn *pgx.Conn, known []Migration) (ma
 		switch {
 		case !ok:
 		case a.name != m.Name:
-			return nil, preRelease(m, a)
+			return nil, preRelease(fmt.Sprintf("its migration %04d is %q, this build's is %q", m.Version, a.name, m.Name))
 		case a.checksum != m.checksum():
-			return nil, edited(m)
+			// A build before the baseline last changed, whose schema may
+			// lack a column this build's queries use: a released migration
+			// is never edited.
+			return nil, preRelease(fmt.Sprintf("its migration %04d %q was applied as another text than this build's", m.Version, m.Name))
 		}
 	}
 	return out, nil
 }
 
-// edited is the refusal of a schema whose migration m was applied as
-// another text: a build before the first release, whose baseline changed
-// since (a column this build's queries use may be missing). A released
-// migration is never edited.
-func edited(m Migration) error {
-	return fmt.Errorf("the runbook tables in this schema were made by a pre-release build of runbook "+
-		"(its migration %04d %q was applied as another text than this build's), whose schema this build does not upgrade: "+
-		"point --state at a new database or schema (search_path in the URL), or keep using the build that made it",
-		m.Version, m.Name)
-}
-
 // preRelease is the refusal of a schema made by a pre-release build of
-// runbook: its version m is recorded as a.
-func preRelease(m Migration, a appliedMigration) error {
+// runbook, which is why (how its migrations differ from this build's).
+func preRelease(why string) error {
 	return fmt.Errorf("the runbook tables in this schema were made by a pre-release build of runbook "+
-		"(its migration %04d is %q, this build's is %q), whose schema this build does not upgrade: "+
-		"point --state at a new database or schema (search_path in the URL), or keep using the build that made it",
-		m.Version, a.name, m.Name)
+		"(%s), whose schema this build does not upgrade: "+
+		"point --state at a new database or schema (search_path in the URL), or keep using the build that made it", why)
 }
 
 // migrate applies the pending migrations, each in its own transaction,
