@@ -130,8 +130,9 @@ type Host struct {
 	// Fence makes every write that moves a run forward conditional on its
 	// top-level run still being owned by Options.Process (state.WithFence):
 	// a replica (runbook serve, or runbook run on a database) sets it,
-	// since another replica may take its runs over once its lease lapses. A refused write stops the run at
-	// once, writing nothing more (see fence.go); Execute and Resume then
+	// since another replica may take its runs over once its lease lapses.
+	// A refused write stops the run at once, writing nothing more (see
+	// fence.go); Execute and Resume then
 	// return an error wrapping state.ErrFenced. The runs must be claimed
 	// (their owner set to Options.Process) before they execute.
 	Fence bool

@@ -17,19 +17,19 @@ import (
 // PostgreSQL), and the `runbook run` processes on it, which are replicas
 // too (kind run, embedded.go): they hold the same lease and are fenced by
 // it the same way, but take no run but their own. Each replica holds a
-// lease on itself, renewed every third of Options.Lease; it executes a
-// run only once it owns it (ClaimRun, an update conditional on the run
-// having no owner, being its own, or belonging to a replica whose lease
-// expired), so two live replicas never execute one run. Unfinished runs without a live owner — those of
-// a replica killed or cut off, those a shutdown suspended, pending ones
-// no replica launched — are the queue: every replica takes from it, up
-// to its free execution slots, every second (pollEvery) and whenever a notice says
-// there is work (ClaimRuns, FOR UPDATE SKIP LOCKED). A taken run resumes
-// from its record through the engine, as after a restart. The store's
-// notices carry approvals and cancels recorded anywhere to the replica
-// executing the run. A store without coordination (bbolt, held by one
-// process) keeps the single-process behaviour: resumeAll at start and
-// the watchdog.
+// lease on itself, renewed every third of Options.Lease; it executes a run
+// only once it owns it (ClaimRun, an update conditional on the run having
+// no owner, being its own, or belonging to a replica whose lease expired),
+// so two live replicas never execute one run. Unfinished runs without a
+// live owner — those of a replica killed or cut off, those a shutdown
+// suspended, pending ones no replica launched — are the queue: every
+// replica takes from it, up to its free execution slots, every second
+// (pollEvery) and whenever a notice says there is work (ClaimRuns, FOR
+// UPDATE SKIP LOCKED). A taken run resumes from its record through the
+// engine, as after a restart. The store's notices carry approvals and
+// cancels recorded anywhere to the replica executing the run. A store
+// without coordination (bbolt, held by one process) keeps the
+// single-process behaviour: resumeAll at start and the watchdog.
 
 // DefaultLease is how long a replica's lease lasts unless renewed
 // (Options.Lease, config server.lease).
