@@ -123,15 +123,18 @@ func (cp *campaign) checkSteps(lines []ledgerLine, runs []*state.Run, steps []st
 		// before it was lost in between: a step executing on a lost replica
 		// runs again once, and so again if the replica that took it over is
 		// lost in turn while executing it.
-		allowed := true
-		for i := 1; i < len(ss) && allowed; i++ {
-			_, allowed = cp.lossBetween(ss[i-1], ss[i])
+		var losses []loss // the loss that allows each start but the first
+		for i := 1; i < len(ss); i++ {
+			l, ok := cp.lossBetween(ss[i-1], ss[i])
+			if !ok {
+				break
+			}
+			losses = append(losses, l)
 		}
-		if allowed {
-			for i := 1; i < len(ss); i++ {
-				l, _ := cp.lossBetween(ss[i-1], ss[i])
+		if len(losses) == len(ss)-1 {
+			for i, l := range losses {
 				f.again++
-				cp.t.Logf("step %s of run %s ran again after its replica was %s at %s: %s, then %s", k[1], k[0], l.how, clock(l.at), ss[i-1], ss[i])
+				cp.t.Logf("step %s of run %s ran again after its replica was %s at %s: %s, then %s", k[1], k[0], l.how, clock(l.at), ss[i], ss[i+1])
 			}
 			continue
 		}
