@@ -451,6 +451,13 @@ func (r *Host) execute(run *state.Run, pb *playbook.Playbook, inputs map[string]
 			return // suspended: the next start resumes it
 		}
 		switch {
+		case gerr == nil && cur.Status == state.RunCancelled && err == nil && ended != nil && !ended.Status.Done():
+			// Recorded cancelled by another process as it parked here:
+			// executed again at once, cancelled, so that it ends as a
+			// cancelled run does (its finally steps run, its key released).
+			r.eng.CancelNext(runID, recordedCause(cur))
+			fresh, inputs = false, secretInputs(pb, inputs)
+			continue
 		case gerr == nil && cur.Status.Done():
 			if err != nil {
 				r.log.Debug("run ended with an error", "run_id", runID, "err", err)

@@ -404,15 +404,17 @@ func (r *Host) resumeElsewhere(ctx context.Context, run *state.Run) (owned, done
 }
 
 // cancelNotice stops run runID, recorded cancelled by another replica,
-// if it executes or is parked here. An executing run is cancelled through
-// the engine. A parked one is executed again to end it cancelled (its
+// if this replica holds it. An executing run is cancelled through the
+// engine. A parked one is executed again to end it cancelled (its
 // finally steps run, its concurrency key is released): the other replica
 // could not wake it, so its record already says cancelled, which a plain
-// wake would take for finished. A run this replica is itself ending
-// cancelled is executing: cancelling it again changes nothing.
+// wake would take for finished. A run between an execution and its park
+// (or queued for a slot) starts cancelled at its next execution, at once
+// (CancelRun). A run this replica is itself ending cancelled is
+// executing: cancelling it again changes nothing.
 func (r *Host) cancelNotice(ctx context.Context, runID string) {
-	executing := r.eng.Executing(runID)
-	if !executing && !r.isParked(runID) {
+	held, parked := r.Holding(runID)
+	if !held {
 		return
 	}
 	run, err := r.store.GetRun(ctx, runID)
@@ -420,11 +422,7 @@ func (r *Host) cancelNotice(ctx context.Context, runID string) {
 		r.log.Error("cannot read a run cancelled on another replica", "run_id", runID, "err", err)
 		return
 	}
-	cause := &fault.Error{Code: fault.Cancelled, Message: "run cancelled"}
-	if run.Error != nil && run.Error.Message != "" {
-		cause.Message = run.Error.Message
-	}
-	if !executing {
+	if parked && !r.eng.Executing(runID) {
 		pb, err := r.Parse(run.File, run.Snapshot)
 		if err != nil {
 			r.log.Error("cannot end a parked run cancelled on another replica: its snapshot no longer loads", "run_id", runID, "err", err)
@@ -442,7 +440,17 @@ func (r *Host) cancelNotice(ctx context.Context, runID string) {
 	}
 	// Executing, or about to: the engine cancels it, or has it end
 	// cancelled as soon as it executes.
-	r.CancelRun(runID, cause)
+	r.CancelRun(runID, recordedCause(run))
+}
+
+// recordedCause is the cause of a cancellation another process recorded
+// in run: its message, else "run cancelled".
+func recordedCause(run *state.Run) error {
+	cause := &fault.Error{Code: fault.Cancelled, Message: "run cancelled"}
+	if run.Error != nil && run.Error.Message != "" {
+		cause.Message = run.Error.Message
+	}
+	return cause
 }
 
 // isParked reports whether run runID is parked in this replica (park.go).

@@ -1,0 +1,135 @@
+package runner
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/bolt"
+)
+
+// A run cancelled by another replica as it parks here. Another replica
+// records the cancellation in the store (it could not wake the run) and
+// its notice tells this one; both can land after the engine recorded the
+// run waiting and before the host counts it parked. Either way the run
+// ends cancelled here: its finally step runs and the host lets it go.
+// Before, a cancellation recorded before the host read the run back left
+// it 'cancelled' with no finally step run (and its key held), and a
+// notice heard before the park was dropped, leaving it parked for good.
+func TestARunCancelledElsewhereAsItParksEndsCancelledHere(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		notice bool // the cancel's notice is heard too, before the park
+	}{
+		{"the record cancelled before the host reads it back", false},
+		{"the notice heard between the read and the park", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			bs, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
+			require.NoError(t, err)
+			store := &cancelAsItParks{Store: bs}
+			h := New(Options{Engine: engine.Options{Store: store, Environ: []string{}}})
+			t.Cleanup(func() {
+				h.Suspend(5 * time.Second)
+				_ = bs.Close()
+			})
+			pb, err := playbook.Parse("gate.yaml", []byte(`version: 1
+name: gate
+steps:
+  - {id: gate, uses: approval, with: {message: go?}}
+finally:
+  - {id: bye, uses: set, with: {status: "${{ run.status }}"}}
+`), playbook.LoadOptions{})
+			require.NoError(t, err)
+			cancel := func(id string) { // another replica records the run cancelled
+				run, err := bs.GetRun(ctx, id)
+				require.NoError(t, err)
+				run.Status, run.EndedAt = state.RunCancelled, time.Now()
+				run.Error = &state.ErrorRecord{Code: string(fault.Cancelled), Message: "cancelled by bob"}
+				require.NoError(t, bs.SaveRun(ctx, run, state.Event{Type: "run.cancelled", Message: "run cancelled by bob"}))
+			}
+			if tc.notice {
+				store.arm(nil, func(id string) {
+					cancel(id)
+					h.cancelNotice(ctx, id)
+				})
+			} else {
+				store.arm(cancel, nil)
+			}
+
+			run, err := h.StartRun(ctx, pb, engine.StartRequest{})
+			require.NoError(t, err)
+			require.Eventually(t, func() bool {
+				recs, err := bs.Steps(ctx, run.ID)
+				if err != nil {
+					return false
+				}
+				for _, rec := range recs {
+					if rec.ID == "bye" && rec.Status.Done() {
+						return true
+					}
+				}
+				return false
+			}, 5*time.Second, 5*time.Millisecond, "the finally step never ran")
+			waitRun(t, bs, run.ID, state.RunCancelled)
+			recs, err := bs.Steps(ctx, run.ID)
+			require.NoError(t, err)
+			for _, rec := range recs {
+				switch rec.ID {
+				case "gate":
+					assert.Equal(t, state.StepCancelled, rec.Status)
+				case "bye":
+					assert.Equal(t, "cancelled", rec.Outputs["status"])
+				}
+			}
+			require.Eventually(t, func() bool { return !h.Holds(run.ID) }, 5*time.Second, time.Millisecond, "ended: no longer held")
+			store.mu.Lock()
+			defer store.mu.Unlock()
+			assert.True(t, store.before == nil && store.after == nil, "the cancellation was made as the run parked")
+		})
+	}
+}
+
+// cancelAsItParks is a store that, the first time a run is read back
+// waiting, calls before ahead of the read (its answer then is what
+// before left) or after once it is read, as the host is about to park it.
+type cancelAsItParks struct {
+	state.Store
+	mu            sync.Mutex
+	before, after func(id string)
+}
+
+func (s *cancelAsItParks) arm(before, after func(string)) {
+	s.mu.Lock()
+	s.before, s.after = before, after
+	s.mu.Unlock()
+}
+
+func (s *cancelAsItParks) GetRun(ctx context.Context, id string) (*state.Run, error) {
+	run, err := s.Store.GetRun(ctx, id)
+	if err != nil || run.Status != state.RunWaiting {
+		return run, err
+	}
+	s.mu.Lock()
+	before, after := s.before, s.after
+	s.before, s.after = nil, nil
+	s.mu.Unlock()
+	if before != nil {
+		before(id)
+		run, err = s.Store.GetRun(ctx, id)
+	}
+	if after != nil {
+		after(id)
+	}
+	return run, err
+}
