@@ -232,25 +232,42 @@ func newBrowser(t *testing.T, base string) *browser {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.WindowSize(1280, 900),
 		chromedp.Flag("disable-gpu", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	// The whole tab's budget, against a hang: each wait has its own bound
-	// (20 s). TestBrowser took 111 s at load average 35 beside other
-	// suites, past the 90 s this was.
-	ctx, cancelTimeout := context.WithTimeout(ctx, 5*time.Minute)
-	t.Cleanup(func() {
+	// Chromium sometimes dies as it starts on a busy machine (its zygote
+	// process gone: "write: Broken pipe", seen once in a full go test
+	// ./... with both cores busy), before any page exists: it is started
+	// again, up to three times. Nothing of the test has run then.
+	var ctx context.Context
+	for attempt := 1; ; attempt++ {
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		tab, cancel := chromedp.NewContext(actx)
+		// The whole tab's budget, against a hang: each wait has its own
+		// bound (20 s). TestBrowser took 111 s at load average 35 beside
+		// other suites, past the 90 s this was.
+		tab, cancelTimeout := context.WithTimeout(tab, 5*time.Minute)
+		_, err := chromedp.Run(tab, chromedp.EmulateViewport(1280, 900)) // starts the browser
+		if err == nil {
+			t.Cleanup(func() {
+				cancelTimeout()
+				cancel()
+				cancelAlloc()
+			})
+			ctx = tab
+			break
+		}
 		cancelTimeout()
 		cancel()
 		cancelAlloc()
-	})
+		if attempt == 3 || !strings.Contains(err.Error(), "chrome failed to start") {
+			require.NoError(t, err)
+		}
+		t.Logf("chromium did not start (attempt %d of 3), starting it again: %.200s", attempt, err)
+	}
 	dirs := []string{t.ArtifactDir()}
 	if d := os.Getenv("RUNBOOK_UI_SCREENSHOTS"); d != "" {
 		require.NoError(t, os.MkdirAll(d, 0o755))
 		dirs = append(dirs, d)
 	}
-	b := &browser{t: t, ctx: ctx, base: base, dirs: dirs}
-	b.do(chromedp.EmulateViewport(1280, 900))
-	return b
+	return &browser{t: t, ctx: ctx, base: base, dirs: dirs}
 }
 
 // do runs actions. A node that a live update of the page replaced between
