@@ -31,15 +31,29 @@ func (s *Store) KeepReplica(ctx context.Context, replica string, kind state.Repl
 }
 
 // DropReplica implements state.Coordinator: the lease ends now, and the
-// replicas are told there are runs to take.
+// replicas are told there are runs to take. The rows of replicas whose
+// lease ended over an hour ago (replicaForgetAfter) and that own no
+// unfinished run go: without that, every runbook run process on the
+// database left one behind. The row of a replica that owns an unfinished
+// run stays: it says whether that run was interrupted
+// (engine.Interrupted) and when it may be taken over. The hour keeps the
+// row of a replica that is only paused: one that wakes renews its lease
+// (KeepReplica writes the row again) long before.
 func (s *Store) DropReplica(ctx context.Context, replica string) error {
-	_, err := s.pool.Exec(ctx, `WITH d AS (UPDATE runbook_replicas SET expires_at = now() WHERE id = $1)
-		SELECT pg_notify('runbook_work:' || current_schema(), '')`, replica)
+	_, err := s.pool.Exec(ctx, `WITH d AS (UPDATE runbook_replicas SET expires_at = now() WHERE id = $1),
+		gone AS (DELETE FROM runbook_replicas p WHERE p.expires_at < now() - $2 * interval '1 microsecond' AND NOT EXISTS (
+			SELECT 1 FROM runbook_runs r WHERE r.owner = p.id AND r.parent_id = ''
+			AND r.status IN ('pending', 'running', 'waiting', 'suspended')))
+		SELECT pg_notify('runbook_work:' || current_schema(), '')`, replica, replicaForgetAfter.Microseconds())
 	if err != nil {
 		return fmt.Errorf("drop replica lease: %w", err)
 	}
 	return nil
 }
+
+// replicaForgetAfter is how long after its lease ended a replica's row
+// stays when it owns no unfinished run (DropReplica).
+const replicaForgetAfter = time.Hour
 
 // Replica implements state.Coordinator.
 func (s *Store) Replica(ctx context.Context, owner string) (kind state.ReplicaKind, expired bool, err error) {

@@ -2,12 +2,14 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -376,4 +378,47 @@ func TestAReplicaRenewsItsLeaseWhileEveryPooledConnectionIsBusy(t *testing.T) {
 		t.Logf("the renewal on the cut connection: %v", err)
 		require.NoError(t, renew(), "the next renewal connects anew")
 	}
+}
+
+// The replicas that left do not pile up: a replica leaving takes the
+// rows of those whose lease ended over an hour before and that own no
+// unfinished run (each runbook run process on the database is a
+// replica). It keeps the row of one whose run is unfinished, which says
+// that run is interrupted, and of one that left or stopped renewing
+// within the hour.
+func TestLeftReplicasOwningNoUnfinishedRunAreForgotten(t *testing.T) {
+	dsn := pgtest.DB(t)
+	a := open(t, dsn, postgres.Options{})
+	db := connect(t, dsn)
+	rows := func() (ids []string) {
+		t.Helper()
+		r, err := db.Query(ctx, `SELECT id FROM runbook_replicas ORDER BY id`)
+		require.NoError(t, err)
+		ids, err = pgx.CollectRows(r, pgx.RowTo[string])
+		require.NoError(t, err)
+		return ids
+	}
+	leftLongAgo := func(id string) {
+		t.Helper()
+		_, err := db.Exec(ctx, `UPDATE runbook_replicas SET expires_at = now() - interval '61 minutes' WHERE id = $1`, id)
+		require.NoError(t, err)
+	}
+	require.NoError(t, a.KeepReplica(ctx, "host/killed", state.ReplicaRun, time.Minute))
+	queueRun(t, a, "interrupted", state.RunRunning, "host/killed", 0)
+	leftLongAgo("host/killed")
+	require.NoError(t, a.KeepReplica(ctx, "host/serve", state.ReplicaServe, time.Minute))
+	require.NoError(t, a.KeepReplica(ctx, "host/paused", state.ReplicaServe, time.Millisecond))
+	for i := range 50 {
+		id := fmt.Sprintf("host/run-%02d", i)
+		require.NoError(t, a.KeepReplica(ctx, id, state.ReplicaRun, time.Minute))
+		queueRun(t, a, fmt.Sprintf("done-%d", i), state.RunSucceeded, id, 0)
+		require.NoError(t, a.DropReplica(ctx, id))
+		leftLongAgo(id)
+	}
+	assert.Equal(t, []string{"host/killed", "host/paused", "host/run-49", "host/serve"}, rows(),
+		"the replica owning an unfinished run, the one expired within the hour, the last to leave, the live one")
+	kind, expired, err := a.Replica(ctx, "host/killed")
+	require.NoError(t, err)
+	assert.Equal(t, state.ReplicaRun, kind)
+	assert.True(t, expired, "its run is shown interrupted")
 }
