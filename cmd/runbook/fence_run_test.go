@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -188,4 +190,69 @@ steps:
 	got, err := os.ReadFile(filepath.Join(c.dir, "flaky.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "once\n", string(got), "the step that succeeded is reused, not run again")
+}
+
+// On a database, runs approve, retry and cancel continuing a run in their
+// own process are replicas of kind run with the config's lease
+// (server.lease), as runbook run is, not the default 10 s: a team that
+// lengthened it for slow networks gets it from every process. Each verb's
+// row in runbook_replicas, read while its step sleeps, lives for more than
+// 20 s of the 47 s configured.
+func TestTheRunsVerbsOnADatabaseTakeTheConfigsLease(t *testing.T) {
+	c := newCLI(t)
+	dsn := onDatabase(t, c)
+	c.file("runbook.yaml", "server: {lease: 47s}\n")
+	fixed := filepath.Join(c.dir, "fixed")
+	pb := c.file("slow.yaml", fmt.Sprintf(`version: 1
+name: slow
+steps:
+  - {id: gate, uses: approval, with: {message: go?}}
+  - {id: nap, uses: shell, with: {command: "sleep 2; test -e %s"}}
+finally:
+  - {id: bye, uses: shell, with: {command: "sleep 2"}}
+`, fixed))
+	db, err := pgx.Connect(t.Context(), dsn)
+	require.NoError(t, err)
+	defer db.Close(context.Background())
+	// leaseWhile runs the verb and returns how long the lease of the live
+	// run replica had left, at most, while the verb ran.
+	leaseWhile := func(args ...string) (result, float64) {
+		t.Helper()
+		done := make(chan result, 1)
+		go func() { done <- c.run(args...) }()
+		left := 0.0
+		for {
+			select {
+			case r := <-done:
+				return r, left
+			case <-time.After(100 * time.Millisecond):
+			}
+			var s float64
+			if db.QueryRow(t.Context(), `SELECT coalesce(max(extract(epoch FROM expires_at - now())), 0)::float8
+				FROM runbook_replicas WHERE kind = 'run' AND expires_at > now()`).Scan(&s) == nil {
+				left = max(left, s)
+			}
+		}
+	}
+
+	r := c.run("run", pb)
+	require.Equal(t, 0, r.code, r)
+	id := runIDOf(t, r.stdout)
+	r, left := leaseWhile("runs", "approve", id, "gate")
+	require.Equal(t, 1, r.code, r)
+	assert.Contains(t, r.stdout, "failed")
+	assert.Greater(t, left, 20.0, "runs approve's lease")
+
+	require.NoError(t, os.WriteFile(fixed, nil, 0o600))
+	r, left = leaseWhile("runs", "retry", id)
+	require.Equal(t, 0, r.code, r)
+	assert.Greater(t, left, 20.0, "runs retry's lease")
+
+	r = c.run("run", pb)
+	require.Equal(t, 0, r.code, r)
+	id = runIDOf(t, r.stdout)
+	r, left = leaseWhile("runs", "cancel", id)
+	require.Equal(t, 0, r.code, r)
+	assert.Contains(t, r.stdout, "run "+id+" cancelled")
+	assert.Greater(t, left, 20.0, "runs cancel's lease")
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -50,31 +49,6 @@ func (a *app) loadRunConfig(path, file string, sf *stateFlags) (*config.Config, 
 		sf.secrets = cfg.SecretsFile
 	}
 	return cfg, nil
-}
-
-// localConnections is what a runs verb that executes a run in this
-// process (runs approve, runs retry without a server) reaches: the
-// simulators its flags ask for, and the connections of the config
-// (--config, else ./runbook.yaml), as runbook run does. It loads the
-// secrets the run uses.
-func (a *app) localConnections(ctx context.Context, cfgPath string, o *runsOpener, sims *simFlags) (*connections, *secrets.Source, func(), error) {
-	cfg, err := a.loadRunConfig(cfgPath, "", o.sf)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	src, err := o.secrets()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	conns, stop, err := sims.open(ctx)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if conns.defaults, err = a.configConnections(cfg, src, conns.sim != nil); err != nil {
-		stop()
-		return nil, nil, nil, err
-	}
-	return conns, src, stop, nil
 }
 
 // configConnections resolves the config's connections with their secrets,

@@ -8,8 +8,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/fault"
-	"github.com/runbook/runbook/internal/secrets"
 	"github.com/runbook/runbook/internal/state"
 )
 
@@ -21,6 +21,8 @@ func cmdRunsCancel(ctx context.Context, a *app, args []string) error {
 	o := newRunsOpener(a, fs)
 	var sims simFlags
 	sims.add(fs)
+	var cfgPath string
+	runConfigFlag(fs, &cfgPath)
 	pos, err := parsePositional(fs, args, 1, 1, "the RUN_ID (runbook runs list shows them)")
 	if err != nil {
 		return err
@@ -63,11 +65,7 @@ func cmdRunsCancel(ctx context.Context, a *app, args []string) error {
 		return nil
 	}
 	store := b.(*storeBackend).store
-	src, err := o.secrets()
-	if err != nil {
-		return err
-	}
-	done, err := a.cancelHeldByNone(ctx, store, src, &sims, r)
+	done, err := a.cancelHeldByNone(ctx, store, cfgPath, o, &sims, r)
 	if done || err != nil {
 		return err
 	}
@@ -99,23 +97,13 @@ func cmdRunsCancel(ctx context.Context, a *app, args []string) error {
 // cancelled, so its finally steps run and its concurrency key is
 // released, as when its holder cancels it. It reports false when another
 // process holds the run (the caller records the cancellation for it).
-func (a *app) cancelHeldByNone(ctx context.Context, store state.Store, src *secrets.Source, sims *simFlags, r *state.Run) (bool, error) {
+func (a *app) cancelHeldByNone(ctx context.Context, store state.Store, cfgPath string, o *runsOpener, sims *simFlags, r *state.Run) (bool, error) {
 	root := rootRun(ctx, store.GetRun, r)
-	sims.remember(ctx, store, root.ID)
-	conns, stopSim, err := sims.open(ctx)
+	host, closeHost, err := a.hostHere(ctx, store, root.ID, cfgPath, o, sims, engine.Observer{})
 	if err != nil {
 		return true, err
 	}
-	defer stopSim()
-	opts := a.engineOptions(store, src)
-	opts.Connection = conns.resolve
-	opts.Sim = sims.recorded()
-	host := a.newHost(opts, 0)
-	err = host.Open(ctx)
-	defer host.Close()
-	if err != nil {
-		return true, withHint(err, "")
-	}
+	defer closeHost()
 	by := "run cancelled by " + currentUser()
 	top, err := host.CancelHeldByNone(ctx, r.ID, errors.New(by))
 	if _, elsewhere := wentOnElsewhere(ctx, store, root.ID, host, err); elsewhere || errors.Is(err, state.ErrFenced) {

@@ -101,21 +101,37 @@ func (a *app) startHere(ctx context.Context, store state.Store, runID, cfgPath s
 	return a.followHere(ctx, store, host, r.ID, prog, out)
 }
 
-// hostHere opens a run host of this process on store, with the config's
-// connections and the simulators run runID (or its root) recorded; obs is
-// told what the runs do. closeHost closes the host, then the simulators.
+// hostHere opens a run host of this process on store, for a runs verb
+// that executes run runID (or its root) here (runs approve, retry,
+// rerun, cancel without a server): the simulators its flags ask for and
+// the ones the run recorded, the connections and secrets of the config
+// (--config, else ./runbook.yaml) as runbook run takes them, and on a
+// database the config's server.lease, as any replica. obs is told what
+// the runs do. closeHost closes the host, then the simulators.
 func (a *app) hostHere(ctx context.Context, store state.Store, runID, cfgPath string, o *runsOpener, sims *simFlags,
 	obs engine.Observer) (host *runner.Host, closeHost func(), err error) {
 	sims.remember(ctx, store, runID)
-	conns, src, stopSim, err := a.localConnections(ctx, cfgPath, o, sims)
+	cfg, err := a.loadRunConfig(cfgPath, "", o.sf)
 	if err != nil {
+		return nil, nil, err
+	}
+	src, err := o.secrets()
+	if err != nil {
+		return nil, nil, err
+	}
+	conns, stopSim, err := sims.open(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if conns.defaults, err = a.configConnections(cfg, src, conns.sim != nil); err != nil {
+		stopSim()
 		return nil, nil, err
 	}
 	opts := a.engineOptions(store, src)
 	opts.Connection = conns.resolve
 	opts.Sim = sims.recorded()
 	opts.Observer = obs
-	host = a.newHost(opts, 0)
+	host = a.newHost(opts, configLease(cfg))
 	closeHost = func() { host.Close(); stopSim() }
 	// On a database: its runs show interrupted once it is gone, on any host.
 	if err := host.Open(ctx); err != nil {
