@@ -104,14 +104,17 @@ func TestMetricsCountRunsByPlaybookAndTrigger(t *testing.T) {
 	var after map[string]float64
 	require.Eventually(t, func() bool {
 		after = e.series()
-		// The events reach the metrics just after their commit.
+		// The events reach the metrics just after their commit, a
+		// step's end from the step's goroutine, which can come after
+		// its run's end under load (seen once in a full pass with both
+		// cores busy): each count is waited for.
 		return after[`runbook_runs_finished_total{playbook="unsub",status="succeeded",trigger="webhook"}`] == 1 &&
 			after[`runbook_runs_finished_total{playbook="boom",status="failed",trigger="api"}`] == 1 &&
-			after[`runbook_runs_finished_total{playbook="boom",status="failed",trigger="rerun"}`] == 1
-	}, 10*time.Second, 10*time.Millisecond, "the runs are counted under their playbook and trigger")
-	assert.Equal(t, 1.0, after[`runbook_run_duration_seconds_count{playbook="boom",status="failed",trigger="api"}`])
-	assert.Equal(t, 1.0, after[`runbook_step_duration_seconds_count{outcome="failed",playbook="boom",trigger="api"}`])
-	assert.Equal(t, 1.0, after[`runbook_step_duration_seconds_count{outcome="succeeded",playbook="unsub",trigger="webhook"}`])
+			after[`runbook_runs_finished_total{playbook="boom",status="failed",trigger="rerun"}`] == 1 &&
+			after[`runbook_run_duration_seconds_count{playbook="boom",status="failed",trigger="api"}`] == 1 &&
+			after[`runbook_step_duration_seconds_count{outcome="failed",playbook="boom",trigger="api"}`] == 1 &&
+			after[`runbook_step_duration_seconds_count{outcome="succeeded",playbook="unsub",trigger="webhook"}`] == 1
+	}, 10*time.Second, 10*time.Millisecond, "the runs and their steps are counted under their playbook and trigger")
 	assert.InDelta(t, float64(endedAt.UnixNano())/1e9, after[`runbook_playbook_last_failure_timestamp_seconds{playbook="boom"}`], 0.001, "the rerun's end, the last failure")
 	assert.Zero(t, after[`runbook_playbook_last_success_timestamp_seconds{playbook="boom"}`], "never succeeded")
 }
