@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runbook/runbook/internal/fault"
@@ -143,10 +144,6 @@ type Host struct {
 	// executing go on. Measured then, a pause of the process that the
 	// lease's own timer has not seen yet starts no step.
 	Lease Lease
-	// Pauses, when set, is asked before a main step's attempt starts
-	// whether the run's playbook is paused (pause.go): then the step does
-	// not start and the run parks, recorded waiting with why.
-	Pauses Pauses
 	// Agents runs the attempts of steps placed on runbook agents
 	// (runs_on; internal/agent); nil: such a step fails, saying this
 	// process dispatches to no agent.
@@ -169,6 +166,9 @@ type Engine struct {
 	early map[string]bool
 
 	fences fencing // Options.Host.Fence (fence.go)
+	// pauses are the run pauses in force, as the host set them last
+	// (SetPauses, pause.go).
+	pauses atomic.Pointer[[]state.RunPause]
 }
 
 // New returns an engine. It panics without a Store.

@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -10,27 +9,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/engine"
-	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
 )
 
-// pauses is a engine.Pauses the test sets: every playbook is paused
-// while why is set.
-type pauses struct {
-	mu  sync.Mutex
-	why string
-}
-
-func (p *pauses) Paused(*playbook.Playbook) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.why
-}
-
-func (p *pauses) set(why string) {
-	p.mu.Lock()
-	p.why = why
-	p.mu.Unlock()
+// pauseAll sets in h's engine, as its host does, a pause of every
+// playbook by by for reason (by empty: no pause).
+func (h *harness) pauseAll(by, reason string) {
+	var rules []state.RunPause
+	if by != "" {
+		rules = []state.RunPause{{ID: "all", Pattern: "*", By: by, Reason: reason}}
+	}
+	h.engine.SetPauses(rules)
 }
 
 // TestAPausedPlaybooksRunFinishesItsStepThenParksAndGoesOnWhenWoken: a
@@ -42,8 +31,7 @@ func (p *pauses) set(why string) {
 func TestAPausedPlaybooksRunFinishesItsStepThenParksAndGoesOnWhenWoken(t *testing.T) {
 	registerTestSteps()
 	testProbe.reset()
-	p := &pauses{}
-	h := newHarness(t, func(o *engine.Options) { o.Host.Pauses = p })
+	h := newHarness(t)
 	pb := h.load(`
 version: 1
 name: paused
@@ -63,7 +51,7 @@ steps:
 		for testProbe.count("pause-a") == 0 {
 			time.Sleep(time.Millisecond)
 		}
-		p.set("paused by alice: change freeze")
+		h.pauseAll("alice", "change freeze")
 	}()
 	run, err := h.engine.Run(context.Background(), pb, engine.StartRequest{})
 	require.NoError(t, err)
@@ -89,7 +77,7 @@ steps:
 	assert.Equal(t, state.RunWaiting, stored.Status, "woken while still paused, it parks again")
 	assert.Equal(t, 0, testProbe.count("pause-b"))
 
-	p.set("")
+	h.pauseAll("", "")
 	done, err := h.engine.Resume(context.Background(), run.ID)
 	require.NoError(t, err)
 	assert.Equal(t, state.RunSucceeded, done.Status)
@@ -106,8 +94,7 @@ steps:
 func TestAPauseHoldsTheItemsOfAForEachAndTheRunsFirstStep(t *testing.T) {
 	registerTestSteps()
 	testProbe.reset()
-	p := &pauses{}
-	h := newHarness(t, func(o *engine.Options) { o.Host.Pauses = p })
+	h := newHarness(t)
 	pb := h.load(`
 version: 1
 name: paused-items
@@ -121,7 +108,7 @@ steps:
 		for testProbe.count("item-1") == 0 {
 			time.Sleep(time.Millisecond)
 		}
-		p.set("paused by bob: freeze")
+		h.pauseAll("bob", "freeze")
 	}()
 	run, err := h.engine.Run(context.Background(), pb, engine.StartRequest{})
 	require.NoError(t, err)
@@ -134,7 +121,7 @@ steps:
 	assert.Equal(t, state.RunWaiting, first.Status, "a new run parks before its first step")
 	assert.Equal(t, 1, testProbe.count("item-1"))
 
-	p.set("")
+	h.pauseAll("", "")
 	for _, id := range []string{run.ID, first.ID} {
 		done, err := h.engine.Resume(context.Background(), id)
 		require.NoError(t, err)

@@ -58,7 +58,7 @@ type Host struct {
 	keys keyPark // runs parked on a concurrency key (keys.go)
 
 	draining *drain // set by Drain (drain.go)
-	pauses   pauses // the run pauses, which the engine asks (pause.go)
+	pauses   pauses // the run pauses, set in the engine (pause.go)
 
 	// Of an embedded host (embedded.go): why runs stopped unfinished, a
 	// channel closed at each change of its runs, and the cancels asked of
@@ -196,9 +196,6 @@ func (r *Host) engineOptions(eo engine.Options) engine.Options {
 	// lapsed.
 	_, eo.Host.Fence = eo.Store.(state.Coordinator)
 	eo.Host.Lease = hostLease{r}
-	if !r.o.Embedded {
-		eo.Host.Pauses = &r.pauses // paused playbooks' runs park (pause.go)
-	}
 	eo.Host.Keys = hostKeys{r} // runs queued on a concurrency key park too (keys.go)
 	switch {
 	case r.o.Embedded:

@@ -6,20 +6,23 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
 )
 
 // Run pauses (runbook pause). The host keeps a copy of the store's run
-// pauses, which its engine asks before each main step starts
-// (engine.Pauses): a run of a paused playbook finishes the steps it
-// executes, starts no other, and parks (state.Run.Paused), giving its
-// slot back. The copy is read at Recover, after every pause made or
-// lifted through this host and, on a store shared by replicas, at each
-// NoticePause (the store sends it whoever wrote the pause) and each time
-// the host listens again after a broken notice connection. When a pause
-// is lifted, the runs it held here are woken at once, wherever the
-// resume was asked: each replica wakes the runs it holds.
+// pauses and sets it in its engine at each change (Engine.SetPauses),
+// which matches it before each main step starts: a run of a paused
+// playbook finishes the steps it executes, starts no other, and parks
+// (state.Run.Paused), giving its slot back. The copy is read at Recover,
+// after every pause made or lifted through this host and, on a store
+// shared by replicas, at each NoticePause (the store sends it whoever
+// wrote the pause) and each time the host listens again after a broken
+// notice connection. When a pause is lifted, the runs it held here are
+// woken at once, wherever the resume was asked: each replica wakes the
+// runs it holds. An embedded host keeps the copy (its API lists it) but
+// holds no run for it: a runbook run process is not held by a pause.
 
 // pauses is a host's copy of the run pauses.
 type pauses struct {
@@ -31,11 +34,6 @@ type pauses struct {
 	once sync.Once
 	// read serializes ReadPauses: a read that began later is set later.
 	read sync.Mutex
-}
-
-// Paused implements engine.Pauses.
-func (p *pauses) Paused(pb *playbook.Playbook) string {
-	return p.held(pb.Name, pb.Labels)
 }
 
 // held returns why a run of playbook name with labels is paused ("": it
@@ -51,9 +49,11 @@ func (p *pauses) held(name string, labels map[string]string) string {
 	return ""
 }
 
-// set replaces the copy with rules and reports whether a pause of the
-// copy is not among them (lifted).
-func (p *pauses) set(rules []state.RunPause) (lifted bool) {
+// set replaces the copy with rules, and sets them in eng (nil: none)
+// under the same lock, so that what the host reads of the copy (held) is
+// never older than what the engine matched; it reports whether a pause of
+// the copy is not among them (lifted).
+func (p *pauses) set(rules []state.RunPause, eng *engine.Engine) (lifted bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, old := range p.rules {
@@ -62,6 +62,9 @@ func (p *pauses) set(rules []state.RunPause) (lifted bool) {
 		}
 	}
 	p.rules = rules
+	if eng != nil {
+		eng.SetPauses(rules)
+	}
 	return lifted
 }
 
@@ -86,7 +89,11 @@ func (r *Host) ReadPauses(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read run pauses: %w", err)
 	}
-	if r.pauses.set(rules) {
+	eng := r.eng
+	if r.o.Embedded {
+		eng = nil // a runbook run process is not held by a pause
+	}
+	if r.pauses.set(rules, eng) {
 		r.wakeUnpaused()
 	}
 	return nil
@@ -139,7 +146,7 @@ func (r *Host) wakeUnpaused() {
 // stays parked: false when the pause was lifted while it parked, which
 // wakeUnpaused did not see. r.mu is held.
 func (r *Host) stillPaused(run *state.Run, pb *playbook.Playbook) bool {
-	return run.Paused == "" || pb == nil || r.pauses.Paused(pb) != ""
+	return run.Paused == "" || pb == nil || r.pauses.held(pb.Name, pb.Labels) != ""
 }
 
 // pauseNotice has the run pauses read again, in the background: one was

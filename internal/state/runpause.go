@@ -11,7 +11,7 @@ import (
 // RunPause holds the runs of the playbooks it selects at their next step
 // boundary (runbook pause): while it is recorded, no main step of such a
 // run starts, and the run parks, holding no execution slot, until the
-// pause is lifted (see engine.Pauses). It selects playbooks by name
+// pause is lifted (see engine.Engine.SetPauses). It selects playbooks by name
 // (Pattern, a glob as path.Match reads it: "nks-*") or by a label
 // (Label, "k=v"), exactly one of them. A pause is shared by every process
 // on the store; several may be recorded, each lifted on its own.
