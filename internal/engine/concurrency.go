@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/runbook/runbook/internal/fault"
@@ -16,29 +17,60 @@ import (
 // (cancel_running) and queues, or queues (queue).
 //
 // A run that queues parks: it is saved waiting with QueuedOnKey, holding
-// no goroutine, and its host (Options.Host.Keys: the run host,
-// internal/runner/keys.go) keeps it until the key is released, then
-// takes the key in the run's name (AcquireLock, oldest run first) and
-// executes it again, already holding it. A wake that finds the key taken
-// again parks the run again, without a write.
+// no goroutine, and its host (the run host, internal/runner/keys.go)
+// keeps it until the key is released, then takes the key in the run's
+// name (AcquireLock, oldest run first) and executes it again, already
+// holding it. A wake that finds the key taken again parks the run again,
+// without a write.
+//
+// The engine calls nothing back for this. Its host tells it which keys
+// have runs parked on them there (SetKeyQueued): a new run with
+// on_busy: queue parks behind them instead of taking the key. And the
+// engine sends each key it releases on Released, for its host to hand
+// the key to the next run.
 
-// KeyQueue is what the caller of an engine that parks does for the runs
-// parked on a concurrency key (runbook serve: internal/runner/keys.go).
-type KeyQueue interface {
-	// Queued reports whether runs parked on key wait for it in the
-	// caller: a new run with on_busy: queue parks behind them instead of
-	// taking the key, so that they get it first, oldest first.
-	Queued(key string) bool
-	// Freed tells the caller that this process released key.
-	Freed(key string)
+// keyQueues is what the engine knows of its host's key queues.
+type keyQueues struct {
+	mu     sync.Mutex
+	queued map[string]bool // keys with runs parked on them in the host
+	// released receives the keys this engine releases (Released).
+	released chan string
 }
 
-// noKeys is the key queue of an engine without a host: nothing is
-// queued in it, and a release tells no one.
-type noKeys struct{}
+// releasedBuffer is how many releases Released holds for a host that has
+// not received them yet; a release beyond it is not sent (the host's
+// poll of its keys finds it).
+const releasedBuffer = 256
 
-func (noKeys) Queued(string) bool { return false }
-func (noKeys) Freed(string)       {}
+// SetKeyQueued tells the engine whether runs are parked on concurrency
+// key in its host (queued), waiting for it: while they are, a new run
+// with on_busy: queue parks behind them instead of taking the key, so
+// that they get it first, oldest first. None are, until it is told.
+func (e *Engine) SetKeyQueued(key string, queued bool) {
+	e.keys.mu.Lock()
+	defer e.keys.mu.Unlock()
+	if !queued {
+		delete(e.keys.queued, key)
+		return
+	}
+	if e.keys.queued == nil {
+		e.keys.queued = map[string]bool{}
+	}
+	e.keys.queued[key] = true
+}
+
+// keyQueued reports whether runs are parked on key in the host.
+func (e *Engine) keyQueued(key string) bool {
+	e.keys.mu.Lock()
+	defer e.keys.mu.Unlock()
+	return e.keys.queued[key]
+}
+
+// Released receives each concurrency key this engine releases, once its
+// release is made: the runs parked on it may take it. It holds up to
+// releasedBuffer keys not received yet; one released beyond that is not
+// sent.
+func (e *Engine) Released() <-chan string { return e.keys.released }
 
 // errParkedOnKey is what acquireConcurrency returns once the run is saved
 // waiting for its key (parkOnKey).
@@ -81,7 +113,7 @@ func (rs *runState) acquireLock(ctx context.Context, key string) (ok bool, holde
 
 // acquireOrPark takes key, or parks the run until it is released. A new
 // run with on_busy: queue parks without trying while older runs are
-// parked on the key here (KeyQueue.Queued): they get it first. A run
+// parked on the key in the host (SetKeyQueued): they get it first. A run
 // already queued on the key (woken, or taken over by another replica)
 // tries at once: it is woken holding the key, taken in its name.
 func (rs *runState) acquireOrPark(ctx context.Context, key, onBusy string) (func(), error) {
@@ -92,7 +124,7 @@ func (rs *runState) acquireOrPark(ctx context.Context, key, onBusy string) (func
 		r.QueuedOnKey = ""
 		return nop, context.Cause(ctx)
 	}
-	if onBusy == "queue" && r.Status == state.RunPending && e.o.Host.Keys.Queued(key) {
+	if onBusy == "queue" && r.Status == state.RunPending && e.keyQueued(key) {
 		return nop, rs.parkOnKey(ctx, key, "")
 	}
 	ok, holder, err := rs.acquireLock(ctx, key)
@@ -181,9 +213,14 @@ func (e *Engine) cancelHolder(ctx context.Context, key, holderID string, cause e
 	}
 }
 
-// lockFreed tells the host that this process released key: the runs
-// parked on it may take it (Options.Host.Keys).
-func (e *Engine) lockFreed(key string) { e.o.Host.Keys.Freed(key) }
+// lockFreed sends key, which this process released, on Released: the
+// runs parked on it may take it.
+func (e *Engine) lockFreed(key string) {
+	select {
+	case e.keys.released <- key:
+	default: // not received: the host's poll finds the key free
+	}
+}
 
 // releaseFor bounds how long the release of a concurrency key that fails
 // is tried again (the next start frees it then: ReleaseStaleLocks).

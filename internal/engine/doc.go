@@ -60,10 +60,10 @@
 // (steps.WaitUntil). A parked run records when it is due (Run.WakeAt) and
 // keeps its concurrency key; its host executes it again then, when an
 // answer decides an approval (Answer says so) or when it is cancelled
-// (CancelNext, park.go). With Options.Host.Keys a run whose concurrency key is
-// held parks too, without the key (Run.QueuedOnKey), until its host hands
-// it the key (concurrency.go); an API resume ends a parked run's timed
-// waits now (WakeEarly).
+// (CancelNext, park.go). A run whose concurrency key is held parks too,
+// without the key (Run.QueuedOnKey), until its host hands it the key
+// (concurrency.go); an API resume ends a parked run's timed waits now
+// (WakeEarly).
 //
 // Sharing: Options.Playbooks.Parse results may be cached and shared by many runs; the
 // engine never mutates a *playbook.Playbook.

@@ -110,7 +110,7 @@ type Host struct {
 	// retry's delay: steps.WaitUntil) that parks the run, unless the step
 	// has a timeout of its own; a shorter one waits in process. Zero: no
 	// such wait parks (only an unanswered approval, and a busy concurrency
-	// key with Keys, park a run). A parked run is recorded waiting with
+	// key, park a run). A parked run is recorded waiting with
 	// state.Run.WakeAt, the earliest moment one of its waits ends; its
 	// host resumes it then or when an approval is answered (the run host:
 	// internal/runner/park.go). A parked run holds no goroutine, and keeps
@@ -123,11 +123,6 @@ type Host struct {
 	// pending runs are taken up again (runbook serve), not for runbook
 	// run, whose killed run must show interrupted.
 	DeferStart bool
-	// Keys holds the runs parked on a busy concurrency key (on_busy:
-	// queue, cancel_running) and hands them the key when it is released
-	// (see KeyQueue). Without it such a run stays parked until its caller
-	// executes it again.
-	Keys KeyQueue
 	// Fence makes every write that moves a run forward conditional on its
 	// top-level run still being owned by Options.Process (state.WithFence):
 	// a replica (runbook serve, or runbook run on a database) sets it,
@@ -165,7 +160,8 @@ type Engine struct {
 	// here (WakeEarly, park.go).
 	early map[string]bool
 
-	fences fencing // Options.Host.Fence (fence.go)
+	fences fencing   // Options.Host.Fence (fence.go)
+	keys   keyQueues // the host's key queues, as it tells them (concurrency.go)
 	// pauses are the run pauses in force, as the host set them last
 	// (SetPauses, pause.go).
 	pauses atomic.Pointer[[]state.RunPause]
@@ -191,9 +187,6 @@ func New(o Options) *Engine {
 	if o.Limits.MaxParallel <= 0 {
 		o.Limits.MaxParallel = 8
 	}
-	if o.Host.Keys == nil {
-		o.Host.Keys = noKeys{}
-	}
 	if o.Limits.MaxStepOutput <= 0 {
 		o.Limits.MaxStepOutput = DefaultMaxStepOutput
 	}
@@ -203,7 +196,10 @@ func New(o Options) *Engine {
 	if o.Process == "" {
 		o.Process = thisProcess()
 	}
-	return &Engine{o: o, active: map[string]context.CancelCauseFunc{}, cancelNext: map[string]error{}, early: map[string]bool{}}
+	return &Engine{
+		o: o, active: map[string]context.CancelCauseFunc{}, cancelNext: map[string]error{}, early: map[string]bool{},
+		keys: keyQueues{released: make(chan string, releasedBuffer)},
+	}
 }
 
 // StartRequest describes a new run.

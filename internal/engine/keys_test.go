@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,19 +12,17 @@ import (
 	"github.com/runbook/runbook/internal/state"
 )
 
-// keyQueue is a caller's queue of runs parked on keys (engine.KeyQueue):
-// queued says runs are parked on every key; freed lists the releases.
-type keyQueue struct {
-	mu     sync.Mutex
-	queued bool
-	freed  []string
-}
-
-func (q *keyQueue) Queued(string) bool { q.mu.Lock(); defer q.mu.Unlock(); return q.queued }
-func (q *keyQueue) Freed(key string) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.freed = append(q.freed, key)
+// released returns the keys the engine released so far (Released).
+func (h *harness) released() []string {
+	var keys []string
+	for {
+		select {
+		case key := <-h.engine.Released():
+			keys = append(keys, key)
+		default:
+			return keys
+		}
+	}
 }
 
 const keyedSrc = `
@@ -36,13 +33,12 @@ steps:
   - {id: one, uses: set, with: {ok: true}}
 `
 
-// With a KeyQueue, a run whose key is held parks:
-// it is saved waiting, queued on the key, without holding it, and its
-// call returns. Executed again once the key is free, it takes the key
-// and runs; its release is told to the queue.
+// A run whose key is held parks: it is saved waiting, queued on the key,
+// without holding it, and its call returns. Executed again once the key
+// is free, it takes the key and runs; its release is sent to the host
+// (Released).
 func TestARunWhoseKeyIsHeldParksQueuedOnIt(t *testing.T) {
-	q := &keyQueue{}
-	h := newHarness(t, func(o *engine.Options) { o.Host.ParkAfter, o.Host.Keys = 2*time.Second, q })
+	h := newHarness(t, func(o *engine.Options) { o.Host.ParkAfter = 2 * time.Second })
 	ctx := context.Background()
 	ok, _, err := h.store.AcquireLock(ctx, state.Lock{Key: "the-key", Owner: "holder"})
 	require.NoError(t, err)
@@ -74,15 +70,15 @@ func TestARunWhoseKeyIsHeldParksQueuedOnIt(t *testing.T) {
 	locks, err := h.store.Locks(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, locks)
-	assert.Equal(t, []string{"the-key"}, q.freed)
+	assert.Equal(t, []string{"the-key"}, h.released())
 }
 
 // A new run with on_busy: queue whose key has runs parked on it in the
-// caller parks behind them, even though the key is free: they get it
-// first.
+// host (SetKeyQueued) parks behind them, even though the key is free:
+// they get it first.
 func TestANewRunQueuesBehindTheRunsParkedOnItsKey(t *testing.T) {
-	q := &keyQueue{queued: true}
-	h := newHarness(t, func(o *engine.Options) { o.Host.ParkAfter, o.Host.Keys = 2*time.Second, q })
+	h := newHarness(t, func(o *engine.Options) { o.Host.ParkAfter = 2 * time.Second })
+	h.engine.SetKeyQueued("the-key", true)
 	r, err := h.run(keyedSrc, nil)
 	require.NoError(t, err)
 	assert.Equal(t, state.RunWaiting, r.Status)

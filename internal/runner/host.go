@@ -196,7 +196,6 @@ func (r *Host) engineOptions(eo engine.Options) engine.Options {
 	// lapsed.
 	_, eo.Host.Fence = eo.Store.(state.Coordinator)
 	eo.Host.Lease = hostLease{r}
-	eo.Host.Keys = hostKeys{r} // runs queued on a concurrency key park too (keys.go)
 	switch {
 	case r.o.Embedded:
 		// A CLI process waits for its steps' moments in process: its

@@ -7,27 +7,28 @@ import (
 	"sync"
 	"time"
 
-	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/state"
 )
 
-// Runs queued on a concurrency key (engine.KeyQueue). A run whose key is
-// held by another run (on_busy: queue, or cancel_running once it has
-// cancelled the holder) is saved waiting with state.Run.QueuedOnKey and
-// parked like any waiting run (park.go): no goroutine, no slot. The
-// runner keeps, per key, the runs parked on it here, oldest first.
+// Runs queued on a concurrency key. A run whose key is held by another
+// run (on_busy: queue, or cancel_running once it has cancelled the
+// holder) is saved waiting with state.Run.QueuedOnKey and parked like any
+// waiting run (park.go): no goroutine, no slot. The runner keeps, per
+// key, the runs parked on it here, oldest first, and tells its engine
+// which keys have runs parked on them (engine.SetKeyQueued): a new run
+// with on_busy: queue that finds runs parked on its key here parks behind
+// them.
 //
-// When the key may have become free — this process released it (Freed),
-// another replica or process did (state.NoticeKeyFreed, sent by the
-// database whoever deletes the lock), a run parked on it (a release may
-// have come between its try and its parking), the server became ready,
-// or every KeyPoll (a release nothing told of) — one goroutine takes the
-// key in the name of the oldest run parked on it (AcquireLock with the
-// run as owner) and wakes that run: it is launched through the normal
-// path and queues for a slot, holding the key already, so that no run
-// launched later takes it first. A key still held wakes nothing, so a
-// run never spins on it. A new run that finds runs parked on its key
-// here parks behind them (Queued).
+// When the key may have become free — this process's engine released it
+// (engine.Released), another replica or process did (state.NoticeKeyFreed,
+// sent by the database whoever deletes the lock), a run parked on it (a
+// release may have come between its try and its parking), the server
+// became ready, or every KeyPoll (a release nothing told of) — one
+// goroutine takes the key in the name of the oldest run parked on it
+// (AcquireLock with the run as owner) and wakes that run: it is launched
+// through the normal path and queues for a slot, holding the key already,
+// so that no run launched later takes it first. A key still held wakes
+// nothing, so a run never spins on it.
 //
 // Fairness is first-in-first-out among the runs queued in one process.
 // Replicas each keep their own queue; a release wakes the oldest run of
@@ -51,14 +52,6 @@ type keyWaiter struct {
 // with its process. A run releases its key as soon as it ends.
 const staleKeyAfter = time.Minute
 
-// hostKeys is the engine's view of the host's key queues.
-type hostKeys struct{ h *Host }
-
-var _ engine.KeyQueue = hostKeys{}
-
-func (k hostKeys) Queued(key string) bool { return k.h.keyQueued(key) }
-func (k hostKeys) Freed(key string)       { k.h.keyFreed(key) }
-
 // keyParkLocked queues run id (created at created) on key and has the
 // key tried: a release may have come before the run was parked. r.mu is
 // held.
@@ -68,6 +61,9 @@ func (r *Host) keyParkLocked(key, id string, created time.Time) {
 		kp.waiting, kp.dirty = map[string][]keyWaiter{}, map[string]bool{}
 	}
 	q := kp.waiting[key]
+	if len(q) == 0 {
+		r.eng.SetKeyQueued(key, true)
+	}
 	i := len(q)
 	for i > 0 && before(created, id, q[i-1]) {
 		i--
@@ -91,7 +87,10 @@ func (r *Host) keyUnparkLocked(key, id string) {
 		q = slices.Delete(q, i, i+1)
 	}
 	if len(q) == 0 {
-		delete(r.keys.waiting, key)
+		if _, ok := r.keys.waiting[key]; ok {
+			delete(r.keys.waiting, key)
+			r.eng.SetKeyQueued(key, false)
+		}
 		return
 	}
 	r.keys.waiting[key] = q
@@ -112,13 +111,6 @@ func (r *Host) keyDirtyLocked(key string) {
 	}
 }
 
-// keyQueued reports whether runs are parked on key here (engine.KeyQueue).
-func (r *Host) keyQueued(key string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.keys.waiting[key]) > 0
-}
-
 // keyFreed has key tried, if runs are parked on it here; an empty key
 // (a notice whose key was too long to carry) has every key tried.
 func (r *Host) keyFreed(key string) {
@@ -136,7 +128,8 @@ func (r *Host) keyFreed(key string) {
 }
 
 // keyLoop hands keys over until the runner stops: at each kick the keys
-// noted, and every KeyPoll every key with runs parked on it.
+// noted, at each release by the engine that key, and every KeyPoll every
+// key with runs parked on it.
 func (r *Host) keyLoop() {
 	select {
 	case <-r.ready: // stale locks are released and the runs parked at start known
@@ -151,6 +144,8 @@ func (r *Host) keyLoop() {
 		case <-r.base.Done():
 			return
 		case <-r.keys.kick:
+		case key := <-r.eng.Released():
+			r.keyFreed(key)
 		case <-t.C:
 			polled = true
 		}
