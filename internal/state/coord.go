@@ -115,7 +115,7 @@ type NoticeKind string
 // NoticeKeyFreed when a concurrency key that someone asked for while it
 // was held is released (AcquireLock's refusal marks it) and NoticePause when a
 // run pause is recorded or deleted, whoever wrote them;
-// NoticeWork and NoticeResume are sent by the replicas.
+// NoticeWork, NoticeResume and NoticeAgent are sent by the replicas.
 const (
 	NoticeWork     NoticeKind = "work"     // runs to take: a replica released its runs, a run was queued
 	NoticeApproval NoticeKind = "approval" // run RunID got an approval answer
@@ -123,6 +123,7 @@ const (
 	NoticeKeyFreed NoticeKind = "key"      // concurrency key Key was released (empty: some key)
 	NoticeResume   NoticeKind = "resume"   // run RunID, parked on its owner, was resumed through another replica
 	NoticePause    NoticeKind = "pause"    // a run pause (RunID: its ID) was recorded or lifted
+	NoticeAgent    NoticeKind = "agent"    // runbook agents: Key says what changed (internal/agent)
 	// NoticeListening comes from Listen itself, first: from now on no
 	// notice is lost.
 	NoticeListening NoticeKind = "listening"
@@ -131,8 +132,8 @@ const (
 // Notice is one notification between replicas.
 type Notice struct {
 	Kind  NoticeKind
-	RunID string // empty for NoticeWork and NoticeKeyFreed
-	Key   string // NoticeKeyFreed's key
+	RunID string // empty for NoticeWork, NoticeKeyFreed and NoticeAgent
+	Key   string // NoticeKeyFreed's key, NoticeAgent's subject
 }
 
 // ErrCancelledMeanwhile refuses a write of a run recorded cancelled since

@@ -384,9 +384,11 @@ type Store interface {
 	// print (RunStepOutput), and everything listed and taken back by
 	// state copy (RunExport), the notification outbox
 	// (RunNotifications), the schedule pauses (RunSchedules) and the run
-	// pauses (RunRunPauses).
+	// pauses (RunRunPauses), the runbook agents' sessions and
+	// assignments (RunAgents).
 	AuthStore
 	SessionStore
+	AgentStore
 	NotificationStore
 	ScheduleStore
 	RunPauseStore

@@ -21,6 +21,7 @@ var noticeChannels = map[string]state.NoticeKind{
 	"runbook_key":      state.NoticeKeyFreed,
 	"runbook_resume":   state.NoticeResume,
 	"runbook_pause":    state.NoticePause,
+	"runbook_agent":    state.NoticeAgent,
 }
 
 // Listen implements state.Coordinator on a connection of its own, taken
@@ -56,7 +57,7 @@ func (s *Store) Listen(ctx context.Context, fn func(state.Notice)) error {
 		}
 		ch, _, _ := strings.Cut(n.Channel, ":")
 		switch kind, ok := noticeChannels[ch]; {
-		case kind == state.NoticeKeyFreed:
+		case kind == state.NoticeKeyFreed || kind == state.NoticeAgent:
 			fn(state.Notice{Kind: kind, Key: n.Payload})
 		case ok:
 			fn(state.Notice{Kind: kind, RunID: n.Payload})
@@ -69,7 +70,7 @@ func (s *Store) Notify(ctx context.Context, n state.Notice) error {
 	for ch, kind := range noticeChannels {
 		if kind == n.Kind {
 			payload := n.RunID
-			if kind == state.NoticeKeyFreed {
+			if kind == state.NoticeKeyFreed || kind == state.NoticeAgent {
 				payload = n.Key
 			}
 			if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1 || ':' || current_schema(), $2)`, ch, payload); err != nil {

@@ -353,3 +353,56 @@ END
 $$;
 CREATE TRIGGER runbook_run_pauses_notify AFTER INSERT OR DELETE ON runbook_run_pauses
     FOR EACH ROW EXECUTE FUNCTION runbook_notify_pause();
+
+-- The runbook agents (state.AgentStore): their sessions, the step
+-- attempts placed on them and the mail between replicas about those
+-- attempts, so that any replica answers any agent. Leases are on the
+-- database's clock. A session's record holds what does not change (name,
+-- labels, capacity, its public key); an assignment's record its step type
+-- and the labels it asks for. A step has at most one assignment not
+-- withdrawn: a replica that takes a run over finds the one placed for it.
+-- Placement locks every session row (ORDER BY id) and counts the
+-- assignments each holds, so capacity holds across replicas. sealed,
+-- result and the mail's body are sealed to their recipient's ephemeral
+-- key (nacl box): no secret is stored in clear. The replicas tell each
+-- other on the runbook_agent channel (sent by internal/agent).
+CREATE TABLE runbook_agent_sessions (
+    id         text COLLATE "C" PRIMARY KEY,
+    registered timestamptz NOT NULL,
+    seen       timestamptz NOT NULL,
+    expires    timestamptz NOT NULL,
+    draining   boolean NOT NULL DEFAULT false,
+    turn       bigint NOT NULL DEFAULT 0,
+    record     json NOT NULL
+);
+
+CREATE TABLE runbook_agent_assignments (
+    id        text COLLATE "C" PRIMARY KEY,
+    seq       bigserial NOT NULL,
+    run_id    text COLLATE "C" NOT NULL,
+    step      text COLLATE "C" NOT NULL,
+    attempt   integer NOT NULL,
+    owner     text COLLATE "C" NOT NULL,
+    owner_key bytea NOT NULL,
+    created   timestamptz NOT NULL,
+    session   text COLLATE "C" NOT NULL DEFAULT '',
+    agent     text NOT NULL DEFAULT '',
+    placed    timestamptz,
+    sealed    bytea,
+    delivered boolean NOT NULL DEFAULT false,
+    withdrawn boolean NOT NULL DEFAULT false,
+    result    bytea,
+    lost      text NOT NULL DEFAULT '',
+    resend    boolean NOT NULL DEFAULT false,
+    record    json NOT NULL
+);
+CREATE UNIQUE INDEX runbook_agent_assignments_step ON runbook_agent_assignments (run_id, step) WHERE NOT withdrawn;
+CREATE INDEX runbook_agent_assignments_waiting ON runbook_agent_assignments (owner, seq) WHERE session = '';
+CREATE INDEX runbook_agent_assignments_session ON runbook_agent_assignments (session) WHERE session <> '';
+
+CREATE TABLE runbook_agent_mail (
+    seq       bigserial PRIMARY KEY,
+    recipient text COLLATE "C" NOT NULL,
+    body      bytea NOT NULL
+);
+CREATE INDEX runbook_agent_mail_recipient ON runbook_agent_mail (recipient, seq);
