@@ -53,9 +53,26 @@ type Worker struct {
 
 	mu      sync.Mutex
 	session string
+	keys    keyPair // this session's: its assignments are sealed to it
 	running map[string]context.CancelCauseFunc
-	wg      sync.WaitGroup
+	// sent are the results sent lately, kept for a server that asks for
+	// one again (AgentWork.Resend: the replica it reached stopped before
+	// the run's next owner could read it).
+	sent map[string]sentResult
+	wg   sync.WaitGroup
 }
+
+type sentResult struct {
+	res api.AgentResult
+	at  time.Time
+}
+
+// A sent result is kept for a resend keepSent, and at most maxSent of
+// them (the oldest go first).
+const (
+	keepSent = 10 * time.Minute
+	maxSent  = 1000
+)
 
 var errCancelled = errors.New("the server withdrew the attempt")
 
@@ -66,6 +83,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.Retry = time.Second
 	}
 	w.running = map[string]context.CancelCauseFunc{}
+	w.sent = map[string]sentResult{}
 	defer w.wg.Wait()
 	for ctx.Err() == nil {
 		sess, err := w.register(ctx)
@@ -95,10 +113,11 @@ func sleep(ctx context.Context, d time.Duration) {
 
 func (w *Worker) register(ctx context.Context) (api.AgentSession, error) {
 	var s api.AgentSession
-	err := w.call(ctx, "/api/v1/agent/register", api.AgentRegister{Name: w.Name, Labels: w.Labels, Capacity: w.Capacity, Version: w.Version}, &s)
+	keys := newKeyPair()
+	err := w.call(ctx, "/api/v1/agent/register", api.AgentRegister{Name: w.Name, Labels: w.Labels, Capacity: w.Capacity, Version: w.Version, Key: keys.pub[:]}, &s)
 	if err == nil {
 		w.mu.Lock()
-		w.session = s.Session
+		w.session, w.keys = s.Session, keys
 		w.mu.Unlock()
 	}
 	return s, err
@@ -139,10 +158,65 @@ func (w *Worker) poll(ctx context.Context, sess api.AgentSession) {
 		for _, id := range work.Cancel {
 			w.cancel(id, errCancelled)
 		}
-		for _, a := range work.Assignments {
+		for _, id := range work.Resend {
+			w.resend(id)
+		}
+		for _, sealed := range work.Sealed {
+			a, err := w.unseal(sealed)
+			if err != nil {
+				w.Logger.Error("an assignment this agent cannot read", "err", err)
+				continue
+			}
 			w.start(ctx, sess.Session, a)
 		}
 	}
+}
+
+// unseal opens an assignment sealed to this session's key.
+func (w *Worker) unseal(sealed []byte) (api.AgentAssignment, error) {
+	var a api.AgentAssignment
+	w.mu.Lock()
+	keys := w.keys
+	w.mu.Unlock()
+	b, ok := keys.open(sealed)
+	if !ok {
+		return a, errors.New("not sealed to this session's key")
+	}
+	if err := json.Unmarshal(b, &a); err != nil {
+		return a, fmt.Errorf("decode: %w", err)
+	}
+	return a, nil
+}
+
+// keep keeps a result for a resend.
+func (w *Worker) keep(id string, res api.AgentResult) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := time.Now()
+	oldest := ""
+	for k, sr := range w.sent {
+		if now.Sub(sr.at) > keepSent {
+			delete(w.sent, k)
+		} else if oldest == "" || sr.at.Before(w.sent[oldest].at) {
+			oldest = k
+		}
+	}
+	if len(w.sent) >= maxSent {
+		delete(w.sent, oldest)
+	}
+	w.sent[id] = sentResult{res: res, at: now}
+}
+
+// resend sends a result again, which the server asks for.
+func (w *Worker) resend(id string) {
+	w.mu.Lock()
+	sr, ok := w.sent[id]
+	w.mu.Unlock()
+	if !ok {
+		w.Logger.Warn("the server asks again for a result this agent no longer keeps", "assignment", id)
+		return
+	}
+	w.wg.Go(func() { w.sendResult(context.Background(), w.Logger.With("assignment", id), id, sr.res) })
 }
 
 func (w *Worker) runningIDs() []string {
@@ -218,15 +292,31 @@ func (w *Worker) execute(ctx context.Context, session string, a api.AgentAssignm
 		res.Error = errorOf(err)
 		res.Error.Message = w.Masker.String(res.Error.Message)
 	}
-	rerr := w.call(context.WithoutCancel(ctx), "/api/v1/agent/assignments/"+a.ID+"/result", res, nil)
-	var fe *fault.Error
-	switch {
-	case errors.As(rerr, &fe) && fe.Code == fault.Conflict:
-		log.Warn("result refused: the lease on this attempt lapsed and the server went on without it")
-	case rerr != nil:
-		log.Error("send result", "err", rerr)
-	default:
+	w.keep(a.ID, res)
+	if w.sendResult(context.WithoutCancel(ctx), log, a.ID, res) {
 		log.Info("attempt ended", "ok", err == nil)
+	}
+}
+
+// sendResult sends an attempt's result, again while the server cannot
+// take it (unavailable), for up to a minute; it reports whether the
+// server took it.
+func (w *Worker) sendResult(ctx context.Context, log *slog.Logger, id string, res api.AgentResult) bool {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := w.call(ctx, "/api/v1/agent/assignments/"+id+"/result", res, nil)
+		var fe *fault.Error
+		switch {
+		case err == nil:
+			return true
+		case errors.As(err, &fe) && fe.Code == fault.Conflict:
+			log.Warn("result refused: the lease on this attempt lapsed and the server went on without it")
+			return false
+		case errors.As(err, &fe) && fe.Code != fault.Unavailable && fe.Code != fault.Internal, time.Now().After(deadline):
+			log.Error("send result", "err", err)
+			return false
+		}
+		sleep(ctx, w.Retry)
 	}
 }
 

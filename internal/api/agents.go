@@ -20,6 +20,11 @@ type AgentRegister struct {
 	Labels   map[string]string `json:"labels"`
 	Capacity int               `json:"capacity"`
 	Version  string            `json:"version"`
+	// Key is the agent's ephemeral X25519 public key for this session:
+	// the assignments it receives are sealed to it (nacl box), so that
+	// the params, which hold resolved secrets, are stored by the
+	// replicas only sealed.
+	Key []byte `json:"key"`
 }
 
 // AgentSession is the answer of a registration.
@@ -41,10 +46,15 @@ type AgentPoll struct {
 	Draining bool `json:"draining,omitempty"`
 }
 
-// AgentWork answers a poll: new assignments and the running ones to stop.
+// AgentWork answers a poll: new assignments, the running ones to stop and
+// the ended ones whose result the server asks for again (it could not
+// read the one it got: the replica it was sealed for stopped). Each of
+// Sealed is an AgentAssignment as JSON, sealed to the session's Key
+// (nacl box, anonymous sender).
 type AgentWork struct {
-	Assignments []AgentAssignment `json:"assignments"`
-	Cancel      []string          `json:"cancel,omitempty"`
+	Sealed [][]byte `json:"sealed"`
+	Cancel []string `json:"cancel,omitempty"`
+	Resend []string `json:"resend,omitempty"`
 }
 
 // AgentAssignment is one step attempt for an agent to execute.

@@ -23,7 +23,7 @@ func (s *Server) agentRegister(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	addr, _, _ := net.SplitHostPort(r.RemoteAddr)
-	sess, err := s.agents.Register(reg, addr, id.Name)
+	sess, err := s.agents.Register(r.Context(), reg, addr, id.Name)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -51,7 +51,7 @@ func (s *Server) agentLines(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &l) {
 		return
 	}
-	if err := s.agents.Lines(r.PathValue("id"), l); err != nil {
+	if err := s.agents.Lines(r.Context(), r.PathValue("id"), l); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -76,7 +76,7 @@ func (s *Server) agentResult(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &res) {
 		return
 	}
-	if err := s.agents.Result(r.PathValue("id"), res); err != nil {
+	if err := s.agents.Result(r.Context(), r.PathValue("id"), res); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -84,5 +84,10 @@ func (s *Server) agentResult(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.agents.List())
+	list, err := s.agents.List(r.Context())
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, list)
 }

@@ -117,7 +117,7 @@ func TestPermissionMatrix(t *testing.T) {
 		"GET /api/v1/audit":  {auth.ReadAudit, func() call { return call{path: "/api/v1/audit"} }},
 		"GET /api/v1/agents": {auth.ReadRuns, func() call { return call{path: "/api/v1/agents"} }},
 		"POST /api/v1/agent/register": {auth.WorkAsAgent, func() call {
-			return call{path: "/api/v1/agent/register", body: map[string]any{"name": "a1", "labels": map[string]string{"role": "x"}, "capacity": 1}}
+			return call{path: "/api/v1/agent/register", body: map[string]any{"name": "a1", "labels": map[string]string{"role": "x"}, "capacity": 1, "key": make([]byte, 32)}}
 		}},
 		// A session or an assignment the server does not hold: 409 once allowed.
 		"POST /api/v1/agent/poll": {auth.WorkAsAgent, func() call {

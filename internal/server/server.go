@@ -192,7 +192,11 @@ func New(o Options) (*Server, error) {
 	if eo.Logger == nil {
 		eo.Logger = o.Logger
 	}
-	s.agents = agent.NewDispatcher(agent.Options{Lease: o.AgentLease, Logger: o.Logger})
+	ao := agent.Options{Store: o.Engine.Store, Lease: o.AgentLease, Logger: o.Logger}
+	if c, ok := o.Engine.Store.(state.Coordinator); ok {
+		ao.Notices = c // any replica answers any agent (internal/agent)
+	}
+	s.agents = agent.NewDispatcher(ao)
 	eo.Host.Agents = s.agents // the run host places runs_on attempts on them
 	observer := eo.Observer.Event
 	eo.Observer.Event = func(runID string, ev state.Event) {

@@ -24,7 +24,7 @@ func TestAgentsPageShowsTheConnectedAgents(t *testing.T) {
 	require.Equal(t, http.StatusOK, p.status, p.body)
 	assert.Contains(t, p.body, "No agent is connected")
 
-	body := `{"name":"bastion-1","labels":{"role":"bastion","zone":"kr1-a"},"capacity":4,"version":"v9.9.9"}`
+	body := `{"name":"bastion-1","labels":{"role":"bastion","zone":"kr1-a"},"capacity":4,"version":"v9.9.9","key":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}`
 	req, err := http.NewRequest("POST", e.url+"/api/v1/agent/register", strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+agentToken)
