@@ -20,7 +20,9 @@ import (
 // prints to call.Output and its host calls (checkpoints, connections) to
 // call.Host, and returns the attempt's result as a local step's Run
 // would. It honours ctx: the step's timeout and the run's cancel end the
-// attempt on the agent too.
+// attempt on the agent too. It is the one interface of its host the
+// engine calls (Options.Host.Agents): where a new kind of host of step
+// attempts plugs in (docs/architecture.md).
 type Agents interface {
 	Execute(ctx context.Context, a *AgentAttempt) (steps.Outputs, error)
 }
@@ -36,7 +38,7 @@ type AgentAttempt struct {
 	Reconcile *steps.Intent
 }
 
-// onAgent runs the attempt on an agent through Options.Agents.
+// onAgent runs the attempt on an agent through Options.Host.Agents.
 func (sr *stepRun) onAgent(ctx context.Context, call *steps.Call) (steps.Outputs, error) {
 	agents := sr.rs.e.o.Host.Agents
 	if agents == nil {

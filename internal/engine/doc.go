@@ -65,6 +65,18 @@
 // (concurrency.go); an API resume ends a parked run's timed waits now
 // (WakeEarly).
 //
+// Its host: the engine calls nothing back. What the run host
+// (internal/runner) decides before a run executes is data in
+// Options.Host; what it decides while runs execute it pushes in, and the
+// engine measures or matches it before each step attempt starts: the
+// lease the runs execute under (SetLease; Fence stops them), the run
+// pauses (SetPauses), the concurrency keys with runs queued on them there
+// (SetKeyQueued). What the engine did the host reads from what Execute
+// and Resume return (ended, parked, stopped) and, for each concurrency
+// key released, from Released. Options.Host.Agents, where a step's
+// attempt executes on an agent, is the one interface of the host the
+// engine calls.
+//
 // Sharing: Options.Playbooks.Parse results may be cached and shared by many runs; the
 // engine never mutates a *playbook.Playbook.
 //

@@ -102,9 +102,11 @@ type Limits struct {
 	StateWrites time.Duration
 }
 
-// Host is what the run host of an engine's runs decides for them: how
-// they park, whether their writes are fenced, and what holds a step back
-// before it starts. internal/runner sets all of it.
+// Host is what the run host of an engine's runs decides for them before
+// they execute: how they park, whether their writes are fenced, and where
+// a step placed on an agent executes. internal/runner sets all of it. What
+// it decides while they execute it pushes into the engine (SetPauses,
+// SetKeyQueued, SetLease, Fence): the engine calls nothing back.
 type Host struct {
 	// ParkAfter is the shortest long wait (a sleep, a task's next poll, a
 	// retry's delay: steps.WaitUntil) that parks the run, unless the step
@@ -132,13 +134,6 @@ type Host struct {
 	// return an error wrapping state.ErrFenced. The runs must be claimed
 	// (their owner set to Options.Process) before they execute.
 	Fence bool
-	// Lease, with Fence, is the lease under which the runs execute (a
-	// replica's), measured before each step attempt starts: while it has
-	// lapsed no step starts — the attempt waits until it holds again or
-	// the run is stopped (Engine.Fence, a refused write) — and the steps
-	// executing go on. Measured then, a pause of the process that the
-	// lease's own timer has not seen yet starts no step.
-	Lease Lease
 	// Agents runs the attempts of steps placed on runbook agents
 	// (runs_on; internal/agent); nil: such a step fails, saying this
 	// process dispatches to no agent.
@@ -162,6 +157,7 @@ type Engine struct {
 
 	fences fencing   // Options.Host.Fence (fence.go)
 	keys   keyQueues // the host's key queues, as it tells them (concurrency.go)
+	lease  lease     // the lease the runs execute under, as the host renews it (fence.go)
 	// pauses are the run pauses in force, as the host set them last
 	// (SetPauses, pause.go).
 	pauses atomic.Pointer[[]state.RunPause]

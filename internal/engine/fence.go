@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/state"
@@ -171,18 +172,56 @@ func (rs *runState) refused(err error) error {
 	return err
 }
 
-// Lease is a lease under which runs execute (Options.Host.Lease).
-type Lease interface {
-	// Lapse measures the lease now: nil while it holds, else a channel
-	// closed once it holds again.
-	Lapse() <-chan struct{}
+// lease is the lease under which the runs execute (a replica's), as its
+// host renews it (SetLease).
+type lease struct {
+	mu    sync.Mutex
+	until time.Time     // zero: none
+	back  chan struct{} // closed at the next SetLease; nil until a lapse is seen
+}
+
+// SetLease tells the engine that the lease its fenced runs execute under
+// (Options.Host.Fence: a replica's, internal/runner/replica.go) holds
+// until until, by this process's clocks; its host calls it at each
+// renewal. The engine measures the lease before each step attempt starts:
+// from until on no step starts — the attempt waits until a later SetLease
+// or until the run is stopped (Fence, a refused write) — and the steps
+// executing go on. It is measured at the attempt, so a process stopped
+// (SIGSTOP) or suspended past until starts no step when it wakes, before
+// its host's own timer has run; and on the monotonic and the wall clock
+// both (until keeps the monotonic reading it was computed with), so the
+// sleep of a suspended machine counts. Until the first call, or with a
+// zero until, no lease holds a step back.
+func (e *Engine) SetLease(until time.Time) {
+	e.lease.mu.Lock()
+	defer e.lease.mu.Unlock()
+	e.lease.until = until
+	if e.lease.back != nil {
+		close(e.lease.back)
+		e.lease.back = nil
+	}
+}
+
+// leaseLapsed measures the lease now: nil while it holds, else a channel
+// closed at the next SetLease.
+func (e *Engine) leaseLapsed() <-chan struct{} {
+	e.lease.mu.Lock()
+	defer e.lease.mu.Unlock()
+	until := e.lease.until
+	if now := time.Now(); until.IsZero() || now.Before(until) && now.Round(0).Before(until.Round(0)) {
+		return nil
+	}
+	if e.lease.back == nil {
+		e.lease.back = make(chan struct{})
+	}
+	return e.lease.back
 }
 
 // mayStart reports why no step attempt of the run may start here (nil:
 // it may): its writes stopped. While the lease it executes under
-// (Options.Host.Lease) lapsed it waits until the lease holds again, and the
-// run goes on unless it was stopped meanwhile (another process claimed
-// it), or ctx ends.
+// (SetLease) lapsed it waits until the lease is renewed, and the run goes
+// on unless it was stopped meanwhile (another process claimed it), or ctx
+// ends.
 func (rs *runState) mayStart(ctx context.Context) error {
 	if err := rs.fenced(); err != nil {
 		return err
@@ -190,12 +229,13 @@ func (rs *runState) mayStart(ctx context.Context) error {
 	if rs.fence == nil {
 		return nil
 	}
-	for lease := rs.e.o.Host.Lease; lease != nil; {
-		back := lease.Lapse()
+	for {
+		back := rs.e.leaseLapsed()
 		if back == nil {
 			break
 		}
 		rs.flushDue(ctx) // what ended is on record while nothing starts
+		rs.e.o.Logger.Debug("step attempt held: the lease lapsed; it starts once the lease is renewed", "run_id", rs.run.ID)
 		select {
 		case <-back:
 		case <-rs.fence.tripped():

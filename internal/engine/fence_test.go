@@ -3,11 +3,10 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,37 +17,14 @@ import (
 	"github.com/runbook/runbook/internal/state"
 )
 
-// testLease is an engine.Lease the test lapses and renews.
-type testLease struct {
-	mu      sync.Mutex
-	lapsed  chan struct{}
-	checks  atomic.Int32
-	onLapse func() // called at the check that finds it lapsed
-}
+// lapseLease has h's engine find its lease lapsed at the next step
+// attempt, as a host's lease that was not renewed in time (SetLease with
+// a moment past).
+func (h *harness) lapseLease() { h.engine.SetLease(time.Now()) }
 
-func (l *testLease) Lapse() <-chan struct{} {
-	l.checks.Add(1)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.lapsed != nil && l.onLapse != nil {
-		go l.onLapse()
-		l.onLapse = nil
-	}
-	return l.lapsed
-}
-
-func (l *testLease) lapse() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lapsed = make(chan struct{})
-}
-
-func (l *testLease) renew() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	close(l.lapsed)
-	l.lapsed = nil
-}
+// renewLease renews h's engine's lease for an hour, as its host does at a
+// renewal (SetLease).
+func (h *harness) renewLease() { h.engine.SetLease(time.Now().Add(time.Hour)) }
 
 // A fenced engine measures its lease before each step attempt: while it
 // lapsed no step starts, and once its host stops the runs (Engine.Fence:
@@ -56,18 +32,20 @@ func (l *testLease) renew() {
 // runs), no further step starts, nothing more is written, finally does not
 // run and the run's execution returns a state.ErrFenced.
 func TestNoStepStartsOnceTheLeaseLapsed(t *testing.T) {
-	lease := &testLease{}
-	h := newHarness(t, func(o *engine.Options) {
-		o.Host.Fence, o.Process, o.Host.Lease = true, "replica-a/1", lease
+	var h *harness
+	h = newHarness(t, func(o *engine.Options) {
+		o.Host.Fence, o.Process = true, "replica-a/1"
 		observe := o.Observer.Event
 		o.Observer.Event = func(runID string, ev state.Event) { // it lapses once step one ended
 			observe(runID, ev)
 			if ev.Type == "step.succeeded" && ev.Step == "one" {
-				lease.lapse()
+				h.lapseLease()
+				// Its host's timer stops the runs a moment later.
+				go h.engine.Fence(errors.New("lease not renewed in time (test)"))
 			}
 		}
 	})
-	lease.onLapse = func() { h.engine.Fence(errors.New("lease not renewed in time (test)")) }
+	h.renewLease()
 	out := filepath.Join(t.TempDir(), "out")
 	pb := h.load(`version: 1
 name: chain
@@ -100,21 +78,26 @@ finally:
 // written; the next step waits, and starts once the lease is renewed: a
 // lapse that ends before the host stops the runs repeats nothing.
 func TestALapsedLeaseHoldsTheNextStepUntilItIsRenewed(t *testing.T) {
-	lease := &testLease{}
 	ended := make(chan struct{})
-	h := newHarness(t, func(o *engine.Options) {
-		o.Host.Fence, o.Process, o.Host.Lease = true, "replica-a/1", lease
+	var (
+		h    *harness
+		logs syncBuffer
+	)
+	h = newHarness(t, func(o *engine.Options) {
+		o.Host.Fence, o.Process = true, "replica-a/1"
+		o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		observe := o.Observer.Event
 		o.Observer.Event = func(runID string, ev state.Event) {
 			observe(runID, ev)
 			switch {
 			case ev.Type == "step.started" && ev.Step == "one":
-				lease.lapse() // while step one executes
+				h.lapseLease() // while step one executes
 			case ev.Type == "step.succeeded" && ev.Step == "one":
 				close(ended)
 			}
 		}
 	})
+	h.renewLease()
 	out := filepath.Join(t.TempDir(), "out")
 	pb := h.load(`version: 1
 name: chain
@@ -137,11 +120,11 @@ finally:
 	<-ended
 	require.Eventually(t, func() bool { return h.steps(r.ID)["one"] != nil }, 10*time.Second, 5*time.Millisecond,
 		"step one's end is written while the lease lapsed")
-	require.Eventually(t, func() bool { return lease.checks.Load() >= 2 }, 10*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "step attempt held: the lease lapsed") }, 10*time.Second, 5*time.Millisecond,
 		"step two measured the lease (step one did before it lapsed)")
 	b, _ := os.ReadFile(out)
 	assert.Equal(t, []string{"one"}, strings.Fields(string(b)), "step two waits for the lease")
-	lease.renew()
+	h.renewLease()
 	require.NoError(t, <-done)
 	b, err = os.ReadFile(out)
 	require.NoError(t, err)

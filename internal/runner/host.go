@@ -72,8 +72,9 @@ type Host struct {
 type Options struct {
 	// Engine configures the host's engine. The host sets what hosting
 	// decides: long waits park (ParkAfter), a new run's start is
-	// written with its first write, writes are fenced on a store shared by
-	// replicas, and the engine's wakes and key queues are the host's.
+	// written with its first write, and writes are fenced on a store
+	// shared by replicas; while the runs execute it sets in the engine
+	// its lease, its key queues and the run pauses.
 	Engine engine.Options
 	// MaxRunning bounds the runs executing at once (0: DefaultMaxRunning);
 	// more wait, committed, in a queue (queue.go).
@@ -193,9 +194,8 @@ func (r *Host) engineOptions(eo engine.Options) engine.Options {
 	// Replicas, a CLI process's included, claim each run before
 	// executing it; another takes it over once this one's lease lapsed:
 	// this one's writes are fenced, and no step starts while its lease
-	// lapsed.
+	// lapsed (the lease sets it in the engine: replica.go, lapse.go).
 	_, eo.Host.Fence = eo.Store.(state.Coordinator)
-	eo.Host.Lease = hostLease{r}
 	switch {
 	case r.o.Embedded:
 		// A CLI process waits for its steps' moments in process: its

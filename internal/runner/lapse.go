@@ -31,6 +31,13 @@ import (
 // whichever of the renewal and the lease timer comes first when the
 // process wakes: its runs stop and are claimed again, so a run another
 // replica took meanwhile does not go on here.
+//
+// The engine measures the lease itself before each step attempt: the
+// lapse sets in it (hold, engine.SetLease) when the lease lapses by these
+// clocks, from the start of watch and at each renewal, so that a process
+// stopped past its lease starts no step when it wakes, before the timer
+// here has run. A renewal that stops the runs first (above) stops them
+// before it sets the later time.
 type lapse struct {
 	mu      sync.Mutex
 	valid   time.Duration // how long a renewal holds the lease
@@ -46,6 +53,7 @@ type lapse struct {
 	onLapse func(since time.Duration)
 	onStop  func(since time.Duration)
 	onBack  func(stopped bool)
+	hold    func(until time.Time) // engine.SetLease, from watch on
 }
 
 // watch calls onLapse and onStop when the lease lapses and stops, and
@@ -56,6 +64,7 @@ func (l *lapse) watch(valid, grace, expiry time.Duration, onLapse, onStop func(s
 	defer l.mu.Unlock()
 	l.valid, l.grace, l.expiry, l.onLapse, l.onStop, l.onBack = valid, grace, expiry, onLapse, onStop, onBack
 	l.timer = time.AfterFunc(valid-elapsed(l.sent), l.check)
+	l.holdLocked()
 	return func() { l.timer.Stop() }
 }
 
@@ -114,12 +123,23 @@ func (l *lapse) renewed(sent time.Time) {
 	if sent.After(l.sent) {
 		l.sent = sent
 	}
+	if l.timer != nil {
+		l.holdLocked()
+	}
 	if l.lapsed != nil && elapsed(l.sent) < l.valid {
 		l.shook = time.Now()
 		l.onBack(l.stopped)
 		close(l.lapsed)
 		l.lapsed, l.stopped = nil, false
 		l.timer.Reset(l.valid - elapsed(l.sent))
+	}
+}
+
+// holdLocked sets in the engine when the lease lapses: valid after the
+// send of the last renewal that succeeded. l.mu is held.
+func (l *lapse) holdLocked() {
+	if l.hold != nil {
+		l.hold(l.sent.Add(l.valid))
 	}
 }
 

@@ -30,3 +30,43 @@ func TestARenewalAfterAPausePastTheLeaseIsALapseFirst(t *testing.T) {
 	assert.True(t, l.everLapsed())
 	assert.True(t, l.holds(), "renewed")
 }
+
+// The engine measures the lease itself before each step attempt: the
+// lapse sets in it when the lease lapses (hold: engine.SetLease), valid
+// after the send of the last renewal that succeeded, from the start of its
+// watch and at each renewal. A renewal past the database's expiry (a
+// process stopped that long) stops the runs before it sets the later
+// moment, so no step starts between.
+func TestTheLapseSetsWhenTheLeaseLapsesAndStopsTheRunsFirst(t *testing.T) {
+	var (
+		calls []string
+		holds []time.Time
+	)
+	l := &lapse{}
+	l.hold = func(until time.Time) {
+		calls = append(calls, "hold")
+		holds = append(holds, until)
+	}
+	joined := time.Now()
+	l.renewed(joined)
+	assert.Empty(t, holds, "not before the watch starts")
+	stop := l.watch(time.Hour, time.Minute, 2*time.Hour,
+		func(time.Duration) { calls = append(calls, "lapse") },
+		func(time.Duration) { calls = append(calls, "stop") },
+		func(bool) { calls = append(calls, "back") })
+	defer stop()
+	assert.Equal(t, []time.Time{joined.Add(time.Hour)}, holds, "set at the watch's start")
+
+	// The process was stopped 10 s, past a lease of 3 s and its expiry
+	// (5 s); its timer has not fired yet.
+	l.mu.Lock()
+	l.sent, l.valid, l.grace, l.expiry = time.Now().Add(-10*time.Second), 3*time.Second, time.Second, 5*time.Second
+	calls = nil
+	l.mu.Unlock()
+	now := time.Now()
+	l.renewed(now)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	assert.Equal(t, []string{"lapse", "stop", "hold", "back"}, calls)
+	assert.Equal(t, now.Add(3*time.Second), holds[len(holds)-1])
+}

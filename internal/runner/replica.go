@@ -75,6 +75,7 @@ func (r *Host) coordinate(lease time.Duration) {
 	}
 	rep := &replica{c: c, id: r.eng.Process(), kind: kind, lease: lease, kick: make(chan struct{}, 1), listening: make(chan struct{})}
 	rep.renew = func(ctx context.Context) error { return c.KeepReplica(ctx, rep.id, kind, lease+leaseGrace(lease)) }
+	rep.lapse.hold = r.eng.SetLease // the engine measures it before each step (lapse.go)
 	r.rep = rep
 }
 
@@ -237,17 +238,6 @@ func (r *Host) rejoined(stopped bool) {
 		r.log.Warn("replica lease renewed after it lapsed, before any other replica could take its runs: they go on", "replica", r.rep.id)
 	}
 	r.kickQueue()
-}
-
-// hostLease is the engine's Options.Host.Lease: the replica's lease (none
-// outside the replicas).
-type hostLease struct{ r *Host }
-
-func (l hostLease) Lapse() <-chan struct{} {
-	if l.r.rep == nil {
-		return nil
-	}
-	return l.r.rep.lapse.measure()
 }
 
 // fenced handles run runID, which the engine stopped with err because
