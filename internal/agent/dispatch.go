@@ -67,6 +67,12 @@ type Dispatcher struct {
 	keys  keyPair
 	owner string // this replica, as the owner of its assignments
 
+	// placing serializes this replica's placements: one transaction at
+	// a time holds a connection (others would wait on the database's
+	// lock with theirs, and a pool full of them holds the polls'
+	// renewals up).
+	placing sync.Mutex
+
 	mu     sync.Mutex
 	waits  map[string]*waiter       // the assignments this replica waits on, by ID
 	polls  map[string]chan struct{} // the sessions polling here
@@ -277,7 +283,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-d.place:
-			d.placeWaiting(ctx)
+			d.placeWaiting(ctx, nil)
 		case <-fallback.C:
 			d.wakeAll()
 		case <-expire.C:
@@ -327,15 +333,19 @@ func (d *Dispatcher) expire(ctx context.Context) {
 }
 
 // placeWaiting places this replica's waiting attempts and wakes the
-// polls of the sessions they went to.
-func (d *Dispatcher) placeWaiting(ctx context.Context) {
+// polls of the sessions they went to. With mine, it does nothing once
+// mine is placed (by a placement it waited behind).
+func (d *Dispatcher) placeWaiting(ctx context.Context, mine *waiter) {
+	d.placing.Lock()
+	defer d.placing.Unlock()
 	d.mu.Lock()
 	waiting := false
 	for _, w := range d.waits {
 		waiting = waiting || w.session == ""
 	}
+	done := mine != nil && mine.session != ""
 	d.mu.Unlock()
-	if !waiting {
+	if !waiting || done {
 		return
 	}
 	placed, err := d.store.PlaceAgentAssignments(ctx, d.owner, d.seal)

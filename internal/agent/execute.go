@@ -151,7 +151,7 @@ func (d *Dispatcher) enqueue(ctx context.Context, wire api.AgentAssignment, a *e
 			"agent", got.Agent, "agent_session", got.Session)
 	}
 	if got.Session == "" {
-		d.placeWaiting(ctx) // at once: a matching agent with a free slot takes it now
+		d.placeWaiting(ctx, w) // at once: a matching agent with a free slot takes it now
 	}
 	return w, nil
 }

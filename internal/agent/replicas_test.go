@@ -216,6 +216,9 @@ func (l replicaLoad) run(t *testing.T) loadResult {
 	for i := range killed {
 		killed[i].inflight = map[int]context.CancelCauseFunc{}
 	}
+	// execute executes an attempt on replica r; an attempt the replica's
+	// death stopped (whatever it was doing: recording, placing, waiting)
+	// ends fenced, as the run's next owner sees it.
 	execute := func(i, r int, a *engine.AgentAttempt) (steps.Outputs, error) {
 		actx, acancel := context.WithCancelCause(ctx)
 		defer acancel(nil)
@@ -227,7 +230,11 @@ func (l replicaLoad) run(t *testing.T) loadResult {
 		killed[r].inflight[i] = acancel
 		killed[r].Unlock()
 		defer func() { killed[r].Lock(); delete(killed[r].inflight, i); killed[r].Unlock() }()
-		return ds[r].Execute(actx, a)
+		out, err := ds[r].Execute(actx, a)
+		if err != nil && errors.Is(context.Cause(actx), state.ErrFenced) {
+			return nil, context.Cause(actx)
+		}
+		return out, err
 	}
 	sem := make(chan struct{}, l.InFlight)
 	latency := make([]time.Duration, l.Attempts)

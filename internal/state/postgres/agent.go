@@ -167,6 +167,9 @@ func queryAssignments(ctx context.Context, q querier, sql string, args ...any) (
 func (s *Store) ExpireAgentSessions(ctx context.Context, id string) ([]state.AgentAssignment, error) {
 	var lost []state.AgentAssignment
 	err := s.write(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(agentsLock)); err != nil {
+			return err
+		}
 		var err error
 		lost, err = queryAssignments(ctx, tx, `WITH ended AS (
     DELETE FROM runbook_agent_sessions WHERE expires < now() OR id = $1 RETURNING id, record->>'name' AS name
@@ -209,18 +212,29 @@ VALUES ($1, $2, $3, $4, $5, $6, now(), $7) RETURNING `+assignmentColumns, a.ID, 
 	return out, nil
 }
 
-// PlaceAgentAssignments places owner's waiting assignments, holding
-// every session's row meanwhile.
+// agentsLock is the advisory lock that orders the placements against each
+// other and against the end of sessions: a placement counts what each
+// session holds after the placements before it committed, and never
+// places on a session an expiry is ending. A row lock on every session
+// did the same but held up their renewals (a poll waited behind a queue
+// of placements, long enough under load for its lease to lapse).
+const agentsLock = 0x72756e626167 // "runbag"
+
+// PlaceAgentAssignments places owner's waiting assignments, holding the
+// agents' lock meanwhile.
 func (s *Store) PlaceAgentAssignments(ctx context.Context, owner string, seal func(state.AgentAssignment, state.AgentSession) ([]byte, error)) ([]state.AgentAssignment, error) {
 	var placed []state.AgentAssignment
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		placed = nil
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(agentsLock)); err != nil {
+			return err
+		}
 		waiting, err := queryAssignments(ctx, tx, `SELECT `+assignmentColumns+` FROM runbook_agent_assignments
 WHERE owner = $1 AND session = '' ORDER BY seq FOR UPDATE`, owner)
 		if err != nil || len(waiting) == 0 {
 			return err
 		}
-		sessions, err := querySessions(ctx, tx, `SELECT `+sessionColumns+` FROM runbook_agent_sessions ORDER BY id FOR UPDATE`)
+		sessions, err := querySessions(ctx, tx, `SELECT `+sessionColumns+` FROM runbook_agent_sessions ORDER BY id`)
 		if err != nil || len(sessions) == 0 {
 			return err
 		}

@@ -361,8 +361,9 @@ CREATE TRIGGER runbook_run_pauses_notify AFTER INSERT OR DELETE ON runbook_run_p
 -- labels, capacity, its public key); an assignment's record its step type
 -- and the labels it asks for. A step has at most one assignment not
 -- withdrawn: a replica that takes a run over finds the one placed for it.
--- Placement locks every session row (ORDER BY id) and counts the
--- assignments each holds, so capacity holds across replicas. sealed,
+-- Placement takes an advisory lock (internal/state/postgres/agent.go)
+-- and counts the assignments each session holds, so capacity holds
+-- across replicas. sealed,
 -- result and the mail's body are sealed to their recipient's ephemeral
 -- key (nacl box): no secret is stored in clear. The replicas tell each
 -- other on the runbook_agent channel (sent by internal/agent).
