@@ -149,6 +149,14 @@ func TestRunbookPauseAcrossTwoReplicas(t *testing.T) {
 
 	r := c.run("pause", "freeze-*", "--reason", "change freeze", "--server", rs.url(0))
 	require.Equal(t, 0, r.code, r)
+	// B learns of the pause from the store's notice: the step is let
+	// finish once B says its playbook is paused (its host's copy, which
+	// its engine matches), else under load the run could go past the
+	// boundary before the notice, as it may in production.
+	waitFor(t, 10*time.Second, "B knows the pause", func() bool {
+		_, pb := b.api(t, "GET", "/api/v1/playbooks/freeze-upgrade", nil)
+		return pb["paused"] != nil
+	})
 	require.NoError(t, os.WriteFile(filepath.Join(c.dir, "gate"), nil, 0o600))
 	waitFor(t, 10*time.Second, "the run B executes parks", func() bool { return runOf(onB)["status"] == "waiting" })
 	assert.Equal(t, "paused by alice: change freeze", runOf(onB)["paused"])

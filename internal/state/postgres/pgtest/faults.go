@@ -36,7 +36,7 @@ func Restart(t testing.TB, down time.Duration) time.Time {
 	// checkpoint for over readyTimeout. What the fault does to the
 	// clients is the same: their connections end and are refused until
 	// the server is back.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*stopTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*stopTimeout)
 	if err := c.admin.use(ctx, func(ctx context.Context) error {
 		_, err := c.admin.conn.Exec(ctx, "CHECKPOINT")
 		return err
