@@ -51,10 +51,10 @@ func (rs *runState) cancelledMeanwhile(ctx context.Context, err error) error {
 		return err
 	}
 	r := rs.run
-	cause := recordedCancelCause(nil) // its record unread: the cause unknown
+	cause := RecordedCancelCause(nil) // its record unread: the cause unknown
 	if stored, gerr := rs.e.o.Store.GetRun(ctx, r.ID); gerr == nil {
 		r.EndedAt, r.Error = stored.EndedAt, stored.Error
-		cause = recordedCancelCause(stored)
+		cause = RecordedCancelCause(stored)
 	}
 	r.Status, r.WakeAt, r.AnswerOnly = state.RunCancelled, time.Time{}, false
 	rs.e.o.Logger.Info("run recorded cancelled by another process while it executed here; cancelling it", "run_id", r.ID, "cause", cause.Message)
@@ -62,10 +62,11 @@ func (rs *runState) cancelledMeanwhile(ctx context.Context, err error) error {
 	return &cancelledMeanwhileError{err: err, cause: cause}
 }
 
-// recordedCancelCause is the cause of run r, recorded cancelled: a
-// cancellation with its recorded error's message, else (r nil, or no
-// message) with "run cancelled".
-func recordedCancelCause(r *state.Run) *fault.Error {
+// RecordedCancelCause is the cause of run r, recorded cancelled (by
+// this process or another): a cancellation with its recorded error's
+// message, else (r nil, or no message) with "run cancelled". Its host
+// ends a run another replica cancelled with it (internal/runner).
+func RecordedCancelCause(r *state.Run) *fault.Error {
 	cause := &fault.Error{Code: fault.Cancelled, Message: "run cancelled"}
 	if r != nil && r.Error != nil && r.Error.Message != "" {
 		cause.Message = r.Error.Message

@@ -160,7 +160,7 @@ func (rs *runState) parkOnKey(ctx context.Context, key, holder string) error {
 	}
 	if r.Status == state.RunCancelled { // recorded cancelled by another process
 		r.QueuedOnKey = ""
-		return recordedCancelCause(r)
+		return RecordedCancelCause(r)
 	}
 	again := r.Status == state.RunWaiting && r.QueuedOnKey == key && r.Owner == e.o.Process
 	r.Status, r.Owner, r.QueuedOnKey = state.RunWaiting, e.o.Process, key

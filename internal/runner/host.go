@@ -451,7 +451,7 @@ func (r *Host) execute(run *state.Run, pb *playbook.Playbook, inputs map[string]
 			// Recorded cancelled by another process as it parked here:
 			// executed again at once, cancelled, so that it ends as a
 			// cancelled run does (its finally steps run, its key released).
-			r.eng.CancelNext(runID, recordedCause(cur))
+			r.eng.CancelNext(runID, engine.RecordedCancelCause(cur))
 			fresh, inputs = false, secretInputs(pb, inputs)
 			continue
 		case gerr == nil && cur.Status.Done():

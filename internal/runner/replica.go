@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/trigger"
@@ -430,17 +431,7 @@ func (r *Host) cancelNotice(ctx context.Context, runID string) {
 	}
 	// Executing, or about to: the engine cancels it, or has it end
 	// cancelled as soon as it executes.
-	r.CancelRun(runID, recordedCause(run))
-}
-
-// recordedCause is the cause of a cancellation another process recorded
-// in run: its message, else "run cancelled".
-func recordedCause(run *state.Run) error {
-	cause := &fault.Error{Code: fault.Cancelled, Message: "run cancelled"}
-	if run.Error != nil && run.Error.Message != "" {
-		cause.Message = run.Error.Message
-	}
-	return cause
+	r.CancelRun(runID, engine.RecordedCancelCause(run))
 }
 
 // isParked reports whether run runID is parked in this replica (park.go).
