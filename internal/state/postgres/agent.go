@@ -195,15 +195,15 @@ func (s *Store) AddAgentAssignment(ctx context.Context, a state.AgentAssignment)
 		return state.AgentAssignment{}, fmt.Errorf("add agent assignment: %w", err)
 	}
 	var out state.AgentAssignment
+	// One statement: an update then an insert let two owners adding the
+	// step's assignment at once both find none and both insert, and the
+	// second one failed on the step's unique index.
 	err = s.write(ctx, func(tx pgx.Tx) error {
 		var err error
-		out, err = scanAssignment(tx.QueryRow(ctx, `UPDATE runbook_agent_assignments SET owner = $3, owner_key = $4
-WHERE run_id = $1 AND step = $2 AND NOT withdrawn RETURNING `+assignmentColumns, a.RunID, a.Step, a.Owner, orEmpty(a.OwnerKey)))
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
 		out, err = scanAssignment(tx.QueryRow(ctx, `INSERT INTO runbook_agent_assignments (id, run_id, step, attempt, owner, owner_key, created, record)
-VALUES ($1, $2, $3, $4, $5, $6, now(), $7) RETURNING `+assignmentColumns, a.ID, a.RunID, a.Step, a.Attempt, a.Owner, orEmpty(a.OwnerKey), rec))
+VALUES ($1, $2, $3, $4, $5, $6, now(), $7)
+ON CONFLICT (run_id, step) WHERE NOT withdrawn DO UPDATE SET owner = EXCLUDED.owner, owner_key = EXCLUDED.owner_key
+RETURNING `+assignmentColumns, a.ID, a.RunID, a.Step, a.Attempt, a.Owner, orEmpty(a.OwnerKey), rec))
 		return err
 	})
 	if err != nil {

@@ -26,6 +26,7 @@ func RunAgents(t *testing.T, open func(t *testing.T) state.AgentStore) {
 	t.Run("a withdrawn attempt is cancelled on its agent", func(t *testing.T) { testAgentWithdraw(t, open(t)) })
 	t.Run("mail is read once, in order, and bounded", func(t *testing.T) { testAgentMail(t, open(t)) })
 	t.Run("capacity holds when owners place at once", func(t *testing.T) { testAgentPlacementRace(t, open(t)) })
+	t.Run("owners adding a step's attempt at once share one assignment", func(t *testing.T) { testAgentAssignmentRace(t, open(t)) })
 }
 
 func agentSession(id, name string, capacity int, labels map[string]string) state.AgentSession {
@@ -439,5 +440,39 @@ func testAgentPlacementRace(t *testing.T, s state.AgentStore) {
 	must(t, err)
 	if total != capacity || len(work.Offers) != capacity {
 		t.Fatalf("owners placing at once placed %d (%d offered) on an agent of capacity %d", total, len(work.Offers), capacity)
+	}
+}
+
+func testAgentAssignmentRace(t *testing.T, s state.AgentStore) {
+	ctx := context.Background()
+	const owners, rounds = 4, 20
+	for r := range rounds {
+		run := fmt.Sprint("run-", r)
+		ids := make([]string, owners)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for o := range owners {
+			wg.Go(func() {
+				<-start
+				got, err := s.AddAgentAssignment(ctx, agentAttempt(fmt.Sprintf("a-%d-%d", r, o), run, 1, fmt.Sprint("r", o), nil))
+				if err != nil {
+					t.Errorf("owner %d adding %s's attempt: %v", o, run, err)
+					return
+				}
+				ids[o] = got.ID
+			})
+		}
+		close(start)
+		wg.Wait()
+		for o := 1; o < owners; o++ {
+			if ids[o] != ids[0] {
+				t.Fatalf("%s: owners adding its attempt at once got assignments %v, want one", run, ids)
+			}
+		}
+	}
+	all, err := s.AgentAssignments(ctx)
+	must(t, err)
+	if len(all) != rounds {
+		t.Fatalf("%d assignments recorded for %d steps", len(all), rounds)
 	}
 }
