@@ -342,3 +342,28 @@ func TestOtherWaysToLogIn(t *testing.T) {
 		assert.Equal(t, "agent", got["stdout"])
 	})
 }
+
+// TestAPasswordLogsIn: a host with password_secret logs in as a user
+// that has that password (a throwaway user sshd checks against the
+// system's shadow file), and a wrong password is refused as a login.
+func TestAPasswordLogsIn(t *testing.T) {
+	t.Parallel()
+	s := sshtest.Start(t, sshtest.Options{Password: true})
+	h := inventory.Host{Name: "pw", Address: s.Addr, User: s.PasswordUser, HostKey: s.PublicKey(), PasswordSecret: "SSH_PASSWORD"}
+	hosts := map[string]inventory.Host{"pw": h}
+
+	t.Run("the right password runs the command as its user", func(t *testing.T) {
+		c, _ := call(t, map[string]any{"host": "pw", "command": "id -un"}, hosts, map[string]string{"SSH_PASSWORD": s.Password})
+		out, err := run(c)
+		require.NoError(t, err, "sshd: %s", s.Logs())
+		assert.Equal(t, s.PasswordUser, out["stdout"])
+	})
+	t.Run("a wrong password is refused as a login", func(t *testing.T) {
+		c, _ := call(t, map[string]any{"host": "pw", "command": "id -un"}, hosts, map[string]string{"SSH_PASSWORD": s.Password + "x"})
+		_, err := run(c)
+		require.Error(t, err)
+		assert.Equal(t, fault.Unauthorized, fault.CodeOf(err))
+		assert.Contains(t, err.Error(), "host pw ("+s.Addr+"): log in as "+s.PasswordUser)
+		assert.NotContains(t, err.Error(), s.Password)
+	})
+}

@@ -1,7 +1,8 @@
 // Package sshtest starts Debian's OpenSSH server (/usr/sbin/sshd) on a
 // free loopback port for a test: a throwaway host key and client key made
 // with ssh-keygen in t.TempDir(), a generated sshd_config, logins as the
-// current user with that key only. The server stops at the test's
+// current user with that key only (and, with Options.Password, a
+// throwaway user with a password). The server stops at the test's
 // cleanup. Without sshd the test is skipped, except under CI=true (or
 // RUNBOOK_REQUIRE_SSHD=1), where it fails: .ci/run installs
 // openssh-server.
@@ -10,6 +11,8 @@ package sshtest
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
@@ -34,6 +37,10 @@ type Options struct {
 	// AuthorizedKeys are more public keys (authorized_keys lines) that
 	// may log in.
 	AuthorizedKeys []string
+	// Password makes a throwaway user (useradd, removed at the test's
+	// cleanup) with a random password, and lets passwords log in. Only
+	// root can: the test is skipped otherwise, and fails under CI.
+	Password bool
 }
 
 // Server is a running sshd.
@@ -51,6 +58,8 @@ type Server struct {
 	ClientKey    string
 	ClientKeyPub string
 	Dir          string
+	// PasswordUser logs in with Password (Options.Password).
+	PasswordUser, Password string
 
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -99,6 +108,9 @@ func Start(t testing.TB, o Options) *Server {
 			t.Fatal(err)
 		}
 	}
+	if o.Password {
+		s.PasswordUser, s.Password = throwawayUser(t)
+	}
 	var lastErr error
 	for range 5 {
 		if lastErr = s.start(t, o); lastErr == nil {
@@ -117,9 +129,12 @@ func (s *Server) start(t testing.TB, o Options) error {
 		return err
 	}
 	s.Port, s.Addr = port, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	forwarding := "no"
+	forwarding, password := "no", "no"
 	if o.Forwarding {
 		forwarding = "yes"
+	}
+	if o.Password {
+		password = "yes"
 	}
 	conf := filepath.Join(s.Dir, "sshd_config")
 	cfg := fmt.Sprintf(`Port %d
@@ -131,7 +146,7 @@ StrictModes no
 UsePAM no
 PermitRootLogin prohibit-password
 PubkeyAuthentication yes
-PasswordAuthentication no
+PasswordAuthentication %s
 KbdInteractiveAuthentication no
 AllowTcpForwarding %s
 AllowAgentForwarding no
@@ -139,7 +154,7 @@ X11Forwarding no
 PermitTunnel no
 PrintMotd no
 LogLevel VERBOSE
-`, port, s.HostKeyFile, filepath.Join(s.Dir, "sshd.pid"), filepath.Join(s.Dir, "authorized_keys"), forwarding)
+`, port, s.HostKeyFile, filepath.Join(s.Dir, "sshd.pid"), filepath.Join(s.Dir, "authorized_keys"), password, forwarding)
 	if err := os.WriteFile(conf, []byte(cfg), 0o600); err != nil {
 		return err
 	}
@@ -166,6 +181,40 @@ LogLevel VERBOSE
 	_ = cmd.Process.Kill()
 	<-exited
 	return fmt.Errorf("sshd did not answer on %s within 10s: %s", s.Addr, s.logs.String())
+}
+
+// throwawayUser adds a user with a random password and no home of its own
+// (its home is the temporary directory, so that a login has one), and
+// removes it at the test's cleanup.
+func throwawayUser(t testing.TB) (name, password string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		msg := "a password login needs a throwaway user, which only root can add"
+		if os.Getenv("CI") == "true" || os.Getenv("RUNBOOK_REQUIRE_SSHD") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	name = "rbtest" + hex.EncodeToString(b[:4])
+	password = hex.EncodeToString(b[4:]) + "-Pw"
+	if out, err := exec.Command("useradd", "--no-create-home", "--home-dir", os.TempDir(), "--shell", "/bin/sh", name).CombinedOutput(); err != nil {
+		t.Fatalf("useradd %s: %v: %s", name, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("userdel", name).CombinedOutput(); err != nil {
+			t.Errorf("userdel %s: %v: %s", name, err, out)
+		}
+	})
+	set := exec.Command("chpasswd")
+	set.Stdin = strings.NewReader(name + ":" + password + "\n")
+	if out, err := set.CombinedOutput(); err != nil {
+		t.Fatalf("chpasswd %s: %v: %s", name, err, out)
+	}
+	return name, password
 }
 
 // Stop stops the listening server; connections open then keep their own
