@@ -10,12 +10,14 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/runbook/runbook/internal/agent"
 	"github.com/runbook/runbook/internal/api"
+	"github.com/runbook/runbook/internal/state"
 )
 
 var agentVerb = &verb{
@@ -33,7 +35,7 @@ var agentsVerb = &verb{
 // agentFlags are the command line of runbook agent.
 type agentFlags struct {
 	server, token, name, ca, cert, key, dir string
-	labels                                  listFlag
+	labels, limits                          listFlag
 	capacity                                int
 	verbose                                 bool
 	state                                   stateFlags
@@ -42,7 +44,7 @@ type agentFlags struct {
 func cmdAgent(ctx context.Context, a *app, args []string) error {
 	fs := newFlagSet(a, command{
 		name:  "agent",
-		usage: "--server URL [--token-secret NAME] --labels k=v[,k=v] [--capacity N] [flags]",
+		usage: "--server URL [--token-secret NAME] --labels k=v[,k=v] [--capacity N] [--limit PATTERN=N]... [flags]",
 		summary: "Register with a runbook serve (any replica), take the step attempts it assigns to this agent's labels " +
 			"(runs_on: {labels: {...}}) and execute them here, sending their lines and results back. Dials out only.",
 		details: `The token is the secret RUNBOOK_AGENT_TOKEN (environment or --secrets file),
@@ -60,6 +62,7 @@ docs/agents.md.`,
 	fs.StringVar(&f.name, "name", host, "the agent's `name` (default the host name)")
 	fs.Var(&f.labels, "labels", "the agent's `labels`, k=v comma separated or repeated")
 	fs.IntVar(&f.capacity, "capacity", 1, "how many step attempts this agent runs at once")
+	fs.Var(&f.limits, "limit", "at most N attempts at once of the playbooks whose name matches `PATTERN=N` (a glob: heavy-*=1), repeated or comma separated; each counts on its own, --capacity bounds them all")
 	fs.StringVar(&f.ca, "ca", "", "PEM `file` of the CA certificates that sign the server's (default: the system's roots)")
 	fs.StringVar(&f.cert, "cert", "", "client certificate `file` (PEM), with --key")
 	fs.StringVar(&f.key, "key", "", "client key `file` (PEM), with --cert")
@@ -74,7 +77,11 @@ docs/agents.md.`,
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "runbook agent %s: labels %s, capacity %d, server %s\n", w.Name, labelString(w.Labels), w.Capacity, w.Server)
+	limits := ""
+	if len(w.Limits) > 0 {
+		limits = ", limits " + limitString(w.Limits)
+	}
+	fmt.Fprintf(a.stdout, "runbook agent %s: labels %s, capacity %d%s, server %s\n", w.Name, labelString(w.Labels), w.Capacity, limits, w.Server)
 	return w.Run(ctx)
 }
 
@@ -89,6 +96,10 @@ func (a *app) newWorker(f *agentFlags) (*agent.Worker, error) {
 	labels, err := parseLabels(f.labels)
 	if err != nil {
 		return nil, &exitError{code: 2, err: err, hint: hint}
+	}
+	limits, err := parseLimits(f.limits, f.capacity)
+	if err != nil {
+		return nil, &exitError{code: 2, err: err, hint: "runbook agent --capacity 4 --limit 'heavy-*=1' ..."}
 	}
 	src, err := a.loadSecrets(&f.state)
 	if err != nil {
@@ -114,7 +125,7 @@ func (a *app) newWorker(f *agentFlags) (*agent.Worker, error) {
 	}
 	logger := slog.New(a.redactor.Handler(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level})))
 	return &agent.Worker{Server: strings.TrimRight(f.server, "/"), Token: token, Client: client, Name: f.name,
-		Labels: labels, Capacity: f.capacity, Version: buildVersion().Version, Dir: dir,
+		Labels: labels, Capacity: f.capacity, Limits: limits, Version: buildVersion().Version, Dir: dir,
 		Secrets: src, Masker: a.redactor, Logger: logger}, nil
 }
 
@@ -163,6 +174,33 @@ func parseLabels(l listFlag) (map[string]string, error) {
 	return out, nil
 }
 
+// parseLimits reads PATTERN=N limits for an agent of capacity.
+func parseLimits(l listFlag, capacity int) ([]state.AgentLimit, error) {
+	var out []state.AgentLimit
+	for _, pn := range l {
+		i := strings.LastIndexByte(pn, '=')
+		n, err := strconv.Atoi(pn[i+1:])
+		if i < 0 || err != nil {
+			return nil, fmt.Errorf("--limit %q: want PATTERN=N, a playbook name pattern and how many attempts at once (heavy-*=1)", pn)
+		}
+		lim := state.AgentLimit{Pattern: pn[:i], Max: n}
+		if err := lim.Check(capacity); err != nil {
+			return nil, fmt.Errorf("--%w", err)
+		}
+		out = append(out, lim)
+	}
+	return out, nil
+}
+
+// limitString shows limits as --limit reads them: "heavy-*=1,nightly-*=2".
+func limitString(limits []state.AgentLimit) string {
+	parts := make([]string, len(limits))
+	for i, l := range limits {
+		parts[i] = l.String()
+	}
+	return strings.Join(parts, ",")
+}
+
 func labelString(m map[string]string) string {
 	parts := make([]string, 0, len(m))
 	for k, v := range m {
@@ -177,13 +215,13 @@ func labelString(m map[string]string) string {
 
 func cmdAgents(ctx context.Context, a *app, args []string) error {
 	return dispatchSub(ctx, a, "agents", "The runbook agents connected to a runbook serve (docs/agents.md).",
-		[]subVerb{{"list", "list the connected agents: labels, capacity, running attempts, version, last heartbeat", cmdAgentsList}}, args)
+		[]subVerb{{"list", "list the connected agents: labels, capacity, running attempts, limits, version, last heartbeat", cmdAgentsList}}, args)
 }
 
 func cmdAgentsList(ctx context.Context, a *app, args []string) error {
 	fs := newFlagSet(a, command{
 		name: "agents list", usage: "[--server URL] [--output json]",
-		summary: "List the agents connected to the runbook serve holding the state (or --server URL): labels, capacity, the attempts they run, version and last heartbeat.",
+		summary: "List the agents connected to the runbook serve holding the state (or --server URL): labels, capacity, the attempts they run, their limits per playbook (held/most), version and last heartbeat.",
 		details: "With replicas, each lists the agents polling it.",
 	})
 	out := addOutputFlag(fs, "text")
@@ -204,9 +242,17 @@ func cmdAgentsList(ctx context.Context, a *app, args []string) error {
 		return writeJSON(a.stdout, l)
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tLABELS\tRUNNING\tVERSION\tLAST HEARTBEAT\tADDRESS")
+	fmt.Fprintln(tw, "NAME\tLABELS\tRUNNING\tLIMITS\tVERSION\tLAST HEARTBEAT\tADDRESS")
 	for _, ag := range l.Agents {
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s ago\t%s\n", ag.Name, labelString(ag.Labels), len(ag.Running), ag.Capacity, ag.Version,
+		// Each limit as RUNNING is: held/most.
+		limits := make([]string, len(ag.Limits))
+		for i, lim := range ag.Limits {
+			limits[i] = fmt.Sprintf("%s %d/%d", lim.Pattern, lim.Held, lim.Max)
+		}
+		if len(limits) == 0 {
+			limits = []string{"-"}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s ago\t%s\n", ag.Name, labelString(ag.Labels), len(ag.Running), ag.Capacity, strings.Join(limits, ", "), ag.Version,
 			time.Since(ag.LastHeartbeat).Round(100*time.Millisecond), ag.Address)
 	}
 	if err := tw.Flush(); err != nil {

@@ -40,19 +40,21 @@ func (c *cli) admin() *cli {
 	return &admin
 }
 
-// agent starts `runbook agent` against s with its own token; AGENT_NAME
-// in its environment is its name, which the steps print.
-func (c *cli) agent(s *serveProc, name, labels string, capacity int) *agentProc {
+// agent starts `runbook agent` against s with its own token, and extra
+// flags; AGENT_NAME in its environment is its name, which the steps
+// print.
+func (c *cli) agent(s *serveProc, name, labels string, capacity int, extra ...string) *agentProc {
 	c.t.Helper()
-	a := c.agentWith(s, name, labels, capacity, c.agentToken(s, name))
+	a := c.agentWith(s, name, labels, capacity, c.agentToken(s, name), extra...)
 	require.Eventually(c.t, func() bool { return strings.Contains(a.log(), "registered") }, 15*time.Second, 20*time.Millisecond, "agent %s did not register", name)
 	return a
 }
 
-// agentWith starts `runbook agent` with token tok.
-func (c *cli) agentWith(s *serveProc, name, labels string, capacity int, tok string) *agentProc {
+// agentWith starts `runbook agent` with token tok and extra flags.
+func (c *cli) agentWith(s *serveProc, name, labels string, capacity int, tok string, extra ...string) *agentProc {
 	c.t.Helper()
-	cmd := exec.Command(bin, "agent", "--server", s.url, "--name", name, "--labels", labels, "--capacity", strconv.Itoa(capacity), "-v")
+	args := []string{"agent", "--server", s.url, "--name", name, "--labels", labels, "--capacity", strconv.Itoa(capacity), "-v"}
+	cmd := exec.Command(bin, append(args, extra...)...)
 	cmd.Dir = c.dir
 	cmd.Env = append(append([]string{}, c.env...), "RUNBOOK_AGENT_TOKEN="+tok, "AGENT_NAME="+name)
 	a := &agentProc{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan struct{})}

@@ -202,13 +202,18 @@ func (d *Dispatcher) Register(ctx context.Context, reg api.AgentRegister, addr, 
 	if len(reg.Key) != 32 {
 		return api.AgentSession{}, &fault.Error{Code: fault.Invalid, Message: "an agent registers with its X25519 public key (32 bytes): upgrade the agent to this server's version"}
 	}
+	for _, l := range reg.Limits {
+		if err := l.Check(reg.Capacity); err != nil {
+			return api.AgentSession{}, &fault.Error{Code: fault.Invalid, Message: err.Error()}
+		}
+	}
 	s := state.AgentSession{ID: newID("s-"), Name: reg.Name, Version: reg.Version, Addr: addr, Token: token,
-		Labels: maps.Clone(reg.Labels), Capacity: reg.Capacity, Key: reg.Key}
+		Labels: maps.Clone(reg.Labels), Capacity: reg.Capacity, Limits: slices.Clone(reg.Limits), Key: reg.Key}
 	if err := d.store.OpenAgentSession(ctx, s, d.o.Lease); err != nil {
 		return api.AgentSession{}, err
 	}
 	d.tell("place")
-	d.o.Logger.Info("agent registered", "agent", s.Name, "session", s.ID, "labels", s.Labels, "capacity", s.Capacity)
+	d.o.Logger.Info("agent registered", "agent", s.Name, "session", s.ID, "labels", s.Labels, "capacity", s.Capacity, "limits", s.Limits)
 	return api.AgentSession{Session: s.ID, LeaseMS: d.o.Lease.Milliseconds(), PollMS: d.pollFor().Milliseconds()}, nil
 }
 
@@ -348,20 +353,28 @@ func (d *Dispatcher) placeWaiting(ctx context.Context, mine *waiter) {
 	if !waiting || done {
 		return
 	}
-	placed, err := d.store.PlaceAgentAssignments(ctx, d.owner, d.seal)
+	pl, err := d.store.PlaceAgentAssignments(ctx, d.owner, d.seal)
 	if err != nil {
 		d.o.Logger.Debug("place attempts on agents", "err", err)
 		return
 	}
 	var subjects []string
 	d.mu.Lock()
-	for _, a := range placed {
+	for _, a := range pl.Placed {
 		if w := d.waits[a.ID]; w != nil {
 			w.session, w.agent = a.Session, a.Agent
 			w.placed = true
 			signal(w.wake)
 		}
 		subjects = append(subjects, "s:"+a.Session)
+	}
+	for id, w := range d.waits {
+		if why := pl.Limited[id]; w.session == "" && why != w.limited {
+			w.limited = why
+			if why != "" {
+				signal(w.wake) // await says which limits hold it
+			}
+		}
 	}
 	d.mu.Unlock()
 	d.tell(subjects...)
@@ -402,12 +415,17 @@ func (d *Dispatcher) List(ctx context.Context) (api.AgentList, error) {
 		case a.Session == "":
 			out.Waiting++
 		case !a.Ended() && !a.Withdrawn:
-			running[a.Session] = append(running[a.Session], api.AgentRunning{Assignment: a.ID, RunID: a.RunID, Step: a.Step, Attempt: a.Attempt, Since: a.Created})
+			running[a.Session] = append(running[a.Session], api.AgentRunning{Assignment: a.ID, RunID: a.RunID, Playbook: a.Playbook,
+				Step: a.Step, Attempt: a.Attempt, Since: a.Created})
 		}
 	}
+	held := state.HeldBySession(all)
 	for _, s := range sessions {
-		a := api.Agent{Name: s.Name, Session: s.ID, Labels: s.Labels, Capacity: s.Capacity, Version: s.Version,
+		a := api.Agent{Name: s.Name, Session: s.ID, Labels: s.Labels, Capacity: s.Capacity, Limits: []api.AgentLimit{}, Version: s.Version,
 			Address: s.Addr, Token: s.Token, Draining: s.Draining, RegisteredAt: s.Registered, LastHeartbeat: s.Seen, Running: running[s.ID]}
+		for _, l := range s.Limits {
+			a.Limits = append(a.Limits, api.AgentLimit{AgentLimit: l, Held: held.Matching(s.ID, l.Pattern)})
+		}
 		if a.Running == nil {
 			a.Running = []api.AgentRunning{}
 		}

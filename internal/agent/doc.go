@@ -5,19 +5,19 @@
 //   - Dispatcher is a replica's side (engine.Agents): it answers any
 //     agent's requests, places the attempts of the runs this replica
 //     executes on live agents whose labels match and that have a free
-//     slot (the least loaded, then the one that waited longest for a
-//     turn), and relays the lines, host calls and result the agent sends
-//     to the attempt's steps.Call.
+//     slot within their limits per playbook (the least loaded, then the
+//     one that waited longest for a turn), and relays the lines, host
+//     calls and result the agent sends to the attempt's steps.Call.
 //   - Worker is the agent's side: register, long-poll, execute with this
 //     binary's step registry, send lines (batched) and the result.
 //
 // The sessions and assignments live in the store (state.AgentStore), so
-// that an agent may reach any replica: placement is one transaction that
-// holds the sessions' rows (capacity holds across replicas); the replica
-// the agent polls hands over what the owner placed; lines and host calls
-// that reach another replica go to the owner as mail through the store;
-// the replicas wake each other with NoticeAgent (in-process alone, on
-// bbolt). A replica that takes a run over finds the step's assignment and
+// that an agent may reach any replica: placement is one transaction
+// ordered against the others by a lock (capacity and limits hold across
+// replicas); the replica the agent polls hands over what the owner
+// placed; lines and host calls that reach another replica go to the owner
+// as mail through the store; the replicas wake each other with
+// NoticeAgent (in-process alone, on bbolt). A replica that takes a run over finds the step's assignment and
 // waits for it.
 //
 // Secrets: an attempt's params hold resolved secrets and connection

@@ -30,6 +30,9 @@ type waiter struct {
 	session, agent string
 	placed         bool // newly placed: await names the agent
 	mail, end      bool
+	// limited says which agents' limits hold it while it waits
+	// (state.AgentPlacement.Limited).
+	limited string
 	// checkpoint is the last data the step recorded (a reconcile's intent
 	// data on another agent).
 	checkpoint []byte
@@ -121,7 +124,7 @@ func assignmentOf(ctx context.Context, a *engine.AgentAttempt) (api.AgentAssignm
 func (d *Dispatcher) enqueue(ctx context.Context, wire api.AgentAssignment, a *engine.AgentAttempt) (*waiter, error) {
 	w := &waiter{id: newID("a-"), a: a, wire: wire, wake: make(chan struct{}, 1), since: time.Now()}
 	rec := state.AgentAssignment{ID: w.id, RunID: wire.RunID, Step: wire.Step, Attempt: wire.Attempt, Type: wire.Type,
-		Labels: a.RunsOn.Labels, Owner: d.owner, OwnerKey: d.keys.pub[:]}
+		Labels: a.RunsOn.Labels, Playbook: a.Playbook, Owner: d.owner, OwnerKey: d.keys.pub[:]}
 	// Waited on before it is recorded: a placement may follow at once.
 	d.mu.Lock()
 	d.waits[w.id] = w
@@ -191,16 +194,21 @@ func (d *Dispatcher) await(ctx context.Context, w *waiter) (outcome, error) {
 	d.mu.Lock()
 	noted := w.session != "" // taken over placed: enqueue named its agent
 	d.mu.Unlock()
+	waiting, said := false, "" // the wait was said, and the limits that held it
 	waitNote := time.NewTimer(50 * time.Millisecond)
 	defer waitNote.Stop()
 	for {
 		d.mu.Lock()
-		placed, mail, end, agent, session := w.placed, w.mail, w.end, w.agent, w.session
+		placed, mail, end, agent, session, limited := w.placed, w.mail, w.end, w.agent, w.session, w.limited
 		w.placed, w.mail, w.end = false, false, false
 		d.mu.Unlock()
 		if placed {
 			noted = true
 			log.Info(fmt.Sprintf("running on agent %s", agent), "agent", agent, "agent_session", session)
+		}
+		if waiting && session == "" && limited != "" && limited != said {
+			said = limited
+			log.Info(waitingFor(w.a.RunsOn, limited))
 		}
 		if mail {
 			d.readMail(ctx, w)
@@ -214,8 +222,8 @@ func (d *Dispatcher) await(ctx context.Context, w *waiter) (outcome, error) {
 		case <-w.wake:
 		case <-waitNote.C:
 			if !noted {
-				noted = true
-				log.Info("waiting for an agent with " + w.a.RunsOn.String())
+				noted, waiting, said = true, true, limited
+				log.Info(waitingFor(w.a.RunsOn, limited))
 			}
 		case <-ctx.Done():
 			if cause := context.Cause(ctx); errors.Is(cause, engine.ErrSuspend) || errors.Is(cause, state.ErrFenced) {
@@ -226,6 +234,17 @@ func (d *Dispatcher) await(ctx context.Context, w *waiter) (outcome, error) {
 			return d.withdraw(ctx, w)
 		}
 	}
+}
+
+// waitingFor is what a step's log says of its attempt while it waits for
+// an agent with the labels of ro; limited names the agents whose limits
+// hold it (state.AgentPlacer.Limited).
+func waitingFor(ro *playbook.RunsOn, limited string) string {
+	msg := "waiting for an agent with " + ro.String()
+	if limited != "" {
+		msg += "; at their limit for this playbook: " + limited
+	}
+	return msg
 }
 
 // ended reads the assignment: its end, when it has one.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/runbook/runbook/internal/api"
 	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/steps"
 )
 
@@ -42,7 +43,10 @@ type Worker struct {
 	Name     string
 	Labels   map[string]string
 	Capacity int
-	Version  string
+	// Limits bound the attempts at once of the playbooks each selects:
+	// the server places no more on it.
+	Limits  []state.AgentLimit
+	Version string
 	// Dir is the directory a step's relative paths resolve against.
 	Dir     string
 	Secrets SecretSource
@@ -96,7 +100,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			sleep(ctx, w.Retry)
 			continue
 		}
-		w.Logger.Info("registered", "session", sess.Session, "labels", w.Labels, "capacity", w.Capacity)
+		w.Logger.Info("registered", "session", sess.Session, "labels", w.Labels, "capacity", w.Capacity, "limits", w.Limits)
 		w.poll(ctx, sess)
 		w.cancelAll(ErrLost) // the session is gone: nothing it ran is ours any more
 	}
@@ -114,7 +118,8 @@ func sleep(ctx context.Context, d time.Duration) {
 func (w *Worker) register(ctx context.Context) (api.AgentSession, error) {
 	var s api.AgentSession
 	keys := newKeyPair()
-	err := w.call(ctx, "/api/v1/agent/register", api.AgentRegister{Name: w.Name, Labels: w.Labels, Capacity: w.Capacity, Version: w.Version, Key: keys.pub[:]}, &s)
+	err := w.call(ctx, "/api/v1/agent/register", api.AgentRegister{Name: w.Name, Labels: w.Labels, Capacity: w.Capacity, Limits: w.Limits,
+		Version: w.Version, Key: keys.pub[:]}, &s)
 	if err == nil {
 		w.mu.Lock()
 		w.session, w.keys = s.Session, keys

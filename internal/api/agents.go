@@ -3,6 +3,8 @@ package api
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/runbook/runbook/internal/state"
 )
 
 // The agents' protocol (docs/agents.md): long-poll HTTP/JSON under
@@ -20,11 +22,22 @@ type AgentRegister struct {
 	Labels   map[string]string `json:"labels"`
 	Capacity int               `json:"capacity"`
 	Version  string            `json:"version"`
+	// Limits bound the attempts at once of the playbooks each selects
+	// (runbook agent --limit PATTERN=N).
+	Limits []state.AgentLimit `json:"limits,omitempty"`
 	// Key is the agent's ephemeral X25519 public key for this session:
 	// the assignments it receives are sealed to it (nacl box), so that
 	// the params, which hold resolved secrets, are stored by the
 	// replicas only sealed.
 	Key []byte `json:"key"`
+}
+
+// AgentLimit is one of an agent's limits per playbook in GET
+// /api/v1/agents, with how many attempts of the playbooks it selects the
+// agent runs.
+type AgentLimit struct {
+	state.AgentLimit
+	Held int `json:"held"`
 }
 
 // AgentSession is the answer of a registration.
@@ -143,6 +156,7 @@ type Agent struct {
 	Session       string            `json:"session"`
 	Labels        map[string]string `json:"labels"`
 	Capacity      int               `json:"capacity"`
+	Limits        []AgentLimit      `json:"limits"`
 	Running       []AgentRunning    `json:"running"`
 	Version       string            `json:"version"`
 	Address       string            `json:"address"`
@@ -156,6 +170,7 @@ type Agent struct {
 type AgentRunning struct {
 	Assignment string    `json:"assignment"`
 	RunID      string    `json:"run_id"`
+	Playbook   string    `json:"playbook,omitempty"`
 	Step       string    `json:"step"`
 	Attempt    int       `json:"attempt"`
 	Since      time.Time `json:"since"`

@@ -32,6 +32,9 @@ type AgentAttempt struct {
 	Call   *steps.Call
 	Desc   *steps.Descriptor
 	RunsOn *playbook.RunsOn
+	// Playbook is the name of the run's playbook: an agent's limits per
+	// playbook select by it.
+	Playbook string
 	// Reconcile is the unresolved intent of an earlier attempt of a
 	// mutating step: the agent reconciles it (Descriptor.Reconcile)
 	// before it calls anything, as a resumed local attempt does.
@@ -45,7 +48,7 @@ func (sr *stepRun) onAgent(ctx context.Context, call *steps.Call) (steps.Outputs
 		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
 			"step %s runs on an agent (runs_on: %s) and this process dispatches to none: run the playbook on runbook serve, where agents connect", sr.rec.ID, sr.st.RunsOn)}
 	}
-	a := &AgentAttempt{Call: call, Desc: sr.st.Desc, RunsOn: sr.st.RunsOn, Reconcile: sr.agentIntent}
+	a := &AgentAttempt{Call: call, Desc: sr.st.Desc, RunsOn: sr.st.RunsOn, Playbook: sr.rs.pb.Name, Reconcile: sr.agentIntent}
 	sr.agentIntent = nil
 	return agents.Execute(ctx, a)
 }

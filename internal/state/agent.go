@@ -3,6 +3,10 @@ package state
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -18,8 +22,11 @@ type AgentSession struct {
 	Token    string            `json:"token,omitempty"` // the name of the token it connected with
 	Labels   map[string]string `json:"labels"`
 	Capacity int               `json:"capacity"`
-	Key      []byte            `json:"key"`
-	Draining bool              `json:"draining,omitempty"`
+	// Limits bound the attempts it runs at once of the playbooks each
+	// selects, each on its own; Capacity bounds them all.
+	Limits   []AgentLimit `json:"limits,omitempty"`
+	Key      []byte       `json:"key"`
+	Draining bool         `json:"draining,omitempty"`
 	// Registered is when it registered, Seen its last renewal; Expires
 	// ends its lease unless renewed.
 	Registered time.Time `json:"registered"`
@@ -28,6 +35,33 @@ type AgentSession struct {
 	// Turn orders the sessions by when they were last given an
 	// assignment (lower: longer ago), for placement among equals.
 	Turn int64 `json:"turn"`
+}
+
+// AgentLimit is an agent's limit per playbook (runbook agent --limit
+// PATTERN=N): it runs at most Max attempts at once of the playbooks whose
+// name Pattern matches (PlaybookMatches).
+type AgentLimit struct {
+	Pattern string `json:"pattern"`
+	Max     int    `json:"max"`
+}
+
+// String is the limit as runbook agent --limit reads it: "heavy-*=1".
+func (l AgentLimit) String() string { return fmt.Sprintf("%s=%d", l.Pattern, l.Max) }
+
+// Check reports what is wrong with l on an agent of capacity: a bad
+// pattern, a bound below 1 or above the capacity.
+func (l AgentLimit) Check(capacity int) error {
+	switch err := CheckPlaybookPattern(l.Pattern); {
+	case l.Pattern == "":
+		return fmt.Errorf("limit %s: want PATTERN=N, a playbook name pattern (heavy-*) and how many attempts at once", l)
+	case err != nil:
+		return fmt.Errorf("limit %s: %w", l, err)
+	case l.Max < 1:
+		return fmt.Errorf("limit %s: at least 1 attempt at once", l)
+	case l.Max > capacity:
+		return fmt.Errorf("limit %s: more attempts at once than the agent's capacity (%d)", l, capacity)
+	}
+	return nil
 }
 
 // AgentAssignment is one step attempt placed, or waiting to be placed, on
@@ -48,6 +82,9 @@ type AgentAssignment struct {
 	Attempt int               `json:"attempt"`
 	Type    string            `json:"type"` // the step type
 	Labels  map[string]string `json:"labels"`
+	// Playbook is the name of the run's playbook, which the agents'
+	// limits select.
+	Playbook string `json:"playbook,omitempty"`
 	// Owner is the replica executing the run, which waits for the
 	// result; OwnerKey its ephemeral X25519 public key.
 	Owner    string    `json:"owner"`
@@ -137,14 +174,12 @@ type AgentStore interface {
 	// AgentAssignments lists every assignment, oldest first.
 	AgentAssignments(ctx context.Context) ([]AgentAssignment, error)
 	// PlaceAgentAssignments places owner's waiting assignments, oldest
-	// first, in one transaction that holds the sessions' rows: each on
-	// the session that is live, not draining, carries every label the
-	// assignment asks for and holds fewer assignments not ended than its
-	// capacity; the least loaded (held / capacity), then the lowest Turn.
-	// seal gives the assignment's Sealed (for the session's Key); an
-	// error of seal leaves that assignment waiting. It returns those it
-	// placed.
-	PlaceAgentAssignments(ctx context.Context, owner string, seal func(AgentAssignment, AgentSession) ([]byte, error)) ([]AgentAssignment, error)
+	// first, in one transaction ordered against the other placements and
+	// the end of sessions, by the rule of AgentPlacer. seal gives the
+	// assignment's Sealed (for the session's Key); an error of seal
+	// leaves that assignment waiting. It returns those it placed, and why
+	// the others wait when agents' limits hold them.
+	PlaceAgentAssignments(ctx context.Context, owner string, seal AgentSealer) (AgentPlacement, error)
 	// TakeAgentWork returns the assignments placed on session and not
 	// delivered, which it marks delivered, the IDs of the withdrawn ones,
 	// which it deletes, and those whose result is asked for again.
@@ -174,49 +209,100 @@ type AgentStore interface {
 	AgentMail(ctx context.Context, to string) ([]AgentMail, error)
 }
 
+// AgentSealer seals assignment a for the agent of session s.
+type AgentSealer func(a AgentAssignment, s AgentSession) ([]byte, error)
+
+// AgentPlacement is what PlaceAgentAssignments did: the assignments it
+// placed (Session, Agent, Placed and Sealed set), and, by ID, why some it
+// left waiting wait: agents that would take them are at a limit of
+// theirs ("bastion-1 (heavy-*=1)").
+type AgentPlacement struct {
+	Placed  []AgentAssignment
+	Limited map[string]string
+}
+
+// AgentHolds counts the attempts each session holds (placed on it, not
+// ended nor withdrawn), by session and playbook.
+type AgentHolds map[string]map[string]int
+
+// HeldBySession counts the attempts each session holds.
+func HeldBySession(assignments []AgentAssignment) AgentHolds {
+	h := AgentHolds{}
+	for _, a := range assignments {
+		if a.Session != "" && !a.Ended() && !a.Withdrawn {
+			h.Add(a.Session, a.Playbook, 1)
+		}
+	}
+	return h
+}
+
+// Add counts n attempts of playbook on session.
+func (h AgentHolds) Add(session, playbook string, n int) {
+	if h[session] == nil {
+		h[session] = map[string]int{}
+	}
+	h[session][playbook] += n
+}
+
+// Total is how many attempts session holds.
+func (h AgentHolds) Total(session string) int {
+	n := 0
+	for _, c := range h[session] {
+		n += c
+	}
+	return n
+}
+
+// Matching is how many attempts session holds of the playbooks pattern
+// matches.
+func (h AgentHolds) Matching(session, pattern string) int {
+	n := 0
+	for pb, c := range h[session] {
+		if PlaybookMatches(pattern, pb) {
+			n += c
+		}
+	}
+	return n
+}
+
 // AgentPlacer is the placement rule of PlaceAgentAssignments, shared by
-// the stores: given the sessions and the assignments not ended, it picks
-// for each attempt the live session, not draining, whose labels carry the
-// wanted ones and that has a free slot; the least loaded (held /
-// capacity), then the lowest Turn.
+// the stores: given the sessions and what each holds, it picks for each
+// attempt the live session, not draining, whose labels carry the wanted
+// ones, that has a free slot and whose limits that select the attempt's
+// playbook are not reached; the least loaded (held / capacity), then the
+// lowest Turn.
 type AgentPlacer struct {
 	sessions []*AgentSession
-	held     map[string]int
+	held     AgentHolds
+	total    map[string]int
 	turn     int64
+	took     map[string]*AgentSession
 }
 
 // NewAgentPlacer returns a placer over sessions at now, held counting
-// the assignments not ended nor withdrawn placed on each (HeldBySession).
-func NewAgentPlacer(sessions []AgentSession, held map[string]int, now time.Time) *AgentPlacer {
-	p := &AgentPlacer{held: held}
+// what each holds (HeldBySession).
+func NewAgentPlacer(sessions []AgentSession, held AgentHolds, now time.Time) *AgentPlacer {
+	if held == nil {
+		held = AgentHolds{}
+	}
+	p := &AgentPlacer{held: held, total: map[string]int{}, took: map[string]*AgentSession{}}
 	for i := range sessions {
 		s := &sessions[i]
 		p.turn = max(p.turn, s.Turn)
 		if !s.Draining && now.Before(s.Expires) {
 			p.sessions = append(p.sessions, s)
+			p.total[s.ID] = held.Total(s.ID)
 		}
 	}
 	return p
 }
 
-// HeldBySession counts the assignments each session holds: placed on it,
-// not ended nor withdrawn.
-func HeldBySession(assignments []AgentAssignment) map[string]int {
-	held := map[string]int{}
-	for _, a := range assignments {
-		if a.Session != "" && !a.Ended() && !a.Withdrawn {
-			held[a.Session]++
-		}
-	}
-	return held
-}
-
-// Pick returns the session for an attempt asking for labels, nil when
-// none has a free slot.
-func (p *AgentPlacer) Pick(labels map[string]string) *AgentSession {
+// Pick returns the session for an attempt of playbook asking for labels,
+// nil when none has a free slot.
+func (p *AgentPlacer) Pick(labels map[string]string, playbook string) *AgentSession {
 	var best *AgentSession
 	for _, s := range p.sessions {
-		if p.held[s.ID] >= s.Capacity || !carries(s.Labels, labels) {
+		if p.total[s.ID] >= s.Capacity || !carries(s.Labels, labels) || p.limitReached(s, playbook) != nil {
 			continue
 		}
 		if best == nil {
@@ -224,7 +310,7 @@ func (p *AgentPlacer) Pick(labels map[string]string) *AgentSession {
 			continue
 		}
 		// Compare loads as held/capacity without division.
-		l, bl := p.held[s.ID]*best.Capacity, p.held[best.ID]*s.Capacity
+		l, bl := p.total[s.ID]*best.Capacity, p.total[best.ID]*s.Capacity
 		if l < bl || l == bl && (s.Turn < best.Turn || s.Turn == best.Turn && s.ID < best.ID) {
 			best = s
 		}
@@ -232,11 +318,101 @@ func (p *AgentPlacer) Pick(labels map[string]string) *AgentSession {
 	return best
 }
 
-// Took counts an attempt placed on s and gives s the latest turn.
-func (p *AgentPlacer) Took(s *AgentSession) {
-	p.held[s.ID]++
+// limitReached returns the first of s's limits that selects playbook and
+// that s holds as many attempts of as it allows, nil when none.
+func (p *AgentPlacer) limitReached(s *AgentSession, playbook string) *AgentLimit {
+	for i, l := range s.Limits {
+		if PlaybookMatches(l.Pattern, playbook) && p.held.Matching(s.ID, l.Pattern) >= l.Max {
+			return &s.Limits[i]
+		}
+	}
+	return nil
+}
+
+// Limited says, when Pick found no session for the attempt, which of the
+// sessions that would take it are at a limit of theirs: "bastion-1
+// (heavy-*=1)", comma separated; "" when none is (no session carries the
+// labels, or those that do are full).
+func (p *AgentPlacer) Limited(labels map[string]string, playbook string) string {
+	var out []string
+	for _, s := range p.sessions {
+		if p.total[s.ID] >= s.Capacity || !carries(s.Labels, labels) {
+			continue
+		}
+		if l := p.limitReached(s, playbook); l != nil {
+			out = append(out, fmt.Sprintf("%s (%s)", s.Name, l))
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(slices.Compact(out), ", ")
+}
+
+// Took counts an attempt of playbook placed on s and gives s the latest
+// turn.
+func (p *AgentPlacer) Took(s *AgentSession, playbook string) {
+	p.held.Add(s.ID, playbook, 1)
+	p.total[s.ID]++
 	p.turn++
 	s.Turn = p.turn
+	p.took[s.ID] = s
+}
+
+// Place places the waiting assignments, in their order, each on the
+// session Pick returns, sealed by seal at now (an error of seal leaves
+// it waiting). The store then records the placed assignments and the
+// turns of the sessions that took them (Took).
+func (p *AgentPlacer) Place(waiting []AgentAssignment, now time.Time, seal AgentSealer) AgentPlacement {
+	var out AgentPlacement
+	for _, a := range waiting {
+		sess := p.Pick(a.Labels, a.Playbook)
+		if sess == nil {
+			out.wait(a, p.Limited(a.Labels, a.Playbook))
+			continue
+		}
+		sealed, err := seal(a, *sess)
+		if err != nil {
+			continue
+		}
+		p.Took(sess, a.Playbook)
+		a.Session, a.Agent, a.Placed, a.Sealed = sess.ID, sess.Name, now, sealed
+		out.Placed = append(out.Placed, a)
+	}
+	return out
+}
+
+// Waiting is, without placing anything, what Place would leave waiting
+// for the agents' limits, and whether it would place any of waiting: a
+// store that writes only when there is something to place reads it
+// first.
+func (p *AgentPlacer) Waiting(waiting []AgentAssignment) (AgentPlacement, bool) {
+	var out AgentPlacement
+	for _, a := range waiting {
+		if p.Pick(a.Labels, a.Playbook) != nil {
+			return AgentPlacement{}, true
+		}
+		out.wait(a, p.Limited(a.Labels, a.Playbook))
+	}
+	return out, false
+}
+
+func (pl *AgentPlacement) wait(a AgentAssignment, limited string) {
+	if limited == "" {
+		return
+	}
+	if pl.Limited == nil {
+		pl.Limited = map[string]string{}
+	}
+	pl.Limited[a.ID] = limited
+}
+
+// Turned returns the sessions that took an attempt (Took), with their
+// new Turn, by ID.
+func (p *AgentPlacer) Turned() []AgentSession {
+	out := make([]AgentSession, 0, len(p.took))
+	for _, id := range slices.Sorted(maps.Keys(p.took)) {
+		out = append(out, *p.took[id])
+	}
+	return out
 }
 
 // carries reports whether an agent's labels carry every wanted one.

@@ -30,8 +30,8 @@ func (p *RunPause) Check() error {
 	case (p.Pattern == "") == (p.Label == ""):
 		return fmt.Errorf("a pause selects playbooks by a name pattern or by a label (k=v), one of them")
 	case p.Pattern != "":
-		if _, err := path.Match(p.Pattern, ""); err != nil {
-			return fmt.Errorf("pattern %q: %w", p.Pattern, err)
+		if err := CheckPlaybookPattern(p.Pattern); err != nil {
+			return err
 		}
 	default:
 		if k, _, ok := strings.Cut(p.Label, "="); !ok || strings.TrimSpace(k) == "" {
@@ -58,7 +58,23 @@ func (p *RunPause) Selects(name string, labels map[string]string) bool {
 		got, ok := labels[k]
 		return ok && got == v
 	}
-	ok, err := path.Match(p.Pattern, name)
+	return PlaybookMatches(p.Pattern, name)
+}
+
+// CheckPlaybookPattern reports what is wrong with a playbook name pattern
+// (a glob as path.Match reads it: "nks-*"), as a pause and an agent's
+// limit select playbooks.
+func CheckPlaybookPattern(pattern string) error {
+	if _, err := path.Match(pattern, ""); err != nil {
+		return fmt.Errorf("pattern %q: %w", pattern, err)
+	}
+	return nil
+}
+
+// PlaybookMatches reports whether the playbook named name matches
+// pattern (CheckPlaybookPattern); a bad pattern matches nothing.
+func PlaybookMatches(pattern, name string) bool {
+	ok, err := path.Match(pattern, name)
 	return err == nil && ok
 }
 

@@ -13,7 +13,8 @@ import (
 )
 
 // The agents page shows each connected agent: its name, labels,
-// capacity, version and the token it connected with.
+// capacity, limits per playbook, version and the token it connected
+// with.
 func TestAgentsPageShowsTheConnectedAgents(t *testing.T) {
 	const agentToken = "tok-agent-0000000000000000000000000000"
 	e := startServer(t, map[string]string{"demo.yaml": demoPlaybook}, func(o *server.Options) {
@@ -24,7 +25,7 @@ func TestAgentsPageShowsTheConnectedAgents(t *testing.T) {
 	require.Equal(t, http.StatusOK, p.status, p.body)
 	assert.Contains(t, p.body, "No agent is connected")
 
-	body := `{"name":"bastion-1","labels":{"role":"bastion","zone":"kr1-a"},"capacity":4,"version":"v9.9.9","key":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}`
+	body := `{"name":"bastion-1","labels":{"role":"bastion","zone":"kr1-a"},"capacity":4,"limits":[{"pattern":"heavy-*","max":1}],"version":"v9.9.9","key":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}`
 	req, err := http.NewRequest("POST", e.url+"/api/v1/agent/register", strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+agentToken)
@@ -37,7 +38,7 @@ func TestAgentsPageShowsTheConnectedAgents(t *testing.T) {
 	p = e.get("/agents")
 	require.Equal(t, http.StatusOK, p.status, p.body)
 	assertNoInlineCode(t, p.body)
-	for _, want := range []string{"bastion-1", `<span class="tag">role=bastion</span>`, `<span class="tag">zone=kr1-a</span>`, "0/4", "v9.9.9", `href="/agents" aria-current="page"`} {
+	for _, want := range []string{"bastion-1", `<span class="tag">role=bastion</span>`, `<span class="tag">zone=kr1-a</span>`, "0/4", ">heavy-* 0/1</span>", "v9.9.9", `href="/agents" aria-current="page"`} {
 		assert.Contains(t, p.body, want)
 	}
 }

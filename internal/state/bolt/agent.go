@@ -253,72 +253,72 @@ func (s *Store) AddAgentAssignment(ctx context.Context, a state.AgentAssignment)
 }
 
 // PlaceAgentAssignments places owner's waiting assignments.
-func (s *Store) PlaceAgentAssignments(ctx context.Context, owner string, seal func(state.AgentAssignment, state.AgentSession) ([]byte, error)) ([]state.AgentAssignment, error) {
+func (s *Store) PlaceAgentAssignments(ctx context.Context, owner string, seal state.AgentSealer) (state.AgentPlacement, error) {
 	// Read first: most calls place nothing, and a write costs a sync.
+	var held state.AgentPlacement
 	some := false
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		sessions, err := agentSessions(tx)
-		if err != nil || len(sessions) == 0 {
+		p, waiting, err := agentPlacer(tx, owner, s.now())
+		if err != nil || p == nil {
 			return err
 		}
-		all, err := agentAssignments(tx)
-		p := state.NewAgentPlacer(sessions, state.HeldBySession(all), s.now())
-		for _, a := range all {
-			some = some || a.Owner == owner && a.Session == "" && p.Pick(a.Labels) != nil
-		}
-		return err
+		held, some = p.Waiting(waiting)
+		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("place agent assignments: %w", err)
+		return state.AgentPlacement{}, fmt.Errorf("place agent assignments: %w", err)
 	}
 	if !some {
-		return nil, nil
+		return held, nil
 	}
-	var placed []state.AgentAssignment
+	var out state.AgentPlacement
 	err = s.update(ctx, func(tx *bbolt.Tx) error {
-		placed = nil
-		sessions, err := agentSessions(tx)
-		if err != nil || len(sessions) == 0 {
-			return err
-		}
-		all, err := agentAssignments(tx)
-		if err != nil {
-			return err
-		}
 		now := s.now()
-		p := state.NewAgentPlacer(sessions, state.HeldBySession(all), now)
+		p, waiting, err := agentPlacer(tx, owner, now)
+		if err != nil || p == nil {
+			return err
+		}
+		out = p.Place(waiting, now, seal)
 		sb, ab, err := agentBuckets(tx)
 		if err != nil {
 			return err
 		}
-		for _, a := range all {
-			if a.Owner != owner || a.Session != "" {
-				continue
-			}
-			sess := p.Pick(a.Labels)
-			if sess == nil {
-				continue
-			}
-			sealed, err := seal(a, *sess)
-			if err != nil {
-				continue
-			}
-			p.Took(sess)
-			a.Session, a.Agent, a.Placed, a.Sealed = sess.ID, sess.Name, now, sealed
+		for _, a := range out.Placed {
 			if err := agentPut(ab, a.ID, a); err != nil {
 				return err
 			}
-			if err := agentPut(sb, sess.ID, *sess); err != nil {
+		}
+		for _, sess := range p.Turned() {
+			if err := agentPut(sb, sess.ID, sess); err != nil {
 				return err
 			}
-			placed = append(placed, a)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("place agent assignments: %w", err)
+		return state.AgentPlacement{}, fmt.Errorf("place agent assignments: %w", err)
 	}
-	return placed, nil
+	return out, nil
+}
+
+// agentPlacer reads the sessions and what they hold, and owner's waiting
+// assignments, oldest first; no placer when there is no session.
+func agentPlacer(tx *bbolt.Tx, owner string, now time.Time) (*state.AgentPlacer, []state.AgentAssignment, error) {
+	sessions, err := agentSessions(tx)
+	if err != nil || len(sessions) == 0 {
+		return nil, nil, err
+	}
+	all, err := agentAssignments(tx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var waiting []state.AgentAssignment
+	for _, a := range all {
+		if a.Owner == owner && a.Session == "" {
+			waiting = append(waiting, a)
+		}
+	}
+	return state.NewAgentPlacer(sessions, state.HeldBySession(all), now), waiting, nil
 }
 
 // TakeAgentWork hands a session its new assignments, cancels and

@@ -19,25 +19,27 @@ var _ state.AgentStore = (*Store)(nil)
 // sessionRecord is what runbook_agent_sessions.record holds: the parts of
 // a session that do not change.
 type sessionRecord struct {
-	Name     string            `json:"name"`
-	Version  string            `json:"version"`
-	Addr     string            `json:"addr"`
-	Token    string            `json:"token,omitempty"`
-	Labels   map[string]string `json:"labels"`
-	Capacity int               `json:"capacity"`
-	Key      []byte            `json:"key"`
+	Name     string             `json:"name"`
+	Version  string             `json:"version"`
+	Addr     string             `json:"addr"`
+	Token    string             `json:"token,omitempty"`
+	Labels   map[string]string  `json:"labels"`
+	Capacity int                `json:"capacity"`
+	Limits   []state.AgentLimit `json:"limits,omitempty"`
+	Key      []byte             `json:"key"`
 }
 
 // assignmentRecord is what runbook_agent_assignments.record holds.
 type assignmentRecord struct {
-	Type   string            `json:"type"`
-	Labels map[string]string `json:"labels"`
+	Type     string            `json:"type"`
+	Labels   map[string]string `json:"labels"`
+	Playbook string            `json:"playbook,omitempty"`
 }
 
 // OpenAgentSession records a new session.
 func (s *Store) OpenAgentSession(ctx context.Context, sess state.AgentSession, lease time.Duration) error {
 	rec, err := json.Marshal(sessionRecord{Name: sess.Name, Version: sess.Version, Addr: sess.Addr, Token: sess.Token,
-		Labels: sess.Labels, Capacity: sess.Capacity, Key: sess.Key})
+		Labels: sess.Labels, Capacity: sess.Capacity, Limits: sess.Limits, Key: sess.Key})
 	if err != nil {
 		return fmt.Errorf("open agent session: %w", err)
 	}
@@ -83,7 +85,7 @@ func scanSession(row pgx.Row) (state.AgentSession, error) {
 	if err := json.Unmarshal(rec, &r); err != nil {
 		return out, fmt.Errorf("%w: agent session %s: %v", state.ErrCorrupt, out.ID, err)
 	}
-	out.Name, out.Version, out.Addr, out.Token, out.Labels, out.Capacity, out.Key = r.Name, r.Version, r.Addr, r.Token, r.Labels, r.Capacity, r.Key
+	out.Name, out.Version, out.Addr, out.Token, out.Labels, out.Capacity, out.Limits, out.Key = r.Name, r.Version, r.Addr, r.Token, r.Labels, r.Capacity, r.Limits, r.Key
 	return out, nil
 }
 
@@ -141,7 +143,7 @@ func scanAssignment(row pgx.Row) (state.AgentAssignment, error) {
 	if err := json.Unmarshal(rec, &r); err != nil {
 		return a, fmt.Errorf("%w: agent assignment %s: %v", state.ErrCorrupt, a.ID, err)
 	}
-	a.Type, a.Labels = r.Type, r.Labels
+	a.Type, a.Labels, a.Playbook = r.Type, r.Labels, r.Playbook
 	return a, nil
 }
 
@@ -190,7 +192,7 @@ RETURNING a.id, a.run_id, a.step, a.attempt, a.owner, a.owner_key, a.created, a.
 
 // AddAgentAssignment records a, or gives the one of its key to a.Owner.
 func (s *Store) AddAgentAssignment(ctx context.Context, a state.AgentAssignment) (state.AgentAssignment, error) {
-	rec, err := json.Marshal(assignmentRecord{Type: a.Type, Labels: a.Labels})
+	rec, err := json.Marshal(assignmentRecord{Type: a.Type, Labels: a.Labels, Playbook: a.Playbook})
 	if err != nil {
 		return state.AgentAssignment{}, fmt.Errorf("add agent assignment: %w", err)
 	}
@@ -222,10 +224,10 @@ const agentsLock = 0x72756e626167 // "runbag"
 
 // PlaceAgentAssignments places owner's waiting assignments, holding the
 // agents' lock meanwhile.
-func (s *Store) PlaceAgentAssignments(ctx context.Context, owner string, seal func(state.AgentAssignment, state.AgentSession) ([]byte, error)) ([]state.AgentAssignment, error) {
-	var placed []state.AgentAssignment
+func (s *Store) PlaceAgentAssignments(ctx context.Context, owner string, seal state.AgentSealer) (state.AgentPlacement, error) {
+	var out state.AgentPlacement
 	err := s.write(ctx, func(tx pgx.Tx) error {
-		placed = nil
+		out = state.AgentPlacement{}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(agentsLock)); err != nil {
 			return err
 		}
@@ -242,52 +244,49 @@ WHERE owner = $1 AND session = '' ORDER BY seq FOR UPDATE`, owner)
 		if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
 			return err
 		}
-		held := map[string]int{}
-		rows, err := tx.Query(ctx, `SELECT session, count(*) FROM runbook_agent_assignments
-WHERE session <> '' AND result IS NULL AND lost = '' AND NOT withdrawn GROUP BY session`)
+		held, err := agentHolds(ctx, tx)
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var sid string
-			var n int
-			if err := rows.Scan(&sid, &n); err != nil {
-				rows.Close()
-				return err
-			}
-			held[sid] = n
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
 		p := state.NewAgentPlacer(sessions, held, now)
-		for _, a := range waiting {
-			sess := p.Pick(a.Labels)
-			if sess == nil {
-				continue
-			}
-			sealed, err := seal(a, *sess)
-			if err != nil {
-				continue
-			}
-			p.Took(sess)
-			if _, err := tx.Exec(ctx, `UPDATE runbook_agent_assignments SET session = $2, agent = $3, placed = now(), sealed = $4 WHERE id = $1`,
-				a.ID, sess.ID, sess.Name, sealed); err != nil {
+		out = p.Place(waiting, now, seal)
+		for _, a := range out.Placed {
+			if _, err := tx.Exec(ctx, `UPDATE runbook_agent_assignments SET session = $2, agent = $3, placed = $4, sealed = $5 WHERE id = $1`,
+				a.ID, a.Session, a.Agent, a.Placed, a.Sealed); err != nil {
 				return err
 			}
+		}
+		for _, sess := range p.Turned() {
 			if _, err := tx.Exec(ctx, `UPDATE runbook_agent_sessions SET turn = $2 WHERE id = $1`, sess.ID, sess.Turn); err != nil {
 				return err
 			}
-			a.Session, a.Agent, a.Placed, a.Sealed = sess.ID, sess.Name, now, sealed
-			placed = append(placed, a)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("place agent assignments: %w", err)
+		return state.AgentPlacement{}, fmt.Errorf("place agent assignments: %w", err)
 	}
-	return placed, nil
+	return out, nil
+}
+
+// agentHolds counts the attempts each session holds, by playbook.
+func agentHolds(ctx context.Context, tx pgx.Tx) (state.AgentHolds, error) {
+	rows, err := tx.Query(ctx, `SELECT session, coalesce(record->>'playbook', ''), count(*) FROM runbook_agent_assignments
+WHERE session <> '' AND result IS NULL AND lost = '' AND NOT withdrawn GROUP BY 1, 2`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	held := state.AgentHolds{}
+	for rows.Next() {
+		var sid, pb string
+		var n int
+		if err := rows.Scan(&sid, &pb, &n); err != nil {
+			return nil, err
+		}
+		held.Add(sid, pb, n)
+	}
+	return held, rows.Err()
 }
 
 // TakeAgentWork hands a session its new assignments, cancels and

@@ -26,6 +26,8 @@ func RunAgents(t *testing.T, open func(t *testing.T) state.AgentStore) {
 	t.Run("a withdrawn attempt is cancelled on its agent", func(t *testing.T) { testAgentWithdraw(t, open(t)) })
 	t.Run("mail is read once, in order, and bounded", func(t *testing.T) { testAgentMail(t, open(t)) })
 	t.Run("capacity holds when owners place at once", func(t *testing.T) { testAgentPlacementRace(t, open(t)) })
+	t.Run("an agent's limits per playbook hold, each on its own", func(t *testing.T) { testAgentLimits(t, open(t)) })
+	t.Run("limits hold when owners place at once", func(t *testing.T) { testAgentLimitsRace(t, open(t)) })
 	t.Run("owners adding a step's attempt at once share one assignment", func(t *testing.T) { testAgentAssignmentRace(t, open(t)) })
 }
 
@@ -36,7 +38,14 @@ func agentSession(id, name string, capacity int, labels map[string]string) state
 
 func agentAttempt(id, run string, attempt int, owner string, labels map[string]string) state.AgentAssignment {
 	return state.AgentAssignment{ID: id, RunID: run, Step: "deploy", Attempt: attempt, Type: "shell",
-		Labels: labels, Owner: owner, OwnerKey: []byte("key of " + owner)}
+		Labels: labels, Playbook: "deploy", Owner: owner, OwnerKey: []byte("key of " + owner)}
+}
+
+// playbookAttempt is an attempt of a run of playbook.
+func playbookAttempt(id, playbook, owner string, labels map[string]string) state.AgentAssignment {
+	a := agentAttempt(id, "run-"+id, 1, owner, labels)
+	a.Playbook = playbook
+	return a
 }
 
 // sealFor seals an attempt "for" a session: its ID and the session's key.
@@ -46,10 +55,10 @@ func sealFor(a state.AgentAssignment, s state.AgentSession) ([]byte, error) {
 
 func placements(t *testing.T, s state.AgentStore, owner string) map[string]string {
 	t.Helper()
-	placed, err := s.PlaceAgentAssignments(context.Background(), owner, sealFor)
+	pl, err := s.PlaceAgentAssignments(context.Background(), owner, sealFor)
 	must(t, err)
 	out := map[string]string{}
-	for _, a := range placed {
+	for _, a := range pl.Placed {
 		out[a.ID] = a.Session
 	}
 	return out
@@ -57,7 +66,9 @@ func placements(t *testing.T, s state.AgentStore, owner string) map[string]strin
 
 func testAgentSessionLease(t *testing.T, s state.AgentStore) {
 	ctx := context.Background()
-	must(t, s.OpenAgentSession(ctx, agentSession("s-1", "web-1", 2, map[string]string{"role": "web"}), time.Hour))
+	s1 := agentSession("s-1", "web-1", 2, map[string]string{"role": "web"})
+	s1.Limits = []state.AgentLimit{{Pattern: "heavy-*", Max: 1}, {Pattern: "nightly", Max: 2}}
+	must(t, s.OpenAgentSession(ctx, s1, time.Hour))
 	must(t, s.OpenAgentSession(ctx, agentSession("s-2", "web-2", 1, nil), 50*time.Millisecond))
 	all, err := s.AgentSessions(ctx)
 	must(t, err)
@@ -66,7 +77,8 @@ func testAgentSessionLease(t *testing.T, s state.AgentStore) {
 	}
 	got := all[0]
 	if got.Name != "web-1" || got.Capacity != 2 || got.Labels["role"] != "web" || got.Token != "tok-web-1" ||
-		!bytes.Equal(got.Key, []byte("key of s-1")) || got.Version != "v1" || got.Addr != "127.0.0.1" {
+		!bytes.Equal(got.Key, []byte("key of s-1")) || got.Version != "v1" || got.Addr != "127.0.0.1" ||
+		fmt.Sprint(got.Limits) != "[heavy-*=1 nightly=2]" {
 		t.Fatalf("session s-1 read back: %+v", got)
 	}
 	if got.Registered.IsZero() || got.Expires.Sub(got.Registered) < 59*time.Minute {
@@ -422,7 +434,7 @@ func testAgentPlacementRace(t *testing.T, s state.AgentStore) {
 		wg.Go(func() {
 			// A slow seal holds each placement's transaction open, so
 			// that they overlap.
-			placed, err := s.PlaceAgentAssignments(ctx, fmt.Sprint("r", o), func(a state.AgentAssignment, sess state.AgentSession) ([]byte, error) {
+			pl, err := s.PlaceAgentAssignments(ctx, fmt.Sprint("r", o), func(a state.AgentAssignment, sess state.AgentSession) ([]byte, error) {
 				time.Sleep(20 * time.Millisecond)
 				return sealFor(a, sess)
 			})
@@ -431,7 +443,7 @@ func testAgentPlacementRace(t *testing.T, s state.AgentStore) {
 				return
 			}
 			mu.Lock()
-			total += len(placed)
+			total += len(pl.Placed)
 			mu.Unlock()
 		})
 	}
@@ -474,5 +486,126 @@ func testAgentAssignmentRace(t *testing.T, s state.AgentStore) {
 	must(t, err)
 	if len(all) != rounds {
 		t.Fatalf("%d assignments recorded for %d steps", len(all), rounds)
+	}
+}
+
+// testAgentLimits: an agent never holds more attempts of the playbooks a
+// limit of its selects than the limit allows; the attempt goes to
+// another matching agent, or waits saying which limits hold it. Each
+// limit counts on its own; capacity bounds them all.
+func testAgentLimits(t *testing.T, s state.AgentStore) {
+	ctx := context.Background()
+	p := map[string]string{"pool": "p"}
+	limited := agentSession("s-a", "limited", 4, p)
+	limited.Limits = []state.AgentLimit{{Pattern: "heavy-*", Max: 1}}
+	must(t, s.OpenAgentSession(ctx, limited, time.Hour))
+	must(t, s.OpenAgentSession(ctx, agentSession("s-b", "free", 1, p), time.Hour))
+	for _, a := range []state.AgentAssignment{
+		playbookAttempt("h-1", "heavy-x", "r1", p), playbookAttempt("h-2", "heavy-y", "r1", p),
+		playbookAttempt("h-3", "heavy-x", "r1", p), playbookAttempt("l-1", "light", "r1", p),
+	} {
+		_, err := s.AddAgentAssignment(ctx, a)
+		must(t, err)
+	}
+	pl, err := s.PlaceAgentAssignments(ctx, "r1", sealFor)
+	must(t, err)
+	got := map[string]string{}
+	for _, a := range pl.Placed {
+		got[a.ID] = a.Session
+	}
+	// h-1 on the limited agent (equal loads, lower ID), h-2 on the other
+	// (the limit holds), h-3 waits (limited: at its limit; free: full),
+	// l-1 on the limited agent (no limit selects light).
+	if len(got) != 3 || got["h-1"] != "s-a" || got["h-2"] != "s-b" || got["l-1"] != "s-a" {
+		t.Fatalf("placed %v, want h-1 and l-1 on s-a, h-2 on s-b (s-a's limit heavy-*=1)", got)
+	}
+	if why := pl.Limited["h-3"]; why != "limited (heavy-*=1)" || len(pl.Limited) != 1 {
+		t.Fatalf("why h-3 waits: %q (all: %v), want the limit of agent limited", why, pl.Limited)
+	}
+	a, err := s.AgentAssignment(ctx, "h-1")
+	must(t, err)
+	if a.Playbook != "heavy-x" {
+		t.Fatalf("an attempt's playbook read back: %+v", a)
+	}
+	// Asked again, the placement says the same, placing nothing.
+	if again, err := s.PlaceAgentAssignments(ctx, "r1", sealFor); err != nil || len(again.Placed) != 0 || again.Limited["h-3"] != "limited (heavy-*=1)" {
+		t.Fatalf("placing again: %+v, %v; want nothing placed, h-3 held by the limit", again, err)
+	}
+	// The heavy attempt on s-a ends: h-3 takes its place there.
+	must(t, s.FinishAgentAssignment(ctx, "h-1", "s-a", []byte("done")))
+	if got := placements(t, s, "r1"); len(got) != 1 || got["h-3"] != "s-a" {
+		t.Fatalf("after h-1's result: placed %v, want h-3 on s-a", got)
+	}
+
+	// Two limits on one agent count on their own, and capacity bounds
+	// the sum: heavy-*=2, *-nightly=1, capacity 3.
+	q := map[string]string{"pool": "q"}
+	two := agentSession("s-c", "two", 3, q)
+	two.Limits = []state.AgentLimit{{Pattern: "heavy-*", Max: 2}, {Pattern: "*-nightly", Max: 1}}
+	must(t, s.OpenAgentSession(ctx, two, time.Hour))
+	for _, a := range []state.AgentAssignment{
+		playbookAttempt("q-1", "heavy-nightly", "r2", q), // heavy 1, nightly 1
+		playbookAttempt("q-2", "heavy-nightly", "r2", q), // nightly at its limit
+		playbookAttempt("q-3", "heavy-day", "r2", q),     // heavy 2
+		playbookAttempt("q-4", "heavy-day", "r2", q),     // heavy at its limit
+		playbookAttempt("q-5", "light-nightly", "r2", q), // nightly at its limit
+		playbookAttempt("q-6", "light-day", "r2", q),     // the third slot
+		playbookAttempt("q-7", "light-day", "r2", q),     // full
+	} {
+		_, err := s.AddAgentAssignment(ctx, a)
+		must(t, err)
+	}
+	pl, err = s.PlaceAgentAssignments(ctx, "r2", sealFor)
+	must(t, err)
+	got = map[string]string{}
+	for _, a := range pl.Placed {
+		got[a.ID] = a.Session
+	}
+	if len(got) != 3 || got["q-1"] != "s-c" || got["q-3"] != "s-c" || got["q-6"] != "s-c" {
+		t.Fatalf("placed %v, want q-1, q-3 and q-6 on s-c", got)
+	}
+	want := map[string]string{"q-2": "two (*-nightly=1)", "q-4": "two (heavy-*=2)", "q-5": "two (*-nightly=1)"}
+	if fmt.Sprint(pl.Limited) != fmt.Sprint(want) {
+		t.Fatalf("why they wait: %v, want %v (q-7 waits for a slot, no limit)", pl.Limited, want)
+	}
+}
+
+// testAgentLimitsRace has owners place at once attempts a limit selects
+// on one agent: it never holds more of them than the limit allows.
+func testAgentLimitsRace(t *testing.T, s state.AgentStore) {
+	ctx := context.Background()
+	const limit, owners, each = 2, 4, 5
+	sess := agentSession("s-1", "a", 10, nil)
+	sess.Limits = []state.AgentLimit{{Pattern: "heavy-*", Max: limit}}
+	must(t, s.OpenAgentSession(ctx, sess, time.Hour))
+	for o := range owners {
+		for i := range each {
+			_, err := s.AddAgentAssignment(ctx, playbookAttempt(fmt.Sprintf("a-%d-%d", o, i), fmt.Sprint("heavy-", i), fmt.Sprint("r", o), nil))
+			must(t, err)
+		}
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	total := 0
+	for o := range owners {
+		wg.Go(func() {
+			pl, err := s.PlaceAgentAssignments(ctx, fmt.Sprint("r", o), func(a state.AgentAssignment, sess state.AgentSession) ([]byte, error) {
+				time.Sleep(20 * time.Millisecond) // the placements overlap
+				return sealFor(a, sess)
+			})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			total += len(pl.Placed)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	work, err := s.TakeAgentWork(ctx, "s-1")
+	must(t, err)
+	if total != limit || len(work.Offers) != limit {
+		t.Fatalf("owners placing at once placed %d (%d offered) heavy-* attempts on an agent whose limit is %d", total, len(work.Offers), limit)
 	}
 }

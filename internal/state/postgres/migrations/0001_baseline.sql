@@ -358,12 +358,13 @@ CREATE TRIGGER runbook_run_pauses_notify AFTER INSERT OR DELETE ON runbook_run_p
 -- attempts placed on them and the mail between replicas about those
 -- attempts, so that any replica answers any agent. Leases are on the
 -- database's clock. A session's record holds what does not change (name,
--- labels, capacity, its public key); an assignment's record its step type
--- and the labels it asks for. A step has at most one assignment not
+-- labels, capacity, its limits per playbook, its public key); an
+-- assignment's record its step type, the labels it asks for and its run's
+-- playbook, which the limits select. A step has at most one assignment not
 -- withdrawn: a replica that takes a run over finds the one placed for it.
 -- Placement takes an advisory lock (internal/state/postgres/agent.go)
--- and counts the assignments each session holds, so capacity holds
--- across replicas. sealed,
+-- and counts the assignments each session holds (by playbook), so
+-- capacity and limits hold across replicas. sealed,
 -- result and the mail's body are sealed to their recipient's ephemeral
 -- key (nacl box): no secret is stored in clear. The replicas tell each
 -- other on the runbook_agent channel (sent by internal/agent).
