@@ -267,8 +267,9 @@ func (d *Dispatcher) Poll(ctx context.Context, p api.AgentPoll) (api.AgentWork, 
 }
 
 // Run, until ctx ends, hears the other replicas' notices, places this
-// replica's waiting attempts and ends the sessions that made no request
-// for a lease: their assignments are lost.
+// replica's waiting attempts, ends the sessions that made no request for
+// a lease (their assignments are lost) and, each lease, gives up the
+// assignments of runs that ended while no replica executed them.
 func (d *Dispatcher) Run(ctx context.Context) {
 	defer d.stoppingOnce.Do(func() { close(d.stopping) })
 	if d.o.Notices != nil {
@@ -276,6 +277,8 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	}
 	expire := time.NewTicker(max(d.o.Lease/10, 10*time.Millisecond))
 	defer expire.Stop()
+	prune := time.NewTicker(d.o.Lease)
+	defer prune.Stop()
 	// A missed notice of another replica costs a second at most; alone,
 	// the process tells itself everything.
 	fallback := time.NewTicker(time.Second)
@@ -293,6 +296,8 @@ func (d *Dispatcher) Run(ctx context.Context) {
 			d.wakeAll()
 		case <-expire.C:
 			d.expire(ctx)
+		case <-prune.C:
+			d.prune(ctx)
 		}
 	}
 }
@@ -333,6 +338,26 @@ func (d *Dispatcher) expire(ctx context.Context) {
 	for _, a := range lost {
 		d.o.Logger.Warn("agent lost", "agent", a.Lost, "session", a.Session, "run_id", a.RunID, "step", a.Step)
 		subjects = append(subjects, "e:"+a.ID)
+	}
+	d.tell(subjects...)
+}
+
+// prune gives up the assignments of the runs recorded ended for a lease
+// (an owner that executes a run learns of its end sooner), which no owner
+// reads: their run ended while no replica executed it (cancelled while
+// its owner was dead). Their agents are told to stop those they run.
+func (d *Dispatcher) prune(ctx context.Context) {
+	sessions, err := d.store.PruneAgentAssignments(ctx, d.o.Lease)
+	if err != nil {
+		d.o.Logger.Debug("give up the agent assignments of ended runs", "err", err)
+		return
+	}
+	if len(sessions) == 0 {
+		return
+	}
+	subjects := []string{"place"}
+	for _, s := range sessions {
+		subjects = append(subjects, "s:"+s)
 	}
 	d.tell(subjects...)
 }

@@ -201,6 +201,15 @@ type AgentStore interface {
 	// DeleteAgentAssignment deletes assignment id and its mail (its owner
 	// read its end). None is not an error.
 	DeleteAgentAssignment(ctx context.Context, id string) error
+	// PruneAgentAssignments gives up, as WithdrawAgentAssignment does,
+	// the assignments not withdrawn of the runs recorded final (Done)
+	// more than grace ago (or with no end time), which no owner reads any
+	// more: their run ended while no replica executed it. A placed one
+	// not ended is marked withdrawn (its agent stops it at its next
+	// poll), the others are deleted with their mail. It returns the
+	// sessions of those it marked. An assignment whose run the store does
+	// not hold is left alone.
+	PruneAgentAssignments(ctx context.Context, grace time.Duration) ([]string, error)
 
 	// PostAgentMail appends m (its Seq is the store's) and returns its
 	// Seq; ErrAgentMailFull when m.To has MaxAgentMail bytes waiting.

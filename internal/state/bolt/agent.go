@@ -458,16 +458,78 @@ func (s *Store) WithdrawAgentAssignment(ctx context.Context, id string) error {
 		if err != nil || !found {
 			return err
 		}
-		if a.Session == "" || a.Ended() {
-			return deleteAgentAssignment(tx, id)
-		}
-		a.Withdrawn = true
-		return agentPut(b, id, a)
+		_, err = withdrawAgentAssignment(tx, a)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("withdraw agent assignment %s: %w", id, err)
 	}
 	return nil
+}
+
+// PruneAgentAssignments gives up the assignments of runs that ended.
+func (s *Store) PruneAgentAssignments(ctx context.Context, grace time.Duration) ([]string, error) {
+	// Read first: most calls find nothing, and a write costs a sync.
+	some := false
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		all, err := agentAssignments(tx)
+		ended := runEndedBefore(tx, s.now().Add(-grace))
+		for _, a := range all {
+			some = some || !a.Withdrawn && ended(a.RunID)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("prune agent assignments: %w", err)
+	}
+	if !some {
+		return nil, nil
+	}
+	var sessions []string
+	err = s.update(ctx, func(tx *bbolt.Tx) error {
+		sessions = nil
+		all, err := agentAssignments(tx)
+		if err != nil {
+			return err
+		}
+		ended := runEndedBefore(tx, s.now().Add(-grace))
+		for _, a := range all {
+			if a.Withdrawn || !ended(a.RunID) {
+				continue
+			}
+			marked, err := withdrawAgentAssignment(tx, a)
+			if err != nil {
+				return err
+			}
+			if marked {
+				sessions = append(sessions, a.Session)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("prune agent assignments: %w", err)
+	}
+	return sessions, nil
+}
+
+// runEndedBefore reports whether a run is recorded final (Done) and
+// ended before t or has no end time; a run the store does not hold has
+// not. It reads each run once.
+func runEndedBefore(tx *bbolt.Tx, t time.Time) func(id string) bool {
+	ended := map[string]bool{}
+	sources := sourcesOf(tx)
+	return func(id string) bool {
+		done, ok := ended[id]
+		if !ok {
+			if data := tx.Bucket(bucketRuns).Get([]byte(id)); data != nil {
+				r, err := decodeRun(id, data, sources)
+				done = err == nil && r.Status.Done() && (r.EndedAt.IsZero() || r.EndedAt.Before(t))
+			}
+			ended[id] = done
+		}
+		return done
+	}
 }
 
 // DeleteAgentAssignment deletes an assignment and its mail.
@@ -477,6 +539,16 @@ func (s *Store) DeleteAgentAssignment(ctx context.Context, id string) error {
 		return fmt.Errorf("delete agent assignment %s: %w", id, err)
 	}
 	return nil
+}
+
+// withdrawAgentAssignment gives a up: deleted when waiting or ended,
+// else marked withdrawn (marked).
+func withdrawAgentAssignment(tx *bbolt.Tx, a state.AgentAssignment) (marked bool, err error) {
+	if a.Session == "" || a.Ended() {
+		return false, deleteAgentAssignment(tx, a.ID)
+	}
+	a.Withdrawn = true
+	return true, agentPut(tx.Bucket(bucketAgentAssignments), a.ID, a)
 }
 
 func deleteAgentAssignment(tx *bbolt.Tx, id string) error {

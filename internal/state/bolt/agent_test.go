@@ -9,7 +9,7 @@ import (
 )
 
 func TestAgentContract(t *testing.T) {
-	statetest.RunAgents(t, func(t *testing.T) state.AgentStore {
+	statetest.RunAgents(t, func(t *testing.T) state.Store {
 		s, _ := openTemp(t, bolt.Options{})
 		return s
 	})

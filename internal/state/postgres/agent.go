@@ -411,6 +411,35 @@ func (s *Store) WithdrawAgentAssignment(ctx context.Context, id string) error {
 	return nil
 }
 
+// endedRun selects the assignments a of runs r recorded final more than
+// $1 microseconds ago (or with no end time), not withdrawn.
+const endedRun = `r.id = a.run_id AND r.status IN ('succeeded', 'failed', 'cancelled', 'skipped')
+    AND (r.ended_at IS NULL OR r.ended_at < now() - $1::bigint * interval '1 microsecond') AND NOT a.withdrawn`
+
+// PruneAgentAssignments gives up the assignments of runs that ended.
+func (s *Store) PruneAgentAssignments(ctx context.Context, grace time.Duration) ([]string, error) {
+	var sessions []string
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		gone, err := queryIDs(ctx, tx, `DELETE FROM runbook_agent_assignments a USING runbook_runs r
+WHERE `+endedRun+` AND (a.session = '' OR a.result IS NOT NULL OR a.lost <> '') RETURNING a.id`, grace.Microseconds())
+		if err != nil {
+			return err
+		}
+		if len(gone) > 0 {
+			if _, err := tx.Exec(ctx, `DELETE FROM runbook_agent_mail WHERE recipient = ANY($1)`, gone); err != nil {
+				return err
+			}
+		}
+		sessions, err = queryIDs(ctx, tx, `UPDATE runbook_agent_assignments a SET withdrawn = true FROM runbook_runs r
+WHERE `+endedRun+` AND a.session <> '' AND a.result IS NULL AND a.lost = '' RETURNING a.session`, grace.Microseconds())
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("prune agent assignments: %w", err)
+	}
+	return sessions, nil
+}
+
 // DeleteAgentAssignment deletes an assignment and its mail.
 func (s *Store) DeleteAgentAssignment(ctx context.Context, id string) error {
 	err := s.write(ctx, func(tx pgx.Tx) error {

@@ -10,7 +10,7 @@ import (
 )
 
 func TestAgentContract(t *testing.T) {
-	statetest.RunAgents(t, func(t *testing.T) state.AgentStore {
+	statetest.RunAgents(t, func(t *testing.T) state.Store {
 		return open(t, pgtest.DB(t), postgres.Options{})
 	})
 }

@@ -13,9 +13,10 @@ import (
 )
 
 // RunAgents runs the contract of state.AgentStore against stores from
-// open, one fresh and empty store per test. Leases are on the store's
-// clock: the tests that let one lapse wait for it (50 or 500 ms).
-func RunAgents(t *testing.T, open func(t *testing.T) state.AgentStore) {
+// open, one fresh and empty store per test (a whole Store: the runs'
+// ends prune their assignments). Leases are on the store's clock: the
+// tests that let one lapse wait for it (50 or 500 ms).
+func RunAgents(t *testing.T, open func(t *testing.T) state.Store) {
 	t.Helper()
 	t.Run("a session is listed, renewed, and gone once its lease lapsed", func(t *testing.T) { testAgentSessionLease(t, open(t)) })
 	t.Run("an attempt is placed on a matching agent with a free slot, the least loaded", func(t *testing.T) { testAgentPlacement(t, open(t)) })
@@ -28,6 +29,7 @@ func RunAgents(t *testing.T, open func(t *testing.T) state.AgentStore) {
 	t.Run("capacity holds when owners place at once", func(t *testing.T) { testAgentPlacementRace(t, open(t)) })
 	t.Run("an agent's limits per playbook hold, each on its own", func(t *testing.T) { testAgentLimits(t, open(t)) })
 	t.Run("limits hold when owners place at once", func(t *testing.T) { testAgentLimitsRace(t, open(t)) })
+	t.Run("the attempts of a run that ended are given up", func(t *testing.T) { testAgentPrune(t, open(t)) })
 	t.Run("owners adding a step's attempt at once share one assignment", func(t *testing.T) { testAgentAssignmentRace(t, open(t)) })
 }
 
@@ -607,5 +609,84 @@ func testAgentLimitsRace(t *testing.T, s state.AgentStore) {
 	must(t, err)
 	if total != limit || len(work.Offers) != limit {
 		t.Fatalf("owners placing at once placed %d (%d offered) heavy-* attempts on an agent whose limit is %d", total, len(work.Offers), limit)
+	}
+}
+
+// testAgentPrune: the assignments of a run recorded ended (while no owner
+// executed it) are given up once it ended grace ago: a placed one still
+// running is withdrawn (its agent told to stop it), a waiting or ended
+// one deleted with its mail. Those of a live run, of a run that ended
+// lately and of a run the store does not hold stay.
+func testAgentPrune(t *testing.T, s state.Store) {
+	ctx := context.Background()
+	must(t, s.OpenAgentSession(ctx, agentSession("s-1", "a", 2, nil), time.Hour))
+	ended := newRun("run-ended", "deploy", time.Now().Add(-2*time.Hour))
+	ended.Status, ended.EndedAt = state.RunCancelled, time.Now().Add(-time.Hour)
+	lately := newRun("run-lately", "deploy", time.Now().Add(-time.Hour))
+	lately.Status, lately.EndedAt = state.RunFailed, time.Now()
+	live := newRun("run-live", "deploy", time.Now())
+	live.Status = state.RunRunning
+	for _, r := range []*state.Run{ended, lately, live} {
+		must(t, s.CreateRun(ctx, r))
+	}
+	step := func(id, run, step string) state.AgentAssignment {
+		a := agentAttempt(id, run, 1, "r-dead", nil)
+		a.Step = step
+		return a
+	}
+	for _, a := range []state.AgentAssignment{
+		step("running", "run-ended", "one"), step("done", "run-ended", "two"), step("live", "run-live", "one"),
+		step("waiting", "run-ended", "three"), step("late", "run-lately", "one"), step("unknown", "run-none", "one"),
+	} {
+		_, err := s.AddAgentAssignment(ctx, a)
+		must(t, err)
+	}
+	if got := placements(t, s, "r-dead"); len(got) != 2 || got["running"] != "s-1" || got["done"] != "s-1" {
+		t.Fatalf("placed %v, want running and done on s-1", got)
+	}
+	must(t, s.FinishAgentAssignment(ctx, "done", "s-1", []byte("sealed for a dead owner")))
+	_, err := s.PostAgentMail(ctx, state.AgentMail{To: "done", Body: []byte("line")})
+	must(t, err)
+
+	sessions, err := s.PruneAgentAssignments(ctx, time.Minute)
+	must(t, err)
+	if len(sessions) != 1 || sessions[0] != "s-1" {
+		t.Fatalf("pruned: sessions %v, want s-1 (told to stop running)", sessions)
+	}
+	for _, id := range []string{"done", "waiting"} {
+		if _, err := s.AgentAssignment(ctx, id); !errors.Is(err, state.ErrNotFound) {
+			t.Errorf("assignment %s of the ended run: got %v, want it deleted", id, err)
+		}
+	}
+	if m, _ := s.AgentMail(ctx, "done"); len(m) != 0 {
+		t.Errorf("a deleted assignment's mail is kept: %+v", m)
+	}
+	if a, err := s.AgentAssignment(ctx, "running"); err != nil || !a.Withdrawn {
+		t.Fatalf("the running attempt of the ended run: %+v, %v; want it withdrawn", a, err)
+	}
+	for _, id := range []string{"live", "late", "unknown"} {
+		if a, err := s.AgentAssignment(ctx, id); err != nil || a.Withdrawn {
+			t.Errorf("assignment %s: %+v, %v; want it kept as it was", id, a, err)
+		}
+	}
+	work, err := s.TakeAgentWork(ctx, "s-1")
+	must(t, err)
+	if len(work.Cancels) != 1 || work.Cancels[0] != "running" {
+		t.Fatalf("work after the prune: %+v, want running cancelled", work)
+	}
+	if again, err := s.PruneAgentAssignments(ctx, time.Minute); err != nil || len(again) != 0 {
+		t.Fatalf("pruning again: %v, %v; want nothing", again, err)
+	}
+	all, err := s.AgentAssignments(ctx)
+	must(t, err)
+	if len(all) != 3 {
+		t.Fatalf("left: %+v, want live, late and unknown", all)
+	}
+	// Once the recent end is grace ago, its attempt goes too.
+	if _, err := s.PruneAgentAssignments(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AgentAssignment(ctx, "late"); !errors.Is(err, state.ErrNotFound) {
+		t.Fatalf("the waiting attempt of a run that ended, with no grace: %v, want it deleted", err)
 	}
 }
