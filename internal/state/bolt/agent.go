@@ -42,6 +42,25 @@ func agentPut(b *bbolt.Bucket, key string, v any) error {
 	return b.Put([]byte(key), data)
 }
 
+// agentRecords decodes every record of bucket; what names one in an
+// error.
+func agentRecords[T any](tx *bbolt.Tx, bucket []byte, what string) ([]T, error) {
+	b := tx.Bucket(bucket)
+	if b == nil {
+		return nil, nil
+	}
+	var out []T
+	err := b.ForEach(func(k, v []byte) error {
+		var r T
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("%w: %s %s: %v", state.ErrCorrupt, what, k, err)
+		}
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
 func agentGet(b *bbolt.Bucket, key string, v any) (bool, error) {
 	if b == nil {
 		return false, nil
@@ -111,36 +130,12 @@ func (s *Store) AgentSessions(ctx context.Context) ([]state.AgentSession, error)
 }
 
 func agentSessions(tx *bbolt.Tx) ([]state.AgentSession, error) {
-	b := tx.Bucket(bucketAgentSessions)
-	if b == nil {
-		return nil, nil
-	}
-	var out []state.AgentSession
-	err := b.ForEach(func(k, v []byte) error {
-		var sess state.AgentSession
-		if err := json.Unmarshal(v, &sess); err != nil {
-			return fmt.Errorf("%w: agent session %s: %v", state.ErrCorrupt, k, err)
-		}
-		out = append(out, sess)
-		return nil
-	})
-	return out, err
+	return agentRecords[state.AgentSession](tx, bucketAgentSessions, "agent session")
 }
 
+// agentAssignments are the assignments, oldest first.
 func agentAssignments(tx *bbolt.Tx) ([]state.AgentAssignment, error) {
-	b := tx.Bucket(bucketAgentAssignments)
-	if b == nil {
-		return nil, nil
-	}
-	var out []state.AgentAssignment
-	err := b.ForEach(func(k, v []byte) error {
-		var a state.AgentAssignment
-		if err := json.Unmarshal(v, &a); err != nil {
-			return fmt.Errorf("%w: agent assignment %s: %v", state.ErrCorrupt, k, err)
-		}
-		out = append(out, a)
-		return nil
-	})
+	out, err := agentRecords[state.AgentAssignment](tx, bucketAgentAssignments, "agent assignment")
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
 	return out, err
 }
@@ -409,60 +404,54 @@ func (s *Store) AgentAssignment(ctx context.Context, id string) (state.AgentAssi
 
 // FinishAgentAssignment records a held assignment's result.
 func (s *Store) FinishAgentAssignment(ctx context.Context, id, session string, result []byte) error {
-	err := s.update(ctx, func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketAgentAssignments)
-		var a state.AgentAssignment
-		found, err := agentGet(b, id, &a)
-		if err != nil {
-			return err
-		}
-		if !found || a.Session != session || a.Ended() || a.Withdrawn {
+	return s.changeAgentAssignment(ctx, "finish agent assignment", id, func(tx *bbolt.Tx, a *state.AgentAssignment) error {
+		if a == nil || a.Session != session || a.Ended() || a.Withdrawn {
 			return state.ErrAgentGone
 		}
 		a.Result, a.Resend = result, false
-		return agentPut(b, id, a)
+		return agentPut(tx.Bucket(bucketAgentAssignments), id, a)
 	})
-	if err != nil {
-		return fmt.Errorf("finish agent assignment %s: %w", id, err)
-	}
-	return nil
 }
 
 // ResendAgentResult asks the agent for an assignment's result again.
 func (s *Store) ResendAgentResult(ctx context.Context, id string) error {
-	err := s.update(ctx, func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketAgentAssignments)
-		var a state.AgentAssignment
-		found, err := agentGet(b, id, &a)
-		if err != nil {
-			return err
-		}
-		if !found || a.Result == nil {
+	return s.changeAgentAssignment(ctx, "resend agent result", id, func(tx *bbolt.Tx, a *state.AgentAssignment) error {
+		if a == nil || a.Result == nil {
 			return state.ErrAgentGone
 		}
 		a.Result, a.Resend = nil, true
-		return agentPut(b, id, a)
+		return agentPut(tx.Bucket(bucketAgentAssignments), id, a)
 	})
-	if err != nil {
-		return fmt.Errorf("resend agent result %s: %w", id, err)
-	}
-	return nil
 }
 
 // WithdrawAgentAssignment gives an assignment up.
 func (s *Store) WithdrawAgentAssignment(ctx context.Context, id string) error {
-	err := s.update(ctx, func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketAgentAssignments)
-		var a state.AgentAssignment
-		found, err := agentGet(b, id, &a)
-		if err != nil || !found {
-			return err
+	return s.changeAgentAssignment(ctx, "withdraw agent assignment", id, func(tx *bbolt.Tx, a *state.AgentAssignment) error {
+		if a == nil {
+			return nil
 		}
-		_, err = withdrawAgentAssignment(tx, a)
+		_, err := withdrawAgentAssignment(tx, *a)
 		return err
 	})
+}
+
+// changeAgentAssignment reads assignment id and hands it to change (nil
+// when there is none), which writes what it changes, in one update; the
+// error says what was done (what) to which.
+func (s *Store) changeAgentAssignment(ctx context.Context, what, id string, change func(tx *bbolt.Tx, a *state.AgentAssignment) error) error {
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		var a state.AgentAssignment
+		found, err := agentGet(tx.Bucket(bucketAgentAssignments), id, &a)
+		switch {
+		case err != nil:
+			return err
+		case !found:
+			return change(tx, nil)
+		}
+		return change(tx, &a)
+	})
 	if err != nil {
-		return fmt.Errorf("withdraw agent assignment %s: %w", id, err)
+		return fmt.Errorf("%s %s: %w", what, id, err)
 	}
 	return nil
 }

@@ -429,14 +429,25 @@ func testAgentPlacementRace(t *testing.T, s state.AgentStore) {
 			must(t, err)
 		}
 	}
+	total := placeAtOnce(t, s, owners)
+	work, err := s.TakeAgentWork(ctx, "s-1")
+	must(t, err)
+	if total != capacity || len(work.Offers) != capacity {
+		t.Fatalf("owners placing at once placed %d (%d offered) on an agent of capacity %d", total, len(work.Offers), capacity)
+	}
+}
+
+// placeAtOnce has owners r0, r1... place their waiting attempts at once
+// and returns how many they placed. A slow seal holds each placement's
+// transaction open, so that they overlap.
+func placeAtOnce(t *testing.T, s state.AgentStore, owners int) int {
+	t.Helper()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	total := 0
 	for o := range owners {
 		wg.Go(func() {
-			// A slow seal holds each placement's transaction open, so
-			// that they overlap.
-			pl, err := s.PlaceAgentAssignments(ctx, fmt.Sprint("r", o), func(a state.AgentAssignment, sess state.AgentSession) ([]byte, error) {
+			pl, err := s.PlaceAgentAssignments(context.Background(), fmt.Sprint("r", o), func(a state.AgentAssignment, sess state.AgentSession) ([]byte, error) {
 				time.Sleep(20 * time.Millisecond)
 				return sealFor(a, sess)
 			})
@@ -450,11 +461,7 @@ func testAgentPlacementRace(t *testing.T, s state.AgentStore) {
 		})
 	}
 	wg.Wait()
-	work, err := s.TakeAgentWork(ctx, "s-1")
-	must(t, err)
-	if total != capacity || len(work.Offers) != capacity {
-		t.Fatalf("owners placing at once placed %d (%d offered) on an agent of capacity %d", total, len(work.Offers), capacity)
-	}
+	return total
 }
 
 func testAgentAssignmentRace(t *testing.T, s state.AgentStore) {
@@ -586,25 +593,7 @@ func testAgentLimitsRace(t *testing.T, s state.AgentStore) {
 			must(t, err)
 		}
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	total := 0
-	for o := range owners {
-		wg.Go(func() {
-			pl, err := s.PlaceAgentAssignments(ctx, fmt.Sprint("r", o), func(a state.AgentAssignment, sess state.AgentSession) ([]byte, error) {
-				time.Sleep(20 * time.Millisecond) // the placements overlap
-				return sealFor(a, sess)
-			})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			mu.Lock()
-			total += len(pl.Placed)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
+	total := placeAtOnce(t, s, owners)
 	work, err := s.TakeAgentWork(ctx, "s-1")
 	must(t, err)
 	if total != limit || len(work.Offers) != limit {
