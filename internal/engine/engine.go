@@ -448,11 +448,17 @@ func (e *Engine) Cancel(runID string, cause error) bool {
 }
 
 // cancelActive cancels run id with cause if it executes in this process,
-// and reports whether it does.
+// and reports whether it does. It cancels under e.mu, so that a run
+// leaving parked (parkAndLeave) either is cancelled before it stops
+// being active, and notes the cancel for its next execution, or is no
+// longer active here, and its host notes it (CancelNext): cancelled just
+// after the run read its cause, the cancel was lost, the run parked as
+// if never cancelled. (A context's cancel calls no code of ours: its
+// AfterFuncs run in goroutines of their own.)
 func (e *Engine) cancelActive(id string, cause error) bool {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	cancel, ok := e.active[id]
-	e.mu.Unlock()
 	if ok {
 		cancel(cause)
 	}

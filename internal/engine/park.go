@@ -82,13 +82,18 @@ func (rs *runState) parkAndLeave(ctx context.Context) (*state.Run, error) {
 		rs.endWaiting(ctx)
 		return rs.end(ctx)
 	}
-	rs.e.deactivate(rs.run.ID)
+	// No longer active, and its cause read, at once: a Cancel (which
+	// cancels under e.mu) came before, and the cause says so, or after,
+	// and finds the run inactive (cancelActive).
+	rs.e.mu.Lock()
+	delete(rs.e.active, rs.run.ID)
+	cause := runCause(ctx)
+	rs.e.mu.Unlock()
 	if ferr := rs.fenced(); err == nil && ferr != nil {
 		// Parked by a write made while this process's lease lapsed: the
 		// run goes on where it is claimed next, waiting as recorded.
 		return out, ferr
 	}
-	cause := runCause(ctx)
 	if err == nil && cause != nil && !errors.Is(cause, ErrSuspend) && !errors.Is(cause, errRunTimeout) {
 		rs.e.CancelNext(rs.run.ID, cause)
 	}

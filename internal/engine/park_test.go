@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -325,4 +326,49 @@ steps:
 	recs = h.steps(r.ID)
 	assert.Equal(t, 1, recs["nap[0]"].Attempts)
 	assert.EqualValues(t, 2, recs["after"].Outputs["n"])
+}
+
+// A cancel that comes as the run parks is never lost, whichever side of
+// the run's leaving it lands on: Cancel either finds the run executing
+// and the run notes the cancel for its next execution, or finds it
+// parked, and its host notes it (CancelNext, as runner.Host.CancelRun
+// does). Either way the next execution ends it cancelled. The cancel is
+// made from the run's own "run.waiting" event, in a goroutine of its
+// own, so that it races the run's leaving; a full go test ./... under
+// load once saw a run stay waiting after such a cancel (issue 27).
+func TestACancelAsTheRunParksIsNeverLost(t *testing.T) {
+	ctx := context.Background()
+	var h *harness
+	var eng *engine.Engine
+	var wg sync.WaitGroup
+	h = newHarness(t, parkAll, func(o *engine.Options) {
+		seen := o.Observer.Event
+		o.Observer.Event = func(runID string, ev state.Event) {
+			seen(runID, ev)
+			if ev.Type == "run.waiting" {
+				wg.Go(func() {
+					if !eng.Cancel(runID, nil) {
+						eng.CancelNext(runID, nil)
+					}
+				})
+			}
+		}
+	})
+	eng = h.engine
+	src := `
+version: 1
+name: gate
+steps:
+  - {id: gate, uses: approval, with: {message: go?}}
+`
+	const runs = 150
+	for i := range runs {
+		r, err := h.run(src, nil)
+		wg.Wait()
+		if r.Status == state.RunWaiting {
+			r, err = eng.Resume(ctx, r.ID)
+		}
+		require.Error(t, err, "run %d", i)
+		require.Equal(t, state.RunCancelled, r.Status, "run %d: cancelled as it parked, it must end cancelled at its next execution", i)
+	}
 }
