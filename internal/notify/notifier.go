@@ -3,7 +3,6 @@ package notify
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -99,8 +98,7 @@ func (n *Notifier) Matches(r config.Rule, ev Event) bool {
 		return false // a sub-playbook run is told through its caller
 	}
 	if len(r.Playbooks) > 0 && !slices.ContainsFunc(r.Playbooks, func(p string) bool {
-		ok, _ := filepath.Match(p, ev.Playbook)
-		return ok && ev.Playbook != ""
+		return ev.Playbook != "" && state.PlaybookMatches(p, ev.Playbook)
 	}) {
 		return false
 	}
