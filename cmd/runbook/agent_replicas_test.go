@@ -79,18 +79,7 @@ steps:
         sleep 0.3
         rm %[1]s/running/${{ run.id }}-$AGENT_NAME
 `, dir),
-		"web.yaml": fmt.Sprintf(`version: 1
-name: web
-steps:
-  - id: tick
-    uses: shell
-    runs_on: {labels: {role: web}}
-    with:
-      command: 'echo "tick on $AGENT_NAME"; while [ ! -e %s/gate ]; do sleep 0.02; done; echo tock'
-  - id: after
-    uses: set
-    with: {code: "${{ steps.tick.outputs.exit_code + 1 }}"}
-`, dir),
+		"web.yaml": webOnAgents(dir),
 	})
 	capacity := map[string]int{"fan-0": 2, "fan-1": 1, "fan-2": 1}
 	polls := map[string]int{}

@@ -142,18 +142,7 @@ steps:
         sleep 0.4
         rm %[1]s/running/${{ item }}-$AGENT_NAME
 `, c.dir))
-	c.file("playbooks/web.yaml", fmt.Sprintf(`version: 1
-name: web
-steps:
-  - id: tick
-    uses: shell
-    runs_on: {labels: {role: web}}
-    with:
-      command: 'echo "tick on $AGENT_NAME"; while [ ! -e %s/gate ]; do sleep 0.02; done; echo tock'
-  - id: after
-    uses: set
-    with: {code: "${{ steps.tick.outputs.exit_code + 1 }}"}
-`, c.dir))
+	c.file("playbooks/web.yaml", webOnAgents(c.dir))
 	s := c.serve("--agent-lease", "3s")
 	c.agent(s, "bastion-a", "role=bastion,zone=a", 2)
 	c.agent(s, "bastion-b", "role=bastion,zone=b", 1)
@@ -489,4 +478,22 @@ func TestAnAgentsPollDoesNotHoldServeShutdownUp(t *testing.T) {
 	took := time.Since(start)
 	t.Logf("runbook serve stopped %s after SIGTERM", took.Round(time.Millisecond))
 	assert.Less(t, took, 10*time.Second, "the held poll ended with the server")
+}
+
+// webOnAgents is the web playbook of the agent tests: a shell step on an
+// agent with role=web that prints its agent's name and waits for dir/gate,
+// then a step on the server that reads the first's exit code.
+func webOnAgents(dir string) string {
+	return fmt.Sprintf(`version: 1
+name: web
+steps:
+  - id: tick
+    uses: shell
+    runs_on: {labels: {role: web}}
+    with:
+      command: 'echo "tick on $AGENT_NAME"; while [ ! -e %s/gate ]; do sleep 0.02; done; echo tock'
+  - id: after
+    uses: set
+    with: {code: "${{ steps.tick.outputs.exit_code + 1 }}"}
+`, dir)
 }
