@@ -92,7 +92,12 @@ func TestBrowserScheduleControlsAndRunAgain(t *testing.T) {
 	assert.Contains(t, b.text(".facts"), "run now")
 
 	// Backfill the skipped slots: a dry run, then for real.
-	from, to := strings.TrimSuffix(paused[0].Slot, "Z"), strings.TrimSuffix(paused[len(paused)-1].Slot, "Z")
+	// A datetime-local input holds a whole minute without its seconds
+	// (Chromium turns "…T09:00:00" into "…T09:00"), and SetValue fails
+	// when the value it reads back differs: a slot on a whole minute is
+	// given as the input holds it (the server reads both forms).
+	local := func(slot string) string { return strings.TrimSuffix(strings.TrimSuffix(slot, "Z"), ":00") }
+	from, to := local(paused[0].Slot), local(paused[len(paused)-1].Slot)
 	b.open("/schedules")
 	b.waitFor(card + " .backfill-form")
 	b.do(chromedp.SetValue(chromedp.CSS(card+` .backfill-form input[name="from"]`), from),
