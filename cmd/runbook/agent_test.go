@@ -153,6 +153,10 @@ steps:
 		"the line printed before the step waits is readable while it runs")
 	_, run := s.api(t, "GET", "/api/v1/runs/"+web, nil)
 	assert.Equal(t, "running", run["status"])
+	assert.Eventually(t, func() bool {
+		code, ev := s.api(t, "GET", "/api/v1/runs/"+web+"/events", nil)
+		return code == 200 && strings.Contains(fmt.Sprint(ev), "running on agent web-1")
+	}, 10*time.Second, 20*time.Millisecond, "the step's events name its agent while it runs")
 	require.NoError(t, os.WriteFile(filepath.Join(c.dir, "gate"), nil, 0o600))
 
 	run = endOf(t, s, web, 15*time.Second)
@@ -184,9 +188,8 @@ steps:
 			assert.LessOrEqual(t, k, capacity, "%s ran %s attempts at once (capacity %d)", name, n, capacity)
 		}
 	}
-	code, ev := s.api(t, "GET", "/api/v1/runs/"+web+"/events", nil)
-	require.Equal(t, 200, code)
-	assert.Contains(t, fmt.Sprint(ev), "running on agent web-1", "the step's events name its agent")
+	assert.Contains(t, s.get(t, "/metrics"), "\nrunbook_agent_dispatch_seconds_count 7\n",
+		"each of the 7 attempts placed on an agent has its dispatch latency")
 }
 
 // A step whose agent stops answering: after the agent lease the attempt

@@ -49,6 +49,12 @@ type Options struct {
 	// Lease: DefaultLease when zero. A poll is held at most a third of it.
 	Lease  time.Duration
 	Logger *slog.Logger
+	// Dispatched, when set, is told each attempt's dispatch latency as its
+	// result is read: from its placement, as this replica committed it, to
+	// its start on the agent, by the agent's clock (so the offset of the
+	// two clocks counts in it; an attempt taken over from another replica
+	// is not told).
+	Dispatched func(time.Duration)
 }
 
 // Dispatcher is a replica's side of the agents: it answers any agent's
@@ -383,12 +389,13 @@ func (d *Dispatcher) placeWaiting(ctx context.Context, mine *waiter) {
 		d.o.Logger.Debug("place attempts on agents", "err", err)
 		return
 	}
+	now := time.Now()
 	var subjects []string
 	d.mu.Lock()
 	for _, a := range pl.Placed {
 		if w := d.waits[a.ID]; w != nil {
 			w.session, w.agent = a.Session, a.Agent
-			w.placed = true
+			w.placed, w.placedAt = true, now
 			signal(w.wake)
 		}
 		subjects = append(subjects, "s:"+a.Session)

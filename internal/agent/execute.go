@@ -29,7 +29,10 @@ type waiter struct {
 	// last wake-up was about.
 	session, agent string
 	placed         bool // newly placed: await names the agent
-	mail, end      bool
+	// placedAt is when this replica's placement of it committed (zero:
+	// placed by another replica).
+	placedAt  time.Time
+	mail, end bool
 	// limited says which agents' limits hold it while it waits
 	// (state.AgentPlacement.Limited).
 	limited string
@@ -152,6 +155,7 @@ func (d *Dispatcher) enqueue(ctx context.Context, wire api.AgentAssignment, a *e
 		}
 		a.Call.Log.Info(fmt.Sprintf("attempt %d of this step, placed before the run changed hands, goes on (%s): waiting for its result", got.Attempt, where),
 			"agent", got.Agent, "agent_session", got.Session)
+		record(ctx, a)
 	}
 	if got.Session == "" {
 		d.placeWaiting(ctx, w) // at once: a matching agent with a free slot takes it now
@@ -205,10 +209,12 @@ func (d *Dispatcher) await(ctx context.Context, w *waiter) (outcome, error) {
 		if placed {
 			noted = true
 			log.Info(fmt.Sprintf("running on agent %s", agent), "agent", agent, "agent_session", session)
+			record(ctx, w.a)
 		}
 		if waiting && session == "" && limited != "" && limited != said {
 			said = limited
 			log.Info(waitingFor(w.a.RunsOn, limited))
+			record(ctx, w.a)
 		}
 		if mail {
 			d.readMail(ctx, w)
@@ -224,6 +230,7 @@ func (d *Dispatcher) await(ctx context.Context, w *waiter) (outcome, error) {
 			if !noted {
 				noted, waiting, said = true, true, limited
 				log.Info(waitingFor(w.a.RunsOn, limited))
+				record(ctx, w.a)
 			}
 		case <-ctx.Done():
 			if cause := context.Cause(ctx); errors.Is(cause, engine.ErrSuspend) || errors.Is(cause, state.ErrFenced) {
@@ -233,6 +240,15 @@ func (d *Dispatcher) await(ctx context.Context, w *waiter) (outcome, error) {
 			}
 			return d.withdraw(ctx, w)
 		}
+	}
+}
+
+// record writes the attempt's log so far to its run's record
+// (engine.AgentAttempt.Record): where it runs, or what it waits for, is
+// read while it runs.
+func record(ctx context.Context, a *engine.AgentAttempt) {
+	if a.Record != nil {
+		a.Record(ctx)
 	}
 }
 
@@ -286,11 +302,24 @@ func (d *Dispatcher) ended(ctx context.Context, w *waiter) (outcome, bool) {
 		return outcome{err: fmt.Errorf("decode the result of agent %s: %w", rec.Agent, err)}, true
 	}
 	d.readMail(ctx, w) // the lines sent before the result
+	d.dispatched(w, r.Started)
 	o := outcome{out: wholeNumbers(r.Outputs), reconciled: r.Reconciled}
 	if r.Error != nil {
 		o.err = &fault.Error{Code: fault.Code(r.Error.Code), Message: r.Error.Message, Data: wholeNumbers(r.Error.Data)}
 	}
 	return o, true
+}
+
+// dispatched tells Options.Dispatched the time from w's placement here
+// to started, its start on the agent.
+func (d *Dispatcher) dispatched(w *waiter, started time.Time) {
+	d.mu.Lock()
+	placedAt := w.placedAt
+	d.mu.Unlock()
+	if d.o.Dispatched == nil || placedAt.IsZero() || started.IsZero() {
+		return
+	}
+	d.o.Dispatched(max(started.Sub(placedAt), 0))
 }
 
 // withdraw gives the assignment up as its step ended (cancel, timeout):

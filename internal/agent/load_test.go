@@ -132,9 +132,11 @@ func TestDispatchLoadReplicas(t *testing.T) {
 	l := replicaLoad{Attempts: n, InFlight: inflight, Agents: 20, Capacity: 10, Kill: n / 3, Hold: 0}
 	r := l.run(t)
 	t.Logf("%d attempts, %d at a time, 3 replicas, 20 agents x 10, replica 0 killed at %d: %s (%.0f/s), %d taken over; "+
-		"execute -> started on the agent p50 %s p90 %s p99 %s max %s; most at once on one agent %d; lost %d, twice %d, without their line %d",
+		"execute -> started on the agent p50 %s p90 %s p99 %s max %s; dispatch (placed -> started on the agent) p50 %s p90 %s p99 %s max %s; "+
+		"most at once on one agent %d; lost %d, twice %d, without their line %d",
 		n, inflight, l.Kill, r.took.Round(time.Millisecond), float64(n)/r.took.Seconds(), r.takenOver,
-		r.quantile(0.5), r.quantile(0.9), r.quantile(0.99), r.quantile(1), r.most, r.lost, r.twice, r.noLine)
+		r.quantile(0.5), r.quantile(0.9), r.quantile(0.99), r.quantile(1),
+		quantile(r.dispatch, 0.5), quantile(r.dispatch, 0.9), quantile(r.dispatch, 0.99), quantile(r.dispatch, 1), r.most, r.lost, r.twice, r.noLine)
 	require.Zero(t, r.lost+r.twice+r.noLine)
 	require.LessOrEqual(t, r.most, 10)
 }

@@ -150,8 +150,11 @@ type replicaLoad struct {
 }
 
 type loadResult struct {
-	took                time.Duration
-	latency             []time.Duration // execute -> started on the agent, attempts not taken over
+	took    time.Duration
+	latency []time.Duration // execute -> started on the agent, attempts not taken over
+	// dispatch: placed -> started on the agent, as Options.Dispatched
+	// tells it (the assignment made -> the attempt started)
+	dispatch            []time.Duration
 	lost, twice, noLine int
 	takenOver           int
 	most                int // the most attempts one agent ran at once
@@ -168,6 +171,9 @@ func (l replicaLoad) run(t *testing.T) loadResult {
 	clear(probes.most)
 	probes.Unlock()
 
+	var res loadResult
+	var dmu sync.Mutex
+	dispatched := func(d time.Duration) { dmu.Lock(); res.dispatch = append(res.dispatch, d); dmu.Unlock() }
 	var ds [3]*Dispatcher
 	var stop [3]context.CancelFunc
 	var backends [3]*url.URL
@@ -176,7 +182,7 @@ func (l replicaLoad) run(t *testing.T) loadResult {
 		st, err := postgres.Open(ctx, dsn, postgres.Options{})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = st.Close() })
-		ds[i] = NewDispatcher(Options{Store: st, Notices: st, Lease: 5 * time.Second})
+		ds[i] = NewDispatcher(Options{Store: st, Notices: st, Lease: 5 * time.Second, Dispatched: dispatched})
 		rctx, rcancel := context.WithCancel(ctx)
 		stop[i] = rcancel
 		go ds[i].Run(rctx)
@@ -207,7 +213,6 @@ func (l replicaLoad) run(t *testing.T) loadResult {
 
 	desc, _ := steps.Lookup("test.agentprobe")
 	ro := &playbook.RunsOn{Labels: map[string]string{"pool": "load"}, OnAgentLost: playbook.AgentLostFail}
-	var res loadResult
 	var mu sync.Mutex
 	var killed [3]struct {
 		sync.Mutex
@@ -300,6 +305,9 @@ func (l replicaLoad) run(t *testing.T) loadResult {
 		}
 	}
 	slices.Sort(res.latency)
+	dmu.Lock()
+	slices.Sort(res.dispatch)
+	dmu.Unlock()
 	probes.Lock()
 	for _, n := range probes.most {
 		res.most = max(res.most, n)
@@ -308,11 +316,14 @@ func (l replicaLoad) run(t *testing.T) loadResult {
 	return res
 }
 
-func (r loadResult) quantile(p float64) time.Duration {
-	if len(r.latency) == 0 {
+func (r loadResult) quantile(p float64) time.Duration { return quantile(r.latency, p) }
+
+// quantile is the p quantile of sorted ds.
+func quantile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
 		return 0
 	}
-	return r.latency[int(float64(len(r.latency)-1)*p)]
+	return ds[int(float64(len(ds)-1)*p)]
 }
 
 // Three replicas, agents reaching any of them, and a replica killed
@@ -323,9 +334,14 @@ func (r loadResult) quantile(p float64) time.Duration {
 func TestAgentsServeEveryReplicaAndAKilledOnesAttemptsEnd(t *testing.T) {
 	l := replicaLoad{Attempts: 150, InFlight: 30, Agents: 6, Capacity: 3, Kill: 60, Hold: 100 * time.Millisecond}
 	r := l.run(t)
-	t.Logf("%d attempts in %s, %d taken over; execute -> started p50 %s p99 %s; most at once on one agent %d",
-		l.Attempts, r.took.Round(time.Millisecond), r.takenOver, r.quantile(0.5), r.quantile(0.99), r.most)
+	t.Logf("%d attempts in %s, %d taken over; execute -> started p50 %s p99 %s; placed -> started p50 %s p99 %s; most at once on one agent %d",
+		l.Attempts, r.took.Round(time.Millisecond), r.takenOver, r.quantile(0.5), r.quantile(0.99),
+		quantile(r.dispatch, 0.5), quantile(r.dispatch, 0.99), r.most)
 	assert.Zero(t, r.lost+r.twice+r.noLine)
+	// Each attempt placed by a live replica is told; one placed by the
+	// killed replica and taken over is not.
+	assert.GreaterOrEqual(t, len(r.dispatch), l.Attempts-r.takenOver, "the dispatch latency of every attempt not taken over")
+	assert.LessOrEqual(t, len(r.dispatch), l.Attempts)
 	assert.Positive(t, r.takenOver, "the killed replica was waiting on attempts")
 	assert.LessOrEqual(t, r.most, l.Capacity)
 }

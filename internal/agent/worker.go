@@ -263,6 +263,7 @@ func (w *Worker) start(ctx context.Context, session string, a api.AgentAssignmen
 	w.mu.Lock()
 	w.running[a.ID] = cancel
 	w.mu.Unlock()
+	started := time.Now()
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
@@ -272,19 +273,20 @@ func (w *Worker) start(ctx context.Context, session string, a api.AgentAssignmen
 			w.mu.Unlock()
 			cancel(nil)
 		}()
-		w.execute(actx, session, a)
+		w.execute(actx, session, a, started)
 	}()
 }
 
-// execute runs one attempt and sends its lines and its result.
-func (w *Worker) execute(ctx context.Context, session string, a api.AgentAssignment) {
+// execute runs one attempt, started at started, and sends its lines and
+// its result.
+func (w *Worker) execute(ctx context.Context, session string, a api.AgentAssignment, started time.Time) {
 	log := w.Logger.With("run_id", a.RunID, "step", a.Step, "attempt", a.Attempt, "assignment", a.ID)
 	lines := newLineSender(w, session, a.ID, log)
 	h := &workerHost{w: w, ctx: ctx, session: session, id: a.ID}
 	call := &steps.Call{RunID: a.RunID, StepID: a.Step, Attempt: a.Attempt, Extra: a.Extra,
 		IdempotencyKey: a.IdempotencyKey, Resume: a.Resume, Dir: w.Dir, Now: time.Now, Host: h, Output: lines,
 		Log: slog.New(&lineLogger{out: lines, masker: w.Masker})}
-	res := api.AgentResult{Session: session}
+	res := api.AgentResult{Session: session, Started: started}
 	out, reconciled, err := w.runStep(ctx, call, a)
 	lines.close()
 	if ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrLost) {

@@ -141,6 +141,9 @@ type AgentResult struct {
 	Error   *AgentError    `json:"error,omitempty"`
 	// Reconciled says the outputs were adopted from an earlier attempt.
 	Reconciled bool `json:"reconciled,omitempty"`
+	// Started is when the attempt started on the agent, by its clock: the
+	// server's dispatch latency is from the assignment's placement to it.
+	Started time.Time `json:"started,omitzero"`
 }
 
 // AgentError is a step's error as the agent saw it.

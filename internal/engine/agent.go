@@ -39,6 +39,12 @@ type AgentAttempt struct {
 	// mutating step: the agent reconciles it (Descriptor.Reconcile)
 	// before it calls anything, as a resumed local attempt does.
 	Reconcile *steps.Intent
+	// Record, when set, writes the step's log so far to the run's record
+	// now, as a checkpoint does (a step's log otherwise waits for its next
+	// write): Agents calls it, on the attempt's goroutine, once the log
+	// says where the attempt runs or what it waits for, so that the run's
+	// page and events say it while the attempt runs.
+	Record func(context.Context)
 }
 
 // onAgent runs the attempt on an agent through Options.Host.Agents.
@@ -48,7 +54,8 @@ func (sr *stepRun) onAgent(ctx context.Context, call *steps.Call) (steps.Outputs
 		return nil, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf(
 			"step %s runs on an agent (runs_on: %s) and this process dispatches to none: run the playbook on runbook serve, where agents connect", sr.rec.ID, sr.st.RunsOn)}
 	}
-	a := &AgentAttempt{Call: call, Desc: sr.st.Desc, RunsOn: sr.st.RunsOn, Playbook: sr.rs.pb.Name, Reconcile: sr.agentIntent}
+	a := &AgentAttempt{Call: call, Desc: sr.st.Desc, RunsOn: sr.st.RunsOn, Playbook: sr.rs.pb.Name, Reconcile: sr.agentIntent,
+		Record: func(ctx context.Context) { sr.save(ctx) }}
 	sr.agentIntent = nil
 	return agents.Execute(ctx, a)
 }

@@ -192,7 +192,8 @@ func New(o Options) (*Server, error) {
 	if eo.Logger == nil {
 		eo.Logger = o.Logger
 	}
-	ao := agent.Options{Store: o.Engine.Store, Lease: o.AgentLease, Logger: o.Logger}
+	ao := agent.Options{Store: o.Engine.Store, Lease: o.AgentLease, Logger: o.Logger,
+		Dispatched: func(d time.Duration) { s.metrics.dispatch.Observe(d.Seconds()) }}
 	if c, ok := o.Engine.Store.(state.Coordinator); ok {
 		ao.Notices = c // any replica answers any agent (internal/agent)
 	}
