@@ -17,7 +17,7 @@ RELEASE_FLAGS := -trimpath -buildvcs=false -ldflags '$(LDFLAGS)'
 PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 IMAGE_ARCHES ?= amd64 arm64
 
-.PHONY: help build release image version deploy-test test vet fmt-check tidy-check schema docs bench bench-e2e fuzz mutate ci
+.PHONY: help build release image version deploy-test test vet fmt-check tidy-check schema docs bench bench-e2e bench-agents fuzz mutate ci
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -88,6 +88,9 @@ bench: ## print the performance figures the issues ask for
 
 bench-e2e: ## end-to-end figures on bbolt and PostgreSQL, 1 and 3 replicas (docs/performance.md; ARGS='-n 2000 -chains 100')
 	$(GO) test -tags benche2e -run '^TestBenchE2E$$' -count 1 -v -timeout 60m ./tools/benche2e -args $(ARGS)
+
+bench-agents: ## runs on 20 runbook agents x 10 through 1 and 3 replicas, one killed: lost, twice, dispatch p50/p99 (docs/agents.md; ARGS='-stores postgres-3 -agent-runs 10000')
+	$(GO) test -tags benche2e -run '^TestBenchAgents$$' -count 1 -v -timeout 60m ./tools/benche2e -args $(ARGS)
 
 fuzz: ## fuzz the playbook loader, templates and the webhook intake (FUZZTIME=5m)
 	$(GO) test -run '^$$' -fuzz FuzzLoad -fuzztime $${FUZZTIME:-5m} ./internal/playbook

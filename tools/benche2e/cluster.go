@@ -28,7 +28,8 @@ const (
 )
 
 // The playbooks every replica serves. log and dispatch start a run per
-// hook of a delivery to their route; failover is started through the API.
+// hook of a delivery to their route; failover and agent (agents.go) are
+// started through the API.
 const (
 	logPlaybook = `version: 1
 name: bench-log
@@ -104,7 +105,8 @@ func StartCluster(bin, dir, state string, n int, lease time.Duration) (*Cluster,
 	if err := os.MkdirAll(pbDir, 0o755); err != nil {
 		return nil, err
 	}
-	for name, src := range map[string]string{"log": logPlaybook, "dispatch": fmt.Sprintf(dispatchPlaybook, calls.URL), "failover": failoverPlaybook} {
+	for name, src := range map[string]string{"log": logPlaybook, "dispatch": fmt.Sprintf(dispatchPlaybook, calls.URL), "failover": failoverPlaybook,
+		"agent": fmt.Sprintf(agentPlaybook, filepath.Join(dir, "marks"))} {
 		if err := os.WriteFile(filepath.Join(pbDir, name+".yaml"), []byte(src), 0o644); err != nil {
 			return nil, err
 		}

@@ -25,6 +25,10 @@ var (
 	chains     = flag.String("chains", "100,1000", "lengths of the shell chains, comma-separated")
 	reps       = flag.Int("reps", 3, "runs of each shell chain and of its floor, in turn")
 	only       = flag.String("stores", "bbolt,postgres-1,postgres-3", "stores to measure, comma-separated")
+	agentsN    = flag.Int("agents", 20, "runbook agent processes for TestBenchAgents")
+	capacity   = flag.Int("capacity", 10, "capacity of each agent")
+	agentRuns  = flag.Int("agent-runs", 10000, "one-step runs on the agents")
+	agentRate  = flag.Float64("agent-rate", 50, "runs a second started on the agents")
 )
 
 // TestBenchE2E prints the end-to-end figures of docs/performance.md:
@@ -121,3 +125,59 @@ func progress(format string, args ...any) {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+
+// TestBenchAgents prints the agents' load figures of docs/agents.md: for
+// each store, -agent-runs one-step runs on -agents agents of -capacity,
+// started at -agent-rate a second through a balancer; with three replicas
+// replica 0 is killed with SIGKILL at a third of them.
+//
+//	make bench-agents
+//	go test -tags benche2e -run BenchAgents -v -timeout 60m ./tools/benche2e -args -stores postgres-3 -agent-runs 10000
+func TestBenchAgents(t *testing.T) {
+	bin := build(t)
+	ctx := context.Background()
+	host, _ := os.Hostname()
+	fmt.Printf("runbook agents on %s: %d CPUs, %s; load average at the start %s\n", host, runtime.NumCPU(), runtime.Version(), loadAverage())
+	fmt.Printf("%d one-step runs started at %.0f/s on %d agents x %d; lease %s\n\n", *agentRuns, *agentRate, *agentsN, *capacity, *lease)
+	fmt.Println("| store | replica killed | runs | refused | runs/s | succeeded once | lost | twice | most on one agent | dispatch p50 | dispatch p99 | ≤ 25 ms |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, s := range []struct {
+		name     string
+		pg       bool
+		replicas int
+	}{{"bbolt", false, 1}, {"postgres-1", true, 1}, {"postgres-3", true, 3}} {
+		if !strings.Contains(","+*only+",", ","+s.name+",") {
+			continue
+		}
+		state := ""
+		if s.pg {
+			state = pgtest.DB(t)
+		}
+		progress("%s: starting %d replica(s)", s.name, s.replicas)
+		dir := t.TempDir()
+		c, err := StartCluster(bin, dir, state, s.replicas, *lease)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		progress("%s: %d runs on %d agents", s.name, *agentRuns, *agentsN)
+		l, err := c.Agents(ctx, bin, dir, AgentOptions{Agents: *agentsN, Capacity: *capacity, Runs: *agentRuns, Rate: *agentRate,
+			Kill: s.replicas > 1, Timeout: 30 * time.Minute})
+		c.Stop()
+		if err != nil {
+			t.Fatalf("%s: agents: %v", s.name, err)
+		}
+		killed := "no"
+		if l.Killed {
+			killed = "yes, at a third"
+		}
+		fmt.Printf("| %s | %s | %d | %d | %.0f | %d | %d | %d | %d | %s | %s | %.2f%% |\n", s.name, killed, l.Runs, l.Refused, l.PerSec, l.Succeeded,
+			len(l.Lost), len(l.Twice), l.Most, ms(l.Dispatch.P50), ms(l.Dispatch.P99), 100*l.Dispatch.Within)
+		for _, id := range append(l.Lost, l.Twice...) {
+			t.Errorf("%s: %s", s.name, id)
+		}
+		if l.Most > *capacity {
+			t.Errorf("%s: an agent held %d attempts at once (capacity %d)", s.name, l.Most, *capacity)
+		}
+	}
+	fmt.Printf("\nload average at the end %s\n", loadAverage())
+}

@@ -41,3 +41,31 @@ func TestTheHarnessMeasuresEveryFigureOnBbolt(t *testing.T) {
 	assert.Positive(t, ch.Exec)
 	assert.Positive(t, ch.Ratio)
 }
+
+// The agents' load on a small scale: every run's step ran once on an
+// agent, no agent held more than its capacity, and each attempt's
+// dispatch latency reached the server's histogram.
+func TestTheHarnessMeasuresTheAgentsLoadOnBbolt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds runbook and starts runbook serve and agents")
+	}
+	bin := build(t)
+	dir := t.TempDir()
+	c, err := StartCluster(bin, dir, "", 1, 10*time.Second)
+	require.NoError(t, err)
+	defer c.Stop()
+
+	l, err := c.Agents(context.Background(), bin, dir, AgentOptions{Agents: 2, Capacity: 2, Runs: 30, Rate: 60, Timeout: 2 * time.Minute})
+	require.NoError(t, err)
+	assert.Equal(t, 30, l.Runs)
+	assert.Zero(t, l.Refused)
+	assert.Equal(t, 30, l.Succeeded, "lost %v, twice %v", l.Lost, l.Twice)
+	assert.Empty(t, l.Lost)
+	assert.Empty(t, l.Twice)
+	assert.Positive(t, l.Most, "the agents' list showed their attempts")
+	assert.LessOrEqual(t, l.Most, 2)
+	assert.Equal(t, 30, l.Dispatch.N, "each attempt's dispatch latency")
+	assert.Positive(t, l.Dispatch.P50)
+	assert.GreaterOrEqual(t, l.Dispatch.P99, l.Dispatch.P50)
+	assert.Positive(t, l.PerSec)
+}
