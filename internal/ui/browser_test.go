@@ -140,9 +140,10 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// serveProc is a `runbook serve --sim` process.
+// serveProc is a `runbook serve --sim` process: where it listens, its
+// playbook directory and the runbook binary it runs.
 type serveProc struct {
-	url, dir string
+	url, dir, bin string
 }
 
 // startServe builds runbook and serves the browser playbooks on the
@@ -210,7 +211,7 @@ notifications:
 	}()
 	select {
 	case u := <-addr:
-		return &serveProc{url: u, dir: pbs}
+		return &serveProc{url: u, dir: pbs, bin: bin}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("runbook serve did not start: %s", stderr.String())
 	}
