@@ -158,6 +158,10 @@ func agentClient(f *agentFlags) (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = http.ProxyFromEnvironment
 	tr.TLSClientConfig = tc
+	// Each running attempt sends its lines and its result beside the poll:
+	// kept open, their connections are not dialled (and, over TLS, shaken
+	// hands) again for every request, as beyond the default 2 they were.
+	tr.MaxIdleConnsPerHost = 2*f.capacity + 2
 	return &http.Client{Transport: tr}, nil
 }
 

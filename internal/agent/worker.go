@@ -133,7 +133,7 @@ func (w *Worker) register(ctx context.Context) (api.AgentSession, error) {
 // server places none on it) and keeps its lease while they finish.
 func (w *Worker) poll(ctx context.Context, sess api.AgentSession) {
 	lease := time.Duration(sess.LeaseMS) * time.Millisecond
-	failing := time.Time{}
+	failing, failed := time.Time{}, 0
 	for {
 		draining := ctx.Err() != nil
 		if draining && len(w.runningIDs()) == 0 {
@@ -156,10 +156,15 @@ func (w *Worker) poll(ctx context.Context, sess api.AgentSession) {
 				w.Logger.Warn("the server did not answer for a lease; registering again", "err", err)
 				return
 			}
-			sleep(context.WithoutCancel(ctx), w.Retry)
+			// The first failure is tried again at once: behind a load
+			// balancer the next request reaches a live replica, and the
+			// work placed meanwhile waits for no pause.
+			if failed++; failed > 1 {
+				sleep(context.WithoutCancel(ctx), w.Retry)
+			}
 			continue
 		}
-		failing = time.Time{}
+		failing, failed = time.Time{}, 0
 		for _, id := range work.Cancel {
 			w.cancel(id, errCancelled)
 		}
@@ -309,7 +314,7 @@ func (w *Worker) execute(ctx context.Context, session string, a api.AgentAssignm
 // take it (unavailable), for up to a minute; it reports whether the
 // server took it.
 func (w *Worker) sendResult(ctx context.Context, log *slog.Logger, id string, res api.AgentResult) bool {
-	deadline := time.Now().Add(time.Minute)
+	deadline, tries := time.Now().Add(time.Minute), 0
 	for {
 		err := w.call(ctx, "/api/v1/agent/assignments/"+id+"/result", res, nil)
 		var fe *fault.Error
@@ -323,7 +328,9 @@ func (w *Worker) sendResult(ctx context.Context, log *slog.Logger, id string, re
 			log.Error("send result", "err", err)
 			return false
 		}
-		sleep(ctx, w.Retry)
+		if tries++; tries > 1 { // the first again at once, as a poll is
+			sleep(ctx, w.Retry)
+		}
 	}
 }
 

@@ -290,28 +290,36 @@ WHERE session <> '' AND result IS NULL AND lost = '' AND NOT withdrawn GROUP BY 
 }
 
 // TakeAgentWork hands a session its new assignments, cancels and
-// results asked for again.
+// results asked for again: one batch, one round trip (an agent's poll
+// waits on it as its new work is handed over).
 func (s *Store) TakeAgentWork(ctx context.Context, session string) (state.AgentWork, error) {
 	var work state.AgentWork
-	err := s.write(ctx, func(tx pgx.Tx) error {
-		var err error
-		work = state.AgentWork{}
-		if work.Cancels, err = queryIDs(ctx, tx, `DELETE FROM runbook_agent_assignments WHERE session = $1 AND withdrawn RETURNING id`, session); err != nil {
+	ids := func(out *[]string) func(pgx.Rows) error {
+		return func(rows pgx.Rows) error {
+			var err error
+			*out, err = pgx.CollectRows(rows, pgx.RowTo[string])
 			return err
 		}
-		if len(work.Cancels) > 0 {
-			if _, err := tx.Exec(ctx, `DELETE FROM runbook_agent_mail WHERE recipient = ANY($1)`, work.Cancels); err != nil {
+	}
+	b := &pgx.Batch{}
+	// A withdrawn assignment's mail goes with it, in the same statement.
+	b.Queue(`WITH cancelled AS (DELETE FROM runbook_agent_assignments WHERE session = $1 AND withdrawn RETURNING id),
+mail AS (DELETE FROM runbook_agent_mail WHERE recipient IN (SELECT id FROM cancelled))
+SELECT id FROM cancelled`, session).Query(ids(&work.Cancels))
+	b.Queue(`UPDATE runbook_agent_assignments SET resend = false WHERE session = $1 AND resend RETURNING id`, session).Query(ids(&work.Resends))
+	b.Queue(`UPDATE runbook_agent_assignments SET delivered = true
+WHERE session = $1 AND NOT delivered AND result IS NULL AND lost = '' AND NOT withdrawn RETURNING `+assignmentColumns, session).Query(func(rows pgx.Rows) error {
+		work.Offers = nil
+		for rows.Next() {
+			a, err := scanAssignment(rows)
+			if err != nil {
 				return err
 			}
+			work.Offers = append(work.Offers, a)
 		}
-		if work.Resends, err = queryIDs(ctx, tx, `UPDATE runbook_agent_assignments SET resend = false WHERE session = $1 AND resend RETURNING id`, session); err != nil {
-			return err
-		}
-		work.Offers, err = queryAssignments(ctx, tx, `UPDATE runbook_agent_assignments SET delivered = true
-WHERE session = $1 AND NOT delivered AND result IS NULL AND lost = '' AND NOT withdrawn RETURNING `+assignmentColumns, session)
-		return err
+		return rows.Err()
 	})
-	if err != nil {
+	if err := s.send(ctx, b); err != nil {
 		return state.AgentWork{}, fmt.Errorf("take agent work: %w", err)
 	}
 	return work, nil
