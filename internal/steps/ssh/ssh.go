@@ -267,13 +267,23 @@ const sessionVar = "RUNBOOK_SSH_SESSION"
 // each /proc/PID/environ as NUL-separated lines). The marker is split so
 // that the script's own command line never holds it; no process of it
 // carries the variable.
+//
+// The processes are stopped (SIGSTOP) before the signal and continued
+// after it, so that none runs between two of them: signalled one by one,
+// a shell whose child the signal ended could run its next command before
+// its own signal came (the glob lists /proc in name order, so a child's
+// PID, which wraps at pid_max, may come first). Continued, each takes the
+// pending signal before it runs anything.
 func stopScript(token string) string {
 	return `m=` + sessionVar + `=; m="$m"` + token + `
 while read -r sig; do
   case $sig in TERM|KILL) ;; *) continue ;; esac
+  ps=
   for f in $(grep -lzxF -- "$m" /proc/[0-9]*/environ 2>/dev/null); do
-    p=${f#/proc/}; kill -"$sig" "${p%/environ}" 2>/dev/null
+    p=${f#/proc/}; ps="$ps ${p%/environ}"
   done
+  [ -n "$ps" ] || continue
+  kill -STOP $ps 2>/dev/null; kill -"$sig" $ps 2>/dev/null; kill -CONT $ps 2>/dev/null
 done`
 }
 
