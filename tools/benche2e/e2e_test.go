@@ -38,26 +38,13 @@ var (
 func TestBenchE2E(t *testing.T) {
 	bin := build(t)
 	ctx := context.Background()
-	host, _ := os.Hostname()
-	fmt.Printf("runbook end to end on %s: %d CPUs, %s; load average at the start %s\n", host, runtime.NumCPU(), runtime.Version(), loadAverage())
+	machine("runbook end to end")
 	fmt.Printf("%d deliveries from %d senders per store; %d two-step runs at %.0f/s for dispatch; lease %s\n\n", *deliveries, *senders, *dispatchN, *rate, *lease)
 	fmt.Println("| store | deliveries/s end to end | ack p50 | ack p99 | dispatch p50 | dispatch p99 | failover: takeover | failover: run ended |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
-	stores := []struct {
-		name     string
-		pg       bool
-		replicas int
-	}{{"bbolt", false, 1}, {"postgres-1", true, 1}, {"postgres-3", true, 3}}
-	for _, s := range stores {
-		if !strings.Contains(","+*only+",", ","+s.name+",") {
-			continue
-		}
-		state := ""
-		if s.pg {
-			state = pgtest.DB(t)
-		}
+	for _, s := range storesToMeasure() {
 		progress("%s: starting %d replica(s)", s.name, s.replicas)
-		c, err := StartCluster(bin, t.TempDir(), state, s.replicas, *lease)
+		c, err := StartCluster(bin, t.TempDir(), s.state(t), s.replicas, *lease)
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
@@ -119,6 +106,40 @@ func TestBenchE2E(t *testing.T) {
 	fmt.Printf("\nload average at the end %s\n", loadAverage())
 }
 
+// benchStore is a store the measuring tests start replicas on.
+type benchStore struct {
+	name     string
+	pg       bool
+	replicas int
+}
+
+// storesToMeasure are the stores -stores names, in the order bbolt,
+// postgres-1, postgres-3.
+func storesToMeasure() []benchStore {
+	var out []benchStore
+	for _, s := range []benchStore{{"bbolt", false, 1}, {"postgres-1", true, 1}, {"postgres-3", true, 3}} {
+		if strings.Contains(","+*only+",", ","+s.name+",") {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// state is the store's --state: a new PostgreSQL database, or "" (a
+// bbolt file of the cluster's).
+func (s benchStore) state(t *testing.T) string {
+	if s.pg {
+		return pgtest.DB(t)
+	}
+	return ""
+}
+
+// machine prints what measures, on which machine, as it starts.
+func machine(what string) {
+	host, _ := os.Hostname()
+	fmt.Printf("%s on %s: %d CPUs, %s; load average at the start %s\n", what, host, runtime.NumCPU(), runtime.Version(), loadAverage())
+}
+
 // progress says on stderr what the harness is measuring.
 func progress(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
@@ -136,26 +157,14 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float
 func TestBenchAgents(t *testing.T) {
 	bin := build(t)
 	ctx := context.Background()
-	host, _ := os.Hostname()
-	fmt.Printf("runbook agents on %s: %d CPUs, %s; load average at the start %s\n", host, runtime.NumCPU(), runtime.Version(), loadAverage())
+	machine("runbook agents")
 	fmt.Printf("%d one-step runs started at %.0f/s on %d agents x %d; lease %s\n\n", *agentRuns, *agentRate, *agentsN, *capacity, *lease)
 	fmt.Println("| store | replica killed | runs | refused | runs/s | succeeded once | lost | twice | most on one agent | dispatch p50 | dispatch p99 | ≤ 25 ms |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
-	for _, s := range []struct {
-		name     string
-		pg       bool
-		replicas int
-	}{{"bbolt", false, 1}, {"postgres-1", true, 1}, {"postgres-3", true, 3}} {
-		if !strings.Contains(","+*only+",", ","+s.name+",") {
-			continue
-		}
-		state := ""
-		if s.pg {
-			state = pgtest.DB(t)
-		}
+	for _, s := range storesToMeasure() {
 		progress("%s: starting %d replica(s)", s.name, s.replicas)
 		dir := t.TempDir()
-		c, err := StartCluster(bin, dir, state, s.replicas, *lease)
+		c, err := StartCluster(bin, dir, s.state(t), s.replicas, *lease)
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
