@@ -99,6 +99,10 @@ func querySessions(ctx context.Context, q querier, sql string, args ...any) ([]s
 	if err != nil {
 		return nil, err
 	}
+	return collectSessions(rows)
+}
+
+func collectSessions(rows pgx.Rows) ([]state.AgentSession, error) {
 	defer rows.Close()
 	var out []state.AgentSession
 	for rows.Next() {
@@ -152,6 +156,10 @@ func queryAssignments(ctx context.Context, q querier, sql string, args ...any) (
 	if err != nil {
 		return nil, err
 	}
+	return collectAssignments(rows)
+}
+
+func collectAssignments(rows pgx.Rows) ([]state.AgentAssignment, error) {
 	defer rows.Close()
 	var out []state.AgentAssignment
 	for rows.Next() {
@@ -223,70 +231,58 @@ RETURNING `+assignmentColumns, a.ID, a.RunID, a.Step, a.Attempt, a.Owner, orEmpt
 const agentsLock = 0x72756e626167 // "runbag"
 
 // PlaceAgentAssignments places owner's waiting assignments, holding the
-// agents' lock meanwhile.
+// agents' lock meanwhile. Every round trip under the lock holds up the
+// other replicas' placements, so it makes two: one batch reads what the
+// placement needs, one writes what it placed; then the commit.
 func (s *Store) PlaceAgentAssignments(ctx context.Context, owner string, seal state.AgentSealer) (state.AgentPlacement, error) {
 	var out state.AgentPlacement
 	err := s.write(ctx, func(tx pgx.Tx) error {
 		out = state.AgentPlacement{}
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(agentsLock)); err != nil {
-			return err
-		}
-		waiting, err := queryAssignments(ctx, tx, `SELECT `+assignmentColumns+` FROM runbook_agent_assignments
-WHERE owner = $1 AND session = '' ORDER BY seq FOR UPDATE`, owner)
-		if err != nil || len(waiting) == 0 {
-			return err
-		}
-		sessions, err := querySessions(ctx, tx, `SELECT `+sessionColumns+` FROM runbook_agent_sessions ORDER BY id`)
-		if err != nil || len(sessions) == 0 {
-			return err
-		}
+		var waiting []state.AgentAssignment
+		var sessions []state.AgentSession
 		var now time.Time
-		if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+		held := state.AgentHolds{}
+		b := &pgx.Batch{}
+		b.Queue(`SELECT pg_advisory_xact_lock($1)`, int64(agentsLock))
+		b.Queue(`SELECT `+assignmentColumns+` FROM runbook_agent_assignments
+WHERE owner = $1 AND session = '' ORDER BY seq FOR UPDATE`, owner).Query(func(rows pgx.Rows) (err error) {
+			waiting, err = collectAssignments(rows)
 			return err
-		}
-		held, err := agentHolds(ctx, tx)
-		if err != nil {
+		})
+		b.Queue(`SELECT ` + sessionColumns + ` FROM runbook_agent_sessions ORDER BY id`).Query(func(rows pgx.Rows) (err error) {
+			sessions, err = collectSessions(rows)
+			return err
+		})
+		b.Queue(`SELECT now()`).QueryRow(func(row pgx.Row) error { return row.Scan(&now) })
+		b.Queue(`SELECT session, coalesce(record->>'playbook', ''), count(*) FROM runbook_agent_assignments
+WHERE session <> '' AND result IS NULL AND lost = '' AND NOT withdrawn GROUP BY 1, 2`).Query(func(rows pgx.Rows) error {
+			var sid, pb string
+			var n int
+			_, err := pgx.ForEachRow(rows, []any{&sid, &pb, &n}, func() error { held.Add(sid, pb, n); return nil })
+			return err
+		})
+		if err := tx.SendBatch(ctx, b).Close(); err != nil || len(waiting) == 0 || len(sessions) == 0 {
 			return err
 		}
 		p := state.NewAgentPlacer(sessions, held, now)
 		out = p.Place(waiting, now, seal)
+		w := &pgx.Batch{}
 		for _, a := range out.Placed {
-			if _, err := tx.Exec(ctx, `UPDATE runbook_agent_assignments SET session = $2, agent = $3, placed = $4, sealed = $5 WHERE id = $1`,
-				a.ID, a.Session, a.Agent, a.Placed, a.Sealed); err != nil {
-				return err
-			}
+			w.Queue(`UPDATE runbook_agent_assignments SET session = $2, agent = $3, placed = $4, sealed = $5 WHERE id = $1`,
+				a.ID, a.Session, a.Agent, a.Placed, a.Sealed)
 		}
 		for _, sess := range p.Turned() {
-			if _, err := tx.Exec(ctx, `UPDATE runbook_agent_sessions SET turn = $2 WHERE id = $1`, sess.ID, sess.Turn); err != nil {
-				return err
-			}
+			w.Queue(`UPDATE runbook_agent_sessions SET turn = $2 WHERE id = $1`, sess.ID, sess.Turn)
 		}
-		return nil
+		if w.Len() == 0 {
+			return nil
+		}
+		return tx.SendBatch(ctx, w).Close()
 	})
 	if err != nil {
 		return state.AgentPlacement{}, fmt.Errorf("place agent assignments: %w", err)
 	}
 	return out, nil
-}
-
-// agentHolds counts the attempts each session holds, by playbook.
-func agentHolds(ctx context.Context, tx pgx.Tx) (state.AgentHolds, error) {
-	rows, err := tx.Query(ctx, `SELECT session, coalesce(record->>'playbook', ''), count(*) FROM runbook_agent_assignments
-WHERE session <> '' AND result IS NULL AND lost = '' AND NOT withdrawn GROUP BY 1, 2`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	held := state.AgentHolds{}
-	for rows.Next() {
-		var sid, pb string
-		var n int
-		if err := rows.Scan(&sid, &pb, &n); err != nil {
-			return nil, err
-		}
-		held.Add(sid, pb, n)
-	}
-	return held, rows.Err()
 }
 
 // TakeAgentWork hands a session its new assignments, cancels and
