@@ -363,7 +363,7 @@ func (d *Dispatcher) prune(ctx context.Context) {
 	}
 	subjects := []string{"place"}
 	for _, s := range sessions {
-		subjects = append(subjects, "s:"+s)
+		subjects = append(subjects, state.AgentSessionSubject(s))
 	}
 	d.tell(subjects...)
 }
@@ -398,7 +398,7 @@ func (d *Dispatcher) placeWaiting(ctx context.Context, mine *waiter) {
 			w.placed, w.placedAt = true, now
 			signal(w.wake)
 		}
-		subjects = append(subjects, "s:"+a.Session)
+		subjects = append(subjects, state.AgentSessionSubject(a.Session))
 	}
 	for id, w := range d.waits {
 		if why := pl.Limited[id]; w.session == "" && why != w.limited {
@@ -409,7 +409,10 @@ func (d *Dispatcher) placeWaiting(ctx context.Context, mine *waiter) {
 		}
 	}
 	d.mu.Unlock()
-	d.tell(subjects...)
+	// The other replicas were told with the placement's commit.
+	for _, s := range subjects {
+		d.heard(s)
+	}
 }
 
 // seal is what the agent of session s receives of assignment a: the

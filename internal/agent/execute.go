@@ -293,7 +293,7 @@ func (d *Dispatcher) ended(ctx context.Context, w *waiter) (outcome, bool) {
 		// Sealed for the run's previous owner: the agent sends it again.
 		w.a.Call.Log.Info("the attempt's result was sent to the run's previous owner: asking the agent for it again")
 		if err := d.store.ResendAgentResult(ctx, w.id); err == nil {
-			d.tell("s:" + rec.Session)
+			d.tell(state.AgentSessionSubject(rec.Session))
 		}
 		return outcome{}, false
 	}
@@ -339,7 +339,7 @@ func (d *Dispatcher) withdraw(ctx context.Context, w *waiter) (outcome, error) {
 	d.mu.Unlock()
 	subjects := []string{"place"}
 	if session != "" {
-		subjects = append(subjects, "s:"+session)
+		subjects = append(subjects, state.AgentSessionSubject(session))
 	}
 	d.tell(subjects...)
 	return outcome{}, context.Cause(ctx)

@@ -178,7 +178,10 @@ type AgentStore interface {
 	// the end of sessions, by the rule of AgentPlacer. seal gives the
 	// assignment's Sealed (for the session's Key); an error of seal
 	// leaves that assignment waiting. It returns those it placed, and why
-	// the others wait when agents' limits hold them.
+	// the others wait when agents' limits hold them. A store that replicas
+	// share tells them with the placement's commit, not after it: a
+	// NoticeAgent naming each session placed on (AgentSessionSubject),
+	// which wakes that session's poll on whichever replica holds it.
 	PlaceAgentAssignments(ctx context.Context, owner string, seal AgentSealer) (AgentPlacement, error)
 	// TakeAgentWork returns the assignments placed on session and not
 	// delivered, which it marks delivered, the IDs of the withdrawn ones,
@@ -217,6 +220,11 @@ type AgentStore interface {
 	// AgentMail returns the mail for to, in order, and deletes it.
 	AgentMail(ctx context.Context, to string) ([]AgentMail, error)
 }
+
+// AgentSessionSubject is the subject, in a NoticeAgent's Key, that tells
+// the replicas there is work for session id. A Key holds several
+// subjects, separated by spaces.
+func AgentSessionSubject(id string) string { return "s:" + id }
 
 // AgentSealer seals assignment a for the agent of session s.
 type AgentSealer func(a AgentAssignment, s AgentSession) ([]byte, error)

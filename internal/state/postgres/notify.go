@@ -21,8 +21,12 @@ var noticeChannels = map[string]state.NoticeKind{
 	"runbook_key":      state.NoticeKeyFreed,
 	"runbook_resume":   state.NoticeResume,
 	"runbook_pause":    state.NoticePause,
-	"runbook_agent":    state.NoticeAgent,
+	agentChannel:       state.NoticeAgent,
 }
+
+// agentChannel is NoticeAgent's channel (PlaceAgentAssignments notifies
+// on it in its own transaction).
+const agentChannel = "runbook_agent"
 
 // Listen implements state.Coordinator on a connection of its own, taken
 // out of the pool for as long as it listens.
