@@ -255,8 +255,20 @@ func (w *Worker) cancelAll(cause error) {
 	}
 }
 
-// start executes an assignment on a goroutine of its own.
+// start executes an assignment on a goroutine of its own, unless this
+// agent runs it already or ran it: an assignment is placed once, but the
+// server may hand it over again (it records the handing over without
+// waiting for the disk, and a database that crashed meanwhile forgot it).
 func (w *Worker) start(ctx context.Context, session string, a api.AgentAssignment) {
+	w.mu.Lock()
+	_, running := w.running[a.ID]
+	_, ran := w.sent[a.ID]
+	w.mu.Unlock()
+	if running || ran {
+		w.Logger.Info("the server handed over again an attempt this agent runs or ran; not started again", "assignment", a.ID,
+			"run_id", a.RunID, "step", a.Step)
+		return
+	}
 	// Not ended by ctx: a draining agent lets its attempts finish.
 	actx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	if a.TimeoutMS > 0 {
