@@ -185,7 +185,9 @@ type AgentStore interface {
 	PlaceAgentAssignments(ctx context.Context, owner string, seal AgentSealer) (AgentPlacement, error)
 	// TakeAgentWork returns the assignments placed on session and not
 	// delivered, which it marks delivered, the IDs of the withdrawn ones,
-	// which it deletes, and those whose result is asked for again.
+	// which it deletes, and those whose result is asked for again. It may
+	// commit without waiting for the disk: after a crash of the database
+	// it may then hand any of them over again.
 	TakeAgentWork(ctx context.Context, session string) (AgentWork, error)
 	// AgentAssignment returns assignment id (ErrNotFound).
 	AgentAssignment(ctx context.Context, id string) (AgentAssignment, error)

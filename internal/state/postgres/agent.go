@@ -334,6 +334,14 @@ func (s *Store) TakeAgentWork(ctx context.Context, session string) (state.AgentW
 		}
 	}
 	b := &pgx.Batch{}
+	// The take commits without waiting for its WAL to reach the disk:
+	// that wait was most of a poll's time under load, on the path from a
+	// placement to the attempt started. What a database crash may then
+	// forget is safe to redo: an offer handed over again (the agent does
+	// not start what it runs or ran), a cancel said again, a result asked
+	// for again. Any later durable commit, the attempt's result among
+	// them, makes the take durable first (the WAL is written in order).
+	b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
 	// A withdrawn assignment's mail goes with it, in the same statement.
 	b.Queue(`WITH cancelled AS (DELETE FROM runbook_agent_assignments WHERE session = $1 AND withdrawn RETURNING id),
 mail AS (DELETE FROM runbook_agent_mail WHERE recipient IN (SELECT id FROM cancelled))
