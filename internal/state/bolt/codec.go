@@ -126,17 +126,25 @@ func (e *encoder) time(t time.Time) error {
 	return nil
 }
 
-// json writes v's JSON, or nothing (length 0) when v is empty.
+// json writes v's JSON (appendJSON), or nothing (length 0) when v is
+// empty. The JSON is appended in place, then its length put before it.
 func (e *encoder) json(v any, empty bool) error {
 	if empty {
 		e.uint(0)
 		return nil
 	}
-	data, err := json.Marshal(v)
+	start := len(e.b)
+	b, err := appendJSON(e.b, v)
 	if err != nil {
 		return err
 	}
-	e.bytes(data)
+	n := len(b) - start
+	var size [binary.MaxVarintLen64]byte
+	k := binary.PutUvarint(size[:], uint64(n))
+	b = append(b, size[:k]...)
+	copy(b[start+k:], b[start:start+n])
+	copy(b[start:], size[:k])
+	e.b = b
 	return nil
 }
 
@@ -264,7 +272,16 @@ func (d *decoder) done() error {
 
 // encodeEvent encodes ev without its Seq (its key holds it).
 func encodeEvent(ev *state.Event) ([]byte, error) {
-	e := newEncoder(48 + len(ev.Message) + len(ev.Step))
+	e := &encoder{b: make([]byte, 0, 48+len(ev.Message)+len(ev.Step))}
+	return e.event(ev)
+}
+
+// event appends ev, encoded as encodeEvent does, to e.b and returns it.
+// Several values appended to one encoder share its buffer: each is a
+// slice of it that the values appended after it leave as it is.
+func (e *encoder) event(ev *state.Event) ([]byte, error) {
+	start := len(e.b)
+	e.b = append(e.b, compactTag)
 	if err := e.time(ev.Time); err != nil {
 		return nil, err
 	}
@@ -276,7 +293,7 @@ func encodeEvent(ev *state.Event) ([]byte, error) {
 	if err := e.json(ev.Data, len(ev.Data) == 0); err != nil {
 		return nil, err
 	}
-	return e.b, nil
+	return e.b[start:len(e.b):len(e.b)], nil
 }
 
 // decodeEventFields decodes an event's fields (what follows compactTag).
@@ -299,7 +316,15 @@ func decodeEventFields(seq uint64, d *decoder) (state.Event, error) {
 // encodeStep encodes rec without its RunID and ID (its bucket and key
 // hold them).
 func encodeStep(rec *state.StepRecord) ([]byte, error) {
-	e := newEncoder(64 + len(rec.Checkpoint))
+	e := &encoder{b: make([]byte, 0, 64+len(rec.Checkpoint))}
+	return e.step(rec)
+}
+
+// step appends rec, encoded as encodeStep does, to e.b and returns it (see
+// event).
+func (e *encoder) step(rec *state.StepRecord) ([]byte, error) {
+	start := len(e.b)
+	e.b = append(e.b, compactTag)
 	e.str(string(rec.Status))
 	e.int(int64(rec.Attempts))
 	if err := e.json(rec.Outputs, len(rec.Outputs) == 0); err != nil {
@@ -317,7 +342,7 @@ func encodeStep(rec *state.StepRecord) ([]byte, error) {
 	if err := e.json(rec.Approval, rec.Approval == nil); err != nil {
 		return nil, err
 	}
-	return e.b, nil
+	return e.b[start:len(e.b):len(e.b)], nil
 }
 
 // decodeStep decodes the record of step id of run runID.

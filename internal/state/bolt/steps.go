@@ -52,14 +52,15 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 	return nil
 }
 
-// encodeSteps encodes step records of one run.
+// encodeSteps encodes step records of one run, into one buffer.
 func encodeSteps(recs []*state.StepRecord) ([][]byte, error) {
 	data := make([][]byte, len(recs))
+	e := &encoder{b: make([]byte, 0, 192*len(recs))}
 	for i, rec := range recs {
 		if rec.RunID != recs[0].RunID {
 			return nil, fmt.Errorf("save steps: records of runs %s and %s in one call", recs[0].RunID, rec.RunID)
 		}
-		b, err := encodeStep(rec)
+		b, err := e.step(rec)
 		if err != nil {
 			return nil, fmt.Errorf("save step %s/%s: encode: %w", rec.RunID, rec.ID, err)
 		}
@@ -158,15 +159,16 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, events ...state.
 	return nil
 }
 
-// encodeEvents encodes events (without their numbers, see encodeEvent);
-// a zero Time is set to now.
+// encodeEvents encodes events (without their numbers, see encodeEvent),
+// into one buffer; a zero Time is set to now.
 func (s *Store) encodeEvents(events []state.Event) ([][]byte, error) {
 	out := make([][]byte, len(events))
+	e := &encoder{b: make([]byte, 0, 96*len(events))}
 	for i, ev := range events {
 		if ev.Time.IsZero() {
 			ev.Time = s.now()
 		}
-		data, err := encodeEvent(&ev)
+		data, err := e.event(&ev)
 		if err != nil {
 			return nil, fmt.Errorf("encode event %s: %w", ev.Type, err)
 		}
