@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/runbook/runbook/internal/expr"
@@ -187,14 +188,14 @@ func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[str
 		IdempotencyKey: rs.run.ID + "/" + rec.ID,
 		Resume:         rec.Checkpoint,
 		Dir:            rs.pb.Dir,
-		Now:            rs.e.o.Clock.Now,
+		Now:            rs.e.now,
 		Host:           &host{sr: sr},
 	}
 	call.Log = slog.New(rs.e.o.Redactor.Handler(&eventHandler{sr: sr, attempt: n}))
 	output := sr.newOutput(n)
 	defer output.close()
 	call.Output = output
-	started := state.Event{Type: "step.started", Step: rec.ID, Attempt: n, Message: "attempt " + fmt.Sprint(n)}
+	started := state.Event{Type: "step.started", Step: rec.ID, Attempt: n, Message: attemptMessage(n)}
 
 	switch {
 	case st.Desc.Mutating:
@@ -240,6 +241,18 @@ func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[str
 		}
 	}
 	return out, err
+}
+
+// attemptMessages are the messages of step.started for the first
+// attempts, made once.
+var attemptMessages = [...]string{"", "attempt 1", "attempt 2", "attempt 3", "attempt 4", "attempt 5"}
+
+// attemptMessage is the message of step.started for attempt n.
+func attemptMessage(n int) string {
+	if n > 0 && n < len(attemptMessages) {
+		return attemptMessages[n]
+	}
+	return "attempt " + strconv.Itoa(n)
 }
 
 // intend prepares the attempt call of a mutating step. An earlier attempt

@@ -161,6 +161,12 @@ type Engine struct {
 	// pauses are the run pauses in force, as the host set them last
 	// (SetPauses, pause.go).
 	pauses atomic.Pointer[[]state.RunPause]
+
+	// now and isSecret are Options.Clock.Now and Options.Redactor.Contains
+	// as func values, made once: every expression scope and step call
+	// takes them.
+	now      func() time.Time
+	isSecret func(string) bool
 }
 
 // New returns an engine. It panics without a Store.
@@ -195,6 +201,7 @@ func New(o Options) *Engine {
 	return &Engine{
 		o: o, active: map[string]context.CancelCauseFunc{}, cancelNext: map[string]error{}, early: map[string]bool{},
 		keys: keyQueues{released: make(chan string, releasedBuffer)},
+		now:  o.Clock.Now, isSecret: o.Redactor.Contains,
 	}
 }
 

@@ -26,8 +26,10 @@ func (rs *runState) runList(ctx context.Context, list []*playbook.Step, ph phase
 		limit = rs.pb.MaxParallel
 	}
 	index := make(map[string]int, n)
+	needs := false // a step names its needs: it may be ready before those above it
 	for i, s := range list {
 		index[s.ID] = i
+		needs = needs || s.Needs != nil
 	}
 	started := make([]bool, n)
 	done := make([]bool, n)
@@ -56,6 +58,9 @@ func (rs *runState) runList(ctx context.Context, list []*playbook.Step, ph phase
 	for {
 		next = next[:0]
 		for i := firstNotDone; i < n && running+len(next) < limit; i++ {
+			if !needs && i > firstNotDone {
+				break // without needs, none below the first not done is ready
+			}
 			if !started[i] && ready(i) {
 				next = append(next, i)
 			}

@@ -49,8 +49,8 @@ func (rs *runState) scope(it *item) *expr.Scope {
 		},
 		Failed:    rs.failed,
 		Cancelled: rs.status == "cancelled",
-		Now:       rs.e.o.Clock.Now,
-		Secret:    rs.e.o.Redactor.Contains,
+		Now:       rs.e.now,
+		Secret:    rs.e.isSecret,
 		Hosts:     (*runHosts)(rs),
 	}
 	if it != nil {

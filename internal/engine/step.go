@@ -258,7 +258,10 @@ func (sr *stepRun) prepare(ev state.Event) state.Event {
 func (sr *stepRun) holdEnd(ctx context.Context, ev state.Event) {
 	ev = sr.prepare(ev)
 	sr.mu.Lock()
-	all := append(sr.pending, ev)
+	// Room for the event of the write that takes it (the next step's
+	// start), which appends to it.
+	all := append(make([]state.Event, 0, len(sr.pending)+2), sr.pending...)
+	all = append(all, ev)
 	sr.pending = nil
 	rec := *sr.rec
 	sr.mu.Unlock()

@@ -43,7 +43,7 @@ const maxLazy = 256
 func (rs *runState) deferWrite(ctx context.Context, rec *state.StepRecord, evs []state.Event) {
 	rs.lazyMu.Lock()
 	rs.lazy = append(rs.lazy, rec)
-	rs.lazyEvents = append(rs.lazyEvents, evs...)
+	rs.keepEvents(evs)
 	full := len(rs.lazy) >= maxLazy
 	rs.lazyMu.Unlock()
 	if full {
@@ -58,14 +58,27 @@ func (rs *runState) deferWrite(ctx context.Context, rec *state.StepRecord, evs [
 // flushDue does.
 func (rs *runState) holdEnd(ctx context.Context, rec *state.StepRecord, evs []state.Event) {
 	rs.lazyMu.Lock()
+	if rs.lazy == nil {
+		rs.lazy = make([]*state.StepRecord, 0, 2) // and the next step's start
+	}
 	rs.lazy = append(rs.lazy, rec)
-	rs.lazyEvents = append(rs.lazyEvents, evs...)
+	rs.keepEvents(evs)
 	rs.held = true
 	full := len(rs.lazy) >= maxLazy
 	rs.lazyMu.Unlock()
 	if full {
 		rs.flushLazy(ctx)
 	}
+}
+
+// keepEvents adds evs, a slice the caller gives up, to the events kept
+// for the run's next write. rs.lazyMu is held.
+func (rs *runState) keepEvents(evs []state.Event) {
+	if len(rs.lazyEvents) == 0 {
+		rs.lazyEvents = evs
+		return
+	}
+	rs.lazyEvents = append(rs.lazyEvents, evs...)
 }
 
 // write persists rec (nil: only what is deferred) after every deferred
@@ -85,7 +98,11 @@ func (rs *runState) write(ctx context.Context, rec *state.StepRecord, evs []stat
 		recs = append(recs, rec)
 	}
 	start := rs.start
-	evs = slices.Concat(start, rs.lazyEvents, evs)
+	if len(start) > 0 {
+		evs = slices.Concat(start, rs.lazyEvents, evs)
+	} else if len(rs.lazyEvents) > 0 {
+		evs = append(rs.lazyEvents, evs...) // rs's own: given up below
+	}
 	rs.lazy, rs.lazyEvents, rs.start, rs.held = nil, nil, nil, false
 	if len(recs) == 0 && len(start) == 0 {
 		return

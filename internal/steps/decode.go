@@ -145,10 +145,23 @@ func joinPath(path, name string) string {
 }
 
 func keyPath(path, key string) string {
-	if plainKey().MatchString(key) {
+	if plainKey(key) {
 		return joinPath(path, key)
 	}
 	return path + "[" + strconv.Quote(key) + "]"
+}
+
+// plainKey reports whether key is written as is in a path: letters,
+// digits, _ and -, at least one.
+func plainKey(key string) bool {
+	for i := 0; i < len(key); i++ {
+		switch c := key[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return key != ""
 }
 
 // value decodes v into dst according to s, applying r (may be nil).

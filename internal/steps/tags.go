@@ -88,7 +88,6 @@ var (
 	semverRe     = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`^v?(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
 	})
-	plainKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
 )
 
 func fieldsOf(t reflect.Type) ([]field, error) {
