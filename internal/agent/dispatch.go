@@ -249,7 +249,7 @@ func (d *Dispatcher) Poll(ctx context.Context, p api.AgentPoll) (api.AgentWork, 
 	timer := time.NewTimer(d.pollFor())
 	defer timer.Stop()
 	for {
-		work, err := d.store.TakeAgentWork(ctx, p.Session)
+		work, err := d.store.TakeAgentWork(ctx, p.Session, p.Running)
 		if err != nil {
 			return api.AgentWork{}, err
 		}

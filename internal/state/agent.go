@@ -96,8 +96,13 @@ type AgentAssignment struct {
 	Agent   string    `json:"agent,omitempty"`
 	Placed  time.Time `json:"placed,omitzero"`
 	Sealed  []byte    `json:"sealed,omitempty"`
-	// Delivered: the agent received it (a poll answered it).
+	// Delivered: a poll's answer carried it. Acked: its agent said it
+	// has it (listed it running in a poll, or sent its result). An answer
+	// lost on its way (the replica that held the poll was killed, the
+	// connection broke) leaves it delivered and not acked: it is offered
+	// again.
 	Delivered bool `json:"delivered,omitempty"`
+	Acked     bool `json:"acked,omitempty"`
 	// Withdrawn: the owner gave it up (cancel, timeout) while placed; the
 	// agent is told to stop at its next poll.
 	Withdrawn bool `json:"withdrawn,omitempty"`
@@ -112,7 +117,7 @@ type AgentAssignment struct {
 
 // AgentWork is what TakeAgentWork hands a session.
 type AgentWork struct {
-	Offers  []AgentAssignment // placed on it, not delivered before
+	Offers  []AgentAssignment // placed on it, not delivered before or not acked
 	Cancels []string          // withdrawn: the agent stops them
 	Resends []string          // the agent sends their result again
 }
@@ -183,12 +188,16 @@ type AgentStore interface {
 	// NoticeAgent naming each session placed on (AgentSessionSubject),
 	// which wakes that session's poll on whichever replica holds it.
 	PlaceAgentAssignments(ctx context.Context, owner string, seal AgentSealer) (AgentPlacement, error)
-	// TakeAgentWork returns the assignments placed on session and not
-	// delivered, which it marks delivered, the IDs of the withdrawn ones,
-	// which it deletes, and those whose result is asked for again. It may
-	// commit without waiting for the disk: after a crash of the database
-	// it may then hand any of them over again.
-	TakeAgentWork(ctx context.Context, session string) (AgentWork, error)
+	// TakeAgentWork marks acked the assignments of session that running
+	// (what its agent says it runs) lists, and returns the assignments
+	// placed on session and not ended that were not delivered, or were
+	// delivered but never acked (the answer that carried them was lost),
+	// which it marks delivered; the IDs of the withdrawn ones, which it
+	// deletes; and those whose result is asked for again. It may commit
+	// without waiting for the disk: after a crash of the database it may
+	// then hand any of them over again. An agent does not start an
+	// assignment twice.
+	TakeAgentWork(ctx context.Context, session string, running []string) (AgentWork, error)
 	// AgentAssignment returns assignment id (ErrNotFound).
 	AgentAssignment(ctx context.Context, id string) (AgentAssignment, error)
 	// FinishAgentAssignment records the result of assignment id, sent by

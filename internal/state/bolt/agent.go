@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -238,7 +239,7 @@ func (s *Store) AddAgentAssignment(ctx context.Context, a state.AgentAssignment)
 		out = a
 		out.Created = s.now()
 		out.Session, out.Agent, out.Placed, out.Sealed = "", "", time.Time{}, nil
-		out.Delivered, out.Withdrawn, out.Result, out.Lost, out.Resend = false, false, nil, "", false
+		out.Delivered, out.Acked, out.Withdrawn, out.Result, out.Lost, out.Resend = false, false, false, nil, "", false
 		return agentPut(b, out.ID, out)
 	})
 	if err != nil {
@@ -318,13 +319,13 @@ func agentPlacer(tx *bbolt.Tx, owner string, now time.Time) (*state.AgentPlacer,
 
 // TakeAgentWork hands a session its new assignments, cancels and
 // results asked for again.
-func (s *Store) TakeAgentWork(ctx context.Context, session string) (state.AgentWork, error) {
+func (s *Store) TakeAgentWork(ctx context.Context, session string, running []string) (state.AgentWork, error) {
 	// Read first: most polls find nothing, and a write costs a sync.
 	some := false
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		all, err := agentAssignments(tx)
 		for _, a := range all {
-			some = some || a.Session == session && (a.Withdrawn || a.Resend || !a.Delivered && !a.Ended())
+			some = some || a.Session == session && (a.Withdrawn || a.Resend || !(a.Delivered && a.Acked) && !a.Ended())
 		}
 		return err
 	})
@@ -356,7 +357,13 @@ func (s *Store) TakeAgentWork(ctx context.Context, session string) (state.AgentW
 				if err := agentPut(b, a.ID, a); err != nil {
 					return err
 				}
-			case !a.Delivered && !a.Ended():
+			case a.Ended() || a.Delivered && a.Acked:
+			case a.Delivered && slices.Contains(running, a.ID):
+				a.Acked = true
+				if err := agentPut(b, a.ID, a); err != nil {
+					return err
+				}
+			default: // not delivered, or its answer was lost
 				a.Delivered = true
 				if err := agentPut(b, a.ID, a); err != nil {
 					return err
@@ -408,7 +415,7 @@ func (s *Store) FinishAgentAssignment(ctx context.Context, id, session string, r
 		if a == nil || a.Session != session || a.Ended() || a.Withdrawn {
 			return state.ErrAgentGone
 		}
-		a.Result, a.Resend = result, false
+		a.Result, a.Resend, a.Acked = result, false, true
 		return agentPut(tx.Bucket(bucketAgentAssignments), id, a)
 	})
 }

@@ -130,14 +130,14 @@ func (s *Store) AgentSessions(ctx context.Context) ([]state.AgentSession, error)
 	return out, nil
 }
 
-const assignmentColumns = `id, run_id, step, attempt, owner, owner_key, created, session, agent, placed, sealed, delivered, withdrawn, result, lost, resend, record`
+const assignmentColumns = `id, run_id, step, attempt, owner, owner_key, created, session, agent, placed, sealed, delivered, acked, withdrawn, result, lost, resend, record`
 
 func scanAssignment(row pgx.Row) (state.AgentAssignment, error) {
 	var a state.AgentAssignment
 	var placed *time.Time
 	var rec []byte
 	err := row.Scan(&a.ID, &a.RunID, &a.Step, &a.Attempt, &a.Owner, &a.OwnerKey, &a.Created, &a.Session, &a.Agent,
-		&placed, &a.Sealed, &a.Delivered, &a.Withdrawn, &a.Result, &a.Lost, &a.Resend, &rec)
+		&placed, &a.Sealed, &a.Delivered, &a.Acked, &a.Withdrawn, &a.Result, &a.Lost, &a.Resend, &rec)
 	if err != nil {
 		return a, err
 	}
@@ -190,7 +190,7 @@ func (s *Store) ExpireAgentSessions(ctx context.Context, id string) ([]state.Age
 UPDATE runbook_agent_assignments a SET lost = ended.name
 FROM ended WHERE a.session = ended.id AND a.result IS NULL AND a.lost = '' AND NOT a.withdrawn
 RETURNING a.id, a.run_id, a.step, a.attempt, a.owner, a.owner_key, a.created, a.session, a.agent, a.placed, a.sealed,
-    a.delivered, a.withdrawn, a.result, a.lost, a.resend, a.record`, id)
+    a.delivered, a.acked, a.withdrawn, a.result, a.lost, a.resend, a.record`, id)
 		return err
 	})
 	if err != nil {
@@ -324,7 +324,7 @@ const maxNoticeKey = 4000
 // TakeAgentWork hands a session its new assignments, cancels and
 // results asked for again: one batch, one round trip (an agent's poll
 // waits on it as its new work is handed over).
-func (s *Store) TakeAgentWork(ctx context.Context, session string) (state.AgentWork, error) {
+func (s *Store) TakeAgentWork(ctx context.Context, session string, running []string) (state.AgentWork, error) {
 	var work state.AgentWork
 	ids := func(out *[]string) func(pgx.Rows) error {
 		return func(rows pgx.Rows) error {
@@ -347,8 +347,11 @@ func (s *Store) TakeAgentWork(ctx context.Context, session string) (state.AgentW
 mail AS (DELETE FROM runbook_agent_mail WHERE recipient IN (SELECT id FROM cancelled))
 SELECT id FROM cancelled`, session).Query(ids(&work.Cancels))
 	b.Queue(`UPDATE runbook_agent_assignments SET resend = false WHERE session = $1 AND resend RETURNING id`, session).Query(ids(&work.Resends))
+	if len(running) > 0 {
+		b.Queue(`UPDATE runbook_agent_assignments SET acked = true WHERE session = $1 AND id = ANY($2) AND NOT acked`, session, running)
+	}
 	b.Queue(`UPDATE runbook_agent_assignments SET delivered = true
-WHERE session = $1 AND NOT delivered AND result IS NULL AND lost = '' AND NOT withdrawn RETURNING `+assignmentColumns, session).Query(func(rows pgx.Rows) error {
+WHERE session = $1 AND NOT (delivered AND acked) AND result IS NULL AND lost = '' AND NOT withdrawn RETURNING `+assignmentColumns, session).Query(func(rows pgx.Rows) error {
 		work.Offers = nil
 		for rows.Next() {
 			a, err := scanAssignment(rows)
@@ -408,7 +411,7 @@ func (s *Store) AgentAssignment(ctx context.Context, id string) (state.AgentAssi
 func (s *Store) FinishAgentAssignment(ctx context.Context, id, session string, result []byte) error {
 	var n int64
 	err := s.retry(ctx, func() error {
-		tag, err := s.pool.Exec(ctx, `UPDATE runbook_agent_assignments SET result = $3, resend = false
+		tag, err := s.pool.Exec(ctx, `UPDATE runbook_agent_assignments SET result = $3, resend = false, acked = true
 WHERE id = $1 AND session = $2 AND result IS NULL AND lost = '' AND NOT withdrawn`, id, session, orEmpty(result))
 		n = tag.RowsAffected()
 		return err

@@ -237,7 +237,7 @@ func testAgentResend(t *testing.T, s state.AgentStore) {
 	_, err := s.AddAgentAssignment(ctx, agentAttempt("a-1", "run-1", 1, "r1", nil))
 	must(t, err)
 	placements(t, s, "r1")
-	if _, err := s.TakeAgentWork(ctx, "s-1"); err != nil {
+	if _, err := s.TakeAgentWork(ctx, "s-1", nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.ResendAgentResult(ctx, "a-1"); !errors.Is(err, state.ErrAgentGone) {
@@ -250,12 +250,12 @@ func testAgentResend(t *testing.T, s state.AgentStore) {
 	if a.Ended() || !a.Resend {
 		t.Fatalf("asked again: %+v, want no result and resend", a)
 	}
-	work, err := s.TakeAgentWork(ctx, "s-1")
+	work, err := s.TakeAgentWork(ctx, "s-1", nil)
 	must(t, err)
 	if len(work.Resends) != 1 || work.Resends[0] != "a-1" || len(work.Offers) != 0 {
 		t.Fatalf("work: %+v, want a-1 asked again", work)
 	}
-	if work, _ := s.TakeAgentWork(ctx, "s-1"); len(work.Resends) != 0 {
+	if work, _ := s.TakeAgentWork(ctx, "s-1", nil); len(work.Resends) != 0 {
 		t.Fatalf("asked twice: %+v", work)
 	}
 	must(t, s.FinishAgentAssignment(ctx, "a-1", "s-1", []byte("sealed to r2")))
@@ -273,20 +273,32 @@ func testAgentWork(t *testing.T, s state.AgentStore) {
 		_, err := s.AddAgentAssignment(ctx, agentAttempt(fmt.Sprintf("a-%d", i), fmt.Sprint("run-", i), 1, "r1", nil))
 		must(t, err)
 	}
-	work, err := s.TakeAgentWork(ctx, "s-1")
+	work, err := s.TakeAgentWork(ctx, "s-1", nil)
 	must(t, err)
 	if len(work.Offers) != 0 || len(work.Cancels) != 0 {
 		t.Fatalf("work before placement: %+v", work)
 	}
 	placements(t, s, "r1")
-	work, err = s.TakeAgentWork(ctx, "s-1")
+	work, err = s.TakeAgentWork(ctx, "s-1", nil)
 	must(t, err)
 	offers := work.Offers
 	if len(offers) != 2 || !bytes.HasPrefix(offers[0].Sealed, []byte(offers[0].ID+" for ")) || !offers[0].Delivered {
 		t.Fatalf("work: got %+v, want both attempts, sealed", offers)
 	}
-	if again, _ := s.TakeAgentWork(ctx, "s-1"); len(again.Offers) != 0 {
+	// The answer that carried them did not reach the agent: a poll that
+	// does not list them as running gets them again.
+	again, err := s.TakeAgentWork(ctx, "s-1", nil)
+	must(t, err)
+	if len(again.Offers) != 2 {
+		t.Fatalf("work whose answer was lost: got %+v, want both offered again", again.Offers)
+	}
+	// The agent runs them: they are acked, and not offered again even once
+	// they leave its list (ended on the agent, their result on its way).
+	if again, _ := s.TakeAgentWork(ctx, "s-1", []string{offers[0].ID, offers[1].ID}); len(again.Offers) != 0 {
 		t.Fatalf("work delivered twice: %+v", again)
+	}
+	if again, _ := s.TakeAgentWork(ctx, "s-1", nil); len(again.Offers) != 0 {
+		t.Fatalf("acked work delivered again: %+v", again)
 	}
 	if err := s.FinishAgentAssignment(ctx, "a-0", "s-2", []byte("x")); !errors.Is(err, state.ErrAgentGone) {
 		t.Fatalf("a result from a session that does not hold the attempt: got %v, want ErrAgentGone", err)
@@ -362,7 +374,7 @@ func testAgentWithdraw(t *testing.T, s state.AgentStore) {
 	if err := s.FinishAgentAssignment(ctx, "a-1", "s-1", []byte("x")); !errors.Is(err, state.ErrAgentGone) {
 		t.Fatalf("a result of a withdrawn attempt: got %v, want ErrAgentGone", err)
 	}
-	work, err := s.TakeAgentWork(ctx, "s-1")
+	work, err := s.TakeAgentWork(ctx, "s-1", nil)
 	must(t, err)
 	if len(work.Offers) != 0 || len(work.Cancels) != 1 || work.Cancels[0] != "a-1" {
 		t.Fatalf("work after the withdrawal: %+v, want a-1 cancelled", work)
@@ -373,7 +385,7 @@ func testAgentWithdraw(t *testing.T, s state.AgentStore) {
 	if m, _ := s.AgentMail(ctx, "a-1"); len(m) != 0 {
 		t.Fatalf("a cancelled attempt's mail is kept: %+v", m)
 	}
-	if again, _ := s.TakeAgentWork(ctx, "s-1"); len(again.Cancels) != 0 {
+	if again, _ := s.TakeAgentWork(ctx, "s-1", nil); len(again.Cancels) != 0 {
 		t.Fatalf("cancelled twice: %+v", again)
 	}
 	must(t, s.WithdrawAgentAssignment(ctx, "none"))
@@ -430,7 +442,7 @@ func testAgentPlacementRace(t *testing.T, s state.AgentStore) {
 		}
 	}
 	total := placeAtOnce(t, s, owners)
-	work, err := s.TakeAgentWork(ctx, "s-1")
+	work, err := s.TakeAgentWork(ctx, "s-1", nil)
 	must(t, err)
 	if total != capacity || len(work.Offers) != capacity {
 		t.Fatalf("owners placing at once placed %d (%d offered) on an agent of capacity %d", total, len(work.Offers), capacity)
@@ -594,7 +606,7 @@ func testAgentLimitsRace(t *testing.T, s state.AgentStore) {
 		}
 	}
 	total := placeAtOnce(t, s, owners)
-	work, err := s.TakeAgentWork(ctx, "s-1")
+	work, err := s.TakeAgentWork(ctx, "s-1", nil)
 	must(t, err)
 	if total != limit || len(work.Offers) != limit {
 		t.Fatalf("owners placing at once placed %d (%d offered) heavy-* attempts on an agent whose limit is %d", total, len(work.Offers), limit)
@@ -658,7 +670,7 @@ func testAgentPrune(t *testing.T, s state.Store) {
 			t.Errorf("assignment %s: %+v, %v; want it kept as it was", id, a, err)
 		}
 	}
-	work, err := s.TakeAgentWork(ctx, "s-1")
+	work, err := s.TakeAgentWork(ctx, "s-1", nil)
 	must(t, err)
 	if len(work.Cancels) != 1 || work.Cancels[0] != "running" {
 		t.Fatalf("work after the prune: %+v, want running cancelled", work)
