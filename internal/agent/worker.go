@@ -59,6 +59,12 @@ type Worker struct {
 	session string
 	keys    keyPair // this session's: its assignments are sealed to it
 	running map[string]context.CancelCauseFunc
+	// unlisted are the assignments received since the last poll the
+	// server answered: the next poll lists them with the running ones, so
+	// that the server knows the agent has them (an assignment handed over
+	// and never listed is handed over again: its answer may have been
+	// lost), even if they ended meanwhile.
+	unlisted map[string]bool
 	// sent are the results sent lately, kept for a server that asks for
 	// one again (AgentWork.Resend: the replica it reached stopped before
 	// the run's next owner could read it).
@@ -87,6 +93,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.Retry = time.Second
 	}
 	w.running = map[string]context.CancelCauseFunc{}
+	w.unlisted = map[string]bool{}
 	w.sent = map[string]sentResult{}
 	defer w.wg.Wait()
 	for ctx.Err() == nil {
@@ -141,8 +148,16 @@ func (w *Worker) poll(ctx context.Context, sess api.AgentSession) {
 		}
 		var work api.AgentWork
 		pctx, stop := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(sess.PollMS)*time.Millisecond+10*time.Second)
-		err := w.call(pctx, "/api/v1/agent/poll", api.AgentPoll{Session: sess.Session, Running: w.runningIDs(), Draining: draining}, &work)
+		listed := w.listed()
+		err := w.call(pctx, "/api/v1/agent/poll", api.AgentPoll{Session: sess.Session, Running: listed, Draining: draining}, &work)
 		stop()
+		if err == nil {
+			w.mu.Lock()
+			for _, id := range listed {
+				delete(w.unlisted, id)
+			}
+			w.mu.Unlock()
+		}
 		var fe *fault.Error
 		switch {
 		case errors.As(err, &fe) && fe.Code == fault.Conflict:
@@ -239,6 +254,23 @@ func (w *Worker) runningIDs() []string {
 	return ids
 }
 
+// listed is what a poll lists as running: the assignments running, and
+// those received since the last poll the server answered.
+func (w *Worker) listed() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ids := make([]string, 0, len(w.running)+len(w.unlisted))
+	for id := range w.running {
+		ids = append(ids, id)
+	}
+	for id := range w.unlisted {
+		if w.running[id] == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
 func (w *Worker) cancel(id string, cause error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -263,9 +295,10 @@ func (w *Worker) start(ctx context.Context, session string, a api.AgentAssignmen
 	w.mu.Lock()
 	_, running := w.running[a.ID]
 	_, ran := w.sent[a.ID]
+	w.unlisted[a.ID] = true // the next poll says the agent has it
 	w.mu.Unlock()
 	if running || ran {
-		w.Logger.Info("the server handed over again an attempt this agent runs or ran; not started again", "assignment", a.ID,
+		w.Logger.Debug("the server handed over again an attempt this agent runs or ran; not started again", "assignment", a.ID,
 			"run_id", a.RunID, "step", a.Step)
 		return
 	}

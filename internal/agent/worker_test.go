@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -58,7 +59,14 @@ func TestAnAssignmentHandedOverAgainIsNotStartedAgain(t *testing.T) {
 		mu.Unlock()
 		_ = json.NewEncoder(w).Encode(api.AgentSession{Session: "s-1", LeaseMS: 60000, PollMS: 50})
 	})
+	var listedMu sync.Mutex
+	var listed [][]string // each poll's Running
 	mux.HandleFunc("POST /api/v1/agent/poll", func(w http.ResponseWriter, r *http.Request) {
+		var p api.AgentPoll
+		_ = json.NewDecoder(r.Body).Decode(&p)
+		listedMu.Lock()
+		listed = append(listed, p.Running)
+		listedMu.Unlock()
 		polls.Add(1)
 		var work api.AgentWork
 		select {
@@ -103,9 +111,20 @@ func TestAnAssignmentHandedOverAgainIsNotStartedAgain(t *testing.T) {
 
 	close(onceStarts.release)
 	require.Eventually(t, func() bool { return results.Load() == 1 }, 5*time.Second, 5*time.Millisecond)
+	listedMu.Lock()
+	before := len(listed)
+	listedMu.Unlock()
 	offer() // once it ran
 	assert.Equal(t, 1, starts(), "handed over again once it ran")
 	assert.Equal(t, int64(1), results.Load())
+	// A poll after it says the agent has it (else the server would hand
+	// it over at every poll), and the polls after that one no longer do.
+	require.Eventually(t, func() bool {
+		listedMu.Lock()
+		defer listedMu.Unlock()
+		at := slices.IndexFunc(listed[before:], func(ids []string) bool { return slices.Contains(ids, "a-1") })
+		return at >= 0 && before+at+1 < len(listed) && !slices.Contains(listed[len(listed)-1], "a-1")
+	}, 5*time.Second, 5*time.Millisecond, "a poll lists the assignment handed over again, and the next ones do not")
 	cancel()
 	<-done
 }
