@@ -124,35 +124,25 @@ func signal(c chan struct{}) {
 
 // tell wakes what the subjects name, here and on the other replicas.
 func (d *Dispatcher) tell(subjects ...string) {
-	slices.Sort(subjects)
-	subjects = slices.Compact(subjects)
-	for _, s := range subjects {
-		d.heard(s)
+	keys := state.AgentNoticeKeys(subjects)
+	for _, key := range keys {
+		for _, s := range strings.Fields(key) {
+			d.heard(s)
+		}
 	}
 	if d.o.Notices == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for len(subjects) > 0 {
-		// A notice's payload is bounded (PostgreSQL: 8000 bytes).
-		n, size := 0, 0
-		for n < len(subjects) && size+len(subjects[n])+1 <= maxNotice {
-			size += len(subjects[n]) + 1
-			n++
-		}
-		n = max(n, 1)
-		if err := d.o.Notices.Notify(ctx, state.Notice{Kind: state.NoticeAgent, Key: strings.Join(subjects[:n], " ")}); err != nil {
+	for _, key := range keys {
+		if err := d.o.Notices.Notify(ctx, state.Notice{Kind: state.NoticeAgent, Key: key}); err != nil {
 			// The others poll meanwhile (a lapse of a second at most).
 			d.o.Logger.Debug("tell the replicas about agents", "err", err)
 			return
 		}
-		subjects = subjects[n:]
 	}
 }
-
-// maxNotice bounds the subjects of one notice, in bytes.
-const maxNotice = 4000
 
 // heard wakes what one subject names in this process.
 func (d *Dispatcher) heard(subject string) {

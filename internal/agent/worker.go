@@ -143,7 +143,7 @@ func (w *Worker) poll(ctx context.Context, sess api.AgentSession) {
 	failing, failed := time.Time{}, 0
 	for {
 		draining := ctx.Err() != nil
-		if draining && len(w.runningIDs()) == 0 {
+		if draining && !w.busy() {
 			return
 		}
 		var work api.AgentWork
@@ -244,14 +244,11 @@ func (w *Worker) resend(id string) {
 	w.wg.Go(func() { w.sendResult(context.Background(), w.Logger.With("assignment", id), id, sr.res) })
 }
 
-func (w *Worker) runningIDs() []string {
+// busy reports whether an attempt runs.
+func (w *Worker) busy() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	ids := make([]string, 0, len(w.running))
-	for id := range w.running {
-		ids = append(ids, id)
-	}
-	return ids
+	return len(w.running) > 0
 }
 
 // listed is what a poll lists as running: the assignments running, and

@@ -237,6 +237,27 @@ type AgentStore interface {
 // subjects, separated by spaces.
 func AgentSessionSubject(id string) string { return "s:" + id }
 
+// AgentNoticeKeys are the Keys of the NoticeAgents that carry subjects:
+// each once, in order, in as few Keys as their bound (maxAgentNoticeKey
+// bytes, well inside PostgreSQL's 8000 for a payload) allows.
+func AgentNoticeKeys(subjects []string) []string {
+	subjects = slices.Compact(slices.Sorted(slices.Values(subjects)))
+	var keys []string
+	for len(subjects) > 0 {
+		n, size := 0, 0
+		for n < len(subjects) && size+len(subjects[n])+1 <= maxAgentNoticeKey {
+			size += len(subjects[n]) + 1
+			n++
+		}
+		n = max(n, 1)
+		keys = append(keys, strings.Join(subjects[:n], " "))
+		subjects = subjects[n:]
+	}
+	return keys
+}
+
+const maxAgentNoticeKey = 4000
+
 // AgentSealer seals assignment a for the agent of session s.
 type AgentSealer func(a AgentAssignment, s AgentSession) ([]byte, error)
 

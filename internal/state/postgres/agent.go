@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -276,7 +275,7 @@ WHERE session <> '' AND result IS NULL AND lost = '' AND NOT withdrawn GROUP BY 
 			w.Queue(`UPDATE runbook_agent_sessions SET turn = $2 WHERE id = $1`, sess.ID, sess.Turn)
 		}
 		for _, key := range placedNotices(out.Placed) {
-			w.Queue(`SELECT pg_notify($1 || ':' || current_schema(), $2)`, agentChannel, key)
+			w.Queue(notifySQL, agentChannel, key)
 		}
 		if w.Len() == 0 {
 			return nil
@@ -290,36 +289,14 @@ WHERE session <> '' AND result IS NULL AND lost = '' AND NOT withdrawn GROUP BY 
 }
 
 // placedNotices are the Keys of the notices of a placement: the subject
-// of each session placed on, as few notices as their payload's bound
-// (8000 bytes) allows.
+// of each session placed on.
 func placedNotices(placed []state.AgentAssignment) []string {
-	var keys []string
-	var key strings.Builder
-	seen := map[string]bool{}
-	for _, a := range placed {
-		if seen[a.Session] {
-			continue
-		}
-		seen[a.Session] = true
-		subject := state.AgentSessionSubject(a.Session)
-		if key.Len() > 0 && key.Len()+1+len(subject) > maxNoticeKey {
-			keys = append(keys, key.String())
-			key.Reset()
-		}
-		if key.Len() > 0 {
-			key.WriteByte(' ')
-		}
-		key.WriteString(subject)
+	subjects := make([]string, len(placed))
+	for i, a := range placed {
+		subjects[i] = state.AgentSessionSubject(a.Session)
 	}
-	if key.Len() > 0 {
-		keys = append(keys, key.String())
-	}
-	return keys
+	return state.AgentNoticeKeys(subjects)
 }
-
-// maxNoticeKey bounds a notice's payload, in bytes, well inside
-// PostgreSQL's 8000.
-const maxNoticeKey = 4000
 
 // TakeAgentWork hands a session its new assignments, cancels and
 // results asked for again: one batch, one round trip (an agent's poll

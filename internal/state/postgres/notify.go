@@ -24,6 +24,10 @@ var noticeChannels = map[string]state.NoticeKind{
 	agentChannel:       state.NoticeAgent,
 }
 
+// notifySQL sends a notice on channel $1 (suffixed with the schema) with
+// payload $2.
+const notifySQL = `SELECT pg_notify($1 || ':' || current_schema(), $2)`
+
 // agentChannel is NoticeAgent's channel (PlaceAgentAssignments notifies
 // on it in its own transaction).
 const agentChannel = "runbook_agent"
@@ -77,7 +81,7 @@ func (s *Store) Notify(ctx context.Context, n state.Notice) error {
 			if kind == state.NoticeKeyFreed || kind == state.NoticeAgent {
 				payload = n.Key
 			}
-			if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1 || ':' || current_schema(), $2)`, ch, payload); err != nil {
+			if _, err := s.pool.Exec(ctx, notifySQL, ch, payload); err != nil {
 				return fmt.Errorf("notify %s: %w", ch, err)
 			}
 			return nil
