@@ -129,8 +129,14 @@ func (p *Policy) Check(host string, addr netip.Addr) error {
 
 var current atomic.Pointer[Policy]
 
-// Set makes p the process's policy.
-func Set(p Policy) { current.Store(&p) }
+// Set makes p the process's policy. The shared transport's connections,
+// dialed under the policy before, are not used again (Shared).
+func Set(p Policy) {
+	current.Store(&p)
+	if old := shared.Swap(nil); old != nil {
+		old.CloseIdleConnections()
+	}
+}
 
 // Current is the process's policy (the default denials until Set).
 func Current() *Policy {
@@ -150,6 +156,38 @@ func NewTransport() *Transport {
 		return dial(ctx, d, Current(), network, address)
 	}
 	return &Transport{base: base}
+}
+
+// The shared transport keeps up to sharedIdlePerHost idle connections a
+// host, each for sharedIdleTimeout: under the 5 s after which Apache and
+// Node.js close an idle keep-alive connection by default, so a call seldom
+// picks a connection its server is closing.
+const (
+	sharedIdlePerHost = 64
+	sharedIdleTimeout = 4 * time.Second
+)
+
+var shared atomic.Pointer[Transport]
+
+// Shared is the process's checked transport for steps' calls: a
+// NewTransport whose connections are kept between calls (keep-alive), so
+// a step calling a host that an earlier step called reuses its connection
+// instead of dialing. Set replaces it: a connection dialed under an
+// earlier policy is never used again, and the old transport's connections
+// close when idle.
+func Shared() *Transport {
+	for {
+		if t := shared.Load(); t != nil {
+			return t
+		}
+		t := NewTransport()
+		t.base.MaxIdleConns = 4 * sharedIdlePerHost
+		t.base.MaxIdleConnsPerHost = sharedIdlePerHost
+		t.base.IdleConnTimeout = sharedIdleTimeout
+		if shared.CompareAndSwap(nil, t) {
+			return t
+		}
+	}
 }
 
 // Transport is the checked transport NewTransport returns.

@@ -45,7 +45,8 @@ func init() {
 		Type: "http.request",
 		Summary: "Make an HTTP request. A status outside expect_status fails with a code " +
 			"classified from the status (429 throttled, 5xx unavailable, ...). Retries re-send the request: " +
-			"use idempotency_key for non-idempotent methods.",
+			"use idempotency_key for non-idempotent methods. A connection is kept for the calls that follow " +
+			"to the same host (keep-alive, idle for at most 4 s).",
 		Example: map[string]any{
 			"url":           "https://hooks.example.com/deploys",
 			"method":        "POST",
@@ -100,12 +101,10 @@ func runHTTP(ctx context.Context, c *steps.Call, p *httpParams) (steps.Outputs, 
 	if err != nil {
 		return nil, err
 	}
-	// A transport per call: no idle connection or goroutine outlives the
-	// step, and one step's connection trouble never leaks into another.
-	// The destination policy (config http:) is checked at dial time.
-	tr := egress.NewTransport()
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, CheckRedirect: func(r *http.Request, via []*http.Request) error {
+	// The process's shared transport: a connection to a host is reused
+	// by the calls that follow (keep-alive). The destination policy
+	// (config http:) is checked by the request's host and at dial time.
+	client := &http.Client{Transport: egress.Shared(), CheckRedirect: func(r *http.Request, via []*http.Request) error {
 		if !p.FollowRedirects {
 			return http.ErrUseLastResponse
 		}

@@ -92,10 +92,9 @@ func postURL(ctx context.Context, p *digestParams, body []byte, key string) erro
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "runbook")
 	req.Header.Set("Idempotency-Key", key)
-	// The destination policy (config http:) is checked at dial time.
-	tr := egress.NewTransport()
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
+	// The destination policy (config http:) is checked at dial time; the
+	// shared transport keeps the connection for the next post.
+	client := &http.Client{Transport: egress.Shared(), CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse // a redirected POST may not be repeated safely
 	}}
 	resp, err := client.Do(req)
