@@ -120,11 +120,13 @@ func (s *Store) commitGroup(ctx context.Context, group []*groupReq) bool {
 		rows.add(int32(i), r)
 	}
 	args := rows.args()
-	hashes, sources := rows.snapshots()
+	hashes, sources := rows.snapshots(&s.snapshots)
 	seen := map[int32]bool{}
 	b := &pgx.Batch{}
 	b.Queue(lockClaims, rows.locks())
-	b.Queue(groupSnapshots, hashes, sources)
+	if len(hashes) > 0 {
+		b.Queue(groupSnapshots, hashes, sources)
+	}
 	b.Queue(groupInsert, args...).Query(func(rs pgx.Rows) error {
 		clear(seen) // the batch may be sent again (see send)
 		for rs.Next() {
@@ -138,6 +140,9 @@ func (s *Store) commitGroup(ctx context.Context, group []*groupReq) bool {
 	})
 	b.Queue(pruneDedup, rows.latest, pruneBatch) // last: see prune
 	err := s.send(ctx, b)
+	if err == nil {
+		s.snapshots.add(hashes...)
+	}
 	var pe *pgconn.PgError
 	for i, r := range group {
 		switch {
@@ -327,11 +332,14 @@ func (g *groupRows) addSnapshot(hash string, source []byte) {
 	}
 }
 
-// snapshots returns groupSnapshots' arguments: the snapshot rows' hashes
-// and sources, ordered by hash.
-func (g *groupRows) snapshots() (hashes []string, sources [][]byte) {
+// snapshots returns groupSnapshots' arguments: the hashes and sources of
+// the snapshot rows not seen committed (stored), ordered by hash.
+func (g *groupRows) snapshots(stored *storedSnapshots) (hashes []string, sources [][]byte) {
 	slices.SortStableFunc(g.snaps, func(a, b snapshotRow) int { return strings.Compare(a.hash, b.hash) })
 	for _, r := range g.snaps {
+		if stored.has(r.hash) {
+			continue
+		}
 		hashes, sources = append(hashes, r.hash), append(sources, r.source)
 	}
 	return hashes, sources

@@ -82,6 +82,8 @@ type Store struct {
 	claims *claimGrouper
 	// bodies keeps the bodies of deliveries committed here.
 	bodies bodyCache
+	// snapshots are the playbook snapshots seen committed.
+	snapshots storedSnapshots
 	// lease is the connection KeepReplica renews leases on.
 	lease leaseConn
 }

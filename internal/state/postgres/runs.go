@@ -159,6 +159,7 @@ func (s *Store) CreateRun(ctx context.Context, r *state.Run, events ...state.Eve
 	if err := createRunError(r.ID, fenceError(ctx, send(ctx, b))); err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
+	s.snapshots.sawRun(r)
 	return nil
 }
 
@@ -211,7 +212,7 @@ func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.St
 		return fmt.Errorf("save run %s: %w", r.ID, err)
 	}
 	batch := func(r *state.Run) (*pgx.Batch, error) {
-		b, err := queueSaveRun(newBatch(ctx, r.ID), r, evs)
+		b, err := s.queueSaveRun(newBatch(ctx, r.ID), r, evs)
 		if err == nil {
 			rows.queue(b, r.ID) // after the run's update: an unknown run writes nothing
 		}
@@ -220,7 +221,7 @@ func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.St
 	s.claims.forgetSteps(r.ID)
 	if f, ok := groupable(ctx, r.ID); ok && !r.CreatedAt.IsZero() {
 		b := &pgx.Batch{}
-		if _, err := queueSaveRun(b, r, evs); err != nil {
+		if _, err := s.queueSaveRun(b, r, evs); err != nil {
 			return err
 		}
 		rows.queue(b, r.ID)
@@ -228,6 +229,7 @@ func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.St
 			if err != nil {
 				return fmt.Errorf("save run %s: %w", r.ID, s.cancelledMeanwhile(ctx, r.ID, err))
 			}
+			s.snapshots.sawRun(r)
 			return nil
 		}
 	}
@@ -254,19 +256,21 @@ func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.St
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", r.ID, s.cancelledMeanwhile(ctx, r.ID, fenceError(ctx, err)))
 	}
+	s.snapshots.sawRun(r)
 	return nil
 }
 
 // queueSaveRun queues into b the statements that replace a run and append
 // its events (one statement, see withEvents), and returns b. When the run
 // does not exist, it reports ErrNotFound and the snapshot's statement
-// stores nothing.
-func queueSaveRun(b *pgx.Batch, r *state.Run, evs [][]byte) (*pgx.Batch, error) {
+// stores nothing. A snapshot seen committed (storedSnapshots) is not
+// stored again.
+func (s *Store) queueSaveRun(b *pgx.Batch, r *state.Run, evs [][]byte) (*pgx.Batch, error) {
 	record, err := encodeRun(r)
 	if err != nil {
 		return nil, err
 	}
-	if r.Hash != "" && len(r.Snapshot) > 0 {
+	if r.Hash != "" && len(r.Snapshot) > 0 && !s.snapshots.has(r.Hash) {
 		b.Queue(storeSnapshotOf, r.Hash, r.Snapshot, r.ID)
 	}
 	found := func(tag pgconn.CommandTag) error {
