@@ -44,7 +44,7 @@ type Options struct {
 	Seed uint64
 	// MaxHooks bounds the hooks per delivery (1..MaxHooks; default 3).
 	MaxHooks int
-	Client   *http.Client     // default: a client with a 10 s timeout
+	Client   *http.Client     // default: a client with a 10 s timeout that keeps a connection a sender
 	Now      func() time.Time // event times; default time.Now
 }
 
@@ -129,7 +129,13 @@ func Send(ctx context.Context, opts Options) (*Report, error) {
 		opts.Header = "X-Cloud-Webhook-Signature"
 	}
 	if opts.Client == nil {
-		opts.Client = &http.Client{Timeout: 10 * time.Second}
+		// Each sender keeps its connection between deliveries: the
+		// default transport keeps two idle connections a host, so all
+		// senders but two would dial again for every delivery.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = opts.Concurrency
+		defer tr.CloseIdleConnections()
+		opts.Client = &http.Client{Timeout: 10 * time.Second, Transport: tr}
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,4 +143,26 @@ func TestARateSpacesTheDeliveries(t *testing.T) {
 	assert.Equal(t, 20, rep.ByStatus["200"])
 	require.Len(t, times, 20)
 	assert.GreaterOrEqual(t, rep.Elapsed, 95*time.Millisecond, "the last is handed out 19/200 s after the first")
+}
+
+// 32 senders deliver 640 times: each keeps its connection, as a sender
+// under load does, instead of dialing again for every delivery.
+func TestEachSenderKeepsItsConnection(t *testing.T) {
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"status":"accepted"}`))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	rep, err := webhook.Send(context.Background(), webhook.Options{To: srv.URL, Count: 640, Concurrency: 32, MaxHooks: 1})
+	require.NoError(t, err)
+	assert.Equal(t, 640, rep.ByStatus["200"])
+	// A connection goes back to the pool a moment after its answer is
+	// read, so a sender quick enough dials once more now and then.
+	assert.LessOrEqual(t, conns.Load(), int64(2*32), "about a connection a sender")
 }
