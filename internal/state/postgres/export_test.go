@@ -39,3 +39,6 @@ func HoldRunWrites(s *Store, n int) {
 func HoldClaims(s *Store, n int) {
 	s.claims.holdNext(n)
 }
+
+// WaitingRunWrites returns how many fenced run writes wait for a group.
+func WaitingRunWrites(s *Store) int { return s.writes.waiting() }

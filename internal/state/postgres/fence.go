@@ -26,11 +26,15 @@ func newBatch(ctx context.Context, runID string) *pgx.Batch {
 	return b
 }
 
+// fenceCall checks that run $1's top-level run $2 is owned by $3, and
+// locks it (runbook_fence).
+const fenceCall = `SELECT runbook_fence($1, $2, $3)`
+
 // queueFence queues the check of ctx's fence (none: nothing) for a write
 // of run runID.
 func queueFence(ctx context.Context, b *pgx.Batch, runID string) {
 	if f, ok := state.FenceOf(ctx); ok {
-		b.Queue(`SELECT runbook_fence($1, $2, $3)`, runID, f.Run, f.Owner)
+		b.Queue(fenceCall, runID, f.Run, f.Owner)
 	}
 }
 

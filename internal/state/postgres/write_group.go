@@ -42,7 +42,12 @@ import (
 // written alone. When its COMMIT is not heard, every member gets the
 // error: whether it committed is unknown, as for any transaction.
 //
-// A group of one member is written alone (one round trip instead of two).
+// A group of one member is written alone, in one round trip with its
+// fence call instead of two, by the worker: the writes that arrive
+// meanwhile wait and go in the next group, as they would behind a group.
+// Written by its caller instead, it would leave the worker free to take
+// the next write alone too, and a steady stream of writes would go alone,
+// a transaction each.
 
 // writeWorkers bounds the write groups of one Store in flight at once.
 // With one, the writes that arrive while a group commits wait for the
@@ -90,7 +95,8 @@ func groupable(ctx context.Context, runID string) (state.Fence, bool) {
 // writeGrouped queues the statements b (without a fence) of a write of
 // run runID fenced for owner, and waits for the outcome: nil once
 // committed, errAlone when the caller is to write it alone (with its
-// fence), or the write's error. A ctx that ends before a worker takes the
+// fence), or the write's error (a refusal of the fence is fenceError's to
+// name). A ctx that ends before a worker takes the
 // write returns ctx's error (the write never runs); once taken, the
 // outcome is awaited.
 func (s *Store) writeGrouped(ctx context.Context, runID, owner string, b *pgx.Batch) error {
@@ -108,10 +114,14 @@ const lockRuns = `SELECT id, owner FROM runbook_runs WHERE id = ANY($1::text[]) 
 
 // commitWrites writes group in one transaction (see the top of this
 // file), setting each member's outcome, and reports whether the group's
-// transaction committed. A group of one is written alone.
+// transaction committed. A group of one is written alone, here.
 func (s *Store) commitWrites(ctx context.Context, group []*runWrite) bool {
 	if len(group) == 1 {
-		group[0].err = errAlone
+		w := group[0]
+		b := &pgx.Batch{}
+		b.Queue(fenceCall, w.run, w.run, w.owner) // the run is its own fence's
+		b.QueuedQueries = append(b.QueuedQueries, w.b.QueuedQueries...)
+		w.err = s.send(ctx, b)
 		return false
 	}
 	in, err := s.sendWrites(ctx, group)

@@ -80,6 +80,57 @@ func TestAFencedWriteInAGroupFailsOnlyItself(t *testing.T) {
 	assert.Positive(t, groups, "the writes were grouped: the property held in a group")
 }
 
+// A write alone is slow: another transaction holds its run's row. The 20
+// writes of other runs that come meanwhile wait for it and then commit in
+// one group, as they would behind a group, instead of going alone, a
+// transaction each.
+func TestWritesThatComeWhileAWriteAloneCommitsWaitAndGoTogether(t *testing.T) {
+	dsn := pgtest.DB(t)
+	a := open(t, dsn, postgres.Options{})
+	const others = 20
+	ids := []string{"slow"}
+	for i := range others {
+		ids = append(ids, fmt.Sprintf("r%02d", i))
+	}
+	for _, id := range ids {
+		require.NoError(t, a.CreateRun(ctx, &state.Run{ID: id, Playbook: "pb", Status: state.RunRunning, Owner: "A", CreatedAt: time.Now()}))
+	}
+	write := func(id string) error {
+		r := &state.Run{ID: id, Playbook: "pb", Status: state.RunSucceeded, Owner: "A", CreatedAt: time.Now()}
+		return a.SaveRunSteps(state.WithFence(ctx, state.Fence{Owner: "A", Run: id}), r,
+			[]*state.StepRecord{{RunID: id, ID: "note", Status: state.StepSucceeded}}, state.Event{Type: "run.succeeded"})
+	}
+	holder := connect(t, dsn)
+	tx, err := holder.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `SELECT FROM runbook_runs WHERE id = 'slow' FOR NO KEY UPDATE`)
+	require.NoError(t, err)
+
+	var done sync.WaitGroup
+	errs := make([]error, len(ids))
+	done.Go(func() { errs[0] = write("slow") })
+	watcher := connect(t, dsn)
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, watcher.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+WHERE wait_event_type = 'Lock' AND query LIKE '%runbook_fence%'`).Scan(&n))
+		return n == 1
+	}, 10*time.Second, 5*time.Millisecond, "the write of slow waits for the row")
+	for i, id := range ids[1:] {
+		done.Go(func() { errs[i+1] = write(id) })
+	}
+	require.Eventually(t, func() bool { return postgres.WaitingRunWrites(a) == others }, 10*time.Second, 5*time.Millisecond,
+		"the other writes wait behind the write alone")
+	require.NoError(t, tx.Commit(ctx))
+	done.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, ids[i])
+	}
+	groups, writes := a.RunWriteGroups()
+	assert.Equal(t, int64(1), groups, "one group")
+	assert.Equal(t, int64(others), writes, "of every other write")
+}
+
 // A replica claims runs side by side (as it does the runs of a webhook
 // delivery group): each claim learns its own outcome — the runs another
 // live replica owns stay its own — and the engine's first read of a
