@@ -134,7 +134,13 @@ func (rs *runState) acquireOrPark(ctx context.Context, key, onBusy string) (func
 	}
 	if ok {
 		r.QueuedOnKey = ""
-		return func() { e.releaseLock(ctx, key, r.ID) }, nil
+		return func() {
+			if rs.endFreedKey(key) {
+				e.lockFreed(key)
+				return
+			}
+			e.releaseLock(ctx, key, r.ID)
+		}, nil
 	}
 	switch onBusy {
 	case "skip":
@@ -211,6 +217,19 @@ func (e *Engine) cancelHolder(ctx context.Context, key, holderID string, cause e
 	if ex, ok := e.o.Store.(state.Exclusive); ok && ex.Exclusive() {
 		e.releaseLock(ctx, key, holderID)
 	}
+}
+
+// endFreedKey reports whether the run's last write freed key with the
+// run's end: the store frees it so (state.EndFreesKey) and the write
+// recorded a status that frees it.
+func (rs *runState) endFreedKey(key string) bool {
+	st, ok := rs.e.o.Store.(state.EndFreesKey)
+	if !ok || !st.EndFreesKey() {
+		return false
+	}
+	rs.runMu.Lock()
+	defer rs.runMu.Unlock()
+	return rs.settled && rs.run.Status.KeyFreed() && rs.run.ConcurrencyKey == key
 }
 
 // lockFreed sends key, which this process released, on Released: the

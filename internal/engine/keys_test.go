@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 
 	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/postgres"
+	"github.com/runbook/runbook/internal/state/postgres/pgtest"
 )
 
 // released returns the keys the engine released so far (Released).
@@ -86,4 +89,48 @@ func TestANewRunQueuesBehindTheRunsParkedOnItsKey(t *testing.T) {
 	locks, err := h.store.Locks(context.Background())
 	require.NoError(t, err)
 	assert.Empty(t, locks, "the free key was not taken")
+}
+
+// releaseCounter counts the ReleaseLock calls made to the PostgreSQL
+// store it wraps (whose run ends free their keys: state.EndFreesKey).
+type releaseCounter struct {
+	*postgres.Store
+	releases atomic.Int64
+}
+
+func (c *releaseCounter) ReleaseLock(ctx context.Context, key, owner string) error {
+	c.releases.Add(1)
+	return c.Store.ReleaseLock(ctx, key, owner)
+}
+
+// On PostgreSQL a keyed run that ends succeeded or failed has its key
+// freed by the write of its end: the engine makes no release of its own,
+// one transaction a run less, and still tells its host the key is free
+// (Released), so the runs parked on it go on.
+func TestAKeyedRunsEndFreesItsKeyWithoutARelease(t *testing.T) {
+	ctx := context.Background()
+	pg, err := postgres.Open(ctx, pgtest.DB(t), postgres.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pg.Close() })
+	st := &releaseCounter{Store: pg}
+	h := newHarness(t, func(o *engine.Options) { o.Store = st })
+
+	r, err := h.run(keyedSrc, nil)
+	require.NoError(t, err)
+	assert.Equal(t, state.RunSucceeded, r.Status)
+	r, err = h.run(`
+version: 1
+name: keyed-failing
+concurrency: {key: the-key, on_busy: queue}
+steps:
+  - {id: one, uses: fail, with: {message: no}}
+`, nil)
+	require.ErrorContains(t, err, "step one: no")
+	assert.Equal(t, state.RunFailed, r.Status)
+
+	locks, err := st.Locks(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, locks, "freed by the runs' ends")
+	assert.Zero(t, st.releases.Load(), "no release of its own")
+	assert.Equal(t, []string{"the-key", "the-key"}, h.released())
 }

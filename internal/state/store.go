@@ -66,6 +66,17 @@ func (s RunStatus) Done() bool {
 	return s == RunSucceeded || s == RunFailed || s == RunCancelled || s == RunSkipped
 }
 
+// EndFreesKey is implemented by a store whose write of a run in a status
+// that frees its key (RunStatus.KeyFreed: SaveRun, SaveRunSteps) also
+// frees the concurrency key the run holds (Run.ConcurrencyKey, held in
+// the run's name), in the same transaction, when the write records that
+// status: the process executing the run need not release the key after
+// (one transaction a keyed run less). A write that is refused frees
+// nothing.
+type EndFreesKey interface {
+	EndFreesKey() bool
+}
+
 // KeyFreed reports whether a run recorded so holds no concurrency key: it
 // ended succeeded, failed or skipped, statuses only the process executing
 // the run writes, once nothing of the run executes any more. AcquireLock

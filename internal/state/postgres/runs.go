@@ -284,8 +284,23 @@ func (s *Store) queueSaveRun(b *pgx.Batch, r *state.Run, evs [][]byte) (*pgx.Bat
 	} else {
 		b.Queue(withEvents(updateRun, 16, 17), append(runArgs(r, record), len(evs), evs)...).Exec(found)
 	}
+	if r.ConcurrencyKey != "" && r.Status.KeyFreed() {
+		b.Queue(freeKeyWithEnd, r.ConcurrencyKey, r.ID, string(r.Status))
+	}
 	return b, nil
 }
+
+// freeKeyWithEnd frees key $1 held by run $2 when the statement before
+// recorded the run's status $3 (EndFreesKey): a write refused (the run
+// recorded cancelled meanwhile, whose owner releases the key once it has
+// stopped) frees nothing. A waiter on the key is told at commit, as by
+// ReleaseLock (the table's trigger).
+const freeKeyWithEnd = `DELETE FROM runbook_locks WHERE key = $1 AND owner = $2
+AND EXISTS (SELECT FROM runbook_runs WHERE id = $2 AND status = $3)`
+
+// EndFreesKey reports that a run's write in a status that frees its key
+// frees it (state.EndFreesKey).
+func (s *Store) EndFreesKey() bool { return true }
 
 // storedCreatedAt returns the creation time of a stored run as its record
 // has it (the column has microseconds only).
