@@ -116,8 +116,12 @@ func (sr *stepRun) shouldRun(ctx context.Context) (bool, error) {
 
 // params evaluates `with` and decodes it into the step's params struct;
 // values computed by expressions get the same checks literals got at load.
+// A `with` without expressions was decoded at load (playbook.Step.Decoded).
 func (sr *stepRun) params() (any, map[string]any, error) {
 	rs, st := sr.rs, sr.st
+	if d := st.Decoded; d != nil {
+		return d.Params, d.Extra, nil
+	}
 	with := make(map[string]any, len(st.With))
 	rs.mu.RLock()
 	err := rs.evalInto(with, "with", st.With, rs.scope(sr.it))

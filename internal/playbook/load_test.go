@@ -125,6 +125,27 @@ steps:
 	assert.Equal(t, &Retry{Attempts: 3, Delay: time.Second, Backoff: 1}, pb.Steps[0].Retry)
 }
 
+func TestALiteralWithIsDecodedOnceAtLoad(t *testing.T) {
+	pb := mustParse(t, `
+version: 1
+name: r
+inputs:
+  x: {type: string, default: v}
+steps:
+  - {id: plain, uses: shell, with: {command: "true", env: {I: "1"}}}
+  - {id: none, uses: shell, with: {command: "true", env: {I: "${{ inputs.x }}"}}}
+  - {id: outputs, uses: set, with: {a: 1, b: [x]}}
+`)
+	plain := pb.Steps[0]
+	require.NotNil(t, plain.Decoded, "no value of its with holds an expression")
+	params, extra, problems := plain.Desc.Decode(map[string]any{"command": "true", "env": map[string]any{"I": "1"}})
+	require.Empty(t, problems)
+	assert.Equal(t, &DecodedWith{Params: params, Extra: extra}, plain.Decoded, "what the engine would decode at each call")
+	assert.Nil(t, pb.Steps[1].Decoded, "an expression is evaluated at each call")
+	assert.Equal(t, &DecodedWith{Extra: map[string]any{"a": 1, "b": []any{"x"}}}, pb.Steps[2].Decoded,
+		"a step whose outputs are its with gets the map itself")
+}
+
 func TestNeedsAcceptsOneString(t *testing.T) {
 	pb := mustParse(t, `
 version: 1

@@ -84,7 +84,12 @@ type Step struct {
 	With map[string]expr.Value
 	// WithKeys preserves the written order of With.
 	WithKeys []string
-	If       *expr.Program // nil: run when no earlier step failed
+	// Decoded is With decoded into the step's params, once at load, when
+	// no value of With holds an expression (nil otherwise): every call of
+	// the step is given the same params. Steps read their params and never
+	// change them.
+	Decoded *DecodedWith
+	If      *expr.Program // nil: run when no earlier step failed
 	// Needs are explicit dependencies; nil means "every earlier step" (the
 	// order of writing). DependsOn is the resolved list either way.
 	Needs     []string
@@ -106,6 +111,14 @@ type Step struct {
 
 	withNode    *yaml.Node // for ParamPos and WithNode
 	forEachNode *yaml.Node // for ForEachNode
+}
+
+// DecodedWith is a literal `with` decoded: what Desc.Decode returns for
+// it, or, for a step whose outputs are its `with` (OutputsFromWith), the
+// map itself as Extra.
+type DecodedWith struct {
+	Params any
+	Extra  map[string]any
 }
 
 // Retry is a step's retry policy.

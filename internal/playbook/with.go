@@ -214,7 +214,11 @@ func (l *loader) compileWith(sn *stepNode, te *expr.TypeEnv) {
 	if st.Desc == nil {
 		return
 	}
-	for _, pr := range st.Desc.CheckLiteral(check) {
+	problems := st.Desc.CheckLiteral(check)
+	if len(problems) == 0 && allLiteral(st.With) {
+		st.Decoded = decodeWith(st.Desc, check)
+	}
+	for _, pr := range problems {
 		p := path
 		switch {
 		case pr.Path == "":
@@ -232,6 +236,31 @@ func (l *loader) compileWith(sn *stepNode, te *expr.TypeEnv) {
 		}
 		l.errf(at, p, "%s", pr.Message)
 	}
+}
+
+// allLiteral reports whether no value of with holds an expression.
+func allLiteral(with map[string]expr.Value) bool {
+	for _, v := range with {
+		if !v.Literal() {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeWith decodes a `with` whose values are all literal, as the engine
+// decodes an evaluated one (the evaluated map is the params of a step
+// whose outputs are its `with`). It is nil when the decode finds a
+// problem (the load has reported it).
+func decodeWith(d *steps.Descriptor, with map[string]any) *DecodedWith {
+	if d.OutputsFromWith {
+		return &DecodedWith{Extra: with}
+	}
+	params, extra, problems := d.Decode(with)
+	if len(problems) > 0 {
+		return nil
+	}
+	return &DecodedWith{Params: params, Extra: extra}
 }
 
 // problemNode finds the node a Problem path ("json.text", "items[2]",
