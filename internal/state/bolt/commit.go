@@ -19,7 +19,12 @@ const maxGroup = 256
 // maxGroup), runs them in one bbolt transaction and answers each, so
 // concurrent writers share one commit (one fsync). After a commit of
 // several writes it waits up to a millisecond for as many to queue (see
-// linger); a lone caller commits as soon as the writer takes it.
+// linger). A lone caller — nothing queued, no commit under way, the last
+// group under lingerFrom — commits its update itself, on its own
+// goroutine: handing it to the writer would cost two thread wake-ups (the
+// writer's, then the caller's) for a group of one. Callers that come
+// meanwhile queue for the writer, which takes them once that commit is
+// done, so they still share the next one.
 //
 // Urgent updates (a webhook delivery's claims and runs, whose sender waits
 // for the answer) have a lane of their own: the writer takes them before
@@ -45,6 +50,10 @@ type committer struct {
 	// one serves the queue first.
 	urgentLast bool
 	closed     bool
+	// committing: a group is being committed, by the writer or by a lone
+	// caller (do); last is the size of the group committed last.
+	committing bool
+	last       int
 	wake       chan struct{} // capacity 1: work queued or closing
 	done       chan struct{} // closed when the writer has exited
 }
@@ -66,15 +75,23 @@ func startCommitter(s *Store, linger time.Duration) *committer {
 }
 
 // do queues fn (in the urgent lane when urgent) and waits for its
-// outcome. A ctx that ends before the writer takes fn returns ctx.Err()
-// and fn never runs; once taken, fn's outcome is awaited whatever ctx does.
+// outcome, or, from a lone caller, commits it at once. A ctx that ends
+// before the writer takes fn returns ctx.Err() and fn never runs; once
+// taken, fn's outcome is awaited whatever ctx does.
 func (c *committer) do(ctx context.Context, fn func(tx *bbolt.Tx) error, urgent bool) error {
-	r := &writeReq{fn: fn, errc: make(chan error, 1)}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return fmt.Errorf("state file %s: %w", c.s.path, berrors.ErrDatabaseNotOpen)
 	}
+	if !c.committing && c.last < lingerFrom && len(c.queue) == 0 && len(c.urgent) == 0 {
+		c.committing = true
+		c.mu.Unlock()
+		_, err := c.run([]*writeReq{{fn: fn}}) // alone: its error is the outcome either way
+		c.committed(1)
+		return err
+	}
+	r := &writeReq{fn: fn, errc: make(chan error, 1)}
 	if urgent {
 		c.urgent = append(c.urgent, r)
 	} else {
@@ -97,6 +114,18 @@ func (c *committer) do(ctx context.Context, fn func(tx *bbolt.Tx) error, urgent 
 	return <-r.errc
 }
 
+// committed ends the commit of a group of n: the writer is woken when
+// updates queued meanwhile or the committer is closing.
+func (c *committer) committed(n int) {
+	c.mu.Lock()
+	c.committing, c.last = false, n
+	wake := len(c.queue) > 0 || len(c.urgent) > 0 || c.closed
+	c.mu.Unlock()
+	if wake {
+		c.signal()
+	}
+}
+
 func (c *committer) signal() {
 	select {
 	case c.wake <- struct{}{}:
@@ -116,15 +145,17 @@ func (c *committer) close() {
 
 func (c *committer) loop() {
 	defer close(c.done)
-	last := 0 // size of the group committed last
 	for {
+		c.mu.Lock()
+		last := c.last
+		c.mu.Unlock()
 		if last >= lingerFrom {
 			c.linger(last)
 		}
 		group, closed := c.take()
-		last = len(group)
 		if len(group) > 0 {
 			c.commit(group)
+			c.committed(len(group))
 			continue
 		}
 		if closed {
@@ -165,11 +196,15 @@ func (c *committer) linger(want int) {
 
 // take removes up to maxGroup live requests and marks them taken: urgent
 // ones alone, unless the last group was urgent ones alone and others wait;
-// then both lanes, the queue first. closed reports whether the committer
-// is closing.
+// then both lanes, the queue first. It takes none while a lone caller
+// commits (committed wakes the writer after). closed reports whether the
+// committer is closing with nothing left to commit.
 func (c *committer) take() (group []*writeReq, closed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.committing {
+		return nil, false
+	}
 	switch {
 	case len(c.urgent) > 0 && !(c.urgentLast && len(c.queue) > 0):
 		group = takeLane(&c.urgent, group)
@@ -179,6 +214,7 @@ func (c *committer) take() (group []*writeReq, closed bool) {
 		group = takeLane(&c.urgent, group)
 		c.urgentLast = false
 	}
+	c.committing = len(group) > 0
 	return group, c.closed
 }
 
