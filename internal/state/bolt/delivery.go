@@ -31,7 +31,7 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 		if err != nil {
 			return state.DeliveryResult{}, fmt.Errorf("commit delivery %s: run %s: %w", d.Key, u.Run.ID, err)
 		}
-		evs, err := s.encodeEvents(u.Events)
+		evs, err := s.encodeEvents(&encoder{}, u.Events)
 		if err != nil {
 			return state.DeliveryResult{}, fmt.Errorf("commit delivery %s: run %s: %w", d.Key, u.Run.ID, err)
 		}

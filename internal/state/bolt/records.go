@@ -58,7 +58,7 @@ func (s *Store) AnswerApproval(ctx context.Context, runID, step string, decide s
 		if err != nil {
 			return fmt.Errorf("encode: %w", err)
 		}
-		evs, err := s.encodeEvents(events)
+		evs, err := s.encodeEvents(&encoder{}, events)
 		if err != nil {
 			return err
 		}

@@ -41,7 +41,7 @@ func (s *Store) CreateRun(ctx context.Context, r *state.Run, events ...state.Eve
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
-	evs, err := s.encodeEvents(events)
+	evs, err := s.encodeEvents(&encoder{}, events)
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
@@ -98,11 +98,12 @@ func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.St
 			return fmt.Errorf("save run %s: a record of run %s", r.ID, rec.RunID)
 		}
 	}
-	steps, err := encodeSteps(recs)
+	e := &encoder{}
+	steps, err := encodeSteps(e, recs)
 	if err != nil {
 		return err
 	}
-	evs, err := s.encodeEvents(events)
+	evs, err := s.encodeEvents(e, events)
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", r.ID, err)
 	}

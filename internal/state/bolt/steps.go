@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -25,11 +26,13 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 		return nil
 	}
 	runID := recs[0].RunID
-	steps, err := encodeSteps(recs)
+	e := encoders.Get().(*encoder)
+	defer e.release()
+	steps, err := encodeSteps(e, recs)
 	if err != nil {
 		return err
 	}
-	evs, err := s.encodeEvents(events)
+	evs, err := s.encodeEvents(e, events)
 	if err != nil {
 		return fmt.Errorf("save steps of run %s: %w", runID, err)
 	}
@@ -52,10 +55,28 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 	return nil
 }
 
-// encodeSteps encodes step records of one run, into one buffer.
-func encodeSteps(recs []*state.StepRecord) ([][]byte, error) {
+// encoders hold the buffers SaveSteps, a run's write at each step,
+// encodes into. A buffer is put back once the write has returned: bbolt
+// keeps a value put in a transaction until the transaction ends, and the
+// writer never runs an update again after answering it.
+var encoders = sync.Pool{New: func() any { return new(encoder) }}
+
+// maxPooledBuffer bounds the buffers kept in encoders: a rare large write
+// does not hold its buffer.
+const maxPooledBuffer = 64 << 10
+
+// release puts e back in encoders, empty.
+func (e *encoder) release() {
+	if cap(e.b) > maxPooledBuffer {
+		return
+	}
+	e.b = e.b[:0]
+	encoders.Put(e)
+}
+
+// encodeSteps encodes step records of one run, appending to e's buffer.
+func encodeSteps(e *encoder, recs []*state.StepRecord) ([][]byte, error) {
 	data := make([][]byte, len(recs))
-	e := &encoder{b: make([]byte, 0, 192*len(recs))}
 	for i, rec := range recs {
 		if rec.RunID != recs[0].RunID {
 			return nil, fmt.Errorf("save steps: records of runs %s and %s in one call", recs[0].RunID, rec.RunID)
@@ -142,7 +163,7 @@ func (s *Store) Steps(ctx context.Context, runID string) ([]*state.StepRecord, e
 // AppendEvents appends events to a run's log, or fails with
 // state.ErrNotFound when the run does not exist.
 func (s *Store) AppendEvents(ctx context.Context, runID string, events ...state.Event) error {
-	evs, err := s.encodeEvents(events)
+	evs, err := s.encodeEvents(&encoder{}, events)
 	if err != nil {
 		return fmt.Errorf("append events to run %s: %w", runID, err)
 	}
@@ -160,10 +181,9 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, events ...state.
 }
 
 // encodeEvents encodes events (without their numbers, see encodeEvent),
-// into one buffer; a zero Time is set to now.
-func (s *Store) encodeEvents(events []state.Event) ([][]byte, error) {
+// appending to e's buffer; a zero Time is set to now.
+func (s *Store) encodeEvents(e *encoder, events []state.Event) ([][]byte, error) {
 	out := make([][]byte, len(events))
-	e := &encoder{b: make([]byte, 0, 96*len(events))}
 	for i, ev := range events {
 		if ev.Time.IsZero() {
 			ev.Time = s.now()
