@@ -61,10 +61,9 @@ type stepOutput struct {
 	unstored int
 }
 
-func (sr *stepRun) newOutput(attempt int) *stepOutput {
-	o := &stepOutput{e: sr.rs.e, runID: sr.rs.run.ID, step: sr.rec.ID, attempt: attempt, max: sr.rs.e.o.Limits.MaxStepOutput}
-	o.store = sr.rs.e.o.Store
-	return o
+// initOutput makes o the output of attempt.
+func (sr *stepRun) initOutput(o *stepOutput, attempt int) {
+	o.e, o.store, o.runID, o.step, o.attempt, o.max = sr.rs.e, sr.rs.e.o.Store, sr.rs.run.ID, sr.rec.ID, attempt, sr.rs.e.o.Limits.MaxStepOutput
 }
 
 // Line takes one line of the step's output.
