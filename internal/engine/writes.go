@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runbook/runbook/internal/state"
@@ -17,10 +18,77 @@ import (
 // StateWrites at most, so the records of a cancelled run are still
 // written and a shutdown is not held up for ever.
 func (e *Engine) writeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w := &writeContext{e: e, run: ctx, values: context.WithoutCancel(ctx)}
+	return w, w.end
+}
+
+// writeContext is the context writeCtx returns. The context that ends
+// StateWrites after the run's (a cancel context and a watch on the run's)
+// is made by the first Done, or Err once the run's context has ended:
+// a write that never waits on its context (bbolt's lone writer commits
+// at once) costs none.
+type writeContext struct {
+	e      *Engine
+	run    context.Context
+	values context.Context // the run's values, without its cancellation
+
+	once sync.Once
+	made atomic.Bool // ctx and stop are set
+	ctx  context.Context
+	stop context.CancelFunc
+}
+
+// ended is the context of a write whose context was never made before
+// its end.
+var ended = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+func (w *writeContext) make() context.Context {
+	w.once.Do(func() {
+		w.ctx, w.stop = w.e.watchedWriteCtx(w.values, w.run)
+		w.made.Store(true)
+	})
+	return w.ctx
+}
+
+// end ends the write's context when the write is done.
+func (w *writeContext) end() {
+	w.once.Do(func() {
+		w.ctx, w.stop = ended, func() {}
+		w.made.Store(true)
+	})
+	w.stop()
+}
+
+func (w *writeContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (w *writeContext) Done() <-chan struct{}       { return w.make().Done() }
+
+func (w *writeContext) Err() error {
+	if !w.made.Load() && w.run.Err() == nil {
+		return nil // it ends StateWrites after the run's context at the earliest
+	}
+	return w.make().Err()
+}
+
+// Value is the made context's once made, so that a context derived from
+// w finds its cancellation there.
+func (w *writeContext) Value(key any) any {
+	if w.made.Load() {
+		return w.ctx.Value(key)
+	}
+	return w.values.Value(key)
+}
+
+// watchedWriteCtx is a context with values' values that is cancelled
+// StateWrites after run is, or by stop.
+func (e *Engine) watchedWriteCtx(values, run context.Context) (context.Context, context.CancelFunc) {
+	wctx, cancel := context.WithCancel(values)
 	var mu sync.Mutex
 	var timer *time.Timer
-	stopWatch := context.AfterFunc(ctx, func() {
+	stopWatch := context.AfterFunc(run, func() {
 		mu.Lock()
 		defer mu.Unlock()
 		timer = time.AfterFunc(e.o.Limits.StateWrites, cancel)
