@@ -162,6 +162,17 @@ func TestGroupCommit(t *testing.T) {
 		}
 	})
 
+	t.Run("a lone write whose context has ended never runs", func(t *testing.T) {
+		s, _ := openTemp(t, bolt.Options{NoSync: true})
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		ran := false
+		err := bolt.Update(cctx, s, func(*bbolt.Tx) error { ran = true; return nil })
+		if !errors.Is(err, context.Canceled) || ran {
+			t.Errorf("error = %v, ran = %v; want context.Canceled, not run", err, ran)
+		}
+	})
+
 	t.Run("Close commits the queued writes and later writes fail", func(t *testing.T) {
 		s, path := openTemp(t, bolt.Options{})
 		release := holdWriter(t, s)
