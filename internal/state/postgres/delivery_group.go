@@ -268,7 +268,7 @@ func (g *groupRows) add(m int32, r *groupReq) {
 			g.addClaim(m, u.Claim, r.now, expires, u.ClaimValue, false)
 		}
 		run := u.Run
-		if run.Hash != "" && len(run.Snapshot) > 0 {
+		if hasSnapshot(run) {
 			g.addSnapshot(run.Hash, run.Snapshot)
 		}
 		g.addRun(m, run, r.records[i], int64(len(r.events[i])))

@@ -166,7 +166,7 @@ func (s *Store) CreateRun(ctx context.Context, r *state.Run, events ...state.Eve
 // queueCreateRun queues the statements that insert a run, encoded, with
 // its first events, for a batch of their own or within a transaction.
 func queueCreateRun(b *pgx.Batch, r *state.Run, record []byte, evs [][]byte) {
-	if r.Hash != "" && len(r.Snapshot) > 0 {
+	if hasSnapshot(r) {
 		b.Queue(storeSnapshot, r.Hash, r.Snapshot)
 	}
 	if len(evs) == 0 {
@@ -270,7 +270,7 @@ func (s *Store) queueSaveRun(b *pgx.Batch, r *state.Run, evs [][]byte) (*pgx.Bat
 	if err != nil {
 		return nil, err
 	}
-	if r.Hash != "" && len(r.Snapshot) > 0 && !s.snapshots.has(r.Hash) {
+	if hasSnapshot(r) && !s.snapshots.has(r.Hash) {
 		b.Queue(storeSnapshotOf, r.Hash, r.Snapshot, r.ID)
 	}
 	found := func(tag pgconn.CommandTag) error {

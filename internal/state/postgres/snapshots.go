@@ -48,7 +48,11 @@ func (c *storedSnapshots) add(hashes ...string) {
 // sawRun records the snapshot of r, whose write committed, when it has
 // one: the write stored it (storeSnapshotOf) or it was seen before.
 func (c *storedSnapshots) sawRun(r *state.Run) {
-	if r.Hash != "" && len(r.Snapshot) > 0 {
+	if hasSnapshot(r) {
 		c.add(r.Hash)
 	}
 }
+
+// hasSnapshot reports whether r carries a playbook snapshot that
+// runbook_snapshots keeps under its hash.
+func hasSnapshot(r *state.Run) bool { return r.Hash != "" && len(r.Snapshot) > 0 }
