@@ -128,17 +128,34 @@ func within(dir, root string) bool {
 // and modification time are the ones this process left.
 var lineFiles = &lineCache{files: map[string]*lineFile{}}
 
+// syncFile makes an append durable; tests count the calls.
+var syncFile = (*os.File).Sync
+
 type lineCache struct {
 	mu    sync.Mutex
 	files map[string]*lineFile
 }
 
+// lineFile is one file's cache and its group commit: the lines asked for
+// while an append is being synced wait in queued, and the next writer
+// appends them all in one write and one sync.
 type lineFile struct {
-	mu      sync.Mutex
+	mu      sync.Mutex // held by the writer; guards the fields below
 	lines   map[string]bool
 	size    int64
 	modTime time.Time
 	endsNL  bool // the file is empty or ends with a newline
+
+	queue  sync.Mutex
+	queued []*lineWant
+}
+
+// lineWant is one caller's line and, once done is closed, its answer.
+type lineWant struct {
+	line  string
+	added bool
+	err   error
+	done  chan struct{}
 }
 
 func (c *lineCache) get(path string) *lineFile {
@@ -153,53 +170,92 @@ func (c *lineCache) get(path string) *lineFile {
 }
 
 // ensure appends line to the file at path unless a line equals it, and
-// reports whether it appended.
+// reports whether it appended. It returns once the line is synced: with
+// the other lines asked for meanwhile, as bbolt's writer commits a group.
 func (c *lineCache) ensure(path, line string) (bool, error) {
 	lf := c.get(path)
+	w := &lineWant{line: line, done: make(chan struct{})}
+	lf.queue.Lock()
+	lf.queued = append(lf.queued, w)
+	lf.queue.Unlock()
 	lf.mu.Lock()
 	defer lf.mu.Unlock()
+	select {
+	case <-w.done: // the writer before took it
+		return w.added, w.err
+	default:
+	}
+	lf.queue.Lock()
+	group := lf.queued
+	lf.queued = nil
+	lf.queue.Unlock()
+	added, err := lf.appendLines(path, group)
+	for i, g := range group {
+		g.added, g.err = added[i], err
+		close(g.done)
+	}
+	return w.added, w.err
+}
+
+// appendLines appends, in one write and one sync, each line of group that
+// no line of the file (nor one before it in group) equals, and reports
+// which it appended. The caller holds lf.mu.
+func (lf *lineFile) appendLines(path string, group []*lineWant) ([]bool, error) {
+	added := make([]bool, len(group))
 	fh, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
-		return false, fault.Errorf(fault.Failed, "open %s: %v", path, err)
+		return added, fault.Errorf(fault.Failed, "open %s: %v", path, err)
 	}
 	defer fh.Close()
 	// Other processes (a `runbook run` beside serve) take the same lock.
 	if err := syscall.Flock(int(fh.Fd()), syscall.LOCK_EX); err != nil {
-		return false, fault.Errorf(fault.Failed, "lock %s: %v", path, err)
+		return added, fault.Errorf(fault.Failed, "lock %s: %v", path, err)
 	}
 	defer syscall.Flock(int(fh.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it too
 	fi, err := fh.Stat()
 	if err != nil {
-		return false, fault.Errorf(fault.Failed, "stat %s: %v", path, err)
+		return added, fault.Errorf(fault.Failed, "stat %s: %v", path, err)
 	}
 	if lf.lines == nil || fi.Size() != lf.size || !fi.ModTime().Equal(lf.modTime) {
 		if err := lf.load(fh, fi.Size()); err != nil {
-			return false, fault.Errorf(fault.Failed, "read %s: %v", path, err)
+			return added, fault.Errorf(fault.Failed, "read %s: %v", path, err)
 		}
 	}
-	if lf.lines[line] {
-		return false, nil
-	}
-	text := line + "\n"
+	var text strings.Builder
 	if !lf.endsNL {
-		text = "\n" + text // a torn last line (a crash mid-write) stays its own line
+		text.WriteString("\n") // a torn last line (a crash mid-write) stays its own line
 	}
-	if _, err := fh.WriteString(text); err != nil {
-		lf.lines = nil
-		return false, fault.Errorf(fault.Failed, "append to %s: %v", path, err)
+	fresh := map[string]bool{}
+	for i, g := range group {
+		if lf.lines[g.line] || fresh[g.line] {
+			continue
+		}
+		fresh[g.line], added[i] = true, true
+		text.WriteString(g.line)
+		text.WriteString("\n")
 	}
-	if err := fh.Sync(); err != nil {
+	if len(fresh) == 0 {
+		return added, nil
+	}
+	nothing := make([]bool, len(group))
+	if _, err := fh.WriteString(text.String()); err != nil {
 		lf.lines = nil
-		return false, fault.Errorf(fault.Failed, "sync %s: %v", path, err)
+		return nothing, fault.Errorf(fault.Failed, "append to %s: %v", path, err)
+	}
+	if err := syncFile(fh); err != nil {
+		lf.lines = nil
+		return nothing, fault.Errorf(fault.Failed, "sync %s: %v", path, err)
 	}
 	after, err := fh.Stat()
 	if err != nil {
 		lf.lines = nil
-		return false, fault.Errorf(fault.Failed, "stat %s: %v", path, err)
+		return nothing, fault.Errorf(fault.Failed, "stat %s: %v", path, err)
 	}
-	lf.lines[line] = true
+	for l := range fresh {
+		lf.lines[l] = true
+	}
 	lf.size, lf.modTime, lf.endsNL = after.Size(), after.ModTime(), true
-	return true, nil
+	return added, nil
 }
 
 // load reads every line of the file into the cache.

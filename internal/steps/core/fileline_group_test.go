@@ -1,0 +1,90 @@
+package core
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The lines asked for while an append syncs go together in the next
+// write and sync; a line asked for twice in one group is appended once.
+func TestLinesAskedForWhileOneSyncsShareTheNextSync(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "n.txt")
+	cache := &lineCache{files: map[string]*lineFile{}}
+	var syncs atomic.Int32
+	syncing, release := make(chan struct{}), make(chan struct{})
+	syncFile = func(f *os.File) error {
+		if syncs.Add(1) == 1 {
+			close(syncing)
+			<-release
+		}
+		return f.Sync()
+	}
+	t.Cleanup(func() { syncFile = (*os.File).Sync })
+
+	type answer struct {
+		line  string
+		added bool
+		err   error
+	}
+	answers := make(chan answer, 16)
+	ask := func(line string) {
+		added, err := cache.ensure(path, line)
+		answers <- answer{line, added, err}
+	}
+	go ask("first")
+	<-syncing
+	lines := []string{"a", "b", "c", "dup", "dup", "e"}
+	for _, l := range lines {
+		go ask(l)
+	}
+	lf := cache.get(path)
+	require.Eventually(t, func() bool {
+		lf.queue.Lock()
+		defer lf.queue.Unlock()
+		return len(lf.queued) == len(lines)
+	}, 10*time.Second, time.Millisecond, "the lines asked for meanwhile wait")
+	close(release)
+
+	added := map[string]int{}
+	for range len(lines) + 1 {
+		a := <-answers
+		require.NoError(t, a.err, a.line)
+		if a.added {
+			added[a.line]++
+		}
+	}
+	assert.Equal(t, map[string]int{"first": 1, "a": 1, "b": 1, "c": 1, "dup": 1, "e": 1}, added)
+	assert.Equal(t, int32(2), syncs.Load(), "one sync for the first line, one for the group after it")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	got := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	assert.Equal(t, "first", got[0])
+	assert.ElementsMatch(t, []string{"first", "a", "b", "c", "dup", "e"}, got)
+}
+
+// A failed sync is the line's error, and the next ask reads the
+// file again rather than trust what it thought it held.
+func TestAFailedSyncFailsAndTheFileIsReadAgain(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "n.txt")
+	cache := &lineCache{files: map[string]*lineFile{}}
+	syncFile = func(*os.File) error { return fmt.Errorf("disk gone") }
+	added, err := cache.ensure(path, "a")
+	require.ErrorContains(t, err, "disk gone")
+	assert.False(t, added)
+	syncFile = (*os.File).Sync
+	t.Cleanup(func() { syncFile = (*os.File).Sync })
+	added, err = cache.ensure(path, "a")
+	require.NoError(t, err)
+	assert.False(t, added, "the line was written before the sync failed: read again, it is there")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "a\n", string(b))
+}
