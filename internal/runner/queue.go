@@ -76,9 +76,15 @@ func (r *Host) goLocked(q queuedRun, wasQueued bool) {
 }
 
 // cancelledWhileQueued reports whether a queued run ended (was
-// cancelled) before it got its slot: its record is read again.
+// cancelled) before it got its slot: its status is read again, alone
+// where the store can (state.StatusReader).
 func (r *Host) cancelledWhileQueued(runID string) bool {
-	cur, err := r.store.GetRun(context.WithoutCancel(r.base), runID)
+	ctx := context.WithoutCancel(r.base)
+	if sr, ok := r.store.(state.StatusReader); ok {
+		st, err := sr.RunStatus(ctx, runID)
+		return err == nil && st.Done()
+	}
+	cur, err := r.store.GetRun(ctx, runID)
 	return err == nil && cur.Status.Done()
 }
 

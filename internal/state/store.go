@@ -77,6 +77,14 @@ type EndFreesKey interface {
 	EndFreesKey() bool
 }
 
+// StatusReader is implemented by a store that reads a run's status
+// without its record: a check that needs only the status (has a queued
+// run ended meanwhile?) reads a column, not the record and its snapshot.
+// A run that does not exist is ErrNotFound.
+type StatusReader interface {
+	RunStatus(ctx context.Context, id string) (RunStatus, error)
+}
+
 // KeyFreed reports whether a run recorded so holds no concurrency key: it
 // ended succeeded, failed or skipped, statuses only the process executing
 // the run writes, once nothing of the run executes any more. AcquireLock

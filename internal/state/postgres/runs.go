@@ -351,6 +351,19 @@ func (s *Store) GetRun(ctx context.Context, id string) (*state.Run, error) {
 	return r, nil
 }
 
+// RunStatus reads the status of run id alone (state.StatusReader).
+func (s *Store) RunStatus(ctx context.Context, id string) (state.RunStatus, error) {
+	var st state.RunStatus
+	err := s.pool.QueryRow(ctx, `SELECT status FROM runbook_runs WHERE id = $1`, id).Scan(&st)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("run status: run %s: %w", id, state.ErrNotFound)
+	}
+	if err != nil {
+		return "", fmt.Errorf("run status %s: %w", id, err)
+	}
+	return st, nil
+}
+
 // ListRuns returns the runs matching f, newest first (by CreatedAt, then
 // ID descending). With f.Before (keyset paging) the listing starts after
 // that position: each page is one index range scan however deep it is,

@@ -311,3 +311,21 @@ func TestAClaimRewritesNoIndexEntry(t *testing.T) {
 	assert.Equal(t, runs, updated)
 	assert.GreaterOrEqual(t, heapOnly, runs*95/100, "claims that rewrote no index entry, of %d", updated)
 }
+
+// A run's status reads alone (state.StatusReader) what its record says.
+func TestARunsStatusReadsAlone(t *testing.T) {
+	s := open(t, pgtest.DB(t), postgres.Options{})
+	var _ state.StatusReader = s
+	r := &state.Run{ID: "r1", Playbook: "pb", Status: state.RunPending, CreatedAt: time.Now()}
+	require.NoError(t, s.CreateRun(ctx, r))
+	st, err := s.RunStatus(ctx, "r1")
+	require.NoError(t, err)
+	assert.Equal(t, state.RunPending, st)
+	r.Status = state.RunCancelled
+	require.NoError(t, s.SaveRun(ctx, r, state.Event{Type: "run.cancelled"}))
+	st, err = s.RunStatus(ctx, "r1")
+	require.NoError(t, err)
+	assert.Equal(t, state.RunCancelled, st)
+	_, err = s.RunStatus(ctx, "ghost")
+	require.ErrorIs(t, err, state.ErrNotFound)
+}
