@@ -69,9 +69,10 @@
 // nothing. Each batch is built so that a refusal leaves nothing written:
 // a taken run ID fails the run's insert on its primary key, which undoes
 // the statements before it; a missing run fails a foreign key or matches
-// no row. AcquireLock, which decides as it goes, is an explicit
-// transaction; so is CommitDelivery when one of its claims is already
-// recorded. New deliveries (the common case) that wait at the same moment
+// no row. AcquireLock takes a free key with the free keys asked for at
+// the same moment, in one statement (see lockGroup); a key held already
+// is looked at in an explicit transaction, which decides as it goes; so
+// is CommitDelivery when one of its claims is already recorded. New deliveries (the common case) that wait at the same moment
 // are committed together, in one transaction of four statements that
 // writes each table with one INSERT … SELECT FROM unnest and leaves out a
 // delivery whose key is recorded (see commitGroup). A run's write and its
@@ -127,10 +128,11 @@
 // pool holds DefaultMaxConns connections (4 per CPU, at least 16) unless
 // the DSN's pool_max_conns or Options.MaxConns says otherwise, the hot
 // writes are one round trip each, and new webhook deliveries, runs'
-// writes and claims share transactions (commitGroup, commitWrites,
-// claimGroup). The bodies of the deliveries a store committed are kept in
-// memory for a minute (a body never changes once stored), so the runs a
-// delivery starts read it without a round trip. PostgreSQL's commit_delay (with
+// writes, claims and free keys share transactions (commitGroup,
+// commitWrites, claimGroup, lockGroup). The bodies of the deliveries a
+// store committed are kept in memory for a minute (a body never changes
+// once stored), so the runs a delivery starts read it without a round
+// trip. PostgreSQL's commit_delay (with
 // commit_siblings) makes a commit wait briefly for others to share its
 // flush, which can help a disk with slow flushes; it is a server setting
 // (postgresql.conf), not the store's, and the defaults (off) were used

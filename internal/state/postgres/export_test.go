@@ -42,3 +42,9 @@ func HoldClaims(s *Store, n int) {
 
 // WaitingRunWrites returns how many fenced run writes wait for a group.
 func WaitingRunWrites(s *Store) int { return s.writes.waiting() }
+
+// HoldLocks makes s's next group of free-key inserts wait until n are
+// queued.
+func HoldLocks(s *Store, n int) {
+	s.locks.holdNext(n)
+}

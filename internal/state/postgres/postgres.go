@@ -80,6 +80,8 @@ type Store struct {
 	writes *groupQueue[*runWrite]
 	// claims claims runs together (see claimGroup).
 	claims *claimGrouper
+	// locks takes free concurrency keys together (see lockGroup).
+	locks *groupQueue[*lockReq]
 	// bodies keeps the bodies of deliveries committed here.
 	bodies bodyCache
 	// snapshots are the playbook snapshots seen committed.
@@ -131,7 +133,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open state database %s: %w", target(cfg), err)
 	}
 	s := &Store{pool: classifiedPool{pool}, now: opts.Now, target: target(cfg), lease: leaseConn{cfg: cfg.ConnConfig}}
-	s.groups, s.writes, s.claims = newDeliveryQueue(s), newWriteQueue(s), newClaimGrouper(s)
+	s.groups, s.writes, s.claims, s.locks = newDeliveryQueue(s), newWriteQueue(s), newClaimGrouper(s), newLockQueue(s)
 	return s, nil
 }
 

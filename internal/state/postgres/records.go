@@ -201,13 +201,17 @@ func (s *Store) AcquireLock(ctx context.Context, l state.Lock) (ok bool, holder 
 	if err != nil {
 		return false, nil, fmt.Errorf("acquire lock %s: encode: %w", l.Key, err)
 	}
-	// A free key (the common case) is taken by one statement, its own
-	// transaction; a taken one is looked at in a transaction below.
-	tag, err := s.pool.Exec(ctx, insertLock, l.Key, l.Owner, l.Process, l.Since, data)
-	if err != nil {
+	// A free key (the common case) is taken by one statement, with the
+	// free keys asked for at the same moment (lockGroup); a taken one is
+	// looked at in a transaction below.
+	req := &lockReq{key: l.Key, owner: l.Owner, process: l.Process, since: l.Since, record: data}
+	if err := s.locks.do(ctx, req); err != nil {
 		return false, nil, fmt.Errorf("acquire lock %s: %w", l.Key, err)
 	}
-	if tag.RowsAffected() == 1 {
+	if req.err != nil {
+		return false, nil, req.err
+	}
+	if req.took {
 		return true, nil, nil
 	}
 	err = s.write(ctx, func(tx pgx.Tx) error {
