@@ -68,7 +68,7 @@ func (r *Host) goLocked(q queuedRun, wasQueued bool) {
 		if !q.owned && !r.claim(q.run.ID, q.adopt) {
 			return
 		}
-		if wasQueued && r.cancelledWhileQueued(q.run.ID) {
+		if wasQueued && r.cancelledWhileQueued(q.run.ID, !q.owned) {
 			return
 		}
 		r.execute(q.run, q.pb, q.inputs, q.fresh)
@@ -77,8 +77,16 @@ func (r *Host) goLocked(q queuedRun, wasQueued bool) {
 
 // cancelledWhileQueued reports whether a queued run ended (was
 // cancelled) before it got its slot: its status is read again, alone
-// where the store can (state.StatusReader).
-func (r *Host) cancelledWhileQueued(runID string) bool {
+// where the store can (state.StatusReader), or taken from the claim just
+// made (claimed) where that read it (state.ClaimReadsStatus).
+func (r *Host) cancelledWhileQueued(runID string, claimed bool) bool {
+	if claimed && r.rep != nil {
+		if cs, ok := r.rep.c.(state.ClaimReadsStatus); ok {
+			if st, ok := cs.ClaimedStatus(runID); ok {
+				return st.Done()
+			}
+		}
+	}
 	ctx := context.WithoutCancel(r.base)
 	if sr, ok := r.store.(state.StatusReader); ok {
 		st, err := sr.RunStatus(ctx, runID)

@@ -85,6 +85,16 @@ type StatusReader interface {
 	RunStatus(ctx context.Context, id string) (RunStatus, error)
 }
 
+// ClaimReadsStatus is implemented by a coordinator whose ClaimRun reads
+// the run's status as it claims it: ClaimedStatus returns that status
+// (ok false: none kept; then read it) while nothing was written to the
+// run through this store since and the claim is a moment old. A runner
+// checking a run it has just claimed (was it cancelled while it waited
+// for a slot?) needs no read of its own.
+type ClaimReadsStatus interface {
+	ClaimedStatus(id string) (status RunStatus, ok bool)
+}
+
 // KeyFreed reports whether a run recorded so holds no concurrency key: it
 // ended succeeded, failed or skipped, statuses only the process executing
 // the run writes, once nothing of the run executes any more. AcquireLock

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/runbook/runbook/internal/state"
 )
 
 // Claims in groups, with the claimed runs' step records.
@@ -53,10 +55,12 @@ type claimGrouper struct {
 	kept   map[string]keptSteps // run ID -> step records read under its claim
 }
 
-// keptSteps are a run's step records read under its claim, at.
+// keptSteps are a run's step records and status read under its claim,
+// at.
 type keptSteps struct {
-	recs [][]byte
-	at   time.Time
+	recs   [][]byte
+	status state.RunStatus
+	at     time.Time
 }
 
 // newClaimGrouper returns s's claim grouper: one group in flight, each
@@ -103,12 +107,12 @@ func (g *claimGrouper) claim(ctx context.Context, id, replica string, adopt bool
 
 // claimRuns is ClaimRun's statement for the runs $2: the runs it made
 // replica $1's, each with its step records in order (one row without a
-// record for a run that has none).
+// record for a run that has none), and its status.
 func claimRuns(adopt bool) string {
 	return `WITH c AS (UPDATE runbook_runs r SET owner = $1
 		WHERE r.id = ANY($2::text[]) AND (r.owner = $1 OR ` + unfinishedTop + ` AND ` + claimCondition(adopt) + `)
-		RETURNING r.id)
-	SELECT c.id, s.record FROM c LEFT JOIN runbook_steps s ON s.run_id = c.id ORDER BY c.id, s.ord`
+		RETURNING r.id, r.status)
+	SELECT c.id, c.status, s.record FROM c LEFT JOIN runbook_steps s ON s.run_id = c.id ORDER BY c.id, s.ord`
 }
 
 // claimCondition is the condition on a run (alias r) that replica $1 may
@@ -129,21 +133,23 @@ func (s *Store) claimGroup(ctx context.Context, group []*claimReq) bool {
 	for i, c := range group {
 		ids[i] = c.id
 	}
-	var claimed map[string][][]byte
+	var claimed map[string]keptSteps
 	err := s.retry(ctx, func() error {
-		claimed = map[string][][]byte{}
+		claimed = map[string]keptSteps{}
 		rows, err := s.pool.Query(ctx, claimRuns(group[0].adopt), group[0].replica, ids)
 		if err != nil {
 			return err
 		}
 		var id string
+		var status state.RunStatus
 		var rec []byte
-		_, err = pgx.ForEachRow(rows, []any{&id, &rec}, func() error {
-			recs := claimed[id]
+		_, err = pgx.ForEachRow(rows, []any{&id, &status, &rec}, func() error {
+			k := claimed[id]
 			if rec != nil {
-				recs = append(recs, rec)
+				k.recs = append(k.recs, rec)
 			}
-			claimed[id] = recs
+			k.status = status
+			claimed[id] = k
 			return nil
 		})
 		return err
@@ -153,23 +159,38 @@ func (s *Store) claimGroup(ctx context.Context, group []*claimReq) bool {
 			c.err = fmt.Errorf("claim run %s: %w", c.id, err)
 			continue
 		}
-		recs, ok := claimed[c.id]
+		k, ok := claimed[c.id]
 		c.ok = ok
 		if ok {
-			s.claims.keep(c.id, recs)
+			s.claims.keep(c.id, k)
 		}
 	}
 	return len(group) > 1
 }
 
-// keep keeps recs, run id's step records read under its claim.
-func (g *claimGrouper) keep(id string, recs [][]byte) {
+// keep keeps k, run id's step records and status read under its claim.
+func (g *claimGrouper) keep(id string, k keptSteps) {
 	g.keptMu.Lock()
 	defer g.keptMu.Unlock()
 	if g.kept == nil || len(g.kept) >= maxKeptClaims {
 		g.kept = map[string]keptSteps{}
 	}
-	g.kept[id] = keptSteps{recs: recs, at: time.Now()}
+	k.at = time.Now()
+	g.kept[id] = k
+}
+
+// ClaimedStatus returns the status run id had when this store claimed it
+// (ClaimRun) a moment ago, before any write of the run through this
+// store: state.ClaimReadsStatus.
+func (s *Store) ClaimedStatus(id string) (state.RunStatus, bool) {
+	g := s.claims
+	g.keptMu.Lock()
+	defer g.keptMu.Unlock()
+	k, ok := g.kept[id]
+	if !ok || time.Since(k.at) >= maxKeptAge {
+		return "", false
+	}
+	return k.status, true
 }
 
 // claimedSteps returns, once, the step records read under run id's claim.

@@ -242,3 +242,39 @@ func BenchmarkGroupedStepWrites(b *testing.B) {
 		})
 	}
 }
+
+// A claim reads the claimed run's status (state.ClaimReadsStatus): the
+// runner's check that a run it has just claimed was not cancelled while
+// it waited for a slot needs no read of its own. A run of this replica's
+// cancelled on another replica is claimed (to end it) and said cancelled;
+// once this store writes the run, nothing is kept.
+func TestAClaimKeepsTheClaimedRunsStatus(t *testing.T) {
+	a, b := replicas(t)
+	var _ state.ClaimReadsStatus = a
+	require.NoError(t, a.KeepReplica(ctx, "A", state.ReplicaServe, time.Minute))
+	for _, id := range []string{"pending", "cancelled"} {
+		require.NoError(t, a.CreateRun(ctx, &state.Run{ID: id, Playbook: "pb", Status: state.RunPending, Owner: "A", CreatedAt: time.Now()}))
+	}
+	cancelled, err := b.GetRun(ctx, "cancelled")
+	require.NoError(t, err)
+	cancelled.Status, cancelled.EndedAt = state.RunCancelled, time.Now()
+	require.NoError(t, b.SaveRun(ctx, cancelled, state.Event{Type: "run.cancelled"})) // as another replica's API does
+
+	_, ok := a.ClaimedStatus("pending")
+	assert.False(t, ok, "not claimed yet")
+	for id, want := range map[string]state.RunStatus{"pending": state.RunPending, "cancelled": state.RunCancelled} {
+		claimed, err := a.ClaimRun(ctx, id, "A", false)
+		require.NoError(t, err)
+		require.True(t, claimed, id)
+		st, ok := a.ClaimedStatus(id)
+		require.True(t, ok, id)
+		assert.Equal(t, want, st, id)
+	}
+	asA := state.WithFence(ctx, state.Fence{Owner: "A", Run: "pending"})
+	r, err := a.GetRun(ctx, "pending")
+	require.NoError(t, err)
+	r.Status = state.RunRunning
+	require.NoError(t, a.SaveRun(asA, r, state.Event{Type: "run.started"}))
+	_, ok = a.ClaimedStatus("pending")
+	assert.False(t, ok, "a write through this store drops what the claim read")
+}
