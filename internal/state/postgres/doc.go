@@ -72,7 +72,8 @@
 // no row. AcquireLock takes a free key with the free keys asked for at
 // the same moment, in one statement (see lockGroup); a key held already
 // is looked at in an explicit transaction, which decides as it goes; so
-// is CommitDelivery when one of its claims is already recorded. New deliveries (the common case) that wait at the same moment
+// is CommitDelivery when one of its claims is already recorded. New
+// deliveries (the common case) that wait at the same moment
 // are committed together, in one transaction of four statements that
 // writes each table with one INSERT … SELECT FROM unnest and leaves out a
 // delivery whose key is recorded (see commitGroup). A run's write and its

@@ -140,7 +140,7 @@ type lineCache struct {
 // while an append is being synced wait in queued, and the next writer
 // appends them all in one write and one sync.
 type lineFile struct {
-	mu      sync.Mutex // held by the writer; guards the fields below
+	mu      sync.Mutex // held by the writer; guards lines, size, modTime, endsNL
 	lines   map[string]bool
 	size    int64
 	modTime time.Time
