@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,8 +29,9 @@ const (
 )
 
 // The playbooks every replica serves. log and dispatch start a run per
-// hook of a delivery to their route; failover and agent (agents.go) are
-// started through the API.
+// hook of a delivery to their route, and so does the shipped
+// sms-unsubscribe (route sms); failover and agent (agents.go) are started
+// through the API.
 const (
 	logPlaybook = `version: 1
 name: bench-log
@@ -81,6 +83,21 @@ func Build(dir string) (string, error) {
 	return bin, nil
 }
 
+// shippedPlaybook reads the repository's playbooks/name, found from the
+// module's go.mod.
+func shippedPlaybook(name string) (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("find the module: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("find the module: run from the repository")
+	}
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(gomod), "playbooks", name))
+	return string(b), err
+}
+
 // Cluster is one or more `runbook serve` processes on one state, and the
 // receiver of the dispatch playbook's calls.
 type Cluster struct {
@@ -105,8 +122,13 @@ func StartCluster(bin, dir, state string, n int, lease time.Duration) (*Cluster,
 	if err := os.MkdirAll(pbDir, 0o755); err != nil {
 		return nil, err
 	}
+	sms, err := shippedPlaybook("sms-unsubscribe.yaml")
+	if err != nil {
+		calls.close()
+		return nil, err
+	}
 	for name, src := range map[string]string{"log": logPlaybook, "dispatch": fmt.Sprintf(dispatchPlaybook, calls.URL), "failover": failoverPlaybook,
-		"agent": fmt.Sprintf(agentPlaybook, filepath.Join(dir, "marks"))} {
+		"agent": fmt.Sprintf(agentPlaybook, filepath.Join(dir, "marks")), "sms-unsubscribe": sms} {
 		if err := os.WriteFile(filepath.Join(pbDir, name+".yaml"), []byte(src), 0o644); err != nil {
 			return nil, err
 		}
@@ -122,12 +144,14 @@ webhooks:
   routes:
     log: {secret: BENCH_HOOK_SECRET}
     dispatch: {secret: BENCH_HOOK_SECRET}
+    sms: {secret: BENCH_HOOK_SECRET}
 schedules: false
 `, lease)
 	if err := os.WriteFile(filepath.Join(dir, "runbook.yaml"), []byte(config), 0o644); err != nil {
 		return nil, err
 	}
-	env := append(os.Environ(), "BENCH_API_TOKEN="+apiToken, "BENCH_HOOK_SECRET="+secret, "HOME="+dir, "XDG_STATE_HOME="+dir)
+	env := append(os.Environ(), "BENCH_API_TOKEN="+apiToken, "BENCH_HOOK_SECRET="+secret, "HOME="+dir, "XDG_STATE_HOME="+dir,
+		"SMS_SUPPRESSION_FILE="+filepath.Join(dir, "suppression.txt"), "RUNBOOK_FILE_ROOTS="+dir)
 	args := []string{"--config", filepath.Join(dir, "runbook.yaml")}
 	if state != "" {
 		args = append(args, "--state", state)
@@ -212,16 +236,29 @@ func (c *Cluster) call(ctx context.Context, method, url string, body io.Reader, 
 	return json.Unmarshal(b, v)
 }
 
-var finalRuns = regexp.MustCompile(`(?m)^runbook_runs\{status="(succeeded|failed|cancelled)"\} ([0-9.e+]+)$`)
+var runCounts = regexp.MustCompile(`(?m)^runbook_runs\{status="([a-z]+)"\} ([0-9.e+]+)$`)
 
-// finished is how many runs have a final status: in the database, or on
+// finalStatuses are the statuses a run ends with.
+var finalStatuses = []string{"succeeded", "failed", "cancelled", "skipped"}
+
+// finished is how many runs have a final status.
+func (c *Cluster) finished(ctx context.Context) (int, error) {
+	return c.runsIn(ctx, finalStatuses...)
+}
+
+// Failed is how many runs failed.
+func (c *Cluster) Failed(ctx context.Context) (int, error) {
+	return c.runsIn(ctx, "failed")
+}
+
+// runsIn is how many runs have one of statuses: in the database, or on
 // bbolt from the one replica's runbook_runs. (On replicas runbook_runs
 // counts the runs created through the one answering, and keeps pending
 // one that another replica claimed and finished.)
-func (c *Cluster) finished(ctx context.Context) (int, error) {
+func (c *Cluster) runsIn(ctx context.Context, statuses ...string) (int, error) {
 	if c.db != nil {
 		var n int
-		err := c.db.QueryRow(ctx, `SELECT count(*) FROM runbook_runs WHERE status IN ('succeeded', 'failed', 'cancelled', 'skipped')`).Scan(&n)
+		err := c.db.QueryRow(ctx, `SELECT count(*) FROM runbook_runs WHERE status = ANY($1)`, statuses).Scan(&n)
 		return n, err
 	}
 	total := 0
@@ -243,9 +280,11 @@ func (c *Cluster) finished(ctx context.Context) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		for _, m := range finalRuns.FindAllStringSubmatch(string(body), -1) {
-			f, _ := strconv.ParseFloat(m[2], 64)
-			total += int(f)
+		for _, m := range runCounts.FindAllStringSubmatch(string(body), -1) {
+			if slices.Contains(statuses, m[1]) {
+				f, _ := strconv.ParseFloat(m[2], 64)
+				total += int(f)
+			}
 		}
 	}
 	return total, nil

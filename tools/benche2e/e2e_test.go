@@ -21,6 +21,8 @@ var (
 	senders    = flag.Int("c", 32, "concurrent webhook senders")
 	dispatchN  = flag.Int("dispatch", 1000, "runs of two shell steps for the dispatch latency")
 	rate       = flag.Float64("rate", 100, "runs a second started for the dispatch latency")
+	smsN       = flag.Int("sms", 10000, "deliveries to the shipped sms-unsubscribe playbook per store (0: none)")
+	smsRate    = flag.Float64("sms-rate", 1000, "deliveries a second offered to sms-unsubscribe")
 	lease      = flag.Duration("lease", 10*time.Second, "server.lease of the replicas (the failover time follows it)")
 	chains     = flag.String("chains", "100,1000", "lengths of the shell chains, comma-separated")
 	reps       = flag.Int("reps", 3, "runs of each shell chain and of its floor, in turn")
@@ -39,7 +41,9 @@ func TestBenchE2E(t *testing.T) {
 	bin := build(t)
 	ctx := context.Background()
 	machine("runbook end to end")
-	fmt.Printf("%d deliveries from %d senders per store; %d two-step runs at %.0f/s for dispatch; lease %s\n\n", *deliveries, *senders, *dispatchN, *rate, *lease)
+	fmt.Printf("%d deliveries from %d senders per store; %d two-step runs at %.0f/s for dispatch; %d sms-unsubscribe deliveries offered at %.0f/s; lease %s\n\n",
+		*deliveries, *senders, *dispatchN, *rate, *smsN, *smsRate, *lease)
+	var smsRows []string
 	fmt.Println("| store | deliveries/s end to end | ack p50 | ack p99 | dispatch p50 | dispatch p99 | failover: takeover | failover: run ended |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, s := range storesToMeasure() {
@@ -60,6 +64,20 @@ func TestBenchE2E(t *testing.T) {
 			c.Stop()
 			t.Fatalf("%s: dispatch: %v", s.name, err)
 		}
+		if *smsN > 0 {
+			progress("%s: sms-unsubscribe", s.name)
+			sms, err := c.SMS(ctx, *smsN, *senders, *smsRate, 10*time.Minute)
+			if err != nil {
+				c.Stop()
+				t.Fatalf("%s: sms-unsubscribe: %v", s.name, err)
+			}
+			if failed, err := c.Failed(ctx); err != nil || failed > 0 {
+				c.Stop()
+				t.Fatalf("%s: sms-unsubscribe: %d runs failed (%v)", s.name, failed, err)
+			}
+			smsRows = append(smsRows, fmt.Sprintf("| %s | %.0f | %.0f%s | %s | %s |", s.name, *smsRate, sms.PerSec, refusedOf(sms),
+				ms(sms.AckP50), ms(sms.AckP99)))
+		}
 		takeover, ended := "–", "–"
 		if s.replicas > 1 {
 			progress("%s: failover", s.name)
@@ -71,14 +89,18 @@ func TestBenchE2E(t *testing.T) {
 			takeover, ended = ms(to), ms(end)
 		}
 		c.Stop()
-		refused := ""
-		if tp.Refused > 0 {
-			refused = fmt.Sprintf(" (%d refused)", tp.Refused)
-		}
-		fmt.Printf("| %s | %.0f%s | %s | %s | %s | %s | %s | %s |\n", s.name, tp.PerSec, refused, ms(tp.AckP50), ms(tp.AckP99),
+		fmt.Printf("| %s | %.0f%s | %s | %s | %s | %s | %s | %s |\n", s.name, tp.PerSec, refusedOf(tp), ms(tp.AckP50), ms(tp.AckP99),
 			ms(d.P50), ms(d.P99), takeover, ended)
 	}
 	fmt.Println()
+	if len(smsRows) > 0 {
+		fmt.Println("| store | sms-unsubscribe offered/s | finished/s end to end | ack p50 | ack p99 |")
+		fmt.Println("|---|---|---|---|---|")
+		for _, r := range smsRows {
+			fmt.Println(r)
+		}
+		fmt.Println()
+	}
 	fmt.Println("| store | shell steps | runbook run (median) | fork floor: bash (median) | ratio | exec floor: os/exec (median) | ratio |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, n := range strings.Split(*chains, ",") {
@@ -104,6 +126,14 @@ func TestBenchE2E(t *testing.T) {
 		}
 	}
 	fmt.Printf("\nload average at the end %s\n", loadAverage())
+}
+
+// refusedOf notes the deliveries of tp that were not answered 200.
+func refusedOf(tp Throughput) string {
+	if tp.Refused == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d refused)", tp.Refused)
 }
 
 // benchStore is a store the measuring tests start replicas on.

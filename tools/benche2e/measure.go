@@ -27,13 +27,25 @@ type Throughput struct {
 // log route, spread evenly over the replicas, and waits until every run
 // they started finished (within timeout).
 func (c *Cluster) Deliveries(ctx context.Context, n, conc int, timeout time.Duration) (Throughput, error) {
+	return c.deliveries(ctx, "log", n, conc, 0, timeout)
+}
+
+// SMS sends n deliveries of one hook each from conc senders to the sms
+// route at rate deliveries a second in all, each starting a run of the
+// shipped sms-unsubscribe playbook (a concurrency key a number, a
+// file.line append, a log), and waits until every run finished.
+func (c *Cluster) SMS(ctx context.Context, n, conc int, rate float64, timeout time.Duration) (Throughput, error) {
+	return c.deliveries(ctx, "sms", n, conc, rate, timeout)
+}
+
+func (c *Cluster) deliveries(ctx context.Context, route string, n, conc int, rate float64, timeout time.Duration) (Throughput, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	before, err := c.finished(ctx)
 	if err != nil {
 		return Throughput{}, err
 	}
-	reps, err := c.send(ctx, "log", n, conc, 0)
+	reps, err := c.send(ctx, route, n, conc, rate)
 	if err != nil {
 		return Throughput{}, err
 	}

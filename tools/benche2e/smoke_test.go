@@ -29,6 +29,15 @@ func TestTheHarnessMeasuresEveryFigureOnBbolt(t *testing.T) {
 	assert.Positive(t, tp.AckP50)
 	assert.GreaterOrEqual(t, tp.AckP99, tp.AckP50)
 
+	sms, err := c.SMS(ctx, 20, 4, 100, time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, 20, sms.Deliveries)
+	assert.Zero(t, sms.Refused)
+	assert.Positive(t, sms.PerSec)
+	failed, err := c.Failed(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, failed, "every sms-unsubscribe run added its number")
+
 	d, err := c.Dispatch(ctx, 10, 50, time.Minute)
 	require.NoError(t, err)
 	assert.Equal(t, 10, d.N, "every run wrote the times of its two steps")
