@@ -89,8 +89,8 @@ func (r *Host) cancelledWhileQueued(runID string, claimed bool) bool {
 	}
 	ctx := context.WithoutCancel(r.base)
 	if sr, ok := r.store.(state.StatusReader); ok {
-		st, err := sr.RunStatus(ctx, runID)
-		return err == nil && st.Done()
+		st, err := sr.RunStatuses(ctx, []string{runID})
+		return err == nil && st[runID].Done()
 	}
 	cur, err := r.store.GetRun(ctx, runID)
 	return err == nil && cur.Status.Done()

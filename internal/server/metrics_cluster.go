@@ -83,7 +83,9 @@ func (u *unfinishedRuns) Collect(ch chan<- prometheus.Metric) {
 // reconcile moves the runs a replica counts in runbook_runs as unfinished
 // to the status the shared store records for them now: a run created
 // through this replica may be executed, and ended, by another, whose
-// events this one never sees. It reads the unfinished runs once, and each
+// events this one never sees. It reads the counted runs' statuses alone
+// where the store can (state.StatusReader: one statement however many
+// runs the database holds), else the unfinished runs once and each
 // counted run no longer among them (it ended, or was deleted). It is run
 // with the per-playbook read (metrics_playbooks.go).
 func (m *metrics) reconcile(ctx context.Context, store state.Store) error {
@@ -96,6 +98,19 @@ func (m *metrics) reconcile(ctx context.Context, store state.Store) error {
 	if len(ids) == 0 {
 		return nil
 	}
+	now := make(map[string]state.RunStatus, len(ids))
+	if sr, ok := store.(state.StatusReader); ok {
+		// The counted runs' statuses alone: a run absent was deleted.
+		read, err := sr.RunStatuses(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			now[id] = read[id]
+		}
+		m.recount(now)
+		return nil
+	}
 	runs, err := store.ListRuns(ctx, state.RunFilter{Status: unfinishedStatuses})
 	if err != nil {
 		return err
@@ -104,7 +119,6 @@ func (m *metrics) reconcile(ctx context.Context, store state.Store) error {
 	for _, r := range runs {
 		listed[r.ID] = r.Status
 	}
-	now := make(map[string]state.RunStatus, len(ids))
 	for _, id := range ids {
 		if st, ok := listed[id]; ok {
 			now[id] = st
@@ -120,6 +134,13 @@ func (m *metrics) reconcile(ctx context.Context, store state.Store) error {
 			now[id] = r.Status
 		}
 	}
+	m.recount(now)
+	return nil
+}
+
+// recount moves each counted run to its status in now ("": deleted,
+// counted no more).
+func (m *metrics) recount(now map[string]state.RunStatus) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for id, st := range now {
@@ -137,5 +158,4 @@ func (m *metrics) reconcile(ctx context.Context, store state.Store) error {
 			m.status[id] = st
 		}
 	}
-	return nil
 }

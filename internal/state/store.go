@@ -77,12 +77,14 @@ type EndFreesKey interface {
 	EndFreesKey() bool
 }
 
-// StatusReader is implemented by a store that reads a run's status
-// without its record: a check that needs only the status (has a queued
-// run ended meanwhile?) reads a column, not the record and its snapshot.
-// A run that does not exist is ErrNotFound.
+// StatusReader is implemented by a store that reads runs' statuses
+// without their records: a check that needs only the status (has a
+// queued run ended meanwhile? which of the runs a scrape counts ended?)
+// reads a column, not the records and their snapshots. RunStatuses
+// returns the status of each of ids that exists, in one read; a run that
+// does not exist is absent from the map.
 type StatusReader interface {
-	RunStatus(ctx context.Context, id string) (RunStatus, error)
+	RunStatuses(ctx context.Context, ids []string) (map[string]RunStatus, error)
 }
 
 // ClaimReadsStatus is implemented by a coordinator whose ClaimRun reads

@@ -351,17 +351,26 @@ func (s *Store) GetRun(ctx context.Context, id string) (*state.Run, error) {
 	return r, nil
 }
 
-// RunStatus reads the status of run id alone (state.StatusReader).
-func (s *Store) RunStatus(ctx context.Context, id string) (state.RunStatus, error) {
-	var st state.RunStatus
-	err := s.pool.QueryRow(ctx, `SELECT status FROM runbook_runs WHERE id = $1`, id).Scan(&st)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", fmt.Errorf("run status: run %s: %w", id, state.ErrNotFound)
+// RunStatuses reads the statuses of the runs ids alone
+// (state.StatusReader): one statement, the primary key's index.
+func (s *Store) RunStatuses(ctx context.Context, ids []string) (map[string]state.RunStatus, error) {
+	out := make(map[string]state.RunStatus, len(ids))
+	if len(ids) == 0 {
+		return out, nil
 	}
+	rows, err := s.pool.Query(ctx, `SELECT id, status FROM runbook_runs WHERE id = ANY($1::text[])`, ids)
 	if err != nil {
-		return "", fmt.Errorf("run status %s: %w", id, err)
+		return nil, fmt.Errorf("run statuses: %w", err)
 	}
-	return st, nil
+	var id string
+	var st state.RunStatus
+	if _, err := pgx.ForEachRow(rows, []any{&id, &st}, func() error {
+		out[id] = st
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("run statuses: %w", err)
+	}
+	return out, nil
 }
 
 // ListRuns returns the runs matching f, newest first (by CreatedAt, then

@@ -312,20 +312,22 @@ func TestAClaimRewritesNoIndexEntry(t *testing.T) {
 	assert.GreaterOrEqual(t, heapOnly, runs*95/100, "claims that rewrote no index entry, of %d", updated)
 }
 
-// A run's status reads alone (state.StatusReader) what its record says.
-func TestARunsStatusReadsAlone(t *testing.T) {
+// Runs' statuses read alone (state.StatusReader) what their records say;
+// a run that does not exist is absent.
+func TestRunsStatusesReadAlone(t *testing.T) {
 	s := open(t, pgtest.DB(t), postgres.Options{})
 	var _ state.StatusReader = s
-	r := &state.Run{ID: "r1", Playbook: "pb", Status: state.RunPending, CreatedAt: time.Now()}
-	require.NoError(t, s.CreateRun(ctx, r))
-	st, err := s.RunStatus(ctx, "r1")
+	for _, id := range []string{"r1", "r2"} {
+		require.NoError(t, s.CreateRun(ctx, &state.Run{ID: id, Playbook: "pb", Status: state.RunPending, CreatedAt: time.Now()}))
+	}
+	r, err := s.GetRun(ctx, "r2")
 	require.NoError(t, err)
-	assert.Equal(t, state.RunPending, st)
 	r.Status = state.RunCancelled
 	require.NoError(t, s.SaveRun(ctx, r, state.Event{Type: "run.cancelled"}))
-	st, err = s.RunStatus(ctx, "r1")
+	st, err := s.RunStatuses(ctx, []string{"r1", "r2", "ghost"})
 	require.NoError(t, err)
-	assert.Equal(t, state.RunCancelled, st)
-	_, err = s.RunStatus(ctx, "ghost")
-	require.ErrorIs(t, err, state.ErrNotFound)
+	assert.Equal(t, map[string]state.RunStatus{"r1": state.RunPending, "r2": state.RunCancelled}, st)
+	st, err = s.RunStatuses(ctx, nil)
+	require.NoError(t, err)
+	assert.Empty(t, st)
 }
