@@ -227,7 +227,7 @@ func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.St
 		rows.queue(b, r.ID)
 		if err := s.writeGrouped(ctx, r.ID, f.Owner, b); !errors.Is(err, errAlone) {
 			if err != nil {
-				return fmt.Errorf("save run %s: %w", r.ID, s.cancelledMeanwhile(ctx, r.ID, fenceError(ctx, err)))
+				return fmt.Errorf("save run %s: %w", r.ID, s.cancelledMeanwhile(ctx, r.ID, err))
 			}
 			s.snapshots.sawRun(r)
 			return nil

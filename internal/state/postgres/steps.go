@@ -198,7 +198,7 @@ func (s *Store) writeRun(ctx context.Context, runID string, queue func(b *pgx.Ba
 		b := &pgx.Batch{}
 		queue(b)
 		if err := s.writeGrouped(ctx, runID, f.Owner, b); !errors.Is(err, errAlone) {
-			return fenceError(ctx, err)
+			return err
 		}
 	}
 	b := newBatch(ctx, runID)

@@ -95,16 +95,16 @@ func groupable(ctx context.Context, runID string) (state.Fence, bool) {
 // writeGrouped queues the statements b (without a fence) of a write of
 // run runID fenced for owner, and waits for the outcome: nil once
 // committed, errAlone when the caller is to write it alone (with its
-// fence), or the write's error (a refusal of the fence is fenceError's to
-// name). A ctx that ends before a worker takes the
-// write returns ctx's error (the write never runs); once taken, the
-// outcome is awaited.
+// fence), or the write's error (a refusal of the fence, of a write the
+// worker sent alone, as a *state.FencedError). A ctx that ends before a
+// worker takes the write returns ctx's error (the write never runs);
+// once taken, the outcome is awaited.
 func (s *Store) writeGrouped(ctx context.Context, runID, owner string, b *pgx.Batch) error {
 	w := &runWrite{run: runID, owner: owner, b: b}
 	if err := s.writes.do(ctx, w); err != nil {
 		return err
 	}
-	return w.err
+	return fenceError(ctx, w.err)
 }
 
 // lockRuns locks the runs $1 as runbook_fence locks a top-level run, in
