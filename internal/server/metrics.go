@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -122,8 +123,9 @@ func newMetrics(executing func() int, src playbookSource) *metrics {
 		labels:     newRunLabels(src),
 		playbooks:  newPlaybookView(src),
 	}
-	if _, ok := src.store.(state.Coordinator); ok {
-		m.playbooks.reconcile = m.reconcile
+	_, replicas := src.store.(state.Coordinator)
+	if sr, ok := src.store.(state.StatusReader); ok && replicas {
+		m.playbooks.reconcile = func(ctx context.Context) error { return m.reconcile(ctx, sr) }
 	}
 	runs := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "runbook_runs",
 		Help: "Runs in the state store by status; on replicas, the runs created through this replica since it started (see runbook_runs_unfinished)."}, []string{"status"})

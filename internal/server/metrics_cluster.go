@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -83,12 +82,11 @@ func (u *unfinishedRuns) Collect(ch chan<- prometheus.Metric) {
 // reconcile moves the runs a replica counts in runbook_runs as unfinished
 // to the status the shared store records for them now: a run created
 // through this replica may be executed, and ended, by another, whose
-// events this one never sees. It reads the counted runs' statuses alone
-// where the store can (state.StatusReader: one statement however many
-// runs the database holds), else the unfinished runs once and each
-// counted run no longer among them (it ended, or was deleted). It is run
-// with the per-playbook read (metrics_playbooks.go).
-func (m *metrics) reconcile(ctx context.Context, store state.Store) error {
+// events this one never sees. It reads the counted runs' statuses alone,
+// in one statement however many runs the database holds; a run absent
+// was deleted. It is run with the per-playbook read
+// (metrics_playbooks.go).
+func (m *metrics) reconcile(ctx context.Context, store state.StatusReader) error {
 	m.mu.Lock()
 	ids := make([]string, 0, len(m.status))
 	for id := range m.status {
@@ -98,41 +96,13 @@ func (m *metrics) reconcile(ctx context.Context, store state.Store) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	now := make(map[string]state.RunStatus, len(ids))
-	if sr, ok := store.(state.StatusReader); ok {
-		// The counted runs' statuses alone: a run absent was deleted.
-		read, err := sr.RunStatuses(ctx, ids)
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			now[id] = read[id]
-		}
-		m.recount(now)
-		return nil
-	}
-	runs, err := store.ListRuns(ctx, state.RunFilter{Status: unfinishedStatuses})
+	read, err := store.RunStatuses(ctx, ids)
 	if err != nil {
 		return err
 	}
-	listed := make(map[string]state.RunStatus, len(runs))
-	for _, r := range runs {
-		listed[r.ID] = r.Status
-	}
+	now := make(map[string]state.RunStatus, len(ids))
 	for _, id := range ids {
-		if st, ok := listed[id]; ok {
-			now[id] = st
-			continue
-		}
-		r, err := store.GetRun(ctx, id)
-		switch {
-		case errors.Is(err, state.ErrNotFound):
-			now[id] = "" // deleted: counted no more
-		case err != nil:
-			return err
-		default:
-			now[id] = r.Status
-		}
+		now[id] = read[id] // "": deleted
 	}
 	m.recount(now)
 	return nil

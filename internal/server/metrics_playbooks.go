@@ -65,7 +65,7 @@ type playbookView struct {
 	src playbookSource
 	// reconcile, set on a replica, corrects runbook_runs from the store
 	// at each read (metrics_cluster.go).
-	reconcile                                  func(context.Context, state.Store) error
+	reconcile                                  func(context.Context) error
 	lastSuccess, lastFailure, waiting, waitAge *prometheus.Desc
 	nextFire, interval, paused                 *prometheus.Desc
 
@@ -255,7 +255,7 @@ func (v *playbookView) refreshIfDue() {
 	for _, p := range pauseList {
 		pauses[p.Playbook] = append(pauses[p.Playbook], p)
 	}
-	if v.reconcile != nil && v.reconcile(ctx, v.src.store) != nil {
+	if v.reconcile != nil && v.reconcile(ctx) != nil {
 		return
 	}
 	v.mu.Lock()
