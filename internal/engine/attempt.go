@@ -187,7 +187,7 @@ func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[str
 	parts.logger = *slog.New(rs.e.o.Redactor.Handler(&parts.events))
 	output := &parts.output
 	sr.initOutput(output, n)
-	defer output.close()
+	defer sr.endOutput(output)
 	call := &parts.call
 	*call = steps.Call{
 		RunID: rs.run.ID, StepID: rec.ID, Attempt: n, Params: params, Extra: extra,

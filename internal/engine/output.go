@@ -31,8 +31,9 @@ const outputQueue = 4
 
 // stepOutput is the steps.OutputSink of one attempt: it redacts each line,
 // keeps at most max bytes of them, and hands them in batches to a writer
-// goroutine (started by the first line) that writes them to the store's
-// output area (when it has one) and to Options.Observer.Output, in order.
+// goroutine (started by the first batch) that writes them to the store's
+// output area and to Options.Observer.Output, in order. The lines waiting
+// when the attempt ends go with the step's record instead (close).
 type stepOutput struct {
 	e       *Engine
 	store   state.StepOutput
@@ -160,11 +161,14 @@ func (o *stepOutput) write(lines []state.OutputLine) {
 	}
 }
 
-// close queues what is waiting, then, when lines were dropped, a note
-// saying how much, and returns once the writer has written everything.
-// Lines printed after close are dropped silently (a background child of a
-// shell step).
-func (o *stepOutput) close() {
+// close ends the attempt's output: once the writer has stored the
+// batches already queued, it returns the lines still waiting, with a note
+// saying how much was dropped when lines were, for the write of the
+// step's record that follows (StepRecord.Printed, stepRun.endOutput): an
+// attempt's last lines cost no commit of their own, and are on record
+// with its end. They are shown now. Lines printed after close are dropped
+// silently (a background child of a shell step).
+func (o *stepOutput) close() []state.OutputLine {
 	o.smu.Lock()
 	o.mu.Lock()
 	o.closed = true
@@ -174,7 +178,6 @@ func (o *stepOutput) close() {
 			Text: fmt.Sprintf("… output truncated: %d more bytes (%d lines) not kept; a step keeps %d bytes of output per attempt", o.dropped, o.lost, o.max)})
 	}
 	o.mu.Unlock()
-	o.queue(lines)
 	if o.batches != nil {
 		close(o.batches)
 	}
@@ -185,4 +188,8 @@ func (o *stepOutput) close() {
 	if o.unstored > 0 {
 		o.e.o.Logger.Warn("step output lines not stored", "run_id", o.runID, "step", o.step, "attempt", o.attempt, "lines", o.unstored)
 	}
+	if len(lines) > 0 && o.e.o.Observer.Output != nil {
+		o.e.o.Observer.Output(o.runID, lines)
+	}
+	return lines
 }

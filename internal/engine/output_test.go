@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -138,4 +139,103 @@ steps:
 	assert.Contains(t, last.Text, "output truncated: "+itoa(3893-kept)+" more bytes")
 	assert.Equal(t, "1", lines[0].Text)
 	assert.True(t, strings.HasPrefix(last.Text, "… "))
+}
+
+// printedWrites is a store that counts AppendOutput calls and notes, for
+// each step write carrying output (StepRecord.Printed), the record's
+// status and the lines' texts.
+type printedWrites struct {
+	state.Store
+	mu      sync.Mutex
+	appends int
+	printed []string // "step status: text"
+}
+
+func (p *printedWrites) AppendOutput(ctx context.Context, runID string, lines []state.OutputLine) error {
+	p.mu.Lock()
+	p.appends++
+	p.mu.Unlock()
+	return p.Store.AppendOutput(ctx, runID, lines)
+}
+
+func (p *printedWrites) note(recs []*state.StepRecord) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, rec := range recs {
+		for _, l := range rec.Printed {
+			p.printed = append(p.printed, rec.ID+" "+string(rec.Status)+": "+l.Text)
+		}
+	}
+}
+
+func (p *printedWrites) SaveSteps(ctx context.Context, recs []*state.StepRecord, evs ...state.Event) error {
+	p.note(recs)
+	return p.Store.SaveSteps(ctx, recs, evs...)
+}
+
+func (p *printedWrites) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.StepRecord, evs ...state.Event) error {
+	p.note(recs)
+	return p.Store.SaveRunSteps(ctx, r, recs, evs...)
+}
+
+// An attempt's last lines are written by the write of the step's end, in
+// its transaction, not by a commit of their own before it: a step that
+// prints a line and the next step's start cost one commit, as they do
+// when it prints nothing.
+func TestAnAttemptsLastLinesAreWrittenWithItsEnd(t *testing.T) {
+	var p *printedWrites
+	h := newHarness(t, func(o *engine.Options) {
+		p = &printedWrites{Store: o.Store}
+		o.Store = p
+	})
+	r, err := h.run(`
+version: 1
+name: printed
+steps:
+  - {id: one, uses: shell, with: {command: "echo one"}}
+  - {id: two, uses: shell, with: {command: "echo two"}}
+  - id: each
+    for_each: [a, b]
+    max_parallel: 2
+    uses: shell
+    with: {command: "echo ${{ item }}"}
+`, nil)
+	require.NoError(t, err)
+	assert.Equal(t, state.RunSucceeded, r.Status)
+	assert.Equal(t, 0, p.appends, "no line was written on its own")
+	assert.ElementsMatch(t, []string{"one succeeded: one", "two succeeded: two", "each[0] succeeded: a", "each[1] succeeded: b"}, p.printed)
+	lines := h.output(r.ID, state.OutputFilter{})
+	require.Len(t, lines, 4)
+	assert.Equal(t, []string{"stdout: one", "stdout: two"}, outputTexts(lines[:2]))
+	for i, l := range lines {
+		assert.Equal(t, uint64(i+1), l.Seq)
+	}
+}
+
+// A step printing more than a batch has its full batches written while it
+// runs and the rest with its end, all in the order printed.
+func TestAChattyStepsBatchesComeBeforeItsLastLines(t *testing.T) {
+	var p *printedWrites
+	h := newHarness(t, func(o *engine.Options) {
+		p = &printedWrites{Store: o.Store}
+		o.Store = p
+	})
+	r, err := h.run(`
+version: 1
+name: chatty
+steps:
+  - {id: many, uses: shell, with: {command: "seq 1 30000"}}
+`, nil)
+	require.NoError(t, err)
+	assert.Equal(t, state.RunSucceeded, r.Status)
+	assert.NotZero(t, p.appends, "no batch was written while the step ran")
+	assert.NotEmpty(t, p.printed, "the last lines were not written with the step's end")
+	lines, err := h.store.Output(context.Background(), r.ID, state.OutputFilter{Limit: 40000})
+	require.NoError(t, err)
+	require.Len(t, lines, 30000)
+	for i, l := range lines {
+		if l.Seq != uint64(i+1) || l.Text != strconv.Itoa(i+1) {
+			t.Fatalf("line %d: seq %d, %q", i+1, l.Seq, l.Text)
+		}
+	}
 }

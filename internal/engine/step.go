@@ -43,8 +43,11 @@ type stepRun struct {
 	// reconciles there (agent.go).
 	agentIntent *steps.Intent
 
-	mu      sync.Mutex // guards rec against the step's own Host calls, and pending
+	mu      sync.Mutex // guards rec against the step's own Host calls, pending and printed
 	pending []state.Event
+	// printed is the output an attempt left for the step's next write
+	// (endOutput).
+	printed []state.OutputLine
 }
 
 // newStep returns the stepRun of st's record id (created in memory if
@@ -225,11 +228,31 @@ func (sr *stepRun) finish(ctx context.Context, out map[string]any, err error) st
 // maxPending is the number of buffered events that forces a write.
 const maxPending = 64
 
-// hasPending reports whether events wait for the next write.
+// hasPending reports whether events or output wait for the next write.
 func (sr *stepRun) hasPending() bool {
 	sr.mu.Lock()
 	defer sr.mu.Unlock()
-	return len(sr.pending) > 0
+	return len(sr.pending) > 0 || len(sr.printed) > 0
+}
+
+// endOutput closes an attempt's output and keeps its last lines for the
+// step's next write, which stores them with the record (Printed).
+func (sr *stepRun) endOutput(o *stepOutput) {
+	lines := o.close()
+	if len(lines) == 0 {
+		return
+	}
+	sr.mu.Lock()
+	sr.printed = append(sr.printed, lines...)
+	sr.mu.Unlock()
+}
+
+// recordLocked returns a copy of the step's record to write, with the
+// output waiting for it. sr.mu is held.
+func (sr *stepRun) recordLocked() state.StepRecord {
+	rec := *sr.rec
+	rec.Printed, sr.printed = sr.printed, nil
+	return rec
 }
 
 // queue buffers an event for the next write and shows it now.
@@ -267,7 +290,7 @@ func (sr *stepRun) holdEnd(ctx context.Context, ev state.Event) {
 	all := append(make([]state.Event, 0, len(sr.pending)+2), sr.pending...)
 	all = append(all, ev)
 	sr.pending = nil
-	rec := *sr.rec
+	rec := sr.recordLocked()
 	sr.mu.Unlock()
 	sr.rs.holdEnd(ctx, &rec, all)
 	sr.rs.e.observe(sr.rs.run.ID, ev)
@@ -284,7 +307,7 @@ func (sr *stepRun) save(ctx context.Context, evs ...state.Event) {
 	sr.mu.Lock()
 	all := append(sr.pending, evs...)
 	sr.pending = nil
-	rec := *sr.rec
+	rec := sr.recordLocked()
 	sr.mu.Unlock()
 	if sr.lazy {
 		rs.deferWrite(ctx, &rec, all)

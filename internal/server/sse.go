@@ -230,8 +230,9 @@ func (ls *logStream) drain() (ended bool, err error) {
 		}
 	}
 	// The run (or the step followed) ended between the reads above and
-	// the run read: its final events were written with the final status
-	// (and its output before them), so read once more before the end.
+	// the run read: its final events were written with the final status,
+	// and its output before them or with them, so read once more before
+	// the end.
 	for more := true; more; {
 		if more, err = ls.read(); err != nil {
 			return false, err

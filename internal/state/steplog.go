@@ -79,6 +79,30 @@ type OutputChunk struct {
 
 var streamCodes = map[string]byte{StreamStdout: 'o', StreamStderr: 'e', StreamCall: 'c', StreamNote: 'n'}
 
+// PrintedOutput returns the Printed lines of recs, in their order, numbered
+// from 1 (Seq) and with a zero Time set to now: a store appends them after
+// the run's last line by adding that line's number. Nil when none printed.
+func PrintedOutput(recs []*StepRecord, now time.Time) []OutputLine {
+	n := 0
+	for _, rec := range recs {
+		n += len(rec.Printed)
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]OutputLine, 0, n)
+	for _, rec := range recs {
+		out = append(out, rec.Printed...)
+	}
+	for i := range out {
+		out[i].Seq = uint64(i) + 1
+		if out[i].Time.IsZero() {
+			out[i].Time = now
+		}
+	}
+	return out
+}
+
 // OutputChunks cuts lines (their Seq set, consecutive) into chunks of one
 // step attempt each and returns them with the Seq of each one's first
 // line.

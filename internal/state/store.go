@@ -222,6 +222,13 @@ type StepRecord struct {
 	// Approval is what a waiting approval step asks, so that an answer
 	// is checked against it before it is recorded.
 	Approval *ApprovalRequest `json:"approval,omitempty"`
+	// Printed is output of the step that this write of the record appends
+	// to the run's output area in the same transaction, after the run's
+	// last lines (as StepOutput.AppendOutput would): the engine hands an
+	// attempt's last lines to the write of its end instead of committing
+	// them on their own first. It is not part of the record: a read
+	// returns none, and a write without it appends nothing.
+	Printed []OutputLine `json:"-"`
 }
 
 // ApprovalRequest is the question of a waiting approval step: who may

@@ -107,6 +107,10 @@ func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.St
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", r.ID, err)
 	}
+	printed, err := encodeOutput(state.PrintedOutput(recs, s.now()))
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", r.ID, err)
+	}
 	err = s.update(ctx, func(tx *bbolt.Tx) error {
 		if enc == nil {
 			old, err := getRun(tx, r.ID)
@@ -121,6 +125,9 @@ func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.St
 		}
 		rb := runBucket(tx, r.ID)
 		if err := putSteps(rb, recs, steps); err != nil {
+			return err
+		}
+		if _, err := putOutput(tx, r.ID, printed); err != nil {
 			return err
 		}
 		return appendEvents(rb, evs)

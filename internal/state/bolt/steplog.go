@@ -28,41 +28,81 @@ func (s *Store) AppendOutput(ctx context.Context, runID string, lines []state.Ou
 		return nil
 	}
 	now := s.now()
-	err := s.update(ctx, func(tx *bbolt.Tx) error {
+	for i := range lines {
+		lines[i].Seq = uint64(i) + 1 // after the run's last line: set below
+		if lines[i].Time.IsZero() {
+			lines[i].Time = now
+		}
+	}
+	out, err := encodeOutput(lines)
+	if err != nil {
+		return fmt.Errorf("append output of run %s: %w", runID, err)
+	}
+	var last uint64
+	err = s.update(ctx, func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketRuns).Get([]byte(runID)) == nil {
 			return fmt.Errorf("run %s: %w", runID, state.ErrNotFound)
 		}
-		top, err := tx.CreateBucketIfNotExists(bucketOutput)
-		if err != nil {
-			return err
-		}
-		rb, err := top.CreateBucketIfNotExists([]byte(runID))
-		if err != nil {
-			return err
-		}
-		first := rb.Sequence() + 1
-		for i := range lines { // reset on every run of fn (see update)
-			lines[i].Seq = first + uint64(i)
-			if lines[i].Time.IsZero() {
-				lines[i].Time = now
-			}
-		}
-		chunks, firsts := state.OutputChunks(lines)
-		for i, c := range chunks {
-			data, err := json.Marshal(c)
-			if err != nil {
-				return err
-			}
-			if err := rb.Put(binary.BigEndian.AppendUint64(nil, firsts[i]), data); err != nil {
-				return err
-			}
-		}
-		return rb.SetSequence(first + uint64(len(lines)) - 1)
+		var err error
+		last, err = putOutput(tx, runID, out)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("append output of run %s: %w", runID, err)
 	}
+	for i := range lines {
+		lines[i].Seq += last
+	}
 	return nil
+}
+
+// encodedOutput is lines of one run, numbered from 1, encoded as the
+// chunks putOutput stores.
+type encodedOutput struct {
+	chunks [][]byte
+	firsts []uint64 // each chunk's first line, from 1
+	n      uint64
+}
+
+// encodeOutput encodes lines (Seq from 1, consecutive; none: nil) before
+// the transaction that stores them, so the writer only puts them.
+func encodeOutput(lines []state.OutputLine) (*encodedOutput, error) {
+	if len(lines) == 0 {
+		return nil, nil
+	}
+	chunks, firsts := state.OutputChunks(lines)
+	out := &encodedOutput{chunks: make([][]byte, len(chunks)), firsts: firsts, n: uint64(len(lines))}
+	for i, c := range chunks {
+		data, err := json.Marshal(c)
+		if err != nil {
+			return nil, err
+		}
+		out.chunks[i] = data
+	}
+	return out, nil
+}
+
+// putOutput stores out (nil: nothing) after run runID's last line and
+// returns that line's number (0: the run had none).
+func putOutput(tx *bbolt.Tx, runID string, out *encodedOutput) (last uint64, err error) {
+	if out == nil {
+		return 0, nil
+	}
+	top, err := tx.CreateBucketIfNotExists(bucketOutput)
+	if err != nil {
+		return 0, err
+	}
+	rb, err := top.CreateBucketIfNotExists([]byte(runID))
+	if err != nil {
+		return 0, err
+	}
+	last = rb.Sequence()
+	for i, data := range out.chunks {
+		if err := rb.Put(binary.BigEndian.AppendUint64(nil, last+out.firsts[i]), data); err != nil {
+			return 0, err
+		}
+	}
+	return last, rb.SetSequence(last + out.n)
 }
 
 // Output reads the chunks that may hold lines after f.After: the one

@@ -19,8 +19,9 @@ func (s *Store) SaveStep(ctx context.Context, rec *state.StepRecord, events ...s
 	return s.SaveSteps(ctx, []*state.StepRecord{rec}, events...)
 }
 
-// SaveSteps writes several step records of one run and appends events, in
-// one transaction, as SaveStep does for one.
+// SaveSteps writes several step records of one run, appends events and
+// the records' Printed output, in one transaction, as SaveStep does for
+// one.
 func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events ...state.Event) error {
 	if len(recs) == 0 {
 		return nil
@@ -36,12 +37,19 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 	if err != nil {
 		return fmt.Errorf("save steps of run %s: %w", runID, err)
 	}
+	printed, err := encodeOutput(state.PrintedOutput(recs, s.now()))
+	if err != nil {
+		return fmt.Errorf("save steps of run %s: %w", runID, err)
+	}
 	err = s.update(ctx, func(tx *bbolt.Tx) error {
 		rb, err := mustRunBucket(tx, runID)
 		if err != nil {
 			return err
 		}
 		if err := putSteps(rb, recs, steps); err != nil {
+			return err
+		}
+		if _, err := putOutput(tx, runID, printed); err != nil {
 			return err
 		}
 		return appendEvents(rb, evs)

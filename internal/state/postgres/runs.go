@@ -203,7 +203,7 @@ func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.St
 			return fmt.Errorf("save run %s: a record of run %s", r.ID, rec.RunID)
 		}
 	}
-	rows, err := encodeSteps(recs)
+	rows, err := encodeSteps(recs, s.now())
 	if err != nil {
 		return err
 	}

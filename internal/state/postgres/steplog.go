@@ -13,51 +13,88 @@ import (
 
 var _ state.StepOutput = (*Store)(nil)
 
-// AppendOutput reserves the lines' numbers in runbook_output_runs and
+// AppendOutput takes the lines' numbers in runbook_output_runs and
 // inserts them as chunks (state.OutputChunk, one row each), in one
-// transaction: an unknown run fails the reservation's foreign key
+// statement (appendOutput): an unknown run fails the foreign keys
 // (state.ErrNotFound) and leaves nothing written.
 func (s *Store) AppendOutput(ctx context.Context, runID string, lines []state.OutputLine) error {
 	if len(lines) == 0 {
 		return nil
 	}
 	now := s.now()
-	err := s.write(ctx, func(tx pgx.Tx) error {
-		var last int64
-		err := tx.QueryRow(ctx, `INSERT INTO runbook_output_runs (run_id, last_seq) VALUES ($1, $2)
-ON CONFLICT (run_id) DO UPDATE SET last_seq = runbook_output_runs.last_seq + EXCLUDED.last_seq
-RETURNING last_seq`, runID, len(lines)).Scan(&last)
-		if err != nil {
-			return err
+	for i := range lines {
+		lines[i].Seq = uint64(i) + 1 // after the run's last line: set below
+		if lines[i].Time.IsZero() {
+			lines[i].Time = now
 		}
-		first := uint64(last) - uint64(len(lines)) + 1
-		for i := range lines { // reset on every run of fn (see write)
-			lines[i].Seq = first + uint64(i)
-			if lines[i].Time.IsZero() {
-				lines[i].Time = now
-			}
-		}
-		chunks, firsts := state.OutputChunks(lines)
-		seqs, lasts := make([]int64, len(chunks)), make([]int64, len(chunks))
-		steps, data := make([]string, len(chunks)), make([]string, len(chunks))
-		for i, c := range chunks {
-			b, err := json.Marshal(c)
-			if err != nil {
-				return err
-			}
-			seqs[i], lasts[i], steps[i], data[i] = int64(firsts[i]), int64(firsts[i])+int64(len(c.Texts))-1, c.Step, string(b)
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO runbook_output (run_id, seq, last_seq, step, chunk)
-SELECT $1, s, l, st, c::json FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[]) AS u (s, l, st, c)`, runID, seqs, lasts, steps, data)
-		return err
-	})
+	}
+	out, err := encodeOutput(lines)
+	var last int64
+	if err == nil {
+		err = s.write(ctx, func(tx pgx.Tx) error {
+			return tx.QueryRow(ctx, appendOutput+` RETURNING (SELECT last FROM r)`, out.args(runID)...).Scan(&last)
+		})
+	}
 	if isForeignKeyViolation(err) {
 		err = state.ErrNotFound
 	}
 	if err != nil {
 		return fmt.Errorf("append output of run %s: %w", runID, err)
 	}
+	for i := range lines {
+		lines[i].Seq += uint64(last)
+	}
 	return nil
+}
+
+// appendOutput inserts output chunks of run $1 after its last line,
+// taking its next $2 line numbers (runbook_output_runs.last_seq): $3 and
+// $4 are each chunk's first and last line counted from 1, $5 its step, $6
+// the chunk. One statement, so that a write of step records appends their
+// Printed lines in its batch. r.last is the run's last line before them.
+const appendOutput = `WITH r AS (INSERT INTO runbook_output_runs (run_id, last_seq) VALUES ($1, $2)
+ON CONFLICT (run_id) DO UPDATE SET last_seq = runbook_output_runs.last_seq + EXCLUDED.last_seq
+RETURNING last_seq - $2 AS last)
+INSERT INTO runbook_output (run_id, seq, last_seq, step, chunk)
+SELECT $1, r.last + u.s, r.last + u.l, u.st, u.c::json
+FROM r, unnest($3::bigint[], $4::bigint[], $5::text[], $6::text[]) AS u (s, l, st, c)`
+
+// outputRows are lines of one run, numbered from 1, as appendOutput takes
+// them.
+type outputRows struct {
+	n             int64
+	firsts, lasts []int64
+	steps, chunks []string
+}
+
+// encodeOutput encodes lines (Seq from 1, consecutive; none: nil).
+func encodeOutput(lines []state.OutputLine) (*outputRows, error) {
+	if len(lines) == 0 {
+		return nil, nil
+	}
+	chunks, firsts := state.OutputChunks(lines)
+	out := &outputRows{n: int64(len(lines)), firsts: make([]int64, len(chunks)), lasts: make([]int64, len(chunks)),
+		steps: make([]string, len(chunks)), chunks: make([]string, len(chunks))}
+	for i, c := range chunks {
+		b, err := json.Marshal(c)
+		if err != nil {
+			return nil, fmt.Errorf("encode output: %w", err)
+		}
+		out.firsts[i], out.lasts[i] = int64(firsts[i]), int64(firsts[i])+int64(len(c.Texts))-1
+		out.steps[i], out.chunks[i] = c.Step, string(b)
+	}
+	return out, nil
+}
+
+func (o *outputRows) args(runID string) []any {
+	return []any{runID, o.n, o.firsts, o.lasts, o.steps, o.chunks}
+}
+
+// queue queues the insert of o (nil: nothing) into b.
+func (o *outputRows) queue(b *pgx.Batch, runID string) {
+	if o != nil {
+		b.Queue(appendOutput, o.args(runID)...)
+	}
 }
 
 // Output reads the chunks holding lines after f.After, in order, until it

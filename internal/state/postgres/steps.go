@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -30,8 +31,8 @@ func (s *Store) SaveStep(ctx context.Context, rec *state.StepRecord, events ...s
 	return s.SaveSteps(ctx, []*state.StepRecord{rec}, events...)
 }
 
-// SaveSteps writes several step records of one run and appends events, in
-// one transaction. A step given twice is saved once, at the place of its
+// SaveSteps writes several step records of one run and appends events and
+// the records' Printed output, in one transaction. A step given twice is saved once, at the place of its
 // first record, with its last. A write ctx fences that the fence refuses
 // fails with a *state.FencedError, writing nothing (AppendEvents too).
 func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events ...state.Event) error {
@@ -39,7 +40,7 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 		return nil
 	}
 	runID := recs[0].RunID
-	rows, err := encodeSteps(recs)
+	rows, err := encodeSteps(recs, s.now())
 	if err != nil {
 		return err
 	}
@@ -61,16 +62,23 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 	return nil
 }
 
-// stepRows are step records of one run as upsertSteps takes them.
+// stepRows are step records of one run as upsertSteps takes them, and
+// the output they carry (Printed) as appendOutput does.
 type stepRows struct {
 	ids, statuses []string
 	records       [][]byte
+	printed       *outputRows
 }
 
 // encodeSteps encodes step records of one run, a step given twice once,
-// at the place of its first record, with its last.
-func encodeSteps(recs []*state.StepRecord) (*stepRows, error) {
-	rows := &stepRows{}
+// at the place of its first record, with its last, and the lines each
+// printed, a zero time set to now.
+func encodeSteps(recs []*state.StepRecord, now time.Time) (*stepRows, error) {
+	printed, err := encodeOutput(state.PrintedOutput(recs, now))
+	if err != nil {
+		return nil, err
+	}
+	rows := &stepRows{printed: printed}
 	at := map[string]int{}
 	for _, rec := range recs {
 		if rec.RunID != recs[0].RunID {
@@ -90,11 +98,13 @@ func encodeSteps(recs []*state.StepRecord) (*stepRows, error) {
 	return rows, nil
 }
 
-// queue queues the upsert of rows (none: nothing) into b.
+// queue queues the upsert of rows (none: nothing) and the insert of
+// their output into b.
 func (rows *stepRows) queue(b *pgx.Batch, runID string) {
 	if len(rows.ids) > 0 {
 		b.Queue(upsertSteps, runID, rows.ids, rows.statuses, rows.records)
 	}
+	rows.printed.queue(b, runID)
 }
 
 // GetStep returns one step record or state.ErrNotFound.

@@ -60,10 +60,10 @@ func testFence(t *testing.T, open opener) {
 		}{
 			{"PutIntent", s.PutIntent(asA, state.Intent{RunID: "r1", Step: "a", Attempt: 1, Key: "r1/a"})},
 			{"SaveStep", s.SaveStep(asA, &state.StepRecord{RunID: "r1", ID: "a", Status: state.StepSucceeded}, state.Event{Type: "step.succeeded"})},
-			{"SaveSteps", s.SaveSteps(asA, []*state.StepRecord{{RunID: "r1", ID: "b", Status: state.StepSucceeded}})},
+			{"SaveSteps", s.SaveSteps(asA, []*state.StepRecord{{RunID: "r1", ID: "b", Status: state.StepSucceeded, Printed: lines("b", 1, "by A")}})},
 			{"AppendEvents", s.AppendEvents(asA, "r1", state.Event{Type: "log"})},
 			{"CreateRun of a sub-playbook run", s.CreateRun(asA, child)},
-			{"SaveRunSteps", s.SaveRunSteps(asA, &byA, []*state.StepRecord{{RunID: "r1", ID: "c", Status: state.StepSucceeded}}, state.Event{Type: "run.succeeded"})},
+			{"SaveRunSteps", s.SaveRunSteps(asA, &byA, []*state.StepRecord{{RunID: "r1", ID: "c", Status: state.StepSucceeded, Printed: lines("c", 1, "by A")}}, state.Event{Type: "run.succeeded"})},
 			{"SaveRun", s.SaveRun(asA, &byA, state.Event{Type: "run.succeeded"})},
 		}
 		refused := 0
@@ -97,5 +97,8 @@ func testFence(t *testing.T, open opener) {
 		after, err := s.Events(ctx, "r1", 0, 0)
 		ok(t, err)
 		same(t, after, before)
+		printed, err := s.Output(ctx, "r1", state.OutputFilter{})
+		ok(t, err)
+		same(t, len(printed), 0)
 	})
 }

@@ -21,6 +21,7 @@ func RunStepOutput(t *testing.T, open func(t *testing.T) OutputStore) {
 	t.Run("lines get increasing sequence numbers across chunks and read back after any of them", func(t *testing.T) { testOutputSeq(t, open(t)) })
 	t.Run("a step's lines are read alone, with its for_each items", func(t *testing.T) { testOutputStep(t, open(t)) })
 	t.Run("output of an unknown run is refused, a run without output reads empty", func(t *testing.T) { testOutputNoRun(t, open(t)) })
+	t.Run("lines a step record carries are appended by its write, after the run's last ones", func(t *testing.T) { testOutputPrinted(t, open(t)) })
 	t.Run("output is kept apart per run and deleted with its run", func(t *testing.T) { testOutputDelete(t, open(t)) })
 }
 
@@ -152,4 +153,41 @@ func testOutputDelete(t *testing.T, s OutputStore) {
 	got, err = s.Output(ctx, "r2", state.OutputFilter{})
 	ok(t, err)
 	same(t, texts(got), []string{"two 0"})
+}
+
+func testOutputPrinted(t *testing.T, s OutputStore) {
+	r := newRun("r1", "pb", at(0))
+	create(t, s, r)
+	ok(t, s.AppendOutput(ctx, "r1", lines("a", 2, "batch")))
+	a := &state.StepRecord{RunID: "r1", ID: "a", Status: state.StepSucceeded, Printed: lines("a", 2, "end")}
+	a.Printed[0].Time = at(time.Second)
+	b := &state.StepRecord{RunID: "r1", ID: "b", Status: state.StepRunning, Printed: lines("b", 1, "b")}
+	ok(t, s.SaveSteps(ctx, []*state.StepRecord{a, b}, state.Event{Type: "step.succeeded", Step: "a"}))
+	ok(t, s.SaveStep(ctx, &state.StepRecord{RunID: "r1", ID: "b", Status: state.StepRunning, Printed: lines("b", 1, "again")}))
+	r.Status = state.RunSucceeded
+	ok(t, s.SaveRunSteps(ctx, r, []*state.StepRecord{{RunID: "r1", ID: "b", Status: state.StepSucceeded, Printed: lines("b", 1, "last")}}))
+	ok(t, s.AppendOutput(ctx, "r1", lines("c", 1, "after")))
+
+	all, err := s.Output(ctx, "r1", state.OutputFilter{})
+	ok(t, err)
+	same(t, texts(all), []string{"batch 0", "batch 1", "end 0", "end 1", "b 0", "again 0", "last 0", "after 0"})
+	same(t, outSeqs(all), []uint64{1, 2, 3, 4, 5, 6, 7, 8})
+	if !all[2].Time.Equal(at(time.Second)) || all[3].Time.IsZero() {
+		t.Fatalf("times of printed lines: %v, %v; want %v and one set by the store", all[2].Time, all[3].Time, at(time.Second))
+	}
+	got, err := s.Output(ctx, "r1", state.OutputFilter{Step: "b"})
+	ok(t, err)
+	same(t, texts(got), []string{"b 0", "again 0", "last 0"})
+	steps, err := s.Steps(ctx, "r1")
+	ok(t, err)
+	for _, rec := range steps {
+		if rec.Printed != nil {
+			t.Fatalf("step %s reads back with its printed lines: they are not part of the record", rec.ID)
+		}
+	}
+
+	// A write refused writes none of its lines.
+	errIs(t, s.SaveSteps(ctx, []*state.StepRecord{{RunID: "ghost", ID: "a", Printed: lines("a", 1, "x")}}), state.ErrNotFound)
+	_, err = s.Output(ctx, "ghost", state.OutputFilter{})
+	errIs(t, err, state.ErrNotFound)
 }
