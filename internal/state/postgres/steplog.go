@@ -86,6 +86,7 @@ func encodeOutput(lines []state.OutputLine) (*outputRows, error) {
 	return out, nil
 }
 
+// args are appendOutput's arguments for o, of run runID.
 func (o *outputRows) args(runID string) []any {
 	return []any{runID, o.n, o.firsts, o.lasts, o.steps, o.chunks}
 }

@@ -32,9 +32,10 @@ func (s *Store) SaveStep(ctx context.Context, rec *state.StepRecord, events ...s
 }
 
 // SaveSteps writes several step records of one run and appends events and
-// the records' Printed output, in one transaction. A step given twice is saved once, at the place of its
-// first record, with its last. A write ctx fences that the fence refuses
-// fails with a *state.FencedError, writing nothing (AppendEvents too).
+// the records' Printed output, in one transaction. A step given twice is
+// saved once, at the place of its first record, with its last. A write ctx
+// fences that the fence refuses fails with a *state.FencedError, writing
+// nothing (AppendEvents too).
 func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events ...state.Event) error {
 	if len(recs) == 0 {
 		return nil
