@@ -178,16 +178,22 @@ func (p *printedWrites) SaveRunSteps(ctx context.Context, r *state.Run, recs []*
 	return p.Store.SaveRunSteps(ctx, r, recs, evs...)
 }
 
-// An attempt's last lines are written by the write of the step's end, in
-// its transaction, not by a commit of their own before it: a step that
-// prints a line and the next step's start cost one commit, as they do
-// when it prints nothing.
-func TestAnAttemptsLastLinesAreWrittenWithItsEnd(t *testing.T) {
+// printedHarness is a harness whose store is a printedWrites.
+func printedHarness(t *testing.T) (*harness, *printedWrites) {
 	var p *printedWrites
 	h := newHarness(t, func(o *engine.Options) {
 		p = &printedWrites{Store: o.Store}
 		o.Store = p
 	})
+	return h, p
+}
+
+// An attempt's last lines are written by the write of the step's end, in
+// its transaction, not by a commit of their own before it: a step that
+// prints a line and the next step's start cost one commit, as they do
+// when it prints nothing.
+func TestAnAttemptsLastLinesAreWrittenWithItsEnd(t *testing.T) {
+	h, p := printedHarness(t)
 	r, err := h.run(`
 version: 1
 name: printed
@@ -215,11 +221,7 @@ steps:
 // A step printing more than a batch has its full batches written while it
 // runs and the rest with its end, all in the order printed.
 func TestAChattyStepsBatchesComeBeforeItsLastLines(t *testing.T) {
-	var p *printedWrites
-	h := newHarness(t, func(o *engine.Options) {
-		p = &printedWrites{Store: o.Store}
-		o.Store = p
-	})
+	h, p := printedHarness(t)
 	r, err := h.run(`
 version: 1
 name: chatty
