@@ -20,7 +20,9 @@
 // A running step is a record: before an attempt's process or call
 // starts, its record says running, with the attempt and its start, so that
 // the API, runs show and the UI show it (its printed lines are in the
-// store's output area as it prints them, state.StepOutput). A step that
+// store's output area as it prints them, in batches, state.StepOutput;
+// those still waiting when an attempt ends go with the step's next write,
+// its end's, StepRecord.Printed). A step that
 // runs alone in its list holds its end for what follows (stepRun.chained):
 // the next step's start is written with it, so a chain costs one commit
 // per step; nothing waits while an end is held (flushDue). Pure steps
