@@ -16,10 +16,10 @@ var _ state.StepOutput = (*Store)(nil)
 
 // bucketOutput holds the steps' output (state.StepOutput), outside the
 // run records: stepoutput/<run id>/<8-byte first seq> -> a chunk, the
-// lines of one AppendOutput call of one step attempt (state.OutputChunk).
-// The run's bucket Sequence is its last line's Seq. The bucket is
-// created by the first append; DeleteRun removes a run's bucket with the
-// run.
+// lines of one step attempt that one AppendOutput call, or one write of
+// step records (their Printed lines), stored (state.OutputChunk). The
+// run's bucket Sequence is its last line's Seq. The bucket is created by
+// the first append; DeleteRun removes a run's bucket with the run.
 var bucketOutput = []byte("stepoutput")
 
 // AppendOutput stores lines as one chunk after the run's last ones.
