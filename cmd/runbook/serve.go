@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -47,7 +48,7 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	setServeMemoryLimit()
+	setServeGC()
 	cfg, err := a.serveConfig(f)
 	if err != nil {
 		return err
@@ -146,13 +147,25 @@ are suspended with their state saved and resume at the next start.`,
 // more frequent collections (the runtime caps their CPU share).
 const serveMemoryLimit = 160 << 20
 
-// setServeMemoryLimit sets serveMemoryLimit unless GOMEMLIMIT is set
-// (GOMEMLIMIT=off: no limit). A server holds thousands of waiting runs
-// whose stacks grow while they resume; a soft limit makes the runtime
-// collect and return that memory promptly instead of at its leisure.
-func setServeMemoryLimit() {
+// serveGCPercent is the default GOGC of `runbook serve`: the heap may grow
+// to five times what is live before a collection, rather than twice,
+// within the soft memory limit. A busy server spends its CPU on runs
+// rather than collections (docs/performance.md), and the limit still
+// bounds the heap.
+const serveGCPercent = 400
+
+// setServeGC sets serveMemoryLimit unless GOMEMLIMIT is set
+// (GOMEMLIMIT=off: no limit), and serveGCPercent unless GOGC is set or
+// there is no limit (nothing would then bound five times the live heap).
+// A server holds thousands of waiting runs whose stacks grow while they
+// resume; a soft limit makes the runtime collect and return that memory
+// promptly instead of at its leisure.
+func setServeGC() {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(serveMemoryLimit)
+	}
+	if os.Getenv("GOGC") == "" && debug.SetMemoryLimit(-1) < math.MaxInt64 {
+		debug.SetGCPercent(serveGCPercent)
 	}
 }
 

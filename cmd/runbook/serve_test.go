@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -448,4 +450,52 @@ finally:
 	r = c.run("runs", "show", id, "--output", "json")
 	require.Equal(t, 0, r.code, r)
 	assert.NotContains(t, r.stdout, `"error"`, "the run and its steps carry no error of the suspension once continued")
+}
+
+// metricValue returns the value of an unlabelled metric in s's /metrics.
+func metricValue(t *testing.T, s *serveProc, name string) float64 {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, s.url+"/metrics", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+serveToken)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			require.NoError(t, err, line)
+			return f
+		}
+	}
+	t.Fatalf("no %s in /metrics", name)
+	return 0
+}
+
+// runbook serve collects at GOGC 400 within its soft memory limit of 160
+// MiB, unless GOGC or GOMEMLIMIT says otherwise; without a limit it keeps
+// Go's default, so that the heap is never left to grow five-fold
+// unbounded.
+func TestServeSetsItsCollectionWithinItsMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		env          []string
+		gogc, memlim float64
+	}{
+		{nil, 400, 160 << 20},
+		{[]string{"GOGC=150"}, 150, 160 << 20},
+		{[]string{"GOMEMLIMIT=1GiB"}, 400, 1 << 30},
+		{[]string{"GOMEMLIMIT=off"}, 100, math.MaxInt64},
+	} {
+		t.Run(strings.Join(append([]string{"env"}, tc.env...), " "), func(t *testing.T) {
+			c := newCLI(t)
+			c.env = append(c.env, tc.env...)
+			require.NoError(t, os.MkdirAll(filepath.Join(c.dir, "playbooks"), 0o700))
+			c.file("playbooks/hi.yaml", "version: 1\nname: hi\nsteps:\n  - {id: x, uses: log, with: {message: hi}}\n")
+			s := c.serve()
+			assert.Equal(t, tc.gogc, metricValue(t, s, "go_gc_gogc_percent"))
+			assert.Equal(t, tc.memlim, metricValue(t, s, "go_gc_gomemlimit_bytes"))
+		})
+	}
 }
