@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -134,16 +133,8 @@ var runGauge = regexp.MustCompile(`(?m)^runbook_runs\{status="([a-z]+)"\} ([0-9.
 // runCounts reads the run counts by status from /metrics.
 func runCounts(t *testing.T, s *serveProc) map[string]int {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, s.url+"/metrics", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+serveToken)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
 	out := map[string]int{}
-	for _, m := range runGauge.FindAllStringSubmatch(string(body), -1) {
+	for _, m := range runGauge.FindAllStringSubmatch(metricsText(t, s), -1) {
 		f, _ := strconv.ParseFloat(m[2], 64)
 		out[m[1]] = int(f)
 	}
