@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -79,28 +80,45 @@ type OutputChunk struct {
 
 var streamCodes = map[string]byte{StreamStdout: 'o', StreamStderr: 'e', StreamCall: 'c', StreamNote: 'n'}
 
-// PrintedOutput returns the Printed lines of recs, in their order, numbered
-// from 1 (Seq) and with a zero Time set to now: a store appends them after
-// the run's last line by adding that line's number. Nil when none printed.
-func PrintedOutput(recs []*StepRecord, now time.Time) []OutputLine {
-	n := 0
-	for _, rec := range recs {
-		n += len(rec.Printed)
-	}
-	if n == 0 {
-		return nil
-	}
-	out := make([]OutputLine, 0, n)
+// PrintedOutput returns the Printed lines of recs, in their order (nil
+// when none printed).
+func PrintedOutput(recs []*StepRecord) []OutputLine {
+	var out []OutputLine
 	for _, rec := range recs {
 		out = append(out, rec.Printed...)
 	}
-	for i := range out {
-		out[i].Seq = uint64(i) + 1
-		if out[i].Time.IsZero() {
-			out[i].Time = now
+	return out
+}
+
+// EncodedChunk is a chunk of output as a store keeps it: its first and
+// last lines' numbers, counted from the first line of the write, its step
+// and the chunk (OutputChunk) as JSON.
+type EncodedChunk struct {
+	First, Last uint64
+	Step        string
+	Data        []byte
+}
+
+// EncodeOutput numbers lines from 1 (Seq), sets a zero Time to now, and
+// encodes them as chunks (OutputChunks; none: nil). A store appends them
+// after the run's last line by adding that line's number to each chunk's.
+func EncodeOutput(lines []OutputLine, now time.Time) ([]EncodedChunk, error) {
+	for i := range lines {
+		lines[i].Seq = uint64(i) + 1
+		if lines[i].Time.IsZero() {
+			lines[i].Time = now
 		}
 	}
-	return out
+	chunks, firsts := OutputChunks(lines)
+	out := make([]EncodedChunk, len(chunks))
+	for i, c := range chunks {
+		data, err := json.Marshal(c)
+		if err != nil {
+			return nil, fmt.Errorf("encode output: %w", err)
+		}
+		out[i] = EncodedChunk{First: firsts[i], Last: firsts[i] + uint64(len(c.Texts)) - 1, Step: c.Step, Data: data}
+	}
+	return out, nil
 }
 
 // OutputChunks cuts lines (their Seq set, consecutive) into chunks of one

@@ -107,7 +107,7 @@ func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.St
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", r.ID, err)
 	}
-	printed, err := encodeOutput(state.PrintedOutput(recs, s.now()))
+	printed, err := state.EncodeOutput(state.PrintedOutput(recs), s.now())
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", r.ID, err)
 	}

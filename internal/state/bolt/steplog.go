@@ -27,14 +27,7 @@ func (s *Store) AppendOutput(ctx context.Context, runID string, lines []state.Ou
 	if len(lines) == 0 {
 		return nil
 	}
-	now := s.now()
-	for i := range lines {
-		lines[i].Seq = uint64(i) + 1 // after the run's last line: set below
-		if lines[i].Time.IsZero() {
-			lines[i].Time = now
-		}
-	}
-	out, err := encodeOutput(lines)
+	out, err := state.EncodeOutput(lines, s.now())
 	if err != nil {
 		return fmt.Errorf("append output of run %s: %w", runID, err)
 	}
@@ -51,41 +44,15 @@ func (s *Store) AppendOutput(ctx context.Context, runID string, lines []state.Ou
 		return fmt.Errorf("append output of run %s: %w", runID, err)
 	}
 	for i := range lines {
-		lines[i].Seq += last
+		lines[i].Seq += last // numbered from 1 by EncodeOutput
 	}
 	return nil
 }
 
-// encodedOutput is lines of one run, numbered from 1, encoded as the
-// chunks putOutput stores.
-type encodedOutput struct {
-	chunks [][]byte
-	firsts []uint64 // each chunk's first line, from 1
-	n      uint64
-}
-
-// encodeOutput encodes lines (Seq from 1, consecutive; none: nil) before
-// the transaction that stores them, so the writer only puts them.
-func encodeOutput(lines []state.OutputLine) (*encodedOutput, error) {
-	if len(lines) == 0 {
-		return nil, nil
-	}
-	chunks, firsts := state.OutputChunks(lines)
-	out := &encodedOutput{chunks: make([][]byte, len(chunks)), firsts: firsts, n: uint64(len(lines))}
-	for i, c := range chunks {
-		data, err := json.Marshal(c)
-		if err != nil {
-			return nil, err
-		}
-		out.chunks[i] = data
-	}
-	return out, nil
-}
-
-// putOutput stores out (nil: nothing) after run runID's last line and
-// returns that line's number (0: the run had none).
-func putOutput(tx *bbolt.Tx, runID string, out *encodedOutput) (last uint64, err error) {
-	if out == nil {
+// putOutput stores chunks (state.EncodeOutput; none: nothing) after run
+// runID's last line and returns that line's number (0: the run had none).
+func putOutput(tx *bbolt.Tx, runID string, chunks []state.EncodedChunk) (last uint64, err error) {
+	if len(chunks) == 0 {
 		return 0, nil
 	}
 	top, err := tx.CreateBucketIfNotExists(bucketOutput)
@@ -97,12 +64,12 @@ func putOutput(tx *bbolt.Tx, runID string, out *encodedOutput) (last uint64, err
 		return 0, err
 	}
 	last = rb.Sequence()
-	for i, data := range out.chunks {
-		if err := rb.Put(binary.BigEndian.AppendUint64(nil, last+out.firsts[i]), data); err != nil {
+	for _, c := range chunks {
+		if err := rb.Put(binary.BigEndian.AppendUint64(nil, last+c.First), c.Data); err != nil {
 			return 0, err
 		}
 	}
-	return last, rb.SetSequence(last + out.n)
+	return last, rb.SetSequence(last + chunks[len(chunks)-1].Last)
 }
 
 // Output reads the chunks that may hold lines after f.After: the one

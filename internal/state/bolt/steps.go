@@ -37,7 +37,7 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 	if err != nil {
 		return fmt.Errorf("save steps of run %s: %w", runID, err)
 	}
-	printed, err := encodeOutput(state.PrintedOutput(recs, s.now()))
+	printed, err := state.EncodeOutput(state.PrintedOutput(recs), s.now())
 	if err != nil {
 		return fmt.Errorf("save steps of run %s: %w", runID, err)
 	}

@@ -21,18 +21,11 @@ func (s *Store) AppendOutput(ctx context.Context, runID string, lines []state.Ou
 	if len(lines) == 0 {
 		return nil
 	}
-	now := s.now()
-	for i := range lines {
-		lines[i].Seq = uint64(i) + 1 // after the run's last line: set below
-		if lines[i].Time.IsZero() {
-			lines[i].Time = now
-		}
-	}
-	out, err := encodeOutput(lines)
+	chunks, err := state.EncodeOutput(lines, s.now())
 	var last int64
 	if err == nil {
 		err = s.write(ctx, func(tx pgx.Tx) error {
-			return tx.QueryRow(ctx, appendOutput+` RETURNING (SELECT last FROM r)`, out.args(runID)...).Scan(&last)
+			return tx.QueryRow(ctx, appendOutput+` RETURNING (SELECT last FROM r)`, newOutputRows(chunks).args(runID)...).Scan(&last)
 		})
 	}
 	if isForeignKeyViolation(err) {
@@ -42,7 +35,7 @@ func (s *Store) AppendOutput(ctx context.Context, runID string, lines []state.Ou
 		return fmt.Errorf("append output of run %s: %w", runID, err)
 	}
 	for i := range lines {
-		lines[i].Seq += uint64(last)
+		lines[i].Seq += uint64(last) // numbered from 1 by EncodeOutput
 	}
 	return nil
 }
@@ -59,31 +52,25 @@ INSERT INTO runbook_output (run_id, seq, last_seq, step, chunk)
 SELECT $1, r.last + u.s, r.last + u.l, u.st, u.c::json
 FROM r, unnest($3::bigint[], $4::bigint[], $5::text[], $6::text[]) AS u (s, l, st, c)`
 
-// outputRows are lines of one run, numbered from 1, as appendOutput takes
-// them.
+// outputRows are chunks of one run's lines (state.EncodeOutput) as
+// appendOutput takes them.
 type outputRows struct {
 	n             int64
 	firsts, lasts []int64
 	steps, chunks []string
 }
 
-// encodeOutput encodes lines (Seq from 1, consecutive; none: nil).
-func encodeOutput(lines []state.OutputLine) (*outputRows, error) {
-	if len(lines) == 0 {
-		return nil, nil
+// newOutputRows returns chunks as appendOutput takes them (none: nil).
+func newOutputRows(chunks []state.EncodedChunk) *outputRows {
+	if len(chunks) == 0 {
+		return nil
 	}
-	chunks, firsts := state.OutputChunks(lines)
-	out := &outputRows{n: int64(len(lines)), firsts: make([]int64, len(chunks)), lasts: make([]int64, len(chunks)),
+	out := &outputRows{n: int64(chunks[len(chunks)-1].Last), firsts: make([]int64, len(chunks)), lasts: make([]int64, len(chunks)),
 		steps: make([]string, len(chunks)), chunks: make([]string, len(chunks))}
 	for i, c := range chunks {
-		b, err := json.Marshal(c)
-		if err != nil {
-			return nil, fmt.Errorf("encode output: %w", err)
-		}
-		out.firsts[i], out.lasts[i] = int64(firsts[i]), int64(firsts[i])+int64(len(c.Texts))-1
-		out.steps[i], out.chunks[i] = c.Step, string(b)
+		out.firsts[i], out.lasts[i], out.steps[i], out.chunks[i] = int64(c.First), int64(c.Last), c.Step, string(c.Data)
 	}
-	return out, nil
+	return out
 }
 
 // args are appendOutput's arguments for o, of run runID.

@@ -75,11 +75,11 @@ type stepRows struct {
 // at the place of its first record, with its last, and the lines each
 // printed, a zero time set to now.
 func encodeSteps(recs []*state.StepRecord, now time.Time) (*stepRows, error) {
-	printed, err := encodeOutput(state.PrintedOutput(recs, now))
+	printed, err := state.EncodeOutput(state.PrintedOutput(recs), now)
 	if err != nil {
 		return nil, err
 	}
-	rows := &stepRows{printed: printed}
+	rows := &stepRows{printed: newOutputRows(printed)}
 	at := map[string]int{}
 	for _, rec := range recs {
 		if rec.RunID != recs[0].RunID {
