@@ -134,7 +134,7 @@ var runGauge = regexp.MustCompile(`(?m)^runbook_runs\{status="([a-z]+)"\} ([0-9.
 func runCounts(t *testing.T, s *serveProc) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	for _, m := range runGauge.FindAllStringSubmatch(metricsText(t, s), -1) {
+	for _, m := range runGauge.FindAllStringSubmatch(s.get(t, "/metrics"), -1) {
 		f, _ := strconv.ParseFloat(m[2], 64)
 		out[m[1]] = int(f)
 	}

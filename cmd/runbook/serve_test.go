@@ -452,24 +452,10 @@ finally:
 	assert.NotContains(t, r.stdout, `"error"`, "the run and its steps carry no error of the suspension once continued")
 }
 
-// metricsText returns s's /metrics.
-func metricsText(t *testing.T, s *serveProc) string {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, s.url+"/metrics", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+serveToken)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return string(body)
-}
-
 // metricValue returns the value of an unlabelled metric in s's /metrics.
 func metricValue(t *testing.T, s *serveProc, name string) float64 {
 	t.Helper()
-	for line := range strings.Lines(metricsText(t, s)) {
+	for line := range strings.Lines(s.get(t, "/metrics")) {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			require.NoError(t, err, line)

@@ -100,20 +100,17 @@ func (m *metrics) reconcile(ctx context.Context, store state.StatusReader) error
 	if err != nil {
 		return err
 	}
-	now := make(map[string]state.RunStatus, len(ids))
-	for _, id := range ids {
-		now[id] = read[id] // "": deleted
-	}
-	m.recount(now)
+	m.recount(ids, read)
 	return nil
 }
 
-// recount moves each counted run to its status in now ("": deleted,
-// counted no more).
-func (m *metrics) recount(now map[string]state.RunStatus) {
+// recount moves each counted run of ids to its status in now (absent:
+// deleted, counted no more).
+func (m *metrics) recount(ids []string, now map[string]state.RunStatus) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for id, st := range now {
+	for _, id := range ids {
+		st := now[id]
 		prev, ok := m.status[id]
 		if !ok || prev == st {
 			continue // it ended here meanwhile, or is as counted
