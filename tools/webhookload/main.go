@@ -5,7 +5,10 @@
 // many senders with the simulator's webhook sender, and waits until every
 // run the deliveries started has finished. It prints the acknowledgement
 // rate and latencies, the end-to-end rate (deliveries whose runs all
-// finished per second), the state's growth and serve's peak RSS.
+// finished per second), the state's growth, serve's peak RSS, and the
+// processor time a run took of serve, of the senders and of PostgreSQL
+// (when it runs on this machine), with the rate the machine's cores would
+// allow at that much a run.
 //
 // -state runs serve on another state location, a PostgreSQL database
 // (postgres://…, the URL runbook serve --state takes) instead of a fresh
@@ -26,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -93,6 +97,8 @@ func run(bin, which, stateLoc string, count, conc, hooks int, rate float64, time
 	if err != nil {
 		return err
 	}
+	pm, pmErr := postmaster(stateLoc)
+	cpu0 := srv.cpu(pm)
 	start := time.Now()
 	rep, err := webhook.Send(context.Background(), webhook.Options{
 		To: srv.URL + "/hooks/sms", Event: "UNSUBSCRIBE", Count: count, Secret: secret,
@@ -104,6 +110,7 @@ func run(bin, which, stateLoc string, count, conc, hooks int, rate float64, time
 	acked := time.Since(start)
 	finished, err := srv.waitFinished(done, rep.Hooks, timeout)
 	drained := time.Since(start)
+	used := srv.cpu(pm).minus(cpu0)
 	fmt.Printf("playbook %s: %d deliveries (%d hooks) from %d senders\n", which, rep.Deliveries, rep.Hooks, conc)
 	fmt.Printf("  answers:   %v in %s: %.0f deliveries/s; ack p50 %s, p90 %s, p99 %s, max %s\n",
 		rep.ByStatus, acked.Round(time.Millisecond), rep.PerSec, rep.P50.Round(10*time.Microsecond),
@@ -116,7 +123,68 @@ func run(bin, which, stateLoc string, count, conc, hooks int, rate float64, time
 	}
 	fmt.Printf("  state:     %s +%.1f MB; serve peak RSS %.0f MB\n",
 		where, float64(stateSize(dir, stateLoc)-before)/1e6, float64(srv.peakRSS())/1e6)
+	fmt.Printf("  CPU a run: %s\n", used.perRun(rep.Hooks, pmErr))
 	return err
+}
+
+// cpuUse is the processor time used so far by runbook serve, by this
+// process (the senders) and by the PostgreSQL server (db, when pm > 0).
+type cpuUse struct{ serve, senders, db time.Duration }
+
+func (s *server) cpu(pm int) cpuUse {
+	u := cpuUse{senders: serveproc.SelfCPU()}
+	u.serve, _ = serveproc.CPU(s.Cmd.Process.Pid, false)
+	if pm > 0 {
+		u.db, _ = serveproc.CPU(pm, true)
+	}
+	return u
+}
+
+func (u cpuUse) minus(v cpuUse) cpuUse {
+	return cpuUse{serve: u.serve - v.serve, senders: u.senders - v.senders, db: u.db - v.db}
+}
+
+// perRun says u a run for runs runs and the rate the machine's cores
+// would allow at that much a run; dbErr says why PostgreSQL's part is
+// not measured (nil on bbolt, where it has none).
+func (u cpuUse) perRun(runs int, dbErr error) string {
+	if runs <= 0 {
+		return "no runs"
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(runs) }
+	all := u.serve + u.senders + u.db
+	out := fmt.Sprintf("serve %.3f ms, senders %.3f ms", ms(u.serve), ms(u.senders))
+	switch {
+	case dbErr != nil:
+		out += fmt.Sprintf(", PostgreSQL not measured (%v)", dbErr)
+	case u.db > 0:
+		out += fmt.Sprintf(", PostgreSQL %.3f ms", ms(u.db))
+	}
+	if all <= 0 {
+		return out
+	}
+	cores := runtime.NumCPU()
+	return out + fmt.Sprintf("; %.3f ms in all: at most %.0f runs/s on %d cores", ms(all), float64(cores)*float64(time.Second)/(float64(all)/float64(runs)), cores)
+}
+
+// postmaster returns the process of the PostgreSQL server at stateLoc,
+// when it runs on this machine; 0 and no error on bbolt.
+func postmaster(stateLoc string) (int, error) {
+	if stateLoc == "" {
+		return 0, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, stateLoc)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var backend int
+	if err := conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+		return 0, err
+	}
+	return serveproc.Postmaster(backend)
 }
 
 // setUp writes the config and the playbook directory into dir.
