@@ -105,6 +105,9 @@ type Cluster struct {
 	client   *http.Client
 	db       *pgx.Conn // the PostgreSQL state, nil on bbolt
 	calls    *receiver
+
+	postmaster int   // the PostgreSQL server's process (cpu.go), 0: none or elsewhere
+	pmErr      error // why postmaster is 0 on PostgreSQL
 }
 
 // StartCluster writes the config and playbooks into dir and starts n
@@ -166,6 +169,7 @@ schedules: false
 			return nil, err
 		}
 		c.db = db
+		c.findPostmaster(ctx)
 	}
 	for range n {
 		s, err := serveproc.Start(bin, dir, args, env, os.Stderr, time.Minute)

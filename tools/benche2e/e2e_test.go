@@ -43,7 +43,7 @@ func TestBenchE2E(t *testing.T) {
 	machine("runbook end to end")
 	fmt.Printf("%d deliveries from %d senders per store; %d two-step runs at %.0f/s for dispatch; %d sms-unsubscribe deliveries offered at %.0f/s; lease %s\n\n",
 		*deliveries, *senders, *dispatchN, *rate, *smsN, *smsRate, *lease)
-	var smsRows []string
+	var smsRows, cpuRows []string
 	fmt.Println("| store | deliveries/s end to end | ack p50 | ack p99 | dispatch p50 | dispatch p99 | failover: takeover | failover: run ended |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, s := range storesToMeasure() {
@@ -58,6 +58,7 @@ func TestBenchE2E(t *testing.T) {
 			c.Stop()
 			t.Fatalf("%s: deliveries: %v", s.name, err)
 		}
+		cpuRows = append(cpuRows, cpuRow(s.name, "log", tp.CPU))
 		progress("%s: dispatch", s.name)
 		d, err := c.Dispatch(ctx, *dispatchN, *rate, 10*time.Minute)
 		if err != nil {
@@ -77,6 +78,7 @@ func TestBenchE2E(t *testing.T) {
 			}
 			smsRows = append(smsRows, fmt.Sprintf("| %s | %.0f | %.0f%s | %s | %s |", s.name, *smsRate, sms.PerSec, refusedOf(sms),
 				ms(sms.AckP50), ms(sms.AckP99)))
+			cpuRows = append(cpuRows, cpuRow(s.name, "sms-unsubscribe", sms.CPU))
 		}
 		takeover, ended := "–", "–"
 		if s.replicas > 1 {
@@ -101,6 +103,13 @@ func TestBenchE2E(t *testing.T) {
 		}
 		fmt.Println()
 	}
+	fmt.Printf("Processor time a run, over each load (user and system; the harness holds the senders); the cores divided by their sum bound the runs a second:\n\n")
+	fmt.Printf("| store | playbook | runbook serve | harness | PostgreSQL | all | runs/s the %d cores allow |\n", runtime.NumCPU())
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, r := range cpuRows {
+		fmt.Println(r)
+	}
+	fmt.Println()
 	fmt.Println("| store | shell steps | runbook run (median) | fork floor: bash (median) | ratio | exec floor: os/exec (median) | ratio |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, n := range strings.Split(*chains, ",") {
@@ -129,6 +138,24 @@ func TestBenchE2E(t *testing.T) {
 }
 
 // refusedOf notes the deliveries of tp that were not answered 200.
+// cpuRow is a row of the processor time table: u, a run of playbook on
+// store.
+func cpuRow(store, playbook string, u CPUUse) string {
+	db := "–"
+	switch {
+	case u.DatabaseErr != nil:
+		db = "not measured: " + u.DatabaseErr.Error()
+	case strings.HasPrefix(store, "postgres"):
+		db = msFine(u.Database)
+	}
+	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %.0f |", store, playbook, msFine(u.Serve), msFine(u.Harness), db,
+		msFine(u.All()), u.Allows(runtime.NumCPU()))
+}
+
+func msFine(d time.Duration) string {
+	return fmt.Sprintf("%.3f ms", float64(d)/float64(time.Millisecond))
+}
+
 func refusedOf(tp Throughput) string {
 	if tp.Refused == 0 {
 		return ""

@@ -21,6 +21,7 @@ type Throughput struct {
 	AckP50     time.Duration
 	AckP99     time.Duration // with several replicas, the worst replica's
 	Refused    int           // answers other than 200
+	CPU        CPUUse        // from the first delivery sent to the last run finished
 }
 
 // Deliveries sends n deliveries of one hook each from conc senders to the
@@ -45,6 +46,7 @@ func (c *Cluster) deliveries(ctx context.Context, route string, n, conc int, rat
 	if err != nil {
 		return Throughput{}, err
 	}
+	cpu := c.cpu()
 	reps, err := c.send(ctx, route, n, conc, rate)
 	if err != nil {
 		return Throughput{}, err
@@ -61,6 +63,7 @@ func (c *Cluster) deliveries(ctx context.Context, route string, n, conc int, rat
 		return out, err
 	}
 	out.PerSec = float64(out.Deliveries) / time.Since(start).Seconds()
+	out.CPU = c.cpu().perRun(cpu, out.Deliveries-out.Refused, c.pmErr)
 	return out, nil
 }
 

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/state/postgres/pgtest"
 )
 
 // The harness measures each figure on a small load: make bench-e2e's
@@ -28,6 +30,11 @@ func TestTheHarnessMeasuresEveryFigureOnBbolt(t *testing.T) {
 	assert.Positive(t, tp.PerSec)
 	assert.Positive(t, tp.AckP50)
 	assert.GreaterOrEqual(t, tp.AckP99, tp.AckP50)
+	assert.Positive(t, tp.CPU.Serve, "runbook serve's processor time a run")
+	assert.Positive(t, tp.CPU.Harness, "the senders'")
+	assert.Zero(t, tp.CPU.Database, "no database on bbolt")
+	assert.NoError(t, tp.CPU.DatabaseErr)
+	assert.Positive(t, tp.CPU.Allows(2))
 
 	sms, err := c.SMS(ctx, 20, 4, 100, time.Minute)
 	require.NoError(t, err)
@@ -49,6 +56,27 @@ func TestTheHarnessMeasuresEveryFigureOnBbolt(t *testing.T) {
 	assert.Positive(t, ch.Floor)
 	assert.Positive(t, ch.Exec)
 	assert.Positive(t, ch.Ratio)
+}
+
+// On PostgreSQL the harness adds the server's processor time, its
+// backends' included, to a run's.
+func TestTheHarnessMeasuresPostgreSQLsProcessorTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds runbook and starts runbook serve on PostgreSQL")
+	}
+	state := pgtest.DB(t)
+	bin := build(t)
+	c, err := StartCluster(bin, t.TempDir(), state, 1, 10*time.Second)
+	require.NoError(t, err)
+	defer c.Stop()
+
+	tp, err := c.Deliveries(context.Background(), 300, 8, time.Minute)
+	require.NoError(t, err)
+	assert.Equal(t, 300, tp.Deliveries)
+	require.NoError(t, tp.CPU.DatabaseErr, "the test server runs on this machine")
+	assert.Positive(t, tp.CPU.Database, "PostgreSQL's processor time a run")
+	assert.Positive(t, tp.CPU.Serve)
+	assert.Equal(t, tp.CPU.Serve+tp.CPU.Harness+tp.CPU.Database, tp.CPU.All())
 }
 
 // The agents' load on a small scale: every run's step ran once on an
