@@ -235,3 +235,29 @@ func BenchmarkConcurrentCommits(b *testing.B) {
 	eachStore(b, run)
 	b.Run("postgres-pool32", func(b *testing.B) { run(b, open(b, pgtest.DB(b), postgres.Options{MaxConns: 32})) })
 }
+
+// BenchmarkQueuePollBesideWaitingRuns is a replica's poll of the queue
+// (ClaimRuns) that finds nothing to take beside 20,000 runs waiting for
+// another replica, alive (approvals, say): what each replica pays every
+// second for them.
+func BenchmarkQueuePollBesideWaitingRuns(b *testing.B) {
+	dsn := pgtest.DB(b)
+	s := open(b, dsn, postgres.Options{})
+	if err := s.KeepReplica(ctx, "host/live", state.ReplicaServe, time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := connect(b, dsn).Exec(ctx, `INSERT INTO runbook_runs (id, playbook, status, owner, created_ns, created_at, record)
+		SELECT 'waiting-' || lpad(g::text, 6, '0'), 'pb', 'waiting', 'host/live', g, now() - interval '1 hour', '{}'
+		FROM generate_series(1, 20000) g`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := connect(b, dsn).Exec(ctx, `ANALYZE runbook_runs`); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		ids, err := s.ClaimRuns(ctx, "host/poller", 16, time.Second, false)
+		if err != nil || len(ids) > 0 {
+			b.Fatal(ids, err)
+		}
+	}
+}
