@@ -58,7 +58,7 @@ func TestBenchE2E(t *testing.T) {
 			c.Stop()
 			t.Fatalf("%s: deliveries: %v", s.name, err)
 		}
-		cpuRows = append(cpuRows, cpuRow(s.name, "log", tp.CPU))
+		cpuRows = append(cpuRows, cpuRow(s.name, "log", tp))
 		progress("%s: dispatch", s.name)
 		d, err := c.Dispatch(ctx, *dispatchN, *rate, 10*time.Minute)
 		if err != nil {
@@ -78,7 +78,7 @@ func TestBenchE2E(t *testing.T) {
 			}
 			smsRows = append(smsRows, fmt.Sprintf("| %s | %.0f | %.0f%s | %s | %s |", s.name, *smsRate, sms.PerSec, refusedOf(sms),
 				ms(sms.AckP50), ms(sms.AckP99)))
-			cpuRows = append(cpuRows, cpuRow(s.name, "sms-unsubscribe", sms.CPU))
+			cpuRows = append(cpuRows, cpuRow(s.name, "sms-unsubscribe", sms))
 		}
 		takeover, ended := "–", "–"
 		if s.replicas > 1 {
@@ -138,17 +138,17 @@ func TestBenchE2E(t *testing.T) {
 }
 
 // refusedOf notes the deliveries of tp that were not answered 200.
-// cpuRow is a row of the processor time table: u, a run of playbook on
-// store.
-func cpuRow(store, playbook string, u CPUUse) string {
-	db := "–"
+// cpuRow is a row of the processor time table: a run of playbook on
+// store, over tp's load.
+func cpuRow(store, playbook string, tp Throughput) string {
+	u, db := tp.CPU, "–"
 	switch {
-	case u.DatabaseErr != nil:
-		db = "not measured: " + u.DatabaseErr.Error()
+	case tp.CPUErr != nil:
+		db = "not measured: " + tp.CPUErr.Error()
 	case strings.HasPrefix(store, "postgres"):
 		db = msFine(u.Database)
 	}
-	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %.0f |", store, playbook, msFine(u.Serve), msFine(u.Harness), db,
+	return fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %.0f |", store, playbook, msFine(u.Serve), msFine(u.Self), db,
 		msFine(u.All()), u.Allows(runtime.NumCPU()))
 }
 

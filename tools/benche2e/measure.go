@@ -12,6 +12,7 @@ import (
 	"github.com/runbook/runbook/internal/api"
 	"github.com/runbook/runbook/internal/sim/webhook"
 	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/tools/internal/serveproc"
 )
 
 // Throughput is what the senders of one load saw, and when its runs ended.
@@ -21,7 +22,11 @@ type Throughput struct {
 	AckP50     time.Duration
 	AckP99     time.Duration // with several replicas, the worst replica's
 	Refused    int           // answers other than 200
-	CPU        CPUUse        // from the first delivery sent to the last run finished
+	// CPU is the processor time a run took of each part, from the first
+	// delivery sent to the last run finished; CPUErr says why PostgreSQL's
+	// part is not measured (a server on another machine).
+	CPU    serveproc.Use
+	CPUErr error
 }
 
 // Deliveries sends n deliveries of one hook each from conc senders to the
@@ -63,7 +68,7 @@ func (c *Cluster) deliveries(ctx context.Context, route string, n, conc int, rat
 		return out, err
 	}
 	out.PerSec = float64(out.Deliveries) / time.Since(start).Seconds()
-	out.CPU = c.cpu().perRun(cpu, out.Deliveries-out.Refused, c.pmErr)
+	out.CPU, out.CPUErr = c.cpu().Since(cpu).Per(out.Deliveries-out.Refused), c.pmErr
 	return out, nil
 }
 

@@ -98,7 +98,8 @@ func run(bin, which, stateLoc string, count, conc, hooks int, rate float64, time
 		return err
 	}
 	pm, pmErr := postmaster(stateLoc)
-	cpu0 := srv.cpu(pm)
+	serves := []int{srv.Cmd.Process.Pid}
+	cpu0 := serveproc.ReadUse(serves, pm)
 	start := time.Now()
 	rep, err := webhook.Send(context.Background(), webhook.Options{
 		To: srv.URL + "/hooks/sms", Event: "UNSUBSCRIBE", Count: count, Secret: secret,
@@ -110,7 +111,7 @@ func run(bin, which, stateLoc string, count, conc, hooks int, rate float64, time
 	acked := time.Since(start)
 	finished, err := srv.waitFinished(done, rep.Hooks, timeout)
 	drained := time.Since(start)
-	used := srv.cpu(pm).minus(cpu0)
+	used := serveproc.ReadUse(serves, pm).Since(cpu0)
 	fmt.Printf("playbook %s: %d deliveries (%d hooks) from %d senders\n", which, rep.Deliveries, rep.Hooks, conc)
 	fmt.Printf("  answers:   %v in %s: %.0f deliveries/s; ack p50 %s, p90 %s, p99 %s, max %s\n",
 		rep.ByStatus, acked.Round(time.Millisecond), rep.PerSec, rep.P50.Round(10*time.Microsecond),
@@ -123,48 +124,28 @@ func run(bin, which, stateLoc string, count, conc, hooks int, rate float64, time
 	}
 	fmt.Printf("  state:     %s +%.1f MB; serve peak RSS %.0f MB\n",
 		where, float64(stateSize(dir, stateLoc)-before)/1e6, float64(srv.peakRSS())/1e6)
-	fmt.Printf("  CPU a run: %s\n", used.perRun(rep.Hooks, pmErr))
+	fmt.Printf("  CPU a run: %s\n", cpuLine(used, rep.Hooks, pmErr))
 	return err
 }
 
-// cpuUse is the processor time used so far by runbook serve, by this
-// process (the senders) and by the PostgreSQL server (db, when pm > 0).
-type cpuUse struct{ serve, senders, db time.Duration }
-
-func (s *server) cpu(pm int) cpuUse {
-	u := cpuUse{senders: serveproc.SelfCPU()}
-	u.serve, _ = serveproc.CPU(s.Cmd.Process.Pid, false)
-	if pm > 0 {
-		u.db, _ = serveproc.CPU(pm, true)
-	}
-	return u
-}
-
-func (u cpuUse) minus(v cpuUse) cpuUse {
-	return cpuUse{serve: u.serve - v.serve, senders: u.senders - v.senders, db: u.db - v.db}
-}
-
-// perRun says u a run for runs runs and the rate the machine's cores
-// would allow at that much a run; dbErr says why PostgreSQL's part is
-// not measured (nil on bbolt, where it has none).
-func (u cpuUse) perRun(runs int, dbErr error) string {
+// cpuLine says u, the processor time of runs runs, a run, and the rate
+// the machine's cores allow at that much a run; dbErr says why
+// PostgreSQL's part is not measured (nil on bbolt, where it has none).
+func cpuLine(u serveproc.Use, runs int, dbErr error) string {
 	if runs <= 0 {
 		return "no runs"
 	}
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(runs) }
-	all := u.serve + u.senders + u.db
-	out := fmt.Sprintf("serve %.3f ms, senders %.3f ms", ms(u.serve), ms(u.senders))
+	u = u.Per(runs)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	out := fmt.Sprintf("serve %.3f ms, senders %.3f ms", ms(u.Serve), ms(u.Self))
 	switch {
 	case dbErr != nil:
 		out += fmt.Sprintf(", PostgreSQL not measured (%v)", dbErr)
-	case u.db > 0:
-		out += fmt.Sprintf(", PostgreSQL %.3f ms", ms(u.db))
-	}
-	if all <= 0 {
-		return out
+	case u.Database > 0:
+		out += fmt.Sprintf(", PostgreSQL %.3f ms", ms(u.Database))
 	}
 	cores := runtime.NumCPU()
-	return out + fmt.Sprintf("; %.3f ms in all: at most %.0f runs/s on %d cores", ms(all), float64(cores)*float64(time.Second)/(float64(all)/float64(runs)), cores)
+	return out + fmt.Sprintf("; %.3f ms in all: at most %.0f runs/s on %d cores", ms(u.All()), u.Allows(cores), cores)
 }
 
 // postmaster returns the process of the PostgreSQL server at stateLoc,
@@ -180,11 +161,7 @@ func postmaster(stateLoc string) (int, error) {
 		return 0, err
 	}
 	defer conn.Close(ctx)
-	var backend int
-	if err := conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
-		return 0, err
-	}
-	return serveproc.Postmaster(backend)
+	return serveproc.Postmaster(ctx, conn)
 }
 
 // setUp writes the config and the playbook directory into dir.

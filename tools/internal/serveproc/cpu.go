@@ -2,6 +2,7 @@ package serveproc
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // userHZ is the unit of the times in /proc/PID/stat: USER_HZ, 100 a
@@ -50,10 +53,61 @@ func SelfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// Postmaster returns the PostgreSQL server process whose backend is pid
-// (pg_backend_pid() of a connection): the backend's parent, which must be
-// a postgres process on this machine. A server elsewhere is an error.
-func Postmaster(backend int) (int, error) {
+// Use is the processor time, user and system, that the parts of a load
+// used: the runbook serve processes, this process (the load's senders and
+// its polls) and the PostgreSQL server (its backends included; none on
+// bbolt). On a machine that runs nothing else, the cores divided by the
+// parts' time a run bound the runs a second.
+type Use struct{ Serve, Self, Database time.Duration }
+
+// ReadUse reads the processor time that the serve processes, this process
+// and the PostgreSQL server whose postmaster is pm (0: none) have used so
+// far. A process that is gone counts nothing.
+func ReadUse(serves []int, pm int) Use {
+	u := Use{Self: SelfCPU()}
+	for _, pid := range serves {
+		d, _ := CPU(pid, false)
+		u.Serve += d
+	}
+	if pm > 0 {
+		u.Database, _ = CPU(pm, true)
+	}
+	return u
+}
+
+// Since is the time used between v and u.
+func (u Use) Since(v Use) Use {
+	return Use{Serve: u.Serve - v.Serve, Self: u.Self - v.Self, Database: u.Database - v.Database}
+}
+
+// Per divides u among n runs.
+func (u Use) Per(n int) Use {
+	if n <= 0 {
+		return Use{}
+	}
+	d := time.Duration(n)
+	return Use{Serve: u.Serve / d, Self: u.Self / d, Database: u.Database / d}
+}
+
+// All is the parts' time together.
+func (u Use) All() time.Duration { return u.Serve + u.Self + u.Database }
+
+// Allows is the runs a second that cores allow at u a run.
+func (u Use) Allows(cores int) float64 {
+	if u.All() <= 0 {
+		return 0
+	}
+	return float64(cores) * float64(time.Second) / float64(u.All())
+}
+
+// Postmaster returns the process of the PostgreSQL server conn is to:
+// the parent of its backend, which must be a postgres process on this
+// machine. A server elsewhere is an error.
+func Postmaster(ctx context.Context, conn *pgx.Conn) (int, error) {
+	var backend int
+	if err := conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+		return 0, err
+	}
 	st, err := readStat(backend)
 	if err != nil {
 		return 0, fmt.Errorf("backend %d is not a process on this machine: %w", backend, err)

@@ -101,3 +101,34 @@ func TestSelfCPUIsThisProcesssTime(t *testing.T) {
 	require.NoError(t, err)
 	assert.InDelta(t, float64(self), float64(stat), float64(30*time.Millisecond), "getrusage and /proc agree within ticks")
 }
+
+func TestAUseIsDividedAmongRunsAndBoundsTheirRate(t *testing.T) {
+	before := Use{Serve: time.Second, Self: 2 * time.Second, Database: 3 * time.Second}
+	after := Use{Serve: 3 * time.Second, Self: 2500 * time.Millisecond, Database: 5 * time.Second}
+	used := after.Since(before)
+	assert.Equal(t, Use{Serve: 2 * time.Second, Self: 500 * time.Millisecond, Database: 2 * time.Second}, used)
+
+	run := used.Per(1000)
+	assert.Equal(t, Use{Serve: 2 * time.Millisecond, Self: 500 * time.Microsecond, Database: 2 * time.Millisecond}, run)
+	assert.Equal(t, 4500*time.Microsecond, run.All())
+	assert.InDelta(t, 2/0.0045, run.Allows(2), 0.001, "two cores at 4.5 ms a run")
+
+	assert.Zero(t, used.Per(0))
+	assert.Zero(t, Use{}.Allows(2))
+}
+
+func TestReadUseCountsTheServesAndThisProcess(t *testing.T) {
+	cmd := helper("burn-sleep")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+
+	var u Use
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if u = ReadUse([]int{cmd.Process.Pid, 1 << 30}, 0); u.Serve >= 90*time.Millisecond {
+			break
+		}
+	}
+	assert.GreaterOrEqual(t, u.Serve, 90*time.Millisecond, "the helper's 100 ms; a process that is gone counts nothing")
+	assert.Positive(t, u.Self)
+	assert.Zero(t, u.Database, "no database")
+}
