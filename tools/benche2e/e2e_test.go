@@ -137,7 +137,6 @@ func TestBenchE2E(t *testing.T) {
 	fmt.Printf("\nload average at the end %s\n", loadAverage())
 }
 
-// refusedOf notes the deliveries of tp that were not answered 200.
 // cpuRow is a row of the processor time table: a run of playbook on
 // store, over tp's load.
 func cpuRow(store, playbook string, tp Throughput) string {
@@ -156,6 +155,7 @@ func msFine(d time.Duration) string {
 	return fmt.Sprintf("%.3f ms", float64(d)/float64(time.Millisecond))
 }
 
+// refusedOf notes the deliveries of tp that were not answered 200.
 func refusedOf(tp Throughput) string {
 	if tp.Refused == 0 {
 		return ""
