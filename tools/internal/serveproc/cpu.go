@@ -40,7 +40,7 @@ func CPU(pid int, children bool) (time.Duration, error) {
 			ticks += c.utime + c.stime
 		}
 	}
-	return ticks * time.Second / userHZ, nil
+	return time.Duration(ticks) * time.Second / userHZ, nil
 }
 
 // SelfCPU returns the processor time, user and system, that this process
@@ -126,7 +126,7 @@ func Postmaster(ctx context.Context, conn *pgx.Conn) (int, error) {
 type procStat struct {
 	comm                         string
 	ppid                         int
-	utime, stime, cutime, cstime time.Duration // in USER_HZ ticks
+	utime, stime, cutime, cstime int64 // in USER_HZ ticks
 }
 
 // readStat reads /proc/pid/stat. The command name, in parentheses, may
@@ -158,7 +158,7 @@ func parseStat(b []byte) (procStat, error) {
 		n[i] = v
 	}
 	return procStat{comm: string(b[open+1 : end]), ppid: int(n[0]),
-		utime: time.Duration(n[1]), stime: time.Duration(n[2]), cutime: time.Duration(n[3]), cstime: time.Duration(n[4])}, nil
+		utime: n[1], stime: n[2], cutime: n[3], cstime: n[4]}, nil
 }
 
 // childrenOf returns the live children of pid. A child that exits while
