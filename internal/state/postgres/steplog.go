@@ -55,7 +55,6 @@ FROM r, unnest($3::bigint[], $4::bigint[], $5::text[], $6::text[]) AS u (s, l, s
 // outputRows are chunks of one run's lines (state.EncodeOutput) as
 // appendOutput takes them.
 type outputRows struct {
-	n             int64
 	firsts, lasts []int64
 	steps, chunks []string
 }
@@ -65,7 +64,7 @@ func newOutputRows(chunks []state.EncodedChunk) *outputRows {
 	if len(chunks) == 0 {
 		return nil
 	}
-	out := &outputRows{n: int64(chunks[len(chunks)-1].Last), firsts: make([]int64, len(chunks)), lasts: make([]int64, len(chunks)),
+	out := &outputRows{firsts: make([]int64, len(chunks)), lasts: make([]int64, len(chunks)),
 		steps: make([]string, len(chunks)), chunks: make([]string, len(chunks))}
 	for i, c := range chunks {
 		out.firsts[i], out.lasts[i], out.steps[i], out.chunks[i] = int64(c.First), int64(c.Last), c.Step, string(c.Data)
@@ -73,9 +72,10 @@ func newOutputRows(chunks []state.EncodedChunk) *outputRows {
 	return out
 }
 
-// args are appendOutput's arguments for o, of run runID.
+// args are appendOutput's arguments for o, of run runID: the lines it
+// takes are as many as its last chunk's last line says.
 func (o *outputRows) args(runID string) []any {
-	return []any{runID, o.n, o.firsts, o.lasts, o.steps, o.chunks}
+	return []any{runID, o.lasts[len(o.lasts)-1], o.firsts, o.lasts, o.steps, o.chunks}
 }
 
 // queue queues the insert of o (nil: nothing) into b.
