@@ -17,7 +17,8 @@ var finishedStatuses = []string{
 }
 
 // DeleteRun deletes a finished run; its steps, events, intents and
-// approvals go with it (their foreign keys cascade). The status is checked
+// approvals go with it (their foreign keys cascade, and the trigger of
+// migration 0003 deletes the events). The status is checked
 // in the same statement, so a run that another process resumed meanwhile
 // is not deleted: it is refused with state.ErrNotFinished, a run that does
 // not exist with state.ErrNotFound. The playbook snapshot stays: other

@@ -88,9 +88,11 @@
 // Event numbers come from the run's last_seq, taken with an UPDATE that
 // holds the run's row until commit, so concurrent writers of a run (on
 // any replica) get consecutive numbers and a call's events stay
-// together. Steps, events, intents and approvals reference their run (ON
-// DELETE CASCADE); a write to a run that does not exist fails with
-// state.ErrNotFound and writes nothing.
+// together. Steps, intents and approvals reference their run (ON DELETE
+// CASCADE); events are inserted only by a statement that writes their
+// run first, and go with it through a trigger (migration 0003), without a
+// foreign key's check for each event. A write to a run that does not
+// exist fails with state.ErrNotFound and writes nothing.
 //
 // Fencing (state.Fence): a write made for a run's executor (the engine of
 // a replica) starts with a call of runbook_fence (a function of the schema), which

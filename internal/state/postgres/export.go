@@ -3,10 +3,12 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/runbook/runbook/internal/state"
 )
@@ -238,6 +240,16 @@ func runRecords(ctx context.Context, tx pgx.Tx, id string) ([]state.Record, erro
 	return append(out, approvals...), nil
 }
 
+// importEvent inserts event $3 of run $1 under number $2 and takes the
+// run's last_seq up to it, in one statement: the event of a run that is
+// not there is not inserted (runbook_events has no foreign key, see
+// migration 0003).
+const importEvent = `WITH r AS (UPDATE runbook_runs SET last_seq = GREATEST(last_seq, $2) WHERE id = $1 RETURNING id)
+INSERT INTO runbook_events (run_id, seq, event) SELECT id, $2, $3 FROM r`
+
+// errNotImportedFirst is an imported record of a run that is not there.
+var errNotImportedFirst = errors.New("run not imported")
+
 // Import writes records as Export produced them, in one transaction and
 // one round trip (see state.Importer): event and audit numbers, creation
 // times and dedup times are kept, not assigned.
@@ -254,7 +266,7 @@ func (s *Store) Import(ctx context.Context, recs []state.Record) error {
 	(SELECT max(seq) IS NOT NULL FROM runbook_audit))`)
 	err := s.write(ctx, func(tx pgx.Tx) error { return tx.SendBatch(ctx, b).Close() })
 	switch {
-	case isForeignKeyViolation(err):
+	case isForeignKeyViolation(err) || errors.Is(err, errNotImportedFirst):
 		err = fmt.Errorf("a record of a run not imported first: %w", state.ErrNotFound)
 	case isUniqueViolation(err, "runbook_runs_pkey"):
 		err = fmt.Errorf("a run ID already taken: %w", state.ErrExists)
@@ -290,8 +302,12 @@ func queueImport(b *pgx.Batch, rec state.Record, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		b.Queue(`INSERT INTO runbook_events (run_id, seq, event) VALUES ($1, $2, $3)`, rec.Event.RunID, int64(rec.Event.Seq), data)
-		b.Queue(`UPDATE runbook_runs SET last_seq = GREATEST(last_seq, $2) WHERE id = $1`, rec.Event.RunID, int64(rec.Event.Seq))
+		b.Queue(importEvent, rec.Event.RunID, int64(rec.Event.Seq), data).Exec(func(tag pgconn.CommandTag) error {
+			if tag.RowsAffected() == 0 {
+				return errNotImportedFirst
+			}
+			return nil
+		})
 	case rec.Intent != nil:
 		return queueRunRecord(b, "runbook_intents", rec.Intent.RunID, rec.Intent.Step, rec.Intent)
 	case rec.Approval != nil:

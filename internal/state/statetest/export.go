@@ -78,6 +78,10 @@ func RunExport(t *testing.T, from, to func(t *testing.T, now func() time.Time) E
 		if !errors.Is(err, state.ErrNotFound) {
 			t.Fatalf("Import of a step of no run: got %v, want ErrNotFound", err)
 		}
+		err = dst.Import(context.Background(), []state.Record{{Kind: state.KindEvent, Event: &state.RunEvent{RunID: "nope", Event: state.Event{Seq: 1, Type: "run.started"}}}})
+		if !errors.Is(err, state.ErrNotFound) {
+			t.Fatalf("Import of an event of no run: got %v, want ErrNotFound", err)
+		}
 	})
 }
 
