@@ -169,6 +169,7 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 // countDeliveries records each webhook answer in the metrics.
 func (s *Server) countDeliveries(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r, rep := deliveryReport(r)
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
 		if rec.status/100 == 2 {
@@ -180,7 +181,7 @@ func (s *Server) countDeliveries(next http.Handler) http.Handler {
 		outcome := strconv.Itoa(rec.status)
 		if rec.status == http.StatusOK {
 			outcome = "accepted"
-			if strings.Contains(string(rec.head), `"status":"duplicate"`) {
+			if rep.Answer.Status == "duplicate" {
 				outcome = "duplicate"
 			}
 		}
@@ -192,22 +193,26 @@ func (s *Server) countDeliveries(next http.Handler) http.Handler {
 	})
 }
 
+// deliveryReport returns r with the intake's report in its context (the
+// one a handler before put there, else a new one), and the report: what
+// the intake parsed and answered, read instead of the answer's text.
+func deliveryReport(r *http.Request) (*http.Request, *trigger.Report) {
+	ctx, rep := trigger.WithReport(r.Context())
+	if ctx != r.Context() {
+		r = r.WithContext(ctx)
+	}
+	return r, rep
+}
+
+// statusRecorder keeps the status of an answer.
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
-	head   []byte // first bytes of the body
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
 	r.status = code
 	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *statusRecorder) Write(b []byte) (int, error) {
-	if len(r.head) < 64 {
-		r.head = append(r.head, b[:min(len(b), 64-len(r.head))]...)
-	}
-	return r.ResponseWriter.Write(b)
 }
 
 // --- playbooks ---

@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -22,14 +21,10 @@ const deliveryCapacity = 1000
 // 1000 hooks names 1000 runs; the log keeps 1000 deliveries).
 const deliveryRuns = 100
 
-// deliveryHead is how much of a delivery's body is kept to read its
-// hooksId, event and hooks from (the intake reads the whole body in
-// memory too, up to server.max_body), and hookAnswerHead how much of the
-// answer.
-const (
-	deliveryHead   = 1 << 20
-	hookAnswerHead = 64 << 10
-)
+// deliveryHead is how much of a delivery's body its hooksId, event and
+// hooks are read from when the intake parsed no envelope (it read the
+// body, up to server.max_body, and refused it).
+const deliveryHead = 1 << 20
 
 // deliveryLog keeps the latest webhook deliveries this process answered,
 // in memory: what was received, what became of it and the runs it
@@ -74,69 +69,32 @@ func (l *deliveryLog) list(limit int, keep func(*api.Delivery) bool) []api.Deliv
 	return out
 }
 
-// hookBodyHead keeps the first bytes read through it.
-type hookBodyHead struct {
-	io.ReadCloser
-	head []byte
-}
-
-func (h *hookBodyHead) Read(p []byte) (int, error) {
-	n, err := h.ReadCloser.Read(p)
-	if room := deliveryHead - len(h.head); room > 0 && n > 0 {
-		h.head = append(h.head, p[:min(n, room)]...)
-	}
-	return n, err
-}
-
-// hookAnswer keeps the status and the first bytes of an answer.
-type hookAnswer struct {
-	http.ResponseWriter
-	status int
-	body   []byte
-}
-
-func (a *hookAnswer) WriteHeader(code int) {
-	a.status = code
-	a.ResponseWriter.WriteHeader(code)
-}
-
-func (a *hookAnswer) Write(b []byte) (int, error) {
-	if room := hookAnswerHead - len(a.body); room > 0 {
-		a.body = append(a.body, b[:min(len(b), room)]...)
-	}
-	return a.ResponseWriter.Write(b)
-}
-
 // recordDeliveries logs every webhook request that next answers.
 func (m *uiMount) recordDeliveries(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		body := &hookBodyHead{ReadCloser: r.Body}
-		r.Body = body
-		rec := &hookAnswer{ResponseWriter: w, status: http.StatusOK}
+		r, rep := deliveryReport(r)
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
 		d := api.Delivery{At: start, Route: strings.TrimPrefix(r.URL.Path, "/hooks/"), Status: rec.status,
 			DurationMS: float64(time.Since(start).Microseconds()) / 1000}
-		var answer struct {
-			Status string   `json:"status"`
-			Runs   []string `json:"runs"`
-			Error  string   `json:"error"`
-			Code   string   `json:"code"`
-		}
-		_ = json.Unmarshal(rec.body, &answer)
-		d.Runs, d.Error, d.Code = answer.Runs, answer.Error, answer.Code
+		d.Runs, d.Error, d.Code = rep.Answer.Runs, rep.Refused.Error, rep.Refused.Code
 		if len(d.Runs) > deliveryRuns {
 			d.Runs, d.RunsTotal = d.Runs[:deliveryRuns:deliveryRuns], len(d.Runs)
 		}
 		switch {
-		case rec.status == http.StatusOK && answer.Status == "duplicate":
+		case rec.status == http.StatusOK && rep.Answer.Status == "duplicate":
 			d.Outcome = "duplicate"
 		case rec.status == http.StatusOK:
 			d.Outcome = "accepted"
 		default:
 			d.Outcome = "refused"
 		}
-		d.ID, d.Event, d.Hooks = envelopeOf(body.head)
+		if rep.Delivery != nil {
+			d.ID, d.Event, d.Hooks = rep.Delivery.HooksID, rep.Delivery.Event, len(rep.Delivery.Hooks)
+		} else {
+			d.ID, d.Event, d.Hooks = envelopeOf(rep.Body[:min(len(rep.Body), deliveryHead)])
+		}
 		if id := r.Header.Get("webhook-id"); id != "" {
 			d.ID = id
 		}

@@ -1,9 +1,7 @@
 package server
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -11,7 +9,6 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/trigger"
 )
 
 // What an operator reads in serve's log: refused reloads one problem a
@@ -81,16 +78,13 @@ func (s *Server) logRunEnd(runID string, ev state.Event, lb runLabel) {
 	s.log.Log(ctx, level, msg, attrs...)
 }
 
-// answerHead is how much of a delivery's answer logDeliveries reads: its
-// status and run IDs, or its error.
-const answerHead = 4 << 10
-
 // logDeliveries logs each webhook delivery once answered: route, HTTP
 // status and outcome with the runs it started (info), or why it was
 // refused (warn; error for a failure of the server).
 func (s *Server) logDeliveries(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &answerRecorder{ResponseWriter: w, status: http.StatusOK}
+		r, rep := deliveryReport(r)
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
 		route := strings.TrimPrefix(r.URL.Path, "/hooks/")
 		if len(route) > 64 {
@@ -98,8 +92,7 @@ func (s *Server) logDeliveries(next http.Handler) http.Handler {
 		}
 		attrs := []any{"route", route, "code", rec.status}
 		if rec.status == http.StatusOK {
-			var a trigger.Answer
-			_ = json.Unmarshal(rec.body.Bytes(), &a)
+			a := rep.Answer
 			attrs = append(attrs, "outcome", a.Status, "runs", strings.Join(a.Runs, ","))
 			if len(a.Skipped) > 0 {
 				attrs = append(attrs, "skipped", strings.Join(a.Skipped, ","))
@@ -107,8 +100,7 @@ func (s *Server) logDeliveries(next http.Handler) http.Handler {
 			s.log.Info("webhook delivery", attrs...)
 			return
 		}
-		var e trigger.ErrorBody
-		_ = json.Unmarshal(rec.body.Bytes(), &e)
+		e := rep.Refused
 		attrs = append(attrs, "err", e.Error)
 		level := slog.LevelWarn
 		if rec.status >= 500 {
@@ -116,24 +108,4 @@ func (s *Server) logDeliveries(next http.Handler) http.Handler {
 		}
 		s.log.Log(r.Context(), level, "webhook delivery refused", attrs...)
 	})
-}
-
-// answerRecorder keeps the status and the first answerHead bytes of an
-// answer.
-type answerRecorder struct {
-	http.ResponseWriter
-	status int
-	body   bytes.Buffer
-}
-
-func (r *answerRecorder) WriteHeader(code int) {
-	r.status = code
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *answerRecorder) Write(b []byte) (int, error) {
-	if room := answerHead - r.body.Len(); room > 0 {
-		r.body.Write(b[:min(len(b), room)])
-	}
-	return r.ResponseWriter.Write(b)
 }

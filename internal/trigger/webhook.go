@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -195,24 +194,25 @@ type ErrorBody struct {
 // On a Standard Webhooks route the headers and the timestamp are checked
 // (401) before the body is read, its signature (401) after.
 func (in *Intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rep := reportOf(r.Context())
 	name, ok := strings.CutPrefix(r.URL.Path, "/hooks/")
 	route, known := in.opts.Routes[name]
 	if !ok || !known {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no webhook route %q", name))
+		rep.refuse(w, http.StatusNotFound, "not_found", fmt.Sprintf("no webhook route %q", name))
 		return
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, "invalid", "webhooks are delivered with POST")
+		rep.refuse(w, http.StatusMethodNotAllowed, "invalid", "webhooks are delivered with POST")
 		return
 	}
 	if !in.enter() {
-		writeError(w, http.StatusServiceUnavailable, "unavailable", "shutting down; deliver again later")
+		rep.refuse(w, http.StatusServiceUnavailable, "unavailable", "shutting down; deliver again later")
 		return
 	}
 	defer in.leave()
 	if msg := checkContentType(r.Header.Get("Content-Type")); msg != "" {
-		writeError(w, http.StatusUnsupportedMediaType, "invalid", msg)
+		rep.refuse(w, http.StatusUnsupportedMediaType, "invalid", msg)
 		return
 	}
 	standard := route.Verify == VerifyStandard
@@ -224,44 +224,46 @@ func (in *Intake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		msg = checkSignature(r.Header, route.secrets())
 	}
 	if msg != "" {
-		writeError(w, http.StatusUnauthorized, "unauthorized", msg)
+		rep.refuse(w, http.StatusUnauthorized, "unauthorized", msg)
 		return
 	}
 	tooLarge := fmt.Sprintf("body is larger than %d bytes", in.opts.MaxBody)
 	if r.ContentLength > in.opts.MaxBody {
-		writeError(w, http.StatusRequestEntityTooLarge, "invalid", tooLarge)
+		rep.refuse(w, http.StatusRequestEntityTooLarge, "invalid", tooLarge)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, in.opts.MaxBody+1))
+	rep.Body = body
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid", "reading the body failed: "+err.Error())
+		rep.refuse(w, http.StatusBadRequest, "invalid", "reading the body failed: "+err.Error())
 		return
 	}
 	if int64(len(body)) > in.opts.MaxBody {
-		writeError(w, http.StatusRequestEntityTooLarge, "invalid", tooLarge)
+		rep.refuse(w, http.StatusRequestEntityTooLarge, "invalid", tooLarge)
 		return
 	}
 	var d *Delivery
 	if standard {
 		if !standardSignature(r.Header.Get("webhook-signature"), id, ts, body, in.keys[name]) {
-			writeError(w, http.StatusUnauthorized, "unauthorized", "no webhook-signature matches the route's secret")
+			rep.refuse(w, http.StatusUnauthorized, "unauthorized", "no webhook-signature matches the route's secret")
 			return
 		}
 		d, err = ParseGeneric(id, body)
 	} else {
 		d, err = ParseDelivery(body)
+		rep.Delivery = d
 	}
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid", err.Error())
+		rep.refuse(w, http.StatusBadRequest, "invalid", err.Error())
 		return
 	}
 	ans, err := in.deliver(r.Context(), name, d)
 	if err != nil {
 		in.opts.Logger.Error("webhook delivery failed", "route", name, "delivery", d.HooksID, "err", err)
-		writeError(w, http.StatusInternalServerError, "internal", "the delivery could not be committed; deliver again")
+		rep.refuse(w, http.StatusInternalServerError, "internal", "the delivery could not be committed; deliver again")
 		return
 	}
-	writeJSON(w, http.StatusOK, ans)
+	rep.accept(w, ans)
 }
 
 // checkContentType accepts application/json (or a +json type) with no
@@ -303,16 +305,4 @@ func checkSignature(h http.Header, secrets []string) string {
 		return "signature does not match the route's secret"
 	}
 	return ""
-}
-
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, ErrorBody{Error: msg, Code: code})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, _ := json.Marshal(v)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
 }
