@@ -12,6 +12,9 @@ func Retries(s *Store) int64 { return s.retries.Load() }
 // ListQuery is the SQL and arguments of ListRuns.
 var ListQuery = listQuery
 
+// ClaimRuns is the SQL of ClaimRun's claims (see claimRuns).
+var ClaimRuns = claimRuns
+
 // MaxConns is the size of the store's pool.
 func MaxConns(s *Store) int32 { return s.pool.Config().MaxConns }
 
