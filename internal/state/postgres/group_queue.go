@@ -18,7 +18,12 @@ import (
 // (fits), how a group is sent (send), and whether a caller whose ctx ends
 // after its request was taken still waits for the outcome (waitTaken).
 // Workers are started when requests queue and end when none is left: an
-// idle Store runs no goroutine.
+// idle Store runs no goroutine. A caller that finds no worker running
+// (and a worker's place free) is the worker itself until its own request
+// is answered, and leaves what queued meanwhile to a worker it starts:
+// with few requests a group is one request, sent without handing it to
+// another goroutine and back, which on this project's machine cost more
+// than the group's own work.
 //
 // A request abandoned by its caller (its ctx ended) before a worker took
 // it is never sent. A group is sent under a context that ends only when
@@ -65,14 +70,18 @@ type queued[R any] struct {
 }
 
 // do queues req and waits until it is answered (nil: req holds its
-// outcome) or ctx ends first (ctx's error; see waitTaken).
+// outcome) or ctx ends first (ctx's error; see waitTaken). A caller that
+// leads (see lead) sends its request itself and returns its outcome
+// whatever its ctx.
 func (q *groupQueue[R]) do(ctx context.Context, req R) error {
 	e := &queued[R]{ctx: ctx, req: req, answered: make(chan struct{})}
 	q.mu.Lock()
 	q.queue = append(q.queue, e)
 	if q.running < q.workers {
 		q.running++
-		go q.work()
+		q.mu.Unlock()
+		q.lead(e)
+		return nil
 	}
 	q.mu.Unlock()
 	select {
@@ -113,23 +122,61 @@ func (q *groupQueue[R]) holdNext(n int) {
 
 // work sends groups until the queue is empty.
 func (q *groupQueue[R]) work() {
-	for {
-		q.mu.Lock()
-		for q.hold > 0 && len(q.queue) < q.hold {
-			q.mu.Unlock()
-			time.Sleep(time.Millisecond)
-			q.mu.Lock()
+	for q.next() {
+	}
+}
+
+// lead sends groups, as a worker, until e is answered (e is queued and
+// never abandoned: its caller is here), then leaves what is queued to a
+// worker.
+func (q *groupQueue[R]) lead(e *queued[R]) {
+	defer func() {
+		// A panic while sending ends the process, as it did on a worker
+		// goroutine, instead of being recovered by the caller's (net/http
+		// recovers a handler's) with the queue left without its worker.
+		if p := recover(); p != nil {
+			go panic(p)
+			select {}
 		}
-		q.hold = 0
-		group := q.take()
-		if len(group) == 0 {
-			q.running--
+	}()
+	for {
+		select {
+		case <-e.answered:
+			q.mu.Lock()
+			if len(q.queue) == 0 {
+				q.running--
+			} else {
+				go q.work()
+			}
 			q.mu.Unlock()
 			return
+		default:
 		}
-		q.mu.Unlock()
-		q.sendGroup(group)
+		if !q.next() {
+			return // not reached: e, queued, is taken first
+		}
 	}
+}
+
+// next takes a group and sends it, and reports whether there was one
+// (when not, the caller stops working: it no longer counts as running).
+func (q *groupQueue[R]) next() bool {
+	q.mu.Lock()
+	for q.hold > 0 && len(q.queue) < q.hold {
+		q.mu.Unlock()
+		time.Sleep(time.Millisecond)
+		q.mu.Lock()
+	}
+	q.hold = 0
+	group := q.take()
+	if len(group) == 0 {
+		q.running--
+		q.mu.Unlock()
+		return false
+	}
+	q.mu.Unlock()
+	q.sendGroup(group)
+	return true
 }
 
 // take removes from the queue, oldest first, the live requests that fit
