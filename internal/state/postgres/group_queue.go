@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -135,7 +137,8 @@ func (q *groupQueue[R]) lead(e *queued[R]) {
 		// goroutine, instead of being recovered by the caller's (net/http
 		// recovers a handler's) with the queue left without its worker.
 		if p := recover(); p != nil {
-			go panic(p)
+			stack := debug.Stack() // where it panicked, for the crash's report
+			go panic(fmt.Sprintf("%v\n\nsending a group:\n%s", p, stack))
 			select {}
 		}
 	}()
