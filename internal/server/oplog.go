@@ -93,7 +93,10 @@ func (s *Server) logDeliveries(next http.Handler) http.Handler {
 		attrs := []any{"route", route, "code", rec.status}
 		if rec.status == http.StatusOK {
 			a := rep.Answer
-			attrs = append(attrs, "outcome", a.Status, "runs", strings.Join(a.Runs, ","))
+			attrs = append(attrs, "outcome", a.Status, "runs", strings.Join(a.Runs[:min(len(a.Runs), deliveryRuns)], ","))
+			if len(a.Runs) > deliveryRuns {
+				attrs = append(attrs, "runs_total", len(a.Runs)) // the line names the first deliveryRuns
+			}
 			if len(a.Skipped) > 0 {
 				attrs = append(attrs, "skipped", strings.Join(a.Skipped, ","))
 			}
