@@ -24,8 +24,8 @@ import (
 // (and a worker's place free) is the worker itself until its own request
 // is answered, and leaves what queued meanwhile to a worker it starts:
 // with few requests a group is one request, sent without handing it to
-// another goroutine and back, which on this project's machine cost more
-// than the group's own work.
+// another goroutine and back (two wake-ups of idle threads; see "A caller
+// with no group worker" in docs/performance.md).
 //
 // A request abandoned by its caller (its ctx ended) before a worker took
 // it is never sent. A group is sent under a context that ends only when
