@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -245,18 +244,10 @@ func TestDefinitions(t *testing.T) {
 
 func TestDeliveriesAreLogged(t *testing.T) {
 	e := newEnv(t, map[string]string{"hook.yaml": hookPlaybook})
-	post := func(route, sig, body string) {
-		req, _ := http.NewRequest("POST", e.url+"/hooks/"+route, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Cloud-Webhook-Signature", sig)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-	}
-	post("sms", "hook-secret", unsubscribeBody)
-	post("sms", "hook-secret", unsubscribeBody)
-	post("sms", "wrong", unsubscribeBody)
-	post("sms", "hook-secret", `{"hooksId":"h-2","event":"UNSUBSCRIBE","hooks":[{}]}`)
+	e.deliver("hook-secret", unsubscribeBody)
+	e.deliver("hook-secret", unsubscribeBody)
+	e.deliver("wrong", unsubscribeBody)
+	e.deliver("hook-secret", `{"hooksId":"h-2","event":"UNSUBSCRIBE","hooks":[{}]}`)
 
 	r := e.api("GET", "/api/v1/deliveries", nil)
 	require.Equal(t, 200, r.status, "%s", r.body)
@@ -285,7 +276,7 @@ func TestDeliveriesAreLogged(t *testing.T) {
 	assert.Contains(t, malformed.Error, "hookId")
 	assert.Equal(t, "h-2", malformed.ID)
 
-	post("sms", "hook-secret", hooksBody(t, "h-big", 150))
+	e.deliver("hook-secret", hooksBody(t, "h-big", 150))
 	r = e.api("GET", "/api/v1/deliveries?limit=1", nil)
 	require.NoError(t, json.Unmarshal(r.body, &list))
 	require.Len(t, list.Deliveries, 1)

@@ -3,7 +3,6 @@ package server_test
 import (
 	"bytes"
 	"log/slog"
-	"net/http"
 	"regexp"
 	"strings"
 	"sync"
@@ -41,16 +40,8 @@ func TestEachDeliveryIsOneLogLine(t *testing.T) {
 	e := newEnv(t, map[string]string{"hook.yaml": hookPlaybook}, func(o *server.Options) {
 		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
-	post := func(sig, body string) {
-		req, _ := http.NewRequest("POST", e.url+"/hooks/sms", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Cloud-Webhook-Signature", sig)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-	}
-	post("hook-secret", hooksBody(t, "h-big", 150))
-	post("forged", unsubscribeBody)
+	require.Equal(t, 200, e.deliver("hook-secret", hooksBody(t, "h-big", 150)))
+	require.Equal(t, 401, e.deliver("forged", unsubscribeBody))
 
 	lines := strings.Split(logs.String(), "\n")
 	var accepted, refused string

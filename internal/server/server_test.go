@@ -158,6 +158,19 @@ func (e *env) api(method, path string, body any) reply {
 	return e.do(method, path, token, body)
 }
 
+// deliver posts body to the sms route signed with signature and returns
+// the answer's status.
+func (e *env) deliver(signature, body string) int {
+	e.t.Helper()
+	req, _ := http.NewRequest("POST", e.url+"/hooks/sms", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Cloud-Webhook-Signature", signature)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(e.t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 // waitStatus polls a run until its status is one of want.
 func (e *env) waitStatus(id string, want ...state.RunStatus) map[string]any {
 	e.t.Helper()
@@ -572,18 +585,9 @@ func TestMetrics(t *testing.T) {
 	e := newEnv(t, map[string]string{"gate.yaml": approvalPlaybook, "hook.yaml": hookPlaybook})
 	id := e.api("POST", "/api/v1/playbooks/gate/runs", nil).json(t)["id"].(string)
 	e.waitStatus(id, state.RunWaiting)
-	post := func(sig string) int {
-		req, _ := http.NewRequest("POST", e.url+"/hooks/sms", strings.NewReader(unsubscribeBody))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Cloud-Webhook-Signature", sig)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	assert.Equal(t, 200, post("hook-secret"))
-	assert.Equal(t, 200, post("hook-secret"))
-	assert.Equal(t, 401, post("wrong"))
+	assert.Equal(t, 200, e.deliver("hook-secret", unsubscribeBody))
+	assert.Equal(t, 200, e.deliver("hook-secret", unsubscribeBody))
+	assert.Equal(t, 401, e.deliver("wrong", unsubscribeBody))
 	// The webhook's run executes in the background: wait until it ended.
 	require.Eventually(t, func() bool {
 		return strings.Contains(string(e.do("GET", "/metrics", "", nil).body), `runbook_runs{status="succeeded"} 1`)
