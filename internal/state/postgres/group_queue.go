@@ -76,6 +76,9 @@ type queued[R any] struct {
 // leads (see lead) sends its request itself and returns its outcome
 // whatever its ctx.
 func (q *groupQueue[R]) do(ctx context.Context, req R) error {
+	if err := ctx.Err(); err != nil {
+		return err // never sent, as a request abandoned in the queue
+	}
 	e := &queued[R]{ctx: ctx, req: req, answered: make(chan struct{})}
 	q.mu.Lock()
 	q.queue = append(q.queue, e)

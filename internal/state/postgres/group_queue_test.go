@@ -103,3 +103,18 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A request whose ctx has ended is not sent, by a caller that would have
+// led as by a worker.
+func TestARequestWhoseContextEndedIsNotSent(t *testing.T) {
+	sent := 0
+	q := &groupQueue[int]{workers: 1, max: 10, send: func(context.Context, []int) bool { sent++; return true }}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := q.do(ctx, 1); err != context.Canceled {
+		t.Fatalf("do: %v, want context.Canceled", err)
+	}
+	if sent != 0 || q.running != 0 || q.waiting() != 0 {
+		t.Fatalf("sent %d groups, %d workers, %d waiting", sent, q.running, q.waiting())
+	}
+}
