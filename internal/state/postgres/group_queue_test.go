@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // inTest reports whether the calling goroutine runs the test function
@@ -65,7 +67,7 @@ func TestWhatQueuesWhileACallerSendsGoesToAWorker(t *testing.T) {
 	}}
 	led := make(chan error, 1)
 	go func() { led <- q.do(context.Background(), 0) }()
-	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(groups) == 1 })
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(groups) == 1 }, 10*time.Second, time.Millisecond)
 
 	var others sync.WaitGroup
 	for i := 1; i <= 3; i++ {
@@ -75,7 +77,7 @@ func TestWhatQueuesWhileACallerSendsGoesToAWorker(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, func() bool { return q.waiting() == 3 })
+	require.Eventually(t, func() bool { return q.waiting() == 3 }, 10*time.Second, time.Millisecond)
 	close(first)
 	select {
 	case err := <-led:
@@ -90,18 +92,7 @@ func TestWhatQueuesWhileACallerSendsGoesToAWorker(t *testing.T) {
 	if len(groups) != 2 || len(groups[0]) != 1 || len(groups[1]) != 3 {
 		t.Fatalf("groups %v, want [0] then the three others together", groups)
 	}
-	waitFor(t, func() bool { q.mu.Lock(); defer q.mu.Unlock(); return q.running == 0 })
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	require.Eventually(t, func() bool { q.mu.Lock(); defer q.mu.Unlock(); return q.running == 0 }, 10*time.Second, time.Millisecond)
 }
 
 // A request whose ctx has ended is not sent, by a caller that would have
