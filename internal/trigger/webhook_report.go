@@ -17,11 +17,10 @@ type Report struct {
 	// Delivery is the envelope the intake parsed from Body: nil when it
 	// parsed none, and for a Standard Webhooks body.
 	Delivery *Delivery
-	// Answered is set once the intake wrote its answer: Answer when the
-	// status was 200, Refused otherwise.
-	Answered bool
-	Answer   Answer
-	Refused  ErrorBody
+	// Answer is the answer the intake sent with a 200, Refused the one
+	// it sent with another status; zero until it answers.
+	Answer  Answer
+	Refused ErrorBody
 }
 
 type reportKey struct{}
@@ -46,13 +45,13 @@ func reportOf(ctx context.Context) *Report {
 
 // refuse answers status with an ErrorBody.
 func (r *Report) refuse(w http.ResponseWriter, status int, code, msg string) {
-	r.Answered, r.Refused = true, ErrorBody{Error: msg, Code: code}
+	r.Refused = ErrorBody{Error: msg, Code: code}
 	writeJSON(w, status, r.Refused)
 }
 
 // accept answers 200 with ans.
 func (r *Report) accept(w http.ResponseWriter, ans *Answer) {
-	r.Answered, r.Answer = true, *ans
+	r.Answer = *ans
 	writeJSON(w, http.StatusOK, ans)
 }
 
