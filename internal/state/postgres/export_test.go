@@ -51,3 +51,9 @@ func WaitingRunWrites(s *Store) int { return s.writes.waiting() }
 func HoldLocks(s *Store, n int) {
 	s.locks.holdNext(n)
 }
+
+// SweepPlan and SweepRuns are ClaimRuns's setting and selection.
+const (
+	SweepPlan = sweepPlan
+	SweepRuns = sweepRuns
+)
