@@ -142,14 +142,15 @@ func (s *Store) claimGroup(ctx context.Context, group []*claimReq) bool {
 	for i, c := range group {
 		ids[i] = c.id
 	}
+	one := len(ids) == 1
 	var runs any = ids
-	if len(ids) == 1 {
+	if one {
 		runs = ids[0]
 	}
 	var claimed map[string]keptSteps
 	err := s.retry(ctx, func() error {
 		claimed = map[string]keptSteps{}
-		rows, err := s.pool.Query(ctx, claimRuns(group[0].adopt, len(ids) == 1), group[0].replica, runs)
+		rows, err := s.pool.Query(ctx, claimRuns(group[0].adopt, one), group[0].replica, runs)
 		if err != nil {
 			return err
 		}
