@@ -51,6 +51,9 @@ type Host struct {
 	// generation, between preparedTTL and twice that after Prepare.
 	prepared, preparedOld map[string]preparedRun
 	rotated               time.Time // when prepared became the current generation
+	// ownedPrepared counts the prepared runs committed as this replica's
+	// (see ownOnCommitLocked) that are neither launched nor dropped.
+	ownedPrepared int
 
 	rep *replica // nil: the store is not shared by replicas (replica.go)
 
@@ -127,18 +130,6 @@ func (nopMetrics) Recovered(string)    {}
 func (nopMetrics) Fenced(string)       {}
 func (nopMetrics) Seed([]*state.Run)   {}
 func (nopMetrics) Launched(*state.Run) {}
-
-// preparedRun is a prepared run's playbook, raw inputs and first event.
-type preparedRun struct {
-	pb     *playbook.Playbook
-	inputs map[string]any
-	ev     state.Event
-}
-
-// preparedTTL is how long a prepared run is kept at least: far longer
-// than a commit takes. A run launched later still runs (resumed from its
-// record, as after a restart).
-const preparedTTL = time.Minute
 
 var (
 	_ trigger.Preparer     = (*Host)(nil)
@@ -230,67 +221,6 @@ func (r *Host) observe(runID string, ev state.Event) {
 	if o := r.o.Engine.Observer.Event; o != nil {
 		o(runID, ev)
 	}
-}
-
-// Prepare implements trigger.Preparer: validate the run as Start does and
-// return its record for the webhook intake to commit with the delivery;
-// Launch executes it once committed.
-func (r *Host) Prepare(_ context.Context, req trigger.StartRequest) (*state.Run, []state.Event, error) {
-	if err := r.refusal(); err != nil {
-		return nil, nil, err
-	}
-	run, ev, err := r.eng.Prepare(req.Playbook, engine.StartRequest{Inputs: req.Inputs, Trigger: req.Trigger, Delivery: req.Delivery})
-	if err != nil {
-		return nil, nil, err
-	}
-	now := time.Now()
-	r.mu.Lock()
-	if now.Sub(r.rotated) >= preparedTTL {
-		r.preparedOld, r.prepared, r.rotated = r.prepared, make(map[string]preparedRun, len(r.prepared)), now
-	}
-	r.prepared[run.ID] = preparedRun{pb: req.Playbook, inputs: req.Inputs, ev: ev}
-	r.mu.Unlock()
-	return run, []state.Event{ev}, nil
-}
-
-// Launch implements trigger.Preparer: execute committed runs that Prepare
-// returned in the background.
-func (r *Host) Launch(runs ...*state.Run) {
-	for _, run := range runs {
-		r.mu.Lock()
-		p, ok := r.prepared[run.ID]
-		if ok {
-			delete(r.prepared, run.ID)
-		} else if p, ok = r.preparedOld[run.ID]; ok {
-			delete(r.preparedOld, run.ID)
-		}
-		r.mu.Unlock()
-		if !ok {
-			r.launchLate(run)
-			continue
-		}
-		r.eng.Committed(run, p.ev)
-		r.launch(run, p.pb, p.inputs, true)
-	}
-}
-
-// launchLate resumes a committed run whose preparation was dropped: it
-// runs from its record, with secret inputs masked as on any resume.
-func (r *Host) launchLate(run *state.Run) {
-	pb, err := r.Parse(run.File, run.Snapshot)
-	if err != nil {
-		r.log.Error("cannot launch run: its playbook snapshot no longer loads", "run_id", run.ID, "err", err)
-		return
-	}
-	r.log.Warn("run launched long after it was prepared; resuming it from its record", "run_id", run.ID)
-	r.launch(run, pb, nil, false)
-}
-
-// preparedCount is the number of prepared runs not launched yet.
-func (r *Host) preparedCount() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.prepared) + len(r.preparedOld)
 }
 
 // Start implements trigger.Starter: validate and commit the run, then
@@ -592,14 +522,6 @@ func (r *Host) adoptOrphans(ctx context.Context, orphaned time.Duration) int {
 		n++
 	}
 	return n
-}
-
-func (r *Host) isPrepared(runID string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, a := r.prepared[runID]
-	_, b := r.preparedOld[runID]
-	return a || b
 }
 
 // resumeAll launches every unfinished top-level run (pending, running,

@@ -186,6 +186,12 @@ func (l *lapse) back() <-chan struct{} {
 	return l.lapsed
 }
 
+// live reports whether a renewal succeeded and the lease holds, measured
+// now (as before a step attempt).
+func (l *lapse) live() bool {
+	return !l.last().IsZero() && l.measure() == nil
+}
+
 // holds reports whether the lease holds (has not lapsed).
 func (l *lapse) holds() bool { return l.back() == nil }
 

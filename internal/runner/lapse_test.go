@@ -70,3 +70,23 @@ func TestTheLapseSetsWhenTheLeaseLapsesAndStopsTheRunsFirst(t *testing.T) {
 	assert.Equal(t, []string{"lapse", "stop", "hold", "back"}, calls)
 	assert.Equal(t, now.Add(3*time.Second), holds[len(holds)-1])
 }
+
+// A replica commits the runs it prepares as its own (Host.Prepare) only
+// while its lease is live: once it joined (a renewal succeeded), and
+// until it lapses, as measured at that moment (a process paused past its
+// lease, whose timer has not fired yet, is not live).
+func TestALeaseIsLiveFromItsFirstRenewalUntilItLapses(t *testing.T) {
+	l := &lapse{}
+	assert.False(t, l.live(), "not joined")
+	stop := l.watch(3*time.Second, time.Second, 5*time.Second, func(time.Duration) {}, func(time.Duration) {}, func(bool) {})
+	defer stop()
+	l.renewed(time.Now())
+	assert.True(t, l.live(), "renewed a moment ago")
+
+	l.mu.Lock()
+	l.sent = time.Now().Add(-4 * time.Second) // paused past the lease; the timer has not fired
+	l.mu.Unlock()
+	assert.False(t, l.live(), "lapsed, measured now")
+	l.renewed(time.Now())
+	assert.True(t, l.live(), "renewed again")
+}

@@ -47,7 +47,10 @@ type queuedRun struct {
 	inputs map[string]any
 	fresh  bool
 	adopt  bool // an explicit resume: taken over from any owner but a live replica
-	owned  bool // taken from the replicas' queue: claimed already (replica.go)
+	owned  bool // taken from the replicas' queue, or committed as this replica's: claimed already (replica.go)
+	// committedOwned: committed as this replica's (Host.Prepare); the
+	// store kept its status from the commit (state.ClaimReadsStatus).
+	committedOwned bool
 }
 
 // admitLocked starts q if a slot is free, or queues it. r.mu is held.
@@ -68,7 +71,7 @@ func (r *Host) goLocked(q queuedRun, wasQueued bool) {
 		if !q.owned && !r.claim(q.run.ID, q.adopt) {
 			return
 		}
-		if wasQueued && r.cancelledWhileQueued(q.run.ID, !q.owned) {
+		if wasQueued && r.cancelledWhileQueued(q.run.ID, !q.owned || q.committedOwned) {
 			return
 		}
 		r.execute(q.run, q.pb, q.inputs, q.fresh)
@@ -78,7 +81,8 @@ func (r *Host) goLocked(q queuedRun, wasQueued bool) {
 // cancelledWhileQueued reports whether a queued run ended (was
 // cancelled) before it got its slot: its status is read again, alone
 // where the store can (state.StatusReader), or taken from the claim just
-// made (claimed) where that read it (state.ClaimReadsStatus).
+// made, or the commit that claimed it (claimed), where the store kept it
+// (state.ClaimReadsStatus).
 func (r *Host) cancelledWhileQueued(runID string, claimed bool) bool {
 	if claimed && r.rep != nil {
 		if cs, ok := r.rep.c.(state.ClaimReadsStatus); ok {

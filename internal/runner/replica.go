@@ -444,7 +444,7 @@ func (r *Host) isParked(runID string) bool {
 // them; it returns how many.
 func (r *Host) takeRuns(ctx context.Context) int {
 	r.mu.Lock()
-	free := r.max - r.slots - len(r.queue)
+	free := r.max - r.slots - len(r.queue) - r.ownedPrepared // see ownOnCommitLocked
 	r.mu.Unlock()
 	if free <= 0 || r.refusal() != nil || !r.rep.lapse.steady(r.rep.lease) {
 		return 0
@@ -510,6 +510,15 @@ func (r *Host) takeRun(ctx context.Context, id string, claimed bool) bool {
 	}
 	if run.Status.Done() {
 		return false // ended meanwhile: nothing to take up
+	}
+	if r.isPrepared(id) {
+		// Committed here and not launched: its commit's answer was not
+		// heard (the caller gave up on it). Launched as its caller would
+		// have.
+		r.log.Warn("run committed here but not launched; launching it now", "run_id", id)
+		r.metrics.Recovered("taken")
+		r.Launch(run)
+		return true
 	}
 	pb, err := r.Parse(run.File, run.Snapshot)
 	if err != nil {

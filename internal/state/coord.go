@@ -42,8 +42,10 @@ type Coordinator interface {
 	// first, skipping rows other replicas are claiming (SKIP LOCKED):
 	// unfinished top-level runs without an owner (pending ones only once
 	// older than pendingAge, which leaves the replica that committed them
-	// time to launch them itself) and runs owned by a replica whose lease
-	// expired, but not before the store has been up for pendingAge (the
+	// time to launch them itself), replica's own pending runs older than
+	// pendingAge (committed already claimed, whose launch was lost: a
+	// commit whose answer was not heard), and runs owned by a replica
+	// whose lease expired, but not before the store has been up for pendingAge (the
 	// replicas' lease) after a restart: a lease that expired while the
 	// store was down is its owner's to renew first. It returns their IDs.
 	// The runs of a run replica (runbook run) whose lease expired are

@@ -88,9 +88,11 @@ type StatusReader interface {
 }
 
 // ClaimReadsStatus is implemented by a coordinator whose ClaimRun reads
-// the run's status as it claims it: ClaimedStatus returns that status
-// (ok false: none kept; then read it) while nothing was written to the
-// run through this store since and the claim is a moment old. A runner
+// the run's status as it claims it, and that keeps the status of a run
+// committed already claimed (a delivery's run whose record names its
+// owner): ClaimedStatus returns that status (ok false: none kept; then
+// read it) while nothing was written to the run through this store since
+// and the claim is a moment old. A runner
 // checking a run it has just claimed (was it cancelled while it waited
 // for a slot?) needs no read of its own.
 type ClaimReadsStatus interface {
@@ -469,8 +471,10 @@ type DeliveryUnit struct {
 	// value), so a later delivery skipped for the claim can tell what
 	// this one started.
 	ClaimValue []byte
-	Run        *Run
-	Events     []Event
+	// Run is committed as recorded: with an Owner, it is committed
+	// already claimed by that replica (runner.Host.Prepare).
+	Run    *Run
+	Events []Event
 }
 
 // DeliveryResult is the outcome of CommitDelivery.

@@ -147,7 +147,21 @@ func (s *Store) commitNew(ctx context.Context, d state.Delivery, now time.Time, 
 	if r.outcome != groupCommitted {
 		return state.DeliveryResult{}, false, nil
 	}
+	s.keepCommittedClaims(d)
 	return state.DeliveryResult{Created: created}, true, nil
+}
+
+// keepCommittedClaims keeps, for the engine's first read, the step
+// records (none) and status of the runs of d committed already claimed
+// (their record names an owner: the replica that prepared them), as a
+// claim keeps what it read (claimGroup): the run is the replica's from
+// its commit, so only the replica's own writes change its steps.
+func (s *Store) keepCommittedClaims(d state.Delivery) {
+	for _, u := range d.Units {
+		if u.Run.Owner != "" {
+			s.claims.keep(u.Run.ID, keptSteps{status: u.Run.Status})
+		}
+	}
 }
 
 // freshOutcome is what a delivery whose keys are all new makes: a run

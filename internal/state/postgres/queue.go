@@ -65,6 +65,13 @@ func (s *Store) LetGo(ctx context.Context, replica string, ids []string) (int, e
 	return n, nil
 }
 
+// ownPendingSince is the condition on a run (alias r) of replica $1 that
+// ClaimRuns takes it again for it: pending $3 microseconds after it was
+// created. A replica commits the runs it starts already claimed
+// (runner.Host.Prepare) and launches them once committed; one whose
+// commit's answer was not heard is committed, and launched by no one.
+const ownPendingSince = `r.status = 'pending' AND r.created_at <= now() - $3 * interval '1 microsecond'`
+
 // sweepPlan keeps ClaimRuns's scan of the unfinished runs an index scan.
 // The partial indexes of unfinished runs (runbook_runs_unfinished and its
 // playbook twin) keep an entry for every run that ended until a vacuum
@@ -78,10 +85,11 @@ func (s *Store) LetGo(ctx context.Context, replica string, ids []string) (int, e
 const sweepPlan = `SET LOCAL enable_bitmapscan = off`
 
 // sweepRuns is ClaimRuns's selection of runs for replica $1: at most $2,
-// pending ones only once $3 microseconds old or owned, and others' run
+// others' and none's, pending ones only once $3 microseconds old or
+// owned, its own pending ones once $3 microseconds old, and others' run
 // processes' runs when $4 (see takeableSince).
 const sweepRuns = `SELECT r.id FROM runbook_runs r
-	WHERE ` + unfinishedTop + ` AND r.owner <> $1 AND ` + takeableSince + `
+	WHERE ` + unfinishedTop + ` AND (r.owner <> $1 OR ` + ownPendingSince + `) AND ` + takeableSince + `
 	  AND (r.status <> 'pending' OR r.owner <> '' OR r.created_at <= now() - $3 * interval '1 microsecond')
 	ORDER BY r.created_ns, r.id
 	LIMIT $2

@@ -1,0 +1,136 @@
+package runner
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/playbook"
+	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/postgres"
+	"github.com/runbook/runbook/internal/state/postgres/pgtest"
+	"github.com/runbook/runbook/internal/trigger"
+)
+
+// countedClaims is a PostgreSQL store that counts the claims of single
+// runs made through it.
+type countedClaims struct {
+	*postgres.Store
+	claims atomic.Int32
+}
+
+func (c *countedClaims) ClaimRun(ctx context.Context, id, replica string, adopt bool) (bool, error) {
+	c.claims.Add(1)
+	return c.Store.ClaimRun(ctx, id, replica, adopt)
+}
+
+// A run a serve replica prepares while it has a slot for it is committed
+// already claimed (its owner in the committing transaction) and executed
+// without a claim of its own; one prepared when the slots are spoken for
+// is committed without an owner and claimed when it gets a slot, so that
+// the other replicas could take it after a lease meanwhile.
+func TestARunPreparedWithASlotFreeIsCommittedClaimedAndOneWithoutIsNot(t *testing.T) {
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, pgtest.DB(t), postgres.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	store := &countedClaims{Store: st}
+	const replica = "serve-host/1@1"
+	h := New(Options{MaxRunning: 1, Engine: engine.Options{Store: store, Process: replica, Environ: []string{}}})
+	require.NoError(t, h.Open(ctx))
+	t.Cleanup(h.Close)
+	pb, err := playbook.Parse("note.yaml", []byte(notePlaybook), playbook.LoadOptions{})
+	require.NoError(t, err)
+	h.Remember(pb)
+
+	req := trigger.StartRequest{Playbook: pb, Inputs: map[string]any{"who": "x"}, Trigger: map[string]any{"type": "webhook"}}
+	first, firstEvs, err := h.Prepare(ctx, req)
+	require.NoError(t, err)
+	second, secondEvs, err := h.Prepare(ctx, req) // the one slot is the first's
+	require.NoError(t, err)
+	assert.Equal(t, replica, first.Owner, "prepared with a slot free: committed as the replica's")
+	assert.Empty(t, second.Owner, "prepared with no slot free: committed without an owner")
+
+	_, err = st.CommitDelivery(ctx, state.Delivery{Key: "d1", TTL: time.Hour, Units: []state.DeliveryUnit{
+		{Run: first, Events: firstEvs}, {Run: second, Events: secondEvs},
+	}})
+	require.NoError(t, err)
+	for id, want := range map[string]string{first.ID: replica, second.ID: ""} {
+		stored, err := st.GetRun(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, state.RunPending, stored.Status)
+		assert.Equal(t, want, stored.Owner, "run %s as committed", id)
+	}
+	status, ok := st.ClaimedStatus(first.ID)
+	assert.True(t, ok, "the status of a run committed claimed is kept for its launch")
+	assert.Equal(t, state.RunPending, status)
+	_, ok = st.ClaimedStatus(second.ID)
+	assert.False(t, ok, "nothing is kept of a run committed without an owner")
+
+	h.Launch(first, second)
+	for _, id := range []string{first.ID, second.ID} {
+		require.Eventually(t, func() bool {
+			run, err := st.GetRun(ctx, id)
+			return err == nil && run.Status == state.RunSucceeded
+		}, 10*time.Second, 10*time.Millisecond, "run %s", id)
+	}
+	assert.EqualValues(t, 1, store.claims.Load(), "only the run committed without an owner is claimed")
+
+	// Both ended and gave their slot back: the next run prepared is
+	// committed claimed again.
+	require.Eventually(t, func() bool { return h.Running() == 0 }, 10*time.Second, 10*time.Millisecond)
+	third, _, err := h.Prepare(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, replica, third.Owner)
+}
+
+// A run committed already claimed whose launch was lost (its commit's
+// answer was not heard, so its caller never launched it) is not left
+// pending: its replica, whose run it is, takes it from the queue a lease
+// after it was created, as another replica would take an unowned one.
+func TestARunCommittedClaimedButNotLaunchedIsTakenUpByItsReplica(t *testing.T) {
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, pgtest.DB(t), postgres.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	const replica, lease = "serve-host/2@1", time.Second
+	h := New(Options{Lease: lease, Engine: engine.Options{Store: st, Process: replica, Environ: []string{}}})
+	require.NoError(t, h.Open(ctx))
+	t.Cleanup(h.Close)
+	runCtx, stop := context.WithCancel(ctx)
+	t.Cleanup(stop)
+	go h.Run(runCtx)
+	pb, err := playbook.Parse("note.yaml", []byte(notePlaybook), playbook.LoadOptions{})
+	require.NoError(t, err)
+	h.Remember(pb)
+
+	run, evs, err := h.Prepare(ctx, trigger.StartRequest{Playbook: pb, Inputs: map[string]any{"who": "x"}, Trigger: map[string]any{"type": "webhook"}})
+	require.NoError(t, err)
+	require.Equal(t, replica, run.Owner)
+	_, err = st.CommitDelivery(ctx, state.Delivery{Key: "lost", TTL: time.Hour, Units: []state.DeliveryUnit{{Run: run, Events: evs}}})
+	require.NoError(t, err)
+	committed := time.Now()
+	// Not launched.
+	var ended time.Time
+	require.Eventually(t, func() bool {
+		got, err := st.GetRun(ctx, run.ID)
+		if err == nil && got.Status == state.RunSucceeded {
+			ended = time.Now()
+			return true
+		}
+		return false
+	}, 15*time.Second, 20*time.Millisecond)
+	assert.GreaterOrEqual(t, ended.Sub(committed), lease-100*time.Millisecond, "left to its launch for a lease first")
+	events, err := st.Events(ctx, run.ID, 0, 0)
+	require.NoError(t, err)
+	var msgs []string
+	for _, ev := range events {
+		msgs = append(msgs, ev.Type+" "+ev.Message)
+	}
+	assert.Contains(t, msgs, "log hi x", "launched with its raw inputs, as its caller would have: %q", msgs)
+}
