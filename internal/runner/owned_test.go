@@ -29,6 +29,20 @@ func (c *countedClaims) ClaimRun(ctx context.Context, id, replica string, adopt 
 	return c.Store.ClaimRun(ctx, id, replica, adopt)
 }
 
+// openReplica opens a serve replica's host with options o on o's store
+// (a PostgreSQL one), with the note playbook.
+func openReplica(t *testing.T, o Options) (*Host, *playbook.Playbook) {
+	t.Helper()
+	o.Engine.Environ = []string{}
+	h := New(o)
+	require.NoError(t, h.Open(context.Background()))
+	t.Cleanup(h.Close)
+	pb, err := playbook.Parse("note.yaml", []byte(notePlaybook), playbook.LoadOptions{})
+	require.NoError(t, err)
+	h.Remember(pb)
+	return h, pb
+}
+
 // A run a serve replica prepares while it has a slot for it is committed
 // already claimed (its owner in the committing transaction) and executed
 // without a claim of its own; one prepared when the slots are spoken for
@@ -41,12 +55,7 @@ func TestARunPreparedWithASlotFreeIsCommittedClaimedAndOneWithoutIsNot(t *testin
 	t.Cleanup(func() { _ = st.Close() })
 	store := &countedClaims{Store: st}
 	const replica = "serve-host/1@1"
-	h := New(Options{MaxRunning: 1, Engine: engine.Options{Store: store, Process: replica, Environ: []string{}}})
-	require.NoError(t, h.Open(ctx))
-	t.Cleanup(h.Close)
-	pb, err := playbook.Parse("note.yaml", []byte(notePlaybook), playbook.LoadOptions{})
-	require.NoError(t, err)
-	h.Remember(pb)
+	h, pb := openReplica(t, Options{MaxRunning: 1, Engine: engine.Options{Store: store, Process: replica}})
 
 	req := trigger.StartRequest{Playbook: pb, Inputs: map[string]any{"who": "x"}, Trigger: map[string]any{"type": "webhook"}}
 	first, firstEvs, err := h.Prepare(ctx, req)
@@ -99,15 +108,10 @@ func TestARunCommittedClaimedButNotLaunchedIsTakenUpByItsReplica(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	const replica, lease = "serve-host/2@1", time.Second
-	h := New(Options{Lease: lease, Engine: engine.Options{Store: st, Process: replica, Environ: []string{}}})
-	require.NoError(t, h.Open(ctx))
-	t.Cleanup(h.Close)
+	h, pb := openReplica(t, Options{Lease: lease, Engine: engine.Options{Store: st, Process: replica}})
 	runCtx, stop := context.WithCancel(ctx)
 	t.Cleanup(stop)
 	go h.Run(runCtx)
-	pb, err := playbook.Parse("note.yaml", []byte(notePlaybook), playbook.LoadOptions{})
-	require.NoError(t, err)
-	h.Remember(pb)
 
 	run, evs, err := h.Prepare(ctx, trigger.StartRequest{Playbook: pb, Inputs: map[string]any{"who": "x"}, Trigger: map[string]any{"type": "webhook"}})
 	require.NoError(t, err)

@@ -72,9 +72,8 @@ func (r *Host) Prepare(_ context.Context, req trigger.StartRequest) (*state.Run,
 // behind a run launched here meanwhile (one woken, resumed or retried).
 // Otherwise the run is committed without an owner and claimed when it
 // gets a slot, and the others take it if this replica has not within a
-// lease (docs/ha.md, the run queue). The
-// replica must have joined and its lease hold (the caller checks:
-// lapse.live). r.mu is held.
+// lease (docs/ha.md, the run queue). The replica must have joined and its
+// lease hold (the caller checks: lapse.live). r.mu is held.
 func (r *Host) ownOnCommitLocked() bool {
 	return r.rep != nil && r.slots+len(r.queue)+r.ownedPrepared < r.max && !r.drainingLocked()
 }
@@ -122,6 +121,8 @@ func (r *Host) preparedCount() int {
 	return len(r.prepared) + len(r.preparedOld)
 }
 
+// isPrepared reports whether run runID was prepared here and is neither
+// launched nor dropped.
 func (r *Host) isPrepared(runID string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -45,9 +45,10 @@ type Coordinator interface {
 	// time to launch them itself), replica's own pending runs older than
 	// pendingAge (committed already claimed, whose launch was lost: a
 	// commit whose answer was not heard), and runs owned by a replica
-	// whose lease expired, but not before the store has been up for pendingAge (the
-	// replicas' lease) after a restart: a lease that expired while the
-	// store was down is its owner's to renew first. It returns their IDs.
+	// whose lease expired, but not before the store has been up for
+	// pendingAge (the replicas' lease) after a restart: a lease that
+	// expired while the store was down is its owner's to renew first. It
+	// returns their IDs.
 	// The runs of a run replica (runbook run) whose lease expired are
 	// taken only when their playbook opted in (Run.TakeOver), or all of
 	// them with processes.
