@@ -51,9 +51,11 @@ type Host struct {
 	// generation, between preparedTTL and twice that after Prepare.
 	prepared, preparedOld map[string]preparedRun
 	rotated               time.Time // when prepared became the current generation
-	// ownedPrepared counts the prepared runs committed as this replica's
-	// (see ownOnCommitLocked) that are neither launched nor dropped.
-	ownedPrepared int
+	// held counts the slots held for prepared runs committed as this
+	// replica's (see ownOnCommitLocked), and holds lists them, oldest
+	// first, until they are let go (slotHold).
+	held  int
+	holds []slotHold
 
 	rep *replica // nil: the store is not shared by replicas (replica.go)
 

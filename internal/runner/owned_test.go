@@ -138,3 +138,28 @@ func TestARunCommittedClaimedButNotLaunchedIsTakenUpByItsReplica(t *testing.T) {
 	}
 	assert.Contains(t, msgs, "log hi x", "launched with its raw inputs, as its caller would have: %q", msgs)
 }
+
+// A run prepared as the replica's holds its slot only for a moment
+// (slotHoldFor): one never launched (its delivery a duplicate, its commit
+// failed) costs the replica nothing lasting, as trigger.Preparer asks.
+func TestASlotHeldForARunNeverLaunchedIsLetGo(t *testing.T) {
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, pgtest.DB(t), postgres.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	const replica = "serve-host/3@1"
+	h, pb := openReplica(t, Options{MaxRunning: 1, Engine: engine.Options{Store: st, Process: replica}})
+	req := trigger.StartRequest{Playbook: pb, Inputs: map[string]any{"who": "x"}, Trigger: map[string]any{"type": "webhook"}}
+
+	dup, _, err := h.Prepare(ctx, req) // never committed nor launched
+	require.NoError(t, err)
+	require.Equal(t, replica, dup.Owner)
+	next, _, err := h.Prepare(ctx, req)
+	require.NoError(t, err)
+	assert.Empty(t, next.Owner, "the one slot is held for the first")
+
+	time.Sleep(slotHoldFor)
+	later, _, err := h.Prepare(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, replica, later.Owner, "the hold of the run never launched was let go")
+}

@@ -21,7 +21,20 @@ type preparedRun struct {
 	inputs map[string]any
 	ev     state.Event
 	owned  bool // its record names this replica its owner (ownOnCommitLocked)
+	held   bool // a slot is held for it (Host.held)
 }
+
+// slotHold is a slot held for a run prepared at as this replica's.
+type slotHold struct {
+	run string
+	at  time.Time
+}
+
+// slotHoldFor bounds how long a slot is held for a run prepared as this
+// replica's: far longer than a commit takes. A run prepared and never
+// launched (its delivery was a duplicate, its commit failed) holds its
+// slot no longer than that.
+const slotHoldFor = 2 * time.Second
 
 // preparedTTL is how long a prepared run is kept at least: far longer
 // than a commit takes. A run launched later still runs (resumed from its
@@ -44,20 +57,44 @@ func (r *Host) Prepare(_ context.Context, req trigger.StartRequest) (*state.Run,
 	r.mu.Lock()
 	if now.Sub(r.rotated) >= preparedTTL {
 		for _, p := range r.preparedOld {
-			if p.owned {
-				r.ownedPrepared--
+			if p.held {
+				r.held--
 			}
 		}
 		r.preparedOld, r.prepared, r.rotated = r.prepared, make(map[string]preparedRun, len(r.prepared)), now
 	}
-	owned := live && r.ownOnCommitLocked()
+	owned := live && r.ownOnCommitLocked(now)
 	if owned {
 		run.Owner = r.rep.id
-		r.ownedPrepared++
+		r.held++
+		r.holds = append(r.holds, slotHold{run.ID, now})
 	}
-	r.prepared[run.ID] = preparedRun{pb: req.Playbook, inputs: req.Inputs, ev: ev, owned: owned}
+	r.prepared[run.ID] = preparedRun{pb: req.Playbook, inputs: req.Inputs, ev: ev, owned: owned, held: owned}
 	r.mu.Unlock()
 	return run, []state.Event{ev}, nil
+}
+
+// heldLocked returns how many slots are held for prepared runs, once the
+// holds older than slotHoldFor are let go. r.mu is held.
+func (r *Host) heldLocked(now time.Time) int {
+	for len(r.holds) > 0 && now.Sub(r.holds[0].at) >= slotHoldFor {
+		id := r.holds[0].run
+		r.holds[0] = slotHold{}
+		r.holds = r.holds[1:]
+		if p, ok := r.prepared[id]; ok && p.held {
+			p.held = false
+			r.prepared[id] = p
+			r.held--
+		} else if p, ok := r.preparedOld[id]; ok && p.held {
+			p.held = false
+			r.preparedOld[id] = p
+			r.held--
+		}
+	}
+	if len(r.holds) == 0 {
+		r.holds = nil // let the backing array go
+	}
+	return r.held
 }
 
 // ownOnCommitLocked reports whether a run prepared now is committed as
@@ -66,7 +103,8 @@ func (r *Host) Prepare(_ context.Context, req trigger.StartRequest) (*state.Run,
 // without a claim of its own (a statement and a transaction fewer a run;
 // docs/performance.md). That is so when the replica has an execution
 // slot for it, counting the runs executing, queued and prepared as its
-// own (and the queue's sweep leaves those slots to them: takeRuns), so
+// own for a moment (slotHoldFor; the queue's sweep leaves those slots to
+// them: takeRuns), so
 // that a run committed so is not left waiting in this replica's queue,
 // where the other replicas could not take it; it may wait there only
 // behind a run launched here meanwhile (one woken, resumed or retried).
@@ -74,8 +112,8 @@ func (r *Host) Prepare(_ context.Context, req trigger.StartRequest) (*state.Run,
 // gets a slot, and the others take it if this replica has not within a
 // lease (docs/ha.md, the run queue). The replica must have joined and its
 // lease hold (the caller checks: lapse.live). r.mu is held.
-func (r *Host) ownOnCommitLocked() bool {
-	return r.rep != nil && r.slots+len(r.queue)+r.ownedPrepared < r.max && !r.drainingLocked()
+func (r *Host) ownOnCommitLocked(now time.Time) bool {
+	return r.rep != nil && r.slots+len(r.queue)+r.heldLocked(now) < r.max && !r.drainingLocked()
 }
 
 // Launch implements trigger.Preparer: execute committed runs that Prepare
@@ -89,8 +127,8 @@ func (r *Host) Launch(runs ...*state.Run) {
 		} else if p, ok = r.preparedOld[run.ID]; ok {
 			delete(r.preparedOld, run.ID)
 		}
-		if p.owned {
-			r.ownedPrepared--
+		if p.held {
+			r.held--
 		}
 		r.mu.Unlock()
 		if !ok {

@@ -444,7 +444,7 @@ func (r *Host) isParked(runID string) bool {
 // them; it returns how many.
 func (r *Host) takeRuns(ctx context.Context) int {
 	r.mu.Lock()
-	free := r.max - r.slots - len(r.queue) - r.ownedPrepared // see ownOnCommitLocked
+	free := r.max - r.slots - len(r.queue) - r.heldLocked(time.Now()) // see ownOnCommitLocked
 	r.mu.Unlock()
 	if free <= 0 || r.refusal() != nil || !r.rep.lapse.steady(r.rep.lease) {
 		return 0
