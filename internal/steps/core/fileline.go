@@ -19,7 +19,7 @@ import (
 )
 
 type fileLineParams struct {
-	Path string `json:"path" required:"true" maxlen:"4096" desc:"the file; a relative path resolves against base. It must stay inside the playbook's directory, runbook's state directory or a directory of $RUNBOOK_FILE_ROOTS (colon separated)"`
+	Path string `json:"path" required:"true" maxlen:"4096" desc:"the file; a relative path resolves against base. It must stay inside the playbook's directory, runbook's state directory or a directory of $RUNBOOK_FILE_ROOTS (colon separated), its symbolic links resolved, the file's own included"`
 	Line string `json:"line" required:"true" maxlen:"65536" desc:"the line that must be present, without its newline"`
 	Base string `json:"base" enum:"playbook,state" default:"playbook" desc:"what a relative path is relative to: the playbook's directory, or runbook's state directory ($XDG_STATE_HOME/runbook, else ~/.local/state/runbook)"`
 }
@@ -79,7 +79,10 @@ func stateDir() (string, error) {
 }
 
 // lineFilePath resolves path against base, creates its directory and
-// checks that the real directory lies inside an allowed root.
+// checks that the real file lies inside an allowed root: its directory
+// with every symbolic link resolved, and the file itself when it is a
+// link (which the append then opens where it leads; appendLines follows
+// no link, so one put in its place after this check is refused).
 func lineFilePath(playbookDir, path, base string) (string, error) {
 	sd, err := stateDir()
 	if err != nil {
@@ -101,6 +104,14 @@ func lineFilePath(playbookDir, path, base string) (string, error) {
 	if err != nil {
 		return "", fault.Errorf(fault.Failed, "resolve %s: %v", dir, err)
 	}
+	real, what := filepath.Join(realDir, filepath.Base(path)), path
+	if fi, err := os.Lstat(real); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		target, err := filepath.EvalSymlinks(real)
+		if err != nil {
+			return "", fault.Errorf(fault.Failed, "resolve %s, a symbolic link: %v", path, err)
+		}
+		real, realDir, what = target, filepath.Dir(target), path+" (a link to "+target+")"
+	}
 	roots := []string{playbookDir, sd}
 	for _, r := range filepath.SplitList(os.Getenv("RUNBOOK_FILE_ROOTS")) {
 		if r != "" {
@@ -112,10 +123,10 @@ func lineFilePath(playbookDir, path, base string) (string, error) {
 			continue
 		}
 		if rr, err := filepath.EvalSymlinks(r); err == nil && within(realDir, rr) {
-			return filepath.Join(realDir, filepath.Base(path)), nil
+			return real, nil
 		}
 	}
-	return "", fault.Errorf(fault.Invalid, "path %s is outside the directories a step may write (the playbook's, %s, and $RUNBOOK_FILE_ROOTS)", path, sd)
+	return "", fault.Errorf(fault.Invalid, "path %s is outside the directories a step may write (the playbook's, %s, and $RUNBOOK_FILE_ROOTS)", what, sd)
 }
 
 func within(dir, root string) bool {
@@ -202,7 +213,9 @@ func (c *lineCache) ensure(path, line string) (bool, error) {
 // which it appended. The caller holds lf.mu.
 func (lf *lineFile) appendLines(path string, group []*lineWant) ([]bool, error) {
 	added := make([]bool, len(group))
-	fh, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	// O_NOFOLLOW: path was checked with its links resolved (lineFilePath);
+	// a link put in its place since is not followed out of the roots.
+	fh, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return added, fault.Errorf(fault.Failed, "open %s: %v", path, err)
 	}

@@ -88,3 +88,21 @@ func TestAFailedSyncFailsAndTheFileIsReadAgain(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "a\n", string(b))
 }
+
+// A link put in the file's place after its path was checked
+// (lineFilePath) is not followed: the append is refused and the link's
+// target stays as it was.
+func TestAnAppendFollowsNoLinkPutInTheFilesPlace(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	target := filepath.Join(outside, "secret.txt")
+	require.NoError(t, os.WriteFile(target, []byte("orig\n"), 0o600))
+	path := filepath.Join(dir, "n.txt")
+	require.NoError(t, os.Symlink(target, path))
+	cache := &lineCache{files: map[string]*lineFile{}}
+	added, err := cache.ensure(path, "x")
+	require.Error(t, err)
+	assert.False(t, added)
+	b, err := os.ReadFile(target)
+	require.NoError(t, err)
+	assert.Equal(t, "orig\n", string(b))
+}

@@ -124,7 +124,26 @@ func TestFileLineStaysInsideTheAllowedDirectories(t *testing.T) {
 	_, err = ensureLine(t, dir, map[string]any{"path": "link/x.txt", "line": "x"})
 	assert.Equal(t, fault.Invalid, fault.CodeOf(err), "a symlink does not lead out")
 
-	out, err := ensureLine(t, dir, map[string]any{"path": "sms.txt", "base": "state", "line": "x"})
+	// The file itself a link out of the roots: refused, the target as it was.
+	secret := filepath.Join(outside, "secret.txt")
+	require.NoError(t, os.WriteFile(secret, []byte("orig\n"), 0o600))
+	require.NoError(t, os.Symlink(secret, filepath.Join(dir, "list.txt")))
+	_, err = ensureLine(t, dir, map[string]any{"path": "list.txt", "line": "x"})
+	assert.Equal(t, fault.Invalid, fault.CodeOf(err), "a link as the file does not lead out: %v", err)
+	realSecret, err2 := filepath.EvalSymlinks(secret)
+	require.NoError(t, err2)
+	assert.Contains(t, fmt.Sprint(err), "(a link to "+realSecret+") is outside the directories a step may write")
+	b, err := os.ReadFile(secret)
+	require.NoError(t, err)
+	assert.Equal(t, "orig\n", string(b))
+	// A link to a file inside the roots is followed.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kept.txt"), nil, 0o600))
+	require.NoError(t, os.Symlink("kept.txt", filepath.Join(dir, "current.txt")))
+	out, err := ensureLine(t, dir, map[string]any{"path": "current.txt", "line": "x"})
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(dir, "kept.txt"), out["path"])
+
+	out, err = ensureLine(t, dir, map[string]any{"path": "sms.txt", "base": "state", "line": "x"})
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(state, "runbook", "sms.txt"), out["path"])
 
