@@ -54,15 +54,15 @@ func runFileLine(ctx context.Context, c *steps.Call, p *fileLineParams) (steps.O
 	if ps := checkFileLine(p, nil); len(ps) > 0 {
 		return nil, fault.ProblemsError(c.StepID, ps)
 	}
-	path, err := lineFilePath(c.Dir, p.Path, p.Base)
+	file, err := lineFilePath(c.Dir, p.Path, p.Base)
 	if err != nil {
 		return nil, err
 	}
-	added, err := lineFiles.ensure(path, p.Line)
+	added, err := lineFiles.ensure(file, p.Line)
 	if err != nil {
 		return nil, err
 	}
-	return steps.Outputs{"added": added, "path": path}, nil
+	return steps.Outputs{"added": added, "path": file.path()}, nil
 }
 
 // stateDir is runbook's own state directory, where a relative path with
@@ -78,15 +78,23 @@ func stateDir() (string, error) {
 	return filepath.Join(home, ".local", "state", "runbook"), nil
 }
 
+// lineTarget is a line file: rel, inside the allowed root root (with its
+// links resolved). The append opens it through the root (os.Root), so no
+// link put in its path after the check leads out of the root.
+type lineTarget struct {
+	root, rel string
+}
+
+func (t lineTarget) path() string { return filepath.Join(t.root, t.rel) }
+
 // lineFilePath resolves path against base, creates its directory and
 // checks that the real file lies inside an allowed root: its directory
 // with every symbolic link resolved, and the file itself when it is a
-// link (which the append then opens where it leads; appendLines follows
-// no link, so one put in its place after this check is refused).
-func lineFilePath(playbookDir, path, base string) (string, error) {
+// link (the append then opens where it leads).
+func lineFilePath(playbookDir, path, base string) (lineTarget, error) {
 	sd, err := stateDir()
 	if err != nil {
-		return "", err
+		return lineTarget{}, err
 	}
 	if !filepath.IsAbs(path) {
 		root := playbookDir
@@ -98,17 +106,17 @@ func lineFilePath(playbookDir, path, base string) (string, error) {
 	path = filepath.Clean(path)
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fault.Errorf(fault.Failed, "create the directory of %s: %v", path, err)
+		return lineTarget{}, fault.Errorf(fault.Failed, "create the directory of %s: %v", path, err)
 	}
 	realDir, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return "", fault.Errorf(fault.Failed, "resolve %s: %v", dir, err)
+		return lineTarget{}, fault.Errorf(fault.Failed, "resolve %s: %v", dir, err)
 	}
 	real, what := filepath.Join(realDir, filepath.Base(path)), path
 	if fi, err := os.Lstat(real); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		target, err := filepath.EvalSymlinks(real)
 		if err != nil {
-			return "", fault.Errorf(fault.Failed, "resolve %s, a symbolic link: %v", path, err)
+			return lineTarget{}, fault.Errorf(fault.Failed, "resolve %s, a symbolic link: %v", path, err)
 		}
 		real, realDir, what = target, filepath.Dir(target), path+" (a link to "+target+")"
 	}
@@ -123,10 +131,14 @@ func lineFilePath(playbookDir, path, base string) (string, error) {
 			continue
 		}
 		if rr, err := filepath.EvalSymlinks(r); err == nil && within(realDir, rr) {
-			return real, nil
+			rel, err := filepath.Rel(rr, real)
+			if err != nil {
+				return lineTarget{}, fault.Errorf(fault.Failed, "resolve %s: %v", path, err)
+			}
+			return lineTarget{root: rr, rel: rel}, nil
 		}
 	}
-	return "", fault.Errorf(fault.Invalid, "path %s is outside the directories a step may write (the playbook's, %s, and $RUNBOOK_FILE_ROOTS)", what, sd)
+	return lineTarget{}, fault.Errorf(fault.Invalid, "path %s is outside the directories a step may write (the playbook's, %s, and $RUNBOOK_FILE_ROOTS)", what, sd)
 }
 
 func within(dir, root string) bool {
@@ -183,8 +195,8 @@ func (c *lineCache) get(path string) *lineFile {
 // ensure appends line to the file at path unless a line equals it, and
 // reports whether it appended. It returns once the line is synced: with
 // the other lines asked for meanwhile, as bbolt's writer commits a group.
-func (c *lineCache) ensure(path, line string) (bool, error) {
-	lf := c.get(path)
+func (c *lineCache) ensure(file lineTarget, line string) (bool, error) {
+	lf := c.get(file.path())
 	w := &lineWant{line: line, done: make(chan struct{})}
 	lf.queue.Lock()
 	lf.queued = append(lf.queued, w)
@@ -200,7 +212,7 @@ func (c *lineCache) ensure(path, line string) (bool, error) {
 	group := lf.queued
 	lf.queued = nil
 	lf.queue.Unlock()
-	added, err := lf.appendLines(path, group)
+	added, err := lf.appendLines(file, group)
 	for i, g := range group {
 		g.added, g.err = added[i], err
 		close(g.done)
@@ -211,11 +223,17 @@ func (c *lineCache) ensure(path, line string) (bool, error) {
 // appendLines appends, in one write and one sync, each line of group that
 // no line of the file (nor one before it in group) equals, and reports
 // which it appended. The caller holds lf.mu.
-func (lf *lineFile) appendLines(path string, group []*lineWant) ([]bool, error) {
+func (lf *lineFile) appendLines(file lineTarget, group []*lineWant) ([]bool, error) {
 	added := make([]bool, len(group))
-	// O_NOFOLLOW: path was checked with its links resolved (lineFilePath);
-	// a link put in its place since is not followed out of the roots.
-	fh, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
+	path := file.path()
+	// Through the root: a link put in the file's path since lineFilePath
+	// checked it is followed only within the root (os.Root).
+	root, err := os.OpenRoot(file.root)
+	if err != nil {
+		return added, fault.Errorf(fault.Failed, "open %s: %v", file.root, err)
+	}
+	defer root.Close()
+	fh, err := root.OpenFile(file.rel, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return added, fault.Errorf(fault.Failed, "open %s: %v", path, err)
 	}

@@ -36,7 +36,7 @@ func TestLinesAskedForWhileOneSyncsShareTheNextSync(t *testing.T) {
 	}
 	answers := make(chan answer, 16)
 	ask := func(line string) {
-		added, err := cache.ensure(path, line)
+		added, err := cache.ensure(lineTarget{root: filepath.Dir(path), rel: filepath.Base(path)}, line)
 		answers <- answer{line, added, err}
 	}
 	go ask("first")
@@ -76,12 +76,12 @@ func TestAFailedSyncFailsAndTheFileIsReadAgain(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "n.txt")
 	cache := &lineCache{files: map[string]*lineFile{}}
 	syncFile = func(*os.File) error { return fmt.Errorf("disk gone") }
-	added, err := cache.ensure(path, "a")
+	added, err := cache.ensure(lineTarget{root: filepath.Dir(path), rel: filepath.Base(path)}, "a")
 	require.ErrorContains(t, err, "disk gone")
 	assert.False(t, added)
 	syncFile = (*os.File).Sync
 	t.Cleanup(func() { syncFile = (*os.File).Sync })
-	added, err = cache.ensure(path, "a")
+	added, err = cache.ensure(lineTarget{root: filepath.Dir(path), rel: filepath.Base(path)}, "a")
 	require.NoError(t, err)
 	assert.False(t, added, "the line was written before the sync failed: read again, it is there")
 	b, err := os.ReadFile(path)
@@ -99,10 +99,27 @@ func TestAnAppendFollowsNoLinkPutInTheFilesPlace(t *testing.T) {
 	path := filepath.Join(dir, "n.txt")
 	require.NoError(t, os.Symlink(target, path))
 	cache := &lineCache{files: map[string]*lineFile{}}
-	added, err := cache.ensure(path, "x")
+	added, err := cache.ensure(lineTarget{root: filepath.Dir(path), rel: filepath.Base(path)}, "x")
 	require.Error(t, err)
 	assert.False(t, added)
 	b, err := os.ReadFile(target)
 	require.NoError(t, err)
 	assert.Equal(t, "orig\n", string(b))
+}
+
+// A directory of the file's path swapped for a link out of the root after
+// the path was checked is not followed either: the append goes through
+// the root (os.Root) and creates nothing outside it.
+func TestAnAppendFollowsNoDirectorySwappedForALink(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(root, "d"), 0o700))
+	file := lineTarget{root: root, rel: filepath.Join("d", "n.txt")} // as lineFilePath checked it
+	require.NoError(t, os.Remove(filepath.Join(root, "d")))
+	require.NoError(t, os.Symlink(outside, filepath.Join(root, "d")))
+	cache := &lineCache{files: map[string]*lineFile{}}
+	added, err := cache.ensure(file, "x")
+	require.Error(t, err)
+	assert.False(t, added)
+	_, err = os.Stat(filepath.Join(outside, "n.txt"))
+	assert.True(t, os.IsNotExist(err), "nothing created outside the root: %v", err)
 }
