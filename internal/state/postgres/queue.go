@@ -70,7 +70,11 @@ func (s *Store) LetGo(ctx context.Context, replica string, ids []string) (int, e
 // created. A replica commits the runs it starts already claimed
 // (runner.Host.Prepare) and launches them once committed; one whose
 // commit's answer was not heard is committed, and launched by no one.
-const ownPendingSince = `r.status = 'pending' AND r.created_at <= now() - $3 * interval '1 microsecond'`
+const ownPendingSince = `r.status = 'pending' AND ` + createdLeaseAgo
+
+// createdLeaseAgo is the condition that a run (alias r) was created $3
+// microseconds (the replicas' lease) ago or more.
+const createdLeaseAgo = `r.created_at <= now() - $3 * interval '1 microsecond'`
 
 // sweepPlan keeps ClaimRuns's scan of the unfinished runs an index scan.
 // The partial indexes of unfinished runs (runbook_runs_unfinished and its
@@ -90,7 +94,7 @@ const sweepPlan = `SET LOCAL enable_bitmapscan = off`
 // processes' runs when $4 (see takeableSince).
 const sweepRuns = `SELECT r.id FROM runbook_runs r
 	WHERE ` + unfinishedTop + ` AND (r.owner <> $1 OR ` + ownPendingSince + `) AND ` + takeableSince + `
-	  AND (r.status <> 'pending' OR r.owner <> '' OR r.created_at <= now() - $3 * interval '1 microsecond')
+	  AND (r.status <> 'pending' OR r.owner <> '' OR ` + createdLeaseAgo + `)
 	ORDER BY r.created_ns, r.id
 	LIMIT $2
 	FOR UPDATE OF r SKIP LOCKED`

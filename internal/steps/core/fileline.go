@@ -192,7 +192,7 @@ func (c *lineCache) get(path string) *lineFile {
 	return f
 }
 
-// ensure appends line to the file at path unless a line equals it, and
+// ensure appends line to file unless a line of it equals it, and
 // reports whether it appended. It returns once the line is synced: with
 // the other lines asked for meanwhile, as bbolt's writer commits a group.
 func (c *lineCache) ensure(file lineTarget, line string) (bool, error) {
