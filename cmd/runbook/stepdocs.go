@@ -20,6 +20,7 @@ import (
 
 	"go.yaml.in/yaml/v4"
 
+	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/steps"
 )
@@ -98,6 +99,11 @@ func writeStepDoc(b *bytes.Buffer, d *steps.Descriptor) error {
 	fmt.Fprintf(b, "## %s\n\n%s\n\n", d.Type, d.Summary)
 	if d.Mutating {
 		b.WriteString("**Mutating.** An intent is recorded before each call; a resumed run reconciles (finds what an interrupted attempt created) instead of repeating it.\n\n")
+	}
+	if d.Idempotent {
+		fmt.Fprintf(b, "**Idempotent.** Running it again changes nothing, so its start is not written before it runs: "+
+			"it is on record with its end, in the run's next write (one commit fewer), unless an attempt runs for %s "+
+			"or waits to be tried again. A run interrupted before that write runs it again when resumed.\n\n", engine.ShownAfter)
 	}
 	schema := d.ParamsSchema()
 	rows := paramRows("", schema)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/steps"
 
 	"github.com/runbook/runbook/internal/suggest"
@@ -103,6 +104,7 @@ type stepDescription struct {
 	Type         string         `json:"type"`
 	Summary      string         `json:"summary"`
 	Mutating     bool           `json:"mutating"`
+	Idempotent   bool           `json:"idempotent,omitempty"`
 	OpenParams   bool           `json:"open_params,omitempty"`
 	Params       []paramInfo    `json:"params"`
 	ParamsSchema map[string]any `json:"params_schema"`
@@ -113,7 +115,7 @@ type stepDescription struct {
 func (a *app) describeStep(d *steps.Descriptor, asJSON bool) error {
 	schema := d.ParamsSchema()
 	desc := stepDescription{
-		Type: d.Type, Summary: d.Summary, Mutating: d.Mutating, OpenParams: d.OpenParams,
+		Type: d.Type, Summary: d.Summary, Mutating: d.Mutating, Idempotent: d.Idempotent, OpenParams: d.OpenParams,
 		Params: paramRows("", schema), ParamsSchema: schema, Outputs: d.Outputs,
 		OpenOutputs: d.OpenOutputs || d.OutputsFromWith,
 	}
@@ -127,6 +129,9 @@ func (a *app) describeStep(d *steps.Descriptor, asJSON bool) error {
 	fmt.Fprintf(w, "%s — %s\n", d.Type, d.Summary)
 	if d.Mutating {
 		fmt.Fprintln(w, "Mutating: yes (an intent is recorded before each call; a resumed run reconciles instead of repeating it)")
+	}
+	if d.Idempotent {
+		fmt.Fprintf(w, "Idempotent: yes (running it again changes nothing; on record with its end unless it runs for %s)\n", engine.ShownAfter)
 	}
 	fmt.Fprintln(w)
 	switch {

@@ -94,6 +94,9 @@ func (sr *stepRun) retryAfter(ctx context.Context, attempt int, err error, delay
 	rec, clock := sr.rec, sr.rs.e.o.Clock
 	rec.NextAttemptAt = clock.Now().Add(delay)
 	rec.Error = sr.rs.errorRecord(err)
+	if sr.st.Desc.Idempotent {
+		sr.shown.Store(true) // on record while it waits, as any step
+	}
 	sr.save(ctx, state.Event{Type: "step.retry", Step: rec.ID, Attempt: attempt,
 		Message: fmt.Sprintf("attempt %d failed: %s; retrying in %s", attempt, rec.Error.Message, delay.Round(time.Millisecond)),
 		Data:    map[string]any{"delay_ms": delay.Milliseconds(), "code": rec.Error.Code}})
@@ -211,8 +214,11 @@ func (sr *stepRun) attempt(ctx context.Context, n int, params any, extra map[str
 		// The record says waiting in this attempt: the attempt reads an
 		// answer or polls once, then ends or waits again.
 		rs.flushDue(ctx)
-	case sr.lazy && !stale:
-		sr.queue(started) // computes only: on record with its end
+	case sr.deferred() && !stale:
+		sr.queue(started) // computes only, or repeats to no effect: on record with its end
+		if st.Desc.Idempotent {
+			defer sr.showAfter(ctx, ShownAfter)() // unless it runs long
+		}
 	default:
 		// On record, with what waits for the run's next write, before the
 		// step's process or call starts: the API, runs show and the UI

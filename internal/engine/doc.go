@@ -27,6 +27,9 @@
 // the next step's start is written with it, so a chain costs one commit
 // per step; nothing waits while an end is held (flushDue). Pure steps
 // (set, log) compute only: their records go with the run's next write.
+// So do an idempotent step's (file.line: running it again changes
+// nothing), unless an attempt runs for ShownAfter or waits to be tried
+// again: then it is on record from that moment, as any step.
 // A record left running by a process that died is run again on resume
 // (a mutating step reconciles its intent first).
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/runbook/runbook/internal/fault"
@@ -24,9 +25,15 @@ type stepRun struct {
 	it  *item // the for_each element; nil for a step
 	ph  phase
 
-	// lazy defers the record's writes to the run's next write: skips, and
-	// the attempts of pure steps, which a resume recomputes identically.
+	// lazy defers the record's writes to the run's next write: skips, the
+	// attempts of pure steps, which a resume recomputes identically, and
+	// those of idempotent ones, which a resume repeats to no further
+	// effect, until shown.
 	lazy bool
+	// shown: an idempotent step's attempt ran for ShownAfter or waits to
+	// be tried again: its records are written as a step's that is not
+	// lazy (see deferred).
+	shown atomic.Bool
 	// continuing: this attempt goes on with a suspended one (a waiting
 	// approval): same attempt number, no new step.started.
 	continuing bool
@@ -86,7 +93,7 @@ func (sr *stepRun) run(ctx context.Context) state.StepStatus {
 	if err != nil {
 		return sr.finish(ctx, nil, err)
 	}
-	sr.lazy = st.Desc.Pure && st.RunsOn == nil // an agent's attempt is on record before it is sent
+	sr.lazy = (st.Desc.Pure || st.Desc.Idempotent) && st.RunsOn == nil // an agent's attempt is on record before it is sent
 	// A step parked between two attempts (NextAttemptAt) starts the next.
 	sr.continuing = rec.Status == state.StepWaiting && rec.Attempts > 0 && rec.NextAttemptAt.IsZero()
 	return sr.attempts(ctx, params, extra)
@@ -216,7 +223,7 @@ func (sr *stepRun) finish(ctx context.Context, out map[string]any, err error) st
 		ev.Type, ev.Message = "step.failed", rec.Error.Message
 		ev.Data["code"] = rec.Error.Code
 	}
-	if sr.chained && !sr.lazy {
+	if sr.chained && !sr.deferred() {
 		sr.holdEnd(ctx, ev)
 	} else {
 		sr.save(ctx, ev)
@@ -296,6 +303,47 @@ func (sr *stepRun) holdEnd(ctx context.Context, ev state.Event) {
 	sr.rs.e.observe(sr.rs.run.ID, ev)
 }
 
+// deferred reports whether the step's records wait for the run's next
+// write (lazy, and not shown).
+func (sr *stepRun) deferred() bool { return sr.lazy && !sr.shown.Load() }
+
+// ShownAfter is how long an attempt of an idempotent step runs before its
+// start is put on record (steps.Descriptor.Idempotent): a step that
+// takes longer shows running in the API, runs show and the UI, as any
+// step does; a quicker one costs the run no write of its own.
+const ShownAfter = 200 * time.Millisecond
+
+// showAfter puts the step's running record on record if the attempt still
+// runs after d. The returned stop, called when the attempt has returned,
+// waits for a write begun meanwhile, so that the step's end is written
+// after its start.
+func (sr *stepRun) showAfter(ctx context.Context, d time.Duration) (stop func()) {
+	var mu sync.Mutex
+	stopped := false
+	t := time.AfterFunc(d, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			sr.show(ctx)
+		}
+	})
+	return func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+		t.Stop()
+	}
+}
+
+// show writes the step's record now, with its buffered events, and every
+// later record of it as a step's that is not lazy.
+func (sr *stepRun) show(ctx context.Context) {
+	if sr.shown.Swap(true) {
+		return
+	}
+	sr.save(ctx)
+}
+
 // save writes the record with every buffered event and evs, in one
 // transaction (or defers it, for a lazy record). A failed write is logged:
 // the run goes on, and a resume will redo the step.
@@ -309,7 +357,7 @@ func (sr *stepRun) save(ctx context.Context, evs ...state.Event) {
 	sr.pending = nil
 	rec := sr.recordLocked()
 	sr.mu.Unlock()
-	if sr.lazy {
+	if sr.deferred() {
 		rs.deferWrite(ctx, &rec, all)
 	} else {
 		rs.write(ctx, &rec, all)

@@ -29,6 +29,7 @@ type Def[P any] struct {
 	OpenParams      bool
 	Mutating        bool
 	Pure            bool
+	Idempotent      bool
 	Scripts         []Script
 
 	Run       func(ctx context.Context, c *Call, p *P) (Outputs, error)
@@ -44,7 +45,8 @@ func Define[P any](d Def[P]) Descriptor {
 	out := Descriptor{
 		Type: d.Type, Summary: d.Summary, Example: d.Example, Outputs: d.Outputs,
 		OpenOutputs: d.OpenOutputs, SecretOutputs: d.SecretOutputs, OutputsFromWith: d.OutputsFromWith,
-		OpenParams: d.OpenParams, Mutating: d.Mutating, Pure: d.Pure, Scripts: d.Scripts,
+		OpenParams: d.OpenParams, Mutating: d.Mutating, Pure: d.Pure, Idempotent: d.Idempotent,
+		Scripts: d.Scripts,
 	}
 	if _, none := any(*new(P)).(None); !none {
 		out.Params = *new(P)

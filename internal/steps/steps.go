@@ -93,6 +93,14 @@ type Descriptor struct {
 	// persist their completion lazily, with the next write. A crash before
 	// that write runs them again on resume, which changes nothing.
 	Pure bool
+	// Idempotent steps act on this machine and running them again changes
+	// nothing more (file.line makes sure a line is present): the engine
+	// keeps their records for the run's next write, as a pure step's,
+	// unless an attempt runs for engine.ShownAfter or waits to be tried
+	// again (then it is put on record at once). A crash before that write
+	// runs them again on resume: the effect is the same, an output may
+	// differ (file.line's added is false the second time).
+	Idempotent bool
 	// Scripts name the params whose text an interpreter runs. The
 	// playbook loader keeps every ${{ }} in them out of the script text
 	// (see Script).

@@ -35,8 +35,9 @@ func init() {
 			{Name: "added", Type: "boolean", Description: "whether the line was appended (false: it was there)"},
 			{Name: "path", Type: "string", Description: "the absolute path of the file"},
 		},
-		Check: checkFileLine,
-		Run:   runFileLine,
+		Check:      checkFileLine,
+		Idempotent: true,
+		Run:        runFileLine,
 	}))
 }
 
