@@ -112,13 +112,16 @@ type gateClock struct {
 }
 
 func (c gateClock) Sleep(ctx context.Context, d time.Duration) error {
-	<-c.gate
+	select {
+	case <-c.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	return c.fakeClock.Sleep(ctx, d)
 }
 
 // An idempotent step whose attempt failed is on record while it waits for
-// its next attempt (its step.retry event and its error), as any step is,
-// and so is the next attempt from its start.
+// its next attempt (its step.retry event and its error), as any step is.
 func TestAnIdempotentStepWaitingToBeTriedAgainIsOnRecord(t *testing.T) {
 	registerSlowLine()
 	slowLine.Lock()
