@@ -60,6 +60,17 @@ func (w *writeCounter) PutIntent(ctx context.Context, in state.Intent) error {
 	return w.Store.PutIntent(ctx, in)
 }
 
+// countedHarness is a harness whose store counts the run's writes, with
+// the run's start deferred to its first write or not.
+func countedHarness(t *testing.T, deferStart bool) (*harness, *writeCounter) {
+	var w *writeCounter
+	h := newHarness(t, func(o *engine.Options) {
+		w = &writeCounter{Store: o.Store}
+		o.Store, o.Host.DeferStart = w, deferStart
+	})
+	return h, w
+}
+
 func TestADeferredStartIsWrittenWithTheRunsFirstWrite(t *testing.T) {
 	const pure = `
 version: 1
@@ -69,11 +80,7 @@ steps:
   - {id: b, uses: set, with: {values: {x: 1}}}
 `
 	for _, deferStart := range []bool{false, true} {
-		var w *writeCounter
-		h := newHarness(t, func(o *engine.Options) {
-			w = &writeCounter{Store: o.Store}
-			o.Store, o.Host.DeferStart = w, deferStart
-		})
+		h, w := countedHarness(t, deferStart)
 		r, err := h.run(pure, nil)
 		require.NoError(t, err)
 		assert.Equal(t, state.RunSucceeded, r.Status)
@@ -96,11 +103,7 @@ steps:
 
 func TestADeferredStartIsOnRecordBeforeASideEffect(t *testing.T) {
 	testProbe.reset()
-	var w *writeCounter
-	h := newHarness(t, func(o *engine.Options) {
-		w = &writeCounter{Store: o.Store}
-		o.Store, o.Host.DeferStart = w, true
-	})
+	h, w := countedHarness(t, true)
 	r, err := h.run(`
 version: 1
 name: creates

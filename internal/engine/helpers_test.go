@@ -285,6 +285,26 @@ func registerTestSteps() {
 			}),
 		})
 		steps.Register(steps.Descriptor{
+			Type:       "test.slowline",
+			Summary:    "an idempotent step that waits to be released",
+			Idempotent: true,
+			Run: func(ctx context.Context, c *steps.Call) (steps.Outputs, error) {
+				slowLine.Lock()
+				release, fail := slowLine.release, slowLine.fails > 0
+				slowLine.fails--
+				slowLine.Unlock()
+				if fail {
+					return nil, &fault.Error{Code: fault.Unavailable, Message: "disk busy"}
+				}
+				select {
+				case <-release:
+					return steps.Outputs{}, nil
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			},
+		})
+		steps.Register(steps.Descriptor{
 			Type:        "test.conn",
 			Summary:     "returns the connection it is given",
 			OpenOutputs: true,

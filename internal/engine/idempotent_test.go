@@ -12,9 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/engine"
-	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/state"
-	"github.com/runbook/runbook/internal/steps"
 )
 
 // A file.line step (idempotent: running it again changes nothing) costs
@@ -22,11 +20,7 @@ import (
 // one write holds the start, the line's step and the log's, and the end.
 // Before, the line's start was written first, alone.
 func TestAnIdempotentStepIsOnRecordWithTheRunsNextWrite(t *testing.T) {
-	var w *writeCounter
-	h := newHarness(t, func(o *engine.Options) {
-		w = &writeCounter{Store: o.Store}
-		o.Store, o.Host.DeferStart = w, true
-	})
+	h, w := countedHarness(t, true)
 	r, err := h.run(`
 version: 1
 name: suppress
@@ -50,47 +44,19 @@ steps:
 	assert.Equal(t, "+821012345678\n", string(data))
 }
 
-// slowLine is the test.slowline step's gate: an attempt waits for it.
+// slowLine is the gate of test.slowline (helpers_test.go), an idempotent
+// step: an attempt fails while fails is above zero, else waits for
+// release.
 var slowLine struct {
 	sync.Mutex
 	release chan struct{}
 	fails   int // attempts left to fail
 }
 
-var registerSlowOnce sync.Once
-
-// registerSlowLine registers test.slowline: an idempotent step whose
-// attempt fails while fails is above zero, else waits for release.
-func registerSlowLine() {
-	registerSlowOnce.Do(func() {
-		steps.Register(steps.Descriptor{
-			Type:       "test.slowline",
-			Summary:    "an idempotent step that waits to be released",
-			Idempotent: true,
-			Run: func(ctx context.Context, c *steps.Call) (steps.Outputs, error) {
-				slowLine.Lock()
-				release, fail := slowLine.release, slowLine.fails > 0
-				slowLine.fails--
-				slowLine.Unlock()
-				if fail {
-					return nil, &fault.Error{Code: fault.Unavailable, Message: "disk busy"}
-				}
-				select {
-				case <-release:
-					return steps.Outputs{}, nil
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				}
-			},
-		})
-	})
-}
-
 // An idempotent step's attempt that runs for engine.ShownAfter is put on
 // record while it runs, as any step's: the API, runs show and the UI show
 // a step that takes long. Its end is then written after its start.
 func TestAnIdempotentStepThatRunsLongIsOnRecordWhileItRuns(t *testing.T) {
-	registerSlowLine()
 	slowLine.Lock()
 	slowLine.release, slowLine.fails = make(chan struct{}), 0
 	slowLine.Unlock()
@@ -123,7 +89,6 @@ func (c gateClock) Sleep(ctx context.Context, d time.Duration) error {
 // An idempotent step whose attempt failed is on record while it waits for
 // its next attempt (its step.retry event and its error), as any step is.
 func TestAnIdempotentStepWaitingToBeTriedAgainIsOnRecord(t *testing.T) {
-	registerSlowLine()
 	slowLine.Lock()
 	slowLine.release, slowLine.fails = make(chan struct{}), 1
 	slowLine.Unlock()
