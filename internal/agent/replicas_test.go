@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -344,4 +345,54 @@ func TestAgentsServeEveryReplicaAndAKilledOnesAttemptsEnd(t *testing.T) {
 	assert.LessOrEqual(t, len(r.dispatch), l.Attempts)
 	assert.Positive(t, r.takenOver, "the killed replica was waiting on attempts")
 	assert.LessOrEqual(t, r.most, l.Capacity)
+}
+
+// An agent whose poll reaches a replica that never answers (stopped with
+// SIGSTOP, or cut off by a network that drops its packets) gives that
+// poll up while its lease holds, and its next poll, through the balancer
+// to a live replica, renews it: its session never lapses. Before, a poll
+// was held for its hold and 10 s, past the lease, and the agent was lost.
+func TestAnAgentWhosePollAReplicaNeverAnswersKeepsItsSession(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := postgres.Open(ctx, pgtest.DB(t), postgres.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	const lease = 4500 * time.Millisecond // polls held 1.5 s, given up after 2.25 s
+	d := NewDispatcher(Options{Store: st, Notices: st, Lease: lease})
+	go d.Run(ctx)
+	live := httptest.NewServer(agentHandler(d))
+	t.Cleanup(live.Close)
+	gone := make(chan struct{}) // the stopped replica's process ends with the test
+	stopped := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case <-r.Context().Done():
+		case <-gone:
+		}
+	}))
+	t.Cleanup(stopped.Close)
+	t.Cleanup(func() { close(gone) }) // before the servers close
+	liveURL, _ := url.Parse(live.URL)
+	stoppedURL, _ := url.Parse(stopped.URL)
+	var polls atomic.Int64
+	balancer := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(liveURL)
+		if r.In.URL.Path == "/api/v1/agent/poll" && polls.Add(1)%2 == 0 {
+			r.SetURL(stoppedURL) // every other poll
+		}
+	}})
+	t.Cleanup(balancer.Close)
+	w := &Worker{Server: balancer.URL, Token: "t", Client: &http.Client{}, Name: "a1", Labels: map[string]string{"pool": "p"}, Capacity: 1, Version: "test",
+		Dir: "a1", Secrets: &secrets.Source{}, Masker: secrets.NewRedactor(), Logger: slog.New(slog.DiscardHandler), Retry: 50 * time.Millisecond}
+	go func() { _ = w.Run(ctx) }()
+	require.Eventually(t, func() bool { ls, _ := d.List(ctx); return len(ls.Agents) == 1 }, 10*time.Second, 20*time.Millisecond)
+	first, _ := d.List(ctx)
+	for end := time.Now().Add(2 * lease); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		ls, err := d.List(ctx)
+		require.NoError(t, err)
+		require.Len(t, ls.Agents, 1, "the agent's session lapsed")
+		require.Equal(t, first.Agents[0].Session, ls.Agents[0].Session, "the agent registered again")
+	}
+	assert.GreaterOrEqual(t, polls.Load(), int64(4), "polls reached the replica that never answers")
 }

@@ -147,7 +147,7 @@ func (w *Worker) poll(ctx context.Context, sess api.AgentSession) {
 			return
 		}
 		var work api.AgentWork
-		pctx, stop := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(sess.PollMS)*time.Millisecond+10*time.Second)
+		pctx, stop := context.WithTimeout(context.WithoutCancel(ctx), pollTimeout(sess))
 		listed := w.listed()
 		err := w.call(pctx, "/api/v1/agent/poll", api.AgentPoll{Session: sess.Session, Running: listed, Draining: draining}, &work)
 		stop()
@@ -195,6 +195,21 @@ func (w *Worker) poll(ctx context.Context, sess api.AgentSession) {
 			w.start(ctx, sess.Session, a)
 		}
 	}
+}
+
+// pollTimeout bounds a poll: the time the server may hold it, then half
+// of what is left of the lease after a second hold (at least 100 ms, at
+// most 10 s). The lease was last renewed at most a hold before this poll
+// began, so a replica that holds the poll and never answers (stopped,
+// or cut off by a network that drops its packets: the connection neither
+// answers nor breaks) is given up while the lease still holds, and the
+// poll sent again at once, which a balancer gives to another replica,
+// renews it. Without the bound a poll held so (its hold and 10 s) outlived
+// the default 15 s lease, and the agent was lost with its attempts.
+func pollTimeout(sess api.AgentSession) time.Duration {
+	hold := time.Duration(sess.PollMS) * time.Millisecond
+	lease := time.Duration(sess.LeaseMS) * time.Millisecond
+	return hold + min(max((lease-2*hold)/2, 100*time.Millisecond), 10*time.Second)
 }
 
 // unseal opens an assignment sealed to this session's key.
