@@ -36,7 +36,7 @@ func TestLinesAskedForWhileOneSyncsShareTheNextSync(t *testing.T) {
 	}
 	answers := make(chan answer, 16)
 	ask := func(line string) {
-		added, err := cache.ensure(lineTarget{root: filepath.Dir(path), rel: filepath.Base(path)}, line)
+		added, err := cache.ensure(targetIn(path), line)
 		answers <- answer{line, added, err}
 	}
 	go ask("first")
@@ -76,12 +76,12 @@ func TestAFailedSyncFailsAndTheFileIsReadAgain(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "n.txt")
 	cache := &lineCache{files: map[string]*lineFile{}}
 	syncFile = func(*os.File) error { return fmt.Errorf("disk gone") }
-	added, err := cache.ensure(lineTarget{root: filepath.Dir(path), rel: filepath.Base(path)}, "a")
+	added, err := cache.ensure(targetIn(path), "a")
 	require.ErrorContains(t, err, "disk gone")
 	assert.False(t, added)
 	syncFile = (*os.File).Sync
 	t.Cleanup(func() { syncFile = (*os.File).Sync })
-	added, err = cache.ensure(lineTarget{root: filepath.Dir(path), rel: filepath.Base(path)}, "a")
+	added, err = cache.ensure(targetIn(path), "a")
 	require.NoError(t, err)
 	assert.False(t, added, "the line was written before the sync failed: read again, it is there")
 	b, err := os.ReadFile(path)
@@ -99,7 +99,7 @@ func TestAnAppendFollowsNoLinkPutInTheFilesPlace(t *testing.T) {
 	path := filepath.Join(dir, "n.txt")
 	require.NoError(t, os.Symlink(target, path))
 	cache := &lineCache{files: map[string]*lineFile{}}
-	added, err := cache.ensure(lineTarget{root: filepath.Dir(path), rel: filepath.Base(path)}, "x")
+	added, err := cache.ensure(targetIn(path), "x")
 	require.Error(t, err)
 	assert.False(t, added)
 	b, err := os.ReadFile(target)
@@ -122,4 +122,10 @@ func TestAnAppendFollowsNoDirectorySwappedForALink(t *testing.T) {
 	assert.False(t, added)
 	_, err = os.Stat(filepath.Join(outside, "n.txt"))
 	assert.True(t, os.IsNotExist(err), "nothing created outside the root: %v", err)
+}
+
+// targetIn is the line file at path as lineFilePath returns it, with its
+// own directory as the root.
+func targetIn(path string) lineTarget {
+	return lineTarget{root: filepath.Dir(path), rel: filepath.Base(path)}
 }
