@@ -7,7 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runbook/runbook/internal/expr"
 	"github.com/runbook/runbook/internal/fault"
+	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
 )
 
@@ -92,8 +94,54 @@ func (rs *runState) acquireConcurrency(ctx context.Context) (release func(), err
 		return func() {}, &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("concurrency.key: %v", err)}
 	}
 	key := rs.e.o.Redactor.String(stringify(kv))
+	if held := rs.run.ConcurrencyKey; held != "" && held != key {
+		// The key recorded before is not the one the run takes now (a key
+		// read the clock or the run's status when the run was prepared,
+		// or before it was resumed): the run may hold it, so it lets it go.
+		rs.e.releaseLock(ctx, held, rs.run.ID)
+	}
 	rs.run.ConcurrencyKey = key
 	return rs.acquireOrPark(ctx, key, c.OnBusy)
+}
+
+// preparedKey returns the concurrency key of run r, prepared with inputs
+// (Engine.Prepare), for its commit: a store may take the key in the
+// run's name with the commit when it is free, saving the run a
+// transaction (state.DeliveryUnit). It is "" when the playbook has no
+// key; when the key uses more than the run's inputs (its trigger, env,
+// secrets, the clock), which the run sees only once it executes; and when
+// the key has runs parked on it in the host and on_busy is queue: the new
+// run parks behind them (SetKeyQueued). The run evaluates its key again
+// before its steps, as any run does (acquireConcurrency), and lets the
+// prepared one go if they differ.
+func (e *Engine) preparedKey(pb *playbook.Playbook, inputs map[string]any, r *state.Run) string {
+	c := pb.Concurrency
+	if c == nil || c.Key == nil {
+		return ""
+	}
+	for _, ref := range c.Key.Refs() {
+		if ref.Kind != "input" {
+			return ""
+		}
+	}
+	clockRead := false
+	sc := &expr.Scope{
+		Inputs: inputs,
+		Run:    expr.RunInfo{ID: r.ID, Playbook: pb.Name},
+		Now: func() time.Time {
+			clockRead = true
+			return e.o.Clock.Now()
+		},
+	}
+	kv, err := evalDerived(e.o.Redactor, c.Key, sc)
+	if err != nil || clockRead {
+		return ""
+	}
+	key := e.o.Redactor.String(stringify(kv))
+	if c.OnBusy == "queue" && e.keyQueued(key) {
+		return ""
+	}
+	return key
 }
 
 // lock is the run's claim on key.

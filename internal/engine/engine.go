@@ -239,7 +239,9 @@ func (e *Engine) Start(ctx context.Context, pb *playbook.Playbook, req StartRequ
 // playbook's secrets, registers secret inputs with the redactor and
 // returns the run record (pending, with redacted inputs and trigger) and
 // its first event, for the caller to commit with others in one transaction
-// (state.Store.CommitDelivery). A generated ID is unique within the
+// (state.Store.CommitDelivery). The record names the run's concurrency
+// key when its inputs give it and it may be taken with the commit
+// (preparedKey). A generated ID is unique within the
 // process. Once the record is committed, call Committed; then Execute.
 func (e *Engine) Prepare(pb *playbook.Playbook, req StartRequest) (*state.Run, state.Event, error) {
 	inputs, err := ResolveInputs(pb, req.Inputs)
@@ -261,6 +263,7 @@ func (e *Engine) Prepare(pb *playbook.Playbook, req StartRequest) (*state.Run, s
 		Status: state.RunPending, ParentID: req.ParentID, ParentStep: req.ParentStep,
 		CreatedAt: now, Sim: e.o.Sim, TakeOver: pb.TakeOver,
 	}
+	r.ConcurrencyKey = e.preparedKey(pb, inputs, r)
 	ev := state.Event{Time: now, Type: "run.created", Message: "run created for playbook " + pb.Name}
 	return r, ev, nil
 }

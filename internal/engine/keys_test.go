@@ -134,3 +134,63 @@ steps:
 	assert.Zero(t, st.releases.Load(), "no release of its own")
 	assert.Equal(t, []string{"the-key", "the-key"}, h.released())
 }
+
+// Prepare names the run's concurrency key in its record when the run's
+// inputs give it, for the commit to take it (state.DeliveryUnit): not
+// when the key uses what the run sees only once it executes (its
+// trigger, the clock), nor when runs are parked on it in the host and
+// the run would queue behind them. A secret input is masked in it as
+// the executing run masks it.
+func TestPrepareNamesTheKeyTheRunsInputsGive(t *testing.T) {
+	h := newHarness(t)
+	prepare := func(key, onBusy string) string {
+		t.Helper()
+		pb := h.load(`
+version: 1
+name: keyed
+inputs:
+  n: {type: string}
+  pin: {type: string, secret: true, default: "4242-secret"}
+concurrency: {key: '` + key + `', on_busy: ` + onBusy + `}
+steps:
+  - {id: one, uses: set, with: {ok: true}}
+`)
+		r, _, err := h.engine.Prepare(pb, engine.StartRequest{Inputs: map[string]any{"n": "7"}, Trigger: map[string]any{"type": "webhook", "x": "y"}})
+		require.NoError(t, err)
+		return r.ConcurrencyKey
+	}
+	assert.Equal(t, "sms-7", prepare("sms-${{ inputs.n }}", "queue"))
+	assert.Equal(t, "fixed", prepare("fixed", "queue"))
+	assert.Equal(t, "pin-***", prepare("pin-${{ inputs.pin }}", "skip"))
+	assert.Empty(t, prepare("t-${{ trigger.x }}", "queue"), "the trigger is the run's once it executes")
+	assert.Empty(t, prepare("c-${{ inputs.n }}-${{ now() }}", "queue"), "the clock is read when the run takes its key")
+
+	h.engine.SetKeyQueued("sms-7", true)
+	assert.Empty(t, prepare("sms-${{ inputs.n }}", "queue"), "runs are parked on it here: the run queues behind them")
+	assert.Equal(t, "sms-7", prepare("sms-${{ inputs.n }}", "cancel_running"))
+}
+
+// A run whose record names a key it no longer takes when it executes
+// (a key that read the clock when the run was prepared, or before it was
+// resumed) lets that key go: it does not keep a key it may hold.
+func TestARunLetsGoAKeyItWasRecordedWithAndNoLongerTakes(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	pb := h.load(keyedSrc)
+	r, ev, err := h.engine.Prepare(pb, engine.StartRequest{})
+	require.NoError(t, err)
+	require.Equal(t, "the-key", r.ConcurrencyKey)
+	r.ConcurrencyKey = "an-older-key" // as if its inputs gave another then
+	require.NoError(t, h.store.CreateRun(ctx, r, ev))
+	ok, _, err := h.store.AcquireLock(ctx, state.Lock{Key: "an-older-key", Owner: r.ID})
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	r, err = h.engine.Execute(ctx, pb, r)
+	require.NoError(t, err)
+	assert.Equal(t, state.RunSucceeded, r.Status)
+	assert.Equal(t, "the-key", r.ConcurrencyKey)
+	locks, err := h.store.Locks(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, locks, "neither the key it took nor the one it was recorded with is held")
+}

@@ -163,3 +163,60 @@ func TestASlotHeldForARunNeverLaunchedIsLetGo(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, replica, later.Owner, "the hold of the run never launched was let go")
 }
+
+// A keyed run committed already claimed holds its concurrency key from
+// the transaction that commits it, when the key is free: it executes
+// holding it (its AcquireLock answered by what the commit took) and frees
+// it with its end. One committed without an owner takes its key when it
+// executes, as before.
+func TestAKeyedRunCommittedClaimedHoldsItsKeyFromItsCommit(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DB(t)
+	st, err := postgres.Open(ctx, dsn, postgres.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	const replica = "serve-host/4@1"
+	h, _ := openReplica(t, Options{MaxRunning: 1, Engine: engine.Options{Store: st, Process: replica}})
+	pb, err := playbook.Parse("keyed.yaml", []byte(`version: 1
+name: keyed
+inputs:
+  who: {type: string}
+concurrency: {key: 'k/${{ inputs.who }}'}
+steps:
+  - {id: a, uses: log, with: {message: "hi ${{ inputs.who }}"}}
+`), playbook.LoadOptions{})
+	require.NoError(t, err)
+	h.Remember(pb)
+
+	req := func(who string) trigger.StartRequest {
+		return trigger.StartRequest{Playbook: pb, Inputs: map[string]any{"who": who}, Trigger: map[string]any{"type": "webhook"}}
+	}
+	first, firstEvs, err := h.Prepare(ctx, req("x"))
+	require.NoError(t, err)
+	second, secondEvs, err := h.Prepare(ctx, req("y")) // the one slot is the first's
+	require.NoError(t, err)
+	require.Equal(t, replica, first.Owner)
+	require.Empty(t, second.Owner)
+	_, err = st.CommitDelivery(ctx, state.Delivery{Key: "d1", TTL: time.Hour, Units: []state.DeliveryUnit{
+		{Run: first, Events: firstEvs}, {Run: second, Events: secondEvs},
+	}})
+	require.NoError(t, err)
+
+	locks, err := st.Locks(ctx)
+	require.NoError(t, err)
+	require.Len(t, locks, 1, "only the run committed claimed took its key")
+	assert.Equal(t, "k/x", locks[0].Key)
+	assert.Equal(t, first.ID, locks[0].Owner)
+	assert.Equal(t, replica, locks[0].Process)
+
+	h.Launch(first, second)
+	for _, id := range []string{first.ID, second.ID} {
+		require.Eventually(t, func() bool {
+			run, err := st.GetRun(ctx, id)
+			return err == nil && run.Status == state.RunSucceeded
+		}, 10*time.Second, 10*time.Millisecond, "run %s", id)
+	}
+	locks, err = st.Locks(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, locks, "both keys freed with their runs' ends")
+}

@@ -472,7 +472,12 @@ type DeliveryUnit struct {
 	// this one started.
 	ClaimValue []byte
 	// Run is committed as recorded: with an Owner, it is committed
-	// already claimed by that replica (runner.Host.Prepare).
+	// already claimed by that replica (runner.Host.Prepare). A pending run
+	// with an Owner and a ConcurrencyKey (engine.Engine.Prepare) may have
+	// the key taken in its name by the commit, when it is free: a store
+	// that does so (the PostgreSQL one) answers that run's AcquireLock of
+	// the key yes without asking again; any other store leaves the key to
+	// AcquireLock.
 	Run    *Run
 	Events []Event
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -109,11 +110,12 @@ func (s *Store) DeliveryGroups() (groups, deliveries int64) {
 // commitGroup commits group in one transaction of four statements sent in
 // one round trip (one batch: one implicit transaction, see send): the
 // advisory locks of every member's keys, in order (see claimLocks; the
-// members' keys are disjoint); the snapshots; the claims, runs, events
-// and bodies of every member none of whose keys is recorded, in one
-// statement that answers the members left out; a prune. It sets each
-// member's outcome, or its error when the database could not be asked.
-// Every group counts in DeliveryGroups.
+// members' keys are disjoint); the snapshots; the claims, runs, events,
+// bodies and free concurrency keys of every member none of whose keys is
+// recorded, in one statement that answers the members left out and the
+// runs that took their key; a prune. It sets each member's outcome, or
+// its error when the database could not be asked. Every group counts in
+// DeliveryGroups.
 func (s *Store) commitGroup(ctx context.Context, group []*groupReq) bool {
 	var rows groupRows
 	for i, r := range group {
@@ -127,14 +129,21 @@ func (s *Store) commitGroup(ctx context.Context, group []*groupReq) bool {
 	if len(hashes) > 0 {
 		b.Queue(groupSnapshots, hashes, sources)
 	}
+	var took []string
 	b.Queue(groupInsert, args...).Query(func(rs pgx.Rows) error {
 		clear(seen) // the batch may be sent again (see send)
+		took = took[:0]
 		for rs.Next() {
-			var m int32
-			if err := rs.Scan(&m); err != nil {
+			var m *int32
+			var owner *string
+			if err := rs.Scan(&m, &owner); err != nil {
 				return err
 			}
-			seen[m] = true
+			if m != nil {
+				seen[*m] = true
+			} else if owner != nil {
+				took = append(took, *owner)
+			}
 		}
 		return rs.Err()
 	})
@@ -142,6 +151,7 @@ func (s *Store) commitGroup(ctx context.Context, group []*groupReq) bool {
 	err := s.send(ctx, b)
 	if err == nil {
 		s.snapshots.add(hashes...)
+		rows.keepKeys(&s.committedKeys, took)
 	}
 	var pe *pgconn.PgError
 	for i, r := range group {
@@ -186,6 +196,17 @@ ON CONFLICT (hash) DO NOTHING`
 // its last_seq is their number. Data-modifying WITH queries all run to
 // completion and see the same snapshot: runs' snapshot column sees the
 // snapshots stored by the statement before.
+//
+// The statement also takes, in the name of each run it inserted that is
+// committed already claimed and keyed (state.DeliveryUnit), the run's
+// concurrency key when it is free: a keyed run then takes its key with
+// no transaction of its own (committedKeys; a lock group's transaction
+// before, about two in five of an sms-unsubscribe run's transactions). The
+// keys are inserted in key order, as a lock group inserts them (see
+// lockGroup), so that the two never wait for each other in a cycle; of
+// two runs of the group with one key, the first created takes it. A key
+// held already is left to the run's AcquireLock, which looks at its
+// holder (on_busy).
 const groupInsert = `WITH claim AS (
 	SELECT * FROM unnest($1::int[], $2::text[], $3::timestamptz[], $4::timestamptz[], $5::bytea[], $30::bool[])
 		AS c(member, key, first_seen, expires_at, value, delivery)
@@ -221,8 +242,18 @@ const groupInsert = `WITH claim AS (
 	SELECT b.id, b.body, b.created_at FROM unnest($26::int[], $27::text[], $28::bytea[], $29::timestamptz[])
 		AS b(member, id, body, created_at)
 	WHERE b.member IN (SELECT member FROM fresh)
+), took AS (
+	INSERT INTO runbook_locks (key, owner, process, since, record)
+	SELECT k.key, k.owner, k.process, k.since, k.record
+	FROM unnest($31::text[], $32::text[], $33::text[], $34::timestamptz[], $35::json[]) WITH ORDINALITY
+		AS k(key, owner, process, since, record, n)
+	WHERE k.owner IN (SELECT id FROM runs)
+	ORDER BY k.n
+	ON CONFLICT (key) DO NOTHING
+	RETURNING owner
 )
-SELECT member FROM claim WHERE delivery AND member NOT IN (SELECT member FROM fresh)`
+SELECT member, NULL::text FROM claim WHERE delivery AND member NOT IN (SELECT member FROM fresh)
+UNION ALL SELECT NULL::int, owner FROM took`
 
 // groupRows are a group's rows, column by column, for groupSnapshots and
 // groupInsert.
@@ -252,6 +283,14 @@ type groupRows struct {
 	bodyAt                                          []time.Time
 	latest                                          time.Time
 	lockKeys                                        []int64
+	keys                                            []keyRow
+}
+
+// keyRow is a concurrency key a group takes for a run, when it is free.
+type keyRow struct {
+	key, run, process string
+	since             time.Time
+	created           time.Time
 }
 
 // add appends member m's rows: its claims, runs, events and body.
@@ -272,6 +311,9 @@ func (g *groupRows) add(m int32, r *groupReq) {
 			g.addSnapshot(run.Hash, run.Snapshot)
 		}
 		g.addRun(m, run, r.records[i], int64(len(r.events[i])))
+		if run.Owner != "" && run.ConcurrencyKey != "" && run.Status == state.RunPending {
+			g.keys = append(g.keys, keyRow{key: run.ConcurrencyKey, run: run.ID, process: run.Owner, since: r.now, created: run.CreatedAt})
+		}
 		for n, ev := range r.events[i] {
 			g.evRun, g.evSeq, g.evData = append(g.evRun, run.ID), append(g.evSeq, int64(n+1)), append(g.evData, ev)
 		}
@@ -308,13 +350,52 @@ func (g *groupRows) locks() []int64 {
 
 // args returns groupInsert's arguments.
 func (g *groupRows) args() []any {
-	return []any{
+	args := []any{
 		g.claimMember, g.claimKey, g.claimFirst, g.claimExpiry, g.claimValue,
 		g.runMember, g.id, g.playbook, g.status, g.parent, g.trigType, g.trigKey, g.concurrency, g.owner,
 		g.createdNs, g.createdAt, g.startedAt, g.endedAt, g.hash, g.source, g.record, g.lastSeq,
 		g.evRun, g.evSeq, g.evData,
 		g.bodyMember, g.bodyID, g.bodyData, g.bodyAt,
 		g.claimOfKey,
+	}
+	return append(args, g.keyArgs()...)
+}
+
+// keyArgs returns groupInsert's concurrency key arguments, in key order
+// and, for one key, the first created run first (see groupInsert). A
+// lock whose record does not encode (a time JSON cannot hold) is left
+// to the run's AcquireLock.
+func (g *groupRows) keyArgs() []any {
+	slices.SortFunc(g.keys, func(a, b keyRow) int {
+		if c := strings.Compare(a.key, b.key); c != 0 {
+			return c
+		}
+		if c := a.created.Compare(b.created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.run, b.run)
+	})
+	var keys, runs, processes []string
+	var since []time.Time
+	var records [][]byte
+	for _, k := range g.keys {
+		rec, err := json.Marshal(state.Lock{Key: k.key, Owner: k.run, Process: k.process, Since: k.since})
+		if err != nil {
+			continue
+		}
+		keys, runs, processes = append(keys, k.key), append(runs, k.run), append(processes, k.process)
+		since, records = append(since, k.since), append(records, rec)
+	}
+	return []any{keys, runs, processes, since, records}
+}
+
+// keepKeys keeps in ck the keys that runs took in the group's commit
+// (took: their IDs).
+func (g *groupRows) keepKeys(ck *committedKeys, took []string) {
+	for _, id := range took {
+		if i := slices.IndexFunc(g.keys, func(k keyRow) bool { return k.run == id }); i >= 0 {
+			ck.keep(id, g.keys[i].key)
+		}
 	}
 }
 

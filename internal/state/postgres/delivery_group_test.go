@@ -253,10 +253,10 @@ func TestAGroupReadsNoDedupKeyButThroughTheIndex(t *testing.T) {
 	require.NoError(t, err)
 	types := "int[], text[], timestamptz[], timestamptz[], bytea[], int[], text[], text[], text[], text[], text[], text[], text[], text[], " +
 		"bigint[], timestamptz[], timestamptz[], timestamptz[], text[], bytea[], json[], bigint[], text[], bigint[], json[], " +
-		"int[], text[], bytea[], timestamptz[], bool[]"
+		"int[], text[], bytea[], timestamptz[], bool[], text[], text[], text[], timestamptz[], json[]"
 	_, err = conn.Exec(ctx, `PREPARE group_insert (`+types+`) AS `+postgres.GroupInsert)
 	require.NoError(t, err)
-	rows, err := conn.Query(ctx, `EXPLAIN EXECUTE group_insert (`+strings.TrimSuffix(strings.Repeat("NULL, ", 30), ", ")+`)`)
+	rows, err := conn.Query(ctx, `EXPLAIN EXECUTE group_insert (`+strings.TrimSuffix(strings.Repeat("NULL, ", 35), ", ")+`)`)
 	require.NoError(t, err)
 	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)

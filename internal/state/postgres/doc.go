@@ -76,7 +76,10 @@
 // deliveries (the common case) that wait at the same moment
 // are committed together, in one transaction of four statements that
 // writes each table with one INSERT … SELECT FROM unnest and leaves out a
-// delivery whose key is recorded (see commitGroup). A run's write and its
+// delivery whose key is recorded (see commitGroup); it also takes the
+// free concurrency keys of the runs it commits already claimed, whose
+// AcquireLock is then answered without a statement (see groupInsert,
+// committedKeys). A run's write and its
 // events are one statement. The writes an executing run makes, fenced
 // for the top-level run they write, share transactions with the other
 // runs' writes waiting at the same moment (see commitWrites: a member its

@@ -13,3 +13,6 @@ func QueuedDeliveries(s *Store) int {
 
 // GroupInsert is the statement that writes a delivery group.
 const GroupInsert = groupInsert
+
+// MaxKeptAge is how long what a claim read or a commit took is trusted.
+const MaxKeptAge = maxKeptAge

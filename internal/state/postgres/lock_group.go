@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -95,4 +96,46 @@ func (s *Store) lockGroup(ctx context.Context, group []*lockReq) bool {
 // runs at once and how many keys they held.
 func (s *Store) LockGroups() (groups, keys int64) {
 	return s.locks.Groups()
+}
+
+// committedKeys are the concurrency keys delivery commits took for their
+// runs (groupInsert), kept until each run asks for its key: its
+// AcquireLock of the key is then answered yes with no round trip
+// (take). The run was committed already claimed by this replica, which
+// executes it within milliseconds; until then nothing but the run's end
+// frees its key (its own write, or a cancel of it recorded by another
+// process), so what a commit took is trusted for maxKeptAge, as what a
+// claim read is (claimGrouper). A run that asks later, or a key kept
+// beyond maxKeptClaims runs, is answered by the database: the key held
+// in the run's name is its own (AcquireLock).
+type committedKeys struct {
+	mu   sync.Mutex
+	kept map[string]committedKey // run ID -> the key its commit took
+}
+
+type committedKey struct {
+	key string
+	at  time.Time
+}
+
+// keep keeps key, which run id's commit took.
+func (c *committedKeys) keep(id, key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.kept == nil || len(c.kept) >= maxKeptClaims {
+		c.kept = map[string]committedKey{}
+	}
+	c.kept[id] = committedKey{key: key, at: time.Now()}
+}
+
+// take reports, once, whether run id's commit took key a moment ago.
+func (c *committedKeys) take(id, key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, ok := c.kept[id]
+	if !ok {
+		return false
+	}
+	delete(c.kept, id)
+	return k.key == key && time.Since(k.at) < maxKeptAge
 }

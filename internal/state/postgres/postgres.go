@@ -82,6 +82,9 @@ type Store struct {
 	claims *claimGrouper
 	// locks takes free concurrency keys together (see lockGroup).
 	locks *groupQueue[*lockReq]
+	// committedKeys are the concurrency keys taken by delivery commits
+	// for their runs (see groupInsert), until the runs ask for them.
+	committedKeys committedKeys
 	// bodies keeps the bodies of deliveries committed here.
 	bodies bodyCache
 	// snapshots are the playbook snapshots seen committed.
