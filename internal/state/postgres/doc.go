@@ -73,20 +73,20 @@
 // the same moment, in one statement (see lockGroup); a key held already
 // is looked at in an explicit transaction, which decides as it goes; so
 // is CommitDelivery when one of its claims is already recorded. New
-// deliveries (the common case) that wait at the same moment
-// are committed together, in one transaction of four statements that
-// writes each table with one INSERT … SELECT FROM unnest and leaves out a
+// deliveries (the common case) that wait at the same moment are
+// committed together, in one transaction of four statements that writes
+// each table with one INSERT … SELECT FROM unnest and leaves out a
 // delivery whose key is recorded (see commitGroup); it also takes the
 // free concurrency keys of the runs it commits already claimed, whose
 // AcquireLock is then answered without a statement (see groupInsert,
-// committedKeys). A run's write and its
-// events are one statement. The writes an executing run makes, fenced
-// for the top-level run they write, share transactions with the other
-// runs' writes waiting at the same moment (see commitWrites: a member its
-// fence refuses is left out and refused alone, failing no other), and
-// the claims a replica makes at the same moment are one statement that
-// also reads the claimed runs' step records for the engine's first read
-// (see claimGroup).
+// committedKeys). A run's write, its events, its step records and the
+// release of its key are one statement (see saveRunStatement). The
+// writes an executing run makes, fenced for the top-level run they
+// write, share transactions with the other runs' writes waiting at the
+// same moment (see commitWrites: a member its fence refuses is left out
+// and refused alone, failing no other), and the claims a replica makes
+// at the same moment are one statement that also reads the claimed runs'
+// step records for the engine's first read (see claimGroup).
 //
 // Event numbers come from the run's last_seq, taken with an UPDATE that
 // holds the run's row until commit, so concurrent writers of a run (on

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/runbook/runbook/internal/state"
 )
@@ -212,19 +212,14 @@ func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.St
 		return fmt.Errorf("save run %s: %w", r.ID, err)
 	}
 	batch := func(r *state.Run) (*pgx.Batch, error) {
-		b, err := s.queueSaveRun(newBatch(ctx, r.ID), r, evs)
-		if err == nil {
-			rows.queue(b, r.ID) // after the run's update: an unknown run writes nothing
-		}
-		return b, err
+		return s.queueSaveRun(newBatch(ctx, r.ID), r, evs, rows)
 	}
 	s.claims.forgetSteps(r.ID)
 	if f, ok := groupable(ctx, r.ID); ok && !r.CreatedAt.IsZero() {
 		b := &pgx.Batch{}
-		if _, err := s.queueSaveRun(b, r, evs); err != nil {
+		if _, err := s.queueSaveRun(b, r, evs, rows); err != nil {
 			return err
 		}
-		rows.queue(b, r.ID)
 		if err := s.writeGrouped(ctx, r.ID, f.Owner, b); !errors.Is(err, errAlone) {
 			if err != nil {
 				return fmt.Errorf("save run %s: %w", r.ID, s.cancelledMeanwhile(ctx, r.ID, err))
@@ -260,12 +255,15 @@ func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.St
 	return nil
 }
 
-// queueSaveRun queues into b the statements that replace a run and append
-// its events (one statement, see withEvents), and returns b. When the run
-// does not exist, it reports ErrNotFound and the snapshot's statement
-// stores nothing. A snapshot seen committed (storedSnapshots) is not
-// stored again.
-func (s *Store) queueSaveRun(b *pgx.Batch, r *state.Run, evs [][]byte) (*pgx.Batch, error) {
+// queueSaveRun queues into b the statement that replaces a run, appends
+// its events, upserts its step records (rows; nil: none) and, for a run
+// that ends, frees its concurrency key (see saveRunStatement), then the
+// statement of the records' printed output, and returns b. When the run
+// does not exist, it reports ErrNotFound, and neither statement writes
+// anything (the output's foreign key fails the batch), nor does the
+// snapshot's. A snapshot seen committed (storedSnapshots) is not stored
+// again.
+func (s *Store) queueSaveRun(b *pgx.Batch, r *state.Run, evs [][]byte, rows *stepRows) (*pgx.Batch, error) {
 	record, err := encodeRun(r)
 	if err != nil {
 		return nil, err
@@ -273,30 +271,81 @@ func (s *Store) queueSaveRun(b *pgx.Batch, r *state.Run, evs [][]byte) (*pgx.Bat
 	if hasSnapshot(r) && !s.snapshots.has(r.Hash) {
 		b.Queue(storeSnapshotOf, r.Hash, r.Snapshot, r.ID)
 	}
-	found := func(tag pgconn.CommandTag) error {
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("run %s: %w", r.ID, state.ErrNotFound)
-		}
-		return nil
+	args := append(runArgs(r, record), len(evs))
+	if len(evs) > 0 {
+		args = append(args, evs)
 	}
-	if len(evs) == 0 {
-		b.Queue(updateRun, append(runArgs(r, record), 0)...).Exec(found)
-	} else {
-		b.Queue(withEvents(updateRun, 16, 17), append(runArgs(r, record), len(evs), evs)...).Exec(found)
+	steps := rows != nil && len(rows.ids) > 0
+	if steps {
+		args = append(args, rows.ids, rows.statuses, rows.records)
 	}
-	if r.ConcurrencyKey != "" && r.Status.KeyFreed() {
-		b.Queue(freeKeyWithEnd, r.ConcurrencyKey, r.ID, string(r.Status))
+	freeKey := r.ConcurrencyKey != "" && r.Status.KeyFreed()
+	b.Queue(saveRunStatement(len(evs) > 0, steps, freeKey), args...).QueryRow(func(row pgx.Row) error {
+		return runFound(row, r.ID)
+	})
+	if rows != nil {
+		rows.printed.queue(b, r.ID)
 	}
 	return b, nil
 }
 
-// freeKeyWithEnd frees key $1 held by run $2 when the statement before
-// recorded the run's status $3 (EndFreesKey): a write refused (the run
-// recorded cancelled meanwhile, whose owner releases the key once it has
-// stopped) frees nothing. A waiter on the key is told at commit, as by
-// ReleaseLock (the table's trigger).
-const freeKeyWithEnd = `DELETE FROM runbook_locks WHERE key = $1 AND owner = $2
-AND EXISTS (SELECT FROM runbook_runs WHERE id = $2 AND status = $3)`
+// saveRunStatements are the statements saveRunStatement returns, by
+// what they write besides the run (saveRunVariant).
+var saveRunStatements = sync.OnceValue(func() (stmts [8]string) {
+	for v := range stmts {
+		stmts[v] = buildSaveRun(v&1 != 0, v&2 != 0, v&4 != 0)
+	}
+	return stmts
+})
+
+// saveRunStatement returns the one statement a run's write is: updateRun
+// (the run's columns $1 to $15, $16 event numbers reserved), then, each
+// only when the update matched the run, the events $17 (events) as
+// withEvents appends them, the step records of the next three arguments
+// (steps) as upsertSteps writes them, and the release of the key $7 the
+// run holds (freeKey: a write of a status that frees it, EndFreesKey). A
+// write refused (the run recorded cancelled meanwhile, whose owner
+// releases the key once it has stopped) thus frees nothing; a waiter on a
+// key freed is told at commit, as by ReleaseLock (the table's trigger).
+// It answers how many runs it updated: 0 when the run does not exist or
+// the update was refused. One
+// statement instead of up to three: PostgreSQL's cost of a write is
+// mostly per statement (its executor's start, its relations opened), not
+// per row (docs/performance.md).
+func saveRunStatement(events, steps, freeKey bool) string {
+	v := 0
+	if events {
+		v |= 1
+	}
+	if steps {
+		v |= 2
+	}
+	if freeKey {
+		v |= 4
+	}
+	return saveRunStatements()[v]
+}
+
+func buildSaveRun(events, steps, freeKey bool) string {
+	q := `WITH r AS (` + updateRun + `
+	RETURNING id, last_seq
+)`
+	next := 17
+	if events {
+		q += eventsCTE(16, 17)
+		next++
+	}
+	if steps {
+		q += stepsCTE(next)
+	}
+	if freeKey {
+		q += `, k AS (
+	DELETE FROM runbook_locks WHERE key = $7 AND owner = $1 AND EXISTS (SELECT FROM r)
+)`
+	}
+	return q + `
+SELECT count(*) FROM r`
+}
 
 // EndFreesKey reports that a run's write in a status that frees its key
 // frees it (state.EndFreesKey).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -49,10 +50,20 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 	if err != nil {
 		return fmt.Errorf("save steps of run %s: %w", runID, err)
 	}
-	// An unknown run fails the reservation and the steps' foreign key.
+	// An unknown run writes nothing and answers no row (saveStepsStatement).
 	err = s.writeRun(ctx, runID, func(b *pgx.Batch) {
-		queueReserve(b, runID, evs)
-		rows.queue(b, runID)
+		args := []any{runID}
+		if len(evs) > 0 {
+			args = append(args, len(evs), evs)
+		}
+		steps := len(rows.ids) > 0
+		if steps {
+			args = append(args, rows.ids, rows.statuses, rows.records)
+		}
+		b.Queue(saveStepsStatement(len(evs) > 0, steps), args...).QueryRow(func(row pgx.Row) error {
+			return runFound(row, runID)
+		})
+		rows.printed.queue(b, runID)
 	})
 	if err != nil {
 		if len(recs) == 1 {
@@ -99,13 +110,85 @@ func encodeSteps(recs []*state.StepRecord, now time.Time) (*stepRows, error) {
 	return rows, nil
 }
 
-// queue queues the upsert of rows (none: nothing) and the insert of
-// their output into b.
-func (rows *stepRows) queue(b *pgx.Batch, runID string) {
-	if len(rows.ids) > 0 {
-		b.Queue(upsertSteps, runID, rows.ids, rows.statuses, rows.records)
+// saveStepsStatements are the statements saveStepsStatement returns.
+var saveStepsStatements = sync.OnceValue(func() (stmts [4]string) {
+	for v := range stmts {
+		stmts[v] = buildSaveSteps(v&1 != 0, v&2 != 0)
 	}
-	rows.printed.queue(b, runID)
+	return stmts
+})
+
+// saveStepsStatement returns the one statement that writes step records
+// of run $1 and appends its events: with events, the reservation of $2
+// event numbers (reserve) and the events $3 as withEvents appends them;
+// without, the run's row read; then, only when the run exists, the step
+// records of the next three arguments (steps) as upsertSteps writes
+// them. It answers how many runs it found: 0 when the run does not
+// exist. One statement where two were (see saveRunStatement).
+func saveStepsStatement(events, steps bool) string {
+	v := 0
+	if events {
+		v |= 1
+	}
+	if steps {
+		v |= 2
+	}
+	return saveStepsStatements()[v]
+}
+
+func buildSaveSteps(events, steps bool) string {
+	q := `WITH r AS (SELECT id FROM runbook_runs WHERE id = $1)`
+	next := 2
+	if events {
+		q = `WITH r AS (` + reserve + `
+	RETURNING id, last_seq
+)` + eventsCTE(2, 3)
+		next = 4
+	}
+	if steps {
+		q += stepsCTE(next)
+	}
+	return q + `
+SELECT count(*) FROM r`
+}
+
+// eventsCTE is the WITH query of a statement whose query r (a run's
+// write, returning its id and last_seq) reserved the last $nArg event
+// numbers: it inserts the events $evArg (json[]) under them, as
+// withEvents does, none when r wrote no run.
+func eventsCTE(nArg, evArg int) string {
+	return `, e AS (
+	INSERT INTO runbook_events (run_id, seq, event)
+	SELECT r.id, r.last_seq - $` + strconv.Itoa(nArg) + ` + e.n, e.event
+	FROM r, unnest($` + strconv.Itoa(evArg) + `::json[]) WITH ORDINALITY AS e(event, n)
+)`
+}
+
+// stepsCTE is the WITH query that upserts the step records $first (ids),
+// $first+1 (statuses) and $first+2 (records) of the run that query r
+// returns, as upsertSteps does, none when r returns no run.
+func stepsCTE(first int) string {
+	a, b, c := strconv.Itoa(first), strconv.Itoa(first+1), strconv.Itoa(first+2)
+	return `, s AS (
+	INSERT INTO runbook_steps (run_id, step_id, status, record)
+	SELECT r.id, s.id, s.status, s.record
+	FROM r, unnest($` + a + `::text[], $` + b + `::text[], $` + c + `::json[]) WITH ORDINALITY AS s(id, status, record, n)
+	ORDER BY s.n
+	ON CONFLICT (run_id, step_id) DO UPDATE SET status = EXCLUDED.status, record = EXCLUDED.record
+)`
+}
+
+// runFound reads a count of runs written (row) and answers
+// state.ErrNotFound for none.
+func runFound(row pgx.Row, runID string) error {
+	var n int
+	if err := row.Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("run %s: %w", runID, state.ErrNotFound)
+	}
+	return nil
 }
 
 // GetStep returns one step record or state.ErrNotFound.

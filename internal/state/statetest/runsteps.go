@@ -48,7 +48,11 @@ func testRunSteps(t *testing.T, open opener) {
 		s, _ := open(t)
 		err := s.SaveRunSteps(ctx, newRun("ghost", "pb", at(0)), []*state.StepRecord{{RunID: "ghost", ID: "a"}}, state.Event{Type: "x"})
 		errIs(t, err, state.ErrNotFound)
+		err = s.SaveRunSteps(ctx, newRun("ghost", "pb", at(0)), []*state.StepRecord{{RunID: "ghost", ID: "b"}}) // no event
+		errIs(t, err, state.ErrNotFound)
 		_, err = s.GetStep(ctx, "ghost", "a")
+		errIs(t, err, state.ErrNotFound)
+		_, err = s.GetStep(ctx, "ghost", "b")
 		errIs(t, err, state.ErrNotFound)
 	})
 

@@ -66,6 +66,12 @@ func testSteps(t *testing.T, open opener) {
 		s, _ := open(t)
 		err := s.SaveSteps(ctx, []*state.StepRecord{{RunID: "ghost", ID: "a"}}, state.Event{Type: "x"})
 		errIs(t, err, state.ErrNotFound)
+		err = s.SaveSteps(ctx, []*state.StepRecord{{RunID: "ghost", ID: "b"}}) // no event
+		errIs(t, err, state.ErrNotFound)
+		_, err = s.GetStep(ctx, "ghost", "a")
+		errIs(t, err, state.ErrNotFound)
+		_, err = s.GetStep(ctx, "ghost", "b")
+		errIs(t, err, state.ErrNotFound)
 	})
 
 	t.Run("saving a step again replaces its record", func(t *testing.T) {
