@@ -28,7 +28,7 @@ func (l *loader) hosts(c *Config, n *yaml.Node) {
 	jumps := map[string]*yaml.Node{}
 	for _, p := range m.Pairs {
 		path := yamlnode.KeyPath("hosts", p.Name)
-		if !inventory.NameRE.MatchString(p.Name) {
+		if !inventory.NameRE().MatchString(p.Name) {
 			l.errf(p.Key, path, "invalid host name %q: use 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit", p.Name)
 			continue
 		}

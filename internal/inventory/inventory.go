@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Connection is the connection whose settings list every host of the
@@ -24,8 +25,10 @@ func ConnectionName(name string) string { return Prefix + name }
 // that a playbook's connections: may not set it.
 func Reserved(name string) bool { return name == Connection || strings.HasPrefix(name, Prefix) }
 
-// NameRE is the form of a host's name.
-var NameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+// NameRE is the form of a host's name, compiled on first use: its
+// bounded repetition makes a program of some 900 allocations, which
+// every process would otherwise pay at start-up (docs/performance.md).
+var NameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`) })
 
 // Host is one host of the inventory.
 type Host struct {
