@@ -96,8 +96,9 @@ func (rs *runState) acquireConcurrency(ctx context.Context) (release func(), err
 	key := rs.e.o.Redactor.String(stringify(kv))
 	if held := rs.run.ConcurrencyKey; held != "" && held != key {
 		// The key recorded before is not the one the run takes now (a key
-		// read the clock or the run's status when the run was prepared,
-		// or before it was resumed): the run may hold it, so it lets it go.
+		// that reads the run's status, which differed when the run was
+		// prepared, or the clock, before the run was resumed): the run
+		// may hold it, so it lets it go.
 		rs.e.releaseLock(ctx, held, rs.run.ID)
 	}
 	rs.run.ConcurrencyKey = key

@@ -241,8 +241,8 @@ func (e *Engine) Start(ctx context.Context, pb *playbook.Playbook, req StartRequ
 // its first event, for the caller to commit with others in one transaction
 // (state.Store.CommitDelivery). The record names the run's concurrency
 // key when its inputs give it and it may be taken with the commit
-// (preparedKey). A generated ID is unique within the
-// process. Once the record is committed, call Committed; then Execute.
+// (preparedKey). A generated ID is unique within the process. Once the
+// record is committed, call Committed; then Execute.
 func (e *Engine) Prepare(pb *playbook.Playbook, req StartRequest) (*state.Run, state.Event, error) {
 	inputs, err := ResolveInputs(pb, req.Inputs)
 	if err != nil {

@@ -171,7 +171,7 @@ steps:
 }
 
 // A run whose record names a key it no longer takes when it executes
-// (a key that read the clock when the run was prepared, or before it was
+// (a key that reads the run's status, or the clock before the run was
 // resumed) lets that key go: it does not keep a key it may hold.
 func TestARunLetsGoAKeyItWasRecordedWithAndNoLongerTakes(t *testing.T) {
 	h := newHarness(t)

@@ -189,10 +189,10 @@ VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key) DO NOTHING`
 
 // AcquireLock takes l.Key for l.Owner when it is free, or reports true
 // without change when l.Owner already holds it (at once when the run's
-// delivery commit took it a moment ago: committedKeys). Otherwise it returns false
-// and the holder, and marks the key waited for: its release is then a
-// notice to every replica (runbook_notify_key). A zero l.Since is set to
-// now. The key's primary key makes the claim: of two replicas inserting
+// delivery commit took it a moment ago: committedKeys). Otherwise it
+// returns false and the holder, and marks the key waited for: its
+// release is then a notice to every replica (runbook_notify_key). A zero
+// l.Since is set to now. The key's primary key makes the claim: of two replicas inserting
 // it at once, one waits for the other's commit and finds the key taken.
 func (s *Store) AcquireLock(ctx context.Context, l state.Lock) (ok bool, holder *state.Lock, err error) {
 	if s.committedKeys.take(l.Owner, l.Key) { // taken with the run's commit
