@@ -290,7 +290,7 @@ func (s *Store) queueSaveRun(b *pgx.Batch, r *state.Run, evs [][]byte, rows *ste
 }
 
 // saveRunStatements are the statements saveRunStatement returns, by
-// what they write besides the run (saveRunVariant).
+// what they write besides the run (variant).
 var saveRunStatements = sync.OnceValue(func() (stmts [8]string) {
 	for v := range stmts {
 		stmts[v] = buildSaveRun(v&1 != 0, v&2 != 0, v&4 != 0)
@@ -308,22 +308,23 @@ var saveRunStatements = sync.OnceValue(func() (stmts [8]string) {
 // releases the key once it has stopped) thus frees nothing; a waiter on a
 // key freed is told at commit, as by ReleaseLock (the table's trigger).
 // It answers how many runs it updated: 0 when the run does not exist or
-// the update was refused. One
-// statement instead of up to three: PostgreSQL's cost of a write is
-// mostly per statement (its executor's start, its relations opened), not
-// per row (docs/performance.md).
+// the update was refused. One statement instead of up to three:
+// PostgreSQL's cost of a write is mostly per statement (its executor's
+// start, its relations opened), not per row (docs/performance.md).
 func saveRunStatement(events, steps, freeKey bool) string {
+	return saveRunStatements()[variant(events, steps, freeKey)]
+}
+
+// variant numbers a statement's variant by the parts it has: bit i is
+// parts[i].
+func variant(parts ...bool) int {
 	v := 0
-	if events {
-		v |= 1
+	for i, p := range parts {
+		if p {
+			v |= 1 << i
+		}
 	}
-	if steps {
-		v |= 2
-	}
-	if freeKey {
-		v |= 4
-	}
-	return saveRunStatements()[v]
+	return v
 }
 
 func buildSaveRun(events, steps, freeKey bool) string {

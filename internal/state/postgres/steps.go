@@ -110,7 +110,8 @@ func encodeSteps(recs []*state.StepRecord, now time.Time) (*stepRows, error) {
 	return rows, nil
 }
 
-// saveStepsStatements are the statements saveStepsStatement returns.
+// saveStepsStatements are the statements saveStepsStatement returns, by
+// what they write (variant).
 var saveStepsStatements = sync.OnceValue(func() (stmts [4]string) {
 	for v := range stmts {
 		stmts[v] = buildSaveSteps(v&1 != 0, v&2 != 0)
@@ -126,14 +127,7 @@ var saveStepsStatements = sync.OnceValue(func() (stmts [4]string) {
 // them. It answers how many runs it found: 0 when the run does not
 // exist. One statement where two were (see saveRunStatement).
 func saveStepsStatement(events, steps bool) string {
-	v := 0
-	if events {
-		v |= 1
-	}
-	if steps {
-		v |= 2
-	}
-	return saveStepsStatements()[v]
+	return saveStepsStatements()[variant(events, steps)]
 }
 
 func buildSaveSteps(events, steps bool) string {
