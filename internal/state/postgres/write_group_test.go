@@ -80,6 +80,81 @@ func TestAFencedWriteInAGroupFailsOnlyItself(t *testing.T) {
 	assert.Positive(t, groups, "the writes were grouped: the property held in a group")
 }
 
+// Replica A writes the ends of 12 runs at the same moment, while 4 of
+// them were recorded cancelled by another process meanwhile. The writes
+// go in shared transactions; each cancelled run refuses A's write with
+// state.ErrCancelledMeanwhile and keeps nothing of it (no step record,
+// no event, its key still its own), and the other runs are written
+// whole.
+func TestAWriteInAGroupToARunCancelledMeanwhileWritesNothing(t *testing.T) {
+	a, b := replicas(t)
+	const runs = 12
+	ids := make([]string, runs)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("r%02d", i)
+		key := "key/" + ids[i]
+		require.NoError(t, a.CreateRun(ctx, &state.Run{ID: ids[i], Playbook: "pb", Status: state.RunRunning, Owner: "A", ConcurrencyKey: key, CreatedAt: time.Now()}))
+		ok, _, err := a.AcquireLock(ctx, state.Lock{Key: key, Owner: ids[i]})
+		require.NoError(t, err)
+		require.True(t, ok)
+		if i%3 == 0 { // cancelled by another process (its API, the CLI)
+			r, err := b.GetRun(ctx, ids[i])
+			require.NoError(t, err)
+			r.Status, r.EndedAt, r.ConcurrencyKey = state.RunCancelled, time.Now(), ""
+			require.NoError(t, b.SaveRun(ctx, r, state.Event{Type: "run.cancelled"}))
+		}
+	}
+	errs := make([]error, runs)
+	postgres.HoldRunWrites(a, runs) // the writes meet in the queue
+	var start, done sync.WaitGroup
+	start.Add(1)
+	for i, id := range ids {
+		done.Go(func() {
+			start.Wait()
+			r := &state.Run{ID: id, Playbook: "pb", Status: state.RunSucceeded, Owner: "A", ConcurrencyKey: "key/" + id, CreatedAt: time.Now(), EndedAt: time.Now()}
+			errs[i] = a.SaveRunSteps(state.WithFence(ctx, state.Fence{Owner: "A", Run: id}), r,
+				[]*state.StepRecord{{RunID: id, ID: "note", Status: state.StepSucceeded}},
+				state.Event{Type: "step.succeeded", Step: "note"}, state.Event{Type: "run.succeeded"})
+		})
+	}
+	start.Done()
+	done.Wait()
+
+	locks, err := b.Locks(ctx)
+	require.NoError(t, err)
+	held := map[string]bool{}
+	for _, l := range locks {
+		held[l.Key] = true
+	}
+	for i, id := range ids {
+		got, err := b.GetRun(ctx, id)
+		require.NoError(t, err)
+		steps, err := b.Steps(ctx, id)
+		require.NoError(t, err)
+		evs, err := b.Events(ctx, id, 0, 0)
+		require.NoError(t, err)
+		var types []string
+		for _, ev := range evs {
+			types = append(types, ev.Type)
+		}
+		if i%3 == 0 {
+			require.ErrorIs(t, errs[i], state.ErrCancelledMeanwhile, id)
+			assert.Equal(t, state.RunCancelled, got.Status, id)
+			assert.Empty(t, steps, "%s: no step record of the refused write", id)
+			assert.Equal(t, []string{"run.cancelled"}, types, id)
+			assert.True(t, held["key/"+id], "%s: its key is released by its owner once it has stopped, not by the refused write", id)
+			continue
+		}
+		require.NoError(t, errs[i], id)
+		assert.Equal(t, state.RunSucceeded, got.Status, id)
+		require.Len(t, steps, 1, id)
+		assert.Equal(t, []string{"step.succeeded", "run.succeeded"}, types, id)
+		assert.False(t, held["key/"+id], "%s: its key freed with its end", id)
+	}
+	groups, _ := a.RunWriteGroups()
+	assert.Positive(t, groups, "the writes were grouped: the property held in a group")
+}
+
 // A write alone is slow: another transaction holds its run's row. The 20
 // writes of other runs that come meanwhile wait for it and then commit in
 // one group, as they would behind a group, instead of going alone, a
