@@ -256,13 +256,12 @@ func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.St
 }
 
 // queueSaveRun queues into b the statement that replaces a run, appends
-// its events, upserts its step records (rows; nil: none) and, for a run
-// that ends, frees its concurrency key (see saveRunStatement), then the
-// statement of the records' printed output, and returns b. When the run
-// does not exist, it reports ErrNotFound, and neither statement writes
-// anything (the output's foreign key fails the batch), nor does the
-// snapshot's. A snapshot seen committed (storedSnapshots) is not stored
-// again.
+// its events, upserts its step records (rows; nil: none) with the lines
+// they printed and, for a run that ends, frees its concurrency key (see
+// saveRunStatement), and returns b. When the run does not exist or
+// refuses the write, it reports ErrNotFound and writes nothing, nor does
+// the snapshot's statement. A snapshot seen committed (storedSnapshots)
+// is not stored again.
 func (s *Store) queueSaveRun(b *pgx.Batch, r *state.Run, evs [][]byte, rows *stepRows) (*pgx.Batch, error) {
 	record, err := encodeRun(r)
 	if err != nil {
@@ -279,21 +278,22 @@ func (s *Store) queueSaveRun(b *pgx.Batch, r *state.Run, evs [][]byte, rows *ste
 	if steps {
 		args = append(args, rows.ids, rows.statuses, rows.records)
 	}
+	output := rows != nil && rows.printed != nil
+	if output {
+		args = append(args, rows.printed.args(r.ID)[1:]...)
+	}
 	freeKey := r.ConcurrencyKey != "" && r.Status.KeyFreed()
-	b.Queue(saveRunStatement(len(evs) > 0, steps, freeKey), args...).QueryRow(func(row pgx.Row) error {
+	b.Queue(saveRunStatement(len(evs) > 0, steps, output, freeKey), args...).QueryRow(func(row pgx.Row) error {
 		return runFound(row, r.ID)
 	})
-	if rows != nil {
-		rows.printed.queue(b, r.ID)
-	}
 	return b, nil
 }
 
 // saveRunStatements are the statements saveRunStatement returns, by
 // what they write besides the run (variant).
-var saveRunStatements = sync.OnceValue(func() (stmts [8]string) {
+var saveRunStatements = sync.OnceValue(func() (stmts [16]string) {
 	for v := range stmts {
-		stmts[v] = buildSaveRun(v&1 != 0, v&2 != 0, v&4 != 0)
+		stmts[v] = buildSaveRun(v&1 != 0, v&2 != 0, v&4 != 0, v&8 != 0)
 	}
 	return stmts
 })
@@ -302,17 +302,19 @@ var saveRunStatements = sync.OnceValue(func() (stmts [8]string) {
 // (the run's columns $1 to $15, $16 event numbers reserved), then, each
 // only when the update matched the run, the events $17 (events) as
 // withEvents appends them, the step records of the next three arguments
-// (steps) as upsertSteps writes them, and the release of the key $7 the
-// run holds (freeKey: a write of a status that frees it, EndFreesKey). A
-// write refused (the run recorded cancelled meanwhile, whose owner
-// releases the key once it has stopped) thus frees nothing; a waiter on a
-// key freed is told at commit, as by ReleaseLock (the table's trigger).
-// It answers how many runs it updated: 0 when the run does not exist or
-// the update was refused. One statement instead of up to three:
-// PostgreSQL's cost of a write is mostly per statement (its executor's
-// start, its relations opened), not per row (docs/performance.md).
-func saveRunStatement(events, steps, freeKey bool) string {
-	return saveRunStatements()[variant(events, steps, freeKey)]
+// (steps) as upsertSteps writes them, the lines they printed in the next
+// five (output) as appendOutput appends them, and the release of the key
+// $7 the run holds (freeKey: a write of a status that frees it,
+// EndFreesKey). A write refused (the run recorded cancelled meanwhile,
+// whose owner releases the key once it has stopped) thus writes nothing;
+// a waiter on a key freed is told at commit, as by ReleaseLock (the
+// table's trigger). It answers how many runs it updated: 0 when the run
+// does not exist or the update was refused. One statement instead of up
+// to four: PostgreSQL's cost of a write is mostly per statement (its
+// executor's start, its relations opened), not per row
+// (docs/performance.md).
+func saveRunStatement(events, steps, output, freeKey bool) string {
+	return saveRunStatements()[variant(events, steps, output, freeKey)]
 }
 
 // variant numbers a statement's variant by the parts it has: bit i is
@@ -327,7 +329,7 @@ func variant(parts ...bool) int {
 	return v
 }
 
-func buildSaveRun(events, steps, freeKey bool) string {
+func buildSaveRun(events, steps, output, freeKey bool) string {
 	q := `WITH r AS (` + updateRun + `
 	RETURNING id, last_seq
 )`
@@ -338,6 +340,10 @@ func buildSaveRun(events, steps, freeKey bool) string {
 	}
 	if steps {
 		q += stepsCTE(next)
+		next += 3
+	}
+	if output {
+		q += outputCTE(next)
 	}
 	if freeKey {
 		q += `, k AS (

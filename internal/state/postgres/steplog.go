@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -78,11 +79,21 @@ func (o *outputRows) args(runID string) []any {
 	return []any{runID, o.lasts[len(o.lasts)-1], o.firsts, o.lasts, o.steps, o.chunks}
 }
 
-// queue queues the insert of o (nil: nothing) into b.
-func (o *outputRows) queue(b *pgx.Batch, runID string) {
-	if o != nil {
-		b.Queue(appendOutput, o.args(runID)...)
-	}
+// outputCTE is the WITH query that appends, as appendOutput does, the
+// lines of the run that query r returns: $first lines in the chunks of
+// the next four arguments (o.args without the run's ID), none when r
+// returns no run.
+func outputCTE(first int) string {
+	n := func(i int) string { return "$" + strconv.Itoa(first+i) }
+	return `, o AS (
+	INSERT INTO runbook_output_runs (run_id, last_seq) SELECT r.id, ` + n(0) + ` FROM r
+	ON CONFLICT (run_id) DO UPDATE SET last_seq = runbook_output_runs.last_seq + EXCLUDED.last_seq
+	RETURNING run_id, last_seq - ` + n(0) + ` AS last
+), oc AS (
+	INSERT INTO runbook_output (run_id, seq, last_seq, step, chunk)
+	SELECT o.run_id, o.last + u.s, o.last + u.l, u.st, u.c::json
+	FROM o, unnest(` + n(1) + `::bigint[], ` + n(2) + `::bigint[], ` + n(3) + `::text[], ` + n(4) + `::text[]) AS u (s, l, st, c)
+)`
 }
 
 // Output reads the chunks holding lines after f.After, in order, until it

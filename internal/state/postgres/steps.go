@@ -60,10 +60,13 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 		if steps {
 			args = append(args, rows.ids, rows.statuses, rows.records)
 		}
-		b.Queue(saveStepsStatement(len(evs) > 0, steps), args...).QueryRow(func(row pgx.Row) error {
+		output := rows.printed != nil
+		if output {
+			args = append(args, rows.printed.args(runID)[1:]...)
+		}
+		b.Queue(saveStepsStatement(len(evs) > 0, steps, output), args...).QueryRow(func(row pgx.Row) error {
 			return runFound(row, runID)
 		})
-		rows.printed.queue(b, runID)
 	})
 	if err != nil {
 		if len(recs) == 1 {
@@ -112,9 +115,9 @@ func encodeSteps(recs []*state.StepRecord, now time.Time) (*stepRows, error) {
 
 // saveStepsStatements are the statements saveStepsStatement returns, by
 // what they write (variant).
-var saveStepsStatements = sync.OnceValue(func() (stmts [4]string) {
+var saveStepsStatements = sync.OnceValue(func() (stmts [8]string) {
 	for v := range stmts {
-		stmts[v] = buildSaveSteps(v&1 != 0, v&2 != 0)
+		stmts[v] = buildSaveSteps(v&1 != 0, v&2 != 0, v&4 != 0)
 	}
 	return stmts
 })
@@ -124,13 +127,15 @@ var saveStepsStatements = sync.OnceValue(func() (stmts [4]string) {
 // event numbers (reserve) and the events $3 as withEvents appends them;
 // without, the run's row read; then, only when the run exists, the step
 // records of the next three arguments (steps) as upsertSteps writes
-// them. It answers how many runs it found: 0 when the run does not
-// exist. One statement where two were (see saveRunStatement).
-func saveStepsStatement(events, steps bool) string {
-	return saveStepsStatements()[variant(events, steps)]
+// them and the lines they printed in the next five (output) as
+// appendOutput appends them. It answers how many runs it found: 0 when
+// the run does not exist. One statement where up to three were (see
+// saveRunStatement).
+func saveStepsStatement(events, steps, output bool) string {
+	return saveStepsStatements()[variant(events, steps, output)]
 }
 
-func buildSaveSteps(events, steps bool) string {
+func buildSaveSteps(events, steps, output bool) string {
 	q := `WITH r AS (SELECT id FROM runbook_runs WHERE id = $1)`
 	next := 2
 	if events {
@@ -141,6 +146,10 @@ func buildSaveSteps(events, steps bool) string {
 	}
 	if steps {
 		q += stepsCTE(next)
+		next += 3
+	}
+	if output {
+		q += outputCTE(next)
 	}
 	return q + `
 SELECT count(*) FROM r`

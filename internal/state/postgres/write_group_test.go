@@ -84,8 +84,8 @@ func TestAFencedWriteInAGroupFailsOnlyItself(t *testing.T) {
 // them were recorded cancelled by another process meanwhile. The writes
 // go in shared transactions; each cancelled run refuses A's write with
 // state.ErrCancelledMeanwhile and keeps nothing of it (no step record,
-// no event, its key still its own), and the other runs are written
-// whole.
+// no line of output, no event, its key still its own), and the other
+// runs are written whole.
 func TestAWriteInAGroupToARunCancelledMeanwhileWritesNothing(t *testing.T) {
 	a, b := replicas(t)
 	const runs = 12
@@ -112,8 +112,9 @@ func TestAWriteInAGroupToARunCancelledMeanwhileWritesNothing(t *testing.T) {
 		done.Go(func() {
 			start.Wait()
 			r := &state.Run{ID: id, Playbook: "pb", Status: state.RunSucceeded, Owner: "A", ConcurrencyKey: "key/" + id, CreatedAt: time.Now(), EndedAt: time.Now()}
+			printed := []state.OutputLine{{Step: "note", Attempt: 1, Stream: state.StreamStdout, Text: "noted " + id}}
 			errs[i] = a.SaveRunSteps(state.WithFence(ctx, state.Fence{Owner: "A", Run: id}), r,
-				[]*state.StepRecord{{RunID: id, ID: "note", Status: state.StepSucceeded}},
+				[]*state.StepRecord{{RunID: id, ID: "note", Status: state.StepSucceeded, Printed: printed}},
 				state.Event{Type: "step.succeeded", Step: "note"}, state.Event{Type: "run.succeeded"})
 		})
 	}
@@ -137,10 +138,13 @@ func TestAWriteInAGroupToARunCancelledMeanwhileWritesNothing(t *testing.T) {
 		for _, ev := range evs {
 			types = append(types, ev.Type)
 		}
+		out, err := b.Output(ctx, id, state.OutputFilter{})
+		require.NoError(t, err)
 		if i%3 == 0 {
 			require.ErrorIs(t, errs[i], state.ErrCancelledMeanwhile, id)
 			assert.Equal(t, state.RunCancelled, got.Status, id)
 			assert.Empty(t, steps, "%s: no step record of the refused write", id)
+			assert.Empty(t, out, "%s: no line of the refused write", id)
 			assert.Equal(t, []string{"run.cancelled"}, types, id)
 			assert.True(t, held["key/"+id], "%s: its key is released by its owner once it has stopped, not by the refused write", id)
 			continue
@@ -149,6 +153,8 @@ func TestAWriteInAGroupToARunCancelledMeanwhileWritesNothing(t *testing.T) {
 		assert.Equal(t, state.RunSucceeded, got.Status, id)
 		require.Len(t, steps, 1, id)
 		assert.Equal(t, []string{"step.succeeded", "run.succeeded"}, types, id)
+		require.Len(t, out, 1, id)
+		assert.Equal(t, "noted "+id, out[0].Text)
 		assert.False(t, held["key/"+id], "%s: its key freed with its end", id)
 	}
 	groups, _ := a.RunWriteGroups()
