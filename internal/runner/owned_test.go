@@ -210,12 +210,8 @@ steps:
 	assert.Equal(t, replica, locks[0].Process)
 
 	h.Launch(first, second)
-	for _, id := range []string{first.ID, second.ID} {
-		require.Eventually(t, func() bool {
-			run, err := st.GetRun(ctx, id)
-			return err == nil && run.Status == state.RunSucceeded
-		}, 10*time.Second, 10*time.Millisecond, "run %s", id)
-	}
+	waitRun(t, st, first.ID, state.RunSucceeded)
+	waitRun(t, st, second.ID, state.RunSucceeded)
 	locks, err = st.Locks(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, locks, "both keys freed with their runs' ends")

@@ -16,6 +16,25 @@ import (
 	"github.com/runbook/runbook/internal/state/postgres/pgtest"
 )
 
+// writeAtOnce calls write(0) to write(n-1) at the same moment, s's run
+// writes held until all n are queued (they meet in the queue and go in
+// groups), and returns their errors.
+func writeAtOnce(s *postgres.Store, n int, write func(i int) error) []error {
+	errs := make([]error, n)
+	postgres.HoldRunWrites(s, n)
+	var start, done sync.WaitGroup
+	start.Add(1)
+	for i := range n {
+		done.Go(func() {
+			start.Wait()
+			errs[i] = write(i)
+		})
+	}
+	start.Done()
+	done.Wait()
+	return errs
+}
+
 // Replica A executes 40 runs and writes their ends at the same moment,
 // while 10 of them belong to replica B now (A's lease lapsed for them).
 // The writes go in shared transactions; each of B's runs refuses A's
@@ -37,20 +56,12 @@ func TestAFencedWriteInAGroupFailsOnlyItself(t *testing.T) {
 		}
 		require.NoError(t, a.CreateRun(ctx, &state.Run{ID: ids[i], Playbook: "pb", Status: state.RunRunning, Owner: owner, CreatedAt: time.Now()}))
 	}
-	errs := make([]error, runs)
-	postgres.HoldRunWrites(a, runs) // the writes meet in the queue
-	var start, done sync.WaitGroup
-	start.Add(1)
-	for i, id := range ids {
-		done.Go(func() {
-			start.Wait()
-			r := &state.Run{ID: id, Playbook: "pb", Status: state.RunSucceeded, Owner: "A", CreatedAt: time.Now()}
-			errs[i] = a.SaveRunSteps(fenceOf(id), r, []*state.StepRecord{{RunID: id, ID: "note", Status: state.StepSucceeded}},
-				state.Event{Type: "step.succeeded", Step: "note"}, state.Event{Type: "run.succeeded"})
-		})
-	}
-	start.Done()
-	done.Wait()
+	errs := writeAtOnce(a, runs, func(i int) error {
+		id := ids[i]
+		r := &state.Run{ID: id, Playbook: "pb", Status: state.RunSucceeded, Owner: "A", CreatedAt: time.Now()}
+		return a.SaveRunSteps(fenceOf(id), r, []*state.StepRecord{{RunID: id, ID: "note", Status: state.StepSucceeded}},
+			state.Event{Type: "step.succeeded", Step: "note"}, state.Event{Type: "run.succeeded"})
+	})
 
 	for i, id := range ids {
 		got, err := b.GetRun(ctx, id)
@@ -104,22 +115,14 @@ func TestAWriteInAGroupToARunCancelledMeanwhileWritesNothing(t *testing.T) {
 			require.NoError(t, b.SaveRun(ctx, r, state.Event{Type: "run.cancelled"}))
 		}
 	}
-	errs := make([]error, runs)
-	postgres.HoldRunWrites(a, runs) // the writes meet in the queue
-	var start, done sync.WaitGroup
-	start.Add(1)
-	for i, id := range ids {
-		done.Go(func() {
-			start.Wait()
-			r := &state.Run{ID: id, Playbook: "pb", Status: state.RunSucceeded, Owner: "A", ConcurrencyKey: "key/" + id, CreatedAt: time.Now(), EndedAt: time.Now()}
-			printed := []state.OutputLine{{Step: "note", Attempt: 1, Stream: state.StreamStdout, Text: "noted " + id}}
-			errs[i] = a.SaveRunSteps(state.WithFence(ctx, state.Fence{Owner: "A", Run: id}), r,
-				[]*state.StepRecord{{RunID: id, ID: "note", Status: state.StepSucceeded, Printed: printed}},
-				state.Event{Type: "step.succeeded", Step: "note"}, state.Event{Type: "run.succeeded"})
-		})
-	}
-	start.Done()
-	done.Wait()
+	errs := writeAtOnce(a, runs, func(i int) error {
+		id := ids[i]
+		r := &state.Run{ID: id, Playbook: "pb", Status: state.RunSucceeded, Owner: "A", ConcurrencyKey: "key/" + id, CreatedAt: time.Now(), EndedAt: time.Now()}
+		printed := []state.OutputLine{{Step: "note", Attempt: 1, Stream: state.StreamStdout, Text: "noted " + id}}
+		return a.SaveRunSteps(state.WithFence(ctx, state.Fence{Owner: "A", Run: id}), r,
+			[]*state.StepRecord{{RunID: id, ID: "note", Status: state.StepSucceeded, Printed: printed}},
+			state.Event{Type: "step.succeeded", Step: "note"}, state.Event{Type: "run.succeeded"})
+	})
 
 	locks, err := b.Locks(ctx)
 	require.NoError(t, err)
