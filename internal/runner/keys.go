@@ -263,3 +263,24 @@ func (r *Host) releaseLeftBehind(ctx context.Context, key, holder string) bool {
 	r.log.Warn("released a concurrency key left held by a run that ended", "key", key, "run_id", holder)
 	return true
 }
+
+// letKeyGo releases the concurrency key that run, queued for a slot and
+// cancelled before it got one, may hold: the key its delivery's commit
+// took in its name (state.DeliveryUnit) or one handed to it as it left a
+// key's queue. It never executes, so nothing else would release the key
+// before the runs queued on it find it stale (staleKeyAfter). A key it
+// does not hold is left alone: ReleaseLock frees only the owner's.
+func (r *Host) letKeyGo(run *state.Run) {
+	key := run.ConcurrencyKey
+	if key == "" {
+		return
+	}
+	err := r.store.ReleaseLock(context.WithoutCancel(r.base), key, run.ID)
+	switch {
+	case err == nil:
+		r.keyFreed(key)
+	case !errors.Is(err, state.ErrHeldByAnother):
+		r.log.Error("cannot release the concurrency key of a run cancelled before it started; the runs queued on it release it once it is stale",
+			"run_id", run.ID, "key", key, "err", err)
+	}
+}

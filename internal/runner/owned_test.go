@@ -216,3 +216,65 @@ steps:
 	require.NoError(t, err)
 	assert.Empty(t, locks, "both keys freed with their runs' ends")
 }
+
+// A keyed run committed already claimed holds its key from its commit.
+// Cancelled while it waits in its replica's queue for a slot (by another
+// process, or by its replica: a schedule's overlap: replace), it never
+// executes: its replica releases its key as it takes it from the queue,
+// instead of leaving it held until the runs queued on it find it stale.
+func TestAKeyedRunCancelledWhileQueuedLetsItsKeyGo(t *testing.T) {
+	for _, by := range []string{"another process", "its replica"} {
+		t.Run(by, func(t *testing.T) { testCancelledWhileQueued(t, by == "its replica") })
+	}
+}
+
+func testCancelledWhileQueued(t *testing.T, byItsReplica bool) {
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, pgtest.DB(t), postgres.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	const replica = "serve-host/5@1"
+	h, _ := openReplica(t, Options{MaxRunning: 1, Engine: engine.Options{Store: st, Process: replica}})
+	parse := func(src string) *playbook.Playbook {
+		pb, err := playbook.Parse("pb.yaml", []byte(src), playbook.LoadOptions{})
+		require.NoError(t, err)
+		h.Remember(pb)
+		return pb
+	}
+	keyed := parse("version: 1\nname: keyed\nconcurrency: {key: the-key}\nsteps:\n  - {id: a, uses: log, with: {message: hi}}\n")
+	slow := parse("version: 1\nname: slow\nsteps:\n  - {id: nap, uses: sleep, with: {duration: 1500ms}}\n") // keeps its slot
+
+	run, evs, err := h.Prepare(ctx, trigger.StartRequest{Playbook: keyed, Trigger: map[string]any{"type": "webhook"}})
+	require.NoError(t, err)
+	require.Equal(t, replica, run.Owner, "prepared with the slot free: committed claimed")
+	other, otherEvs, err := h.Prepare(ctx, trigger.StartRequest{Playbook: slow, Trigger: map[string]any{"type": "webhook"}})
+	require.NoError(t, err)
+	_, err = st.CommitDelivery(ctx, state.Delivery{Key: "d1", TTL: time.Hour, Units: []state.DeliveryUnit{{Run: run, Events: evs}, {Run: other, Events: otherEvs}}})
+	require.NoError(t, err)
+	locks, err := st.Locks(ctx)
+	require.NoError(t, err)
+	require.Len(t, locks, 1)
+	require.Equal(t, run.ID, locks[0].Owner, "the key taken with the commit")
+
+	h.Launch(other) // takes the one slot for 1.5 s
+	require.Eventually(t, func() bool { return h.Running() == 1 }, 5*time.Second, 5*time.Millisecond)
+	h.Launch(run) // queued behind it
+	require.Equal(t, 1, h.Queued())
+	if byItsReplica {
+		h.Cancel(run.ID)
+	} else { // another replica's API, the CLI
+		cancelled, err := st.GetRun(ctx, run.ID)
+		require.NoError(t, err)
+		cancelled.Status, cancelled.EndedAt = state.RunCancelled, time.Now()
+		require.NoError(t, st.SaveRun(ctx, cancelled, state.Event{Type: "run.cancelled"}))
+	}
+
+	waitRun(t, st, other.ID, state.RunSucceeded)
+	require.Eventually(t, func() bool { return h.Queued() == 0 && h.Running() == 0 }, 5*time.Second, 5*time.Millisecond)
+	got, err := st.GetRun(ctx, run.ID)
+	require.NoError(t, err)
+	assert.Equal(t, state.RunCancelled, got.Status, "it never executed")
+	locks, err = st.Locks(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, locks, "its key was let go as it left the queue")
+}

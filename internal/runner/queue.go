@@ -72,6 +72,7 @@ func (r *Host) goLocked(q queuedRun, wasQueued bool) {
 			return
 		}
 		if wasQueued && r.cancelledWhileQueued(q.run.ID, !q.owned || q.committedOwned) {
+			r.letKeyGo(q.run)
 			return
 		}
 		r.execute(q.run, q.pb, q.inputs, q.fresh)
@@ -176,7 +177,9 @@ func (r *Host) observeSlot(runID string, ev state.Event) {
 func (r *Host) Cancel(runID string) {
 	r.mu.Lock()
 	i := slices.IndexFunc(r.queue, func(q queuedRun) bool { return q.run.ID == runID })
+	var queued *state.Run
 	if i >= 0 {
+		queued = r.queue[i].run
 		r.queue = slices.Delete(r.queue, i, i+1)
 		delete(r.active, runID)
 	}
@@ -192,6 +195,7 @@ func (r *Host) Cancel(runID string) {
 		r.log.Error("cannot record the cancellation of a queued run", "run_id", runID, "err", err)
 		return
 	}
+	r.letKeyGo(queued)
 	if ev != nil {
 		r.observe(runID, *ev)
 	}
