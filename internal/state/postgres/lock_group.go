@@ -102,10 +102,11 @@ func (s *Store) LockGroups() (groups, keys int64) {
 // runs (groupInsert), kept until each run asks for its key: its
 // AcquireLock of the key is then answered yes with no round trip
 // (take). The run was committed already claimed by this replica, which
-// executes it within milliseconds; until then nothing but the run's end
-// frees its key (its own write, or a cancel of it recorded by another
-// process), so what a commit took is trusted for maxKeptAge, as what a
-// claim read is (claimGrouper). A run that asks later, or a key kept
+// executes it within milliseconds, and nothing frees its key before the
+// run's own end: a cancel of it recorded by another process leaves the
+// key to the run's owner (state.RunStatus.KeyFreed). What a commit took
+// is trusted for maxKeptAge all the same, as what a claim read is
+// (claimGrouper). A run that asks later, or a key kept
 // beyond maxKeptClaims runs, is answered by the database: the key held
 // in the run's name is its own (AcquireLock).
 type committedKeys struct {
