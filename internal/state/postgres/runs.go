@@ -330,9 +330,7 @@ func variant(parts ...bool) int {
 }
 
 func buildSaveRun(events, steps, output, freeKey bool) string {
-	q := `WITH r AS (` + updateRun + `
-	RETURNING id, last_seq
-)`
+	q := runQuery(updateRun)
 	next := 17
 	if events {
 		q += eventsCTE(16, 17)

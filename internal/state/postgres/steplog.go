@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 
@@ -26,7 +27,7 @@ func (s *Store) AppendOutput(ctx context.Context, runID string, lines []state.Ou
 	var last int64
 	if err == nil {
 		err = s.write(ctx, func(tx pgx.Tx) error {
-			return tx.QueryRow(ctx, appendOutput+` RETURNING (SELECT last FROM r)`, newOutputRows(chunks).args(runID)...).Scan(&last)
+			return tx.QueryRow(ctx, appendOutput(), newOutputRows(chunks).args(runID)...).Scan(&last)
 		})
 	}
 	if isForeignKeyViolation(err) {
@@ -44,14 +45,12 @@ func (s *Store) AppendOutput(ctx context.Context, runID string, lines []state.Ou
 // appendOutput inserts output chunks of run $1 after its last line,
 // taking its next $2 line numbers (runbook_output_runs.last_seq): $3 and
 // $4 are each chunk's first and last line counted from 1, $5 its step, $6
-// the chunk. One statement, so that a write of step records appends their
-// Printed lines in its batch. r.last is the run's last line before them.
-const appendOutput = `WITH r AS (INSERT INTO runbook_output_runs (run_id, last_seq) VALUES ($1, $2)
-ON CONFLICT (run_id) DO UPDATE SET last_seq = runbook_output_runs.last_seq + EXCLUDED.last_seq
-RETURNING last_seq - $2 AS last)
-INSERT INTO runbook_output (run_id, seq, last_seq, step, chunk)
-SELECT $1, r.last + u.s, r.last + u.l, u.st, u.c::json
-FROM r, unnest($3::bigint[], $4::bigint[], $5::text[], $6::text[]) AS u (s, l, st, c)`
+// the chunk (outputCTE, the part a write of step records makes of their
+// Printed lines). It answers the run's last line before them.
+var appendOutput = sync.OnceValue(func() string {
+	return `WITH r AS (SELECT $1::text AS id)` + outputCTE(2) + `
+SELECT last FROM o`
+})
 
 // outputRows are chunks of one run's lines (state.EncodeOutput) as
 // appendOutput takes them.
@@ -79,10 +78,11 @@ func (o *outputRows) args(runID string) []any {
 	return []any{runID, o.lasts[len(o.lasts)-1], o.firsts, o.lasts, o.steps, o.chunks}
 }
 
-// outputCTE is the WITH query that appends, as appendOutput does, the
-// lines of the run that query r returns: $first lines in the chunks of
-// the next four arguments (o.args without the run's ID), none when r
-// returns no run.
+// outputCTE is the WITH query o that appends the lines of the run that
+// query r returns: it takes the run's next $first line numbers and
+// inserts the chunks of the next four arguments (o.args without the
+// run's ID) under them, none when r returns no run. o returns the run's
+// last line before them.
 func outputCTE(first int) string {
 	n := func(i int) string { return "$" + strconv.Itoa(first+i) }
 	return `, o AS (

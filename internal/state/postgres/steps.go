@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/runbook/runbook/internal/state"
 )
@@ -50,24 +49,7 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 	if err != nil {
 		return fmt.Errorf("save steps of run %s: %w", runID, err)
 	}
-	// An unknown run writes nothing and answers no row (saveStepsStatement).
-	err = s.writeRun(ctx, runID, func(b *pgx.Batch) {
-		args := []any{runID}
-		if len(evs) > 0 {
-			args = append(args, len(evs), evs)
-		}
-		steps := len(rows.ids) > 0
-		if steps {
-			args = append(args, rows.ids, rows.statuses, rows.records)
-		}
-		output := rows.printed != nil
-		if output {
-			args = append(args, rows.printed.args(runID)[1:]...)
-		}
-		b.Queue(saveStepsStatement(len(evs) > 0, steps, output), args...).QueryRow(func(row pgx.Row) error {
-			return runFound(row, runID)
-		})
-	})
+	err = s.writeRun(ctx, runID, func(b *pgx.Batch) { queueSaveSteps(b, runID, evs, rows) })
 	if err != nil {
 		if len(recs) == 1 {
 			return fmt.Errorf("save step %s/%s: %w", runID, recs[0].ID, err)
@@ -113,6 +95,31 @@ func encodeSteps(recs []*state.StepRecord, now time.Time) (*stepRows, error) {
 	return rows, nil
 }
 
+// queueSaveSteps queues into b the one statement that appends the events
+// evs (encoded) of run runID and writes its step records rows (nil: none)
+// with the lines they printed (see saveStepsStatement). It fails with
+// state.ErrNotFound, writing nothing, when the run does not exist.
+// Taking the event numbers (last_seq) locks the run's row until the
+// transaction ends, so writers of one run, on any replica, number their
+// events one after the other, without gaps.
+func queueSaveSteps(b *pgx.Batch, runID string, evs [][]byte, rows *stepRows) {
+	args := []any{runID}
+	if len(evs) > 0 {
+		args = append(args, len(evs), evs)
+	}
+	steps := rows != nil && len(rows.ids) > 0
+	if steps {
+		args = append(args, rows.ids, rows.statuses, rows.records)
+	}
+	output := rows != nil && rows.printed != nil
+	if output {
+		args = append(args, rows.printed.args(runID)[1:]...)
+	}
+	b.Queue(saveStepsStatement(len(evs) > 0, steps, output), args...).QueryRow(func(row pgx.Row) error {
+		return runFound(row, runID)
+	})
+}
+
 // saveStepsStatements are the statements saveStepsStatement returns, by
 // what they write (variant).
 var saveStepsStatements = sync.OnceValue(func() (stmts [8]string) {
@@ -139,9 +146,7 @@ func buildSaveSteps(events, steps, output bool) string {
 	q := `WITH r AS (SELECT id FROM runbook_runs WHERE id = $1)`
 	next := 2
 	if events {
-		q = `WITH r AS (` + reserve + `
-	RETURNING id, last_seq
-)` + eventsCTE(2, 3)
+		q = runQuery(reserve) + eventsCTE(2, 3)
 		next = 4
 	}
 	if steps {
@@ -155,15 +160,11 @@ func buildSaveSteps(events, steps, output bool) string {
 SELECT count(*) FROM r`
 }
 
-// eventsCTE is the WITH query of a statement whose query r (a run's
-// write, returning its id and last_seq) reserved the last $nArg event
-// numbers: it inserts the events $evArg (json[]) under them, as
-// withEvents does, none when r wrote no run.
+// eventsCTE is the WITH query that inserts the events $evArg of the run
+// that query r returns (see insertEvents).
 func eventsCTE(nArg, evArg int) string {
 	return `, e AS (
-	INSERT INTO runbook_events (run_id, seq, event)
-	SELECT r.id, r.last_seq - $` + strconv.Itoa(nArg) + ` + e.n, e.event
-	FROM r, unnest($` + strconv.Itoa(evArg) + `::json[]) WITH ORDINALITY AS e(event, n)
+` + insertEvents(nArg, evArg) + `
 )`
 }
 
@@ -278,7 +279,7 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, events ...state.
 	if err != nil {
 		return fmt.Errorf("append events to run %s: %w", runID, err)
 	}
-	err = s.writeRun(ctx, runID, func(b *pgx.Batch) { queueReserve(b, runID, evs) })
+	err = s.writeRun(ctx, runID, func(b *pgx.Batch) { queueSaveSteps(b, runID, evs, nil) })
 	if err != nil {
 		return fmt.Errorf("append events to run %s: %w", runID, err)
 	}
@@ -303,28 +304,8 @@ func (s *Store) writeRun(ctx context.Context, runID string, queue func(b *pgx.Ba
 	return fenceError(ctx, s.send(ctx, b))
 }
 
-// reserve takes run $1's next $2 event numbers (see queueReserve).
+// reserve takes run $1's next $2 event numbers (see queueSaveSteps).
 const reserve = `UPDATE runbook_runs SET last_seq = last_seq + $2 WHERE id = $1`
-
-// queueReserve queues the reservation of a run's next event numbers and
-// the insert of evs (encoded) under them, in one statement, which fails
-// with state.ErrNotFound when the run does not exist. Taking the numbers
-// (last_seq) locks the run's row until the transaction ends, so writers
-// of one run, on any replica, number their events one after the other,
-// without gaps. With no events it only checks that the run exists.
-func queueReserve(b *pgx.Batch, runID string, evs [][]byte) {
-	found := func(tag pgconn.CommandTag) error {
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("run %s: %w", runID, state.ErrNotFound)
-		}
-		return nil
-	}
-	if len(evs) == 0 {
-		b.Queue(`SELECT FROM runbook_runs WHERE id = $1`, runID).Exec(found)
-		return
-	}
-	b.Queue(withEvents(reserve, 2, 3), runID, len(evs), evs).Exec(found)
-}
 
 // withEvents returns stmt, an INSERT or UPDATE of one run that reserves
 // its last $nArg event numbers (last_seq), followed in the same statement
@@ -332,10 +313,24 @@ func queueReserve(b *pgx.Batch, runID string, evs [][]byte) {
 // statement where a run's write and its events took two. It inserts no
 // event, and reports no row, when stmt writes no run.
 func withEvents(stmt string, nArg, evArg int) string {
+	return runQuery(stmt) + `
+` + insertEvents(nArg, evArg)
+}
+
+// runQuery is the WITH query r of a statement that writes one run (stmt,
+// an INSERT or UPDATE that reserves event numbers) and goes on only when
+// it wrote the run: r returns the run's id and last_seq.
+func runQuery(stmt string) string {
 	return `WITH r AS (` + stmt + `
 	RETURNING id, last_seq
-)
-INSERT INTO runbook_events (run_id, seq, event)
+)`
+}
+
+// insertEvents inserts the events $evArg (json[]) of the run that query r
+// returns under the last $nArg event numbers r reserved, none when r
+// returns no run.
+func insertEvents(nArg, evArg int) string {
+	return `INSERT INTO runbook_events (run_id, seq, event)
 SELECT r.id, r.last_seq - $` + strconv.Itoa(nArg) + ` + e.n, e.event
 FROM r, unnest($` + strconv.Itoa(evArg) + `::json[]) WITH ORDINALITY AS e(event, n)`
 }
