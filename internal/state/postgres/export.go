@@ -291,7 +291,7 @@ func queueImport(b *pgx.Batch, rec state.Record, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		b.Queue(upsertSteps, rec.Step.RunID, []string{rec.Step.ID}, []string{string(rec.Step.Status)}, [][]byte{data})
+		queueSaveSteps(b, rec.Step.RunID, nil, &stepRows{ids: []string{rec.Step.ID}, statuses: []string{string(rec.Step.Status)}, records: [][]byte{data}})
 	case rec.Event != nil:
 		ev := rec.Event.Event
 		if ev.Seq == 0 {

@@ -302,8 +302,8 @@ var saveRunStatements = sync.OnceValue(func() (stmts [16]string) {
 // (the run's columns $1 to $15, $16 event numbers reserved), then, each
 // only when the update matched the run, the events $17 (events) as
 // withEvents appends them, the step records of the next three arguments
-// (steps) as upsertSteps writes them, the lines they printed in the next
-// five (output) as appendOutput appends them, and the release of the key
+// (steps) as stepsCTE writes them, the lines they printed in the next
+// five (output) as outputCTE appends them, and the release of the key
 // $7 the run holds (freeKey: a write of a status that frees it,
 // EndFreesKey). A write refused (the run recorded cancelled meanwhile,
 // whose owner releases the key once it has stopped) thus writes nothing;

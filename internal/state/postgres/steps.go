@@ -15,15 +15,6 @@ import (
 	"github.com/runbook/runbook/internal/state"
 )
 
-// upsertSteps writes step records ($2 ids, $3 statuses, $4 records) of run
-// $1 in the order given: a new step draws its ord then, a saved one keeps
-// its own.
-const upsertSteps = `INSERT INTO runbook_steps (run_id, step_id, status, record)
-SELECT $1, s.id, s.status, s.record
-FROM unnest($2::text[], $3::text[], $4::json[]) WITH ORDINALITY AS s(id, status, record, n)
-ORDER BY s.n
-ON CONFLICT (run_id, step_id) DO UPDATE SET status = EXCLUDED.status, record = EXCLUDED.record`
-
 // SaveStep writes one step record and appends events, in one transaction
 // and one round trip.
 // It fails with state.ErrNotFound when the run does not exist.
@@ -59,7 +50,7 @@ func (s *Store) SaveSteps(ctx context.Context, recs []*state.StepRecord, events 
 	return nil
 }
 
-// stepRows are step records of one run as upsertSteps takes them, and
+// stepRows are step records of one run as stepsCTE takes them, and
 // the output they carry (Printed) as appendOutput does.
 type stepRows struct {
 	ids, statuses []string
@@ -133,9 +124,9 @@ var saveStepsStatements = sync.OnceValue(func() (stmts [8]string) {
 // of run $1 and appends its events: with events, the reservation of $2
 // event numbers (reserve) and the events $3 as withEvents appends them;
 // without, the run's row read; then, only when the run exists, the step
-// records of the next three arguments (steps) as upsertSteps writes
+// records of the next three arguments (steps) as stepsCTE writes
 // them and the lines they printed in the next five (output) as
-// appendOutput appends them. It answers how many runs it found: 0 when
+// outputCTE appends them. It answers how many runs it found: 0 when
 // the run does not exist. One statement where up to three were (see
 // saveRunStatement).
 func saveStepsStatement(events, steps, output bool) string {
@@ -170,7 +161,8 @@ func eventsCTE(nArg, evArg int) string {
 
 // stepsCTE is the WITH query that upserts the step records $first (ids),
 // $first+1 (statuses) and $first+2 (records) of the run that query r
-// returns, as upsertSteps does, none when r returns no run.
+// returns, in the order given (a new step draws its ord then, a saved one
+// keeps its own), none when r returns no run.
 func stepsCTE(first int) string {
 	a, b, c := strconv.Itoa(first), strconv.Itoa(first+1), strconv.Itoa(first+2)
 	return `, s AS (
