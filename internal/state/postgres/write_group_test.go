@@ -16,6 +16,19 @@ import (
 	"github.com/runbook/runbook/internal/state/postgres/pgtest"
 )
 
+// stored returns run id as s reads it: its record, step records and
+// events.
+func stored(t *testing.T, s *postgres.Store, id string) (*state.Run, []*state.StepRecord, []state.Event) {
+	t.Helper()
+	run, err := s.GetRun(ctx, id)
+	require.NoError(t, err)
+	steps, err := s.Steps(ctx, id)
+	require.NoError(t, err)
+	evs, err := s.Events(ctx, id, 0, 0)
+	require.NoError(t, err)
+	return run, steps, evs
+}
+
 // writeAtOnce calls write(0) to write(n-1) at the same moment, s's run
 // writes held until all n are queued (they meet in the queue and go in
 // groups), and returns their errors.
@@ -64,12 +77,7 @@ func TestAFencedWriteInAGroupFailsOnlyItself(t *testing.T) {
 	})
 
 	for i, id := range ids {
-		got, err := b.GetRun(ctx, id)
-		require.NoError(t, err)
-		steps, err := b.Steps(ctx, id)
-		require.NoError(t, err)
-		evs, err := b.Events(ctx, id, 0, 0)
-		require.NoError(t, err)
+		got, steps, evs := stored(t, b, id)
 		if i%4 == 0 {
 			require.ErrorIs(t, errs[i], state.ErrFenced, id)
 			var fe *state.FencedError
@@ -131,12 +139,7 @@ func TestAWriteInAGroupToARunCancelledMeanwhileWritesNothing(t *testing.T) {
 		held[l.Key] = true
 	}
 	for i, id := range ids {
-		got, err := b.GetRun(ctx, id)
-		require.NoError(t, err)
-		steps, err := b.Steps(ctx, id)
-		require.NoError(t, err)
-		evs, err := b.Events(ctx, id, 0, 0)
-		require.NoError(t, err)
+		got, steps, evs := stored(t, b, id)
 		var types []string
 		for _, ev := range evs {
 			types = append(types, ev.Type)
