@@ -274,14 +274,7 @@ func (s *Store) queueSaveRun(b *pgx.Batch, r *state.Run, evs [][]byte, rows *ste
 	if len(evs) > 0 {
 		args = append(args, evs)
 	}
-	steps := rows != nil && len(rows.ids) > 0
-	if steps {
-		args = append(args, rows.ids, rows.statuses, rows.records)
-	}
-	output := rows != nil && rows.printed != nil
-	if output {
-		args = append(args, rows.printed.args(r.ID)[1:]...)
-	}
+	args, steps, output := rows.appendArgs(args, r.ID)
 	freeKey := r.ConcurrencyKey != "" && r.Status.KeyFreed()
 	b.Queue(saveRunStatement(len(evs) > 0, steps, output, freeKey), args...).QueryRow(func(row pgx.Row) error {
 		return runFound(row, r.ID)
@@ -336,13 +329,7 @@ func buildSaveRun(events, steps, output, freeKey bool) string {
 		q += eventsCTE(16, 17)
 		next++
 	}
-	if steps {
-		q += stepsCTE(next)
-		next += 3
-	}
-	if output {
-		q += outputCTE(next)
-	}
+	q += recordsCTEs(steps, output, next)
 	if freeKey {
 		q += `, k AS (
 	DELETE FROM runbook_locks WHERE key = $7 AND owner = $1 AND EXISTS (SELECT FROM r)

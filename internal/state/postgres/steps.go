@@ -98,17 +98,40 @@ func queueSaveSteps(b *pgx.Batch, runID string, evs [][]byte, rows *stepRows) {
 	if len(evs) > 0 {
 		args = append(args, len(evs), evs)
 	}
-	steps := rows != nil && len(rows.ids) > 0
-	if steps {
-		args = append(args, rows.ids, rows.statuses, rows.records)
-	}
-	output := rows != nil && rows.printed != nil
-	if output {
-		args = append(args, rows.printed.args(runID)[1:]...)
-	}
+	args, steps, output := rows.appendArgs(args, runID)
 	b.Queue(saveStepsStatement(len(evs) > 0, steps, output), args...).QueryRow(func(row pgx.Row) error {
 		return runFound(row, runID)
 	})
+}
+
+// appendArgs appends to args the arguments of the parts of a write's
+// statement that rows (nil: none) has, in their order (recordsCTEs): the
+// step records, and the lines they printed; and reports which it has.
+func (rows *stepRows) appendArgs(args []any, runID string) (_ []any, steps, output bool) {
+	steps = rows != nil && len(rows.ids) > 0
+	if steps {
+		args = append(args, rows.ids, rows.statuses, rows.records)
+	}
+	output = rows != nil && rows.printed != nil
+	if output {
+		args = append(args, rows.printed.args(runID)[1:]...)
+	}
+	return args, steps, output
+}
+
+// recordsCTEs returns the WITH queries of a write's step records
+// (stepsCTE, steps) and of the lines they printed (outputCTE, output),
+// their arguments from $next on.
+func recordsCTEs(steps, output bool, next int) string {
+	q := ""
+	if steps {
+		q += stepsCTE(next)
+		next += 3
+	}
+	if output {
+		q += outputCTE(next)
+	}
+	return q
 }
 
 // saveStepsStatements are the statements saveStepsStatement returns, by
@@ -140,14 +163,7 @@ func buildSaveSteps(events, steps, output bool) string {
 		q = runQuery(reserve) + eventsCTE(2, 3)
 		next = 4
 	}
-	if steps {
-		q += stepsCTE(next)
-		next += 3
-	}
-	if output {
-		q += outputCTE(next)
-	}
-	return q + `
+	return q + recordsCTEs(steps, output, next) + `
 SELECT count(*) FROM r`
 }
 
