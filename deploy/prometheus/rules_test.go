@@ -36,9 +36,17 @@ func need(t *testing.T, ok bool, what string) {
 
 func promtool(t *testing.T, args ...string) string {
 	t.Helper()
+	return promtoolIn(t, "", args...)
+}
+
+// promtoolIn runs promtool with stdin as its input.
+func promtoolIn(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
 	_, err := exec.LookPath("promtool")
 	need(t, err == nil, "promtool is missing (Debian's prometheus package)")
-	out, err := exec.Command("promtool", args...).CombinedOutput()
+	cmd := exec.Command("promtool", args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "promtool %s:\n%s", strings.Join(args, " "), out)
 	return string(out)
 }
@@ -112,6 +120,41 @@ func TestTheSeriesTheRulesUseExistOnAFreshServe(t *testing.T) {
 		for _, name := range names {
 			assert.True(t, have[name], "%s reads %s, which a fresh serve does not export", alert, name)
 		}
+	}
+}
+
+// Prometheus reads a serve's /metrics, the runtime's, the process's and
+// runbook's families with the series a finished run and a delivery add:
+// promtool checks the text as a scrape (and lints it).
+func TestPrometheusReadsAServesMetrics(t *testing.T) {
+	url := serve(t)
+	call := func(method, path, body string, header map[string]string) []byte {
+		req, err := http.NewRequest(method, url+path, strings.NewReader(body))
+		require.NoError(t, err)
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Less(t, resp.StatusCode, 300, "%s %s: %s", method, path, b)
+		return b
+	}
+	auth := map[string]string{"Authorization": "Bearer test-token-1234", "Content-Type": "application/json"}
+	call("POST", "/api/v1/playbooks/nightly/runs", `{}`, auth)
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(string(call("GET", "/metrics", "", nil)), `runbook_step_duration_seconds_count{outcome="succeeded"`) {
+		require.True(t, time.Now().Before(deadline), "the run's step was not counted within 30 s")
+		time.Sleep(50 * time.Millisecond)
+	}
+	text := call("GET", "/metrics", "", nil)
+	out := promtoolIn(t, string(text), "check", "metrics")
+	t.Logf("promtool check metrics: %s", out)
+	for _, family := range []string{"go_gc_duration_seconds summary", "go_memstats_heap_inuse_bytes gauge", "process_cpu_seconds_total counter",
+		"runbook_step_duration_seconds histogram", "runbook_runs_finished_total counter"} {
+		assert.Contains(t, string(text), "# TYPE "+family+"\n")
 	}
 }
 

@@ -113,6 +113,7 @@ var layering = []struct {
 }{
 	{"internal/fault", []string{"internal", "cmd"}, "fault is the bottom layer"},
 	{"internal/egress", []string{"internal", "cmd"}, "the destination policy is a leaf below the steps and the config"},
+	{"internal/metric", []string{"internal", "cmd"}, "the /metrics format is a leaf: the server gives it the values"},
 	{"internal/cloud", []string{"internal/steps", "internal/engine", "internal/playbook", "internal/server", "internal/trigger", "internal/sim", "cmd"},
 		"cloud clients sit below the step contract"},
 	{"internal/steps", []string{"internal/engine", "internal/server", "internal/trigger", "internal/playbook", "cmd"},

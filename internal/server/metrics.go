@@ -8,10 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
+	"github.com/runbook/runbook/internal/metric"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/trigger"
 )
@@ -22,27 +19,27 @@ import (
 type metrics struct {
 	handler http.Handler
 
-	runs map[state.RunStatus]prometheus.Gauge // runbook_runs by status
+	runs map[state.RunStatus]*metric.Gauge // runbook_runs by status
 	// runsFinished, runDuration and stepDuration carry the playbook and
 	// trigger labels of metrics_runs.go; firings the schedule trigger's.
-	runsFinished *prometheus.CounterVec
-	runDuration  *prometheus.HistogramVec
-	stepDuration *prometheus.HistogramVec
-	deliveries   *prometheus.CounterVec
-	firings      *prometheus.CounterVec
-	lateness     prometheus.Histogram
+	runsFinished *metric.CounterVec
+	runDuration  *metric.HistogramVec
+	stepDuration *metric.HistogramVec
+	deliveries   *metric.CounterVec
+	firings      *metric.CounterVec
+	lateness     *metric.Histogram
 	// dispatch is the agents' dispatch latency (agent.Options.Dispatched).
-	dispatch prometheus.Histogram
-	reloads  *prometheus.CounterVec
+	dispatch *metric.Histogram
+	reloads  *metric.CounterVec
 	// recovered counts unfinished runs this process took up again, by
 	// how it found them: "returned" (its executor came back with the run
 	// unfinished) or "orphaned" (the watchdog found it without one).
-	recovered *prometheus.CounterVec
+	recovered *metric.CounterVec
 	// fenced counts runs stopped here because this replica may no longer
 	// write them, by reason: "refused" (the store refused a write: another
 	// replica owns the run now) or "lease" (the replica's lease was not
 	// renewed in time; see internal/runner/replica.go).
-	fenced *prometheus.CounterVec
+	fenced *metric.CounterVec
 	// queued is read at each scrape: the runs waiting for an execution
 	// slot (set by the server once its runner exists).
 	queued func() int
@@ -82,41 +79,29 @@ var runStatuses = []state.RunStatus{state.RunPending, state.RunRunning, state.Ru
 // read (the store and the loaded playbooks).
 func newMetrics(executing func() int, src playbookSource) *metrics {
 	started := time.Now()
+	lateness := metric.NewHistogramVec("runbook_schedule_lateness_seconds",
+		"Start of an on-time scheduled run minus its intended fire time.", lateBuckets)
+	dispatch := metric.NewHistogramVec("runbook_agent_dispatch_seconds",
+		"Attempts of the runs executing here that ran on an agent: from the placement of each on its agent to its start there (by the agent's clock).", dispatchBuckets)
 	m := &metrics{
-		runs: map[state.RunStatus]prometheus.Gauge{},
-		runsFinished: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "runbook_runs_finished_total", Help: "Runs that ended here, by playbook, trigger and final status.",
-		}, []string{"playbook", "trigger", "status"}),
-		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "runbook_run_duration_seconds", Help: "Duration of runs that ended here, from their start (their creation when they never started) to their end, by playbook, trigger and final status.", Buckets: runBuckets,
-		}, []string{"playbook", "trigger", "status"}),
-		stepDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "runbook_step_duration_seconds", Help: "Duration of step executions, by playbook, trigger and outcome.", Buckets: stepBuckets,
-		}, []string{"playbook", "trigger", "outcome"}),
-		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "runbook_webhook_deliveries_total", Help: "Webhook deliveries by route and outcome.",
-		}, []string{"route", "outcome"}),
-		firings: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "runbook_schedule_firings_total", Help: "Schedule slots handled, by playbook, trigger (its index among the playbook's triggers) and outcome.",
-		}, []string{"playbook", "trigger", "outcome"}),
-		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "runbook_schedule_lateness_seconds", Help: "Start of an on-time scheduled run minus its intended fire time.", Buckets: lateBuckets,
-		}),
-		dispatch: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "runbook_agent_dispatch_seconds", Buckets: dispatchBuckets,
-			Help: "Attempts of the runs executing here that ran on an agent: from the placement of each on its agent to its start there (by the agent's clock).",
-		}),
-		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "runbook_reloads_total", Help: "Playbook directory reloads, by result.",
-		}, []string{"result"}),
-		recovered: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "runbook_runs_recovered_total",
-			Help: "Unfinished runs taken up again: their executor returned without finishing them, or the watchdog found them without one.",
-		}, []string{"reason"}),
-		fenced: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "runbook_runs_fenced_total",
-			Help: "Runs stopped without writing because this replica may no longer write them: the store refused a write (another replica owns the run), or the replica's lease was not renewed in time.",
-		}, []string{"reason"}),
+		runs: map[state.RunStatus]*metric.Gauge{},
+		runsFinished: metric.NewCounterVec("runbook_runs_finished_total",
+			"Runs that ended here, by playbook, trigger and final status.", "playbook", "trigger", "status"),
+		runDuration: metric.NewHistogramVec("runbook_run_duration_seconds",
+			"Duration of runs that ended here, from their start (their creation when they never started) to their end, by playbook, trigger and final status.",
+			runBuckets, "playbook", "trigger", "status"),
+		stepDuration: metric.NewHistogramVec("runbook_step_duration_seconds",
+			"Duration of step executions, by playbook, trigger and outcome.", stepBuckets, "playbook", "trigger", "outcome"),
+		deliveries: metric.NewCounterVec("runbook_webhook_deliveries_total", "Webhook deliveries by route and outcome.", "route", "outcome"),
+		firings: metric.NewCounterVec("runbook_schedule_firings_total",
+			"Schedule slots handled, by playbook, trigger (its index among the playbook's triggers) and outcome.", "playbook", "trigger", "outcome"),
+		lateness: lateness.With(),
+		dispatch: dispatch.With(),
+		reloads:  metric.NewCounterVec("runbook_reloads_total", "Playbook directory reloads, by result.", "result"),
+		recovered: metric.NewCounterVec("runbook_runs_recovered_total",
+			"Unfinished runs taken up again: their executor returned without finishing them, or the watchdog found them without one.", "reason"),
+		fenced: metric.NewCounterVec("runbook_runs_fenced_total",
+			"Runs stopped without writing because this replica may no longer write them: the store refused a write (another replica owns the run), or the replica's lease was not renewed in time.", "reason"),
 		status:     map[string]state.RunStatus{},
 		stepStart:  map[string]time.Time{},
 		unfinished: newUnfinishedRuns(),
@@ -127,46 +112,46 @@ func newMetrics(executing func() int, src playbookSource) *metrics {
 	if sr, ok := src.store.(state.StatusReader); ok && replicas {
 		m.playbooks.reconcile = func(ctx context.Context) error { return m.reconcile(ctx, sr) }
 	}
-	runs := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "runbook_runs",
-		Help: "Runs in the state store by status; on replicas, the runs created through this replica since it started (see runbook_runs_unfinished)."}, []string{"status"})
+	runs := metric.NewGaugeVec("runbook_runs",
+		"Runs in the state store by status; on replicas, the runs created through this replica since it started (see runbook_runs_unfinished).", "status")
 	for _, st := range runStatuses {
-		m.runs[st] = runs.WithLabelValues(string(st))
+		m.runs[st] = runs.With(string(st))
 	}
 	for _, how := range []string{"returned", "orphaned"} {
-		m.recovered.WithLabelValues(how)
+		m.recovered.With(how)
 	}
 	for _, why := range []string{"refused", "lease"} {
-		m.fenced.WithLabelValues(why)
+		m.fenced.With(why)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		runs, m.runsFinished, m.runDuration, m.stepDuration, m.deliveries, m.firings, m.lateness, m.dispatch, m.reloads, m.recovered, m.unfinished, m.fenced, m.playbooks,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_runs_executing", Help: "Runs executing in this process (including waiting ones)."},
+	reg := metric.NewRegistry()
+	reg.Register(
+		metric.RuntimeCollector(),
+		metric.ProcessCollector(),
+		runs, m.runsFinished, m.runDuration, m.stepDuration, m.deliveries, m.firings, lateness, dispatch, m.reloads, m.recovered, m.unfinished, m.fenced, m.playbooks,
+		metric.NewGaugeFunc("runbook_runs_executing", "Runs executing in this process (including waiting ones).",
 			func() float64 { return float64(executing()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_runs_queued", Help: "Runs accepted and waiting for an execution slot (server.max_running)."},
+		metric.NewGaugeFunc("runbook_runs_queued", "Runs accepted and waiting for an execution slot (server.max_running).",
 			func() float64 {
 				if m.queued == nil {
 					return 0
 				}
 				return float64(m.queued())
 			}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_runs_parked", Help: "Runs waiting (an approval, a sleep, a task's next poll) without a goroutine, until due or answered."},
+		metric.NewGaugeFunc("runbook_runs_parked", "Runs waiting (an approval, a sleep, a task's next poll) without a goroutine, until due or answered.",
 			func() float64 {
 				if m.parked == nil {
 					return 0
 				}
 				return float64(m.parked())
 			}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_playbooks", Help: "Playbooks loaded."},
+		metric.NewGaugeFunc("runbook_playbooks", "Playbooks loaded.",
 			func() float64 { return float64(len(src.playbooks())) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "runbook_uptime_seconds", Help: "Seconds since the server started."},
+		metric.NewGaugeFunc("runbook_uptime_seconds", "Seconds since the server started.",
 			func() float64 { return time.Since(started).Seconds() }),
 	)
-	inner := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
-	// The store is read before the families are collected (they are in
-	// parallel), so that runbook_runs shows what a replica's read corrects.
+	inner := reg.Handler()
+	// The store is read before the families are collected, so that
+	// runbook_runs shows what a replica's read corrects.
 	m.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m.playbooks.refreshIfDue()
 		inner.ServeHTTP(w, r)
@@ -267,7 +252,7 @@ func (m *metrics) stepEvent(runID string, ev state.Event, lb runLabel) {
 		}
 		delete(m.stepStart, key)
 		outcome := strings.TrimPrefix(ev.Type, "step.")
-		m.stepDuration.WithLabelValues(lb.playbook, lb.trigger, outcome).Observe(ev.Time.Sub(t0).Seconds())
+		m.stepDuration.With(lb.playbook, lb.trigger, outcome).Observe(ev.Time.Sub(t0).Seconds())
 	}
 }
 
@@ -294,24 +279,24 @@ func (m *metrics) runStatus(runID string, ev state.Event, st state.RunStatus) {
 
 // runEnded counts a run's end under its labels.
 func (m *metrics) runEnded(runID string, lb runLabel, st state.RunStatus, at time.Time) {
-	m.runsFinished.WithLabelValues(lb.playbook, lb.trigger, string(st)).Inc()
+	m.runsFinished.With(lb.playbook, lb.trigger, string(st)).Inc()
 	from := lb.started
 	if from.IsZero() {
 		from = lb.created
 	}
 	if !from.IsZero() && !at.Before(from) {
-		m.runDuration.WithLabelValues(lb.playbook, lb.trigger, string(st)).Observe(at.Sub(from).Seconds())
+		m.runDuration.With(lb.playbook, lb.trigger, string(st)).Observe(at.Sub(from).Seconds())
 	}
 	m.labels.forget(runID)
 }
 
 func (m *metrics) delivery(route, outcome string) {
 	// A label value must be UTF-8; a route name from YAML is.
-	m.deliveries.WithLabelValues(strings.ToValidUTF8(route, "\uFFFD"), outcome).Inc()
+	m.deliveries.With(strings.ToValidUTF8(route, "\uFFFD"), outcome).Inc()
 }
 
 func (m *metrics) firing(f trigger.Firing) {
-	m.firings.WithLabelValues(m.labels.playbookLabel(f.Playbook), strconv.Itoa(f.Trigger), string(f.Outcome)).Inc()
+	m.firings.With(m.labels.playbookLabel(f.Playbook), strconv.Itoa(f.Trigger), string(f.Outcome)).Inc()
 	if f.Outcome == trigger.Started && !f.Catchup {
 		m.lateness.Observe(f.Late.Seconds())
 	}
@@ -319,18 +304,18 @@ func (m *metrics) firing(f trigger.Firing) {
 
 // Fenced counts a run stopped without writing (see fenced).
 func (m *metrics) Fenced(why string) {
-	m.fenced.WithLabelValues(why).Inc()
+	m.fenced.With(why).Inc()
 }
 
 // Recovered counts an unfinished run taken up again (see recovered).
 func (m *metrics) Recovered(how string) {
-	m.recovered.WithLabelValues(how).Inc()
+	m.recovered.With(how).Inc()
 }
 
 func (m *metrics) reload(ok bool) {
 	if ok {
-		m.reloads.WithLabelValues("ok").Inc()
+		m.reloads.With("ok").Inc()
 	} else {
-		m.reloads.WithLabelValues("failed").Inc()
+		m.reloads.With("failed").Inc()
 	}
 }

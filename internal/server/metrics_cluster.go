@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/runbook/runbook/internal/metric"
 
 	"github.com/runbook/runbook/internal/state"
 )
@@ -28,7 +28,7 @@ var unfinishedStatuses = []state.RunStatus{state.RunPending, state.RunRunning, s
 
 // unfinishedRuns is the collector of runbook_runs_unfinished.
 type unfinishedRuns struct {
-	desc *prometheus.Desc
+	desc *metric.Desc
 
 	mu      sync.Mutex
 	leading func() bool // nil: not a replica
@@ -38,9 +38,9 @@ type unfinishedRuns struct {
 }
 
 func newUnfinishedRuns() *unfinishedRuns {
-	return &unfinishedRuns{desc: prometheus.NewDesc("runbook_runs_unfinished",
+	return &unfinishedRuns{desc: metric.NewDesc("runbook_runs_unfinished",
 		"Unfinished top-level runs in the whole database by status, whichever replica executes them; exported by the replica leading the scheduler only.",
-		[]string{"status"}, nil)}
+		"status")}
 }
 
 // set makes the collector export the store's counts (count) while leading
@@ -51,13 +51,10 @@ func (u *unfinishedRuns) set(leading func() bool, count func(context.Context) (m
 	u.leading, u.count = leading, count
 }
 
-// Describe implements prometheus.Collector.
-func (u *unfinishedRuns) Describe(ch chan<- *prometheus.Desc) { ch <- u.desc }
-
-// Collect implements prometheus.Collector: nothing unless this replica
+// Collect implements metric.Collector: nothing unless this replica
 // leads; the counts read at most unfinishedRefresh ago, else read now (a
 // failed read keeps the last ones, or exports nothing).
-func (u *unfinishedRuns) Collect(ch chan<- prometheus.Metric) {
+func (u *unfinishedRuns) Collect(s *metric.Scrape) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.leading == nil || !u.leading() {
@@ -75,7 +72,7 @@ func (u *unfinishedRuns) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, st := range unfinishedStatuses {
-		ch <- prometheus.MustNewConstMetric(u.desc, prometheus.GaugeValue, float64(u.last[st]), string(st))
+		s.Value(u.desc, float64(u.last[st]), string(st))
 	}
 }
 

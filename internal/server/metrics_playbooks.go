@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/runbook/runbook/internal/metric"
 
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
@@ -66,8 +66,8 @@ type playbookView struct {
 	// reconcile, set on a replica, corrects runbook_runs from the store
 	// at each read (metrics_cluster.go).
 	reconcile                                  func(context.Context) error
-	lastSuccess, lastFailure, waiting, waitAge *prometheus.Desc
-	nextFire, interval, paused                 *prometheus.Desc
+	lastSuccess, lastFailure, waiting, waitAge *metric.Desc
+	nextFire, interval, paused                 *metric.Desc
 
 	reading   sync.Mutex // one store read at a time
 	mu        sync.Mutex
@@ -83,23 +83,20 @@ func newPlaybookView(src playbookSource) *playbookView {
 	pb := []string{"playbook"}
 	return &playbookView{
 		src: src,
-		lastSuccess: prometheus.NewDesc("runbook_playbook_last_success_timestamp_seconds",
-			"When the last run of the playbook that succeeded ended (Unix seconds; 0: never), as the store records it.", pb, nil),
-		lastFailure: prometheus.NewDesc("runbook_playbook_last_failure_timestamp_seconds",
-			"When the last run of the playbook that failed ended (Unix seconds; 0: never), as the store records it.", pb, nil),
-		waiting: prometheus.NewDesc("runbook_approvals_waiting",
-			"Approval steps waiting for an answer, by playbook, as the store records them.", pb, nil),
-		waitAge: prometheus.NewDesc("runbook_approvals_oldest_waiting_seconds",
-			"How long the oldest approval step of the playbook waiting for an answer has waited (0: none waits).", pb, nil),
-		nextFire: prometheus.NewDesc("runbook_schedule_next_fire_timestamp_seconds",
-			"The next slot of a schedule trigger (Unix seconds, before its jitter), by playbook and trigger (its index among the playbook's triggers).",
-			[]string{"playbook", "trigger"}, nil),
-		interval: prometheus.NewDesc("runbook_schedule_interval_seconds",
-			"The longest time between two consecutive slots of a schedule trigger among those of the next 8 days and the first after them, by playbook and trigger.",
-			[]string{"playbook", "trigger"}, nil),
-		paused: prometheus.NewDesc("runbook_schedule_paused",
-			"1 while a schedule trigger is paused (runbook schedule pause), else 0, as the store records it, by playbook and trigger.",
-			[]string{"playbook", "trigger"}, nil),
+		lastSuccess: metric.NewDesc("runbook_playbook_last_success_timestamp_seconds",
+			"When the last run of the playbook that succeeded ended (Unix seconds; 0: never), as the store records it.", pb...),
+		lastFailure: metric.NewDesc("runbook_playbook_last_failure_timestamp_seconds",
+			"When the last run of the playbook that failed ended (Unix seconds; 0: never), as the store records it.", pb...),
+		waiting: metric.NewDesc("runbook_approvals_waiting",
+			"Approval steps waiting for an answer, by playbook, as the store records them.", pb...),
+		waitAge: metric.NewDesc("runbook_approvals_oldest_waiting_seconds",
+			"How long the oldest approval step of the playbook waiting for an answer has waited (0: none waits).", pb...),
+		nextFire: metric.NewDesc("runbook_schedule_next_fire_timestamp_seconds",
+			"The next slot of a schedule trigger (Unix seconds, before its jitter), by playbook and trigger (its index among the playbook's triggers).", "playbook", "trigger"),
+		interval: metric.NewDesc("runbook_schedule_interval_seconds",
+			"The longest time between two consecutive slots of a schedule trigger among those of the next 8 days and the first after them, by playbook and trigger.", "playbook", "trigger"),
+		paused: metric.NewDesc("runbook_schedule_paused",
+			"1 while a schedule trigger is paused (runbook schedule pause), else 0, as the store records it, by playbook and trigger.", "playbook", "trigger"),
 		read: map[string]lastEnds{}, local: map[string]lastEnds{}, approvals: map[string]waitingApprovals{},
 	}
 }
@@ -120,22 +117,13 @@ func (v *playbookView) ended(pb string, st state.RunStatus, at time.Time) {
 	v.local[pb] = v.local[pb].later(e)
 }
 
-// Describe implements prometheus.Collector.
-func (v *playbookView) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{v.lastSuccess, v.lastFailure, v.waiting, v.waitAge, v.nextFire, v.interval, v.paused} {
-		ch <- d
-	}
-}
-
-// Collect implements prometheus.Collector.
-func (v *playbookView) Collect(ch chan<- prometheus.Metric) {
+// Collect implements metric.Collector.
+func (v *playbookView) Collect(s *metric.Scrape) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	pbs := v.src.playbooks()
 	now := time.Now()
-	gauge := func(d *prometheus.Desc, val float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, val, labels...)
-	}
+	gauge := s.Value
 	for _, pb := range pbs {
 		e := v.read[pb.Name].later(v.local[pb.Name])
 		gauge(v.lastSuccess, unixSeconds(e.succeeded), pb.Name)
@@ -150,7 +138,7 @@ func (v *playbookView) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func (v *playbookView) collectApprovals(gauge func(*prometheus.Desc, float64, ...string), pb string, now time.Time) {
+func (v *playbookView) collectApprovals(gauge func(*metric.Desc, float64, ...string), pb string, now time.Time) {
 	a := v.approvals[pb]
 	gauge(v.waiting, float64(a.n), pb)
 	age := 0.0
@@ -162,7 +150,7 @@ func (v *playbookView) collectApprovals(gauge func(*prometheus.Desc, float64, ..
 
 // collectSchedules gives the next slot, the longest interval and whether
 // it is paused of each schedule trigger of pb.
-func (v *playbookView) collectSchedules(gauge func(*prometheus.Desc, float64, ...string), pb *playbook.Playbook, now time.Time) {
+func (v *playbookView) collectSchedules(gauge func(*metric.Desc, float64, ...string), pb *playbook.Playbook, now time.Time) {
 	for i, t := range pb.Triggers {
 		if t.Schedule == nil {
 			continue

@@ -173,7 +173,7 @@ func (m *metrics) loaded(pbs []*playbook.Playbook) {
 				continue
 			}
 			for _, o := range outcomes {
-				m.firings.WithLabelValues(pb.Name, strconv.Itoa(i), string(o))
+				m.firings.With(pb.Name, strconv.Itoa(i), string(o))
 			}
 		}
 		if hasSchedule {
@@ -184,7 +184,7 @@ func (m *metrics) loaded(pbs []*playbook.Playbook) {
 		}
 		for _, trig := range triggers {
 			for _, st := range endStatuses {
-				m.runsFinished.WithLabelValues(pb.Name, trig, string(st))
+				m.runsFinished.With(pb.Name, trig, string(st))
 			}
 		}
 	}
@@ -200,8 +200,8 @@ var deliveryOutcomes = []string{"accepted", "duplicate", "400", "401", "413", "4
 func (m *metrics) routes(names []string) {
 	for _, r := range names {
 		for _, o := range deliveryOutcomes {
-			m.deliveries.WithLabelValues(strings.ToValidUTF8(r, "\uFFFD"), o)
+			m.deliveries.With(strings.ToValidUTF8(r, "\uFFFD"), o)
 		}
 	}
-	m.deliveries.WithLabelValues("", "404")
+	m.deliveries.With("", "404")
 }
