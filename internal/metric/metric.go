@@ -20,6 +20,7 @@ package metric
 
 import (
 	"bufio"
+	"cmp"
 	"compress/gzip"
 	"fmt"
 	"io"
@@ -101,7 +102,7 @@ func (s *Scrape) Summary(d *Desc, quantiles map[float64]float64, sum float64, co
 	for q, v := range quantiles {
 		qs = append(qs, bucket{q, v})
 	}
-	slices.SortFunc(qs, func(a, b bucket) int { return cmpFloat(a.bound, b.bound) })
+	slices.SortFunc(qs, func(a, b bucket) int { return cmp.Compare(a.bound, b.bound) })
 	s.add(d, series{labels: labelsOf(d, labelValues), quantiles: qs, sum: sum, count: count})
 }
 
@@ -293,16 +294,6 @@ func compareLabels(a, b []label) int {
 		}
 	}
 	return len(a) - len(b)
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // formatFloat spells v as the text format does.

@@ -35,17 +35,8 @@ func (processCollector) Collect(s *Scrape) {
 			gauge("process_start_time_seconds", "When the process started (Unix seconds).", float64(boot)+float64(st.start)/userHZ)
 		}
 	}
-	if f, err := os.Open("/proc/self/fd"); err == nil {
-		names, err := f.Readdirnames(-1)
-		f.Close()
-		if err == nil {
-			gauge("process_open_fds", "Open file descriptors.", float64(len(names)-1)) // less the one reading the directory
-		}
-	}
+	collectFDs(s, "/proc/self/fd")
 	var lim syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil {
-		gauge("process_max_fds", "The most file descriptors the process may open (its soft limit).", float64(lim.Cur))
-	}
 	if syscall.Getrlimit(syscall.RLIMIT_AS, &lim) == nil {
 		gauge("process_virtual_memory_max_bytes", "The most virtual memory the process may map (its soft limit; 2^64-1: none).", float64(lim.Cur))
 	}
