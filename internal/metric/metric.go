@@ -196,13 +196,25 @@ func (r *Registry) Handler() http.Handler {
 		out := io.Writer(w)
 		if acceptsGzip(req.Header.Get("Accept-Encoding")) {
 			w.Header().Set("Content-Encoding", "gzip")
-			gz := gzip.NewWriter(w)
-			defer gz.Close()
+			gz := gzips.Get().(*gzip.Writer)
+			gz.Reset(w)
+			defer func() {
+				gz.Close()
+				gz.Reset(io.Discard) // let w go
+				gzips.Put(gz)
+			}()
 			out = gz
 		}
 		r.WriteTo(out) // an error here is the scraper gone: nothing to tell it
 	})
 }
+
+// gzips keeps gzip writers between scrapes: each holds hundreds of
+// kilobytes of compressor state.
+var gzips = sync.Pool{New: func() any {
+	gz, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
+	return gz
+}}
 
 // acceptsGzip reports whether an Accept-Encoding header lists gzip with
 // a weight above zero.
