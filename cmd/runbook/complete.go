@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/runbook/runbook/internal/state"
@@ -187,8 +188,8 @@ func runIDs(ctx context.Context, words []string, unfinished bool) []string {
 }
 
 var (
-	helpFlagRe    = regexp.MustCompile(`^  --?([A-Za-z0-9][A-Za-z0-9-]*)`)
-	helpCommandRe = regexp.MustCompile(`^  ([a-z][a-z0-9-]*)\s`)
+	helpFlagRe    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^  --?([A-Za-z0-9][A-Za-z0-9-]*)`) })
+	helpCommandRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^  ([a-z][a-z0-9-]*)\s`) })
 )
 
 // helpSection runs `runbook VERB [SUB] -h` in this process and returns the
@@ -200,9 +201,9 @@ func helpSection(ctx context.Context, v *verb, sub []string, title string) []str
 	if err != nil && !errors.Is(err, errHelpShown) && buf.Len() == 0 {
 		return nil
 	}
-	re := helpFlagRe
+	re := helpFlagRe()
 	if title == "Commands:" {
-		re = helpCommandRe
+		re = helpCommandRe()
 	}
 	var out []string
 	in := false

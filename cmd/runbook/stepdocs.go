@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v4"
@@ -81,11 +82,11 @@ func stepDocs() (map[string][]byte, error) {
 
 const generatedNote = "<!-- Generated from the step registry by `" + stepDocsCommand + "`. Do not edit. -->\n\n"
 
-var anchorStrip = regexp.MustCompile(`[^a-z0-9_ -]`)
+var anchorStrip = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-z0-9_ -]`) })
 
 // anchor is GitHub's heading anchor of a type name: dots dropped.
 func anchor(s string) string {
-	return strings.ReplaceAll(anchorStrip.ReplaceAllString(strings.ToLower(s), ""), " ", "-")
+	return strings.ReplaceAll(anchorStrip().ReplaceAllString(strings.ToLower(s), ""), " ", "-")
 }
 
 func firstSentence(s string) string {

@@ -32,7 +32,7 @@ import (
 const otherPlaybook = "_other"
 
 // triggerWord is a trigger type kept as a label value.
-var triggerWord = regexp.MustCompile(`^[a-z][a-z_]{0,15}$`)
+var triggerWord = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z_]{0,15}$`) })
 
 // playbookSource is what the per-run and per-playbook series read: the
 // store (nil: none, the local socket's), the loaded playbooks, and
@@ -140,7 +140,7 @@ func triggerLabel(r *state.Run) string {
 	switch {
 	case typ == "":
 		return "cli"
-	case triggerWord.MatchString(typ):
+	case triggerWord().MatchString(typ):
 		return typ
 	}
 	return "other"

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
-	"regexp"
 	"runtime"
 	"sort"
 	"strings"
@@ -258,13 +257,30 @@ type ApprovalResponse struct {
 var (
 	regMu    sync.RWMutex
 	registry = map[string]*Descriptor{}
-	typeName = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$`)
 )
+
+// typeName reports whether s is a step type's name: dot-separated words,
+// each a lower-case letter, then lower-case letters, digits and
+// underscores. It is not a regular expression because every process
+// registers the step types at start.
+func typeName(s string) bool {
+	for w := range strings.SplitSeq(s, ".") {
+		if w == "" || w[0] < 'a' || w[0] > 'z' {
+			return false
+		}
+		for _, c := range []byte(w[1:]) {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // Register adds a step type. It panics on an empty, malformed or duplicate
 // name, a missing Run, or a params struct whose tags do not parse.
 func Register(d Descriptor) {
-	if d.Type == "" || !typeName.MatchString(d.Type) {
+	if !typeName(d.Type) {
 		panic(fmt.Sprintf("steps: invalid step type name %q", d.Type))
 	}
 	if d.Run == nil {

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/runbook/runbook/internal/api"
 )
@@ -52,7 +53,7 @@ func (d *runData) matches(text string) bool {
 const downloadPage = 10000
 
 // unsafeName are the characters a download's file name does not keep.
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var unsafeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
 
 // downloadOutput sends everything a step printed, as text, one line as
 // printed per line (masked as the API masks it), read from the API a page
@@ -72,7 +73,7 @@ func (u *UI) downloadOutput(w http.ResponseWriter, r *http.Request, s *session) 
 			return
 		}
 		if first {
-			name := unsafeName.ReplaceAllString(id+"-"+step, "_") + ".log"
+			name := unsafeName().ReplaceAllString(id+"-"+step, "_") + ".log"
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
 			w.Header().Set("X-Content-Type-Options", "nosniff")

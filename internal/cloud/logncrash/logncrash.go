@@ -11,6 +11,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/runbook/runbook/internal/cloud/httpcall"
@@ -42,7 +43,7 @@ var Reserved = []string{
 	"DmpData", "DmpReport", "SessionID", "UserID", "Crash", "SymMethod", "SymResult", "logID",
 }
 
-var fieldName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
+var fieldName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`) })
 
 // ValidField reports why name cannot be a custom field ("" when it can).
 func ValidField(name string) string {
@@ -51,7 +52,7 @@ func ValidField(name string) string {
 		return "a field name may not be empty"
 	case len(name) > MaxFieldName:
 		return fmt.Sprintf("field name %q is longer than %d characters", name, MaxFieldName)
-	case !fieldName.MatchString(name):
+	case !fieldName().MatchString(name):
 		return fmt.Sprintf("field name %q must be letters, digits and _, starting with a letter", name)
 	}
 	for _, r := range Reserved {

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -45,7 +46,7 @@ func (m Migration) checksum() string {
 	return hex.EncodeToString(sum[:])
 }
 
-var migrationName = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+)\.sql$`)
+var migrationName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\d{4})_([a-z0-9_]+)\.sql$`) })
 
 // Migrations returns every migration this build knows, in order.
 func Migrations() ([]Migration, error) {
@@ -55,7 +56,7 @@ func Migrations() ([]Migration, error) {
 	}
 	var out []Migration
 	for _, e := range entries {
-		m := migrationName.FindStringSubmatch(e.Name())
+		m := migrationName().FindStringSubmatch(e.Name())
 		if m == nil {
 			return nil, fmt.Errorf("embedded migration %s: name is not NNNN_name.sql", e.Name())
 		}

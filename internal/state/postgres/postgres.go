@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -141,12 +142,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 }
 
 // urlScheme matches the scheme of a URL (a key=value DSN has none).
-var urlScheme = regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9+.-]*)://`)
+var urlScheme = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([a-zA-Z][a-zA-Z0-9+.-]*)://`) })
 
 // parseDSN parses a DSN into a pool configuration, refusing URLs of other
 // schemes (which libpq's key=value parser would misread).
 func parseDSN(dsn string) (*pgxpool.Config, error) {
-	if m := urlScheme.FindStringSubmatch(dsn); m != nil && m[1] != "postgres" && m[1] != "postgresql" {
+	if m := urlScheme().FindStringSubmatch(dsn); m != nil && m[1] != "postgres" && m[1] != "postgresql" {
 		return nil, fault.Errorf(fault.Invalid, "state database: scheme %q: want a postgres:// or postgresql:// URL", m[1])
 	}
 	cfg, err := pgxpool.ParseConfig(dsn)

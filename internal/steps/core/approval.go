@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/runbook/runbook/internal/auth"
@@ -37,7 +38,7 @@ type approvalCheckpoint struct {
 	Deadline time.Time `json:"deadline,omitzero"`
 }
 
-var fieldName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var fieldName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 func init() {
 	steps.Register(steps.Define(steps.Def[approvalParams]{
@@ -70,7 +71,7 @@ func checkApproval(p *approvalParams, dynamic map[string]bool) []fault.Problem {
 	for _, name := range sortedNames(p.Fields) {
 		f := p.Fields[name]
 		path := "fields." + name
-		if !fieldName.MatchString(name) {
+		if !fieldName().MatchString(name) {
 			out = append(out, fault.Problem{Path: "fields", Message: fmt.Sprintf("field name %q must be a letter or _ followed by letters, digits or _", name)})
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	xssh "golang.org/x/crypto/ssh"
@@ -56,7 +57,7 @@ func init() {
 
 // envNameRE is a name the remote shell can export: it is written into the
 // script, so nothing else is accepted.
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 func checkSSH(p *sshParams, dynamic map[string]bool) []fault.Problem {
 	var out []fault.Problem
@@ -83,7 +84,7 @@ func checkSSH(p *sshParams, dynamic map[string]bool) []fault.Problem {
 		}
 	}
 	for k := range p.Env {
-		if !envNameRE.MatchString(k) {
+		if !envNameRE().MatchString(k) {
 			out = append(out, fault.Problem{Path: "env", Message: fmt.Sprintf("invalid variable name %q: use letters, digits and '_', not starting with a digit", k)})
 		}
 	}
@@ -318,7 +319,7 @@ func remoteCommand(p *sshParams, token string) (string, error) {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		if !envNameRE.MatchString(k) {
+		if !envNameRE().MatchString(k) {
 			return "", &fault.Error{Code: fault.Invalid, Message: fmt.Sprintf("env: invalid variable name %q", k)}
 		}
 		v := p.Env[k]
