@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/metric"
-
 	"github.com/runbook/runbook/internal/state"
 )
 

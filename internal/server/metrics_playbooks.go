@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/metric"
-
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/trigger"
