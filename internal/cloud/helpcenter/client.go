@@ -76,7 +76,7 @@ func New(cfg Config) (*Client, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.Location == nil {
-		cfg.Location = Seoul
+		cfg.Location = Seoul()
 	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 4

@@ -252,7 +252,7 @@ func (c *Client) Notice(ctx context.Context, id int, lang string) (*NoticeDetail
 }
 
 func (c *Client) relocate(d *DisplayTime) {
-	if c.cfg.Location != Seoul && d.Raw != "" {
+	if c.cfg.Location != Seoul() && d.Raw != "" {
 		*d = ParseDisplayTime(d.Raw, c.cfg.Location)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -215,7 +216,7 @@ func (d DisplayTime) MarshalJSON() ([]byte, error) { return json.Marshal(d.Raw) 
 // result's Time is zero when no form matches.
 func ParseDisplayTime(s string, loc *time.Location) DisplayTime {
 	if loc == nil {
-		loc = Seoul
+		loc = Seoul()
 	}
 	d := DisplayTime{Raw: s}
 	v := strings.TrimSpace(s)
@@ -232,10 +233,12 @@ func ParseDisplayTime(s string, loc *time.Location) DisplayTime {
 }
 
 // Seoul is the default location of display times (KST has no daylight
-// saving time, so a fixed zone is exact when tzdata is missing).
-var Seoul = func() *time.Location {
+// saving time, so a fixed zone is exact when tzdata is missing), loaded
+// on first use: reading the zone file at start cost every runbook
+// process a blocking read and a thread.
+var Seoul = sync.OnceValue(func() *time.Location {
 	if loc, err := time.LoadLocation("Asia/Seoul"); err == nil {
 		return loc
 	}
 	return time.FixedZone("KST", 9*60*60)
-}()
+})

@@ -18,7 +18,7 @@ func TestSummariesDecodeEitherFormOfEachQuirkyField(t *testing.T) {
 		{"the dotted display date, string isNew, tags as text",
 			`{"noticeId":1,"displayDt":"2026.03.14","isNew":"true","tagStr":"Kubernetes, 보안","updatedDt":1773446400000,"isTop":false}`,
 			func(t *testing.T, n Notice) {
-				assert.Equal(t, time.Date(2026, 3, 14, 0, 0, 0, 0, Seoul), n.DisplayDt.Time)
+				assert.Equal(t, time.Date(2026, 3, 14, 0, 0, 0, 0, Seoul()), n.DisplayDt.Time)
 				assert.Equal(t, "2026.03.14", n.DisplayDt.Raw)
 				assert.True(t, bool(n.IsNew))
 				assert.Equal(t, TagList{"Kubernetes", "보안"}, n.Tags)
@@ -27,7 +27,7 @@ func TestSummariesDecodeEitherFormOfEachQuirkyField(t *testing.T) {
 		{"the stated display format, boolean isNew, no tag, numeric-string updatedDt",
 			`{"noticeId":2,"displayDt":"20260314093015","isNew":false,"updatedDt":"1773446400000","isTop":"Y"}`,
 			func(t *testing.T, n Notice) {
-				assert.Equal(t, time.Date(2026, 3, 14, 9, 30, 15, 0, Seoul), n.DisplayDt.Time)
+				assert.Equal(t, time.Date(2026, 3, 14, 9, 30, 15, 0, Seoul()), n.DisplayDt.Time)
 				assert.False(t, bool(n.IsNew))
 				assert.Nil(t, n.Tags)
 				assert.Equal(t, EpochMillis(1773446400000), n.UpdatedDt)

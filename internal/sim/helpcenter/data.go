@@ -9,16 +9,17 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
 // seoul is the help center's time zone (no daylight saving time).
-var seoul = func() *time.Location {
+var seoul = sync.OnceValue(func() *time.Location {
 	if loc, err := time.LoadLocation("Asia/Seoul"); err == nil {
 		return loc
 	}
 	return time.FixedZone("KST", 9*60*60)
-}()
+})
 
 type notice struct {
 	id          int
@@ -60,7 +61,8 @@ func generate(seed uint64, n int, now time.Time) []*notice {
 	}
 	out := make([]*notice, 0, n)
 	usedCreated := map[int64]bool{}
-	todayStart := time.Date(now.In(seoul).Year(), now.In(seoul).Month(), now.In(seoul).Day(), 0, 0, 0, 0, seoul)
+	local := now.In(seoul())
+	todayStart := time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, seoul())
 	for i := 0; i < n; i++ {
 		w := rng.IntN(totalWeight)
 		var tpl template
@@ -101,7 +103,7 @@ func generate(seed uint64, n int, now time.Time) []*notice {
 		start := 1 + rng.IntN(5)
 		vars := strings.NewReplacer(
 			"{product}", p.name,
-			"{date}", display.In(seoul).Format("2006.01.02"),
+			"{date}", display.In(seoul()).Format("2006.01.02"),
 			"{start}", fmt.Sprintf("%02d:00", start),
 			"{end}", fmt.Sprintf("%02d:00", start+1+rng.IntN(4)),
 			"{version}", fmt.Sprintf("v%d.%d", 1+rng.IntN(3), rng.IntN(20)),

@@ -8,7 +8,7 @@ import (
 )
 
 func TestGeneratedDataIsStableWithinADayAndNeverInTheFuture(t *testing.T) {
-	day := time.Date(2026, 11, 22, 0, 0, 0, 0, seoul)
+	day := time.Date(2026, 11, 22, 0, 0, 0, 0, seoul())
 	morning := generate(1, 300, day.Add(9*time.Hour))
 	evening := generate(1, 300, day.Add(21*time.Hour))
 	require.Len(t, evening, len(morning))

@@ -182,7 +182,7 @@ func (s *Service) summary(nt *notice, lang string, now time.Time) summary {
 	return summary{
 		NoticeID: nt.id, CategoryID: nt.category, IsTop: nt.isTop,
 		Title: nt.text(nt.title, lang), Content: nt.text(nt.content, lang),
-		DisplayDt: nt.display.In(seoul).Format("2006.01.02"), UpdatedDt: nt.updated.UnixMilli(),
+		DisplayDt: nt.display.In(seoul()).Format("2006.01.02"), UpdatedDt: nt.updated.UnixMilli(),
 		CategoryName: findNamed(headings, nt.category).names[lang], TagStr: strings.Join(names, ","),
 		IsNew: strconv.FormatBool(isNew(nt.display, now)),
 	}

@@ -210,7 +210,7 @@ func (s *Service) AddNotice(in NewNotice) (int, error) {
 
 func parseDisplay(v string) (time.Time, error) {
 	for _, layout := range []string{"20060102150405", "2006.01.02"} {
-		if t, err := time.ParseInLocation(layout, v, seoul); err == nil {
+		if t, err := time.ParseInLocation(layout, v, seoul()); err == nil {
 			return t, nil
 		}
 	}
@@ -396,7 +396,7 @@ func (s *Service) authorized(w http.ResponseWriter, r *http.Request) bool {
 }
 
 func isNew(display, now time.Time) bool {
-	a, b := display.In(seoul), now.In(seoul)
+	a, b := display.In(seoul()), now.In(seoul())
 	return a.Year() == b.Year() && a.YearDay() == b.YearDay()
 }
 
