@@ -20,16 +20,35 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	go func() {
-		// After the first signal the run winds down; a second one kills the
-		// process with the default behaviour.
-		<-ctx.Done()
-		stop()
-	}()
+	ctx, stop := context.Background(), func() {}
+	if !instant(os.Args[1:]) {
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		go func() {
+			// After the first signal the run winds down; a second one kills
+			// the process with the default behaviour.
+			<-ctx.Done()
+			stop()
+		}()
+	}
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// instant reports whether the command line asks for help or names a verb
+// that prints and returns at once (verb.instant): Ctrl-C keeps its default
+// there, ending the process, and no signal handling is set up (it cost
+// `runbook version` a thread and a goroutine).
+func instant(args []string) bool {
+	if len(args) == 0 {
+		return true
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		return true
+	}
+	v := findVerb(args[0])
+	return v != nil && v.instant
 }
 
 // verb is one `runbook VERB`.
@@ -38,6 +57,9 @@ type verb struct {
 	summary string
 	usage   string // after "runbook NAME "
 	run     func(ctx context.Context, a *app, args []string) error
+	// instant: it prints and returns at once, reading no state and
+	// calling nothing (see instant).
+	instant bool
 }
 
 // verbs lists the implemented verbs in the order `runbook help` shows them.

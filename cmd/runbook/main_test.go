@@ -228,3 +228,15 @@ func withoutEnv(env []string, key string) []string {
 	}
 	return out
 }
+
+// TestOnlyInstantCommandsLeaveCtrlCItsDefault: a command that prints and
+// returns at once sets up no signal handling (Ctrl-C ends it as any
+// program); every other one winds down on the first signal.
+func TestOnlyInstantCommandsLeaveCtrlCItsDefault(t *testing.T) {
+	for _, args := range [][]string{nil, {"version"}, {"version", "--json"}, {"steps"}, {"schema"}, {"help", "run"}, {"--help"}, {"-h"}} {
+		assert.True(t, instant(args), "%q", args)
+	}
+	for _, args := range [][]string{{"run", "x.yaml"}, {"serve"}, {"completion", "__complete", "runs", "show"}, {"runs"}, {"validate", "x.yaml"}, {"nosuchverb"}} {
+		assert.False(t, instant(args), "%q", args)
+	}
+}

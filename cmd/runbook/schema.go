@@ -11,6 +11,7 @@ var schemaVerb = &verb{
 	name:    "schema",
 	summary: "print the JSON Schema of playbooks (for editors and CI)",
 	run:     cmdSchema,
+	instant: true,
 }
 
 func cmdSchema(_ context.Context, a *app, args []string) error {

@@ -18,6 +18,7 @@ var stepsVerb = &verb{
 	name:    "steps",
 	summary: "list step types, or show the params and outputs of one",
 	run:     cmdSteps,
+	instant: true,
 }
 
 func cmdSteps(_ context.Context, a *app, args []string) error {

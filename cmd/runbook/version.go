@@ -15,6 +15,7 @@ var versionVerb = &verb{
 	name:    "version",
 	summary: "print the version, commit, Go version and state format",
 	run:     cmdVersion,
+	instant: true,
 }
 
 // The release build stamps these (Makefile, -ldflags -X): the version
