@@ -30,7 +30,6 @@ func (o LoadOptions) maxBytes() int {
 }
 
 var (
-	nameRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`) })
 	identRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`) })
 )
 
@@ -143,7 +142,7 @@ func (l *loader) header(pb *Playbook, o *yamlnode.Object) {
 	if n := o.Get("name"); n == nil {
 		l.errf(o.Node, "", "name is required")
 	} else if s, ok := l.Str(n, "name"); ok {
-		if !nameRE().MatchString(s) {
+		if !validName(s) {
 			l.errf(n, "name", "invalid name %q: use 1-63 lower-case letters, digits, '.', '_' or '-', starting with a letter or digit", s)
 		}
 		pb.Name = s

@@ -76,7 +76,7 @@ func (l *loader) runsOn(o *yamlnode.Object, path string) *RunsOn {
 	}
 	for _, p := range m.Pairs {
 		lp := yamlnode.KeyPath(yamlnode.JoinPath(rp, "labels"), p.Name)
-		if !labelKeyRE().MatchString(p.Name) {
+		if !labelKey(p.Name) {
 			l.errf(p.Key, lp, "invalid label name %q: use 1-63 lower-case letters, digits, '.', '_', '/' or '-', starting and ending with a letter or digit", p.Name)
 			continue
 		}
@@ -84,7 +84,7 @@ func (l *loader) runsOn(o *yamlnode.Object, path string) *RunsOn {
 		if !ok {
 			continue
 		}
-		if !labelValueRE().MatchString(v) {
+		if !labelValue(v) {
 			l.errf(p.Val, lp, "invalid label value %q: use 1-63 letters, digits, '.', '_' or '-', starting and ending with a letter or digit", v)
 			continue
 		}

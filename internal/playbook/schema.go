@@ -54,8 +54,8 @@ func schemaDoc() obj {
 			"description": "run the step's attempts on a runbook agent whose labels match (docs/agents.md)",
 			"properties": obj{"labels": obj{
 				"type": "object", "minProperties": 1,
-				"propertyNames":        obj{"pattern": labelKeyRE().String()},
-				"additionalProperties": obj{"type": "string", "pattern": labelValueRE().String()},
+				"propertyNames":        obj{"pattern": labelKeyPattern},
+				"additionalProperties": obj{"type": "string", "pattern": labelValuePattern},
 			}},
 		},
 		"on_agent_lost": obj{"enum": []any{"fail", "retry"}, "default": "fail",
@@ -70,12 +70,12 @@ func schemaDoc() obj {
 		"required":    []any{"version", "name", "steps"},
 		"properties": obj{
 			"version":     obj{"const": 1},
-			"name":        obj{"type": "string", "pattern": nameRE().String()},
+			"name":        obj{"type": "string", "pattern": namePattern},
 			"description": str,
 			"labels": obj{
 				"type":                 "object",
-				"propertyNames":        obj{"pattern": labelKeyRE().String()},
-				"additionalProperties": obj{"type": "string", "pattern": labelValueRE().String()},
+				"propertyNames":        obj{"pattern": labelKeyPattern},
+				"additionalProperties": obj{"type": "string", "pattern": labelValuePattern},
 			},
 			"inputs": obj{
 				"type":                 "object",
