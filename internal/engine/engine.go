@@ -95,6 +95,10 @@ type Limits struct {
 	// MaxStepOutput is how many bytes of output one attempt of a step
 	// keeps (default DefaultMaxStepOutput).
 	MaxStepOutput int64
+	// OutputFlushEvery is how long a line a step printed waits, at most,
+	// before it is written while the step runs (default 200 ms); the lines
+	// still waiting when the attempt ends go with its end.
+	OutputFlushEvery time.Duration
 	// StateWrites bounds how long a state write may go on once the run's
 	// context ended (cancelled, or suspended at shutdown; default 10 s).
 	// While the run lives its writes have no deadline: a slow store is
@@ -191,6 +195,9 @@ func New(o Options) *Engine {
 	}
 	if o.Limits.MaxStepOutput <= 0 {
 		o.Limits.MaxStepOutput = DefaultMaxStepOutput
+	}
+	if o.Limits.OutputFlushEvery <= 0 {
+		o.Limits.OutputFlushEvery = outputFlushEvery
 	}
 	if o.Limits.StateWrites <= 0 {
 		o.Limits.StateWrites = 10 * time.Second

@@ -17,7 +17,7 @@ const (
 	DefaultMaxStepOutput = 8 << 20
 	// outputFlushBytes and outputFlushEvery bound a batch: lines are
 	// written when this many bytes are waiting, or this long after the
-	// first of them, and when the attempt ends. A chatty step costs one
+	// first of them (Limits.OutputFlushEvery), and when the attempt ends. A chatty step costs one
 	// store write per batch, not per line.
 	outputFlushBytes = 64 << 10
 	outputFlushEvery = 200 * time.Millisecond
@@ -41,6 +41,7 @@ type stepOutput struct {
 	step    string
 	attempt int
 	max     int64
+	every   time.Duration // Limits.OutputFlushEvery
 
 	mu      sync.Mutex
 	buf     []state.OutputLine
@@ -65,6 +66,7 @@ type stepOutput struct {
 // initOutput makes o the output of attempt.
 func (sr *stepRun) initOutput(o *stepOutput, attempt int) {
 	o.e, o.store, o.runID, o.step, o.attempt, o.max = sr.rs.e, sr.rs.e.o.Store, sr.rs.run.ID, sr.rec.ID, attempt, sr.rs.e.o.Limits.MaxStepOutput
+	o.every = sr.rs.e.o.Limits.OutputFlushEvery
 }
 
 // Line takes one line of the step's output.
@@ -87,7 +89,7 @@ func (o *stepOutput) Line(stream, text string) {
 	o.bufSize += len(text) + 1
 	full := o.bufSize >= outputFlushBytes
 	if !full && o.timer == nil {
-		o.timer = time.AfterFunc(outputFlushEvery, o.flush)
+		o.timer = time.AfterFunc(o.every, o.flush)
 	}
 	o.mu.Unlock()
 	if full {

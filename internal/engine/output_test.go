@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -178,22 +179,25 @@ func (p *printedWrites) SaveRunSteps(ctx context.Context, r *state.Run, recs []*
 	return p.Store.SaveRunSteps(ctx, r, recs, evs...)
 }
 
-// printedHarness is a harness whose store is a printedWrites.
-func printedHarness(t *testing.T) (*harness, *printedWrites) {
+// printedHarness is a harness whose store is a printedWrites, with the
+// options opts also sets.
+func printedHarness(t *testing.T, opts ...func(*engine.Options)) (*harness, *printedWrites) {
 	var p *printedWrites
-	h := newHarness(t, func(o *engine.Options) {
+	h := newHarness(t, append(opts, func(o *engine.Options) {
 		p = &printedWrites{Store: o.Store}
 		o.Store = p
-	})
+	})...)
 	return h, p
 }
 
 // An attempt's last lines are written by the write of the step's end, in
 // its transaction, not by a commit of their own before it: a step that
 // prints a line and the next step's start cost one commit, as they do
-// when it prints nothing.
+// when it prints nothing. (Lines that wait for the end longer than
+// Limits.OutputFlushEvery are written before it, by design: a minute
+// here, so that a slow machine's slow `echo` does not count.)
 func TestAnAttemptsLastLinesAreWrittenWithItsEnd(t *testing.T) {
-	h, p := printedHarness(t)
+	h, p := printedHarness(t, func(o *engine.Options) { o.Limits.OutputFlushEvery = time.Minute })
 	r, err := h.run(`
 version: 1
 name: printed
