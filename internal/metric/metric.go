@@ -95,6 +95,16 @@ func (s *Scrape) Value(d *Desc, v float64, labelValues ...string) {
 	s.add(d, series{labels: labelsOf(d, labelValues), value: v})
 }
 
+// gauge and counter add the value of a family without labels: the
+// runtime's and the process's figures.
+func (s *Scrape) gauge(name, help string, v float64) {
+	s.Value(&Desc{Name: name, Help: help, Type: GaugeType}, v)
+}
+
+func (s *Scrape) counter(name, help string, v float64) {
+	s.Value(&Desc{Name: name, Help: help, Type: CounterType}, v)
+}
+
 // Summary adds a summary's series: its quantiles (quantile to value),
 // its sum and its count.
 func (s *Scrape) Summary(d *Desc, quantiles map[float64]float64, sum float64, count uint64, labelValues ...string) {

@@ -24,25 +24,23 @@ type processCollector struct{}
 const userHZ = 100
 
 func (processCollector) Collect(s *Scrape) {
-	gauge := func(name, help string, f float64) { s.Value(&Desc{Name: name, Help: help, Type: GaugeType}, f) }
-	counter := func(name, help string, f float64) { s.Value(&Desc{Name: name, Help: help, Type: CounterType}, f) }
 
 	if st, ok := readStat(); ok {
-		counter("process_cpu_seconds_total", "Processor time the process spent, user and system, in seconds.", float64(st.utime+st.stime)/userHZ)
-		gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.", float64(st.vsize))
-		gauge("process_resident_memory_bytes", "Resident memory size in bytes.", float64(st.rss*uint64(os.Getpagesize())))
+		s.counter("process_cpu_seconds_total", "Processor time the process spent, user and system, in seconds.", float64(st.utime+st.stime)/userHZ)
+		s.gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.", float64(st.vsize))
+		s.gauge("process_resident_memory_bytes", "Resident memory size in bytes.", float64(st.rss*uint64(os.Getpagesize())))
 		if boot, ok := bootTime(); ok {
-			gauge("process_start_time_seconds", "When the process started (Unix seconds).", float64(boot)+float64(st.start)/userHZ)
+			s.gauge("process_start_time_seconds", "When the process started (Unix seconds).", float64(boot)+float64(st.start)/userHZ)
 		}
 	}
 	collectFDs(s, "/proc/self/fd")
 	var lim syscall.Rlimit
 	if syscall.Getrlimit(syscall.RLIMIT_AS, &lim) == nil {
-		gauge("process_virtual_memory_max_bytes", "The most virtual memory the process may map (its soft limit; 2^64-1: none).", float64(lim.Cur))
+		s.gauge("process_virtual_memory_max_bytes", "The most virtual memory the process may map (its soft limit; 2^64-1: none).", float64(lim.Cur))
 	}
 	if in, out, ok := netOctets(); ok {
-		counter("process_network_receive_bytes_total", "Bytes received over the network by the process's network namespace (IpExt InOctets).", float64(in))
-		counter("process_network_transmit_bytes_total", "Bytes sent over the network by the process's network namespace (IpExt OutOctets).", float64(out))
+		s.counter("process_network_receive_bytes_total", "Bytes received over the network by the process's network namespace (IpExt InOctets).", float64(in))
+		s.counter("process_network_transmit_bytes_total", "Bytes sent over the network by the process's network namespace (IpExt OutOctets).", float64(out))
 	}
 }
 

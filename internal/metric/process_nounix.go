@@ -13,6 +13,5 @@ type processCollector struct{}
 var started = time.Now()
 
 func (processCollector) Collect(s *Scrape) {
-	s.Value(&Desc{Name: "process_start_time_seconds", Help: "When the process started (Unix seconds).", Type: GaugeType},
-		float64(started.UnixNano())/1e9)
+	s.gauge("process_start_time_seconds", "When the process started (Unix seconds).", float64(started.UnixNano())/1e9)
 }

@@ -23,9 +23,8 @@ func (processCollector) Collect(s *Scrape) {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		s.Value(&Desc{Name: "process_cpu_seconds_total", Help: "Processor time the process spent, user and system, in seconds.", Type: CounterType}, cpu.Seconds())
+		s.counter("process_cpu_seconds_total", "Processor time the process spent, user and system, in seconds.", cpu.Seconds())
 	}
 	collectFDs(s, "/dev/fd")
-	s.Value(&Desc{Name: "process_start_time_seconds", Help: "When the process started (Unix seconds).", Type: GaugeType},
-		float64(started.UnixNano())/1e9)
+	s.gauge("process_start_time_seconds", "When the process started (Unix seconds).", float64(started.UnixNano())/1e9)
 }

@@ -11,16 +11,15 @@ import (
 // descriptors: /proc/self/fd, /dev/fd), and process_max_fds, the soft
 // limit.
 func collectFDs(s *Scrape, dir string) {
-	gauge := func(name, help string, f float64) { s.Value(&Desc{Name: name, Help: help, Type: GaugeType}, f) }
 	if f, err := os.Open(dir); err == nil {
 		names, err := f.Readdirnames(-1)
 		f.Close()
 		if err == nil {
-			gauge("process_open_fds", "Open file descriptors.", float64(len(names)-1)) // less the one reading the directory
+			s.gauge("process_open_fds", "Open file descriptors.", float64(len(names)-1)) // less the one reading the directory
 		}
 	}
 	var lim syscall.Rlimit
 	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil {
-		gauge("process_max_fds", "The most file descriptors the process may open (its soft limit).", float64(lim.Cur))
+		s.gauge("process_max_fds", "The most file descriptors the process may open (its soft limit).", float64(lim.Cur))
 	}
 }

@@ -55,13 +55,11 @@ func (runtimeCollector) Collect(s *Scrape) {
 			v[i] = float64(sm.Value.Uint64())
 		}
 	}
-	gauge := func(name, help string, f float64) { s.Value(&Desc{Name: name, Help: help, Type: GaugeType}, f) }
-	counter := func(name, help string, f float64) { s.Value(&Desc{Name: name, Help: help, Type: CounterType}, f) }
 
-	gauge("go_goroutines", "Goroutines that exist now.", float64(runtime.NumGoroutine()))
+	s.gauge("go_goroutines", "Goroutines that exist now.", float64(runtime.NumGoroutine()))
 	threads, _ := runtime.ThreadCreateProfile(nil)
-	gauge("go_threads", "Operating system threads the runtime created.", float64(threads))
-	s.Value(&Desc{Name: "go_info", Help: "The Go version the program was built with.", Type: GaugeType, Labels: []string{"version"}}, 1, runtime.Version())
+	s.gauge("go_threads", "Operating system threads the runtime created.", float64(threads))
+	s.Value(NewDesc("go_info", "The Go version the program was built with.", "version"), 1, runtime.Version())
 
 	gc := debug.GCStats{PauseQuantiles: make([]time.Duration, 5)}
 	debug.ReadGCStats(&gc)
@@ -75,31 +73,31 @@ func (runtimeCollector) Collect(s *Scrape) {
 	if !gc.LastGC.IsZero() {
 		last = float64(gc.LastGC.UnixNano()) / 1e9
 	}
-	gauge("go_memstats_last_gc_time_seconds", "When the last garbage collection ended (Unix seconds; 0: none yet).", last)
+	s.gauge("go_memstats_last_gc_time_seconds", "When the last garbage collection ended (Unix seconds; 0: none yet).", last)
 
 	objects, released, free, unused := v[0], v[6], v[7], v[8]
-	gauge("go_memstats_alloc_bytes", "Heap bytes allocated and in use (/memory/classes/heap/objects:bytes).", objects)
-	gauge("go_memstats_heap_alloc_bytes", "Heap bytes allocated and in use, as go_memstats_alloc_bytes.", objects)
-	counter("go_memstats_alloc_bytes_total", "Heap bytes allocated since the start, freed ones included (/gc/heap/allocs:bytes).", v[1])
-	gauge("go_memstats_buck_hash_sys_bytes", "Bytes of the profiling bucket hash table.", v[2])
-	counter("go_memstats_frees_total", "Heap objects freed since the start (tiny allocations included).", v[3]+v[4])
-	counter("go_memstats_mallocs_total", "Heap objects allocated since the start (tiny allocations included).", v[10]+v[4])
-	gauge("go_memstats_gc_sys_bytes", "Bytes of the garbage collector's metadata.", v[5])
-	gauge("go_memstats_heap_idle_bytes", "Heap bytes unused: free, or given back to the system.", released+free)
-	gauge("go_memstats_heap_inuse_bytes", "Heap bytes in spans in use (objects and the unused space of their spans).", objects+unused)
-	gauge("go_memstats_heap_objects", "Heap objects allocated and not yet freed.", v[9])
-	gauge("go_memstats_heap_released_bytes", "Heap bytes given back to the system.", released)
-	gauge("go_memstats_heap_sys_bytes", "Heap bytes obtained from the system.", objects+unused+released+free)
-	gauge("go_memstats_mcache_inuse_bytes", "Bytes of mcache structures in use.", v[11])
-	gauge("go_memstats_mcache_sys_bytes", "Bytes of mcache structures obtained from the system.", v[11]+v[12])
-	gauge("go_memstats_mspan_inuse_bytes", "Bytes of mspan structures in use.", v[13])
-	gauge("go_memstats_mspan_sys_bytes", "Bytes of mspan structures obtained from the system.", v[13]+v[14])
-	gauge("go_memstats_next_gc_bytes", "The heap size at which the next garbage collection starts (/gc/heap/goal:bytes).", v[15])
-	gauge("go_memstats_other_sys_bytes", "Bytes of other runtime allocations.", v[16])
-	gauge("go_memstats_stack_inuse_bytes", "Bytes of goroutine stacks in use.", v[17])
-	gauge("go_memstats_stack_sys_bytes", "Bytes of stacks obtained from the system (the threads' own included).", v[17]+v[18])
-	gauge("go_memstats_sys_bytes", "Bytes obtained from the system in all (/memory/classes/total:bytes).", v[19])
-	gauge("go_gc_gogc_percent", "The collector's GOGC: the GOGC variable, or debug.SetGCPercent's (/gc/gogc:percent).", v[20])
-	gauge("go_gc_gomemlimit_bytes", "The runtime's soft memory limit: GOMEMLIMIT, or debug.SetMemoryLimit's (/gc/gomemlimit:bytes).", v[21])
-	gauge("go_sched_gomaxprocs_threads", "GOMAXPROCS: the threads that may run Go code at once.", v[22])
+	s.gauge("go_memstats_alloc_bytes", "Heap bytes allocated and in use (/memory/classes/heap/objects:bytes).", objects)
+	s.gauge("go_memstats_heap_alloc_bytes", "Heap bytes allocated and in use, as go_memstats_alloc_bytes.", objects)
+	s.counter("go_memstats_alloc_bytes_total", "Heap bytes allocated since the start, freed ones included (/gc/heap/allocs:bytes).", v[1])
+	s.gauge("go_memstats_buck_hash_sys_bytes", "Bytes of the profiling bucket hash table.", v[2])
+	s.counter("go_memstats_frees_total", "Heap objects freed since the start (tiny allocations included).", v[3]+v[4])
+	s.counter("go_memstats_mallocs_total", "Heap objects allocated since the start (tiny allocations included).", v[10]+v[4])
+	s.gauge("go_memstats_gc_sys_bytes", "Bytes of the garbage collector's metadata.", v[5])
+	s.gauge("go_memstats_heap_idle_bytes", "Heap bytes unused: free, or given back to the system.", released+free)
+	s.gauge("go_memstats_heap_inuse_bytes", "Heap bytes in spans in use (objects and the unused space of their spans).", objects+unused)
+	s.gauge("go_memstats_heap_objects", "Heap objects allocated and not yet freed.", v[9])
+	s.gauge("go_memstats_heap_released_bytes", "Heap bytes given back to the system.", released)
+	s.gauge("go_memstats_heap_sys_bytes", "Heap bytes obtained from the system.", objects+unused+released+free)
+	s.gauge("go_memstats_mcache_inuse_bytes", "Bytes of mcache structures in use.", v[11])
+	s.gauge("go_memstats_mcache_sys_bytes", "Bytes of mcache structures obtained from the system.", v[11]+v[12])
+	s.gauge("go_memstats_mspan_inuse_bytes", "Bytes of mspan structures in use.", v[13])
+	s.gauge("go_memstats_mspan_sys_bytes", "Bytes of mspan structures obtained from the system.", v[13]+v[14])
+	s.gauge("go_memstats_next_gc_bytes", "The heap size at which the next garbage collection starts (/gc/heap/goal:bytes).", v[15])
+	s.gauge("go_memstats_other_sys_bytes", "Bytes of other runtime allocations.", v[16])
+	s.gauge("go_memstats_stack_inuse_bytes", "Bytes of goroutine stacks in use.", v[17])
+	s.gauge("go_memstats_stack_sys_bytes", "Bytes of stacks obtained from the system (the threads' own included).", v[17]+v[18])
+	s.gauge("go_memstats_sys_bytes", "Bytes obtained from the system in all (/memory/classes/total:bytes).", v[19])
+	s.gauge("go_gc_gogc_percent", "The collector's GOGC: the GOGC variable, or debug.SetGCPercent's (/gc/gogc:percent).", v[20])
+	s.gauge("go_gc_gomemlimit_bytes", "The runtime's soft memory limit: GOMEMLIMIT, or debug.SetMemoryLimit's (/gc/gomemlimit:bytes).", v[21])
+	s.gauge("go_sched_gomaxprocs_threads", "GOMAXPROCS: the threads that may run Go code at once.", v[22])
 }

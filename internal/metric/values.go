@@ -46,8 +46,6 @@ type Gauge struct{ v value }
 func (g *Gauge) Set(f float64)  { g.v.store(f) }
 func (g *Gauge) Add(d float64)  { g.v.add(d) }
 func (g *Gauge) Value() float64 { return g.v.load() }
-func (g *Gauge) Inc()           { g.v.add(1) }
-func (g *Gauge) Dec()           { g.v.add(-1) }
 
 // Histogram counts observations in buckets of upper bounds.
 type Histogram struct {
