@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/runbook/runbook/internal/state"
 )
@@ -14,6 +16,49 @@ import (
 // pruneBatch bounds how many expired dedup keys one call deletes, so a
 // call's cost stays small however many keys expired meanwhile.
 const pruneBatch = 64
+
+// Pruning is paced. An expired key is garbage: a claim checks the expiry
+// itself, so deleting the key only keeps the table small. A write that
+// records keys (a delivery's group or transaction, a Dedup) deletes up to
+// pruneBatch expired ones in its transaction. Once a prune finds fewer
+// than that (none left for now), the store's writes skip the prune for
+// pruneEvery: keys expire at the pace they were recorded, a TTL earlier,
+// so a second's worth goes in a few writes. Pruning in every write cost
+// each group of deliveries a statement more, most of them deleting
+// nothing (see "Expired keys pruned at a pace" in docs/performance.md).
+const pruneEvery = time.Second
+
+// prunePace says when a store's writes prune next.
+type prunePace struct {
+	every time.Duration // pruneEvery; tests set it
+	next  atomic.Int64  // time.Now().UnixNano() before which writes skip the prune
+}
+
+// due reports whether a write should prune.
+func (p *prunePace) due() bool { return time.Now().UnixNano() >= p.next.Load() }
+
+// pruned records that a prune deleted n keys: fewer than pruneBatch and
+// the next waits for p.every, a full batch and the next write prunes
+// again.
+func (p *prunePace) pruned(n int64) {
+	if n >= pruneBatch {
+		p.next.Store(0)
+		return
+	}
+	p.next.Store(time.Now().Add(p.every).UnixNano())
+}
+
+// queuePrune queues pruneDedup of keys expired at now in b when a prune
+// is due. It must come last in its transaction (see prune).
+func (s *Store) queuePrune(b *pgx.Batch, now time.Time) {
+	if !s.prunes.due() {
+		return
+	}
+	b.Queue(pruneDedup, now, pruneBatch).Exec(func(ct pgconn.CommandTag) error {
+		s.prunes.pruned(ct.RowsAffected())
+		return nil
+	})
+}
 
 // claimKey records key $1 at $2 with expiry $3 (NULL: never) and value $4
 // (NULL: none) unless it is seen: live (not expired at $2) and first
@@ -33,14 +78,20 @@ const pruneDedup = `DELETE FROM runbook_dedup WHERE key IN (
 	ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED
 )`
 
-// prune deletes a few keys expired at now. It comes last in its
-// transaction: it waits for no lock (SKIP LOCKED), and a transaction that
-// waits for a key it deleted then waits for a transaction that waits for
-// nothing more, never for one waiting on it in turn.
-func prune(ctx context.Context, tx pgx.Tx, now time.Time) error {
-	if _, err := tx.Exec(ctx, pruneDedup, now, pruneBatch); err != nil {
+// prune deletes a few keys expired at now, when a prune is due (see
+// prunePace). It comes last in its transaction: it waits for no lock
+// (SKIP LOCKED), and a transaction that waits for a key it deleted then
+// waits for a transaction that waits for nothing more, never for one
+// waiting on it in turn.
+func (s *Store) prune(ctx context.Context, tx pgx.Tx, now time.Time) error {
+	if !s.prunes.due() {
+		return nil
+	}
+	ct, err := tx.Exec(ctx, pruneDedup, now, pruneBatch)
+	if err != nil {
 		return fmt.Errorf("prune expired keys: %w", err)
 	}
+	s.prunes.pruned(ct.RowsAffected())
 	return nil
 }
 
@@ -101,7 +152,7 @@ func (s *Store) Dedup(ctx context.Context, key string, ttl time.Duration) (seen 
 		}
 		return err
 	})
-	b.Queue(pruneDedup, now, pruneBatch) // last: see prune
+	s.queuePrune(b, now) // last: see prune
 	if err := s.send(ctx, b); err != nil {
 		return false, fmt.Errorf("dedup %s: %w", key, err)
 	}

@@ -71,7 +71,7 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 			if res.Value, err = dedupValue(ctx, tx, d.Key); err != nil {
 				return err
 			}
-			return prune(ctx, tx, now)
+			return s.prune(ctx, tx, now)
 		}
 		for i, u := range d.Units {
 			if u.Claim != "" {
@@ -106,7 +106,7 @@ func (s *Store) CommitDelivery(ctx context.Context, d state.Delivery) (state.Del
 				return err
 			}
 		}
-		return prune(ctx, tx, now)
+		return s.prune(ctx, tx, now)
 	})
 	if err != nil {
 		return state.DeliveryResult{}, fmt.Errorf("commit delivery %s: %w", d.Key, err)

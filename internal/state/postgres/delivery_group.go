@@ -147,7 +147,7 @@ func (s *Store) commitGroup(ctx context.Context, group []*groupReq) bool {
 		}
 		return rs.Err()
 	})
-	b.Queue(pruneDedup, rows.latest, pruneBatch) // last: see prune
+	s.queuePrune(b, rows.latest) // last: see prune
 	err := s.send(ctx, b)
 	if err == nil {
 		s.snapshots.add(hashes...)

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // Retries returns how many transactions the store ran again after
@@ -57,3 +58,14 @@ const (
 	SweepPlan = sweepPlan
 	SweepRuns = sweepRuns
 )
+
+// PruneEvery sets how long s's writes skip pruning expired dedup keys
+// after a prune that found fewer than a batch (see prunePace). Set it
+// before s is used.
+func PruneEvery(s *Store, d time.Duration) { s.prunes.every = d }
+
+// PruneNext makes s's next write prune, as if the pause had passed.
+func PruneNext(s *Store) { s.prunes.next.Store(0) }
+
+// PruneBatch is how many expired keys one prune deletes at most.
+const PruneBatch = pruneBatch

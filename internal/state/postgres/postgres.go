@@ -88,6 +88,8 @@ type Store struct {
 	committedKeys committedKeys
 	// bodies keeps the bodies of deliveries committed here.
 	bodies bodyCache
+	// prunes paces the deletion of expired dedup keys (see prunePace).
+	prunes prunePace
 	// snapshots are the playbook snapshots seen committed.
 	snapshots storedSnapshots
 	// lease is the connection KeepReplica renews leases on.
@@ -138,6 +140,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	s := &Store{pool: classifiedPool{pool}, now: opts.Now, target: target(cfg), lease: leaseConn{cfg: cfg.ConnConfig}}
 	s.groups, s.writes, s.claims, s.locks = newDeliveryQueue(s), newWriteQueue(s), newClaimGrouper(s), newLockQueue(s)
+	s.prunes.every = pruneEvery
 	return s, nil
 }
 
