@@ -101,6 +101,7 @@ func cmdServe(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
+	pretouchHeap(cfg.Server.Pretouch) // last before it listens: see pretouchHeap
 	return a.serve(ctx, srv, func(addr string) {
 		base := srv.URL()
 		api := "API at " + base + "/api/v1"

@@ -29,6 +29,7 @@ const (
 	DefaultTokenSecret    = "RUNBOOK_API_TOKEN"
 	DefaultShutdownGrace  = 30 * time.Second
 	DefaultMaxBody        = 1 << 20
+	DefaultPretouch       = 32 << 20
 	DefaultReloadInterval = 2 * time.Second
 	DefaultDedupTTL       = 7 * 24 * time.Hour
 )
@@ -36,6 +37,7 @@ const (
 // Limits checked on the fields.
 const (
 	MaxBodyLimit      = 16 << 20
+	MaxPretouch       = 1 << 30
 	MaxRunningLimit   = 1 << 20
 	MinReloadInterval = 100 * time.Millisecond
 	MinDedupTTL       = time.Minute
@@ -120,6 +122,10 @@ type Server struct {
 	// without a trailing slash): the base of the run links notifications
 	// carry. "": the listen address.
 	PublicURL string
+
+	// Pretouch is how much heap serve makes resident before it listens,
+	// in bytes (0: none; see pretouchHeap in cmd/runbook).
+	Pretouch int64
 }
 
 // Webhooks holds the webhook intake settings.
@@ -164,6 +170,7 @@ func Default(dir string) *Config {
 			TokenSecret:    DefaultTokenSecret,
 			ShutdownGrace:  DefaultShutdownGrace,
 			MaxBody:        DefaultMaxBody,
+			Pretouch:       DefaultPretouch,
 			Reload:         true,
 			ReloadInterval: DefaultReloadInterval,
 		},

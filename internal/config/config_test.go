@@ -59,6 +59,7 @@ server:
   shutdown_grace: 1m
   drain_grace: 20m
   max_body: 512KiB
+  pretouch: 64MiB
   reload: false
   reload_interval: 500ms
 webhooks:
@@ -85,7 +86,7 @@ schedules: false
 		assert.Equal(t, "/etc/runbook/secrets.env", c.SecretsFile)
 		assert.Equal(t, Server{
 			Listen: "0.0.0.0:9000", TokenSecret: "API_TOKEN", ShutdownGrace: time.Minute, DrainGrace: 20 * time.Minute,
-			MaxBody: 512 << 10, Reload: false, ReloadInterval: 500 * time.Millisecond,
+			MaxBody: 512 << 10, Pretouch: 64 << 20, Reload: false, ReloadInterval: 500 * time.Millisecond,
 		}, c.Server)
 		assert.Equal(t, Webhooks{DedupTTL: 48 * time.Hour, Routes: map[string]Route{
 			"sms": {Secret: "SMS_WEBHOOK_SECRET"}, "ops-alerts": {Secret: "OPS"},
@@ -386,6 +387,12 @@ func TestParseSize(t *testing.T) {
 		assert.Equal(t, int64(16<<20), parseOK(t, "server: {max_body: 16MiB}").Server.MaxBody)
 		assert.Contains(t, diags(t, "server: {max_body: 0}")[0], "must be between 1B and 16MiB (got 0)")
 	})
+	t.Run("pretouch is a size, 0 turns it off", func(t *testing.T) {
+		assert.Equal(t, int64(DefaultPretouch), parseOK(t, "server: {listen: '127.0.0.1:1'}").Server.Pretouch)
+		assert.Equal(t, int64(0), parseOK(t, "server: {pretouch: 0}").Server.Pretouch)
+		assert.Equal(t, int64(256<<20), parseOK(t, "server: {pretouch: 256MiB}").Server.Pretouch)
+		assert.Contains(t, diags(t, "server: {pretouch: 2GiB}")[0], "must be between 0B and 1024MiB (got 2GiB)")
+	})
 }
 
 func TestDurations(t *testing.T) {
@@ -472,7 +479,7 @@ func TestDefault(t *testing.T) {
 		Playbooks: "/srv/rb/playbooks",
 		Server: Server{
 			Listen: "127.0.0.1:8088", TokenSecret: "RUNBOOK_API_TOKEN", ShutdownGrace: 30 * time.Second,
-			MaxBody: 1 << 20, Reload: true, ReloadInterval: 2 * time.Second,
+			MaxBody: 1 << 20, Pretouch: 32 << 20, Reload: true, ReloadInterval: 2 * time.Second,
 		},
 		Webhooks:    Webhooks{DedupTTL: 7 * 24 * time.Hour, Routes: map[string]Route{}},
 		Connections: map[string]map[string]any{},

@@ -20,7 +20,7 @@ import (
 
 var (
 	topKeys    = []string{"playbooks", "state", "secrets_file", "server", "webhooks", "connections", "schedules", "retention", "auth", "http", "notifications", "hosts"}
-	serverKeys = []string{"listen", "token_secret", "shutdown_grace", "drain_grace", "max_body", "reload", "reload_interval", "max_running", "lease", "take_over_run_processes",
+	serverKeys = []string{"listen", "token_secret", "shutdown_grace", "drain_grace", "max_body", "pretouch", "reload", "reload_interval", "max_running", "lease", "take_over_run_processes",
 		"read_header_timeout", "read_timeout", "write_timeout", "idle_timeout", "max_conns_per_address", "tls", "metrics_token", "public_url"}
 	webhookKeys = []string{"dedup_ttl", "routes"}
 	routeKeys   = []string{"verify", "secret", "secrets"}
@@ -126,6 +126,11 @@ func (l *loader) server(c *Config, n *yaml.Node) {
 	if n := o.Get("max_body"); n != nil {
 		if v, ok := l.size(n, "server.max_body", 1, MaxBodyLimit); ok {
 			s.MaxBody = v
+		}
+	}
+	if n := o.Get("pretouch"); n != nil {
+		if v, ok := l.size(n, "server.pretouch", 0, MaxPretouch); ok {
+			s.Pretouch = v
 		}
 	}
 	if n := o.Get("reload"); n != nil {

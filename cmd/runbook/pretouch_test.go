@@ -1,0 +1,59 @@
+//go:build linux
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+)
+
+// minorFaults is the process's minor page faults so far.
+func minorFaults(t *testing.T) int64 {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return ru.Minflt
+}
+
+// After pretouchHeap, the heap a server's first requests allocate is
+// resident already: filling 16 MiB of new objects faults in few of their
+// pages. Without it the same allocation faults in about every one (4,096
+// pages of 4 KiB). The test runs in a process of its own, whose heap has
+// not grown before.
+func TestAPretouchedHeapTakesNewObjectsWithoutPageFaults(t *testing.T) {
+	if os.Getenv("RUNBOOK_PRETOUCH_CHILD") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestAPretouchedHeapTakesNewObjectsWithoutPageFaults$", "-test.v")
+		cmd.Env = append(os.Environ(), "RUNBOOK_PRETOUCH_CHILD=1", "GOGC=400")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		t.Logf("%s", out)
+		return
+	}
+	const size = 16 << 20
+	pages := int64(size / os.Getpagesize())
+	before := minorFaults(t)
+	pretouchHeap(32 << 20)
+	touched := minorFaults(t) - before
+	if touched < pages {
+		t.Fatalf("pretouching 32 MiB faulted in %d pages; want at least %d", touched, pages)
+	}
+	before = minorFaults(t)
+	objects := make([][]byte, 0, size/1024)
+	for range size / 1024 {
+		b := make([]byte, 1024)
+		b[0], b[1023] = 1, 1
+		objects = append(objects, b)
+	}
+	faults := minorFaults(t) - before
+	if faults > pages/4 {
+		t.Errorf("16 MiB of new objects faulted in %d pages after pretouchHeap; want at most %d", faults, pages/4)
+	}
+	t.Logf("pretouch: %d faults; 16 MiB of objects after it: %d faults", touched, faults)
+	_ = objects[len(objects)-1]
+}
