@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"runtime"
+	"runtime/debug"
 )
 
 // pretouchHeap makes about n bytes of heap resident before the server
@@ -21,8 +22,13 @@ import (
 // for 32 MiB there) and the resident memory: the runtime returns unused
 // pages to the system only after collections, so an idle server keeps
 // them for a while.
+//
+// The pieces are live together (freed ones would be reused, not fresh),
+// so n is held to half the soft memory limit: beyond the limit the
+// collector would run again and again while they are.
 func pretouchHeap(n int64) {
 	const piece = 1 << 20
+	n = min(n, debug.SetMemoryLimit(-1)/2)
 	if n < piece {
 		return
 	}

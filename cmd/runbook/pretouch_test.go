@@ -57,3 +57,26 @@ func TestAPretouchedHeapTakesNewObjectsWithoutPageFaults(t *testing.T) {
 	t.Logf("pretouch: %d faults; 16 MiB of objects after it: %d faults", touched, faults)
 	_ = objects[len(objects)-1]
 }
+
+// pretouchHeap touches at most half the soft memory limit: its pieces are
+// live together, and beyond the limit the collector would run again and
+// again while they are.
+func TestPretouchStaysWithinHalfTheMemoryLimit(t *testing.T) {
+	if os.Getenv("RUNBOOK_PRETOUCH_CHILD") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestPretouchStaysWithinHalfTheMemoryLimit$", "-test.v")
+		cmd.Env = append(os.Environ(), "RUNBOOK_PRETOUCH_CHILD=1", "GOMEMLIMIT=16MiB")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		t.Logf("%s", out)
+		return
+	}
+	before := minorFaults(t)
+	pretouchHeap(64 << 20)
+	touched := minorFaults(t) - before
+	if limit := int64(8<<20) / int64(os.Getpagesize()); touched < limit/2 || touched > limit*3/2 {
+		t.Errorf("pretouchHeap(64 MiB) with GOMEMLIMIT=16MiB faulted in %d pages; want about %d (8 MiB)", touched, limit)
+	}
+	t.Logf("%d pages", touched)
+}
