@@ -41,7 +41,6 @@ func pretouchHeap(n int64) {
 		}
 		pieces = append(pieces, b)
 	}
-	runtime.KeepAlive(pieces)
-	pieces = nil
+	runtime.KeepAlive(pieces) // the last use: the collection below frees them
 	runtime.GC()
 }

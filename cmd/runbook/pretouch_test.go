@@ -19,20 +19,32 @@ func minorFaults(t *testing.T) int64 {
 	return ru.Minflt
 }
 
+// inOwnProcess reports whether t runs in a process of its own, started
+// for it alone with env added: a fresh heap, whose page faults are t's.
+// Called in the test's own process, it runs t there, reports its outcome
+// and returns false.
+func inOwnProcess(t *testing.T, env ...string) bool {
+	t.Helper()
+	if os.Getenv("RUNBOOK_PRETOUCH_CHILD") != "" {
+		return true
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v")
+	cmd.Env = append(append(os.Environ(), "RUNBOOK_PRETOUCH_CHILD=1"), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	t.Logf("%s", out)
+	return false
+}
+
 // After pretouchHeap, the heap a server's first requests allocate is
 // resident already: filling 16 MiB of new objects faults in few of their
 // pages. Without it the same allocation faults in about every one (4,096
 // pages of 4 KiB). The test runs in a process of its own, whose heap has
 // not grown before.
 func TestAPretouchedHeapTakesNewObjectsWithoutPageFaults(t *testing.T) {
-	if os.Getenv("RUNBOOK_PRETOUCH_CHILD") == "" {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestAPretouchedHeapTakesNewObjectsWithoutPageFaults$", "-test.v")
-		cmd.Env = append(os.Environ(), "RUNBOOK_PRETOUCH_CHILD=1", "GOGC=400")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		t.Logf("%s", out)
+	if !inOwnProcess(t, "GOGC=400") {
 		return
 	}
 	const size = 16 << 20
@@ -62,14 +74,7 @@ func TestAPretouchedHeapTakesNewObjectsWithoutPageFaults(t *testing.T) {
 // live together, and beyond the limit the collector would run again and
 // again while they are.
 func TestPretouchStaysWithinHalfTheMemoryLimit(t *testing.T) {
-	if os.Getenv("RUNBOOK_PRETOUCH_CHILD") == "" {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestPretouchStaysWithinHalfTheMemoryLimit$", "-test.v")
-		cmd.Env = append(os.Environ(), "RUNBOOK_PRETOUCH_CHILD=1", "GOMEMLIMIT=16MiB")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		t.Logf("%s", out)
+	if !inOwnProcess(t, "GOMEMLIMIT=16MiB") {
 		return
 	}
 	before := minorFaults(t)
