@@ -25,6 +25,12 @@
 //     against `bash` forking `/bin/sh -c true` N times, in turn, and the
 //     ratio of their medians.
 //
+// Before each PostgreSQL store's loads, the harness leaves -wal-warm MiB
+// (384 by default) of WAL segment files ready on the server (WarmWAL), as
+// a server in service has after its first checkpoint: on a new cluster
+// each 16 MiB of WAL first creates and zero-fills its file, and every
+// commit waits for it. -wal-warm 0 measures a new cluster as it is.
+//
 // Everything listens on 127.0.0.1 only (the PostgreSQL server is
 // internal/state/postgres/pgtest's throwaway one, or RUNBOOK_TEST_POSTGRES),
 // every wait has a deadline, and every process it starts is stopped when it

@@ -31,6 +31,7 @@ var (
 	capacity   = flag.Int("capacity", 10, "capacity of each agent")
 	agentRuns  = flag.Int("agent-runs", 10000, "one-step runs on the agents")
 	agentRate  = flag.Float64("agent-rate", 50, "runs a second started on the agents")
+	walWarm    = flag.Int("wal-warm", 384, "MiB of WAL segment files PostgreSQL has ready before each load, as a server in service has (0: a new cluster's none)")
 )
 
 // TestBenchE2E prints the end-to-end figures of docs/performance.md:
@@ -43,12 +44,14 @@ func TestBenchE2E(t *testing.T) {
 	machine("runbook end to end")
 	fmt.Printf("%d deliveries from %d senders per store; %d two-step runs at %.0f/s for dispatch; %d sms-unsubscribe deliveries offered at %.0f/s; lease %s\n\n",
 		*deliveries, *senders, *dispatchN, *rate, *smsN, *smsRate, *lease)
-	var smsRows, cpuRows []string
+	var smsRows, cpuRows, walRows []string
 	fmt.Println("| store | deliveries/s end to end | ack p50 | ack p99 | dispatch p50 | dispatch p99 | failover: takeover | failover: run ended |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, s := range storesToMeasure() {
+		state := s.state(t)
+		walRows = append(walRows, warmWAL(ctx, s.name, state))
 		progress("%s: starting %d replica(s)", s.name, s.replicas)
-		c, err := StartCluster(bin, t.TempDir(), s.state(t), s.replicas, *lease)
+		c, err := StartCluster(bin, t.TempDir(), state, s.replicas, *lease)
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
@@ -124,6 +127,7 @@ func TestBenchE2E(t *testing.T) {
 			state := ""
 			if s == "postgres" {
 				state = pgtest.DB(t)
+				walRows = append(walRows, warmWAL(ctx, fmt.Sprintf("%s, chain of %d", s, steps), state))
 			}
 			progress("%s: chain of %d shell steps", s, steps)
 			ch, err := ShellChain(ctx, bin, t.TempDir(), state, steps, *reps)
@@ -134,7 +138,32 @@ func TestBenchE2E(t *testing.T) {
 				ch.Floor.Round(time.Millisecond), ch.Ratio, ch.Exec.Round(time.Millisecond), ch.ExecRatio)
 		}
 	}
+	fmt.Println()
+	for _, r := range walRows {
+		if r != "" {
+			fmt.Println(r)
+		}
+	}
 	fmt.Printf("\nload average at the end %s\n", loadAverage())
+}
+
+// warmWAL readies -wal-warm MiB of WAL segment files on the PostgreSQL
+// server at state before the loads of what (WarmWAL), and says so; ""
+// on bbolt. A server that refuses (a role that may not checkpoint) is
+// measured as it is, and the line says why.
+func warmWAL(ctx context.Context, what, state string) string {
+	if state == "" {
+		return ""
+	}
+	if *walWarm <= 0 {
+		return fmt.Sprintf("- %s: WAL not readied (-wal-warm 0): each 16 MiB of WAL creates its segment file", what)
+	}
+	progress("%s: readying %d MiB of WAL segment files", what, *walWarm)
+	ahead, err := WarmWAL(ctx, state, int64(*walWarm)<<20)
+	if err != nil {
+		return fmt.Sprintf("- %s: WAL not readied (%v): %d MiB of segment files ahead", what, err, ahead>>20)
+	}
+	return fmt.Sprintf("- %s: %d MiB of WAL segment files ready ahead of the load (-wal-warm %d)", what, ahead>>20, *walWarm)
 }
 
 // cpuRow is a row of the processor time table: a run of playbook on
