@@ -34,24 +34,34 @@ func WarmWAL(ctx context.Context, dsn string, want int64) (int64, error) {
 		return 0, err
 	}
 	defer conn.Close(ctx)
-	for attempt := 0; ; attempt++ {
-		ahead, err := walAhead(ctx, conn)
-		if err != nil || ahead >= want {
-			return ahead, err
-		}
-		switch attempt {
-		case 0: // a checkpoint recycles the segments earlier loads filled
-		case 1:
-			if err := writeWAL(ctx, conn, want-ahead+walSegment); err != nil {
-				return ahead, err
-			}
-		default:
-			return ahead, fmt.Errorf("only %d MiB of WAL segments ahead after writing %d MiB and a checkpoint", ahead>>20, want>>20)
-		}
-		if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
-			return ahead, fmt.Errorf("checkpoint: %w", err)
-		}
+	ahead, err := walAhead(ctx, conn)
+	if err != nil || ahead >= want {
+		return ahead, err
 	}
+	// A checkpoint recycles the segments earlier loads filled.
+	if err := checkpoint(ctx, conn); err != nil {
+		return ahead, err
+	}
+	if ahead, err = walAhead(ctx, conn); err != nil || ahead >= want {
+		return ahead, err
+	}
+	if err := writeWAL(ctx, conn, want-ahead+walSegment); err != nil {
+		return ahead, err
+	}
+	if err := checkpoint(ctx, conn); err != nil {
+		return ahead, err
+	}
+	if ahead, err = walAhead(ctx, conn); err == nil && ahead < want {
+		err = fmt.Errorf("only %d MiB of WAL segments ahead after writing %d MiB and a checkpoint", ahead>>20, want>>20)
+	}
+	return ahead, err
+}
+
+func checkpoint(ctx context.Context, conn *pgx.Conn) error {
+	if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return nil
 }
 
 // walAhead is the size of the WAL segment files past the one being
