@@ -16,6 +16,9 @@ var ListQuery = listQuery
 // ClaimRuns is the SQL of ClaimRun's claims (see claimRuns).
 var ClaimRuns = claimRuns
 
+// MigrationLock is the first half of the migration's advisory lock.
+const MigrationLock = migrationLock
+
 // MaxConns is the size of the store's pool.
 func MaxConns(s *Store) int32 { return s.pool.Config().MaxConns }
 

@@ -113,13 +113,7 @@ func Pending(ctx context.Context, dsn string) ([]Migration, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []Migration
-	for _, m := range all {
-		if _, ok := applied[m.Version]; !ok {
-			out = append(out, m)
-		}
-	}
-	return out, nil
+	return pending(all, applied), nil
 }
 
 // appliedMigration is a version recorded in runbook_schema_migrations.
@@ -181,7 +175,10 @@ func preRelease(why string) error {
 // under a session advisory lock: replicas opening the store at once wait
 // for each other, and each migration is applied once. The lock goes with
 // the connection if the process dies mid-way; a migration that failed is
-// rolled back whole and tried again by the next Open.
+// rolled back whole and tried again by the next Open. Most opens find
+// every migration applied: they read that without the lock, which only
+// applying one needs (a migration commits with its record), and write
+// nothing.
 func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
 	all, err := Migrations()
 	if err != nil {
@@ -192,8 +189,41 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	defer conn.Release()
+	applied, err := appliedVersions(ctx, conn.Conn(), all)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if len(pending(all, applied)) > 0 {
+		if applied, err = applyPending(ctx, conn.Conn(), all, log); err != nil {
+			return err
+		}
+	}
+	for v := range applied {
+		if !slices.ContainsFunc(all, func(m Migration) bool { return m.Version == v }) {
+			// Migrations are additive: this build's queries still hold.
+			log.Info("state schema has a migration this build does not know (a newer runbook applied it)", "version", v)
+		}
+	}
+	return nil
+}
+
+// pending returns the migrations of all that applied lacks, in order.
+func pending(all []Migration, applied map[int]appliedMigration) []Migration {
+	var out []Migration
+	for _, m := range all {
+		if _, ok := applied[m.Version]; !ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// applyPending takes the migration lock, reads the applied versions again
+// (another process may have applied them meanwhile), applies what is
+// still pending and returns the versions applied now.
+func applyPending(ctx context.Context, conn *pgx.Conn, all []Migration, log *slog.Logger) (map[int]appliedMigration, error) {
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1, hashtext(current_schema()))`, migrationLock); err != nil {
-		return fmt.Errorf("migrate: take the migration lock: %w", err)
+		return nil, fmt.Errorf("migrate: take the migration lock: %w", err)
 	}
 	defer func() {
 		// On a cancelled ctx the unlock still runs; if it fails, the
@@ -202,34 +232,24 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockReleaseTimeout)
 		defer cancel()
 		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1, hashtext(current_schema()))`, migrationLock); err != nil {
-			_ = conn.Conn().Close(uctx)
+			_ = conn.Close(uctx)
 		}
 	}()
 	if _, err := conn.Exec(ctx, migrationsTable); err != nil {
-		return fmt.Errorf("migrate: create runbook_schema_migrations: %w", err)
+		return nil, fmt.Errorf("migrate: create runbook_schema_migrations: %w", err)
 	}
-	applied, err := appliedVersions(ctx, conn.Conn(), all)
+	applied, err := appliedVersions(ctx, conn, all)
 	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
+		return nil, fmt.Errorf("migrate: %w", err)
 	}
-	known := map[int]bool{}
-	for _, m := range all {
-		known[m.Version] = true
-		if _, ok := applied[m.Version]; ok {
-			continue // as this build has it (appliedVersions)
+	for _, m := range pending(all, applied) {
+		if err := apply(ctx, conn, m); err != nil {
+			return nil, err
 		}
-		if err := apply(ctx, conn.Conn(), m); err != nil {
-			return err
-		}
+		applied[m.Version] = appliedMigration{name: m.Name, checksum: m.checksum()}
 		log.Info("state migration applied", "version", m.Version, "name", m.Name)
 	}
-	for v := range applied {
-		if !known[v] {
-			// Migrations are additive: this build's queries still hold.
-			log.Info("state schema has a migration this build does not know (a newer runbook applied it)", "version", v)
-		}
-	}
-	return nil
+	return applied, nil
 }
 
 // apply runs one migration and records it, in one transaction.

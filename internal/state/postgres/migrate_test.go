@@ -131,6 +131,29 @@ func TestOpenLeavesNoAdvisoryLockHeld(t *testing.T) {
 	assert.Zero(t, held)
 }
 
+// The migration lock is taken to apply a migration only: a schema with
+// every migration applied opens while another process holds the lock (a
+// newer build applying its own), and one that lacks a migration waits.
+func TestOnlyApplyingAMigrationWaitsForTheMigrationLock(t *testing.T) {
+	lacking, current := pgtest.DB(t), pgtest.DB(t)
+	open(t, current, postgres.Options{})
+	for _, dsn := range []string{lacking, current} {
+		_, err := connect(t, dsn).Exec(ctx, `SELECT pg_advisory_lock($1, hashtext(current_schema()))`, postgres.MigrationLock)
+		require.NoError(t, err)
+	}
+
+	s, err := postgres.Open(ctx, current, postgres.Options{Timeout: 2 * time.Second})
+	require.NoError(t, err, "an up-to-date schema opens under another's migration lock")
+	require.NoError(t, s.Close())
+
+	_, err = postgres.Open(ctx, lacking, postgres.Options{Timeout: 500 * time.Millisecond})
+	require.Error(t, err, "a schema lacking migrations waits for the lock")
+	assert.Contains(t, err.Error(), "take the migration lock")
+	var table *string
+	require.NoError(t, connect(t, lacking).QueryRow(ctx, `SELECT to_regclass('runbook_schema_migrations')::text`).Scan(&table))
+	assert.Nil(t, table, "nothing was written without the lock")
+}
+
 func TestPendingListsWhatADatabaseLacks(t *testing.T) {
 	dsn := pgtest.DB(t)
 	pending, err := postgres.Pending(ctx, dsn)
