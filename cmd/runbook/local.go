@@ -41,7 +41,7 @@ func (a *app) openRunState(ctx context.Context, sf *stateFlags) (*runState, erro
 		return nil, err
 	}
 	if isDSN(path) {
-		st, err := openLocation(path, lockTimeout)
+		st, err := openReplicaLocation(path, lockTimeout)
 		if err != nil {
 			return nil, storeError(err)
 		}

@@ -359,9 +359,9 @@ func openServeState(sf *stateFlags) (string, state.Store, error) {
 			return "", nil, err
 		}
 	}
-	store, err := sf.openStore()
+	store, err := openReplicaLocation(path, lockTimeout)
 	if err != nil {
-		return "", nil, err
+		return "", nil, storeError(err)
 	}
 	return path, store, nil
 }
