@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/state/postgres/pgtest"
+	"github.com/runbook/runbook/tools/internal/serveproc"
 )
 
 var (
@@ -61,13 +62,14 @@ func TestBenchE2E(t *testing.T) {
 			c.Stop()
 			t.Fatalf("%s: deliveries: %v", s.name, err)
 		}
-		cpuRows = append(cpuRows, cpuRow(s.name, "log", tp))
+		cpuRows = append(cpuRows, cpuRow(s.name, "log", tp.CPU, tp.CPUErr))
 		progress("%s: dispatch", s.name)
 		d, err := c.Dispatch(ctx, *dispatchN, *rate, 10*time.Minute)
 		if err != nil {
 			c.Stop()
 			t.Fatalf("%s: dispatch: %v", s.name, err)
 		}
+		cpuRows = append(cpuRows, cpuRow(s.name, fmt.Sprintf("dispatch at %.0f/s", *rate), d.CPU, d.CPUErr))
 		if *smsN > 0 {
 			progress("%s: sms-unsubscribe", s.name)
 			sms, err := c.SMS(ctx, *smsN, *senders, *smsRate, 10*time.Minute)
@@ -81,7 +83,7 @@ func TestBenchE2E(t *testing.T) {
 			}
 			smsRows = append(smsRows, fmt.Sprintf("| %s | %.0f | %.0f%s | %s | %s |", s.name, *smsRate, sms.PerSec, refusedOf(sms),
 				ms(sms.AckP50), ms(sms.AckP99)))
-			cpuRows = append(cpuRows, cpuRow(s.name, "sms-unsubscribe", sms))
+			cpuRows = append(cpuRows, cpuRow(s.name, "sms-unsubscribe", sms.CPU, sms.CPUErr))
 		}
 		takeover, ended := "–", "–"
 		if s.replicas > 1 {
@@ -166,13 +168,13 @@ func warmWAL(ctx context.Context, what, state string) string {
 	return fmt.Sprintf("- %s: %d MiB of WAL segment files ready ahead of the load (-wal-warm %d)", what, ahead>>20, *walWarm)
 }
 
-// cpuRow is a row of the processor time table: a run of playbook on
-// store, over tp's load.
-func cpuRow(store, playbook string, tp Throughput) string {
-	u, db := tp.CPU, "–"
+// cpuRow is a row of the processor time table: u, a run of playbook on
+// store over its load; cpuErr says why PostgreSQL's part is not measured.
+func cpuRow(store, playbook string, u serveproc.Use, cpuErr error) string {
+	db := "–"
 	switch {
-	case tp.CPUErr != nil:
-		db = "not measured: " + tp.CPUErr.Error()
+	case cpuErr != nil:
+		db = "not measured: " + cpuErr.Error()
 	case strings.HasPrefix(store, "postgres"):
 		db = msFine(u.Database)
 	}

@@ -105,6 +105,10 @@ func (c *Cluster) send(ctx context.Context, route string, n, conc int, rate floa
 type Latency struct {
 	N        int
 	P50, P99 time.Duration
+	// CPU and CPUErr are as in Throughput, over the load that measured
+	// the latency (when it was a load of the cluster: Dispatch).
+	CPU    serveproc.Use
+	CPUErr error
 }
 
 func latencyOf(ds []time.Duration) Latency {
@@ -127,6 +131,7 @@ func (c *Cluster) Dispatch(ctx context.Context, n int, rate float64, timeout tim
 	if err != nil {
 		return Latency{}, err
 	}
+	cpu := c.cpu()
 	reps, err := c.send(ctx, "dispatch", n, 32, rate)
 	if err != nil {
 		return Latency{}, err
@@ -142,7 +147,9 @@ func (c *Cluster) Dispatch(ctx context.Context, n int, rate float64, timeout tim
 	if len(ds) < sent {
 		return Latency{}, fmt.Errorf("%d of %d runs called twice (%d once)", len(ds), sent, partial)
 	}
-	return latencyOf(ds), nil
+	out := latencyOf(ds)
+	out.CPU, out.CPUErr = c.cpu().Since(cpu).Per(sent), c.pmErr
+	return out, nil
 }
 
 // Failover starts a run of the failover playbook through replica 0, kills
