@@ -41,7 +41,7 @@ func (a *app) openRunState(ctx context.Context, sf *stateFlags) (*runState, erro
 		return nil, err
 	}
 	if isDSN(path) {
-		st, err := openReplicaLocation(path, lockTimeout)
+		st, err := openLocation(path, lockTimeout)
 		if err != nil {
 			return nil, storeError(err)
 		}

@@ -359,9 +359,9 @@ func openServeState(sf *stateFlags) (string, state.Store, error) {
 			return "", nil, err
 		}
 	}
-	store, err := openReplicaLocation(path, lockTimeout)
+	store, err := sf.openStore()
 	if err != nil {
-		return "", nil, storeError(err)
+		return "", nil, err
 	}
 	return path, store, nil
 }

@@ -33,19 +33,8 @@ func displayLocation(loc string) string {
 // or a bbolt file (held by this process alone; timeout bounds the wait for
 // another holder).
 func openLocation(loc string, timeout time.Duration) (state.Store, error) {
-	return openLocationAs(loc, timeout, postgres.Options{})
-}
-
-// openReplicaLocation is openLocation for a process that joins the
-// replicas (runbook run, runbook serve): on a database, the lease's
-// connection is dialled while the pool's connects (postgres.Options.Replica).
-func openReplicaLocation(loc string, timeout time.Duration) (state.Store, error) {
-	return openLocationAs(loc, timeout, postgres.Options{Replica: true})
-}
-
-func openLocationAs(loc string, timeout time.Duration, db postgres.Options) (state.Store, error) {
 	if isDSN(loc) {
-		return postgres.Open(context.Background(), loc, db)
+		return postgres.Open(context.Background(), loc, postgres.Options{})
 	}
 	return bolt.Open(loc, bolt.Options{Timeout: timeout})
 }

@@ -106,48 +106,11 @@ func (s *Store) Resign(ctx context.Context, name, holder string, term int64) err
 }
 
 // leaseConn is the connection replica leases are renewed on, apart from
-// the pool; it is opened at the first renewal (or dialled ahead by Open,
-// dialAhead) and again after an error.
+// the pool; it is opened at the first renewal and again after an error.
 type leaseConn struct {
 	cfg  *pgx.ConnConfig
 	mu   sync.Mutex
 	conn *pgx.Conn
-	// ahead delivers the connection dialAhead dialled, nil when that dial
-	// failed; the first exec or close takes it.
-	ahead     chan *pgx.Conn
-	stopAhead context.CancelFunc
-}
-
-// dialAhead starts dialling the connection before the first renewal
-// needs it, within timeout. A dial that fails is forgotten: the first
-// renewal dials again and reports its own error.
-func (l *leaseConn) dialAhead(timeout time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	ahead, cfg := make(chan *pgx.Conn, 1), l.cfg.Copy()
-	l.ahead, l.stopAhead = ahead, cancel
-	go func() {
-		defer cancel()
-		conn, err := pgx.ConnectConfig(ctx, cfg)
-		if err != nil {
-			conn = nil
-		}
-		ahead <- conn
-	}()
-}
-
-// takeAheadLocked waits for the connection dialled ahead, when one is on its
-// way; l.mu is held.
-func (l *leaseConn) takeAheadLocked(ctx context.Context) error {
-	if l.ahead == nil {
-		return nil
-	}
-	select {
-	case conn := <-l.ahead:
-		l.conn, l.ahead = conn, nil
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // exec runs sql on the lease connection, connecting first when there is
@@ -156,9 +119,6 @@ func (l *leaseConn) takeAheadLocked(ctx context.Context) error {
 func (l *leaseConn) exec(ctx context.Context, sql string, args ...any) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.takeAheadLocked(ctx); err != nil {
-		return err
-	}
 	if l.conn == nil {
 		conn, err := pgx.ConnectConfig(ctx, l.cfg.Copy())
 		if err != nil {
@@ -176,10 +136,6 @@ func (l *leaseConn) exec(ctx context.Context, sql string, args ...any) error {
 func (l *leaseConn) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ahead != nil {
-		l.stopAhead()
-		l.conn, l.ahead = <-l.ahead, nil
-	}
 	l.closeLocked()
 }
 

@@ -3,7 +3,6 @@ package postgres_test
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -422,46 +421,4 @@ func TestLeftReplicasOwningNoUnfinishedRunAreForgotten(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, state.ReplicaRun, kind)
 	assert.True(t, expired, "its run is shown interrupted")
-}
-
-// A store that keeps a replica lease (Options.Replica) dials the lease's
-// connection while the pool connects: it is up before the first renewal,
-// which makes no connection of its own. Without Replica the first renewal
-// makes it. Closing the store closes it, dialled or still being dialled.
-func TestAReplicaStoreDialsItsLeaseConnectionAhead(t *testing.T) {
-	base := pgtest.DB(t)
-	dsn := base + "&application_name=lease_ahead"
-	watch := connect(t, base)
-	backends := func() int {
-		var n int
-		require.NoError(t, watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'lease_ahead'`).Scan(&n))
-		return n
-	}
-
-	s, err := postgres.Open(ctx, dsn, postgres.Options{Replica: true})
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return backends() == 2 }, 10*time.Second, 10*time.Millisecond,
-		"the pool's connection and the lease's, before any renewal")
-	require.NoError(t, s.KeepReplica(ctx, "ahead", state.ReplicaRun, time.Minute))
-	assert.Equal(t, 2, backends(), "the renewal went over the connection dialled ahead")
-	require.NoError(t, s.Close())
-	require.Eventually(t, func() bool { return backends() == 0 }, 10*time.Second, 10*time.Millisecond)
-
-	s, err = postgres.Open(ctx, dsn, postgres.Options{})
-	require.NoError(t, err)
-	assert.Never(t, func() bool { return backends() > 1 }, 300*time.Millisecond, 10*time.Millisecond,
-		"no lease connection before the first renewal")
-	require.NoError(t, s.KeepReplica(ctx, "later", state.ReplicaRun, time.Minute))
-	assert.Equal(t, 2, backends())
-	require.NoError(t, s.Close())
-
-	// The collector stays off: it would close a leaked connection's socket.
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	for range 5 {
-		s, err := postgres.Open(ctx, dsn, postgres.Options{Replica: true})
-		require.NoError(t, err)
-		require.NoError(t, s.Close())
-	}
-	require.Eventually(t, func() bool { return backends() == 0 }, 10*time.Second, 10*time.Millisecond,
-		"a store closed at once leaves no lease connection behind")
 }

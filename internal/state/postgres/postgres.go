@@ -52,12 +52,6 @@ type Options struct {
 	// MaxConns caps the connection pool (0: the DSN's pool_max_conns, else
 	// DefaultMaxConns).
 	MaxConns int32
-	// Replica says the process will keep a replica lease (KeepReplica):
-	// runbook run and runbook serve. Open then dials the lease's own
-	// connection while the pool connects and migrates, so that the first
-	// renewal does not wait for a second backend to start (a fifth of a
-	// one-step runbook run on PostgreSQL: docs/performance.md).
-	Replica bool
 }
 
 // DefaultMaxConns is the pool's size when neither Options.MaxConns nor
@@ -131,24 +125,6 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	case !strings.Contains(dsn, "pool_max_conns"):
 		cfg.MaxConns = DefaultMaxConns()
 	}
-	s := &Store{now: opts.Now, target: target(cfg), lease: leaseConn{cfg: cfg.ConnConfig}}
-	if opts.Replica {
-		s.lease.dialAhead(opts.Timeout)
-	}
-	pool, err := connect(ctx, cfg, opts.Logger)
-	if err != nil {
-		s.lease.close()
-		return nil, err
-	}
-	s.pool = classifiedPool{pool}
-	s.groups, s.writes, s.claims, s.locks = newDeliveryQueue(s), newWriteQueue(s), newClaimGrouper(s), newLockQueue(s)
-	s.prunes.every = pruneEvery
-	return s, nil
-}
-
-// connect connects the pool to the database cfg names and applies the
-// migrations it lacks.
-func connect(ctx context.Context, cfg *pgxpool.Config, logger *slog.Logger) (*pgxpool.Pool, error) {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, unavailable(cfg, err)
@@ -157,11 +133,15 @@ func connect(ctx context.Context, cfg *pgxpool.Config, logger *slog.Logger) (*pg
 		pool.Close()
 		return nil, unavailable(cfg, err)
 	}
-	if err := migrate(ctx, pool, logger.With("database", target(cfg))); err != nil {
+	log := opts.Logger.With("database", target(cfg))
+	if err := migrate(ctx, pool, log); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open state database %s: %w", target(cfg), err)
 	}
-	return pool, nil
+	s := &Store{pool: classifiedPool{pool}, now: opts.Now, target: target(cfg), lease: leaseConn{cfg: cfg.ConnConfig}}
+	s.groups, s.writes, s.claims, s.locks = newDeliveryQueue(s), newWriteQueue(s), newClaimGrouper(s), newLockQueue(s)
+	s.prunes.every = pruneEvery
+	return s, nil
 }
 
 // urlScheme matches the scheme of a URL (a key=value DSN has none).
