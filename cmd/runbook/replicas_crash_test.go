@@ -98,35 +98,37 @@ func (rs *replicaSet) logAbout(t *testing.T, st state.Store, runs []*state.Run, 
 		if r.Status.Done() {
 			continue
 		}
-		evs, _ := st.Events(context.Background(), r.ID, 0, 0)
-		for _, ev := range evs {
-			t.Logf("run %s event %d %s %s %s: %s", r.ID, ev.Seq, ev.Time.Format(time.RFC3339Nano), ev.Type, ev.Step, ev.Message)
-		}
-		if recs, err := st.Steps(context.Background(), r.ID); err == nil {
-			for _, rec := range recs {
-				t.Logf("run %s step %s %s attempt %d", r.ID, rec.ID, rec.Status, rec.Attempts)
-			}
-		}
-	}
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	for _, r := range runs {
-		if r.Status.Done() {
-			continue
-		}
 		for _, k := range kills {
 			if strings.HasPrefix(r.Owner, k.owner+"@") || r.Owner == k.owner {
 				t.Logf("run %s: its owner %s was killed at %s", r.ID, r.Owner, k.at.Format(time.RFC3339Nano))
 			}
 		}
-		for i, s := range rs.proc {
-			if s == nil {
-				continue
-			}
-			for line := range strings.Lines(s.stderrText()) {
-				if strings.Contains(line, r.ID) {
-					t.Logf("replica %d (pid %d): %s", i, s.cmd.Process.Pid, strings.TrimSpace(line))
-				}
+		rs.logRun(t, st, r.ID)
+	}
+}
+
+// logRun logs run id's events and steps and the replicas' log lines that
+// name it, whatever its status.
+func (rs *replicaSet) logRun(t *testing.T, st state.Store, id string) {
+	t.Helper()
+	evs, _ := st.Events(context.Background(), id, 0, 0)
+	for _, ev := range evs {
+		t.Logf("run %s event %d %s %s %s: %s", id, ev.Seq, ev.Time.Format(time.RFC3339Nano), ev.Type, ev.Step, ev.Message)
+	}
+	if recs, err := st.Steps(context.Background(), id); err == nil {
+		for _, rec := range recs {
+			t.Logf("run %s step %s %s attempt %d", id, rec.ID, rec.Status, rec.Attempts)
+		}
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for i, s := range rs.proc {
+		if s == nil {
+			continue
+		}
+		for line := range strings.Lines(s.stderrText()) {
+			if strings.Contains(line, id) {
+				t.Logf("replica %d (pid %d): %s", i, s.cmd.Process.Pid, strings.TrimSpace(line))
 			}
 		}
 	}

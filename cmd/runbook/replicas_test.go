@@ -190,7 +190,10 @@ func TestACancelOnOneReplicaEndsARunParkedOnAnother(t *testing.T) {
 		if string(b) == "finally\n" {
 			break
 		}
-		require.True(t, time.Now().Before(deadline), "the finally step did not run within 5 s: %q", b)
+		if time.Now().After(deadline) {
+			rs.logRun(t, st, id)
+			t.Fatalf("the finally step did not run within 5 s: %q", b)
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	r := waitStatus(t, st, id, state.RunCancelled, 5*time.Second)
