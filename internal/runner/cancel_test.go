@@ -3,7 +3,9 @@ package runner
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,6 +132,96 @@ func (s *cancelAsItParks) GetRun(ctx context.Context, id string) (*state.Run, er
 	}
 	if after != nil {
 		after(id)
+	}
+	return run, err
+}
+
+// A cancel's notice heard as the run parks: the host counts the run not
+// parked yet when the notice arrives, and parked once the notice has read
+// the run (recorded cancelled by another replica). The run still ends
+// cancelled here: its finally step runs. Before, the wake the notice
+// asked for found the run parked and recorded cancelled, took it for
+// ended and let it go: no finally step, its key held.
+func TestACancelHeardAsTheRunParksEndsItCancelledHere(t *testing.T) {
+	ctx := context.Background()
+	bs, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
+	require.NoError(t, err)
+	store := &parksDuringTheNotice{Store: bs, entered: make(chan struct{})}
+	h := New(Options{Engine: engine.Options{Store: store, Environ: []string{}}})
+	store.h = h
+	t.Cleanup(func() {
+		h.Suspend(5 * time.Second)
+		_ = bs.Close()
+	})
+	pb, err := playbook.Parse("gate.yaml", []byte(`version: 1
+name: gate
+steps:
+  - {id: gate, uses: approval, with: {message: go?}}
+finally:
+  - {id: bye, uses: set, with: {status: "${{ run.status }}"}}
+`), playbook.LoadOptions{})
+	require.NoError(t, err)
+	store.cancel = func(id string) { // another replica records the run cancelled
+		run, err := bs.GetRun(ctx, id)
+		require.NoError(t, err)
+		run.Status, run.EndedAt = state.RunCancelled, time.Now()
+		run.Error = &state.ErrorRecord{Code: string(fault.Cancelled), Message: "cancelled by bob"}
+		require.NoError(t, bs.SaveRun(ctx, run, state.Event{Type: "run.cancelled", Message: "run cancelled by bob"}))
+	}
+	store.armed.Store(true)
+
+	run, err := h.StartRun(ctx, pb, engine.StartRequest{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		recs, err := bs.Steps(ctx, run.ID)
+		return err == nil && slices.ContainsFunc(recs, func(rec *state.StepRecord) bool { return rec.ID == "bye" && rec.Status.Done() })
+	}, 5*time.Second, 5*time.Millisecond, "the finally step never ran")
+	waitRun(t, bs, run.ID, state.RunCancelled)
+	recs, err := bs.Steps(ctx, run.ID)
+	require.NoError(t, err)
+	for _, rec := range recs {
+		if rec.ID == "bye" {
+			assert.Equal(t, "cancelled", rec.Outputs["status"])
+		}
+	}
+	require.Eventually(t, func() bool { return !h.Holds(run.ID) }, 5*time.Second, time.Millisecond, "ended: no longer held")
+	assert.True(t, store.parkedDuringTheNotice.Load(), "the run parked while the notice read it")
+}
+
+// parksDuringTheNotice is a store whose first read of a run waiting (the
+// host's read of it after the engine parked it) records the run cancelled
+// by another replica and has the host hear the cancel's notice, going on
+// once the notice reads the run; the notice's read answers once the host
+// counts the run parked.
+type parksDuringTheNotice struct {
+	state.Store
+	h                     *Host
+	cancel                func(id string)
+	armed, noticing       atomic.Bool
+	entered               chan struct{}
+	parkedDuringTheNotice atomic.Bool
+}
+
+func (s *parksDuringTheNotice) GetRun(ctx context.Context, id string) (*state.Run, error) {
+	run, err := s.Store.GetRun(ctx, id)
+	switch {
+	case err != nil:
+	case run.Status == state.RunWaiting && s.armed.CompareAndSwap(true, false):
+		s.cancel(id)
+		s.noticing.Store(true)
+		go s.h.cancelNotice(context.Background(), id)
+		select {
+		case <-s.entered: // the notice counted the run not parked, and reads it
+		case <-time.After(5 * time.Second):
+		}
+	case run.Status == state.RunCancelled && s.noticing.CompareAndSwap(true, false):
+		close(s.entered)
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if s.h.isParked(id) {
+				s.parkedDuringTheNotice.Store(true)
+				break
+			}
+		}
 	}
 	return run, err
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/runbook/runbook/internal/engine"
 	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
@@ -280,7 +281,13 @@ func (r *Host) wakeRun(runID string) bool {
 	if r.base.Err() != nil {
 		return true // shutting down: it stays waiting for the next start
 	}
-	if err != nil || run.Status.Done() {
+	if err == nil && run.Status == state.RunCancelled {
+		// Recorded cancelled by another replica while it was parked here
+		// (its notice may be what woke it): executed again, cancelled, so
+		// that it ends as a cancelled run does (its finally steps run, its
+		// key is released), as cancelNotice has a parked run do.
+		r.eng.CancelNext(runID, engine.RecordedCancelCause(run))
+	} else if err != nil || run.Status.Done() {
 		if err != nil {
 			r.log.Error("cannot resume a parked run", "run_id", runID, "err", err)
 		}
