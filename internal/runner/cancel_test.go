@@ -45,21 +45,8 @@ func TestARunCancelledElsewhereAsItParksEndsCancelledHere(t *testing.T) {
 				h.Suspend(5 * time.Second)
 				_ = bs.Close()
 			})
-			pb, err := playbook.Parse("gate.yaml", []byte(`version: 1
-name: gate
-steps:
-  - {id: gate, uses: approval, with: {message: go?}}
-finally:
-  - {id: bye, uses: set, with: {status: "${{ run.status }}"}}
-`), playbook.LoadOptions{})
-			require.NoError(t, err)
-			cancel := func(id string) { // another replica records the run cancelled
-				run, err := bs.GetRun(ctx, id)
-				require.NoError(t, err)
-				run.Status, run.EndedAt = state.RunCancelled, time.Now()
-				run.Error = &state.ErrorRecord{Code: string(fault.Cancelled), Message: "cancelled by bob"}
-				require.NoError(t, bs.SaveRun(ctx, run, state.Event{Type: "run.cancelled", Message: "run cancelled by bob"}))
-			}
+			pb := gatePlaybook(t)
+			cancel := func(id string) { cancelledElsewhere(t, bs, id) }
 			if tc.notice {
 				store.arm(nil, func(id string) {
 					cancel(id)
@@ -100,6 +87,33 @@ finally:
 			assert.True(t, store.before == nil && store.after == nil, "the cancellation was made as the run parked")
 		})
 	}
+}
+
+// gatePlaybook waits on an approval; its finally step records the run's
+// status.
+func gatePlaybook(t *testing.T) *playbook.Playbook {
+	t.Helper()
+	pb, err := playbook.Parse("gate.yaml", []byte(`version: 1
+name: gate
+steps:
+  - {id: gate, uses: approval, with: {message: go?}}
+finally:
+  - {id: bye, uses: set, with: {status: "${{ run.status }}"}}
+`), playbook.LoadOptions{})
+	require.NoError(t, err)
+	return pb
+}
+
+// cancelledElsewhere records run id cancelled in store, as another
+// replica does with a run it cannot wake.
+func cancelledElsewhere(t *testing.T, store state.Store, id string) {
+	t.Helper()
+	ctx := context.Background()
+	run, err := store.GetRun(ctx, id)
+	require.NoError(t, err)
+	run.Status, run.EndedAt = state.RunCancelled, time.Now()
+	run.Error = &state.ErrorRecord{Code: string(fault.Cancelled), Message: "cancelled by bob"}
+	require.NoError(t, store.SaveRun(ctx, run, state.Event{Type: "run.cancelled", Message: "run cancelled by bob"}))
 }
 
 // cancelAsItParks is a store that, the first time a run is read back
@@ -153,21 +167,8 @@ func TestACancelHeardAsTheRunParksEndsItCancelledHere(t *testing.T) {
 		h.Suspend(5 * time.Second)
 		_ = bs.Close()
 	})
-	pb, err := playbook.Parse("gate.yaml", []byte(`version: 1
-name: gate
-steps:
-  - {id: gate, uses: approval, with: {message: go?}}
-finally:
-  - {id: bye, uses: set, with: {status: "${{ run.status }}"}}
-`), playbook.LoadOptions{})
-	require.NoError(t, err)
-	store.cancel = func(id string) { // another replica records the run cancelled
-		run, err := bs.GetRun(ctx, id)
-		require.NoError(t, err)
-		run.Status, run.EndedAt = state.RunCancelled, time.Now()
-		run.Error = &state.ErrorRecord{Code: string(fault.Cancelled), Message: "cancelled by bob"}
-		require.NoError(t, bs.SaveRun(ctx, run, state.Event{Type: "run.cancelled", Message: "run cancelled by bob"}))
-	}
+	pb := gatePlaybook(t)
+	store.cancel = func(id string) { cancelledElsewhere(t, bs, id) }
 	store.armed.Store(true)
 
 	run, err := h.StartRun(ctx, pb, engine.StartRequest{})

@@ -175,14 +175,7 @@ func TestTheWatchdogResumesAnUnfinishedRunWithoutAnExecutor(t *testing.T) {
 func TestAParkedRunIsCancelledAndAnsweredThroughItsHost(t *testing.T) {
 	ctx := context.Background()
 	h, _, store, _ := newTestHost(t)
-	pb, err := playbook.Parse("gate.yaml", []byte(`version: 1
-name: gate
-steps:
-  - {id: gate, uses: approval, with: {message: go?}}
-finally:
-  - {id: bye, uses: set, with: {status: "${{ run.status }}"}}
-`), playbook.LoadOptions{})
-	require.NoError(t, err)
+	pb := gatePlaybook(t)
 	parked := func() *state.Run {
 		t.Helper()
 		run, err := h.StartRun(ctx, pb, engine.StartRequest{})
