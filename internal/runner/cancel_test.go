@@ -226,3 +226,54 @@ func (s *parksDuringTheNotice) GetRun(ctx context.Context, id string) (*state.Ru
 	}
 	return run, err
 }
+
+// A parked run recorded cancelled by another replica while every slot
+// here is taken, heard through the cancel's notice or found when
+// something else wakes it (its timer, an answer): it queues for a slot to
+// end cancelled, and when it gets one its finally step runs. Before, the
+// slot's check for a run cancelled while queued took it for a run
+// cancelled before it started and let it go: no finally step.
+func TestAParkedRunCancelledElsewhereWhileTheSlotsAreTakenEndsCancelled(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		heard func(h *Host, id string)
+	}{
+		{"the cancel's notice", func(h *Host, id string) { h.cancelNotice(context.Background(), id) }},
+		{"a wake", func(h *Host, id string) { h.wakeRun(id) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			bs, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
+			require.NoError(t, err)
+			h := New(Options{MaxRunning: 1, Engine: engine.Options{Store: bs, Environ: []string{}}})
+			t.Cleanup(func() {
+				h.Suspend(5 * time.Second)
+				_ = bs.Close()
+			})
+			gate, err := h.StartRun(ctx, gatePlaybook(t), engine.StartRequest{})
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { return h.isParked(gate.ID) }, 5*time.Second, time.Millisecond, "never parked")
+			busy, err := playbook.Parse("busy.yaml", []byte(`version: 1
+name: busy
+steps:
+  - {id: nap, uses: sleep, with: {duration: 500ms}}
+`), playbook.LoadOptions{})
+			require.NoError(t, err)
+			blocker, err := h.StartRun(ctx, busy, engine.StartRequest{})
+			require.NoError(t, err)
+			waitRun(t, bs, blocker.ID, state.RunRunning)
+
+			cancelledElsewhere(t, bs, gate.ID)
+			tc.heard(h, gate.ID)
+			assert.Equal(t, 1, h.Queued(), "the cancelled run waits for the slot")
+
+			waitRun(t, bs, blocker.ID, state.RunSucceeded)
+			require.Eventually(t, func() bool {
+				recs, err := bs.Steps(ctx, gate.ID)
+				return err == nil && slices.ContainsFunc(recs, func(rec *state.StepRecord) bool { return rec.ID == "bye" && rec.Status.Done() })
+			}, 5*time.Second, 5*time.Millisecond, "the finally step never ran")
+			waitRun(t, bs, gate.ID, state.RunCancelled)
+			require.Eventually(t, func() bool { return !h.Holds(gate.ID) }, 5*time.Second, time.Millisecond, "ended: no longer held")
+		})
+	}
+}

@@ -281,7 +281,8 @@ func (r *Host) wakeRun(runID string) bool {
 	if r.base.Err() != nil {
 		return true // shutting down: it stays waiting for the next start
 	}
-	if err == nil && run.Status == state.RunCancelled {
+	cancelled := err == nil && run.Status == state.RunCancelled
+	if cancelled {
 		// Recorded cancelled by another replica while it was parked here
 		// (its notice may be what woke it): executed again, cancelled, so
 		// that it ends as a cancelled run does (its finally steps run, its
@@ -294,7 +295,7 @@ func (r *Host) wakeRun(runID string) bool {
 		delete(r.active, runID)
 		return true
 	}
-	r.admitLocked(queuedRun{run: run, pb: pb, inputs: secrets})
+	r.admitLocked(queuedRun{run: run, pb: pb, inputs: secrets, cancelled: cancelled})
 	return true
 }
 

@@ -51,6 +51,11 @@ type queuedRun struct {
 	// committedOwned: committed as this replica's (Host.Prepare); the
 	// store kept its status from the commit (state.ClaimReadsStatus).
 	committedOwned bool
+	// cancelled: a run that was parked here, recorded cancelled by another
+	// replica, executed to end it cancelled (its finally steps run): its
+	// record saying cancelled when it gets its slot is why it executes,
+	// not a cancel before it started.
+	cancelled bool
 }
 
 // admitLocked starts q if a slot is free, or queues it. r.mu is held.
@@ -71,7 +76,7 @@ func (r *Host) goLocked(q queuedRun, wasQueued bool) {
 		if !q.owned && !r.claim(q.run.ID, q.adopt) {
 			return
 		}
-		if wasQueued && r.cancelledWhileQueued(q.run.ID, !q.owned || q.committedOwned) {
+		if wasQueued && !q.cancelled && r.cancelledWhileQueued(q.run.ID, !q.owned || q.committedOwned) {
 			r.letKeyGo(q.run)
 			return
 		}

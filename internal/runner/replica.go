@@ -426,7 +426,7 @@ func (r *Host) cancelNotice(ctx context.Context, runID string) {
 			return
 		}
 		secrets := r.unparkLocked(runID, a)
-		r.admitLocked(queuedRun{run: run, pb: pb, inputs: secrets, owned: true})
+		r.admitLocked(queuedRun{run: run, pb: pb, inputs: secrets, owned: true, cancelled: run.Status == state.RunCancelled})
 		r.mu.Unlock()
 	}
 	// Executing, or about to: the engine cancels it, or has it end
