@@ -284,9 +284,9 @@ func (r *Host) wakeRun(runID string) bool {
 	cancelled := err == nil && run.Status == state.RunCancelled
 	if cancelled {
 		// Recorded cancelled by another replica while it was parked here
-		// (its notice may be what woke it): executed again, cancelled, so
-		// that it ends as a cancelled run does (its finally steps run, its
-		// key is released), as cancelNotice has a parked run do.
+		// (its notice, through cancelNotice, may be what woke it):
+		// executed again, cancelled, so that it ends as a cancelled run
+		// does (its finally steps run, its key is released).
 		r.eng.CancelNext(runID, engine.RecordedCancelCause(run))
 	} else if err != nil || run.Status.Done() {
 		if err != nil {

@@ -395,17 +395,15 @@ func (r *Host) resumeElsewhere(ctx context.Context, run *state.Run) (owned, done
 }
 
 // cancelNotice stops run runID, recorded cancelled by another replica,
-// if this replica holds it. An executing run is cancelled through the
-// engine. A parked one is executed again to end it cancelled (its
-// finally steps run, its concurrency key is released): the other replica
-// could not wake it, so its record already says cancelled, which a plain
-// wake would take for finished. A run between an execution and its park
-// (or queued for a slot) starts cancelled at its next execution, at once
-// (CancelRun). A run this replica is itself ending cancelled is
-// executing: cancelling it again changes nothing.
+// if this replica holds it, through CancelRun with the recorded cause. An
+// executing run is cancelled through the engine. A parked one is woken,
+// and wakeRun, finding its record cancelled, executes it again to end it
+// cancelled (its finally steps run, its concurrency key is released). A
+// run between an execution and its park (or queued for a slot) starts
+// cancelled at its next execution, at once. A run this replica is itself
+// ending cancelled is executing: cancelling it again changes nothing.
 func (r *Host) cancelNotice(ctx context.Context, runID string) {
-	held, parked := r.Holding(runID)
-	if !held {
+	if held, _ := r.Holding(runID); !held {
 		return
 	}
 	run, err := r.store.GetRun(ctx, runID)
@@ -413,24 +411,6 @@ func (r *Host) cancelNotice(ctx context.Context, runID string) {
 		r.log.Error("cannot read a run cancelled on another replica", "run_id", runID, "err", err)
 		return
 	}
-	if parked && !r.eng.Executing(runID) {
-		pb, err := r.Parse(run.File, run.Snapshot)
-		if err != nil {
-			r.log.Error("cannot end a parked run cancelled on another replica: its snapshot no longer loads", "run_id", runID, "err", err)
-			return
-		}
-		r.mu.Lock()
-		a := r.active[runID]
-		if !a.parked() {
-			r.mu.Unlock()
-			return
-		}
-		secrets := r.unparkLocked(runID, a)
-		r.admitLocked(queuedRun{run: run, pb: pb, inputs: secrets, owned: true, cancelled: run.Status == state.RunCancelled})
-		r.mu.Unlock()
-	}
-	// Executing, or about to: the engine cancels it, or has it end
-	// cancelled as soon as it executes.
 	r.CancelRun(runID, engine.RecordedCancelCause(run))
 }
 
