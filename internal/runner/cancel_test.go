@@ -242,38 +242,74 @@ func TestAParkedRunCancelledElsewhereWhileTheSlotsAreTakenEndsCancelled(t *testi
 		{"a wake", func(h *Host, id string) { h.wakeRun(id) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			bs, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
-			require.NoError(t, err)
-			h := New(Options{MaxRunning: 1, Engine: engine.Options{Store: bs, Environ: []string{}}})
-			t.Cleanup(func() {
-				h.Suspend(5 * time.Second)
-				_ = bs.Close()
-			})
-			gate, err := h.StartRun(ctx, gatePlaybook(t), engine.StartRequest{})
-			require.NoError(t, err)
-			require.Eventually(t, func() bool { return h.isParked(gate.ID) }, 5*time.Second, time.Millisecond, "never parked")
-			busy, err := playbook.Parse("busy.yaml", []byte(`version: 1
+			h, bs, gate, blocker := parkedWithTheSlotTaken(t)
+			cancelledElsewhere(t, bs, gate)
+			tc.heard(h, gate)
+			assert.Equal(t, 1, h.Queued(), "the cancelled run waits for the slot")
+
+			waitRun(t, bs, blocker, state.RunSucceeded)
+			endedCancelledWithItsFinallyStep(t, h, bs, gate)
+		})
+	}
+}
+
+// parkedWithTheSlotTaken starts, on a host with one execution slot, the
+// gate playbook's run (gate), parked on its approval, and then a run that
+// sleeps 500 ms (blocker), executing in the slot.
+func parkedWithTheSlotTaken(t *testing.T) (h *Host, bs *bolt.Store, gate, blocker string) {
+	t.Helper()
+	ctx := context.Background()
+	bs, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
+	require.NoError(t, err)
+	h = New(Options{MaxRunning: 1, Engine: engine.Options{Store: bs, Environ: []string{}}})
+	t.Cleanup(func() {
+		h.Suspend(5 * time.Second)
+		_ = bs.Close()
+	})
+	g, err := h.StartRun(ctx, gatePlaybook(t), engine.StartRequest{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return h.isParked(g.ID) }, 5*time.Second, time.Millisecond, "never parked")
+	busy, err := playbook.Parse("busy.yaml", []byte(`version: 1
 name: busy
 steps:
   - {id: nap, uses: sleep, with: {duration: 500ms}}
 `), playbook.LoadOptions{})
-			require.NoError(t, err)
-			blocker, err := h.StartRun(ctx, busy, engine.StartRequest{})
-			require.NoError(t, err)
-			waitRun(t, bs, blocker.ID, state.RunRunning)
+	require.NoError(t, err)
+	b, err := h.StartRun(ctx, busy, engine.StartRequest{})
+	require.NoError(t, err)
+	waitRun(t, bs, b.ID, state.RunRunning)
+	return h, bs, g.ID, b.ID
+}
 
-			cancelledElsewhere(t, bs, gate.ID)
-			tc.heard(h, gate.ID)
-			assert.Equal(t, 1, h.Queued(), "the cancelled run waits for the slot")
+// endedCancelledWithItsFinallyStep waits for the gate playbook's run id
+// to run its finally step, end cancelled and be let go by h.
+func endedCancelledWithItsFinallyStep(t *testing.T, h *Host, bs *bolt.Store, id string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		recs, err := bs.Steps(context.Background(), id)
+		return err == nil && slices.ContainsFunc(recs, func(rec *state.StepRecord) bool { return rec.ID == "bye" && rec.Status.Done() })
+	}, 5*time.Second, 5*time.Millisecond, "the finally step never ran")
+	waitRun(t, bs, id, state.RunCancelled)
+	require.Eventually(t, func() bool { return !h.Holds(id) }, 5*time.Second, time.Millisecond, "ended: no longer held")
+}
 
-			waitRun(t, bs, blocker.ID, state.RunSucceeded)
-			require.Eventually(t, func() bool {
-				recs, err := bs.Steps(ctx, gate.ID)
-				return err == nil && slices.ContainsFunc(recs, func(rec *state.StepRecord) bool { return rec.ID == "bye" && rec.Status.Done() })
-			}, 5*time.Second, 5*time.Millisecond, "the finally step never ran")
-			waitRun(t, bs, gate.ID, state.RunCancelled)
-			require.Eventually(t, func() bool { return !h.Holds(gate.ID) }, 5*time.Second, time.Millisecond, "ended: no longer held")
-		})
+// A run that started, parked and was woken waits for a slot again; a
+// schedule's overlap: replace cancelling it there (Host.Cancel) ends it as
+// a cancelled run, its finally steps run, when it gets the slot. Before,
+// it was recorded cancelled "before it started" and let go, its finally
+// step never run.
+func TestAStartedRunCancelledWhileItWaitsForASlotRunsItsFinallySteps(t *testing.T) {
+	h, bs, gate, blocker := parkedWithTheSlotTaken(t)
+	require.True(t, h.wakeRun(gate)) // no answer: it would park again
+	require.Equal(t, 1, h.Queued(), "woken, it waits for the slot")
+
+	h.Cancel(gate)
+	assert.Equal(t, 1, h.Queued(), "it still waits for the slot, to end cancelled")
+	waitRun(t, bs, blocker, state.RunSucceeded)
+	endedCancelledWithItsFinallyStep(t, h, bs, gate)
+	events, err := bs.Events(context.Background(), gate, 0, 0)
+	require.NoError(t, err)
+	for _, ev := range events {
+		assert.NotContains(t, ev.Message, "before it started", "it had started")
 	}
 }

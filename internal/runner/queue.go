@@ -176,12 +176,18 @@ func (r *Host) observeSlot(runID string, ev state.Event) {
 }
 
 // Cancel implements trigger.Starter (a schedule's overlap: replace): a
-// queued run leaves the queue and is recorded cancelled without having
-// started; an executing (or parked) one is cancelled through the engine;
-// one another replica executes, through the store (overlap.go).
+// queued run that never started leaves the queue and is recorded
+// cancelled without having started; an executing (or parked) one is
+// cancelled through the engine, and so is a queued one that had started
+// (parked, then woken, it waits for a slot again): it ends cancelled when
+// it gets its slot, its finally steps run, as a cancel through the API
+// has it; one another replica executes, through the store (overlap.go).
 func (r *Host) Cancel(runID string) {
 	r.mu.Lock()
 	i := slices.IndexFunc(r.queue, func(q queuedRun) bool { return q.run.ID == runID })
+	if i >= 0 && r.queue[i].run.Status != state.RunPending {
+		i = -1 // it started: cancelled at its next execution (CancelRun)
+	}
 	var queued *state.Run
 	if i >= 0 {
 		queued = r.queue[i].run
