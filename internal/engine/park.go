@@ -197,9 +197,28 @@ func (e *Engine) CancelNext(runID string, cause error) {
 	e.mu.Unlock()
 }
 
-// ForgetCancel drops what CancelNext noted for run runID: its host does
-// not hold it after all.
-func (e *Engine) ForgetCancel(runID string) { e.takeCancel(runID) }
+// ForgetCancel drops what CancelNext noted for run runID and returns its
+// cause (nil: none): its host does not execute it here after all.
+func (e *Engine) ForgetCancel(runID string) error { return e.takeCancel(runID) }
+
+// CancelledMessage is the message a run cancelled with cause is recorded
+// with, redacted.
+func (e *Engine) CancelledMessage(cause error) string {
+	return e.o.Redactor.String(cancelledMessage(cause))
+}
+
+// TakeCancels returns (and forgets) every cause CancelNext noted that no
+// execution here has taken, by run: its host stops, and records them.
+func (e *Engine) TakeCancels() map[string]error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.cancelNext) == 0 {
+		return nil
+	}
+	out := e.cancelNext
+	e.cancelNext = map[string]error{}
+	return out
+}
 
 // TopLevel returns the ID of the run that started runID through
 // sub-playbook steps (runID itself for a top-level run, or when a parent

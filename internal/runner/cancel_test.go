@@ -313,3 +313,21 @@ func TestAStartedRunCancelledWhileItWaitsForASlotRunsItsFinallySteps(t *testing.
 		assert.NotContains(t, ev.Message, "before it started", "it had started")
 	}
 }
+
+// A cancel answered through the host (the API's CancelRun) for a run that
+// waits for a slot is on record when the server stops before the slot
+// frees: the run does not come back uncancelled at the next start. Before,
+// it was noted in memory only (engine.CancelNext) and dropped with the
+// queue.
+func TestACancelAnsweredWhileTheRunWaitsForASlotOutlivesAStop(t *testing.T) {
+	h, bs, gate, _ := parkedWithTheSlotTaken(t)
+	require.True(t, h.CancelRun(gate, &fault.Error{Code: fault.Cancelled, Message: "cancelled by bob"}), "answered: cancelling")
+	require.Equal(t, 1, h.Queued(), "it waits for the slot to end cancelled")
+
+	h.Suspend(5 * time.Second)
+	run, err := bs.GetRun(context.Background(), gate)
+	require.NoError(t, err)
+	assert.Equal(t, state.RunCancelled, run.Status, "the cancel answered is on record")
+	require.NotNil(t, run.Error)
+	assert.Equal(t, "run cancelled: cancelled by bob", run.Error.Message)
+}

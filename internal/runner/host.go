@@ -582,6 +582,12 @@ func (r *Host) Suspend(grace time.Duration) {
 	case <-time.After(grace):
 		r.log.Warn("runs still stopping after the grace period; they resume at the next start", "runs", r.Running())
 	}
+	// Cancels answered for runs that waited for a slot (dropped with the
+	// queue) or that no execution took since: on record, so that they do
+	// not come back uncancelled at the next start.
+	for id, cause := range r.eng.TakeCancels() {
+		r.recordCancel(id, cause)
+	}
 	if r.rep != nil {
 		r.leave()
 	}

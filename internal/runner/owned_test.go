@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/engine"
+	"github.com/runbook/runbook/internal/fault"
 	"github.com/runbook/runbook/internal/playbook"
 	"github.com/runbook/runbook/internal/state"
 	"github.com/runbook/runbook/internal/state/postgres"
@@ -277,4 +278,55 @@ func testCancelledWhileQueued(t *testing.T, byItsReplica bool) {
 	locks, err = st.Locks(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, locks, "its key was let go as it left the queue")
+}
+
+// refusedClaims is a PostgreSQL store whose claims of single runs are
+// refused once refuse is set, as when another replica took the run over.
+type refusedClaims struct {
+	*postgres.Store
+	refuse atomic.Bool
+}
+
+func (c *refusedClaims) ClaimRun(ctx context.Context, id, replica string, adopt bool) (bool, error) {
+	if c.refuse.Load() {
+		return false, nil
+	}
+	return c.Store.ClaimRun(ctx, id, replica, adopt)
+}
+
+// A cancel answered through a replica (the API's CancelRun) for a run it
+// holds but does not execute (parked, woken, waiting for the slot) is
+// recorded when the replica finds, as the slot frees, that another
+// replica took the run over: that one stops it on the notice. Before, the
+// cancel stayed noted in this replica's memory and the run went on
+// elsewhere, uncancelled.
+func TestACancelAnsweredForARunAnotherReplicaTookOverIsRecorded(t *testing.T) {
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, pgtest.DB(t), postgres.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	store := &refusedClaims{Store: st}
+	h, _ := openReplica(t, Options{MaxRunning: 1, Engine: engine.Options{Store: store, Process: "serve-host/1@1"}})
+	t.Cleanup(func() { h.Suspend(5 * time.Second) })
+
+	gate, err := h.StartRun(ctx, gatePlaybook(t), engine.StartRequest{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return h.isParked(gate.ID) }, 5*time.Second, time.Millisecond, "never parked")
+	busy, err := playbook.Parse("busy.yaml", []byte("version: 1\nname: busy\nsteps:\n  - {id: nap, uses: sleep, with: {duration: 300ms}}\n"), playbook.LoadOptions{})
+	require.NoError(t, err)
+	blocker, err := h.StartRun(ctx, busy, engine.StartRequest{})
+	require.NoError(t, err)
+	waitRun(t, st, blocker.ID, state.RunRunning)
+
+	require.True(t, h.CancelRun(gate.ID, &fault.Error{Code: fault.Cancelled, Message: "cancelled by bob"}), "answered: cancelling")
+	require.Equal(t, 1, h.Queued(), "woken, it waits for the slot")
+	store.refuse.Store(true) // taken over meanwhile
+
+	waitRun(t, st, blocker.ID, state.RunSucceeded)
+	waitRun(t, st, gate.ID, state.RunCancelled)
+	got, err := st.GetRun(ctx, gate.ID)
+	require.NoError(t, err)
+	require.NotNil(t, got.Error)
+	assert.Equal(t, "run cancelled: cancelled by bob", got.Error.Message)
+	require.Eventually(t, func() bool { return !h.Holds(gate.ID) }, 5*time.Second, time.Millisecond, "let go")
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"slices"
 	"time"
@@ -74,9 +75,13 @@ func (r *Host) goLocked(q queuedRun, wasQueued bool) {
 	r.wg.Go(func() {
 		defer r.release(q.run.ID)
 		if !q.owned && !r.claim(q.run.ID, q.adopt) {
+			if cause := r.eng.ForgetCancel(q.run.ID); cause != nil {
+				r.recordCancel(q.run.ID, cause) // another replica has it now
+			}
 			return
 		}
 		if wasQueued && !q.cancelled && r.cancelledWhileQueued(q.run.ID, !q.owned || q.committedOwned) {
+			r.eng.ForgetCancel(q.run.ID) // ended, as the cancel wants
 			r.letKeyGo(q.run)
 			return
 		}
@@ -209,6 +214,19 @@ func (r *Host) Cancel(runID string) {
 	r.letKeyGo(queued)
 	if ev != nil {
 		r.observe(runID, *ev)
+	}
+}
+
+// recordCancel records run runID cancelled with cause: a cancel answered
+// here (CancelRun noted it for the run's next execution here, CancelNext)
+// for a run this host lets go without executing it again, because the
+// server stops while it waits for a slot or another replica took it over.
+// The cancel was answered: on record, the run does not come back
+// uncancelled, and another replica executing it stops it on the notice.
+func (r *Host) recordCancel(runID string, cause error) {
+	msg := r.eng.CancelledMessage(cause)
+	if _, err := r.recordCancelled(runID, msg, msg); err != nil && !errors.Is(err, state.ErrEndedMeanwhile) {
+		r.log.Error("cannot record a cancel answered for a run this process let go", "run_id", runID, "err", err)
 	}
 }
 
