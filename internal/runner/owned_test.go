@@ -312,15 +312,15 @@ func TestACancelAnsweredForARunAnotherReplicaTookOverIsRecorded(t *testing.T) {
 	gate, err := h.StartRun(ctx, gatePlaybook(t), engine.StartRequest{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return h.isParked(gate.ID) }, 5*time.Second, time.Millisecond, "never parked")
-	busy, err := playbook.Parse("busy.yaml", []byte("version: 1\nname: busy\nsteps:\n  - {id: nap, uses: sleep, with: {duration: 300ms}}\n"), playbook.LoadOptions{})
+	busy, err := playbook.Parse("busy.yaml", []byte("version: 1\nname: busy\nsteps:\n  - {id: nap, uses: sleep, with: {duration: 500ms}}\n"), playbook.LoadOptions{})
 	require.NoError(t, err)
 	blocker, err := h.StartRun(ctx, busy, engine.StartRequest{})
 	require.NoError(t, err)
 	waitRun(t, st, blocker.ID, state.RunRunning)
 
+	store.refuse.Store(true) // taken over meanwhile: its next claim is refused
 	require.True(t, h.CancelRun(gate.ID, &fault.Error{Code: fault.Cancelled, Message: "cancelled by bob"}), "answered: cancelling")
 	require.Equal(t, 1, h.Queued(), "woken, it waits for the slot")
-	store.refuse.Store(true) // taken over meanwhile
 
 	waitRun(t, st, blocker.ID, state.RunSucceeded)
 	waitRun(t, st, gate.ID, state.RunCancelled)
