@@ -331,3 +331,33 @@ func TestACancelAnsweredWhileTheRunWaitsForASlotOutlivesAStop(t *testing.T) {
 	require.NotNil(t, run.Error)
 	assert.Equal(t, "run cancelled: cancelled by bob", run.Error.Message)
 }
+
+// A parked run whose snapshot no longer loads cannot be executed to end
+// cancelled: a cancel answered for it (the API's CancelRun) is recorded
+// at once. Before, it waited in memory for an execution that could not
+// come, until the server stopped.
+func TestACancelAnsweredForAParkedRunThatCannotResumeIsRecorded(t *testing.T) {
+	ctx := context.Background()
+	bs, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
+	require.NoError(t, err)
+	h := New(Options{Engine: engine.Options{Store: bs, Environ: []string{}}})
+	t.Cleanup(func() {
+		h.Suspend(5 * time.Second)
+		_ = bs.Close()
+	})
+	gate, err := h.StartRun(ctx, gatePlaybook(t), engine.StartRequest{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return h.isParked(gate.ID) }, 5*time.Second, time.Millisecond, "never parked")
+	run, err := bs.GetRun(ctx, gate.ID)
+	require.NoError(t, err)
+	run.Hash, run.Snapshot = "", []byte("steps: [") // no longer loads
+	require.NoError(t, bs.SaveRun(ctx, run))
+
+	require.True(t, h.CancelRun(gate.ID, &fault.Error{Code: fault.Cancelled, Message: "cancelled by bob"}), "answered: cancelling")
+	waitRun(t, bs, gate.ID, state.RunCancelled)
+	got, err := bs.GetRun(ctx, gate.ID)
+	require.NoError(t, err)
+	require.NotNil(t, got.Error)
+	assert.Equal(t, "run cancelled: cancelled by bob", got.Error.Message)
+	assert.False(t, h.Holds(gate.ID))
+}

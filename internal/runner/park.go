@@ -291,6 +291,11 @@ func (r *Host) wakeRun(runID string) bool {
 	} else if err != nil || run.Status.Done() {
 		if err != nil {
 			r.log.Error("cannot resume a parked run", "run_id", runID, "err", err)
+			if cause := r.eng.ForgetCancel(runID); cause != nil {
+				// It cannot execute to end cancelled: the cancel answered
+				// for it is recorded (not while r.mu is held).
+				r.wg.Go(func() { r.recordCancel(runID, cause) })
+			}
 		}
 		delete(r.active, runID)
 		return true
