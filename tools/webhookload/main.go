@@ -65,14 +65,15 @@ func main() {
 	hooks := flag.Int("hooks", 1, "hooks per delivery (1..1000); each starts a run")
 	timeout := flag.Duration("timeout", 5*time.Minute, "how long to wait for every run to finish")
 	stateLoc := flag.String("state", "", "state location passed to serve --state, e.g. postgres://user:pass@127.0.0.1:5432/db (default: a fresh bbolt file)")
+	maxRunning := flag.Int("max-running", 0, "the server's server.max_running, the runs executing at once (0: its default, 64 a core)")
 	flag.Parse()
-	if err := run(*bin, *which, *stateLoc, *count, *conc, *hooks, *rate, *timeout); err != nil {
+	if err := run(*bin, *which, *stateLoc, *count, *conc, *hooks, *maxRunning, *rate, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "webhookload:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, which, stateLoc string, count, conc, hooks int, rate float64, timeout time.Duration) error {
+func run(bin, which, stateLoc string, count, conc, hooks, maxRunning int, rate float64, timeout time.Duration) error {
 	dir, err := os.MkdirTemp("", "runbook-webhookload-")
 	if err != nil {
 		return err
@@ -83,7 +84,7 @@ func run(bin, which, stateLoc string, count, conc, hooks int, rate float64, time
 			return err
 		}
 	}
-	if err := setUp(dir, which); err != nil {
+	if err := setUp(dir, which, maxRunning); err != nil {
 		return err
 	}
 	srv, err := startServe(bin, dir, stateLoc)
@@ -165,7 +166,7 @@ func postmaster(stateLoc string) (int, error) {
 }
 
 // setUp writes the config and the playbook directory into dir.
-func setUp(dir, which string) error {
+func setUp(dir, which string, maxRunning int) error {
 	pbDir := filepath.Join(dir, "playbooks")
 	if err := os.MkdirAll(pbDir, 0o755); err != nil {
 		return err
@@ -186,13 +187,17 @@ func setUp(dir, which string) error {
 	if err := os.WriteFile(filepath.Join(pbDir, which+".yaml"), src, 0o644); err != nil {
 		return err
 	}
+	running := "" // the server's default
+	if maxRunning > 0 {
+		running = fmt.Sprintf("  max_running: %d\n", maxRunning)
+	}
 	config := `playbooks: playbooks
 state: state.db
 server:
   listen: 127.0.0.1:0
   token_secret: LOAD_API_TOKEN
   max_body: 1MiB
-webhooks:
+` + running + `webhooks:
   routes:
     sms:
       secret: LOAD_SMS_SECRET
