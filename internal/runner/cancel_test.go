@@ -37,14 +37,8 @@ func TestARunCancelledElsewhereAsItParksEndsCancelledHere(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			bs, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
-			require.NoError(t, err)
-			store := &cancelAsItParks{Store: bs}
-			h := New(Options{Engine: engine.Options{Store: store, Environ: []string{}}})
-			t.Cleanup(func() {
-				h.Suspend(5 * time.Second)
-				_ = bs.Close()
-			})
+			store := &cancelAsItParks{}
+			h, bs := boltHost(t, 0, func(bs *bolt.Store) state.Store { store.Store = bs; return store })
 			pb := gatePlaybook(t)
 			cancel := func(id string) { cancelledElsewhere(t, bs, id) }
 			if tc.notice {
@@ -104,6 +98,25 @@ finally:
 	return pb
 }
 
+// boltHost opens a bbolt store in t's directory and a host on it
+// (through wrap, when set) with maxRunning execution slots (0: the
+// default); the host is suspended and the store closed when t ends.
+func boltHost(t *testing.T, maxRunning int, wrap func(*bolt.Store) state.Store) (*Host, *bolt.Store) {
+	t.Helper()
+	bs, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
+	require.NoError(t, err)
+	var store state.Store = bs
+	if wrap != nil {
+		store = wrap(bs)
+	}
+	h := New(Options{MaxRunning: maxRunning, Engine: engine.Options{Store: store, Environ: []string{}}})
+	t.Cleanup(func() {
+		h.Suspend(5 * time.Second)
+		_ = bs.Close()
+	})
+	return h, bs
+}
+
 // cancelledElsewhere records run id cancelled in store, as another
 // replica does with a run it cannot wake.
 func cancelledElsewhere(t *testing.T, store state.Store, id string) {
@@ -158,15 +171,9 @@ func (s *cancelAsItParks) GetRun(ctx context.Context, id string) (*state.Run, er
 // ended and let it go: no finally step, its key held.
 func TestACancelHeardAsTheRunParksEndsItCancelledHere(t *testing.T) {
 	ctx := context.Background()
-	bs, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
-	require.NoError(t, err)
-	store := &parksDuringTheNotice{Store: bs, entered: make(chan struct{})}
-	h := New(Options{Engine: engine.Options{Store: store, Environ: []string{}}})
+	store := &parksDuringTheNotice{entered: make(chan struct{})}
+	h, bs := boltHost(t, 0, func(bs *bolt.Store) state.Store { store.Store = bs; return store })
 	store.h = h
-	t.Cleanup(func() {
-		h.Suspend(5 * time.Second)
-		_ = bs.Close()
-	})
 	pb := gatePlaybook(t)
 	store.cancel = func(id string) { cancelledElsewhere(t, bs, id) }
 	store.armed.Store(true)
@@ -259,13 +266,7 @@ func TestAParkedRunCancelledElsewhereWhileTheSlotsAreTakenEndsCancelled(t *testi
 func parkedWithTheSlotTaken(t *testing.T) (h *Host, bs *bolt.Store, gate, blocker string) {
 	t.Helper()
 	ctx := context.Background()
-	bs, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
-	require.NoError(t, err)
-	h = New(Options{MaxRunning: 1, Engine: engine.Options{Store: bs, Environ: []string{}}})
-	t.Cleanup(func() {
-		h.Suspend(5 * time.Second)
-		_ = bs.Close()
-	})
+	h, bs = boltHost(t, 1, nil)
 	g, err := h.StartRun(ctx, gatePlaybook(t), engine.StartRequest{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return h.isParked(g.ID) }, 5*time.Second, time.Millisecond, "never parked")
@@ -338,13 +339,7 @@ func TestACancelAnsweredWhileTheRunWaitsForASlotOutlivesAStop(t *testing.T) {
 // come, until the server stopped.
 func TestACancelAnsweredForAParkedRunThatCannotResumeIsRecorded(t *testing.T) {
 	ctx := context.Background()
-	bs, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
-	require.NoError(t, err)
-	h := New(Options{Engine: engine.Options{Store: bs, Environ: []string{}}})
-	t.Cleanup(func() {
-		h.Suspend(5 * time.Second)
-		_ = bs.Close()
-	})
+	h, bs := boltHost(t, 0, nil)
 	gate, err := h.StartRun(ctx, gatePlaybook(t), engine.StartRequest{})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return h.isParked(gate.ID) }, 5*time.Second, time.Millisecond, "never parked")
