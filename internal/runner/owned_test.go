@@ -30,6 +30,16 @@ func (c *countedClaims) ClaimRun(ctx context.Context, id, replica string, adopt 
 	return c.Store.ClaimRun(ctx, id, replica, adopt)
 }
 
+// pgStore opens a PostgreSQL store on a new database of the test server,
+// closed when t ends.
+func pgStore(t *testing.T) *postgres.Store {
+	t.Helper()
+	st, err := postgres.Open(context.Background(), pgtest.DB(t), postgres.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
 // openReplica opens a serve replica's host with options o on o's store
 // (a PostgreSQL one), with the note playbook.
 func openReplica(t *testing.T, o Options) (*Host, *playbook.Playbook) {
@@ -51,9 +61,7 @@ func openReplica(t *testing.T, o Options) (*Host, *playbook.Playbook) {
 // the other replicas could take it after a lease meanwhile.
 func TestARunPreparedWithASlotFreeIsCommittedClaimedAndOneWithoutIsNot(t *testing.T) {
 	ctx := context.Background()
-	st, err := postgres.Open(ctx, pgtest.DB(t), postgres.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
+	st := pgStore(t)
 	store := &countedClaims{Store: st}
 	const replica = "serve-host/1@1"
 	h, pb := openReplica(t, Options{MaxRunning: 1, Engine: engine.Options{Store: store, Process: replica}})
@@ -105,9 +113,7 @@ func TestARunPreparedWithASlotFreeIsCommittedClaimedAndOneWithoutIsNot(t *testin
 // after it was created, as another replica would take an unowned one.
 func TestARunCommittedClaimedButNotLaunchedIsTakenUpByItsReplica(t *testing.T) {
 	ctx := context.Background()
-	st, err := postgres.Open(ctx, pgtest.DB(t), postgres.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
+	st := pgStore(t)
 	const replica, lease = "serve-host/2@1", time.Second
 	h, pb := openReplica(t, Options{Lease: lease, Engine: engine.Options{Store: st, Process: replica}})
 	runCtx, stop := context.WithCancel(ctx)
@@ -145,9 +151,7 @@ func TestARunCommittedClaimedButNotLaunchedIsTakenUpByItsReplica(t *testing.T) {
 // failed) costs the replica nothing lasting, as trigger.Preparer asks.
 func TestASlotHeldForARunNeverLaunchedIsLetGo(t *testing.T) {
 	ctx := context.Background()
-	st, err := postgres.Open(ctx, pgtest.DB(t), postgres.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
+	st := pgStore(t)
 	const replica = "serve-host/3@1"
 	h, pb := openReplica(t, Options{MaxRunning: 1, Engine: engine.Options{Store: st, Process: replica}})
 	req := trigger.StartRequest{Playbook: pb, Inputs: map[string]any{"who": "x"}, Trigger: map[string]any{"type": "webhook"}}
@@ -231,9 +235,7 @@ func TestAKeyedRunCancelledWhileQueuedLetsItsKeyGo(t *testing.T) {
 
 func testCancelledWhileQueued(t *testing.T, byItsReplica bool) {
 	ctx := context.Background()
-	st, err := postgres.Open(ctx, pgtest.DB(t), postgres.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
+	st := pgStore(t)
 	const replica = "serve-host/5@1"
 	h, _ := openReplica(t, Options{MaxRunning: 1, Engine: engine.Options{Store: st, Process: replica}})
 	parse := func(src string) *playbook.Playbook {
@@ -302,9 +304,7 @@ func (c *refusedClaims) ClaimRun(ctx context.Context, id, replica string, adopt 
 // elsewhere, uncancelled.
 func TestACancelAnsweredForARunAnotherReplicaTookOverIsRecorded(t *testing.T) {
 	ctx := context.Background()
-	st, err := postgres.Open(ctx, pgtest.DB(t), postgres.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
+	st := pgStore(t)
 	store := &refusedClaims{Store: st}
 	h, _ := openReplica(t, Options{MaxRunning: 1, Engine: engine.Options{Store: store, Process: "serve-host/1@1"}})
 	t.Cleanup(func() { h.Suspend(5 * time.Second) })
