@@ -125,6 +125,13 @@ func (s *CommandStream) Write(p []byte) (int, error) {
 // a step, most of a shell step's allocations.
 var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
+// CopyBuffer lends a buffer of copyBuffers for reading a command's pipes;
+// give it back with release once done.
+func CopyBuffer() (buf []byte, release func()) {
+	b := copyBuffers.Get().(*[]byte)
+	return *b, func() { copyBuffers.Put(b) }
+}
+
 // ReadFrom copies r to s through a pooled buffer; the command's copy of a
 // pipe lands here. The wrappers hide r's WriteTo and s's ReadFrom, either
 // of which io.CopyBuffer would call instead of using the buffer.

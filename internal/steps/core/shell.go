@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -70,17 +69,15 @@ func runShell(ctx context.Context, c *steps.Call, p *shellParams) (steps.Outputs
 		rctx, cancel = context.WithTimeout(ctx, p.Timeout.Std())
 		defer cancel()
 	}
-	var cmd *exec.Cmd
-	if p.Argv != nil {
-		cmd = exec.CommandContext(rctx, p.Argv[0], p.Argv[1:]...)
-	} else {
-		cmd = exec.CommandContext(rctx, "/bin/sh", "-c", p.Command)
+	proc := command{argv: p.Argv, stdin: p.Stdin, grace: p.KillGrace.Std()}
+	if p.Argv == nil {
+		proc.argv = []string{"/bin/sh", "-c", p.Command}
 	}
 	dir, err := shellDir(c.Dir, p.Dir)
 	if err != nil {
 		return nil, err
 	}
-	cmd.Dir = dir
+	proc.dir = dir
 	if !p.InheritEnv || len(p.Env) > 0 {
 		env := []string{}
 		if p.InheritEnv {
@@ -89,38 +86,17 @@ func runShell(ctx context.Context, c *steps.Call, p *shellParams) (steps.Outputs
 		for k, v := range p.Env {
 			env = append(env, k+"="+v)
 		}
-		cmd.Env = env
-	}
-	if p.Stdin != "" {
-		cmd.Stdin = strings.NewReader(p.Stdin)
+		proc.env = env
 	}
 	out := steps.NewCommandOutput(c, p.MaxOutputBytes)
-	cmd.Stdout, cmd.Stderr = out.Stdout, out.Stderr
-
-	// Own process group: cancellation reaches the children of the shell too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	grace := p.KillGrace.Std()
-	var killTimer *time.Timer
-	cmd.Cancel = func() error {
-		pgid := cmd.Process.Pid
-		killTimer = time.AfterFunc(grace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
-		return syscall.Kill(-pgid, syscall.SIGTERM)
-	}
-	// Bounds the wait for output pipes held open by a background child,
-	// after the command exits or is cancelled.
-	cmd.WaitDelay = grace + time.Second
 
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, &fault.Error{Code: fault.Failed, Message: "start command", Err: err}
-	}
-	waitErr := cmd.Wait()
+	ps, err := proc.run(rctx, out)
 	elapsed := time.Since(start)
 	out.Close()
-	if killTimer != nil {
-		killTimer.Stop()
-		// The group had its SIGTERM; leave nothing of it behind.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	var se *startError
+	if errors.As(err, &se) {
+		return nil, &fault.Error{Code: fault.Failed, Message: "start command", Err: se.err}
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -129,14 +105,13 @@ func runShell(ctx context.Context, c *steps.Call, p *shellParams) (steps.Outputs
 		return nil, &fault.Error{Code: fault.Timeout, Message: fmt.Sprintf("command timed out after %s", p.Timeout),
 			Data: map[string]any{"stderr": out.StderrTail(1024)}}
 	}
-	var exitErr *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) {
-		return nil, &fault.Error{Code: fault.Failed, Message: "run command", Err: waitErr}
+	if err != nil {
+		return nil, &fault.Error{Code: fault.Failed, Message: "run command", Err: err}
 	}
 
-	end := steps.CommandEnd{Code: cmd.ProcessState.ExitCode(), Elapsed: elapsed, Allowed: p.AllowExitCodes,
+	end := steps.CommandEnd{Code: ps.ExitCode(), Elapsed: elapsed, Allowed: p.AllowExitCodes,
 		ParseJSON: p.ParseJSON, MaxBytes: p.MaxOutputBytes}
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		end.Signal = ws.Signal().String()
 	}
 	return out.Result(end)
