@@ -80,6 +80,7 @@ func (e *Engine) execute(parent context.Context, pb *playbook.Playbook, r *state
 	}
 	rs := e.newRunState(pb, r, inputs)
 	rs.fence, rs.host, rs.cancel = fence, host, cancel
+	early := r.WokenEarly // a resume on record; begin clears it with the run's start
 	if missing := maskedSecretInputs(pb, rs.inputs); len(missing) > 0 {
 		return e.holdForSecretInputs(ctx, r, missing)
 	}
@@ -95,7 +96,7 @@ func (e *Engine) execute(parent context.Context, pb *playbook.Playbook, r *state
 	if cause := e.takeCancel(r.ID); cause != nil {
 		cancel(cause) // cancelled while parked: the run ends cancelled
 	}
-	if e.takeEarly(r.ID) {
+	if e.takeEarly(r.ID) || early {
 		rs.endTimedWaits() // resumed before its parked waits ended (park.go)
 	}
 	if park := rs.runMain(ctx); park {
@@ -206,7 +207,7 @@ func (rs *runState) begin(ctx context.Context) (_ context.Context, stop func(), 
 		}
 	})
 
-	r.Status, r.Owner, r.Error, r.WakeAt, r.AnswerOnly, r.Paused = state.RunRunning, e.o.Process, nil, time.Time{}, false, ""
+	r.Status, r.Owner, r.Error, r.WakeAt, r.AnswerOnly, r.Paused, r.WokenEarly = state.RunRunning, e.o.Process, nil, time.Time{}, false, "", false
 	evType, msg := "run.started", "run started"
 	if resumed {
 		evType, msg = "run.resumed", "run resumed"

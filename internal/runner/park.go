@@ -409,8 +409,36 @@ func (r *Host) resumeParked(ctx context.Context, runID string) error {
 	if err := r.resumable(ctx, runID, key); err != nil {
 		return err
 	}
+	if err := r.recordWokenEarly(ctx, runID); err != nil {
+		return err
+	}
 	r.eng.WakeEarly(runID)
 	r.wakeRun(runID)
+	return nil
+}
+
+// recordWokenEarly records the resume of run runID, parked here, before it
+// is answered (state.Run.WokenEarly, WakeAt now): should this process
+// stop before the run has a slot, whichever process executes it next ends
+// its timed waits at once, as this one would have.
+func (r *Host) recordWokenEarly(ctx context.Context, runID string) error {
+	run, err := r.store.GetRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if run.Status != state.RunWaiting || run.WokenEarly {
+		return nil
+	}
+	run.WokenEarly, run.WakeAt, run.AnswerOnly = true, time.Now(), false
+	ev := state.Event{Type: "run.woken", Message: "resumed: its sleeps, retry delays and task polls end now"}
+	wctx := context.WithoutCancel(ctx)
+	if r.rep != nil {
+		wctx = state.WithFence(wctx, state.Fence{Owner: r.rep.id, Run: runID})
+	}
+	if err := r.store.SaveRun(wctx, run, ev); err != nil {
+		return fmt.Errorf("record the resume of run %s: %w", runID, err)
+	}
+	r.observe(runID, ev)
 	return nil
 }
 

@@ -391,7 +391,38 @@ func (r *Host) resumeElsewhere(ctx context.Context, run *state.Run) (owned, done
 	if err := r.rep.c.Notify(ctx, state.Notice{Kind: state.NoticeResume, RunID: run.ID}); err != nil {
 		return false, true, fmt.Errorf("resume %s on replica %s: %w", run.ID, run.Owner, err)
 	}
-	return false, true, nil
+	return false, true, r.awaitResumed(ctx, run)
+}
+
+// resumeConfirmWait bounds how long a resume asked of this replica for a
+// run parked on another waits for that replica to record it.
+const resumeConfirmWait = 5 * time.Second
+
+// awaitResumed waits until run, parked on another replica and told to go
+// on (a notice), has the resume on record there (state.Run.WokenEarly) or
+// has gone on, so that the answer is not given for a resume a replica
+// stopping meanwhile would lose. Past resumeConfirmWait it answers
+// Unavailable: the notice may still arrive (a replica whose notice
+// connection is down acts on it once it listens again), and asking again
+// is harmless.
+func (r *Host) awaitResumed(ctx context.Context, run *state.Run) error {
+	deadline := time.Now().Add(resumeConfirmWait)
+	for {
+		now, err := r.store.GetRun(ctx, run.ID)
+		if err == nil && (now.WokenEarly || now.Status != state.RunWaiting) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return &fault.Error{Code: fault.Unavailable, Message: fmt.Sprintf(
+				"replica %s, where run %s is parked, did not record the resume within %s; it may yet go on, and asking again is harmless",
+				run.Owner, run.ID, resumeConfirmWait)}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // cancelNotice stops run runID, recorded cancelled by another replica,

@@ -1,12 +1,15 @@
 package server_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/runbook/runbook/internal/server"
 	"github.com/runbook/runbook/internal/state"
 )
 
@@ -69,4 +72,39 @@ func TestResumingARunWaitingForAnApprovalOrAKeySaysWhatItWaitsFor(t *testing.T) 
 	assert.Equal(t, 409, r.status, "%s", r.body)
 	assert.Contains(t, string(r.body), `queued on concurrency key \"k\", held by run `+holder)
 	assert.Equal(t, float64(3), e.metric("runbook_runs_parked"), "all still parked")
+}
+
+// A resume answered is not lost when the server stops before the woken
+// run had a slot: the resume is on record before the answer, and the
+// next server ends the sleep at once (the same attempt), not at its first
+// deadline an hour later.
+func TestAResumeAnsweredOutlivesAStopBeforeTheRunHadASlot(t *testing.T) {
+	dir, statePath := t.TempDir(), filepath.Join(t.TempDir(), "state.db")
+	gate := filepath.Join(dir, "gate")
+	pbs := map[string]string{"nap.yaml": napPlaybook, "hold.yaml": `version: 1
+name: hold
+steps:
+  - {id: wait, uses: shell, with: {command: "while [ ! -e ` + gate + ` ]; do sleep 0.02; done"}}
+`}
+	quickStop := func(o *server.Options) { o.ShutdownGrace = 200 * time.Millisecond }
+	e := start(t, dir, statePath, pbs, maxRunning(1), quickStop)
+	nap := e.startRun("nap", nil)
+	e.waitParked(1)
+	hold := e.startRun("hold", nil)
+	e.waitStep(hold, "wait", state.StepRunning) // the only slot
+
+	r := e.api("POST", "/api/v1/runs/"+nap+"/resume", map[string]any{})
+	require.Equal(t, 202, r.status, "%s", r.body)
+	m := e.api("GET", "/api/v1/runs/"+nap, nil).json(t)
+	assert.Equal(t, "waiting", m["status"], "no slot yet")
+	e.stop()
+
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+	e = start(t, dir, statePath, pbs)
+	m = e.waitStatus(nap, state.RunSucceeded)
+	steps := stepsByID(m)
+	assert.Equal(t, "succeeded", steps["nap"]["status"], "the sleep ended at the resume")
+	assert.EqualValues(t, 1, steps["nap"]["attempts"], "the same attempt")
+	assert.Equal(t, "succeeded", steps["after"]["status"])
+	e.waitStatus(hold, state.RunSucceeded)
 }

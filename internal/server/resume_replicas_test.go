@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,4 +44,40 @@ func TestAResumeThroughAnotherReplicaWakesTheRunWhereItIsParked(t *testing.T) {
 	assert.Equal(t, "host/a", m["owner"], "A went on with it")
 	a.waitParked(1)
 	assert.Equal(t, float64(0), b.metric("runbook_runs_parked"))
+}
+
+// A resume asked of replica B for a run parked on replica A is answered
+// 202 only once A has it on record: with A deaf to resume notices, B
+// answers 503 after its wait, and the run stays parked until its own
+// time. A resume A recorded outlives A (for one server,
+// TestAResumeAnsweredOutlivesAStopBeforeTheRunHadASlot).
+func TestAResumeThroughAnotherReplicaIsAnsweredOnlyOnceTheHolderRecordedIt(t *testing.T) {
+	dsn := pgtest.DB(t)
+	pbs := map[string]string{"nap.yaml": napPlaybook}
+	a := replicaOn(t, deafToResumes{openPG(t, dsn)}, pbs, func(o *server.Options) { o.Engine.Process = "host/a" })
+	b := replicaOn(t, openPG(t, dsn), pbs, func(o *server.Options) { o.Engine.Process = "host/b" })
+	nap := a.startRun("nap", nil)
+	a.waitParked(1)
+
+	start := time.Now()
+	r := b.api("POST", "/api/v1/runs/"+nap+"/resume", map[string]any{})
+	assert.Equal(t, 503, r.status, "%s", r.body)
+	assert.Contains(t, string(r.body), "did not record the resume")
+	assert.GreaterOrEqual(t, time.Since(start), 5*time.Second, "B waited for A")
+	m := a.api("GET", "/api/v1/runs/"+nap, nil).json(t)
+	assert.Equal(t, "waiting", m["status"])
+	assert.Nil(t, m["woken_early"])
+	assert.Equal(t, float64(1), a.metric("runbook_runs_parked"))
+}
+
+// deafToResumes is a store whose notices reach its replica, but for the
+// resumes asked through other replicas.
+type deafToResumes struct{ *postgres.Store }
+
+func (d deafToResumes) Listen(ctx context.Context, fn func(state.Notice)) error {
+	return d.Store.Listen(ctx, func(n state.Notice) {
+		if n.Kind != state.NoticeResume {
+			fn(n)
+		}
+	})
 }

@@ -193,6 +193,12 @@ type Run struct {
 	// (a RunPause): who paused it and why. The run started no step since;
 	// its host wakes it when the pause is lifted.
 	Paused string `json:"paused,omitempty"`
+	// WokenEarly is set on a parked run that a resume (the API's) woke
+	// before its waits that end at a moment had ended: its next execution,
+	// in whichever process, ends them at once (a sleep, a retry's delay,
+	// a task's next poll), as the process that answered the resume would
+	// have, and clears it. WakeAt is then the moment of the resume.
+	WokenEarly bool `json:"woken_early,omitempty"`
 }
 
 // ErrorRecord is a persisted, redacted error.

@@ -495,6 +495,9 @@ func encodeRunBody(r *state.Run) ([]byte, error) {
 	e.bool(r.TakeOver)
 	e.str(r.QueuedOnKey)
 	e.str(r.Paused)
+	if r.WokenEarly { // only then: a record without it reads in the builds before it
+		e.bool(true)
+	}
 	return e.b, nil
 }
 
@@ -580,6 +583,9 @@ func decodeRun(id string, v []byte, sources sourceReader) (*state.Run, error) {
 	r.QueuedOnKey = d.str()
 	if len(d.b) > 0 { // absent from the records written before it
 		r.Paused = d.str()
+	}
+	if len(d.b) > 0 { // written only when set
+		r.WokenEarly = d.bool()
 	}
 	if err := d.done(); err != nil {
 		return nil, fmt.Errorf("decode run %s: %w: %w", id, state.ErrCorrupt, err)

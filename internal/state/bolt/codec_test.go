@@ -93,7 +93,7 @@ func TestCompactValuesReadBackAsJSONDoes(t *testing.T) {
 					Delivery: &state.DeliveryRef{ID: "d1", Hook: -1}, Outputs: map[string]any{"o": true},
 					ParentID: "p", ParentStep: "ps", RetryOf: "r0", RetryFrom: "b", ConcurrencyKey: "ck", Owner: "vm/1@2",
 					CreatedAt: at, StartedAt: at, EndedAt: at, Deadline: at, WakeAt: at, AnswerOnly: true, Sim: "http://127.0.0.1:1", TakeOver: true,
-					QueuedOnKey: "nks/c1", Paused: "paused by alice: change freeze"},
+					QueuedOnKey: "nks/c1", Paused: "paused by alice: change freeze", WokenEarly: true},
 				{ID: "r3", Hash: strings.Repeat("AB", 32), Inputs: map[string]any{}, Snapshot: []byte{}, Delivery: &state.DeliveryRef{ID: "d", Hook: 7}},
 			} {
 				want := viaJSON(t, r)
@@ -206,7 +206,7 @@ func TestCompactValuesCarryEveryField(t *testing.T) {
 		{state.AuditRecord{}, []string{"Seq", "Time", "Identity", "Action", "Target", "Result", "Source", "Detail"}},
 		{state.Run{}, []string{"ID", "Playbook", "File", "Snapshot", "Hash", "Inputs", "Trigger", "Status", "Error",
 			"Delivery", "Outputs", "ParentID", "ParentStep", "RetryOf", "RetryFrom", "ConcurrencyKey", "Owner",
-			"CreatedAt", "StartedAt", "EndedAt", "Deadline", "WakeAt", "AnswerOnly", "Sim", "TakeOver", "QueuedOnKey", "Paused"}},
+			"CreatedAt", "StartedAt", "EndedAt", "Deadline", "WakeAt", "AnswerOnly", "Sim", "TakeOver", "QueuedOnKey", "Paused", "WokenEarly"}},
 	} {
 		typ := reflect.TypeOf(c.v)
 		var got []string
