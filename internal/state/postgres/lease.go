@@ -20,15 +20,47 @@ var _ state.Coordinator = (*Store)(nil)
 // runs after a database fault holds every pooled connection, and a
 // renewal queued behind their writes lapsed its lease, which stopped the
 // runs again.
+//
+// The first renewal, the replica joining, goes over a connection of the
+// pool that is idle at that moment, if one is, while the lease's
+// connection is dialled beside it for the renewals after: a new backend's
+// start is not on the way of a process's first run (runbook run on a
+// database).
 func (s *Store) KeepReplica(ctx context.Context, replica string, kind state.ReplicaKind, ttl time.Duration) error {
-	err := s.lease.exec(ctx, `INSERT INTO runbook_replicas (id, kind, expires_at)
-		VALUES ($1, $2, now() + $3 * interval '1 microsecond')
-		ON CONFLICT (id) DO UPDATE SET expires_at = EXCLUDED.expires_at`, replica, string(kind), ttl.Microseconds())
+	args := []any{replica, string(kind), ttl.Microseconds()}
+	done, err := false, error(nil)
+	if s.lease.dialAhead() {
+		done, err = s.execOnIdle(ctx, keepReplica, args...)
+	}
+	if !done {
+		err = s.lease.exec(ctx, keepReplica, args...)
+	}
 	if err != nil {
 		return fmt.Errorf("keep replica lease: %w", classify(err))
 	}
 	return nil
 }
+
+// execOnIdle runs sql over a connection of the pool that is idle now, and
+// reports false, having done nothing, when none is: it does not wait for
+// one (a millisecond at most).
+func (s *Store) execOnIdle(ctx context.Context, sql string, args ...any) (bool, error) {
+	actx, cancel := context.WithTimeout(ctx, time.Millisecond)
+	conn, err := s.pool.Acquire(actx)
+	cancel()
+	if err != nil {
+		return false, nil
+	}
+	defer conn.Release()
+	_, err = conn.Exec(ctx, sql, args...)
+	return true, err
+}
+
+// keepReplica writes replica $1's row, of kind $2, its lease ending $3
+// microseconds from now.
+const keepReplica = `INSERT INTO runbook_replicas (id, kind, expires_at)
+		VALUES ($1, $2, now() + $3 * interval '1 microsecond')
+		ON CONFLICT (id) DO UPDATE SET expires_at = EXCLUDED.expires_at`
 
 // DropReplica implements state.Coordinator: the lease ends now, and the
 // replicas are told there are runs to take. The rows of replicas whose
@@ -108,9 +140,39 @@ func (s *Store) Resign(ctx context.Context, name, holder string, term int64) err
 // leaseConn is the connection replica leases are renewed on, apart from
 // the pool; it is opened at the first renewal and again after an error.
 type leaseConn struct {
-	cfg  *pgx.ConnConfig
-	mu   sync.Mutex
-	conn *pgx.Conn
+	cfg    *pgx.ConnConfig
+	mu     sync.Mutex
+	conn   *pgx.Conn
+	dialed bool // dialAhead started
+	closed bool
+	ahead  sync.WaitGroup
+}
+
+// dialAhead starts dialling the connection in the background and reports
+// true the first time it is called; false after.
+func (l *leaseConn) dialAhead() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.dialed || l.closed {
+		return false
+	}
+	l.dialed = true
+	l.ahead.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), DefaultTimeout)
+		defer cancel()
+		conn, err := pgx.ConnectConfig(ctx, l.cfg.Copy())
+		if err != nil {
+			return // exec dials when it needs the connection
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.closed || l.conn != nil {
+			_ = conn.Close(ctx)
+			return
+		}
+		l.conn = conn
+	})
+	return true
 }
 
 // exec runs sql on the lease connection, connecting first when there is
@@ -135,8 +197,10 @@ func (l *leaseConn) exec(ctx context.Context, sql string, args ...any) error {
 
 func (l *leaseConn) close() {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.closed = true
 	l.closeLocked()
+	l.mu.Unlock()
+	l.ahead.Wait() // a connection dialled ahead is closed as it arrives
 }
 
 func (l *leaseConn) closeLocked() {

@@ -422,3 +422,28 @@ func TestLeftReplicasOwningNoUnfinishedRunAreForgotten(t *testing.T) {
 	assert.Equal(t, state.ReplicaRun, kind)
 	assert.True(t, expired, "its run is shown interrupted")
 }
+
+// A replica's first renewal (its joining) takes an idle pooled connection
+// while the lease's own connection is dialled beside it; a store closed
+// at once leaves no connection behind, the one dialled ahead closed as
+// it arrives. The renewals after go over the lease's connection (the test
+// above holds them to that with every pooled connection busy).
+func TestAStoreClosedAfterItsFirstRenewalLeavesNoConnection(t *testing.T) {
+	dsn := pgtest.DB(t)
+	db := connect(t, dsn)
+	backends := func() int {
+		var n int
+		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`).Scan(&n))
+		return n
+	}
+	before := backends() // the harness's own
+	for range 5 {
+		s, err := postgres.Open(ctx, dsn, postgres.Options{})
+		require.NoError(t, err)
+		require.NoError(t, s.KeepReplica(ctx, "first/1", state.ReplicaRun, 3*time.Second))
+		require.NoError(t, s.Close())
+	}
+	assert.Eventually(t, func() bool { return backends() == before }, 5*time.Second, 10*time.Millisecond,
+		"client connections: %d before, %d after", before, backends())
+}
