@@ -402,9 +402,9 @@ const resumeConfirmWait = 5 * time.Second
 // on (a notice), has the resume on record there (state.Run.WokenEarly) or
 // has gone on, so that the answer is not given for a resume a replica
 // stopping meanwhile would lose. Past resumeConfirmWait it answers
-// Unavailable: the notice may still arrive (a replica whose notice
-// connection is down acts on it once it listens again), and asking again
-// is harmless.
+// Unavailable: the notice may still be acted on (a replica slow to take
+// it) or be lost (one stopping, or not listening at that moment, hears
+// nothing of it later), and asking again is harmless.
 func (r *Host) awaitResumed(ctx context.Context, run *state.Run) error {
 	deadline := time.Now().Add(resumeConfirmWait)
 	for {
