@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -80,4 +82,39 @@ func (d deafToResumes) Listen(ctx context.Context, fn func(state.Notice)) error 
 			fn(n)
 		}
 	})
+}
+
+// A resume recorded by the replica holding the run outlives that replica:
+// replica A, whose only slot is taken, records the resume of a parked
+// sleep and stops before the run had the slot; replica B takes the run
+// over and ends the sleep at once (the same attempt), not at its first
+// deadline an hour later.
+func TestAResumeRecordedOnAReplicaIsKeptByTheReplicaThatTakesTheRunOver(t *testing.T) {
+	dsn := pgtest.DB(t)
+	gate := filepath.Join(t.TempDir(), "gate")
+	pbs := map[string]string{"nap.yaml": napPlaybook, "hold.yaml": `version: 1
+name: hold
+steps:
+  - {id: wait, uses: shell, with: {command: "while [ ! -e ` + gate + ` ]; do sleep 0.02; done"}}
+`}
+	a := replicaOn(t, openPG(t, dsn), pbs, func(o *server.Options) {
+		o.Engine.Process, o.MaxRunning, o.ShutdownGrace = "host/a", 1, 200*time.Millisecond
+	})
+	nap := a.startRun("nap", nil)
+	a.waitParked(1)
+	hold := a.startRun("hold", nil)
+	a.waitStep(hold, "wait", state.StepRunning) // A's only slot
+
+	r := a.api("POST", "/api/v1/runs/"+nap+"/resume", map[string]any{})
+	require.Equal(t, 202, r.status, "%s", r.body)
+	assert.Equal(t, "waiting", a.api("GET", "/api/v1/runs/"+nap, nil).json(t)["status"], "no slot yet")
+	a.stop()
+
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+	b := replicaOn(t, openPG(t, dsn), pbs, func(o *server.Options) { o.Engine.Process = "host/b" })
+	m := b.waitStatus(nap, state.RunSucceeded)
+	steps := stepsByID(m)
+	assert.Equal(t, "succeeded", steps["nap"]["status"], "the sleep ended at the resume")
+	assert.EqualValues(t, 1, steps["nap"]["attempts"], "the same attempt")
+	assert.Equal(t, "host/b", m["owner"])
 }
