@@ -63,7 +63,16 @@ func (c *command) run(ctx context.Context, out *steps.CommandOutput) (*os.Proces
 		}
 		return nil, &startError{err}
 	}
-	defer syscall.Close(pidfd)
+	if pidfd < 0 {
+		// The clone gave none (it always does where pidfds() holds): one
+		// for the process, not yet reaped, so it cannot name another.
+		if fd, _, e := syscall.Syscall(sysPidfdOpen, uintptr(cmd.Process.Pid), 0, 0); e == 0 {
+			pidfd = int(fd)
+		}
+	}
+	if pidfd >= 0 {
+		defer syscall.Close(pidfd)
+	}
 	if stdin != nil {
 		// A command that never reads its stdin gets EPIPE or, once it
 		// exited, the close below.
@@ -109,7 +118,8 @@ func (c *command) run(ctx context.Context, out *steps.CommandOutput) (*os.Proces
 // drain copies the pipes fdOut and fdErr to out until both are closed and
 // the process (pidfd) has exited, or until waitDelay after its exit when
 // a background child holds a pipe open; it closes fdOut and fdErr. It
-// returns only when the process has exited.
+// returns only when the process has exited (without a pidfd, -1: once
+// both pipes are closed).
 func (c *command) drain(out *steps.CommandOutput, fdOut, fdErr, pidfd int) error {
 	buf, release := steps.CopyBuffer()
 	defer release()
