@@ -68,7 +68,7 @@
 // (CancelNext, park.go). A run whose concurrency key is held parks too,
 // without the key (Run.QueuedOnKey), until its host hands it the key
 // (concurrency.go); an API resume ends a parked run's timed waits now
-// (WakeEarly).
+// (Run.WokenEarly, endTimedWaits).
 //
 // Its host: the engine calls nothing back. What the run host
 // (internal/runner) decides before a run executes is data in

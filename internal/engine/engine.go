@@ -155,9 +155,6 @@ type Engine struct {
 	// cancelNext holds the causes of runs to cancel as soon as this
 	// process executes them next (CancelParked).
 	cancelNext map[string]error
-	// early holds the runs whose parked waits end at their next execution
-	// here (WakeEarly, park.go).
-	early map[string]bool
 
 	fences fencing   // Options.Host.Fence (fence.go)
 	keys   keyQueues // the host's key queues, as it tells them (concurrency.go)
@@ -206,7 +203,7 @@ func New(o Options) *Engine {
 		o.Process = thisProcess()
 	}
 	return &Engine{
-		o: o, active: map[string]context.CancelCauseFunc{}, cancelNext: map[string]error{}, early: map[string]bool{},
+		o: o, active: map[string]context.CancelCauseFunc{}, cancelNext: map[string]error{},
 		keys: keyQueues{released: make(chan string, releasedBuffer)},
 		now:  o.Clock.Now, isSecret: o.Redactor.Contains,
 	}

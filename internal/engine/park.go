@@ -250,30 +250,12 @@ func cancelCause(cause error) error {
 	return cause
 }
 
-// WakeEarly has the parked waits of run runID that end at a moment end
-// at its next execution in this process (runbook serve: an API resume of
-// the parked run, which the caller then wakes): a sleep ends, a retry's
-// delay is over (the next attempt starts), a cloud task wait polls (as
-// any resumed task wait does). Approvals and sub-playbook runs are
-// waited for still.
-func (e *Engine) WakeEarly(runID string) {
-	e.mu.Lock()
-	e.early[runID] = true
-	e.mu.Unlock()
-}
-
-// takeEarly reports (and forgets) whether run runID was woken early.
-func (e *Engine) takeEarly(runID string) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	early := e.early[runID]
-	delete(e.early, runID)
-	return early
-}
-
 // endTimedWaits ends now the waits of the run's parked steps that end at
-// a moment (WakeEarly): a retry's delay at once; a sleep or a poll when
-// the step, run again, waits for that moment (WokenEarly).
+// a moment, for a run a resume woke early (state.Run.WokenEarly: the
+// runbook serve API's resume of a parked run): a retry's delay at once
+// (the next attempt starts); a sleep or a cloud task's poll when the step,
+// run again, waits for that moment (WokenEarly). Approvals and
+// sub-playbook runs are waited for still.
 func (rs *runState) endTimedWaits() {
 	now := rs.e.o.Clock.Now()
 	rs.mu.Lock()

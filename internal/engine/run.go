@@ -96,7 +96,7 @@ func (e *Engine) execute(parent context.Context, pb *playbook.Playbook, r *state
 	if cause := e.takeCancel(r.ID); cause != nil {
 		cancel(cause) // cancelled while parked: the run ends cancelled
 	}
-	if e.takeEarly(r.ID) || early {
+	if early {
 		rs.endTimedWaits() // resumed before its parked waits ended (park.go)
 	}
 	if park := rs.runMain(ctx); park {

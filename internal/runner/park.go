@@ -412,15 +412,14 @@ func (r *Host) resumeParked(ctx context.Context, runID string) error {
 	if err := r.recordWokenEarly(ctx, runID); err != nil {
 		return err
 	}
-	r.eng.WakeEarly(runID)
-	r.wakeRun(runID)
+	r.wakeRun(runID) // it reads the run again, woken early
 	return nil
 }
 
 // recordWokenEarly records the resume of run runID, parked here, before it
-// is answered (state.Run.WokenEarly, WakeAt now): should this process
-// stop before the run has a slot, whichever process executes it next ends
-// its timed waits at once, as this one would have.
+// is answered (state.Run.WokenEarly, WakeAt now): whichever process
+// executes it next ends its timed waits at once, this one once the run has
+// a slot, or another should this one stop first.
 func (r *Host) recordWokenEarly(ctx context.Context, runID string) error {
 	run, err := r.store.GetRun(ctx, runID)
 	if err != nil {
