@@ -66,9 +66,7 @@ func (c *command) run(ctx context.Context, out *steps.CommandOutput) (*os.Proces
 	if pidfd < 0 {
 		// The clone gave none (it always does where pidfds() holds): one
 		// for the process, not yet reaped, so it cannot name another.
-		if fd, _, e := syscall.Syscall(sysPidfdOpen, uintptr(cmd.Process.Pid), 0, 0); e == 0 {
-			pidfd = int(fd)
-		}
+		pidfd = pidfdOpen(cmd.Process.Pid)
 	}
 	if pidfd >= 0 {
 		defer syscall.Close(pidfd)
@@ -204,14 +202,23 @@ func ppoll(fds []pollFd, timeout time.Duration) error {
 // (Linux 5.3).
 const sysPidfdOpen = 434
 
+// pidfdOpen returns a pidfd for process pid, -1 when the kernel gives none.
+func pidfdOpen(pid int) int {
+	fd, _, e := syscall.Syscall(sysPidfdOpen, uintptr(pid), 0, 0)
+	if e != 0 {
+		return -1
+	}
+	return int(fd)
+}
+
 // pidfds reports whether the kernel gives pidfds that poll(2) can wait on
 // (Linux 5.3 and later; a process's pidfd is what run waits on).
 var pidfds = sync.OnceValue(func() bool {
-	fd, _, e := syscall.Syscall(sysPidfdOpen, uintptr(os.Getpid()), 0, 0)
-	if e != 0 {
+	fd := pidfdOpen(os.Getpid())
+	if fd < 0 {
 		return false
 	}
-	syscall.Close(int(fd))
+	syscall.Close(fd)
 	return true
 })
 
