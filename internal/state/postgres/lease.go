@@ -22,14 +22,19 @@ var _ state.Coordinator = (*Store)(nil)
 // runs again.
 //
 // The first renewal, the replica joining, goes over a connection of the
-// pool that is idle at that moment, if one is, while the lease's
-// connection is dialled beside it for the renewals after: a new backend's
-// start is not on the way of a process's first run (runbook run on a
-// database).
+// pool that is idle at that moment, if one is, and the lease's connection
+// is dialled in the background a sixth of ttl later (aheadAfter), before
+// the renewals after it (every third of ttl): a new backend's start is
+// not on the way of a process's first run (runbook run on a database),
+// and a run that ends sooner opens no second connection at all.
 func (s *Store) KeepReplica(ctx context.Context, replica string, kind state.ReplicaKind, ttl time.Duration) error {
-	args := []any{replica, string(kind), ttl.Microseconds()}
+	// QueryExecModeExec: one round trip, where a statement's first use on
+	// a connection by the default mode is two (prepare, execute); the
+	// renewal comes every few seconds, and a process's first one is on
+	// the way of its first run.
+	args := []any{pgx.QueryExecModeExec, replica, string(kind), ttl.Microseconds()}
 	done, err := false, error(nil)
-	if s.lease.dialAhead() {
+	if s.lease.dialAhead(aheadAfter(ttl)) {
 		done, err = s.execOnIdle(ctx, keepReplica, args...)
 	}
 	if !done {
@@ -76,7 +81,8 @@ func (s *Store) DropReplica(ctx context.Context, replica string) error {
 		gone AS (DELETE FROM runbook_replicas p WHERE p.expires_at < now() - $2 * interval '1 microsecond' AND NOT EXISTS (
 			SELECT 1 FROM runbook_runs r WHERE r.owner = p.id AND r.parent_id = ''
 			AND r.status IN ('pending', 'running', 'waiting', 'suspended')))
-		SELECT pg_notify('runbook_work:' || current_schema(), '')`, replica, replicaForgetAfter.Microseconds())
+		SELECT pg_notify('runbook_work:' || current_schema(), '')`,
+		pgx.QueryExecModeExec, replica, replicaForgetAfter.Microseconds()) // once a process: one round trip (see KeepReplica)
 	if err != nil {
 		return fmt.Errorf("drop replica lease: %w", err)
 	}
@@ -143,21 +149,36 @@ type leaseConn struct {
 	cfg    *pgx.ConnConfig
 	mu     sync.Mutex
 	conn   *pgx.Conn
-	dialed bool // dialAhead started
+	dialed bool        // dialAhead called
+	timer  *time.Timer // dialAhead's, until it fires
 	closed bool
-	ahead  sync.WaitGroup
+	ahead  sync.WaitGroup // dialAhead's dial, from its call until it is done or stopped
 }
 
-// dialAhead starts dialling the connection in the background and reports
-// true the first time it is called; false after.
-func (l *leaseConn) dialAhead() bool {
+// aheadAfter is how long after a replica joins with lease ttl its lease
+// connection is dialled: a sixth of ttl, well before the second renewal
+// (a third of ttl after the first).
+func aheadAfter(ttl time.Duration) time.Duration { return ttl / 6 }
+
+// dialAhead starts dialling the connection in the background after
+// delay, and reports true the first time it is called; false after.
+// Closed before then, nothing is dialled.
+func (l *leaseConn) dialAhead(delay time.Duration) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.dialed || l.closed {
 		return false
 	}
 	l.dialed = true
-	l.ahead.Go(func() {
+	l.ahead.Add(1)
+	l.timer = time.AfterFunc(delay, func() {
+		defer l.ahead.Done()
+		l.mu.Lock()
+		skip := l.closed || l.conn != nil
+		l.mu.Unlock()
+		if skip {
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultTimeout)
 		defer cancel()
 		conn, err := pgx.ConnectConfig(ctx, l.cfg.Copy())
@@ -199,6 +220,9 @@ func (l *leaseConn) close() {
 	l.mu.Lock()
 	l.closed = true
 	l.closeLocked()
+	if l.timer != nil && l.timer.Stop() {
+		l.ahead.Done() // never dialled
+	}
 	l.mu.Unlock()
 	l.ahead.Wait() // a connection dialled ahead is closed as it arrives
 }

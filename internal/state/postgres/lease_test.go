@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -424,10 +425,11 @@ func TestLeftReplicasOwningNoUnfinishedRunAreForgotten(t *testing.T) {
 }
 
 // A replica's first renewal (its joining) takes an idle pooled connection
-// while the lease's own connection is dialled beside it; a store closed
-// at once leaves no connection behind, the one dialled ahead closed as
-// it arrives. The renewals after go over the lease's connection (the test
-// above holds them to that with every pooled connection busy).
+// and the lease's own connection is dialled a sixth of the lease later;
+// a store closed before then or at once after leaves no connection
+// behind, the one dialled ahead closed as it arrives. The renewals after
+// go over the lease's connection (the test above holds them to that with
+// every pooled connection busy).
 func TestAStoreClosedAfterItsFirstRenewalLeavesNoConnection(t *testing.T) {
 	dsn := pgtest.DB(t)
 	db := connect(t, dsn)
@@ -438,12 +440,45 @@ func TestAStoreClosedAfterItsFirstRenewalLeavesNoConnection(t *testing.T) {
 		return n
 	}
 	before := backends() // the harness's own
-	for range 5 {
+	for _, ttl := range []time.Duration{3 * time.Second, 3 * time.Second, 0, 0, 0} {
 		s, err := postgres.Open(ctx, dsn, postgres.Options{})
 		require.NoError(t, err)
-		require.NoError(t, s.KeepReplica(ctx, "first/1", state.ReplicaRun, 3*time.Second))
+		require.NoError(t, s.KeepReplica(ctx, "first/1", state.ReplicaRun, ttl))
+		if ttl == 0 {
+			time.Sleep(time.Duration(rand.Int64N(int64(5 * time.Millisecond)))) // closed as the dial goes on, or after
+		}
 		require.NoError(t, s.Close())
 	}
 	assert.Eventually(t, func() bool { return backends() == before }, 5*time.Second, 10*time.Millisecond,
 		"client connections: %d before, %d after", before, backends())
+}
+
+// A process whose run ends within a sixth of its lease (runbook run of a
+// short playbook) opens one connection to the database, not two; one
+// that lives longer has its lease's connection dialled before its second
+// renewal is due.
+func TestAShortLivedReplicaOpensOneConnection(t *testing.T) {
+	dsn := pgtest.DB(t)
+	db := connect(t, dsn)
+	backends := func() int {
+		var n int
+		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`).Scan(&n))
+		return n
+	}
+	before := backends()
+	s, err := postgres.Open(ctx, dsn, postgres.Options{})
+	require.NoError(t, err)
+	require.NoError(t, s.KeepReplica(ctx, "short/1", state.ReplicaRun, time.Minute))
+	time.Sleep(300 * time.Millisecond) // a dial started now would be done
+	assert.Equal(t, before+1, backends(), "the pool's connection only, 300 ms after joining")
+	require.NoError(t, s.Close())
+	assert.Eventually(t, func() bool { return backends() == before }, 5*time.Second, 10*time.Millisecond)
+
+	s, err = postgres.Open(ctx, dsn, postgres.Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.KeepReplica(ctx, "long/1", state.ReplicaRun, 600*time.Millisecond))
+	assert.Eventually(t, func() bool { return backends() == before+2 }, 5*time.Second, 10*time.Millisecond,
+		"the lease's connection dialled ahead: %d connections", backends())
 }

@@ -17,7 +17,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // migrationFiles are the schema's versions: NNNN_name.sql, applied in
@@ -126,7 +125,12 @@ type appliedMigration struct{ name, checksum string }
 // (preRelease).
 func appliedVersions(ctx context.Context, conn *pgx.Conn, known []Migration) (map[int]appliedMigration, error) {
 	var exists bool
-	err := conn.QueryRow(ctx, `SELECT to_regclass('runbook_schema_migrations') IS NOT NULL`).Scan(&exists)
+	// Both statements go by the simple protocol, one round trip each:
+	// the extended protocol's first use of a statement on a connection is
+	// two (prepare, then execute), and every command on a database opens
+	// the store.
+	err := conn.QueryRow(ctx, `SELECT to_regclass('runbook_schema_migrations') IS NOT NULL`,
+		pgx.QueryExecModeSimpleProtocol).Scan(&exists)
 	if err != nil {
 		return nil, fmt.Errorf("look for the migrations table: %w", err)
 	}
@@ -134,7 +138,7 @@ func appliedVersions(ctx context.Context, conn *pgx.Conn, known []Migration) (ma
 	if !exists {
 		return out, nil
 	}
-	rows, err := conn.Query(ctx, `SELECT version, name, checksum FROM runbook_schema_migrations`)
+	rows, err := conn.Query(ctx, `SELECT version, name, checksum FROM runbook_schema_migrations`, pgx.QueryExecModeSimpleProtocol)
 	if err != nil {
 		return nil, fmt.Errorf("read applied migrations: %w", err)
 	}
@@ -179,22 +183,17 @@ func preRelease(why string) error {
 // every migration applied: they read that without the lock, which only
 // applying one needs (a migration commits with its record), and write
 // nothing.
-func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+func migrate(ctx context.Context, conn *pgx.Conn, log *slog.Logger) error {
 	all, err := Migrations()
 	if err != nil {
 		return err
 	}
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	defer conn.Release()
-	applied, err := appliedVersions(ctx, conn.Conn(), all)
+	applied, err := appliedVersions(ctx, conn, all)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	if len(pending(all, applied)) > 0 {
-		if applied, err = applyPending(ctx, conn.Conn(), all, log); err != nil {
+		if applied, err = applyPending(ctx, conn, all, log); err != nil {
 			return err
 		}
 	}

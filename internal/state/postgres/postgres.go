@@ -129,12 +129,17 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, unavailable(cfg, err)
 	}
-	if err := pool.Ping(ctx); err != nil {
+	// The first connection is the migrations' (no ping before it: a
+	// round trip that every command on a database paid).
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
 		pool.Close()
 		return nil, unavailable(cfg, err)
 	}
 	log := opts.Logger.With("database", target(cfg))
-	if err := migrate(ctx, pool, log); err != nil {
+	err = migrate(ctx, conn.Conn(), log)
+	conn.Release()
+	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open state database %s: %w", target(cfg), err)
 	}

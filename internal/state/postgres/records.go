@@ -296,7 +296,9 @@ func (s *Store) Locks(ctx context.Context) ([]state.Lock, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("list locks: %w", err)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT record FROM runbook_locks ORDER BY key`)
+	// Read once as a process starts (and by runbook keys): the simple
+	// protocol's one round trip, not a new statement's two.
+	rows, err := s.pool.Query(ctx, `SELECT record FROM runbook_locks ORDER BY key`, pgx.QueryExecModeSimpleProtocol)
 	if err != nil {
 		return nil, fmt.Errorf("list locks: %w", err)
 	}
