@@ -220,6 +220,12 @@ type StartRequest struct {
 	// trigger.payload and trigger.hook are resolved from it when the run
 	// executes (Trigger lacks them).
 	Delivery *state.DeliveryRef
+	// Own commits the run as this process's (its Owner Options.Process)
+	// where the engine claims the runs it executes (Claim: a coordinator
+	// store and Options.Host.Fence): it is claimed in the commit that
+	// creates it, and the caller executes it at once without a claim of
+	// its own (runner.Host.Execute). Elsewhere it does nothing.
+	Own bool
 }
 
 // ErrBusy is the cause of a run skipped because its concurrency key was held.
@@ -268,6 +274,9 @@ func (e *Engine) Prepare(pb *playbook.Playbook, req StartRequest) (*state.Run, s
 		CreatedAt: now, Sim: e.o.Sim, TakeOver: pb.TakeOver,
 	}
 	r.ConcurrencyKey = e.preparedKey(pb, inputs, r)
+	if req.Own && e.claims() && req.ParentID == "" {
+		r.Owner = e.o.Process
+	}
 	ev := state.Event{Time: now, Type: "run.created", Message: "run created for playbook " + pb.Name}
 	return r, ev, nil
 }

@@ -302,10 +302,10 @@ func (e *Engine) Unfence() {
 // the replicas first (runner.Host.Open), so that the lease lives when the
 // serve replicas look at the run.
 func (e *Engine) Claim(ctx context.Context, id string) error {
-	c, ok := e.o.Store.(state.Coordinator)
-	if !ok || !e.o.Host.Fence {
+	if !e.claims() {
 		return nil
 	}
+	c := e.o.Store.(state.Coordinator)
 	r, err := e.storedRun(ctx, id)
 	if err != nil {
 		return err
@@ -343,6 +343,18 @@ func (e *Engine) Claim(ctx context.Context, id string) error {
 	}
 	return &state.FencedError{Run: r.ID, Owner: r.Owner}
 }
+
+// claims reports whether Claim claims runs: on a coordinator store, with
+// Options.Host.Fence.
+func (e *Engine) claims() bool {
+	_, ok := e.o.Store.(state.Coordinator)
+	return ok && e.o.Host.Fence
+}
+
+// Owns reports whether run r was committed as this process's (its Owner
+// is Options.Process): a run started with StartRequest.Own, which needs
+// no Claim.
+func (e *Engine) Owns(r *state.Run) bool { return r.Owner != "" && r.Owner == e.o.Process }
 
 // localProcess reports whether owner is another process of this host,
 // and whether it exists (a runbook run stopped past its lease, say). The

@@ -141,6 +141,24 @@ func until(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// A runbook run process commits its run as its own (Execute): the record
+// committed names the process its owner, so no claim follows the commit,
+// and a replica that looks at the run sees it held from the start.
+func TestARunProcessCommitsItsRunAsItsOwn(t *testing.T) {
+	p := newRunProcess(t, time.Minute)
+	assert.Equal(t, laptop, p.run.Owner, "the record as committed")
+	other, err := postgres.Open(context.Background(), p.dsn, postgres.Options{})
+	require.NoError(t, err)
+	defer other.Close()
+	r, err := other.GetRun(context.Background(), p.run.ID)
+	require.NoError(t, err)
+	assert.Equal(t, laptop, r.Owner)
+	require.NoError(t, os.WriteFile(filepath.Join(p.dir, "go"), nil, 0o644))
+	done, err := p.h.Await(context.Background(), p.run.ID, false)
+	require.NoError(t, err)
+	assert.Equal(t, state.RunSucceeded, done.Status)
+}
+
 // A runbook run process is a replica of kind run with the replicas'
 // lease: when its renewals hang it starts no further step once the lease
 // lapsed by its own clock, and goes on once a renewal succeeds again and

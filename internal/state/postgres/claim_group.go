@@ -59,7 +59,7 @@ type claimGrouper struct {
 // at.
 type keptSteps struct {
 	recs   [][]byte
-	status state.RunStatus
+	status state.RunStatus // "": not read (a run created as its owner's: CreateRun)
 	at     time.Time
 }
 
@@ -201,7 +201,7 @@ func (s *Store) ClaimedStatus(id string) (state.RunStatus, bool) {
 	g.keptMu.Lock()
 	defer g.keptMu.Unlock()
 	k, ok := g.kept[id]
-	if !ok || time.Since(k.at) >= maxKeptAge {
+	if !ok || k.status == "" || time.Since(k.at) >= maxKeptAge {
 		return "", false
 	}
 	return k.status, true

@@ -160,6 +160,15 @@ func (s *Store) CreateRun(ctx context.Context, r *state.Run, events ...state.Eve
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
 	s.snapshots.sawRun(r)
+	if r.Owner != "" && r.ParentID == "" && r.RetryOf == "" {
+		// Committed as its owner's (engine.StartRequest.Own): it has no
+		// step records but the ones its owner writes through this store
+		// (fenced: no other replica writes them), as a run a delivery
+		// commits claimed (keepCommittedClaims). Its status is not kept:
+		// another replica may cancel it meanwhile, and ClaimedStatus
+		// answers only for what a claim read.
+		s.claims.keep(r.ID, keptSteps{})
+	}
 	return nil
 }
 

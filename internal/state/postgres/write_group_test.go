@@ -278,6 +278,36 @@ func TestClaimsSideBySideAnswerEachRunAndKeepItsSteps(t *testing.T) {
 	assert.Positive(t, groups, "the claims were sent together")
 }
 
+// A run created as its owner's (runbook run: engine.StartRequest.Own)
+// has no step records but its owner's: the engine's first read of them
+// takes no connection (none is free here), and a read after the owner's
+// write asks the database. Its status is not kept as a claim's is:
+// another replica may cancel it before it executes.
+func TestARunCreatedAsItsOwnersIsReadWithoutAConnection(t *testing.T) {
+	a := open(t, pgtest.DB(t), postgres.Options{})
+	require.NoError(t, a.KeepReplica(ctx, "A", state.ReplicaRun, time.Minute))
+	require.NoError(t, a.CreateRun(ctx, &state.Run{ID: "own", Playbook: "pb", Status: state.RunPending, Owner: "A", CreatedAt: time.Now()}))
+	require.NoError(t, a.CreateRun(ctx, &state.Run{ID: "queued", Playbook: "pb", Status: state.RunPending, CreatedAt: time.Now()}))
+	_, ok := a.ClaimedStatus("own")
+	assert.False(t, ok, "not read: not kept")
+	t.Run("every connection busy", func(t *testing.T) {
+		postgres.HoldPool(t, a)
+		short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		steps, err := a.Steps(short, "own")
+		require.NoError(t, err)
+		assert.Empty(t, steps)
+		_, err = a.Steps(short, "queued")
+		assert.Error(t, err, "a run created with no owner is read from the database")
+	})
+	asA := state.WithFence(ctx, state.Fence{Owner: "A", Run: "own"})
+	require.NoError(t, a.SaveStep(asA, &state.StepRecord{RunID: "own", ID: "first", Status: state.StepRunning}))
+	steps, err := a.Steps(ctx, "own")
+	require.NoError(t, err)
+	require.Len(t, steps, 1, "the owner's write is read")
+	assert.Equal(t, "first", steps[0].ID)
+}
+
 // BenchmarkGroupedStepWrites writes the ends of runs from N writers at
 // once, each its own run with its fence (as executing runs do), on
 // PostgreSQL with synchronous_commit on: the writes share transactions
