@@ -433,12 +433,7 @@ func TestLeftReplicasOwningNoUnfinishedRunAreForgotten(t *testing.T) {
 func TestAStoreClosedAfterItsFirstRenewalLeavesNoConnection(t *testing.T) {
 	dsn := pgtest.DB(t)
 	db := connect(t, dsn)
-	backends := func() int {
-		var n int
-		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`).Scan(&n))
-		return n
-	}
+	backends := func() int { return clientBackends(t, db) }
 	before := backends() // the harness's own
 	for _, ttl := range []time.Duration{3 * time.Second, 3 * time.Second, 0, 0, 0} {
 		s, err := postgres.Open(ctx, dsn, postgres.Options{})
@@ -453,6 +448,16 @@ func TestAStoreClosedAfterItsFirstRenewalLeavesNoConnection(t *testing.T) {
 		"client connections: %d before, %d after", before, backends())
 }
 
+// clientBackends counts the client connections to db's database but db's
+// own.
+func clientBackends(t *testing.T, db *pgx.Conn) int {
+	t.Helper()
+	var n int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`).Scan(&n))
+	return n
+}
+
 // A process whose run ends within a sixth of its lease (runbook run of a
 // short playbook) opens one connection to the database, not two; one
 // that lives longer has its lease's connection dialled before its second
@@ -460,12 +465,7 @@ func TestAStoreClosedAfterItsFirstRenewalLeavesNoConnection(t *testing.T) {
 func TestAShortLivedReplicaOpensOneConnection(t *testing.T) {
 	dsn := pgtest.DB(t)
 	db := connect(t, dsn)
-	backends := func() int {
-		var n int
-		require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`).Scan(&n))
-		return n
-	}
+	backends := func() int { return clientBackends(t, db) }
 	before := backends()
 	s, err := postgres.Open(ctx, dsn, postgres.Options{})
 	require.NoError(t, err)
