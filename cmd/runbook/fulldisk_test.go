@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,12 +21,13 @@ func smallDisk(t *testing.T) (dir string, limited bool) {
 	t.Helper()
 	dir = filepath.Join(t.TempDir(), "disk")
 	require.NoError(t, os.Mkdir(dir, 0o700))
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=5m,mode=0700"); err != nil {
+	unmount, err := mountSmallTmpfs(dir)
+	if err != nil {
 		t.Logf("tmpfs refused (%v): limiting the file size of the binary instead", err)
 		return dir, true
 	}
 	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
+		if err := unmount(); err != nil {
 			t.Errorf("unmount %s: %v", dir, err)
 		}
 	})

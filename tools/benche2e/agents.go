@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/runbook/runbook/internal/api"
+
+	"github.com/runbook/runbook/tools/internal/serveproc"
 )
 
 // agentPlaybook's one step runs on an agent of the pool and appends its
@@ -240,7 +242,7 @@ func startAgents(ctx context.Context, bin, dir, url string, o AgentOptions) (age
 		cmd := exec.Command(bin, "agent", "--server", url, "--name", name, "--labels", "pool=bench", "--capacity", strconv.Itoa(o.Capacity))
 		cmd.Dir, cmd.Env = dir, append(os.Environ(), "RUNBOOK_AGENT_TOKEN="+token, "HOME="+dir)
 		cmd.Stdout, cmd.Stderr = logf, logf
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+		cmd.SysProcAttr = serveproc.DeathSignal()
 		err = cmd.Start()
 		logf.Close()
 		if err != nil {

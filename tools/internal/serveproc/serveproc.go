@@ -40,8 +40,9 @@ var listening = regexp.MustCompile(`listening on (http://[0-9.:]+)`)
 func Start(bin, dir string, args, env []string, stderr io.Writer, wait time.Duration) (*Server, error) {
 	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
 	cmd.Dir, cmd.Env = dir, env
-	// A load command killed or timed out leaves no server behind.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	// A load command killed or timed out leaves no server behind (on
+	// Linux: DeathSignal).
+	cmd.SysProcAttr = DeathSignal()
 	cmd.Stderr = stderr
 	if stderr == nil {
 		cmd.Stderr = io.Discard

@@ -67,7 +67,9 @@
 // own process group, so a Ctrl-C meant for the tests does not reach it
 // directly, and with a parent-death signal (SIGQUIT, PostgreSQL's
 // immediate shutdown): if the test binary crashes or is killed (a panic,
-// go test's -timeout, SIGKILL), the kernel stops the server at once. Only
+// go test's -timeout, SIGKILL), the kernel stops the server at once (on
+// Linux: other systems have no such signal, and there a killed binary's
+// server runs on until it is stopped by hand). Only
 // its directory (runbook-pgtest-<pid>-*) is left behind, and the next
 // test binary that starts a server removes the directories of processes
 // that no longer exist. On an external server a crashed binary leaves its

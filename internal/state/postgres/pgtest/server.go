@@ -214,7 +214,7 @@ func (s *server) run(bin string, cred *syscall.Credential, port int) error {
 		"-c", "logging_collector=off",
 		"-c", "log_min_messages=warning")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGQUIT}
+	cmd.SysProcAttr = serverProcAttr(cred)
 
 	started := make(chan error, 1)
 	s.proc, s.exited = nil, make(chan struct{})
