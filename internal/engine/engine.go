@@ -274,7 +274,7 @@ func (e *Engine) Prepare(pb *playbook.Playbook, req StartRequest) (*state.Run, s
 		CreatedAt: now, Sim: e.o.Sim, TakeOver: pb.TakeOver,
 	}
 	r.ConcurrencyKey = e.preparedKey(pb, inputs, r)
-	if req.Own && e.claims() && req.ParentID == "" {
+	if _, claims := e.claimer(); req.Own && claims && req.ParentID == "" {
 		r.Owner = e.o.Process
 	}
 	ev := state.Event{Time: now, Type: "run.created", Message: "run created for playbook " + pb.Name}

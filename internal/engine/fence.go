@@ -302,10 +302,10 @@ func (e *Engine) Unfence() {
 // the replicas first (runner.Host.Open), so that the lease lives when the
 // serve replicas look at the run.
 func (e *Engine) Claim(ctx context.Context, id string) error {
-	if !e.claims() {
+	c, ok := e.claimer()
+	if !ok {
 		return nil
 	}
-	c := e.o.Store.(state.Coordinator)
 	r, err := e.storedRun(ctx, id)
 	if err != nil {
 		return err
@@ -344,11 +344,11 @@ func (e *Engine) Claim(ctx context.Context, id string) error {
 	return &state.FencedError{Run: r.ID, Owner: r.Owner}
 }
 
-// claims reports whether Claim claims runs: on a coordinator store, with
-// Options.Host.Fence.
-func (e *Engine) claims() bool {
-	_, ok := e.o.Store.(state.Coordinator)
-	return ok && e.o.Host.Fence
+// claimer returns the store that Claim claims runs on, and whether it
+// does: a coordinator store, with Options.Host.Fence.
+func (e *Engine) claimer() (state.Coordinator, bool) {
+	c, ok := e.o.Store.(state.Coordinator)
+	return c, ok && e.o.Host.Fence
 }
 
 // Owns reports whether run r was committed as this process's (its Owner
