@@ -25,7 +25,8 @@ type progress interface {
 }
 
 // isTerminal reports whether w is a terminal that understands cursor
-// movement.
+// movement. /dev/null is a character device but no terminal: output sent
+// there gets the plain lines.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
@@ -34,8 +35,7 @@ func isTerminal(w io.Writer) bool {
 	if t := os.Getenv("TERM"); t == "" || t == "dumb" {
 		return false
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return isTTY(f)
 }
 
 // runScope tells the events of the root run from those of its

@@ -17,3 +17,11 @@ func termSize(f *os.File) (width, height int) {
 	}
 	return int(ws.col), int(ws.row)
 }
+
+// isTTY reports whether f is a terminal: a character device that answers
+// a terminal's ioctl (/dev/null, also a character device, does not).
+func isTTY(f *os.File) bool {
+	var ws struct{ row, col, x, y uint16 }
+	_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), uintptr(syscall.TIOCGWINSZ), uintptr(unsafe.Pointer(&ws)))
+	return errno == 0
+}
