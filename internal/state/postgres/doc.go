@@ -98,9 +98,9 @@
 // exist fails with state.ErrNotFound and writes nothing.
 //
 // Fencing (state.Fence): a write made for a run's executor (the engine of
-// a replica) starts with a call of runbook_fence (a function of the schema), which
-// locks the top-level run's row and fails the transaction with SQLSTATE
-// RB001 when its owner is no longer the fence's, so a replica that lost a
+// a replica) starts with the fence's statement (fence.go), which locks the
+// top-level run's row and fails the transaction when its owner is no
+// longer the fence's, so a replica that lost a
 // run (its lease lapsed and another claimed it) writes nothing to it:
 // SaveRun, SaveRunSteps, SaveStep(s), AppendEvents, PutIntent and a
 // sub-playbook run's CreateRun then fail with a *state.FencedError naming

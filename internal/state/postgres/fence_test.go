@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/runbook/runbook/internal/state"
+	"github.com/runbook/runbook/internal/state/postgres"
+	"github.com/runbook/runbook/internal/state/postgres/pgtest"
 	"github.com/runbook/runbook/internal/state/statetest"
 )
 
@@ -119,4 +121,39 @@ func TestASubPlaybookRunIsFencedOnItsTopLevelRun(t *testing.T) {
 	child, err := b.GetRun(ctx, "r1.c")
 	require.NoError(t, err)
 	assert.Equal(t, state.RunPending, child.Status)
+}
+
+// The fence is one plain statement: on a schema without the PL/pgSQL
+// function runbook_fence (kept for older builds; a new backend loads the
+// language at its first call), the owner's fenced writes go through and a
+// lost owner's are refused, naming the owner, for the run and its
+// sub-playbook run alike.
+func TestTheFenceNeedsNoPLpgSQL(t *testing.T) {
+	dsn := pgtest.DB(t)
+	a := open(t, dsn, postgres.Options{})
+	_, err := connect(t, dsn).Exec(ctx, `DROP FUNCTION runbook_fence(text, text, text)`)
+	require.NoError(t, err)
+
+	require.NoError(t, a.CreateRun(ctx, &state.Run{ID: "r1", Playbook: "pb", Status: state.RunRunning, Owner: "A"}))
+	asA := state.WithFence(ctx, state.Fence{Owner: "A", Run: "r1"})
+	require.NoError(t, a.CreateRun(asA, &state.Run{ID: "r1.c", Playbook: "child", ParentID: "r1", Owner: "A", Status: state.RunRunning}))
+	require.NoError(t, a.SaveStep(asA, &state.StepRecord{RunID: "r1", ID: "one", Status: state.StepRunning}, state.Event{Type: "step.started", Step: "one"}))
+	require.NoError(t, a.SaveStep(asA, &state.StepRecord{RunID: "r1.c", ID: "x", Status: state.StepSucceeded}))
+
+	b := open(t, dsn, postgres.Options{})
+	require.NoError(t, b.SaveRun(ctx, &state.Run{ID: "r1", Playbook: "pb", Status: state.RunRunning, Owner: "B"}))
+	for what, err := range map[string]error{
+		"the run's own write":             a.SaveStep(asA, &state.StepRecord{RunID: "r1", ID: "one", Status: state.StepSucceeded}),
+		"its sub-playbook run's write":    a.SaveStep(asA, &state.StepRecord{RunID: "r1.c", ID: "y", Status: state.StepSucceeded}),
+		"a write through the write group": a.AppendEvents(asA, "r1", state.Event{Type: "log", Message: "from A"}),
+	} {
+		var fe *state.FencedError
+		require.True(t, errors.As(err, &fe), "%s: %v", what, err)
+		assert.Equal(t, state.FencedError{Run: "r1", Owner: "B"}, *fe, what)
+	}
+	asB := state.WithFence(ctx, state.Fence{Owner: "B", Run: "r1"})
+	require.NoError(t, b.SaveStep(asB, &state.StepRecord{RunID: "r1", ID: "one", Status: state.StepSucceeded}), "the new owner's write")
+	steps, err := b.Steps(ctx, "r1.c")
+	require.NoError(t, err)
+	assert.Len(t, steps, 1, "the refused write wrote nothing")
 }

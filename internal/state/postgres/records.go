@@ -86,7 +86,7 @@ ON CONFLICT (run_id, step) DO UPDATE SET record = EXCLUDED.record`, runID, step,
 		return &fault.Error{Code: fault.Conflict, Err: err, Message: fmt.Sprintf(
 			"answer to step %s of run %s not recorded: it kept colliding with other writes of the run; answer again", step, runID)}
 	case err != nil:
-		return fmt.Errorf("answer approval %s/%s: %w", runID, step, fenceError(ctx, err))
+		return fmt.Errorf("answer approval %s/%s: %w", runID, step, s.fenceError(ctx, err))
 	}
 	return nil
 }
@@ -155,7 +155,7 @@ ON CONFLICT (run_id, step) DO UPDATE SET record = EXCLUDED.record`
 	if _, ok := state.FenceOf(ctx); fenced && ok {
 		b := newBatch(ctx, runID)
 		b.Queue(fmt.Sprintf(upsert, table), runID, step, data)
-		err = fenceError(ctx, s.send(ctx, b))
+		err = s.fenceError(ctx, s.send(ctx, b))
 	} else {
 		_, err = s.pool.Exec(ctx, fmt.Sprintf(upsert, table), runID, step, data)
 	}

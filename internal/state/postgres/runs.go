@@ -156,7 +156,7 @@ func (s *Store) CreateRun(ctx context.Context, r *state.Run, events ...state.Eve
 	if r.Delivery != nil {
 		send = func(ctx context.Context, b *pgx.Batch) error { return s.createRunOfDelivery(ctx, r, b) }
 	}
-	if err := createRunError(r.ID, fenceError(ctx, send(ctx, b))); err != nil {
+	if err := createRunError(r.ID, s.fenceError(ctx, send(ctx, b))); err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
 	s.snapshots.sawRun(r)
@@ -258,7 +258,7 @@ func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.St
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("save run %s: %w", r.ID, s.cancelledMeanwhile(ctx, r.ID, fenceError(ctx, err)))
+		return fmt.Errorf("save run %s: %w", r.ID, s.cancelledMeanwhile(ctx, r.ID, s.fenceError(ctx, err)))
 	}
 	s.snapshots.sawRun(r)
 	return nil

@@ -24,7 +24,7 @@ import (
 // runs a second.
 //
 // A group is one transaction in two round trips. The first begins it and
-// locks the rows of every member's run, in ID order, as runbook_fence
+// locks the rows of every member's run, in ID order, as the fence
 // locks a top-level run (FOR NO KEY UPDATE), returning their owners. A
 // member whose run is missing or owned by another than its fence's owner
 // is left out of the group and written alone, through the write's own
@@ -104,10 +104,10 @@ func (s *Store) writeGrouped(ctx context.Context, runID, owner string, b *pgx.Ba
 	if err := s.writes.do(ctx, w); err != nil {
 		return err
 	}
-	return fenceError(ctx, w.err)
+	return s.fenceError(ctx, w.err)
 }
 
-// lockRuns locks the runs $1 as runbook_fence locks a top-level run, in
+// lockRuns locks the runs $1 as the fence locks a top-level run, in
 // ID order (two groups lock their common runs in one order), and returns
 // their owners.
 const lockRuns = `SELECT id, owner FROM runbook_runs WHERE id = ANY($1::text[]) ORDER BY id FOR NO KEY UPDATE`
@@ -119,7 +119,7 @@ func (s *Store) commitWrites(ctx context.Context, group []*runWrite) bool {
 	if len(group) == 1 {
 		w := group[0]
 		b := &pgx.Batch{}
-		b.Queue(fenceCall, w.run, w.run, w.owner) // the run is its own fence's
+		queueFenceOf(b, w.run, state.Fence{Run: w.run, Owner: w.owner}) // the run is its own fence's
 		b.QueuedQueries = append(b.QueuedQueries, w.b.QueuedQueries...)
 		w.err = s.send(ctx, b)
 		return false

@@ -200,7 +200,7 @@ func TestWritesThatComeWhileAWriteAloneCommitsWaitAndGoTogether(t *testing.T) {
 	require.Eventually(t, func() bool {
 		var n int
 		require.NoError(t, watcher.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-WHERE wait_event_type = 'Lock' AND query LIKE '%runbook_fence%'`).Scan(&n))
+WHERE wait_event_type = 'Lock' AND query LIKE '%is owned by%'`).Scan(&n))
 		return n == 1
 	}, 10*time.Second, 5*time.Millisecond, "the write of slow waits for the row")
 	for i, id := range ids[1:] {
