@@ -126,7 +126,7 @@ func (e *encoder) time(t time.Time) error {
 	return nil
 }
 
-// json writes v's JSON (appendJSON), or nothing (length 0) when v is
+// json writes v's JSON (state.AppendJSON), or nothing (length 0) when v is
 // empty. The JSON is appended in place, then its length put before it.
 func (e *encoder) json(v any, empty bool) error {
 	if empty {
@@ -134,7 +134,7 @@ func (e *encoder) json(v any, empty bool) error {
 		return nil
 	}
 	start := len(e.b)
-	b, err := appendJSON(e.b, v)
+	b, err := state.AppendJSON(e.b, v)
 	if err != nil {
 		return err
 	}

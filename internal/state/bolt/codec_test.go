@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/runbook/runbook/internal/state"
 )
 
@@ -280,4 +282,27 @@ func TestARunRecordKeepsItsSizeAsTheRunGoesOn(t *testing.T) {
 	if created > 120 {
 		t.Errorf("a run record takes %d bytes, want at most 120", created)
 	}
+}
+
+// TestAShellStepsRecordIsEncodedWithFewAllocations: recording the end of
+// a shell step (its record with six outputs, and the event saying it
+// succeeded) takes a few allocations, not one or more per output as
+// json.Marshal took (22 for these two values), once its buffer is reused.
+func TestAShellStepsRecordIsEncodedWithFewAllocations(t *testing.T) {
+	s := &Store{now: time.Now}
+	at := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
+	rec := &state.StepRecord{RunID: "r1", ID: "s1", Status: state.StepSucceeded, Attempts: 1, StartedAt: at, EndedAt: at,
+		Outputs: map[string]any{"exit_code": 0, "stdout": "", "stderr": "", "json": nil, "truncated": false, "duration_ms": int64(3)}}
+	events := []state.Event{{Time: at, Type: "step.succeeded", Step: "s1", Attempt: 1, Message: "succeeded", Data: map[string]any{"duration_ms": int64(3)}}}
+	e := new(encoder) // reused, as SaveSteps reuses the buffers in encoders
+	allocs := testing.AllocsPerRun(100, func() {
+		e.b = e.b[:0]
+		if _, err := encodeSteps(e, []*state.StepRecord{rec}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.encodeEvents(e, events); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.LessOrEqual(t, allocs, 2.0)
 }

@@ -1,4 +1,4 @@
-package bolt
+package state_test
 
 import (
 	"encoding/json"
@@ -46,7 +46,7 @@ func TestAppendJSONWritesWhatJSONMarshalWrites(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			want, err := json.Marshal(v)
 			require.NoError(t, err)
-			got, err := appendJSON([]byte("prefix"), v)
+			got, err := state.AppendJSON([]byte("prefix"), v)
 			require.NoError(t, err)
 			assert.Equal(t, "prefix"+string(want), string(got))
 		})
@@ -55,7 +55,7 @@ func TestAppendJSONWritesWhatJSONMarshalWrites(t *testing.T) {
 		for _, v := range []any{math.NaN(), math.Inf(1), map[string]any{"x": math.Inf(-1)}, []any{func() {}}} {
 			_, want := json.Marshal(v)
 			require.Error(t, want)
-			_, err := appendJSON(nil, v)
+			_, err := state.AppendJSON(nil, v)
 			assert.EqualError(t, err, want.Error())
 		}
 	})
@@ -65,7 +65,7 @@ func TestAppendJSONWritesWhatJSONMarshalWrites(t *testing.T) {
 			v := randomJSONValue(r, 3)
 			want, err := json.Marshal(v)
 			require.NoError(t, err)
-			got, err := appendJSON(nil, v)
+			got, err := state.AppendJSON(nil, v)
 			require.NoError(t, err)
 			require.Equal(t, string(want), string(got))
 		}
@@ -125,27 +125,4 @@ func randomJSONString(r *rand.Rand) string {
 		sb.WriteRune(runes[r.IntN(len(runes))])
 	}
 	return sb.String()
-}
-
-// TestAShellStepsRecordIsEncodedWithFewAllocations: recording the end of
-// a shell step (its record with six outputs, and the event saying it
-// succeeded) takes a few allocations, not one or more per output as
-// json.Marshal took (22 for these two values), once its buffer is reused.
-func TestAShellStepsRecordIsEncodedWithFewAllocations(t *testing.T) {
-	s := &Store{now: time.Now}
-	at := time.Date(2026, 11, 30, 2, 0, 0, 0, time.UTC)
-	rec := &state.StepRecord{RunID: "r1", ID: "s1", Status: state.StepSucceeded, Attempts: 1, StartedAt: at, EndedAt: at,
-		Outputs: map[string]any{"exit_code": 0, "stdout": "", "stderr": "", "json": nil, "truncated": false, "duration_ms": int64(3)}}
-	events := []state.Event{{Time: at, Type: "step.succeeded", Step: "s1", Attempt: 1, Message: "succeeded", Data: map[string]any{"duration_ms": int64(3)}}}
-	e := new(encoder) // reused, as SaveSteps reuses the buffers in encoders
-	allocs := testing.AllocsPerRun(100, func() {
-		e.b = e.b[:0]
-		if _, err := encodeSteps(e, []*state.StepRecord{rec}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.encodeEvents(e, events); err != nil {
-			t.Fatal(err)
-		}
-	})
-	assert.LessOrEqual(t, allocs, 2.0)
 }

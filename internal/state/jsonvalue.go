@@ -1,4 +1,4 @@
-package bolt
+package state
 
 import (
 	"encoding/json"
@@ -9,19 +9,19 @@ import (
 	"unicode/utf8"
 )
 
-// appendJSON appends v's JSON to b, byte for byte what json.Marshal
-// writes. The values a step's outputs and an event's data hold (maps of
+// AppendJSON appends v's JSON to b, byte for byte what json.Marshal
+// writes (the stores write records with it). The values a step's outputs and an event's data hold (maps of
 // strings, numbers, booleans, lists and maps of them) are written here
 // directly; json.Marshal goes through reflect and allocates for every
 // entry of a map, which was most of what the engine allocated to record
 // a step. Any other value (a struct, a named map type, a float JSON
 // cannot hold) is appended as json.Marshal writes it, with its error.
-func appendJSON(b []byte, v any) ([]byte, error) {
+func AppendJSON(b []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case nil:
 		return append(b, "null"...), nil
 	case string:
-		return appendJSONString(b, x), nil
+		return AppendJSONString(b, x), nil
 	case bool:
 		return strconv.AppendBool(b, x), nil
 	case int:
@@ -48,7 +48,7 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 				b = append(b, ',')
 			}
 			var err error
-			if b, err = appendJSON(b, e); err != nil {
+			if b, err = AppendJSON(b, e); err != nil {
 				return nil, err
 			}
 		}
@@ -82,10 +82,10 @@ func appendJSONMap(b []byte, m map[string]any) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, e.k)
+		b = AppendJSONString(b, e.k)
 		b = append(b, ':')
 		var err error
-		if b, err = appendJSON(b, e.v); err != nil {
+		if b, err = AppendJSON(b, e.v); err != nil {
 			return nil, err
 		}
 	}
@@ -111,10 +111,10 @@ func appendJSONFloat(b []byte, f float64) []byte {
 	return b
 }
 
-// appendJSONString appends s quoted as json.Marshal quotes a string: with
+// AppendJSONString appends s quoted as json.Marshal quotes a string: with
 // <, > and & escaped for HTML, control characters as \u00XX (but \b, \f,
 // \n, \r and \t), invalid UTF-8 as \ufffd, and U+2028 and U+2029 escaped.
-func appendJSONString(b []byte, s string) []byte {
+func AppendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
