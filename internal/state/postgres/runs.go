@@ -128,7 +128,7 @@ func runSource(r *state.Run) []byte {
 func encodeRun(r *state.Run) ([]byte, error) {
 	rec := *r
 	rec.Snapshot = nil
-	data, err := json.Marshal(&rec)
+	data, err := appendRun(make([]byte, 0, 512), &rec)
 	if err != nil {
 		return nil, fmt.Errorf("encode run: %w", err)
 	}

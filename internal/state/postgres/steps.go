@@ -72,7 +72,7 @@ func encodeSteps(recs []*state.StepRecord, now time.Time) (*stepRows, error) {
 		if rec.RunID != recs[0].RunID {
 			return nil, fmt.Errorf("save steps: records of runs %s and %s in one call", recs[0].RunID, rec.RunID)
 		}
-		data, err := json.Marshal(rec)
+		data, err := appendStep(make([]byte, 0, 256), rec)
 		if err != nil {
 			return nil, fmt.Errorf("save step %s/%s: encode: %w", rec.RunID, rec.ID, err)
 		}
@@ -347,16 +347,18 @@ FROM r, unnest($` + strconv.Itoa(evArg) + `::json[]) WITH ORDINALITY AS e(event,
 // row's seq column is the event's number), a zero Time set to now.
 func (s *Store) encodeEvents(events []state.Event) ([][]byte, error) {
 	out := make([][]byte, len(events))
+	buf := make([]byte, 0, 160*len(events)) // the events' JSON, one after the other
 	for i, ev := range events {
 		ev.Seq = 0
 		if ev.Time.IsZero() {
 			ev.Time = s.now()
 		}
-		data, err := json.Marshal(ev)
-		if err != nil {
+		start := len(buf)
+		var err error
+		if buf, err = appendEvent(buf, &ev); err != nil {
 			return nil, fmt.Errorf("encode event %s: %w", ev.Type, err)
 		}
-		out[i] = data
+		out[i] = buf[start:len(buf):len(buf)]
 	}
 	return out, nil
 }
