@@ -30,16 +30,17 @@ import (
 // fenceOwn checks that top-level run $1 is owned by $2, locking it as a
 // write of the run itself does (FOR NO KEY UPDATE: a claim, an update of
 // the owner, waits for the write to end).
-const fenceOwn = `SELECT CASE WHEN f.owner IS DISTINCT FROM $2::text
-	THEN ('run ' || f.id || ' is owned by ' || f.owner || ' now, not by ' || $2::text)::int END
-FROM (SELECT id, owner FROM runbook_runs WHERE id = $1 FOR NO KEY UPDATE) f`
+const fenceOwn = fenceCheck + `NO KEY UPDATE) f`
 
 // fenceShared is fenceOwn for a write of one of the top-level run's
 // sub-playbook runs, which shares the lock (FOR SHARE): the run's
 // sub-playbook runs write at once, and a claim still waits for them.
-const fenceShared = `SELECT CASE WHEN f.owner IS DISTINCT FROM $2::text
+const fenceShared = fenceCheck + `SHARE) f`
+
+// fenceCheck is the fence's statement but for the strength of its lock.
+const fenceCheck = `SELECT CASE WHEN f.owner IS DISTINCT FROM $2::text
 	THEN ('run ' || f.id || ' is owned by ' || f.owner || ' now, not by ' || $2::text)::int END
-FROM (SELECT id, owner FROM runbook_runs WHERE id = $1 FOR SHARE) f`
+FROM (SELECT id, owner FROM runbook_runs WHERE id = $1 FOR `
 
 // refusedCode is the SQLSTATE of a fence's refusal (see above).
 const refusedCode = "22P02"
