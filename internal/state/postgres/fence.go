@@ -22,10 +22,10 @@ import (
 // refusal by the statement it came from (the fence's result), not by its
 // text, and reads the owner afterwards. The schema's PL/pgSQL function
 // runbook_fence does the same with an error of its own (RB001) and is
-// kept for older builds; this build does not call it, because a new
-// backend loads PL/pgSQL at its first call (4 to 5 ms on the project's
-// machine, and 4 more to compile the function: docs/performance.md), and
-// the one backend of a `runbook run` process is new.
+// kept for older builds; this build does not call it: a new backend
+// loads PL/pgSQL and compiles the function at its first call, some
+// milliseconds (docs/performance.md), and the one backend of a
+// `runbook run` process is always new.
 
 // fenceOwn checks that top-level run $1 is owned by $2, locking it as a
 // write of the run itself does (FOR NO KEY UPDATE: a claim, an update of

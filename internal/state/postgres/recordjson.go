@@ -13,10 +13,9 @@ import (
 //
 // The store keeps a run, a step record and an event as the JSON
 // json.Marshal writes for them (the record and event columns), and
-// json.Unmarshal reads them back. Written through reflection, the
-// encoding of a run's record, its step records and its events was 6% of
-// a replica's processor time for the `log` playbook (perf, 2026-12-02;
-// docs/performance.md), with an allocation for every map entry. They are
+// json.Unmarshal reads them back. Through reflection, their encoding
+// took a replica's processor a few percent of its time, with an
+// allocation for every map entry (docs/performance.md). They are
 // written here field by field, byte for byte what json.Marshal writes
 // (TestRecordsAreWrittenAsJSONMarshalWritesThem fills every field of each
 // type, so a field added to one and not here fails it); values of
