@@ -233,6 +233,41 @@ func (s *Store) send(ctx context.Context, b *pgx.Batch) error {
 	}
 }
 
+// maxAnswerWait bounds sendWrite's wait in a system call: an answer
+// slower than that is waited for as any other, and a write cancelled
+// meanwhile is noticed that much later at most.
+const maxAnswerWait = 10 * time.Millisecond
+
+// sendWrite is send for a run's write made alone (a fence and the
+// write's statements, read by their callbacks when the batch is closed):
+// it waits for the answer in a system call (awaitAnswer) before reading
+// it. Waiting on the network poller instead idles every P of the Go
+// runtime while the process has nothing else to do, as a run executing
+// alone does, and the system call made next then restarts the runtime's
+// monitor thread's 20 µs polling (runtime.sysmon, golang/go#18236): some
+// fifty wake-ups a write, which cost a run of shell steps on PostgreSQL
+// about as much processor time again as its steps (docs/performance.md).
+// A thread waiting in a system call keeps its P, as bbolt's fdatasync
+// does.
+func (s *Store) sendWrite(ctx context.Context, b *pgx.Batch) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for attempt := 1; ; attempt++ {
+		c, err := s.pool.Pool.Acquire(ctx)
+		if err == nil {
+			br := c.SendBatch(ctx, b)
+			awaitAnswer(c.Conn().PgConn().Conn(), maxAnswerWait)
+			err = br.Close()
+			c.Release()
+		}
+		if err == nil || attempt == maxAttempts || !retryable(err) {
+			return classify(err)
+		}
+		s.retries.Add(1)
+	}
+}
+
 // retry runs fn, one statement sent on its own, again when PostgreSQL
 // aborted it for a deadlock or a serialization failure (up to maxAttempts
 // in all), as send does for a batch.

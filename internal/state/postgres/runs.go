@@ -254,7 +254,7 @@ func (s *Store) SaveRunSteps(ctx context.Context, r *state.Run, recs []*state.St
 	} else {
 		var b *pgx.Batch
 		if b, err = batch(r); err == nil {
-			err = s.send(ctx, b)
+			err = s.sendWrite(ctx, b)
 		}
 	}
 	if err != nil {

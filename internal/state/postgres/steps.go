@@ -309,7 +309,7 @@ func (s *Store) writeRun(ctx context.Context, runID string, queue func(b *pgx.Ba
 	}
 	b := newBatch(ctx, runID)
 	queue(b)
-	return s.fenceError(ctx, s.send(ctx, b))
+	return s.fenceError(ctx, s.sendWrite(ctx, b))
 }
 
 // reserve takes run $1's next $2 event numbers (see queueSaveSteps).

@@ -121,7 +121,7 @@ func (s *Store) commitWrites(ctx context.Context, group []*runWrite) bool {
 		b := &pgx.Batch{}
 		queueFenceOf(b, w.run, state.Fence{Run: w.run, Owner: w.owner}) // the run is its own fence's
 		b.QueuedQueries = append(b.QueuedQueries, w.b.QueuedQueries...)
-		w.err = s.send(ctx, b)
+		w.err = s.sendWrite(ctx, b)
 		return false
 	}
 	in, err := s.sendWrites(ctx, group)
