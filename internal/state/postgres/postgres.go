@@ -221,16 +221,7 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // or matches no row. A batch that PostgreSQL aborted for a deadlock or a
 // serialization failure is sent again: callbacks reset what they set.
 func (s *Store) send(ctx context.Context, b *pgx.Batch) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	for attempt := 1; ; attempt++ {
-		err := s.pool.SendBatch(ctx, b).Close()
-		if err == nil || attempt == maxAttempts || !retryable(err) {
-			return classify(err)
-		}
-		s.retries.Add(1)
-	}
+	return s.retry(ctx, func() error { return s.pool.SendBatch(ctx, b).Close() })
 }
 
 // maxAnswerWait bounds sendWrite's wait in a system call: an answer
@@ -250,27 +241,21 @@ const maxAnswerWait = 10 * time.Millisecond
 // A thread waiting in a system call keeps its P, as bbolt's fdatasync
 // does.
 func (s *Store) sendWrite(ctx context.Context, b *pgx.Batch) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	for attempt := 1; ; attempt++ {
+	return s.retry(ctx, func() error {
 		c, err := s.pool.Pool.Acquire(ctx)
-		if err == nil {
-			br := c.SendBatch(ctx, b)
-			awaitAnswer(c.Conn().PgConn().Conn(), maxAnswerWait)
-			err = br.Close()
-			c.Release()
+		if err != nil {
+			return err
 		}
-		if err == nil || attempt == maxAttempts || !retryable(err) {
-			return classify(err)
-		}
-		s.retries.Add(1)
-	}
+		defer c.Release()
+		br := c.SendBatch(ctx, b)
+		awaitAnswer(c.Conn().PgConn().Conn(), maxAnswerWait)
+		return br.Close()
+	})
 }
 
-// retry runs fn, one statement sent on its own, again when PostgreSQL
-// aborted it for a deadlock or a serialization failure (up to maxAttempts
-// in all), as send does for a batch.
+// retry runs fn, a statement or a batch sent on its own, again when
+// PostgreSQL aborted it for a deadlock or a serialization failure (up to
+// maxAttempts in all).
 func (s *Store) retry(ctx context.Context, fn func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
