@@ -22,12 +22,14 @@ import (
 // The new run has the old one's snapshot, inputs and trigger, a new ID,
 // RetryOf = runID and RetryFrom = from. A step written before from is
 // reused — its records (for_each items included) are copied as they are,
-// with a step.reused event — when it succeeded or was skipped in the old
-// run and does not depend on from through needs (a skipped step is also
-// run again when one of its needs runs again). Every other step runs again
-// as a new attempt: a mutating one gets a new intent and idempotency key,
-// and reused ones are never reconciled. on_failure and finally run as for
-// any run.
+// with a step.reused event — when it succeeded in the old run and does not
+// depend on from through needs. A step the old run skipped is decided
+// again: a skip is no work to keep, and it may have come from the failure
+// the retry runs again (a step that had not started when another failed is
+// skipped, whatever its own condition). Every other step runs again as a
+// new attempt: a mutating one gets a new intent and idempotency key, and
+// reused ones are never reconciled. on_failure and finally run as for any
+// run.
 //
 // The copy is a second transaction after the run's creation. Executing or
 // resuming a run with RetryOf set first copies whatever is missing (the
@@ -105,7 +107,7 @@ func retryStart(pb *playbook.Playbook, oldID, from string, old map[string]*state
 }
 
 // reusable reports whether a step's record in the retried run lets a
-// retry keep it.
+// retry start after it when no step is named: it succeeded or was skipped.
 func reusable(rec *state.StepRecord) bool {
 	return rec != nil && (rec.Status == state.StepSucceeded || rec.Status == state.StepSkipped)
 }
@@ -113,14 +115,14 @@ func reusable(rec *state.StepRecord) bool {
 // reusedSteps returns the ids of the steps a retry from step from keeps.
 func reusedSteps(pb *playbook.Playbook, from string, old map[string]*state.StepRecord) map[string]bool {
 	// again: the steps that run again. from and every step written after
-	// it; every step that depends on from (needs may point forward); every
-	// step that did not succeed or was not skipped; and every skipped step
-	// that needs one of those (its skip is decided again).
+	// it; every step that depends on from (needs may point forward); and
+	// every step that did not succeed, skipped ones included (their skip
+	// is decided again).
 	again := map[string]bool{from: true}
 	after := false
 	for _, s := range pb.Steps {
 		after = after || s.ID == from
-		if after || !reusable(old[s.ID]) {
+		if rec := old[s.ID]; after || rec == nil || rec.Status != state.StepSucceeded {
 			again[s.ID] = true
 		}
 	}
@@ -129,7 +131,6 @@ func reusedSteps(pb *playbook.Playbook, from string, old map[string]*state.StepR
 	for id := range down {
 		again[id] = true
 	}
-	grow(pb.Steps, again, func(s *playbook.Step) bool { return old[s.ID].Status == state.StepSkipped })
 	keep := map[string]bool{}
 	for _, s := range pb.Steps {
 		if !again[s.ID] {

@@ -138,13 +138,14 @@ steps:
 func TestRetryRunsAStepBeforeFromThatDidNotSucceed(t *testing.T) {
 	h := newHarness(t)
 	// a fails but continues; retrying from c runs a again (it did not
-	// succeed) and reuses b.
+	// succeed) and reuses b. (b needs a so that a has run when c fails: a
+	// step that has not started by then is skipped.)
 	old := failedRun(t, h, `
 version: 1
 name: partial
 steps:
   - {id: a, continue_on_error: true, uses: test.flaky, with: {key: r5-a, fails: 1, code: failed}}
-  - {id: b, needs: [], uses: test.flaky, with: {key: r5-b}}
+  - {id: b, needs: [a], uses: test.flaky, with: {key: r5-b}}
   - {id: c, needs: [b], uses: test.flaky, with: {key: r5-c, fails: 1, code: failed}}
 `)
 	r := h.retry(old.ID, "c")
@@ -152,6 +153,54 @@ steps:
 	assert.Equal(t, 2, testProbe.count("r5-a"))
 	assert.Equal(t, 1, testProbe.count("r5-b"))
 	assert.Equal(t, 2, testProbe.count("r5-c"))
+}
+
+func TestRetryDecidesAgainASkipTheRunsFailureMade(t *testing.T) {
+	h := newHarness(t)
+	// a and b start together and c, after b, fails. On a loaded machine c
+	// can fail before a's goroutine decides whether a runs: a is then
+	// skipped ("an earlier step failed"). The old run's records are made
+	// to say so, as that machine leaves them; a retry from c runs a, whose
+	// skip came from the failure the retry runs again.
+	old := failedRun(t, h, `
+version: 1
+name: lateskip
+steps:
+  - {id: a, uses: test.flaky, with: {key: r12-a}}
+  - {id: b, needs: [], uses: test.flaky, with: {key: r12-b}}
+  - {id: c, needs: [b], uses: test.flaky, with: {key: r12-c, fails: 1, code: failed}}
+`)
+	ctx := context.Background()
+	a := h.steps(old.ID)["a"]
+	a.Status, a.Attempts, a.Outputs, a.StartedAt = state.StepSkipped, 0, nil, time.Time{}
+	require.NoError(t, h.store.SaveStep(ctx, a, state.Event{Type: "step.skipped", Step: "a", Message: "an earlier step failed"}))
+	calls := testProbe.count("r12-a")
+
+	r := h.retry(old.ID, "c")
+	assert.Equal(t, state.RunSucceeded, r.Status)
+	assert.Equal(t, state.StepSucceeded, h.steps(r.ID)["a"].Status)
+	assert.Equal(t, calls+1, testProbe.count("r12-a"), "a ran in the retry")
+	assert.Equal(t, 1, testProbe.count("r12-b"), "b is reused")
+	assert.Equal(t, []string{"step.reused b"}, h.eventOrder("step.reused"))
+}
+
+func TestRetrySkipsAgainAStepItsConditionSkipped(t *testing.T) {
+	h := newHarness(t)
+	old := failedRun(t, h, `
+version: 1
+name: ownskip
+steps:
+  - {id: a, if: "${{ 1 > 2 }}", uses: test.flaky, with: {key: r13-a}}
+  - {id: b, uses: test.flaky, with: {key: r13-b}}
+  - {id: c, uses: test.flaky, with: {key: r13-c, fails: 1, code: failed}}
+`)
+	require.Equal(t, state.StepSkipped, h.steps(old.ID)["a"].Status)
+	r := h.retry(old.ID, "")
+	assert.Equal(t, "c", r.RetryFrom, "a retry with no step named starts after the skip")
+	assert.Equal(t, state.RunSucceeded, r.Status)
+	assert.Equal(t, state.StepSkipped, h.steps(r.ID)["a"].Status, "decided again, and skipped again")
+	assert.Zero(t, testProbe.count("r13-a"))
+	assert.Equal(t, 1, testProbe.count("r13-b"))
 }
 
 func TestRetryGivesARerunMutatingStepANewIntent(t *testing.T) {
