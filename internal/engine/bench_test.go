@@ -34,6 +34,14 @@ func BenchmarkSequentialShellSteps(b *testing.B) {
 	benchSteps(b, 100, shellStep)
 }
 
+// BenchmarkSequentialMutatingSteps is the same over mutating steps
+// (test.create, which calls nothing): per step, the step on record
+// running, its intent written before the call (through the run's fence),
+// and its end.
+func BenchmarkSequentialMutatingSteps(b *testing.B) {
+	benchSteps(b, 100, mutatingStep)
+}
+
 // BenchmarkEngineSteps measures the engine's own work per step, apart
 // from a process and the fsync: one op is one step of a 1,000-step run of
 // test.command steps on a bbolt file opened with NoSync. A test.command
@@ -53,9 +61,10 @@ func BenchmarkEngineSteps(b *testing.B) {
 
 // The steps of the benchmarks of a chain of steps (%d: the step's number).
 const (
-	setStep     = `{id: s%d, uses: set, with: {i: %d, prev: "${{ inputs.x }}"}}`
-	shellStep   = `{id: s%d, uses: shell, with: {command: "true", env: {I: "%d"}}}`
-	commandStep = `{id: s%d, uses: test.command, with: {command: "true", env: {I: "%d"}}}`
+	setStep      = `{id: s%d, uses: set, with: {i: %d, prev: "${{ inputs.x }}"}}`
+	shellStep    = `{id: s%d, uses: shell, with: {command: "true", env: {I: "%d"}}}`
+	commandStep  = `{id: s%d, uses: test.command, with: {command: "true", env: {I: "%d"}}}`
+	mutatingStep = `{id: s%d, uses: test.create, with: {name: "bench-%d"}}`
 )
 
 // benchSteps runs a run of n steps, each made from step, on each store:
