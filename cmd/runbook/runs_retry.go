@@ -14,16 +14,18 @@ func cmdRunsRetry(ctx context.Context, a *app, args []string) error {
 	fs := newFlagSet(a, command{
 		name: "runs retry", usage: "RUN_ID [--from STEP] [-i SECRET=VALUE ...] [flags]",
 		summary: "Run a failed or cancelled run again as a new run, from a step, keeping the outputs of the steps before it.",
-		details: `Without --from the retry starts at the first step that did not succeed.
-Steps before it that succeeded (and do not need the step retried from) are
-reused as they are; the others run again. The new run executes here with
-the same progress and exit code as 'runbook run' (0 succeeded, 1 failed
-or cancelled, 2 usage); through runbook serve the server executes it and
-its progress is shown until it ends or waits for an approval (--detach:
-print the new run's ID and return). The state file never keeps a secret
-input: give the run's secret inputs again with -i (other inputs are kept).`,
+		details: `Without --from the retry starts at the first step that did not succeed
+and was not skipped. Steps before it that succeeded (and do not need the
+step retried from) are reused as they are; the others run again, and a
+step the run skipped has its condition decided again. The new run
+executes here with the same progress and exit code as 'runbook run' (0
+succeeded, 1 failed or cancelled, 2 usage); through runbook serve the
+server executes it and its progress is shown until it ends or waits for
+an approval (--detach: print the new run's ID and return). The state file
+never keeps a secret input: give the run's secret inputs again with -i
+(other inputs are kept).`,
 	})
-	from := fs.String("from", "", "retry from this `step` (default: the first step that did not succeed)")
+	from := fs.String("from", "", "retry from this `step` (default: the first step that did not succeed and was not skipped)")
 	var secretInputs kvList
 	fs.Var(&secretInputs, "i", "a secret input `name=value` of the run, given again (repeatable)")
 	detach := fs.Bool("detach", false, "through runbook serve: print the new run's ID without following it")

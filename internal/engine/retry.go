@@ -78,7 +78,8 @@ func (e *Engine) Retry(ctx context.Context, runID, from string) (*state.Run, *pl
 	return r, pb, nil
 }
 
-// retryStart checks from (or picks the first step that did not succeed).
+// retryStart checks from (or picks the first step that did not succeed
+// and was not skipped).
 func retryStart(pb *playbook.Playbook, oldID, from string, old map[string]*state.StepRecord) (string, error) {
 	if from == "" {
 		for _, s := range pb.Steps {
