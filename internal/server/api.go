@@ -404,8 +404,9 @@ func (s *Server) startRunOnce(r *http.Request, pb *playbook.Playbook, req engine
 		first, err := s.store.GetRun(r.Context(), string(res.Value))
 		return first, true, err
 	}
+	committed := *run // the executor writes run from the launch on
 	s.runs.Launch(run)
-	return run, false, nil
+	return &committed, false, nil
 }
 
 // listRuns answers GET /api/v1/runs (and /runs/page, its alias): runs
