@@ -83,7 +83,7 @@ func (e *Engine) Retry(ctx context.Context, runID, from string) (*state.Run, *pl
 func retryStart(pb *playbook.Playbook, oldID, from string, old map[string]*state.StepRecord) (string, error) {
 	if from == "" {
 		for _, s := range pb.Steps {
-			if !reusable(old[s.ID]) {
+			if !passed(old[s.ID]) {
 				return s.ID, nil
 			}
 		}
@@ -107,9 +107,9 @@ func retryStart(pb *playbook.Playbook, oldID, from string, old map[string]*state
 		"playbook %s of run %s has no step %q%s", pb.Name, oldID, from, suggest.Hint(from, ids))}
 }
 
-// reusable reports whether a step's record in the retried run lets a
-// retry start after it when no step is named: it succeeded or was skipped.
-func reusable(rec *state.StepRecord) bool {
+// passed reports whether a step's record in the retried run lets a retry
+// start after it when no step is named: it succeeded or was skipped.
+func passed(rec *state.StepRecord) bool {
 	return rec != nil && (rec.Status == state.StepSucceeded || rec.Status == state.StepSkipped)
 }
 
@@ -128,7 +128,7 @@ func reusedSteps(pb *playbook.Playbook, from string, old map[string]*state.StepR
 		}
 	}
 	down := map[string]bool{from: true}
-	grow(pb.Steps, down, func(*playbook.Step) bool { return true })
+	grow(pb.Steps, down)
 	for id := range down {
 		again[id] = true
 	}
@@ -141,13 +141,13 @@ func reusedSteps(pb *playbook.Playbook, from string, old map[string]*state.StepR
 	return keep
 }
 
-// grow adds to set, until nothing changes, every step accepted by ok that
-// depends on a step in set.
-func grow(list []*playbook.Step, set map[string]bool, ok func(*playbook.Step) bool) {
+// grow adds to set, until nothing changes, every step that depends on a
+// step in set.
+func grow(list []*playbook.Step, set map[string]bool) {
 	for changed := true; changed; {
 		changed = false
 		for _, s := range list {
-			if set[s.ID] || !ok(s) {
+			if set[s.ID] {
 				continue
 			}
 			for _, dep := range s.DependsOn {

@@ -62,7 +62,8 @@ type Preparer interface {
 	// commit failed) must cost the Preparer nothing lasting.
 	Prepare(ctx context.Context, req StartRequest) (*state.Run, []state.Event, error)
 	// Launch executes runs that were prepared and then committed, in the
-	// background.
+	// background. The records are the executor's from then on: a caller
+	// that answers with one copies it first.
 	Launch(runs ...*state.Run)
 }
 
